@@ -1,0 +1,30 @@
+/*
+ * cli.h -- what the syncsim subcommands share.
+ *
+ * Each subcommand lives in cli/cmd_<name>.c and is listed in
+ * cli/commands.def. It gets argv with argv[0] = its own name, returns the
+ * process exit status (0 success, 1 "findings" where that applies, 2 bad
+ * input or usage) and prints errors as one line: "syncsim NAME: message".
+ */
+#ifndef SYNCSIM_CLI_H
+#define SYNCSIM_CLI_H
+
+#include <stdio.h>
+
+#define X(name, summary)                    \
+    int cmd_##name(int argc, char **argv);  \
+    void cmd_##name##_help(FILE *out);
+#include "commands.def"
+#undef X
+
+/* The database used when a command names none: the embedded default. */
+#define CLI_DEFAULT_DB "syncsim.db"
+
+/* Prints "syncsim CMD: message" to stderr; returns 2. */
+int cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prints the error, then the command's usage line and a hint; returns 2. */
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Parses a non-negative integer option value; returns 0 or -1. */
+int cli_parse_u64(const char *s, unsigned long long *out);
+
+#endif

@@ -1,0 +1,148 @@
+/*
+ * main.c -- the syncsim command: dispatch to the subcommands of
+ * cli/commands.def, `help`, and `--version`.
+ */
+#include "cli.h"
+#include "traces/trace.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct command {
+    const char *name;
+    const char *summary;
+    int (*run)(int argc, char **argv);
+    void (*help)(FILE *out);
+} command;
+
+static const command commands[] = {
+#define X(name, summary) { #name, summary, cmd_##name, cmd_##name##_help },
+#include "commands.def"
+#undef X
+};
+#define N_COMMANDS (sizeof commands / sizeof commands[0])
+
+static const command *find_command(const char *name)
+{
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        if (strcmp(commands[i].name, name) == 0)
+            return &commands[i];
+    return NULL;
+}
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: syncsim COMMAND [ARGS...]\n"
+            "       syncsim help [COMMAND]\n"
+            "       syncsim --version\n"
+            "\n"
+            "syncsim schedules graphs across devices, records what every queue did as a\n"
+            "trace (SQLite), finds missing or superfluous synchronisation in traces, and\n"
+            "replays and draws them.\n"
+            "\n"
+            "Commands:\n");
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out,
+            "\n"
+            "A command that takes a database and is given none uses ./" CLI_DEFAULT_DB ".\n"
+            "Exit status: 0 success, 1 findings (check), 2 bad input or usage.\n"
+            "Run 'syncsim help COMMAND' for a command's options and examples.\n");
+}
+
+int cli_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "syncsim %s: ", cmd);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    return 2;
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "syncsim %s: ", cmd);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    const command *c = find_command(cmd);
+    if (c) {
+        /* The first line of the help is the usage line. */
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *mem = open_memstream(&buf, &len);
+        if (mem) {
+            c->help(mem);
+            fclose(mem);
+            char *nl = strchr(buf, '\n');
+            if (nl)
+                *nl = '\0';
+            fprintf(stderr, "%s\n", buf);
+            free(buf);
+        }
+    }
+    fprintf(stderr, "Run 'syncsim help %s' for more.\n", cmd);
+    return 2;
+}
+
+int cli_parse_u64(const char *s, unsigned long long *out)
+{
+    char *end;
+    if (!s || !*s || *s == '-')
+        return -1;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 0);
+    if (errno || *end)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *name = argv[1];
+    if (strcmp(name, "--version") == 0 || strcmp(name, "version") == 0) {
+        printf("syncsim %s (trace text format %d, schema %d)\n", SYNCSIM_VERSION, TRACE_TEXT_VERSION,
+               TRACE_SCHEMA_VERSION);
+        return 0;
+    }
+    if (strcmp(name, "help") == 0 || strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) {
+        if (argc < 3) {
+            usage(stdout);
+            return 0;
+        }
+        const command *c = find_command(argv[2]);
+        if (!c) {
+            fprintf(stderr, "syncsim help: unknown command '%s'\n\n", argv[2]);
+            usage(stderr);
+            return 2;
+        }
+        c->help(stdout);
+        return 0;
+    }
+    const command *c = find_command(name);
+    if (!c) {
+        fprintf(stderr, "syncsim: unknown command '%s'\n\n", name);
+        usage(stderr);
+        return 2;
+    }
+    for (int i = 2; i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            c->help(stdout);
+            return 0;
+        }
+    optind = 0; /* glibc: fully reinitialise getopt for the subcommand */
+    return c->run(argc - 1, argv + 1);
+}

@@ -1,0 +1,662 @@
+/*
+ * model.c -- the in-memory trace: string table, declarations, statements,
+ * and the memory reader.
+ *
+ * Strings are interned once and never move (each is its own allocation), so
+ * the string -> id map can point at them. Statements appended in memory keep
+ * their accesses and attributes in two pools and refer to them by offset:
+ * the pools grow by realloc and pointers handed out by trace_stmt_at() are
+ * valid until the next append.
+ */
+#include "trace.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* An in-memory statement: trace_stmt with pool offsets instead of pointers. */
+typedef struct trace_stmt_rec {
+    trace_stmt s;
+    uint64_t first_access;
+    uint64_t first_attr;
+} trace_stmt_rec;
+
+static const char *const status_msgs[] = {
+#define TRACE_STATUS_MSG(name, msg) msg,
+    TRACE_STATUS_MAP(TRACE_STATUS_MSG)
+#undef TRACE_STATUS_MSG
+};
+
+const char *trace_status_str(trace_status st)
+{
+    if ((unsigned)st >= sizeof status_msgs / sizeof status_msgs[0])
+        return "unknown status";
+    return status_msgs[st];
+}
+
+trace_status trace_error_set(trace_error *err, trace_status st, const char *fmt, ...)
+{
+    if (err) {
+        va_list ap;
+        err->status = st;
+        va_start(ap, fmt);
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+    }
+    return st;
+}
+
+static const char *const kind_words[] = {
+#define TRACE_KIND_WORD(name, word) word,
+    TRACE_KIND_MAP(TRACE_KIND_WORD)
+#undef TRACE_KIND_WORD
+};
+
+const char *trace_kind_str(trace_kind k)
+{
+    return (unsigned)k < TRACE_KIND_COUNT ? kind_words[k] : "?";
+}
+
+int trace_kind_parse(const char *word, size_t len)
+{
+    for (int k = 0; k < TRACE_KIND_COUNT; k++)
+        if (strlen(kind_words[k]) == len && memcmp(kind_words[k], word, len) == 0)
+            return k;
+    return -1;
+}
+
+static const char *const finding_words[] = {
+#define TRACE_FINDING_WORD(name, word) word,
+    TRACE_FINDING_MAP(TRACE_FINDING_WORD)
+#undef TRACE_FINDING_WORD
+};
+
+const char *trace_finding_str(trace_finding_kind k)
+{
+    return (unsigned)k < TRACE_FINDING_COUNT ? finding_words[k] : "?";
+}
+
+int trace_finding_parse(const char *word, size_t len)
+{
+    for (int k = 0; k < TRACE_FINDING_COUNT; k++)
+        if (strlen(finding_words[k]) == len && memcmp(finding_words[k], word, len) == 0)
+            return k;
+    return -1;
+}
+
+void trace_stmt_init(trace_stmt *s)
+{
+    memset(s, 0, sizeof *s);
+    s->queue = TRACE_NONE;
+    s->label = TRACE_NONE;
+    s->object = TRACE_NONE;
+    s->coll_kind = TRACE_NONE;
+    s->by = TRACE_NONE;
+    s->t = TRACE_TIME_NONE;
+    s->dur = TRACE_TIME_NONE;
+}
+
+/* ------------------------------------------------------------------ */
+/* Growing arrays.                                                     */
+
+/* Ensures *arr has room for need elements of size elem; doubles. */
+static int grow(void **arr, uint64_t *cap, uint64_t need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    uint64_t ncap = *cap ? *cap : 16;
+    while (ncap < need)
+        ncap *= 2;
+    void *p = realloc(*arr, ncap * elem);
+    if (!p)
+        return -1;
+    *arr = p;
+    *cap = ncap;
+    return 0;
+}
+
+static int grow32(void **arr, uint32_t *cap, uint32_t need, size_t elem)
+{
+    uint64_t c = *cap;
+    if (grow(arr, &c, need, elem) != 0 || c > UINT32_MAX)
+        return -1;
+    *cap = (uint32_t)c;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* String map.                                                         */
+
+uint64_t trace_hash(const void *data, size_t len)
+{
+    const unsigned char *p = data;
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < len; i++) {
+        h ^= p[i];
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+void trace_strmap_init(trace_strmap *m)
+{
+    memset(m, 0, sizeof *m);
+}
+
+void trace_strmap_free(trace_strmap *m)
+{
+    free(m->slots);
+    free(m->keys);
+    free(m->key_len);
+    memset(m, 0, sizeof *m);
+}
+
+/* Slot of key, or of the empty slot where it would go. */
+static uint32_t strmap_slot(const trace_strmap *m, const char *key, size_t len)
+{
+    uint32_t mask = m->cap - 1;
+    uint32_t i = (uint32_t)trace_hash(key, len) & mask;
+    while (m->slots[i]) {
+        if (m->key_len[i] == len && memcmp(m->keys[i], key, len) == 0)
+            return i;
+        i = (i + 1) & mask;
+    }
+    return i;
+}
+
+uint32_t trace_strmap_get(const trace_strmap *m, const char *key, size_t len)
+{
+    if (m->cap == 0)
+        return TRACE_NONE;
+    uint32_t i = strmap_slot(m, key, len);
+    return m->slots[i] ? m->slots[i] - 1 : TRACE_NONE;
+}
+
+static int strmap_resize(trace_strmap *m, uint32_t ncap)
+{
+    trace_strmap n = { 0 };
+    n.cap = ncap;
+    n.slots = calloc(ncap, sizeof *n.slots);
+    n.keys = calloc(ncap, sizeof *n.keys);
+    n.key_len = calloc(ncap, sizeof *n.key_len);
+    if (!n.slots || !n.keys || !n.key_len) {
+        trace_strmap_free(&n);
+        return -1;
+    }
+    for (uint32_t i = 0; i < m->cap; i++) {
+        if (!m->slots[i])
+            continue;
+        uint32_t j = strmap_slot(&n, m->keys[i], m->key_len[i]);
+        n.slots[j] = m->slots[i];
+        n.keys[j] = m->keys[i];
+        n.key_len[j] = m->key_len[i];
+    }
+    n.count = m->count;
+    trace_strmap_free(m);
+    *m = n;
+    return 0;
+}
+
+int trace_strmap_put(trace_strmap *m, const char *key, size_t len, uint32_t value)
+{
+    if (value == UINT32_MAX || len > UINT32_MAX)
+        return -1;
+    if ((uint64_t)(m->count + 1) * 4 > (uint64_t)m->cap * 3) {
+        uint32_t ncap = m->cap ? m->cap * 2 : 64;
+        if (ncap < m->cap || strmap_resize(m, ncap) != 0)
+            return -1;
+    }
+    uint32_t i = strmap_slot(m, key, len);
+    if (!m->slots[i]) {
+        m->count++;
+        m->keys[i] = key;
+        m->key_len[i] = (uint32_t)len;
+    }
+    m->slots[i] = value + 1;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* The trace.                                                          */
+
+trace *trace_new(void)
+{
+    trace *t = calloc(1, sizeof *t);
+    if (!t)
+        return NULL;
+    trace_strmap_init(&t->str_ids);
+    trace_strmap_init(&t->queue_ids);
+    trace_strmap_init(&t->buffer_ids);
+    return t;
+}
+
+void trace_free(trace *t)
+{
+    if (!t)
+        return;
+    for (uint32_t i = 0; i < t->n_strs; i++)
+        free(t->strs[i]);
+    free(t->strs);
+    free(t->str_len);
+    trace_strmap_free(&t->str_ids);
+    trace_strmap_free(&t->queue_ids);
+    trace_strmap_free(&t->buffer_ids);
+    free(t->queues);
+    free(t->buffers);
+    for (uint32_t i = 0; i < t->n_expects; i++)
+        free(t->expects[i].kv);
+    free(t->expects);
+    free(t->meta);
+    free(t->stmts);
+    free(t->access_pool);
+    free(t->attr_pool);
+    free(t);
+}
+
+uint32_t trace_intern(trace *t, const char *s, size_t len)
+{
+    uint32_t id = trace_strmap_get(&t->str_ids, s, len);
+    if (id != TRACE_NONE)
+        return id;
+    if (t->n_strs == UINT32_MAX - 1)
+        return TRACE_NONE;
+    if (grow32((void **)&t->strs, &t->cap_strs, t->n_strs + 1, sizeof *t->strs) != 0)
+        return TRACE_NONE;
+    uint32_t cap = t->cap_strs;
+    uint32_t *nl = realloc(t->str_len, (size_t)cap * sizeof *nl);
+    if (!nl)
+        return TRACE_NONE;
+    t->str_len = nl;
+    char *copy = malloc(len + 1);
+    if (!copy)
+        return TRACE_NONE;
+    memcpy(copy, s, len);
+    copy[len] = '\0';
+    id = t->n_strs;
+    if (trace_strmap_put(&t->str_ids, copy, len, id) != 0) {
+        free(copy);
+        return TRACE_NONE;
+    }
+    t->strs[id] = copy;
+    t->str_len[id] = (uint32_t)len;
+    t->n_strs++;
+    return id;
+}
+
+uint32_t trace_intern_cstr(trace *t, const char *s)
+{
+    return trace_intern(t, s, strlen(s));
+}
+
+const char *trace_str(const trace *t, uint32_t id)
+{
+    return id < t->n_strs ? t->strs[id] : "";
+}
+
+uint32_t trace_str_find(const trace *t, const char *s, size_t len)
+{
+    return trace_strmap_get(&t->str_ids, s, len);
+}
+
+uint32_t trace_add_queue(trace *t, uint32_t name, trace_queue_kind kind, uint32_t device)
+{
+    if (name >= t->n_strs)
+        return TRACE_NONE;
+    const char *ns = t->strs[name];
+    if (trace_strmap_get(&t->queue_ids, ns, t->str_len[name]) != TRACE_NONE)
+        return TRACE_NONE;
+    if (grow32((void **)&t->queues, &t->cap_queues, t->n_queues + 1, sizeof *t->queues) != 0)
+        return TRACE_NONE;
+    uint32_t q = t->n_queues;
+    if (trace_strmap_put(&t->queue_ids, ns, t->str_len[name], q) != 0)
+        return TRACE_NONE;
+    t->queues[q] = (trace_queue){ .name = name, .kind = kind,
+                                  .device = kind == TRACE_QUEUE_STREAM ? device : TRACE_NONE };
+    t->n_queues++;
+    if (kind == TRACE_QUEUE_HOST)
+        t->n_host_queues++;
+    return q;
+}
+
+static uint32_t add_buffer(trace *t, const trace_buffer *b)
+{
+    if (b->name >= t->n_strs)
+        return TRACE_NONE;
+    const char *ns = t->strs[b->name];
+    if (trace_strmap_get(&t->buffer_ids, ns, t->str_len[b->name]) != TRACE_NONE)
+        return TRACE_NONE;
+    if (grow32((void **)&t->buffers, &t->cap_buffers, t->n_buffers + 1, sizeof *t->buffers) != 0)
+        return TRACE_NONE;
+    uint32_t i = t->n_buffers;
+    if (trace_strmap_put(&t->buffer_ids, ns, t->str_len[b->name], i) != 0)
+        return TRACE_NONE;
+    t->buffers[i] = *b;
+    t->n_buffers++;
+    return i;
+}
+
+uint32_t trace_add_root_buffer(trace *t, uint32_t name, uint64_t size, trace_loc loc,
+                               uint32_t device, bool pinned)
+{
+    trace_buffer b = { .name = name, .size = size, .parent = TRACE_NONE, .offset = 0,
+                       .loc = loc, .device = loc == TRACE_LOC_DEVICE ? device : TRACE_NONE,
+                       .pinned = pinned, .root = t->n_buffers, .root_offset = 0 };
+    return add_buffer(t, &b);
+}
+
+uint32_t trace_add_view(trace *t, uint32_t name, uint32_t parent, uint64_t offset,
+                        uint64_t size)
+{
+    if (parent >= t->n_buffers)
+        return TRACE_NONE;
+    const trace_buffer *p = &t->buffers[parent];
+    const trace_buffer *r = &t->buffers[p->root];
+    trace_buffer b = { .name = name, .size = size, .parent = parent, .offset = offset,
+                       .loc = r->loc, .device = r->device, .pinned = r->pinned,
+                       .root = p->root, .root_offset = p->root_offset + offset };
+    return add_buffer(t, &b);
+}
+
+uint32_t trace_find_queue(const trace *t, const char *name, size_t len)
+{
+    return trace_strmap_get(&t->queue_ids, name, len);
+}
+
+uint32_t trace_find_buffer(const trace *t, const char *name, size_t len)
+{
+    return trace_strmap_get(&t->buffer_ids, name, len);
+}
+
+int trace_add_expect(trace *t, trace_finding_kind kind, uint32_t line,
+                     const trace_attr *kv, uint32_t n_kv)
+{
+    if (grow32((void **)&t->expects, &t->cap_expects, t->n_expects + 1, sizeof *t->expects) != 0)
+        return -1;
+    trace_attr *copy = NULL;
+    if (n_kv) {
+        copy = malloc(n_kv * sizeof *copy);
+        if (!copy)
+            return -1;
+        memcpy(copy, kv, n_kv * sizeof *copy);
+    }
+    t->expects[t->n_expects++] = (trace_expect){ .kind = kind, .line = line,
+                                                 .n_kv = n_kv, .kv = copy };
+    return 0;
+}
+
+int trace_set_meta(trace *t, const char *key, const char *value)
+{
+    uint32_t k = trace_intern_cstr(t, key), v = trace_intern_cstr(t, value);
+    if (k == TRACE_NONE || v == TRACE_NONE)
+        return -1;
+    for (uint32_t i = 0; i < t->n_meta; i++)
+        if (t->meta[i].key == k) {
+            t->meta[i].value = v;
+            return 0;
+        }
+    if (grow32((void **)&t->meta, &t->cap_meta, t->n_meta + 1, sizeof *t->meta) != 0)
+        return -1;
+    t->meta[t->n_meta++] = (trace_attr){ k, v };
+    return 0;
+}
+
+const char *trace_get_meta(const trace *t, const char *key)
+{
+    uint32_t k = trace_str_find(t, key, strlen(key));
+    if (k == TRACE_NONE)
+        return NULL;
+    for (uint32_t i = 0; i < t->n_meta; i++)
+        if (t->meta[i].key == k)
+            return trace_str(t, t->meta[i].value);
+    return NULL;
+}
+
+uint32_t trace_submitter(const trace *t, const trace_stmt *s)
+{
+    if (s->queue >= t->n_queues || t->queues[s->queue].kind == TRACE_QUEUE_HOST)
+        return TRACE_NONE;
+    if (s->by != TRACE_NONE)
+        return s->by;
+    if (t->n_host_queues != 1)
+        return TRACE_NONE;
+    for (uint32_t q = 0; q < t->n_queues; q++)
+        if (t->queues[q].kind == TRACE_QUEUE_HOST)
+            return q;
+    return TRACE_NONE;
+}
+
+void trace_access_root(const trace *t, const trace_access *a, uint32_t *root,
+                       uint64_t *lo, uint64_t *hi)
+{
+    const trace_buffer *b = &t->buffers[a->buffer];
+    *root = b->root;
+    *lo = b->root_offset + a->lo;
+    *hi = b->root_offset + a->hi;
+}
+
+int trace_append(trace *t, const trace_stmt *s)
+{
+    if (grow((void **)&t->stmts, &t->cap_stmts, t->n_stmts + 1, sizeof *t->stmts) != 0)
+        return -1;
+    if (grow((void **)&t->access_pool, &t->cap_access_pool, t->n_access_pool + s->n_access,
+             sizeof *t->access_pool) != 0)
+        return -1;
+    if (grow((void **)&t->attr_pool, &t->cap_attr_pool, t->n_attr_pool + s->n_attr,
+             sizeof *t->attr_pool) != 0)
+        return -1;
+    trace_stmt_rec *r = &t->stmts[t->n_stmts];
+    r->s = *s;
+    r->s.seq = t->n_stmts;
+    r->s.access = NULL;
+    r->s.attr = NULL;
+    r->first_access = t->n_access_pool;
+    r->first_attr = t->n_attr_pool;
+    if (s->n_access)
+        memcpy(t->access_pool + t->n_access_pool, s->access, s->n_access * sizeof *s->access);
+    if (s->n_attr)
+        memcpy(t->attr_pool + t->n_attr_pool, s->attr, s->n_attr * sizeof *s->attr);
+    t->n_access_pool += s->n_access;
+    t->n_attr_pool += s->n_attr;
+    t->n_stmts++;
+    return 0;
+}
+
+void trace_stmt_at(const trace *t, uint64_t i, trace_stmt *out)
+{
+    const trace_stmt_rec *r = &t->stmts[i];
+    *out = r->s;
+    out->access = r->s.n_access ? t->access_pool + r->first_access : NULL;
+    out->attr = r->s.n_attr ? t->attr_pool + r->first_attr : NULL;
+}
+
+const char *trace_stmt_name(const trace *t, const trace_stmt *s, char *buf, size_t cap)
+{
+    const char *q = s->queue < t->n_queues ? trace_str(t, t->queues[s->queue].name) : "?";
+    if (s->label != TRACE_NONE)
+        snprintf(buf, cap, "%s", trace_str(t, s->label));
+    else if (s->line)
+        snprintf(buf, cap, "%s@%u", q, s->line);
+    else
+        snprintf(buf, cap, "%s#%llu", q, (unsigned long long)s->seq);
+    return buf;
+}
+
+/* Strings of two traces are equal by content; TRACE_NONE only to itself. */
+static bool str_eq(const trace *ta, uint32_t a, const trace *tb, uint32_t b)
+{
+    if (a == TRACE_NONE || b == TRACE_NONE)
+        return a == b;
+    return strcmp(trace_str(ta, a), trace_str(tb, b)) == 0;
+}
+
+static bool queue_eq(const trace *ta, uint32_t a, const trace *tb, uint32_t b)
+{
+    if (a == TRACE_NONE || b == TRACE_NONE)
+        return a == b;
+    return str_eq(ta, ta->queues[a].name, tb, tb->queues[b].name);
+}
+
+static bool buffer_eq(const trace *ta, uint32_t a, const trace *tb, uint32_t b)
+{
+    if (a == TRACE_NONE || b == TRACE_NONE)
+        return a == b;
+    return str_eq(ta, ta->buffers[a].name, tb, tb->buffers[b].name);
+}
+
+bool trace_stmt_equal(const trace *ta, const trace_stmt *a, const trace *tb,
+                      const trace_stmt *b)
+{
+    if (a->kind != b->kind || !queue_eq(ta, a->queue, tb, b->queue) ||
+        !str_eq(ta, a->label, tb, b->label) || a->count != b->count ||
+        !str_eq(ta, a->coll_kind, tb, b->coll_kind) || !queue_eq(ta, a->by, tb, b->by) ||
+        a->t != b->t || a->dur != b->dur || a->n_access != b->n_access ||
+        a->n_attr != b->n_attr)
+        return false;
+    switch (a->kind) {
+    case TRACE_ALLOC:
+    case TRACE_FREE:
+        if (!buffer_eq(ta, a->object, tb, b->object))
+            return false;
+        break;
+    case TRACE_SYNC:
+        if (a->sync_scope != b->sync_scope)
+            return false;
+        if (a->sync_scope == TRACE_SYNC_QUEUE ? !queue_eq(ta, a->object, tb, b->object)
+                                              : !str_eq(ta, a->object, tb, b->object))
+            return false;
+        break;
+    default:
+        if (!str_eq(ta, a->object, tb, b->object))
+            return false;
+    }
+    for (uint32_t i = 0; i < a->n_access; i++) {
+        const trace_access *x = &a->access[i], *y = &b->access[i];
+        if (!buffer_eq(ta, x->buffer, tb, y->buffer) || x->mode != y->mode ||
+            x->form != y->form || x->lo != y->lo || x->hi != y->hi)
+            return false;
+    }
+    for (uint32_t i = 0; i < a->n_attr; i++)
+        if (!str_eq(ta, a->attr[i].key, tb, b->attr[i].key) ||
+            !str_eq(ta, a->attr[i].value, tb, b->attr[i].value))
+            return false;
+    return true;
+}
+
+/* ------------------------------------------------------------------ */
+/* Readers.                                                            */
+
+int trace_reader_next(trace_reader *r, trace_stmt *out, trace_error *err)
+{
+    return r->iface->next(r->ctx, out, err);
+}
+
+void trace_reader_close(trace_reader *r)
+{
+    if (r->iface && r->iface->close)
+        r->iface->close(r->ctx);
+    if (r->owns_trace)
+        trace_free(r->trace);
+    free(r->source);
+    memset(r, 0, sizeof *r);
+}
+
+typedef struct memory_reader {
+    trace *t;
+    uint64_t next;
+} memory_reader;
+
+static int memory_next(void *ctx, trace_stmt *out, trace_error *err)
+{
+    (void)err;
+    memory_reader *m = ctx;
+    if (m->next >= m->t->n_stmts)
+        return 0;
+    trace_stmt_at(m->t, m->next++, out);
+    return 1;
+}
+
+static void memory_close(void *ctx)
+{
+    free(ctx);
+}
+
+static const trace_reader_iface memory_iface = { memory_next, memory_close };
+
+void trace_reader_memory(trace_reader *r, trace *t)
+{
+    memset(r, 0, sizeof *r);
+    memory_reader *m = calloc(1, sizeof *m);
+    if (!m)
+        abort(); /* a few bytes: nothing sensible is left to do */
+    m->t = t;
+    r->iface = &memory_iface;
+    r->ctx = m;
+    r->trace = t;
+}
+
+int trace_reader_load(trace_reader *r, trace **out, trace_error *err)
+{
+    trace *t = r->trace;
+    int rc;
+    trace_stmt s;
+    *out = NULL;
+    /* Statements are appended to the reader's own trace, which already holds
+     * the declarations: the loaded trace is that trace, taken over. */
+    trace *dst = t;
+    bool take = r->owns_trace;
+    if (!take) {
+        trace_error_set(err, TRACE_EUSAGE, "%s: cannot load a reader that does not own its trace",
+                        r->source ? r->source : "trace");
+        trace_reader_close(r);
+        return -1;
+    }
+    while ((rc = trace_reader_next(r, &s, err)) == 1) {
+        if (trace_append(dst, &s) != 0) {
+            trace_error_set(err, TRACE_ENOMEM, "%s: out of memory after %llu statements",
+                            r->source ? r->source : "trace", (unsigned long long)dst->n_stmts);
+            rc = -1;
+            break;
+        }
+    }
+    if (rc < 0) {
+        trace_reader_close(r);
+        return -1;
+    }
+    r->owns_trace = false;
+    trace_reader_close(r);
+    *out = dst;
+    return 0;
+}
+
+bool trace_path_is_sqlite(const char *path)
+{
+    static const char magic[16] = "SQLite format 3";
+    char head[16];
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return false;
+    size_t n = fread(head, 1, sizeof head, f);
+    fclose(f);
+    return n == sizeof head && memcmp(head, magic, sizeof head) == 0;
+}
+
+int trace_open_any(const char *path, int64_t run, trace_reader *r, trace_error *err)
+{
+    memset(r, 0, sizeof *r);
+    if (strcmp(path, "-") != 0) {
+        struct stat sb;
+        if (stat(path, &sb) != 0) {
+            trace_error_set(err, TRACE_EIO, "%s: %s", path, strerror(errno));
+            return -1;
+        }
+        if (S_ISDIR(sb.st_mode)) {
+            trace_error_set(err, TRACE_EIO, "%s: is a directory, expected a trace file", path);
+            return -1;
+        }
+    }
+    if (strcmp(path, "-") != 0 && trace_path_is_sqlite(path))
+        return trace_store_open_reader(path, run, r, err);
+    return trace_text_open(path, r, err);
+}

@@ -1,0 +1,518 @@
+/*
+ * trace.h -- the trace model: the spine every part of syncsim shares.
+ *
+ * A trace is what a multi-queue program did, in the vocabulary of
+ * docs/trace-format.md (the text format, version 1):
+ *
+ *   - declarations: queues (host threads, in-order device streams),
+ *     buffers (roots and views: byte ranges of a parent), and
+ *     expectations (`expect` lines of a self-checking trace);
+ *   - statements in submission order (seq 0, 1, 2, ...), each executed by
+ *     one queue: compute and copies with byte-range accesses, and the
+ *     synchronisation verbs (record/wait, sync, barrier, signal/await,
+ *     collective, alloc/free), with optional attributes, observed times
+ *     and the host that submitted them.
+ *
+ * Every string (names, labels, attribute keys and values, device names) is
+ * interned in the trace's string table and referred to by a uint32_t id;
+ * queues and buffers are referred to by their index in the declaration
+ * tables. TRACE_NONE marks "absent" for any id or index.
+ *
+ * Declarations live in a `trace` and are small (thousands of queues and
+ * buffers at most). Statements can be many millions, so they flow through a
+ * `trace_reader`: a pull interface that yields one statement at a time in
+ * submission order. The text parser, the SQLite store and an in-memory
+ * trace are readers; the checker, the exporters and replay consume readers
+ * and never need a whole trace in memory. A reader may declare new queues
+ * and buffers in its trace as it goes (the text format allows declarations
+ * anywhere before first use); a statement only refers to declarations that
+ * already exist when it is returned.
+ *
+ * Producers that run programs (the scheduler's backends, simulated or real)
+ * write through the recorder (traces/recorder.c, see trace_recorder_*),
+ * which is thread-safe and flushes to SQLite in batches.
+ */
+#ifndef SYNCSIM_TRACE_H
+#define SYNCSIM_TRACE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define TRACE_NONE UINT32_MAX
+#define TRACE_TEXT_VERSION 1
+
+/* ------------------------------------------------------------------ */
+/* Status codes: one list gives the enum and the messages.             */
+
+#define TRACE_STATUS_MAP(X)                                              \
+    X(OK, "ok")                                                          \
+    X(ESYNTAX, "malformed trace")                                        \
+    X(EIO, "input/output error")                                         \
+    X(ENOMEM, "out of memory")                                           \
+    X(ENOTTRACE, "not a syncsim trace database")                         \
+    X(EVERSION, "unsupported version")                                   \
+    X(ECORRUPT, "corrupt or truncated database")                         \
+    X(ENORUN, "no such run")                                             \
+    X(EUSAGE, "invalid argument")                                        \
+    X(EDB, "database error")
+
+typedef enum {
+#define TRACE_STATUS_ENUM(name, msg) TRACE_##name,
+    TRACE_STATUS_MAP(TRACE_STATUS_ENUM)
+#undef TRACE_STATUS_ENUM
+} trace_status;
+
+/* The fixed message of a status code (never NULL). */
+const char *trace_status_str(trace_status st);
+
+/* An error for the user: the status and one line that names the file and
+ * place (file:line:column, or database and table) and what was expected. */
+typedef struct trace_error {
+    trace_status status;
+    char msg[768];
+} trace_error;
+
+/* Sets err (if non-NULL) to st with a printf-style message; returns st. */
+trace_status trace_error_set(trace_error *err, trace_status st,
+                             const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* ------------------------------------------------------------------ */
+/* Vocabulary.                                                         */
+
+typedef enum {
+    TRACE_QUEUE_HOST = 0,   /* a host thread: program order */
+    TRACE_QUEUE_STREAM = 1, /* an in-order device queue */
+} trace_queue_kind;
+
+typedef struct trace_queue {
+    uint32_t name;          /* string id */
+    trace_queue_kind kind;
+    uint32_t device;        /* string id of D in device=D; TRACE_NONE for hosts */
+} trace_queue;
+
+/* Where a root buffer lives. Views inherit their root's place. */
+typedef enum {
+    TRACE_LOC_UNSPECIFIED = 0,  /* neither device= nor host given */
+    TRACE_LOC_HOST = 1,
+    TRACE_LOC_DEVICE = 2,
+} trace_loc;
+
+typedef struct trace_buffer {
+    uint32_t name;          /* string id */
+    uint64_t size;          /* bytes, >= 1 */
+    uint32_t parent;        /* buffer index of the parent; TRACE_NONE for a root */
+    uint64_t offset;        /* byte offset in the parent (views only) */
+    trace_loc loc;          /* roots only */
+    uint32_t device;        /* string id of D (loc == DEVICE); else TRACE_NONE */
+    bool pinned;            /* roots only */
+    /* Derived when declared: the root buffer and this buffer's offset in it. */
+    uint32_t root;
+    uint64_t root_offset;
+} trace_buffer;
+
+#define TRACE_KIND_MAP(X)        \
+    X(OP, "op")                  \
+    X(COPY, "copy")              \
+    X(RECORD, "record")          \
+    X(WAIT, "wait")              \
+    X(SYNC, "sync")              \
+    X(BARRIER, "barrier")        \
+    X(SIGNAL, "signal")          \
+    X(AWAIT, "await")            \
+    X(COLLECTIVE, "collective")  \
+    X(ALLOC, "alloc")            \
+    X(FREE, "free")
+
+typedef enum {
+#define TRACE_KIND_ENUM(name, word) TRACE_##name,
+    TRACE_KIND_MAP(TRACE_KIND_ENUM)
+#undef TRACE_KIND_ENUM
+    TRACE_KIND_COUNT
+} trace_kind;
+
+/* The verb of a statement kind ("op", "copy", ...). */
+const char *trace_kind_str(trace_kind k);
+/* The kind of a verb; returns -1 when the word is not a verb. */
+int trace_kind_parse(const char *word, size_t len);
+
+typedef enum {
+    TRACE_R = 1,
+    TRACE_W = 2,
+    TRACE_RW = 3,
+} trace_mode;
+
+/* How a REF was written, kept so that text round-trips. */
+typedef enum {
+    TRACE_REF_WHOLE = 0,    /* NAME        (lo = 0, hi = size) */
+    TRACE_REF_RANGE = 1,    /* NAME[LO:HI] */
+    TRACE_REF_FROM = 2,     /* NAME[LO:]   (hi = size) */
+} trace_ref_form;
+
+typedef struct trace_access {
+    uint32_t buffer;        /* buffer index as named (a view or a root) */
+    uint8_t mode;           /* trace_mode */
+    uint8_t form;           /* trace_ref_form */
+    uint64_t lo, hi;        /* [lo, hi) relative to the named buffer */
+} trace_access;
+
+typedef struct trace_attr {
+    uint32_t key;           /* string id */
+    uint32_t value;         /* string id */
+} trace_attr;
+
+/* Target of `H sync TARGET`. */
+typedef enum {
+    TRACE_SYNC_QUEUE = 0,   /* sync S: object = queue index of stream S */
+    TRACE_SYNC_DEVICE = 1,  /* sync device=D: object = string id of D */
+    TRACE_SYNC_ALL = 2,     /* sync all: object = TRACE_NONE */
+} trace_sync_scope;
+
+#define TRACE_TIME_NONE INT64_MIN
+
+/*
+ * One statement. Which fields mean something depends on the kind:
+ *
+ *   op         label, accesses
+ *   copy       label, accesses = { r:SRC, w:DST } (exactly these two)
+ *   record     object = event name (string id)
+ *   wait       object = event name
+ *   sync       sync_scope, object (see trace_sync_scope)
+ *   barrier    object = barrier name, count = N
+ *   signal     object = flag name
+ *   await      object = flag name
+ *   collective object = communicator name, coll_kind = KIND (string id),
+ *              count = size=N, label (TRACE_NONE: none), accesses
+ *   alloc/free object = buffer index (a root)
+ *
+ * `by` is the host queue named by by=, TRACE_NONE when not written; see
+ * trace_submitter() for the default. `t` and `dur` are TRACE_TIME_NONE when
+ * not observed. `line` is the source line (0 when the trace did not come from
+ * text). Accesses and attributes belong to whoever filled the statement: a
+ * reader's stay valid until its next call.
+ */
+typedef struct trace_stmt {
+    uint64_t seq;           /* submission index, from 0 */
+    uint32_t queue;         /* queue index */
+    trace_kind kind;
+    uint32_t label;
+    uint32_t object;
+    trace_sync_scope sync_scope;
+    uint32_t coll_kind;
+    uint64_t count;
+    uint32_t by;
+    int64_t t, dur;
+    uint32_t line;
+    uint32_t n_access;
+    const trace_access *access;
+    uint32_t n_attr;
+    const trace_attr *attr;
+} trace_stmt;
+
+/* Sets every field to its "absent" value (TRACE_NONE, TRACE_TIME_NONE, 0). */
+void trace_stmt_init(trace_stmt *s);
+
+/* Finding kinds, shared by `expect` lines and the checker. */
+#define TRACE_FINDING_MAP(X)                         \
+    X(CLEAN, "clean")                                \
+    X(RACE, "race")                                  \
+    X(WAIT_UNRECORDED, "wait-unrecorded")            \
+    X(HANG, "hang")                                  \
+    X(COLLECTIVE_MISMATCH, "collective-mismatch")    \
+    X(USE_AFTER_FREE, "use-after-free")              \
+    X(REDUNDANT_SYNC, "redundant-sync")
+
+typedef enum {
+#define TRACE_FINDING_ENUM(name, word) TRACE_FINDING_##name,
+    TRACE_FINDING_MAP(TRACE_FINDING_ENUM)
+#undef TRACE_FINDING_ENUM
+    TRACE_FINDING_COUNT
+} trace_finding_kind;
+
+const char *trace_finding_str(trace_finding_kind k);
+/* Returns -1 when the word names no finding kind. */
+int trace_finding_parse(const char *word, size_t len);
+
+/* One `expect` line: its kind and its key=value words in written order
+ * (hang repeats queue=). Values are kept as written: `Q@LINE` refers to a
+ * statement by queue and source line. */
+typedef struct trace_expect {
+    trace_finding_kind kind;
+    uint32_t line;
+    uint32_t n_kv;
+    trace_attr *kv;
+} trace_expect;
+
+/* ------------------------------------------------------------------ */
+/* Interned strings and a string -> index map.                         */
+
+/* Open-addressing hash map from a byte string to a uint32_t value. The keys
+ * are not copied: the caller keeps them alive (the trace keeps them in its
+ * string table). */
+typedef struct trace_strmap {
+    uint32_t *slots;        /* value + 1; 0 = empty */
+    const char **keys;
+    uint32_t *key_len;
+    uint32_t cap, count;
+} trace_strmap;
+
+void trace_strmap_init(trace_strmap *m);
+void trace_strmap_free(trace_strmap *m);
+/* Returns the value for key, or TRACE_NONE. */
+uint32_t trace_strmap_get(const trace_strmap *m, const char *key, size_t len);
+/* Inserts or replaces; returns 0, or -1 when out of memory. */
+int trace_strmap_put(trace_strmap *m, const char *key, size_t len, uint32_t value);
+/* FNV-1a, used by the map and available to others. */
+uint64_t trace_hash(const void *data, size_t len);
+
+/* ------------------------------------------------------------------ */
+/* The trace: declarations (and, for in-memory traces, statements).    */
+
+typedef struct trace {
+    /* String table: strs[id] is NUL-terminated, str_len[id] its length. */
+    char **strs;
+    uint32_t *str_len;
+    uint32_t n_strs, cap_strs;
+    trace_strmap str_ids;
+
+    trace_queue *queues;
+    uint32_t n_queues, cap_queues;
+    trace_strmap queue_ids;         /* name -> queue index */
+    uint32_t n_host_queues;
+
+    trace_buffer *buffers;
+    uint32_t n_buffers, cap_buffers;
+    trace_strmap buffer_ids;        /* name -> buffer index */
+
+    trace_expect *expects;
+    uint32_t n_expects, cap_expects;
+
+    /* Run-level metadata (source file, producer, policy, ...). */
+    trace_attr *meta;
+    uint32_t n_meta, cap_meta;
+
+    /* In-memory statements (trace_append); empty for streaming readers.
+     * Accesses and attributes are kept in pools, statements refer to them
+     * by offset so that the pools may grow. Use trace_stmt_at(). */
+    struct trace_stmt_rec *stmts;
+    uint64_t n_stmts, cap_stmts;
+    trace_access *access_pool;
+    uint64_t n_access_pool, cap_access_pool;
+    trace_attr *attr_pool;
+    uint64_t n_attr_pool, cap_attr_pool;
+} trace;
+
+/* Creates an empty trace; NULL when out of memory. */
+trace *trace_new(void);
+void trace_free(trace *t);
+
+/* Interns s (len bytes, need not be NUL-terminated); returns its id, or
+ * TRACE_NONE when out of memory. The same bytes always give the same id. */
+uint32_t trace_intern(trace *t, const char *s, size_t len);
+uint32_t trace_intern_cstr(trace *t, const char *s);
+/* The string of an id ("" for TRACE_NONE). */
+const char *trace_str(const trace *t, uint32_t id);
+/* The id of s if interned, else TRACE_NONE. */
+uint32_t trace_str_find(const trace *t, const char *s, size_t len);
+
+/* Declarations. Each returns the new index, or TRACE_NONE when the name is
+ * already declared or memory runs out (callers that parse user input check
+ * trace_find_* first to report the right error). device is a string id. */
+uint32_t trace_add_queue(trace *t, uint32_t name, trace_queue_kind kind, uint32_t device);
+uint32_t trace_add_root_buffer(trace *t, uint32_t name, uint64_t size, trace_loc loc,
+                               uint32_t device, bool pinned);
+/* A view of parent at [offset, offset + size); the caller checks the bounds. */
+uint32_t trace_add_view(trace *t, uint32_t name, uint32_t parent, uint64_t offset,
+                        uint64_t size);
+uint32_t trace_find_queue(const trace *t, const char *name, size_t len);
+uint32_t trace_find_buffer(const trace *t, const char *name, size_t len);
+/* Appends an expectation; kv is copied. Returns 0 or -1 (out of memory). */
+int trace_add_expect(trace *t, trace_finding_kind kind, uint32_t line,
+                     const trace_attr *kv, uint32_t n_kv);
+/* Sets (or replaces) a run-level metadata entry. Returns 0 or -1. */
+int trace_set_meta(trace *t, const char *key, const char *value);
+/* The value of a metadata key, or NULL. */
+const char *trace_get_meta(const trace *t, const char *key);
+
+/* The host queue that submitted s: its by=, else the only host queue when
+ * the trace declares exactly one, else TRACE_NONE. Host statements return
+ * TRACE_NONE (they are not submitted by anyone). */
+uint32_t trace_submitter(const trace *t, const trace_stmt *s);
+
+/* Resolves an access to its root buffer: *root and [*lo, *hi) in root
+ * bytes. */
+void trace_access_root(const trace *t, const trace_access *a, uint32_t *root,
+                       uint64_t *lo, uint64_t *hi);
+
+/* Appends a copy of s (accesses and attributes copied) as the next in-memory
+ * statement; s->seq is ignored and set to the statement's index. Returns 0
+ * or -1 when out of memory. */
+int trace_append(trace *t, const trace_stmt *s);
+/* Fills *out with in-memory statement i; pointers stay valid until the next
+ * trace_append. */
+void trace_stmt_at(const trace *t, uint64_t i, trace_stmt *out);
+
+/* A short human name for a statement: its label, else "Q@LINE" (the spec's
+ * form), else "Q#SEQ". Writes into buf (NUL-terminated, truncated to cap). */
+const char *trace_stmt_name(const trace *t, const trace_stmt *s, char *buf, size_t cap);
+
+/* True when two statements are equal in everything but seq and line
+ * (strings compared by content, so the traces may differ). */
+bool trace_stmt_equal(const trace *ta, const trace_stmt *a, const trace *tb,
+                      const trace_stmt *b);
+
+/* ------------------------------------------------------------------ */
+/* Readers: statements in submission order, one at a time.             */
+
+typedef struct trace_reader_iface {
+    /* Fetches the next statement into *out. Returns 1 when one was read, 0 at
+     * the end, -1 on error (err filled). Pointers in *out stay valid until
+     * the next call. Declarations it refers to exist in the reader's trace. */
+    int (*next)(void *ctx, trace_stmt *out, trace_error *err);
+    /* Releases the reader's context (not the trace unless it owns it).
+     * NULL: nothing to release. */
+    void (*close)(void *ctx);
+} trace_reader_iface;
+
+typedef struct trace_reader {
+    const trace_reader_iface *iface;
+    void *ctx;
+    trace *trace;           /* declarations; grows while reading text */
+    bool owns_trace;        /* close frees the trace too */
+    char *source;           /* file or database path, for messages; owned */
+} trace_reader;
+
+/* Returns 1/0/-1 as iface->next. */
+int trace_reader_next(trace_reader *r, trace_stmt *out, trace_error *err);
+/* Closes the context and frees what the reader owns. Safe on a zeroed reader. */
+void trace_reader_close(trace_reader *r);
+
+/* A reader over t's in-memory statements; does not own t. */
+void trace_reader_memory(trace_reader *r, trace *t);
+
+/* Reads every statement of r into a fresh in-memory trace that takes over
+ * r's declarations. On success returns 0 and *out (the caller frees it);
+ * on error -1 with err filled. r is closed either way. */
+int trace_reader_load(trace_reader *r, trace **out, trace_error *err);
+
+/* Opens path as whatever it is: a SQLite trace database (run `run`, 0 for
+ * the latest) or a text trace. Returns 0 or -1 with err filled. */
+int trace_open_any(const char *path, int64_t run, trace_reader *r, trace_error *err);
+
+/* True when the file starts with SQLite's magic header. */
+bool trace_path_is_sqlite(const char *path);
+
+/* ------------------------------------------------------------------ */
+/* The text format (traces/text_parse.c, traces/text_write.c).         */
+
+/* Opens a text trace for streaming; the reader owns a fresh trace. name is
+ * the file name used in messages; path "-" reads standard input. Errors
+ * (file:line:col: expected ...) come from trace_reader_next. */
+int trace_text_open(const char *path, trace_reader *r, trace_error *err);
+/* Same over a string in memory (copied); name is used in messages. */
+int trace_text_open_string(const char *name, const char *text, size_t len,
+                           trace_reader *r, trace_error *err);
+/* Parses a whole text trace into memory. */
+int trace_text_parse_file(const char *path, trace **out, trace_error *err);
+int trace_text_parse_string(const char *name, const char *text, size_t len,
+                            trace **out, trace_error *err);
+
+/* Writes r as text: the header, each declaration before its first use,
+ * the statements, then the expectations (Q@LINE references renumbered to
+ * the written lines). Returns 0 or -1 with err filled. Does not close r. */
+int trace_text_write(FILE *out, trace_reader *r, trace_error *err);
+
+/* ------------------------------------------------------------------ */
+/* The SQLite store (traces/store.c) and the recorder (traces/recorder.c). */
+
+#define TRACE_SCHEMA_VERSION 1
+
+typedef struct trace_run_info {
+    int64_t id;
+    char *name;             /* owned */
+    char *source;           /* what produced it: "import", "sim", "cpu", ... */
+    char *status;           /* "recording", "complete" */
+    uint64_t n_stmts;
+    uint32_t n_queues, n_buffers;
+    int64_t created;        /* unix seconds */
+} trace_run_info;
+
+typedef struct trace_store trace_store;
+
+/* Opens (create: creates when missing) a trace database. Checks that it is
+ * a syncsim database of a schema this build reads. */
+trace_store *trace_store_open(const char *path, bool create, trace_error *err);
+void trace_store_close(trace_store *st);
+/* The underlying sqlite3 handle, for modules that add their own tables. */
+struct sqlite3 *trace_store_db(trace_store *st);
+
+/* Lists runs (ascending id); *out is owned by the caller, free with
+ * trace_run_info_free. Returns 0 or -1. */
+int trace_store_runs(trace_store *st, trace_run_info **out, size_t *n, trace_error *err);
+void trace_run_info_free(trace_run_info *runs, size_t n);
+/* The id of the latest run, or -1 when the database has none. */
+int64_t trace_store_latest_run(trace_store *st);
+
+/* A streaming reader over run `run` (0: the latest). The reader loads the
+ * run's declarations and streams its statements in seq order; it keeps st
+ * open (the caller closes st after the reader). */
+int trace_store_reader(trace_store *st, int64_t run, trace_reader *r, trace_error *err);
+/* Opens the database at path read-only and a reader over run `run` (0: the
+ * latest) that owns the store: closing the reader closes the database. */
+int trace_store_open_reader(const char *path, int64_t run, trace_reader *r,
+                            trace_error *err);
+
+/* Imports everything r yields as a new run of the database at path
+ * (created if missing). Returns the new run id, or -1 with err filled;
+ * on error the partial run is removed. */
+int64_t trace_store_import(const char *path, trace_reader *r, const char *run_name,
+                           trace_error *err);
+
+/*
+ * The recorder: how producers write traces. Thread-safe: any thread may
+ * declare, intern and append; appends go to an in-memory batch which one
+ * writer thread flushes to SQLite in a transaction (when the batch is full,
+ * every flush_ms milliseconds, on trace_recorder_flush and on close). A
+ * crash or kill of the process loses at most the batch not yet flushed and
+ * leaves the database readable; the run then stays in status "recording".
+ */
+typedef struct trace_recorder trace_recorder;
+
+typedef struct trace_recorder_opts {
+    const char *run_name;       /* NULL: "run" */
+    const char *source;         /* NULL: "recorder" */
+    uint32_t batch_stmts;       /* 0: 65536 */
+    uint32_t flush_ms;          /* 0: 200 */
+} trace_recorder_opts;
+
+trace_recorder *trace_recorder_open(const char *path, const trace_recorder_opts *opts,
+                                    trace_error *err);
+/* The run id the recorder writes. */
+int64_t trace_recorder_run(const trace_recorder *rec);
+/* Declarations, as trace_add_*; strings passed as C strings. Return the
+ * index, or TRACE_NONE on a duplicate name or out of memory. */
+uint32_t trace_recorder_queue(trace_recorder *rec, const char *name, trace_queue_kind kind,
+                              const char *device);
+uint32_t trace_recorder_buffer(trace_recorder *rec, const char *name, uint64_t size,
+                               trace_loc loc, const char *device, bool pinned);
+uint32_t trace_recorder_view(trace_recorder *rec, const char *name, uint32_t parent,
+                             uint64_t offset, uint64_t size);
+/* Interns a string for statement fields and attributes. */
+uint32_t trace_recorder_intern(trace_recorder *rec, const char *s);
+/* Appends a statement (copied); returns its seq, assigned in append order. */
+uint64_t trace_recorder_append(trace_recorder *rec, const trace_stmt *s);
+/* Sets the observed times of an appended statement (real backends learn
+ * them at completion). */
+void trace_recorder_set_time(trace_recorder *rec, uint64_t seq, int64_t t, int64_t dur);
+int trace_recorder_expect(trace_recorder *rec, trace_finding_kind kind,
+                          const trace_attr *kv, uint32_t n_kv);
+int trace_recorder_meta(trace_recorder *rec, const char *key, const char *value);
+/* Writes everything appended so far; returns 0 or -1 with err filled. */
+int trace_recorder_flush(trace_recorder *rec, trace_error *err);
+/* Flushes, marks the run complete and closes. Returns 0 or -1. Frees rec
+ * either way. */
+int trace_recorder_close(trace_recorder *rec, trace_error *err);
+
+#endif
