@@ -515,4 +515,77 @@ int trace_recorder_flush(trace_recorder *rec, trace_error *err);
  * either way. */
 int trace_recorder_close(trace_recorder *rec, trace_error *err);
 
+/* ------------------------------------------------------------------ */
+/* The split graph a scheduler made (stored beside the run so that tools */
+/* can draw it without the graph file) and the checker's findings.      */
+
+typedef struct trace_graph_node {
+    int64_t id;             /* node id, unique in the run */
+    const char *name;       /* tensor name */
+    const char *op;         /* op name ("mul_mat", "cpy", ...) */
+    const char *shape;      /* e.g. "4096x32 f16"; may be NULL */
+    const char *backend;    /* backend it was assigned to */
+    int64_t split;          /* split index; -1 when not in a split (weights, inputs) */
+    const char *cause;      /* why it went to its backend: pass and reason */
+    int64_t copy_slot;      /* copy nodes: the pipeline copy slot; else -1 */
+    uint32_t flags;         /* TRACE_NODE_* */
+} trace_graph_node;
+
+#define TRACE_NODE_INPUT 1u   /* a graph input (user input) */
+#define TRACE_NODE_OUTPUT 2u  /* a graph output */
+#define TRACE_NODE_WEIGHT 4u  /* a weight (lives in a buffer from the start) */
+#define TRACE_NODE_COPY 8u    /* a copy of a split input made by the scheduler */
+#define TRACE_NODE_VIEW 16u   /* a view (no compute) */
+
+typedef struct trace_graph_edge {
+    int64_t src, dst;       /* node ids: src is a source of dst */
+    const char *kind;       /* "data" (same split), "input" (crosses splits), "copy" */
+} trace_graph_edge;
+
+typedef struct trace_graph_split {
+    int64_t id;             /* split index */
+    const char *backend;
+    int64_t first_node, n_nodes; /* node ids [first_node, first_node + n_nodes) in graph order */
+    const char *inputs;     /* comma-separated node ids of the split's inputs; may be NULL */
+} trace_graph_split;
+
+/* A split graph read back from the store; every string is owned by it. */
+typedef struct trace_graph {
+    trace_graph_node *nodes;
+    size_t n_nodes;
+    trace_graph_edge *edges;
+    size_t n_edges;
+    trace_graph_split *splits;
+    size_t n_splits;
+} trace_graph;
+
+/* Recorder side: store one node, edge or split of the run's split graph
+ * (strings copied; thread-safe). Return 0 or -1. */
+int trace_recorder_graph_node(trace_recorder *rec, const trace_graph_node *n);
+int trace_recorder_graph_edge(trace_recorder *rec, const trace_graph_edge *e);
+int trace_recorder_graph_split(trace_recorder *rec, const trace_graph_split *s);
+
+/* Reads the split graph of run `run` (0: latest). A run without one gives an
+ * empty graph. Returns 0 or -1 with err filled. */
+int trace_store_graph(trace_store *st, int64_t run, trace_graph *out, trace_error *err);
+void trace_graph_free(trace_graph *g);
+
+/* A finding as stored: its kind word, the seqs of its two sides (-1 when it
+ * has none) and the finding as one JSON object (the --json form). */
+typedef struct trace_finding_row {
+    const char *kind;
+    int64_t first_seq, second_seq;
+    const char *json;
+} trace_finding_row;
+
+/* Replaces the findings stored for run `run` with rows[0..n) in one
+ * transaction. Returns 0 or -1. */
+int trace_store_save_findings(trace_store *st, int64_t run, const trace_finding_row *rows,
+                              size_t n, trace_error *err);
+/* Reads them back in stored order; *out and its strings are owned by the
+ * caller (trace_finding_rows_free). */
+int trace_store_load_findings(trace_store *st, int64_t run, trace_finding_row **out,
+                              size_t *n, trace_error *err);
+void trace_finding_rows_free(trace_finding_row *rows, size_t n);
+
 #endif
