@@ -1,4 +1,256 @@
-/* TEMPORARY placeholder: the store helper replaces this file. */
+/*
+ * cmd_info.c -- `syncsim info DB|FILE [--run N] [--json]`: what a trace
+ * holds. For a database: its runs; for the chosen run (or a text file):
+ * queues, buffers, statements by kind, synchronisations and the time span.
+ * Statements are streamed, never loaded.
+ */
 #include "cli.h"
-int cmd_info(int argc, char **argv) { (void)argc; (void)argv; return cli_error("info", "not built yet"); }
-void cmd_info_help(FILE *out) { fprintf(out, "usage: syncsim info ...\n"); }
+#include "traces/trace.h"
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+void cmd_info_help(FILE *out)
+{
+    fprintf(out,
+            "usage: syncsim info DB|FILE [--run N] [--json]\n"
+            "\n"
+            "Summarises a trace database or a text trace. For a database, lists its runs\n"
+            "(id, name, source, status, statements; a run whose producer died stays\n"
+            "'recording'), then describes run N (default: the latest): queues, buffers,\n"
+            "statements by kind, synchronisations, and the time span when times exist.\n"
+            "\n"
+            "Options:\n"
+            "  -r, --run N   the run to describe (default: the latest)\n"
+            "  -j, --json    one JSON object on standard output\n"
+            "\n"
+            "Examples:\n"
+            "  syncsim info syncsim.db\n"
+            "  syncsim info traces.db --run 2 --json\n"
+            "  syncsim info litmus/flag-deadlock.trace\n");
+}
+
+typedef struct info_stats {
+    uint64_t n_stmts, by_kind[TRACE_KIND_COUNT], n_access, n_timed;
+    int64_t t_min, t_max;
+} info_stats;
+
+static void json_str(FILE *out, const char *s)
+{
+    fputc('"', out);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(out, "\\%c", *p);
+        else if (*p < 0x20)
+            fprintf(out, "\\u%04x", *p);
+        else
+            fputc(*p, out);
+    }
+    fputc('"', out);
+}
+
+static int collect(trace_reader *r, info_stats *s, trace_error *err)
+{
+    trace_stmt st;
+    int rc;
+    memset(s, 0, sizeof *s);
+    s->t_min = INT64_MAX;
+    s->t_max = INT64_MIN;
+    while ((rc = trace_reader_next(r, &st, err)) == 1) {
+        s->n_stmts++;
+        s->by_kind[st.kind]++;
+        s->n_access += st.n_access;
+        if (st.t != TRACE_TIME_NONE) {
+            int64_t end = st.t + (st.dur != TRACE_TIME_NONE ? st.dur : 0);
+            s->n_timed++;
+            if (st.t < s->t_min)
+                s->t_min = st.t;
+            if (end > s->t_max)
+                s->t_max = end;
+        }
+    }
+    return rc;
+}
+
+static const trace_kind sync_kinds[] = { TRACE_RECORD, TRACE_WAIT,  TRACE_SYNC,      TRACE_BARRIER,
+                                         TRACE_SIGNAL, TRACE_AWAIT, TRACE_COLLECTIVE };
+
+static void print_text(FILE *out, const char *path, const trace_run_info *runs, size_t n_runs,
+                       int64_t run, const trace *t, const info_stats *s)
+{
+    if (runs) {
+        fprintf(out, "%s: trace database, %zu run%s\n", path, n_runs, n_runs == 1 ? "" : "s");
+        fprintf(out, "  %4s  %-24s %-10s %-10s %12s\n", "id", "name", "source", "status",
+                "statements");
+        for (size_t i = 0; i < n_runs; i++)
+            fprintf(out, "  %4lld  %-24s %-10s %-10s %12llu%s\n", (long long)runs[i].id,
+                    runs[i].name, runs[i].source, runs[i].status,
+                    (unsigned long long)runs[i].n_stmts, runs[i].id == run ? "  <- shown" : "");
+        fprintf(out, "run %lld:\n", (long long)run);
+    } else {
+        fprintf(out, "%s: text trace\n", path);
+    }
+    fprintf(out, "  queues: %u (%u host, %u stream)\n", t->n_queues, t->n_host_queues,
+            t->n_queues - t->n_host_queues);
+    for (uint32_t q = 0; q < t->n_queues; q++) {
+        const trace_queue *qu = &t->queues[q];
+        if (qu->kind == TRACE_QUEUE_HOST)
+            fprintf(out, "    %-16s host\n", trace_str(t, qu->name));
+        else
+            fprintf(out, "    %-16s stream device=%s\n", trace_str(t, qu->name),
+                    trace_str(t, qu->device));
+    }
+    uint32_t roots = 0;
+    uint64_t root_bytes = 0;
+    for (uint32_t b = 0; b < t->n_buffers; b++)
+        if (t->buffers[b].parent == TRACE_NONE) {
+            roots++;
+            root_bytes += t->buffers[b].size;
+        }
+    fprintf(out, "  buffers: %u (%u root, %u view), %llu bytes in roots\n", t->n_buffers, roots,
+            t->n_buffers - roots, (unsigned long long)root_bytes);
+    fprintf(out, "  statements: %llu, accesses: %llu\n", (unsigned long long)s->n_stmts,
+            (unsigned long long)s->n_access);
+    for (int k = 0; k < TRACE_KIND_COUNT; k++)
+        if (s->by_kind[k])
+            fprintf(out, "    %-12s %llu\n", trace_kind_str(k), (unsigned long long)s->by_kind[k]);
+    uint64_t n_sync = 0;
+    for (size_t i = 0; i < sizeof sync_kinds / sizeof sync_kinds[0]; i++)
+        n_sync += s->by_kind[sync_kinds[i]];
+    fprintf(out, "  syncs: %llu (", (unsigned long long)n_sync);
+    for (size_t i = 0; i < sizeof sync_kinds / sizeof sync_kinds[0]; i++)
+        fprintf(out, "%s%s %llu", i ? ", " : "", trace_kind_str(sync_kinds[i]),
+                (unsigned long long)s->by_kind[sync_kinds[i]]);
+    fprintf(out, ")\n");
+    if (s->n_timed)
+        fprintf(out, "  time: %lld .. %lld ns (%lld ns, %llu timed statements)\n",
+                (long long)s->t_min, (long long)s->t_max, (long long)(s->t_max - s->t_min),
+                (unsigned long long)s->n_timed);
+    else
+        fprintf(out, "  time: none recorded\n");
+    if (t->n_expects)
+        fprintf(out, "  expectations: %u\n", t->n_expects);
+    for (uint32_t i = 0; i < t->n_meta; i++)
+        fprintf(out, "  meta %s = %s\n", trace_str(t, t->meta[i].key),
+                trace_str(t, t->meta[i].value));
+}
+
+static void print_json(FILE *out, const char *path, const trace_run_info *runs, size_t n_runs,
+                       int64_t run, const trace *t, const info_stats *s)
+{
+    fprintf(out, "{\"format\": \"syncsim-info\", \"version\": 1, \"path\": ");
+    json_str(out, path);
+    fprintf(out, ", \"kind\": \"%s\"", runs ? "database" : "text");
+    if (runs) {
+        fprintf(out, ", \"runs\": [");
+        for (size_t i = 0; i < n_runs; i++) {
+            fprintf(out, "%s{\"id\": %lld, \"name\": ", i ? ", " : "", (long long)runs[i].id);
+            json_str(out, runs[i].name);
+            fprintf(out, ", \"source\": ");
+            json_str(out, runs[i].source);
+            fprintf(out, ", \"status\": ");
+            json_str(out, runs[i].status);
+            fprintf(out, ", \"statements\": %llu, \"created\": %lld}",
+                    (unsigned long long)runs[i].n_stmts, (long long)runs[i].created);
+        }
+        fprintf(out, "], \"run\": %lld", (long long)run);
+    }
+    fprintf(out, ", \"queues\": [");
+    for (uint32_t q = 0; q < t->n_queues; q++) {
+        const trace_queue *qu = &t->queues[q];
+        fprintf(out, "%s{\"name\": ", q ? ", " : "");
+        json_str(out, trace_str(t, qu->name));
+        fprintf(out, ", \"kind\": \"%s\"", qu->kind == TRACE_QUEUE_HOST ? "host" : "stream");
+        if (qu->kind != TRACE_QUEUE_HOST) {
+            fprintf(out, ", \"device\": ");
+            json_str(out, trace_str(t, qu->device));
+        }
+        fputc('}', out);
+    }
+    uint32_t roots = 0;
+    for (uint32_t b = 0; b < t->n_buffers; b++)
+        roots += t->buffers[b].parent == TRACE_NONE;
+    fprintf(out, "], \"buffers\": {\"total\": %u, \"roots\": %u, \"views\": %u}", t->n_buffers,
+            roots, t->n_buffers - roots);
+    fprintf(out, ", \"statements\": %llu, \"accesses\": %llu, \"by_kind\": {",
+            (unsigned long long)s->n_stmts, (unsigned long long)s->n_access);
+    for (int k = 0; k < TRACE_KIND_COUNT; k++)
+        fprintf(out, "%s\"%s\": %llu", k ? ", " : "", trace_kind_str(k),
+                (unsigned long long)s->by_kind[k]);
+    fprintf(out, "}, \"syncs\": {");
+    for (size_t i = 0; i < sizeof sync_kinds / sizeof sync_kinds[0]; i++)
+        fprintf(out, "%s\"%s\": %llu", i ? ", " : "", trace_kind_str(sync_kinds[i]),
+                (unsigned long long)s->by_kind[sync_kinds[i]]);
+    if (s->n_timed)
+        fprintf(out, "}, \"time\": {\"min\": %lld, \"max\": %lld, \"timed\": %llu}",
+                (long long)s->t_min, (long long)s->t_max, (unsigned long long)s->n_timed);
+    else
+        fprintf(out, "}, \"time\": null");
+    fprintf(out, ", \"expectations\": %u}\n", t->n_expects);
+}
+
+int cmd_info(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        { "run", required_argument, NULL, 'r' },
+        { "json", no_argument, NULL, 'j' },
+        { NULL, 0, NULL, 0 },
+    };
+    unsigned long long run = 0;
+    bool json = false;
+    int c;
+    opterr = 0; /* one error line: ours */
+    while ((c = getopt_long(argc, argv, ":r:j", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'r':
+            if (cli_parse_u64(optarg, &run) != 0 || run == 0 || run > INT64_MAX)
+                return cli_usage_error("info", "--run expects a run id (1, 2, ...), got '%s'",
+                                       optarg);
+            break;
+        case 'j':
+            json = true;
+            break;
+        case ':':
+            return cli_usage_error("info", "option '%s' needs a value", argv[optind - 1]);
+        default:
+            return cli_usage_error("info", "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind != argc - 1)
+        return cli_usage_error("info", optind >= argc ? "missing database or trace file"
+                                                      : "too many arguments");
+    const char *path = argv[optind];
+    trace_error err = { 0 };
+    trace_run_info *runs = NULL;
+    size_t n_runs = 0;
+    trace_store *st = NULL;
+    trace_reader r = { 0 };
+    int status = 2;
+    if (strcmp(path, "-") != 0 && trace_path_is_sqlite(path)) {
+        st = trace_store_open(path, false, &err);
+        if (!st || trace_store_runs(st, &runs, &n_runs, &err) != 0 ||
+            trace_store_reader(st, (int64_t)run, &r, &err) != 0)
+            goto fail;
+    } else if (run) {
+        return cli_usage_error("info", "--run applies to a database, and %s is a text trace", path);
+    } else if (trace_open_any(path, 0, &r, &err) != 0) {
+        goto fail;
+    }
+    info_stats s;
+    if (collect(&r, &s, &err) != 0)
+        goto fail;
+    int64_t shown = run ? (int64_t)run : (n_runs ? runs[n_runs - 1].id : 0);
+    if (json)
+        print_json(stdout, path, st ? runs : NULL, n_runs, shown, r.trace, &s);
+    else
+        print_text(stdout, path, st ? runs : NULL, n_runs, shown, r.trace, &s);
+    status = 0;
+fail:
+    if (status != 0)
+        cli_error("info", "%s", err.msg);
+    trace_reader_close(&r);
+    trace_run_info_free(runs, n_runs);
+    trace_store_close(st);
+    return status;
+}

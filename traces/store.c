@@ -1,0 +1,979 @@
+/*
+ * store.c -- the SQLite trace store: schema, opening and validation, runs,
+ * the writer used by import and by the recorder. The streaming reader is in
+ * store_read.c, the split graph and findings in store_graph.c, the recorder
+ * in recorder.c. docs/trace-schema.md is the user's version of this comment.
+ *
+ * Schema, version 1
+ * -----------------
+ * One database holds any number of runs. Every table but `meta`, `kinds`
+ * and `runs` is keyed by run first.
+ *
+ *   meta(key, value)           'application' = 'syncsim-trace' marks the file
+ *                              as ours; 'schema_version' = '1'. Also
+ *                              PRAGMA application_id = 0x53594e43 ("SYNC")
+ *                              and user_version = 1 for file(1) and friends.
+ *   kinds(id, word)            statement kind numbers -> verbs (op, copy, ...)
+ *   runs(id, name, source, status, created, n_stmts, n_queues, n_buffers)
+ *                              status is 'recording' until the producer
+ *                              closed the run, then 'complete'. Counts are
+ *                              updated in the same transaction as the rows
+ *                              they count, so a run killed mid-way reports
+ *                              exactly what it holds.
+ *   run_meta(run, key, value, pos)  run-level metadata (text), pos = order
+ *   strings(run, id, text)     the run's string table. Ids are dense from 0,
+ *                              texts unique in a run: reading them back in id
+ *                              order through trace_intern() reproduces the
+ *                              same ids, so no other table needs translating.
+ *   queues(run, idx, name, kind, device)         name, device: string ids;
+ *                                                kind 'host' | 'stream'
+ *   buffers(run, idx, name, size, parent, offset, loc, device, pinned)
+ *                              parent NULL for a root, else a smaller idx
+ *                              (declared before its views); loc 'host' |
+ *                              'device' | NULL
+ *   expectations(run, idx, kind, line), expectation_kv(run, expect, pos, key, value)
+ *   statements(id, queue, kind, label, object, t, dur, body)   see below
+ *   graph_nodes, graph_edges, graph_splits   the split graph (plain text columns)
+ *   findings(run, idx, kind, first_seq, second_seq, json)
+ *
+ * Statements are the bulk (millions of rows), so their table is shaped for
+ * size and speed: a rowid table whose rowid is run << 40 | seq, so that a
+ * run's statements are one contiguous, append-only key range (inserts go to
+ * the rightmost leaf, pages end up full, no secondary index). Each SQLite
+ * column costs the reader a call per row, so only the fields people query
+ * by hand are columns, NULL where absent (a NULL costs one header byte):
+ *
+ *   statements(id, queue, kind, label, object, t, dur, body)
+ *     queue   queue index            kind   kinds.id (trace_kind)
+ *     label   string id              object string id; queue index for
+ *     t, dur  nanoseconds                   `sync S`; buffer index for
+ *                                           alloc/free; NULL for `sync all`
+ *
+ * Everything else is packed into one blob, NULL when there is nothing:
+ *
+ *   body   := varint(header) [varint(by)] [varint(count)] [varint(arg)]
+ *             [varint(line)] access{n_access} attr*
+ *   header := n_access << 4 | 1 by follows | 2 count follows
+ *             | 4 arg follows | 8 line follows
+ *             by: queue index; count: barrier count or collective size;
+ *             arg: sync scope (1 device, 2 all; absent = a queue) or
+ *             collective KIND string id + 1; line: source line
+ *   access := varint(buffer) flags [varint(lo)] [varint(hi - lo)]
+ *   flags  := mode (bits 0-1: 1 r, 2 w, 3 rw) | form << 2 (0 whole, 1 range,
+ *             2 from) | 0x10 when lo follows (else lo = 0) | 0x20 when
+ *             hi - lo follows (else hi = the buffer's size)
+ *   attr   := varint(key string id) varint(value string id)   (to the end)
+ *
+ * varint is LEB128: 7 bits a byte, least significant first, high bit set on
+ * every byte but the last. A whole-buffer access costs 3 bytes.
+ *
+ * Invariants the reader checks (a violation is ECORRUPT, never a crash):
+ * every index and string id a row holds is below the run's counts, kinds
+ * and modes are in range, every access lies inside its buffer, the body
+ * decodes exactly to its end.
+ *
+ * Writing: WAL mode, synchronous=NORMAL, inserts through prepared
+ * statements in transactions (the recorder: one per batch; import: one for
+ * the whole run, so that a failed import leaves nothing behind).
+ * The views (statements_v, syncs_v, queues_v, buffers_v, strings_v,
+ * expectations_v) resolve ids to names for people who query by hand (see
+ * docs/trace-schema.md).
+ */
+#include "store_int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Bytes 0x00..0x7f: instr(HEADER_BYTES, one byte) - 1 is that byte's value,
+ * which lets SQL read the body's first byte (the header, when below 0x80). */
+#define HEADER_BYTES "000102030405060708090A0B0C0D0E0F101112131415161718191A1B1C1D1E1F202122232425262728292A2B2C2D2E2F303132333435363738393A3B3C3D3E3F404142434445464748494A4B4C4D4E4F505152535455565758595A5B5C5D5E5F606162636465666768696A6B6C6D6E6F707172737475767778797A7B7C7D7E7F"
+
+static const char schema_sql[] =
+    "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;"
+    "CREATE TABLE kinds(id INTEGER PRIMARY KEY, word TEXT NOT NULL);"
+    "CREATE TABLE runs(id INTEGER PRIMARY KEY, name TEXT NOT NULL, source TEXT,"
+    " status TEXT NOT NULL, created INTEGER, n_stmts INTEGER NOT NULL DEFAULT 0,"
+    " n_queues INTEGER NOT NULL DEFAULT 0, n_buffers INTEGER NOT NULL DEFAULT 0);"
+    "CREATE TABLE run_meta(run INTEGER, key TEXT, value TEXT, pos INTEGER,"
+    " PRIMARY KEY(run, key)) WITHOUT ROWID;"
+    "CREATE TABLE strings(run INTEGER, id INTEGER, text TEXT NOT NULL,"
+    " PRIMARY KEY(run, id)) WITHOUT ROWID;"
+    "CREATE TABLE queues(run INTEGER, idx INTEGER, name INTEGER NOT NULL, kind TEXT NOT NULL,"
+    " device INTEGER, PRIMARY KEY(run, idx)) WITHOUT ROWID;"
+    "CREATE TABLE buffers(run INTEGER, idx INTEGER, name INTEGER NOT NULL, size INTEGER NOT NULL,"
+    " parent INTEGER, offset INTEGER, loc TEXT, device INTEGER, pinned INTEGER,"
+    " PRIMARY KEY(run, idx)) WITHOUT ROWID;"
+    "CREATE TABLE expectations(run INTEGER, idx INTEGER, kind TEXT NOT NULL, line INTEGER,"
+    " PRIMARY KEY(run, idx)) WITHOUT ROWID;"
+    "CREATE TABLE expectation_kv(run INTEGER, expect INTEGER, pos INTEGER, key INTEGER NOT NULL,"
+    " value INTEGER NOT NULL, PRIMARY KEY(run, expect, pos)) WITHOUT ROWID;"
+    "CREATE TABLE statements(id INTEGER PRIMARY KEY, queue INTEGER, kind INTEGER, label INTEGER,"
+    " object INTEGER, t INTEGER, dur INTEGER, body BLOB);"
+    "CREATE TABLE graph_nodes(run INTEGER, id INTEGER, name TEXT, op TEXT, shape TEXT,"
+    " backend TEXT, split INTEGER, cause TEXT, copy_slot INTEGER, flags INTEGER,"
+    " PRIMARY KEY(run, id)) WITHOUT ROWID;"
+    "CREATE TABLE graph_edges(run INTEGER, idx INTEGER, src INTEGER, dst INTEGER, kind TEXT,"
+    " PRIMARY KEY(run, idx)) WITHOUT ROWID;"
+    "CREATE TABLE graph_splits(run INTEGER, id INTEGER, backend TEXT, first_node INTEGER,"
+    " n_nodes INTEGER, inputs TEXT, PRIMARY KEY(run, id)) WITHOUT ROWID;"
+    "CREATE TABLE findings(run INTEGER, idx INTEGER, kind TEXT NOT NULL, first_seq INTEGER,"
+    " second_seq INTEGER, json TEXT, PRIMARY KEY(run, idx)) WITHOUT ROWID;"
+    /* Views for people: names instead of ids. */
+    "CREATE VIEW strings_v AS SELECT run, id, text FROM strings;"
+    "CREATE VIEW queues_v AS SELECT q.run, q.idx, n.text AS name, q.kind, d.text AS device"
+    " FROM queues q JOIN strings n ON n.run = q.run AND n.id = q.name"
+    " LEFT JOIN strings d ON d.run = q.run AND d.id = q.device;"
+    "CREATE VIEW buffers_v AS SELECT b.run, b.idx, n.text AS name, b.size, p.text AS parent,"
+    " b.offset, b.loc, d.text AS device, b.pinned FROM buffers b"
+    " JOIN strings n ON n.run = b.run AND n.id = b.name"
+    " LEFT JOIN buffers pb ON pb.run = b.run AND pb.idx = b.parent"
+    " LEFT JOIN strings p ON p.run = b.run AND p.id = pb.name"
+    " LEFT JOIN strings d ON d.run = b.run AND d.id = b.device;"
+    "CREATE VIEW statements_v AS SELECT s.id >> 40 AS run, s.id & 1099511627775 AS seq,"
+    " qn.text AS queue, k.word AS kind, l.text AS label,"
+    " CASE WHEN s.kind IN (9, 10) THEN (SELECT bs.text FROM buffers b JOIN strings bs"
+    "   ON bs.run = b.run AND bs.id = b.name WHERE b.run = s.id >> 40 AND b.idx = s.object)"
+    "  WHEN s.kind = 4 AND s.object IS NULL THEN 'all'"
+    /* sync S (no ARG flag in the body's first byte): object is a queue index */
+    "  WHEN s.kind = 4 AND ((coalesce(instr(X'" HEADER_BYTES "', substr(s.body, 1, 1)), 1) - 1) & 4) = 0"
+    "   THEN (SELECT os.text FROM queues oq JOIN strings os ON os.run = oq.run"
+    "   AND os.id = oq.name WHERE oq.run = s.id >> 40 AND oq.idx = s.object)"
+    "  ELSE (SELECT o.text FROM strings o WHERE o.run = s.id >> 40 AND o.id = s.object) END"
+    "  AS object,"
+    " s.t, s.dur, length(s.body) AS body_bytes"
+    " FROM statements s JOIN kinds k ON k.id = s.kind"
+    " LEFT JOIN queues q ON q.run = s.id >> 40 AND q.idx = s.queue"
+    " LEFT JOIN strings qn ON qn.run = q.run AND qn.id = q.name"
+    " LEFT JOIN strings l ON l.run = s.id >> 40 AND l.id = s.label;"
+    "CREATE VIEW expectations_v AS SELECT e.run, e.idx, e.kind, e.line,"
+    " (SELECT group_concat(k.text || '=' || v.text, ' ') FROM (SELECT * FROM expectation_kv x"
+    "   WHERE x.run = e.run AND x.expect = e.idx ORDER BY x.pos) kv"
+    "  JOIN strings k ON k.run = kv.run AND k.id = kv.key"
+    "  JOIN strings v ON v.run = kv.run AND v.id = kv.value) AS args"
+    " FROM expectations e;"
+    "CREATE VIEW syncs_v AS SELECT * FROM statements_v WHERE kind IN"
+    " ('record', 'wait', 'sync', 'barrier', 'signal', 'await', 'collective');";
+
+/* Tables the code relies on: their absence in a marked database is corruption. */
+static const char *const required_tables[] = {
+    "meta", "kinds", "runs", "run_meta", "strings", "queues", "buffers", "expectations",
+    "expectation_kv", "statements", "graph_nodes", "graph_edges", "graph_splits", "findings",
+};
+
+/* ------------------------------------------------------------------ */
+/* Errors.                                                             */
+
+trace_status store_status_of(int rc)
+{
+    switch (rc & 0xff) {
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB:
+    case SQLITE_FORMAT:
+        return TRACE_ECORRUPT;
+    case SQLITE_IOERR:
+    case SQLITE_FULL:
+    case SQLITE_CANTOPEN:
+    case SQLITE_READONLY:
+    case SQLITE_PERM:
+        return TRACE_EIO;
+    case SQLITE_NOMEM:
+        return TRACE_ENOMEM;
+    default:
+        return TRACE_EDB;
+    }
+}
+
+int store_fail(trace_store *st, int rc, const char *table, const char *what, trace_error *err)
+{
+    const char *msg = st && st->db ? sqlite3_errmsg(st->db) : sqlite3_errstr(rc);
+    if ((rc & 0xff) == SQLITE_CORRUPT || (rc & 0xff) == SQLITE_NOTADB)
+        msg = "database disk image is malformed";
+    trace_error_set(err, store_status_of(rc), "%s: %s%s%s: %s", st ? st->path : "database",
+                    table ? "table " : "", table ? table : "", table ? (what ? ": " : "") : "",
+                    what ? what : "");
+    if (err) {
+        size_t len = strlen(err->msg);
+        snprintf(err->msg + len, sizeof err->msg - len, "%s%s", what || table ? ": " : "", msg);
+    }
+    return -1;
+}
+
+int store_exec(trace_store *st, const char *sql, const char *table, trace_error *err)
+{
+    int rc = sqlite3_exec(st->db, sql, NULL, NULL, NULL);
+    if (rc != SQLITE_OK)
+        return store_fail(st, rc, table, NULL, err);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Varints.                                                            */
+
+size_t store_varint_put(uint8_t *p, uint64_t v)
+{
+    size_t n = 0;
+    while (v >= 0x80) {
+        p[n++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    p[n++] = (uint8_t)v;
+    return n;
+}
+
+int store_varint_get(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+    const uint8_t *q = *p;
+    uint64_t x = 0;
+    for (unsigned shift = 0; q < end && shift < 64; shift += 7) {
+        uint8_t b = *q++;
+        x |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *p = q;
+            *v = x;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Opening.                                                            */
+
+/* Checks the file before SQLite sees it: not ours at all, or truncated.
+ * Returns 0, 1 when the file is missing or empty, or -1 with err. */
+static int check_file(const char *path, trace_error *err)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0) {
+        if (errno == ENOENT)
+            return 1;
+        trace_error_set(err, TRACE_EIO, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (S_ISDIR(sb.st_mode)) {
+        trace_error_set(err, TRACE_EIO, "%s: is a directory, expected a trace database", path);
+        return -1;
+    }
+    if (sb.st_size == 0)
+        return 1;
+    unsigned char head[100];
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        trace_error_set(err, TRACE_EIO, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    size_t n = fread(head, 1, sizeof head, f);
+    fclose(f);
+    if (n < 16 || memcmp(head, "SQLite format 3", 16) != 0) {
+        trace_error_set(err, TRACE_ENOTTRACE,
+                        "%s: not a SQLite database (expected a syncsim trace database)", path);
+        return -1;
+    }
+    if (n < sizeof head) {
+        trace_error_set(err, TRACE_ECORRUPT, "%s: truncated database (%zu bytes)", path, n);
+        return -1;
+    }
+    /* The header's page count is valid when the change counter (24) equals
+     * the version-valid-for number (92). A live WAL may hold the newest
+     * pages (a checkpoint interrupted mid-way), so only check without one. */
+    uint32_t page_size = (uint32_t)head[16] << 8 | head[17];
+    if (page_size == 1)
+        page_size = 65536;
+    uint32_t pages = (uint32_t)head[28] << 24 | (uint32_t)head[29] << 16 |
+                     (uint32_t)head[30] << 8 | head[31];
+    char wal[4096];
+    struct stat wb;
+    snprintf(wal, sizeof wal, "%s-wal", path);
+    bool live_wal = stat(wal, &wb) == 0 && wb.st_size > 0;
+    if (!live_wal && memcmp(head + 24, head + 92, 4) == 0 && page_size >= 512 &&
+        (uint64_t)sb.st_size < (uint64_t)pages * page_size) {
+        trace_error_set(err, TRACE_ECORRUPT,
+                        "%s: truncated database (%lld bytes, its header says %llu)", path,
+                        (long long)sb.st_size, (unsigned long long)pages * page_size);
+        return -1;
+    }
+    return 0;
+}
+
+static int create_schema(trace_store *st, trace_error *err)
+{
+    char sql[256];
+    if (store_exec(st, "PRAGMA page_size=8192; PRAGMA journal_mode=WAL;", NULL, err) != 0 ||
+        store_exec(st, "BEGIN IMMEDIATE", NULL, err) != 0)
+        return -1;
+    /* Another process may have created it between our check and the lock. */
+    sqlite3_stmt *q = NULL;
+    int rc = sqlite3_prepare_v2(st->db, "SELECT count(*) FROM sqlite_master", -1, &q, NULL);
+    if (rc == SQLITE_OK && sqlite3_step(q) == SQLITE_ROW && sqlite3_column_int(q, 0) > 0) {
+        sqlite3_finalize(q);
+        sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+        return 1;
+    }
+    sqlite3_finalize(q);
+    if (store_exec(st, schema_sql, NULL, err) != 0)
+        goto fail;
+    for (int k = 0; k < TRACE_KIND_COUNT; k++) {
+        snprintf(sql, sizeof sql, "INSERT INTO kinds VALUES(%d, '%s')", k, trace_kind_str(k));
+        if (store_exec(st, sql, "kinds", err) != 0)
+            goto fail;
+    }
+    snprintf(sql, sizeof sql,
+             "INSERT INTO meta VALUES('application', '" STORE_APPLICATION "'),"
+             "('schema_version', '%d'), ('created_by', 'syncsim " SYNCSIM_VERSION "');"
+             "PRAGMA application_id=%d; PRAGMA user_version=%d;",
+             TRACE_SCHEMA_VERSION, STORE_APPLICATION_ID, TRACE_SCHEMA_VERSION);
+    if (store_exec(st, sql, "meta", err) != 0 || store_exec(st, "COMMIT", NULL, err) != 0)
+        goto fail;
+    return 0;
+fail:
+    sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+    return -1;
+}
+
+/* Checks the marker, the version and the tables. Returns 0, 1 when the
+ * database holds no table at all, or -1 with err. */
+static int check_schema(trace_store *st, trace_error *err)
+{
+    sqlite3_stmt *q = NULL;
+    int rc = sqlite3_prepare_v2(st->db, "SELECT key, value FROM meta", -1, &q, NULL);
+    if (rc != SQLITE_OK) {
+        if ((rc & 0xff) == SQLITE_NOTADB) {
+            return trace_error_set(err, TRACE_ENOTTRACE,
+                                   "%s: not a SQLite database (expected a syncsim trace database)",
+                                   st->path), -1;
+        }
+        if ((rc & 0xff) != SQLITE_ERROR)
+            return store_fail(st, rc, "meta", NULL, err);
+        /* No meta table: empty, or somebody else's database. */
+        sqlite3_stmt *c = NULL;
+        int n = -1;
+        rc = sqlite3_prepare_v2(st->db, "SELECT count(*) FROM sqlite_master", -1, &c, NULL);
+        if (rc == SQLITE_OK && (rc = sqlite3_step(c)) == SQLITE_ROW)
+            n = sqlite3_column_int(c, 0);
+        sqlite3_finalize(c);
+        if (n < 0)
+            return store_fail(st, rc, "sqlite_master", NULL, err);
+        if (n == 0)
+            return 1;
+        trace_error_set(err, TRACE_ENOTTRACE,
+                        "%s: a SQLite database but not a syncsim trace database (no table meta)",
+                        st->path);
+        return -1;
+    }
+    bool marked = false;
+    long version = -1;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        const char *k = (const char *)sqlite3_column_text(q, 0);
+        const char *v = (const char *)sqlite3_column_text(q, 1);
+        if (!k || !v)
+            continue;
+        if (strcmp(k, "application") == 0)
+            marked = strcmp(v, STORE_APPLICATION) == 0;
+        else if (strcmp(k, "schema_version") == 0) {
+            char *end;
+            version = strtol(v, &end, 10);
+            if (*end || version < 1)
+                version = 0;
+        }
+    }
+    sqlite3_finalize(q);
+    if (rc != SQLITE_DONE)
+        return store_fail(st, rc, "meta", NULL, err);
+    if (!marked) {
+        trace_error_set(err, TRACE_ENOTTRACE,
+                        "%s: table meta: no application marker '" STORE_APPLICATION
+                        "', not a syncsim trace database",
+                        st->path);
+        return -1;
+    }
+    if (version != TRACE_SCHEMA_VERSION) {
+        trace_error_set(err, version > TRACE_SCHEMA_VERSION ? TRACE_EVERSION : TRACE_ECORRUPT,
+                        "%s: table meta: schema version %ld, this build reads version %d",
+                        st->path, version, TRACE_SCHEMA_VERSION);
+        return -1;
+    }
+    rc = sqlite3_prepare_v2(st->db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1",
+                            -1, &q, NULL);
+    if (rc != SQLITE_OK)
+        return store_fail(st, rc, "sqlite_master", NULL, err);
+    for (size_t i = 0; i < sizeof required_tables / sizeof required_tables[0]; i++) {
+        sqlite3_bind_text(q, 1, required_tables[i], -1, SQLITE_STATIC);
+        rc = sqlite3_step(q);
+        sqlite3_reset(q);
+        if (rc != SQLITE_ROW) {
+            sqlite3_finalize(q);
+            if (rc != SQLITE_DONE)
+                return store_fail(st, rc, "sqlite_master", NULL, err);
+            trace_error_set(err, TRACE_ECORRUPT, "%s: table %s is missing", st->path,
+                            required_tables[i]);
+            return -1;
+        }
+    }
+    sqlite3_finalize(q);
+    return 0;
+}
+
+static trace_store *store_open(const char *path, bool create, bool readonly, trace_error *err)
+{
+    trace_store *st = calloc(1, sizeof *st);
+    if (!st || !(st->path = strdup(path))) {
+        trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", path);
+        goto fail;
+    }
+    st->readonly = readonly;
+    int missing = check_file(path, err);
+    if (missing < 0)
+        goto fail;
+    if (missing && !create) {
+        if (access(path, F_OK) != 0) {
+            trace_error_set(err, TRACE_EIO, "%s: no such file", path);
+            goto fail;
+        }
+        trace_error_set(err, TRACE_ENOTTRACE, "%s: empty file, not a syncsim trace database", path);
+        goto fail;
+    }
+    /* Readers open read-write too (and set query_only): a read-only last
+     * connection cannot remove the -wal and -shm files when it closes.
+     * SQLite falls back to read-only where the file is not writable. */
+    int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_NOMUTEX;
+    int rc = sqlite3_open_v2(path, &st->db, flags, NULL);
+    if (rc != SQLITE_OK) {
+        store_fail(st, rc, NULL, "cannot open", err);
+        goto fail;
+    }
+    sqlite3_extended_result_codes(st->db, 0);
+    sqlite3_busy_timeout(st->db, 10000);
+    int s = check_schema(st, err);
+    if (s < 0)
+        goto fail;
+    if (s == 1) {
+        if (!create || readonly) {
+            trace_error_set(err, TRACE_ENOTTRACE, "%s: empty database, not a syncsim trace database",
+                            path);
+            goto fail;
+        }
+        s = create_schema(st, err);
+        if (s < 0 || (s == 1 && check_schema(st, err) != 0))
+            goto fail;
+    }
+    if (store_exec(st,
+                   readonly ? "PRAGMA query_only=1; PRAGMA mmap_size=1073741824;"
+                            : "PRAGMA synchronous=NORMAL; PRAGMA cache_size=-16384;",
+                   NULL, err) != 0)
+        goto fail;
+    return st;
+fail:
+    trace_store_close(st);
+    return NULL;
+}
+
+trace_store *trace_store_open(const char *path, bool create, trace_error *err)
+{
+    return store_open(path, create, false, err);
+}
+
+/* For store_read.c: read-only opening. */
+trace_store *store_open_readonly(const char *path, trace_error *err);
+trace_store *store_open_readonly(const char *path, trace_error *err)
+{
+    return store_open(path, false, true, err);
+}
+
+void trace_store_close(trace_store *st)
+{
+    if (!st)
+        return;
+    if (st->db)
+        sqlite3_close_v2(st->db);
+    free(st->path);
+    free(st);
+}
+
+struct sqlite3 *trace_store_db(trace_store *st)
+{
+    return st->db;
+}
+
+/* ------------------------------------------------------------------ */
+/* Runs.                                                               */
+
+static char *dup_col(sqlite3_stmt *q, int col)
+{
+    const unsigned char *s = sqlite3_column_text(q, col);
+    return strdup(s ? (const char *)s : "");
+}
+
+int trace_store_runs(trace_store *st, trace_run_info **out, size_t *n, trace_error *err)
+{
+    sqlite3_stmt *q = NULL;
+    trace_run_info *runs = NULL;
+    size_t count = 0, cap = 0;
+    *out = NULL;
+    *n = 0;
+    int rc = sqlite3_prepare_v2(st->db,
+                                "SELECT id, name, source, status, created, n_stmts, n_queues,"
+                                " n_buffers FROM runs ORDER BY id",
+                                -1, &q, NULL);
+    if (rc != SQLITE_OK)
+        return store_fail(st, rc, "runs", NULL, err);
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        if (count == cap) {
+            cap = cap ? cap * 2 : 8;
+            trace_run_info *nr = realloc(runs, cap * sizeof *nr);
+            if (!nr)
+                goto nomem;
+            runs = nr;
+        }
+        trace_run_info *ri = &runs[count++];
+        memset(ri, 0, sizeof *ri);
+        ri->id = sqlite3_column_int64(q, 0);
+        ri->name = dup_col(q, 1);
+        ri->source = dup_col(q, 2);
+        ri->status = dup_col(q, 3);
+        ri->created = sqlite3_column_int64(q, 4);
+        ri->n_stmts = (uint64_t)sqlite3_column_int64(q, 5);
+        ri->n_queues = (uint32_t)sqlite3_column_int64(q, 6);
+        ri->n_buffers = (uint32_t)sqlite3_column_int64(q, 7);
+        if (!ri->name || !ri->source || !ri->status)
+            goto nomem;
+    }
+    sqlite3_finalize(q);
+    if (rc != SQLITE_DONE) {
+        trace_run_info_free(runs, count);
+        return store_fail(st, rc, "runs", NULL, err);
+    }
+    *out = runs;
+    *n = count;
+    return 0;
+nomem:
+    sqlite3_finalize(q);
+    trace_run_info_free(runs, count);
+    trace_error_set(err, TRACE_ENOMEM, "%s: out of memory listing runs", st->path);
+    return -1;
+}
+
+void trace_run_info_free(trace_run_info *runs, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(runs[i].name);
+        free(runs[i].source);
+        free(runs[i].status);
+    }
+    free(runs);
+}
+
+int64_t trace_store_latest_run(trace_store *st)
+{
+    sqlite3_stmt *q = NULL;
+    int64_t id = -1;
+    if (sqlite3_prepare_v2(st->db, "SELECT max(id) FROM runs", -1, &q, NULL) == SQLITE_OK &&
+        sqlite3_step(q) == SQLITE_ROW && sqlite3_column_type(q, 0) != SQLITE_NULL)
+        id = sqlite3_column_int64(q, 0);
+    sqlite3_finalize(q);
+    return id;
+}
+
+int64_t store_resolve_run(trace_store *st, int64_t run, trace_error *err)
+{
+    if (run <= 0) {
+        int64_t id = trace_store_latest_run(st);
+        if (id < 0)
+            trace_error_set(err, TRACE_ENORUN, "%s: table runs: the database holds no run",
+                            st->path);
+        return id;
+    }
+    sqlite3_stmt *q = NULL;
+    int rc = sqlite3_prepare_v2(st->db, "SELECT 1 FROM runs WHERE id = ?1", -1, &q, NULL);
+    if (rc != SQLITE_OK)
+        return store_fail(st, rc, "runs", NULL, err);
+    sqlite3_bind_int64(q, 1, run);
+    rc = sqlite3_step(q);
+    sqlite3_finalize(q);
+    if (rc == SQLITE_ROW)
+        return run;
+    if (rc != SQLITE_DONE)
+        return store_fail(st, rc, "runs", NULL, err);
+    trace_error_set(err, TRACE_ENORUN, "%s: table runs: no run %lld", st->path, (long long)run);
+    return -1;
+}
+
+int64_t store_new_run(trace_store *st, const char *name, const char *source, trace_error *err)
+{
+    sqlite3_stmt *q = NULL;
+    int rc = sqlite3_prepare_v2(st->db,
+                                "INSERT INTO runs(name, source, status, created)"
+                                " VALUES(?1, ?2, 'recording', ?3)",
+                                -1, &q, NULL);
+    if (rc != SQLITE_OK)
+        return store_fail(st, rc, "runs", NULL, err);
+    sqlite3_bind_text(q, 1, name ? name : "run", -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(q, 2, source ? source : "recorder", -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(q, 3, (int64_t)time(NULL));
+    rc = sqlite3_step(q);
+    sqlite3_finalize(q);
+    if (rc != SQLITE_DONE)
+        return store_fail(st, rc, "runs", "cannot add a run", err);
+    int64_t id = sqlite3_last_insert_rowid(st->db);
+    if (id >= (INT64_C(1) << (63 - STORE_SEQ_BITS))) {
+        trace_error_set(err, TRACE_EDB, "%s: table runs: run ids exhausted", st->path);
+        return -1;
+    }
+    return id;
+}
+
+/* ------------------------------------------------------------------ */
+/* The writer.                                                         */
+
+static int prep(store_writer *w, sqlite3_stmt **q, const char *sql, const char *table,
+                trace_error *err)
+{
+    int rc = sqlite3_prepare_v3(w->st->db, sql, -1, SQLITE_PREPARE_PERSISTENT, q, NULL);
+    if (rc != SQLITE_OK)
+        return store_fail(w->st, rc, table, NULL, err);
+    return 0;
+}
+
+int store_writer_init(store_writer *w, trace_store *st, int64_t run, trace_error *err)
+{
+    memset(w, 0, sizeof *w);
+    w->st = st;
+    w->run = run;
+    if (prep(w, &w->ins_stmt,
+             "INSERT INTO statements VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+             "statements", err) ||
+        prep(w, &w->ins_str, "INSERT INTO strings VALUES(?1, ?2, ?3)", "strings", err) ||
+        prep(w, &w->ins_queue, "INSERT INTO queues VALUES(?1, ?2, ?3, ?4, ?5)", "queues", err) ||
+        prep(w, &w->ins_buffer, "INSERT INTO buffers VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+             "buffers", err) ||
+        prep(w, &w->ins_expect, "INSERT INTO expectations VALUES(?1, ?2, ?3, ?4)", "expectations",
+             err) ||
+        prep(w, &w->ins_expect_kv, "INSERT INTO expectation_kv VALUES(?1, ?2, ?3, ?4, ?5)",
+             "expectation_kv", err) ||
+        prep(w, &w->del_meta, "DELETE FROM run_meta WHERE run = ?1", "run_meta", err) ||
+        prep(w, &w->ins_meta, "INSERT OR REPLACE INTO run_meta VALUES(?1, ?2, ?3, ?4)", "run_meta",
+             err) ||
+        prep(w, &w->upd_time, "UPDATE statements SET t = ?2, dur = ?3 WHERE id = ?1", "statements",
+             err) ||
+        prep(w, &w->upd_run,
+             "UPDATE runs SET n_stmts = ?2, n_queues = ?3, n_buffers = ?4,"
+             " status = coalesce(?5, status) WHERE id = ?1",
+             "runs", err)) {
+        store_writer_fini(w);
+        return -1;
+    }
+    return 0;
+}
+
+void store_writer_fini(store_writer *w)
+{
+    sqlite3_stmt *all[] = { w->ins_stmt,   w->ins_str,       w->ins_queue, w->ins_buffer,
+                            w->ins_expect, w->ins_expect_kv, w->del_meta,  w->ins_meta,
+                            w->upd_time,   w->upd_run };
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        sqlite3_finalize(all[i]);
+    free(w->sizes);
+    free(w->body);
+    memset(w, 0, sizeof *w);
+}
+
+/* Steps a bound insert and resets it. */
+static int step_reset(store_writer *w, sqlite3_stmt *q, const char *table, trace_error *err)
+{
+    int rc = sqlite3_step(q);
+    sqlite3_reset(q);
+    sqlite3_clear_bindings(q);
+    if (rc != SQLITE_DONE)
+        return store_fail(w->st, rc, table, "cannot write", err);
+    return 0;
+}
+
+static void bind_id(sqlite3_stmt *q, int col, uint32_t id)
+{
+    if (id == TRACE_NONE)
+        sqlite3_bind_null(q, col);
+    else
+        sqlite3_bind_int64(q, col, id);
+}
+
+int store_writer_decls(store_writer *w, const trace *t, trace_error *err)
+{
+    for (; w->n_strs < t->n_strs; w->n_strs++) {
+        sqlite3_bind_int64(w->ins_str, 1, w->run);
+        sqlite3_bind_int64(w->ins_str, 2, w->n_strs);
+        sqlite3_bind_text(w->ins_str, 3, t->strs[w->n_strs], (int)t->str_len[w->n_strs],
+                          SQLITE_STATIC);
+        if (step_reset(w, w->ins_str, "strings", err))
+            return -1;
+    }
+    for (; w->n_queues < t->n_queues; w->n_queues++) {
+        const trace_queue *q = &t->queues[w->n_queues];
+        sqlite3_bind_int64(w->ins_queue, 1, w->run);
+        sqlite3_bind_int64(w->ins_queue, 2, w->n_queues);
+        sqlite3_bind_int64(w->ins_queue, 3, q->name);
+        sqlite3_bind_text(w->ins_queue, 4, q->kind == TRACE_QUEUE_HOST ? "host" : "stream", -1,
+                          SQLITE_STATIC);
+        bind_id(w->ins_queue, 5, q->device);
+        if (step_reset(w, w->ins_queue, "queues", err))
+            return -1;
+    }
+    if (t->n_buffers > w->cap_sizes) {
+        uint32_t cap = w->cap_sizes ? w->cap_sizes : 64;
+        while (cap < t->n_buffers)
+            cap *= 2;
+        uint64_t *ns = realloc(w->sizes, cap * sizeof *ns);
+        if (!ns)
+            return trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", w->st->path), -1;
+        w->sizes = ns;
+        w->cap_sizes = cap;
+    }
+    for (; w->n_buffers < t->n_buffers; w->n_buffers++) {
+        const trace_buffer *b = &t->buffers[w->n_buffers];
+        sqlite3_stmt *q = w->ins_buffer;
+        w->sizes[w->n_buffers] = b->size;
+        sqlite3_bind_int64(q, 1, w->run);
+        sqlite3_bind_int64(q, 2, w->n_buffers);
+        sqlite3_bind_int64(q, 3, b->name);
+        sqlite3_bind_int64(q, 4, (int64_t)b->size);
+        if (b->parent != TRACE_NONE) {
+            sqlite3_bind_int64(q, 5, b->parent);
+            sqlite3_bind_int64(q, 6, (int64_t)b->offset);
+        } else {
+            if (b->loc != TRACE_LOC_UNSPECIFIED)
+                sqlite3_bind_text(q, 7, b->loc == TRACE_LOC_HOST ? "host" : "device", -1,
+                                  SQLITE_STATIC);
+            bind_id(q, 8, b->device);
+            sqlite3_bind_int(q, 9, b->pinned);
+        }
+        if (step_reset(w, q, "buffers", err))
+            return -1;
+    }
+    for (; w->n_expects < t->n_expects; w->n_expects++) {
+        const trace_expect *e = &t->expects[w->n_expects];
+        sqlite3_bind_int64(w->ins_expect, 1, w->run);
+        sqlite3_bind_int64(w->ins_expect, 2, w->n_expects);
+        sqlite3_bind_text(w->ins_expect, 3, trace_finding_str(e->kind), -1, SQLITE_STATIC);
+        if (e->line)
+            sqlite3_bind_int64(w->ins_expect, 4, e->line);
+        if (step_reset(w, w->ins_expect, "expectations", err))
+            return -1;
+        for (uint32_t i = 0; i < e->n_kv; i++) {
+            sqlite3_stmt *q = w->ins_expect_kv;
+            sqlite3_bind_int64(q, 1, w->run);
+            sqlite3_bind_int64(q, 2, w->n_expects);
+            sqlite3_bind_int64(q, 3, i);
+            sqlite3_bind_int64(q, 4, e->kv[i].key);
+            sqlite3_bind_int64(q, 5, e->kv[i].value);
+            if (step_reset(w, q, "expectation_kv", err))
+                return -1;
+        }
+    }
+    return 0;
+}
+
+int store_writer_meta(store_writer *w, const trace *t, trace_error *err)
+{
+    sqlite3_bind_int64(w->del_meta, 1, w->run);
+    if (step_reset(w, w->del_meta, "run_meta", err))
+        return -1;
+    for (uint32_t i = 0; i < t->n_meta; i++) {
+        sqlite3_bind_int64(w->ins_meta, 1, w->run);
+        sqlite3_bind_text(w->ins_meta, 2, trace_str(t, t->meta[i].key), -1, SQLITE_STATIC);
+        sqlite3_bind_text(w->ins_meta, 3, trace_str(t, t->meta[i].value), -1, SQLITE_STATIC);
+        sqlite3_bind_int64(w->ins_meta, 4, i);
+        if (step_reset(w, w->ins_meta, "run_meta", err))
+            return -1;
+    }
+    return 0;
+}
+
+/* The body's header varint: n_access << 4 | which optional fields follow. */
+static uint64_t body_header(const trace_stmt *s, uint64_t *arg)
+{
+    uint64_t h = (uint64_t)s->n_access << 4;
+    *arg = 0;
+    if (s->by != TRACE_NONE)
+        h |= STORE_BODY_BY;
+    if (s->count)
+        h |= STORE_BODY_COUNT;
+    if (s->kind == TRACE_SYNC && s->sync_scope != TRACE_SYNC_QUEUE)
+        *arg = s->sync_scope;
+    else if (s->kind == TRACE_COLLECTIVE && s->coll_kind != TRACE_NONE)
+        *arg = (uint64_t)s->coll_kind + 1;
+    if (*arg)
+        h |= STORE_BODY_ARG;
+    if (s->line)
+        h |= STORE_BODY_LINE;
+    return h;
+}
+
+/* Packs s's optional fields, accesses and attributes into w->body (see the
+ * top of this file); *len = 0 when there is nothing to pack. */
+static int encode_body(store_writer *w, const trace_stmt *s, size_t *len, trace_error *err)
+{
+    uint64_t arg, h = body_header(s, &arg);
+    *len = 0;
+    if (h == 0 && s->n_attr == 0)
+        return 0;
+    size_t need = 50 + (size_t)s->n_access * 31 + (size_t)s->n_attr * 10;
+    if (need > w->cap_body) {
+        size_t cap = w->cap_body ? w->cap_body : 256;
+        while (cap < need)
+            cap *= 2;
+        uint8_t *nb = realloc(w->body, cap);
+        if (!nb)
+            return trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", w->st->path), -1;
+        w->body = nb;
+        w->cap_body = cap;
+    }
+    uint8_t *p = w->body;
+    p += store_varint_put(p, h);
+    if (h & STORE_BODY_BY)
+        p += store_varint_put(p, s->by);
+    if (h & STORE_BODY_COUNT)
+        p += store_varint_put(p, s->count);
+    if (h & STORE_BODY_ARG)
+        p += store_varint_put(p, arg);
+    if (h & STORE_BODY_LINE)
+        p += store_varint_put(p, s->line);
+    for (uint32_t i = 0; i < s->n_access; i++) {
+        const trace_access *a = &s->access[i];
+        uint64_t size = a->buffer < w->n_buffers ? w->sizes[a->buffer] : UINT64_MAX;
+        uint8_t flags = (uint8_t)((a->mode & STORE_ACC_MODE) |
+                                  ((a->form << STORE_ACC_FORM_SHIFT) & STORE_ACC_FORM));
+        if (a->lo != 0)
+            flags |= STORE_ACC_LO;
+        if (a->hi != size || a->hi < a->lo)
+            flags |= STORE_ACC_LEN;
+        p += store_varint_put(p, a->buffer);
+        *p++ = flags;
+        if (flags & STORE_ACC_LO)
+            p += store_varint_put(p, a->lo);
+        if (flags & STORE_ACC_LEN)
+            p += store_varint_put(p, a->hi - a->lo);
+    }
+    for (uint32_t i = 0; i < s->n_attr; i++) {
+        p += store_varint_put(p, s->attr[i].key);
+        p += store_varint_put(p, s->attr[i].value);
+    }
+    *len = (size_t)(p - w->body);
+    return 0;
+}
+
+int store_writer_stmt(store_writer *w, uint64_t seq, const trace_stmt *s, trace_error *err)
+{
+    sqlite3_stmt *q = w->ins_stmt;
+    size_t len;
+    if (seq > STORE_SEQ_MASK)
+        return trace_error_set(err, TRACE_EDB, "%s: table statements: too many statements",
+                               w->st->path), -1;
+    if (encode_body(w, s, &len, err) != 0)
+        return -1;
+    /* Every column is bound every time: no sqlite3_clear_bindings(). */
+    sqlite3_bind_int64(q, 1, (int64_t)((uint64_t)w->run << STORE_SEQ_BITS | seq));
+    sqlite3_bind_int64(q, 2, s->queue);
+    sqlite3_bind_int64(q, 3, s->kind);
+    bind_id(q, 4, s->label);
+    bind_id(q, 5, s->object);
+    if (s->t != TRACE_TIME_NONE)
+        sqlite3_bind_int64(q, 6, s->t);
+    else
+        sqlite3_bind_null(q, 6);
+    if (s->dur != TRACE_TIME_NONE)
+        sqlite3_bind_int64(q, 7, s->dur);
+    else
+        sqlite3_bind_null(q, 7);
+    if (len)
+        sqlite3_bind_blob(q, 8, w->body, (int)len, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(q, 8);
+    int rc = sqlite3_step(q);
+    sqlite3_reset(q);
+    if (rc != SQLITE_DONE)
+        return store_fail(w->st, rc, "statements", "cannot write", err);
+    w->n_stmts++;
+    return 0;
+}
+
+int store_writer_time(store_writer *w, uint64_t seq, int64_t t, int64_t dur, trace_error *err)
+{
+    sqlite3_stmt *q = w->upd_time;
+    sqlite3_bind_int64(q, 1, (int64_t)((uint64_t)w->run << STORE_SEQ_BITS | seq));
+    if (t != TRACE_TIME_NONE)
+        sqlite3_bind_int64(q, 2, t);
+    if (dur != TRACE_TIME_NONE)
+        sqlite3_bind_int64(q, 3, dur);
+    return step_reset(w, q, "statements", err);
+}
+
+int store_writer_run_row(store_writer *w, const char *status, trace_error *err)
+{
+    sqlite3_stmt *q = w->upd_run;
+    sqlite3_bind_int64(q, 1, w->run);
+    sqlite3_bind_int64(q, 2, (int64_t)w->n_stmts);
+    sqlite3_bind_int64(q, 3, w->n_queues);
+    sqlite3_bind_int64(q, 4, w->n_buffers);
+    if (status)
+        sqlite3_bind_text(q, 5, status, -1, SQLITE_STATIC);
+    return step_reset(w, q, "runs", err);
+}
+
+/* ------------------------------------------------------------------ */
+/* Import.                                                             */
+
+static void remove_db_files(const char *path)
+{
+    char side[4096];
+    unlink(path);
+    snprintf(side, sizeof side, "%s-wal", path);
+    unlink(side);
+    snprintf(side, sizeof side, "%s-shm", path);
+    unlink(side);
+}
+
+int64_t trace_store_import(const char *path, trace_reader *r, const char *run_name,
+                           trace_error *err)
+{
+    bool existed = access(path, F_OK) == 0;
+    store_writer w = { 0 };
+    bool in_txn = false;
+    int64_t run = -1;
+    trace_store *st = trace_store_open(path, true, err);
+    if (!st)
+        goto fail;
+    if (store_exec(st, "BEGIN IMMEDIATE", NULL, err) != 0)
+        goto fail;
+    in_txn = true;
+    if (!run_name)
+        run_name = r->source ? r->source : "import";
+    run = store_new_run(st, run_name, "import", err);
+    if (run < 0 || store_writer_init(&w, st, run, err) != 0)
+        goto fail;
+    int rc;
+    trace_stmt s;
+    while ((rc = trace_reader_next(r, &s, err)) == 1) {
+        /* Text readers declare as they go: write what is new first. */
+        if (store_writer_decls(&w, r->trace, err) != 0 ||
+            store_writer_stmt(&w, w.n_stmts, &s, err) != 0)
+            goto fail;
+    }
+    if (rc < 0 || store_writer_decls(&w, r->trace, err) != 0 ||
+        store_writer_meta(&w, r->trace, err) != 0 || store_writer_run_row(&w, "complete", err) != 0)
+        goto fail;
+    store_writer_fini(&w);
+    if (store_exec(st, "COMMIT", NULL, err) != 0)
+        goto fail;
+    trace_store_close(st);
+    return run;
+fail:
+    store_writer_fini(&w);
+    if (in_txn)
+        sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+    trace_store_close(st);
+    if (!existed)
+        remove_db_files(path);
+    return -1;
+}

@@ -1,0 +1,97 @@
+/*
+ * store_int.h -- what the store's files (store.c, store_read.c,
+ * recorder.c) share and nobody else sees. The schema and its invariants are
+ * described at the top of store.c.
+ */
+#ifndef SYNCSIM_STORE_INT_H
+#define SYNCSIM_STORE_INT_H
+
+#include "trace.h"
+
+#include <sqlite3.h>
+
+/* statements.id = run << STORE_SEQ_BITS | seq. */
+#define STORE_SEQ_BITS 40
+#define STORE_SEQ_MASK ((UINT64_C(1) << STORE_SEQ_BITS) - 1)
+#define STORE_APPLICATION "syncsim-trace"
+#define STORE_APPLICATION_ID 0x53594e43 /* "SYNC", PRAGMA application_id */
+
+/* Optional fields announced by the body's header varint. */
+#define STORE_BODY_BY 0x1u
+#define STORE_BODY_COUNT 0x2u
+#define STORE_BODY_ARG 0x4u
+#define STORE_BODY_LINE 0x8u
+
+/* Access flag byte of the statement body (see store.c). */
+#define STORE_ACC_MODE 0x03u
+#define STORE_ACC_FORM_SHIFT 2
+#define STORE_ACC_FORM 0x0cu
+#define STORE_ACC_LO 0x10u  /* lo follows (else 0) */
+#define STORE_ACC_LEN 0x20u /* hi - lo follows (else hi = buffer size) */
+
+struct trace_store {
+    sqlite3 *db;
+    char *path;
+    bool readonly;
+};
+
+/* Maps a SQLite result code to a trace status. */
+trace_status store_status_of(int rc);
+/* Fills err with "DB: table T: what: sqlite message" and the status of rc;
+ * returns -1. table may be NULL. */
+int store_fail(trace_store *st, int rc, const char *table, const char *what, trace_error *err);
+/* Runs sql (no results); returns 0 or -1 with err filled. */
+int store_exec(trace_store *st, const char *sql, const char *table, trace_error *err);
+/* Resolves run 0 to the latest run and checks that run exists: returns the
+ * run id or -1 with err (ENORUN) filled. */
+int64_t store_resolve_run(trace_store *st, int64_t run, trace_error *err);
+
+/* LEB128 varints, as in the statement body. */
+size_t store_varint_put(uint8_t *p, uint64_t v);
+/* Reads a varint from [*p, end); returns 0, or -1 when it runs past end or
+ * past 64 bits. */
+int store_varint_get(const uint8_t **p, const uint8_t *end, uint64_t *v);
+
+/*
+ * The writer: inserts one run's declarations and statements through
+ * prepared statements, inside a transaction the caller opens. It remembers
+ * how much of a trace's declarations it already wrote, so that calling
+ * store_writer_decls() again writes only what is new.
+ */
+typedef struct store_writer {
+    trace_store *st;
+    int64_t run;
+    sqlite3_stmt *ins_stmt, *ins_str, *ins_queue, *ins_buffer, *ins_expect, *ins_expect_kv,
+        *del_meta, *ins_meta, *upd_time, *upd_run;
+    uint32_t n_strs, n_queues, n_buffers, n_expects; /* written so far */
+    uint64_t n_stmts;                                 /* written so far */
+    uint64_t *sizes;                                  /* buffer sizes, for the body encoding */
+    uint32_t cap_sizes;
+    uint8_t *body;
+    size_t cap_body;
+} store_writer;
+
+int store_writer_init(store_writer *w, trace_store *st, int64_t run, trace_error *err);
+void store_writer_fini(store_writer *w);
+/* Writes t's strings, queues, buffers and expectations not written yet. */
+int store_writer_decls(store_writer *w, const trace *t, trace_error *err);
+/* Replaces the run's metadata with t's. */
+int store_writer_meta(store_writer *w, const trace *t, trace_error *err);
+/* Inserts statement s with sequence number seq (s->seq is ignored). */
+int store_writer_stmt(store_writer *w, uint64_t seq, const trace_stmt *s, trace_error *err);
+/* Updates the times of an already written statement. */
+int store_writer_time(store_writer *w, uint64_t seq, int64_t t, int64_t dur, trace_error *err);
+/* Stores the run's counts (and status when non-NULL). */
+int store_writer_run_row(store_writer *w, const char *status, trace_error *err);
+
+/* Inserts a new run row in status 'recording'; returns its id or -1. */
+int64_t store_new_run(trace_store *st, const char *name, const char *source, trace_error *err);
+
+/* Graph rows, for the recorder's writer (inside its transaction). */
+int store_put_graph_node(trace_store *st, int64_t run, const trace_graph_node *n, trace_error *err);
+int store_put_graph_edge(trace_store *st, int64_t run, int64_t idx, const trace_graph_edge *e,
+                         trace_error *err);
+int store_put_graph_split(trace_store *st, int64_t run, const trace_graph_split *s,
+                          trace_error *err);
+
+#endif

@@ -1,0 +1,524 @@
+/*
+ * store_read.c -- the streaming reader over one run of a trace database.
+ *
+ * Opening a reader loads the run's declarations (strings, queues, buffers,
+ * expectations, metadata) into a fresh trace that the reader owns, then
+ * steps one prepared statement over the run's rowid range
+ * [run << 40, (run + 1) << 40): statements come in seq order and only the
+ * current one is in memory. Every value read is checked against the
+ * declarations (the invariants at the top of store.c), so a damaged file
+ * gives ECORRUPT naming the database, table and row, never a crash.
+ */
+#include "store_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+trace_store *store_open_readonly(const char *path, trace_error *err);
+
+typedef struct store_reader {
+    trace_store *st;
+    bool owns_store;
+    trace *t;
+    int64_t run;
+    sqlite3_stmt *q;
+    uint64_t next_min;      /* the next seq must be at least this */
+    bool began;             /* we opened the read transaction: end it */
+    trace_access *acc;
+    uint32_t cap_acc;
+    trace_attr *attr;
+    uint32_t cap_attr;
+} store_reader;
+
+static int corrupt(const store_reader *sr, const char *table, const char *fmt, uint64_t a,
+                   trace_error *err)
+{
+    char what[160];
+    snprintf(what, sizeof what, fmt, (unsigned long long)a);
+    trace_error_set(err, TRACE_ECORRUPT, "%s: table %s: run %lld: %s", sr->st->path, table,
+                    (long long)sr->run, what);
+    return -1;
+}
+
+/* Column col as an id below limit, or TRACE_NONE for NULL. Returns 0, -1
+ * when out of range. */
+static int col_id(sqlite3_stmt *q, int col, uint32_t limit, uint32_t *out)
+{
+    if (sqlite3_column_type(q, col) == SQLITE_NULL) {
+        *out = TRACE_NONE;
+        return 0;
+    }
+    sqlite3_int64 v = sqlite3_column_int64(q, col);
+    if (v < 0 || v >= limit)
+        return -1;
+    *out = (uint32_t)v;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Declarations.                                                       */
+
+static int prepare_run(store_reader *sr, const char *sql, const char *table, sqlite3_stmt **q,
+                       trace_error *err)
+{
+    int rc = sqlite3_prepare_v2(sr->st->db, sql, -1, q, NULL);
+    if (rc != SQLITE_OK)
+        return store_fail(sr->st, rc, table, NULL, err);
+    sqlite3_bind_int64(*q, 1, sr->run);
+    return 0;
+}
+
+/* Finishes a declaration query: rc is the last step's result. */
+static int finish(store_reader *sr, sqlite3_stmt *q, int rc, const char *table, trace_error *err)
+{
+    sqlite3_finalize(q);
+    if (rc != SQLITE_DONE)
+        return store_fail(sr->st, rc, table, NULL, err);
+    return 0;
+}
+
+static int load_strings(store_reader *sr, trace_error *err)
+{
+    sqlite3_stmt *q;
+    int rc;
+    if (prepare_run(sr, "SELECT id, text FROM strings WHERE run = ?1 ORDER BY id", "strings", &q,
+                    err))
+        return -1;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        const char *s = (const char *)sqlite3_column_text(q, 1);
+        int len = sqlite3_column_bytes(q, 1);
+        uint32_t want = sr->t->n_strs;
+        if (sqlite3_column_int64(q, 0) != want || !s ||
+            trace_intern(sr->t, s, (size_t)len) != want) {
+            sqlite3_finalize(q);
+            return corrupt(sr, "strings", "string %llu is missing, duplicate or unreadable", want,
+                           err);
+        }
+    }
+    return finish(sr, q, rc, "strings", err);
+}
+
+static int load_queues(store_reader *sr, trace_error *err)
+{
+    sqlite3_stmt *q;
+    int rc;
+    trace *t = sr->t;
+    if (prepare_run(sr, "SELECT idx, name, kind, device FROM queues WHERE run = ?1 ORDER BY idx",
+                    "queues", &q, err))
+        return -1;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        uint32_t name, device, want = t->n_queues;
+        const char *kind = (const char *)sqlite3_column_text(q, 2);
+        bool host = kind && strcmp(kind, "host") == 0;
+        if (sqlite3_column_int64(q, 0) != want || col_id(q, 1, t->n_strs, &name) ||
+            name == TRACE_NONE || col_id(q, 3, t->n_strs, &device) ||
+            (!host && (!kind || strcmp(kind, "stream") != 0)) ||
+            trace_add_queue(t, name, host ? TRACE_QUEUE_HOST : TRACE_QUEUE_STREAM, device) !=
+                want) {
+            sqlite3_finalize(q);
+            return corrupt(sr, "queues", "queue %llu is missing or invalid", want, err);
+        }
+    }
+    return finish(sr, q, rc, "queues", err);
+}
+
+static int load_buffers(store_reader *sr, trace_error *err)
+{
+    sqlite3_stmt *q;
+    int rc;
+    trace *t = sr->t;
+    if (prepare_run(sr,
+                    "SELECT idx, name, size, parent, offset, loc, device, pinned FROM buffers"
+                    " WHERE run = ?1 ORDER BY idx",
+                    "buffers", &q, err))
+        return -1;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        uint32_t name, parent, device, want = t->n_buffers, got = TRACE_NONE;
+        sqlite3_int64 size = sqlite3_column_int64(q, 2);
+        if (sqlite3_column_int64(q, 0) == want && !col_id(q, 1, t->n_strs, &name) &&
+            name != TRACE_NONE && size >= 1 && !col_id(q, 3, want, &parent)) {
+            if (parent != TRACE_NONE) {
+                sqlite3_int64 off = sqlite3_column_int64(q, 4);
+                uint64_t psize = t->buffers[parent].size;
+                if (off >= 0 && (uint64_t)off <= psize && (uint64_t)size <= psize - (uint64_t)off)
+                    got = trace_add_view(t, name, parent, (uint64_t)off, (uint64_t)size);
+            } else {
+                const char *loc = (const char *)sqlite3_column_text(q, 5);
+                trace_loc l = !loc                        ? TRACE_LOC_UNSPECIFIED
+                              : strcmp(loc, "host") == 0   ? TRACE_LOC_HOST
+                              : strcmp(loc, "device") == 0 ? TRACE_LOC_DEVICE
+                                                           : (trace_loc)-1;
+                if (l != (trace_loc)-1 && !col_id(q, 6, t->n_strs, &device))
+                    got = trace_add_root_buffer(t, name, (uint64_t)size, l, device,
+                                                sqlite3_column_int(q, 7) != 0);
+            }
+        }
+        if (got != want) {
+            sqlite3_finalize(q);
+            return corrupt(sr, "buffers", "buffer %llu is missing or invalid", want, err);
+        }
+    }
+    return finish(sr, q, rc, "buffers", err);
+}
+
+static int load_expectations(store_reader *sr, trace_error *err)
+{
+    sqlite3_stmt *q, *kv;
+    int rc;
+    trace *t = sr->t;
+    trace_attr *pairs = NULL;
+    uint32_t n_pairs = 0, cap_pairs = 0;
+    if (prepare_run(sr, "SELECT idx, kind, line FROM expectations WHERE run = ?1 ORDER BY idx",
+                    "expectations", &q, err))
+        return -1;
+    if (prepare_run(sr,
+                    "SELECT key, value FROM expectation_kv WHERE run = ?1 AND expect = ?2"
+                    " ORDER BY pos",
+                    "expectation_kv", &kv, err)) {
+        sqlite3_finalize(q);
+        return -1;
+    }
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        uint32_t want = t->n_expects;
+        const char *kind = (const char *)sqlite3_column_text(q, 1);
+        int k = kind ? trace_finding_parse(kind, strlen(kind)) : -1;
+        sqlite3_int64 line = sqlite3_column_int64(q, 2);
+        bool ok = sqlite3_column_int64(q, 0) == want && k >= 0 && line >= 0 && line <= UINT32_MAX;
+        n_pairs = 0;
+        sqlite3_bind_int64(kv, 2, want);
+        while (ok && (rc = sqlite3_step(kv)) == SQLITE_ROW) {
+            trace_attr a;
+            if (n_pairs == cap_pairs) {
+                cap_pairs = cap_pairs ? cap_pairs * 2 : 8;
+                trace_attr *np = realloc(pairs, cap_pairs * sizeof *np);
+                if (!np) {
+                    ok = false;
+                    break;
+                }
+                pairs = np;
+            }
+            if (col_id(kv, 0, t->n_strs, &a.key) || col_id(kv, 1, t->n_strs, &a.value) ||
+                a.key == TRACE_NONE || a.value == TRACE_NONE)
+                ok = false;
+            pairs[n_pairs++] = a;
+        }
+        sqlite3_reset(kv);
+        if (!ok || trace_add_expect(t, (trace_finding_kind)k, (uint32_t)line, pairs, n_pairs)) {
+            free(pairs);
+            sqlite3_finalize(q);
+            sqlite3_finalize(kv);
+            return corrupt(sr, "expectations", "expectation %llu is invalid", want, err);
+        }
+    }
+    free(pairs);
+    sqlite3_finalize(kv);
+    return finish(sr, q, rc, "expectations", err);
+}
+
+static int load_meta(store_reader *sr, trace_error *err)
+{
+    sqlite3_stmt *q;
+    int rc;
+    if (prepare_run(sr, "SELECT key, value FROM run_meta WHERE run = ?1 ORDER BY pos", "run_meta",
+                    &q, err))
+        return -1;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        const char *k = (const char *)sqlite3_column_text(q, 0);
+        const char *v = (const char *)sqlite3_column_text(q, 1);
+        if (!k || !v || trace_set_meta(sr->t, k, v) != 0) {
+            sqlite3_finalize(q);
+            return corrupt(sr, "run_meta", "entry %llu is invalid", 0, err);
+        }
+    }
+    return finish(sr, q, rc, "run_meta", err);
+}
+
+/* ------------------------------------------------------------------ */
+/* Statements.                                                         */
+
+static int grow_pools(store_reader *sr, uint64_t n_acc, uint64_t n_attr)
+{
+    if (n_acc > sr->cap_acc) {
+        uint32_t cap = sr->cap_acc ? sr->cap_acc : 16;
+        while (cap < n_acc)
+            cap *= 2;
+        trace_access *na = realloc(sr->acc, cap * sizeof *na);
+        if (!na)
+            return -1;
+        sr->acc = na;
+        sr->cap_acc = cap;
+    }
+    if (n_attr > sr->cap_attr) {
+        uint32_t cap = sr->cap_attr ? sr->cap_attr : 16;
+        while (cap < n_attr)
+            cap *= 2;
+        trace_attr *na = realloc(sr->attr, cap * sizeof *na);
+        if (!na)
+            return -1;
+        sr->attr = na;
+        sr->cap_attr = cap;
+    }
+    return 0;
+}
+
+/* Decodes the body blob into s's optional fields, accesses and attributes.
+ * Returns NULL or what is wrong. */
+static const char *decode_body(store_reader *sr, const uint8_t *p, const uint8_t *end,
+                               trace_stmt *s, int *oom)
+{
+    const trace *t = sr->t;
+    uint64_t h, n_acc, v;
+    if (store_varint_get(&p, end, &h) || (h >> 4) > (uint64_t)(end - p) / 2)
+        return "bad body header";
+    n_acc = h >> 4;
+    if (h & STORE_BODY_BY) {
+        if (store_varint_get(&p, end, &v) || v >= t->n_queues)
+            return "bad by";
+        s->by = (uint32_t)v;
+    }
+    if ((h & STORE_BODY_COUNT) && store_varint_get(&p, end, &s->count))
+        return "bad count";
+    if (h & STORE_BODY_ARG) {
+        if (store_varint_get(&p, end, &v))
+            return "bad arg";
+        if (s->kind == TRACE_SYNC && v >= 1 && v <= TRACE_SYNC_ALL)
+            s->sync_scope = (trace_sync_scope)v;
+        else if (s->kind == TRACE_COLLECTIVE && v >= 1 && v <= t->n_strs)
+            s->coll_kind = (uint32_t)(v - 1);
+        else
+            return "bad arg";
+    }
+    if (h & STORE_BODY_LINE) {
+        if (store_varint_get(&p, end, &v) || v > UINT32_MAX)
+            return "bad line";
+        s->line = (uint32_t)v;
+    }
+    /* Every attribute takes at least two bytes. */
+    if (grow_pools(sr, n_acc, (uint64_t)(end - p) / 2)) {
+        *oom = 1;
+        return "out of memory";
+    }
+    for (uint64_t i = 0; i < n_acc; i++) {
+        trace_access *a = &sr->acc[i];
+        if (store_varint_get(&p, end, &v) || v >= t->n_buffers || p >= end)
+            return "bad access buffer";
+        a->buffer = (uint32_t)v;
+        uint8_t flags = *p++;
+        a->mode = flags & STORE_ACC_MODE;
+        a->form = (flags & STORE_ACC_FORM) >> STORE_ACC_FORM_SHIFT;
+        if (a->mode == 0 || a->form > TRACE_REF_FROM || (flags & ~0x3fu))
+            return "bad access flags";
+        uint64_t size = t->buffers[a->buffer].size;
+        a->lo = 0;
+        if ((flags & STORE_ACC_LO) && store_varint_get(&p, end, &a->lo))
+            return "bad access range";
+        if (flags & STORE_ACC_LEN) {
+            if (store_varint_get(&p, end, &v) || v > UINT64_MAX - a->lo)
+                return "bad access range";
+            a->hi = a->lo + v;
+        } else {
+            a->hi = size;
+        }
+        if (a->lo > a->hi || a->hi > size)
+            return "access outside its buffer";
+    }
+    uint32_t n_attr = 0;
+    while (p < end) {
+        uint64_t k;
+        if (store_varint_get(&p, end, &k) || store_varint_get(&p, end, &v) || k >= t->n_strs ||
+            v >= t->n_strs)
+            return "bad attribute";
+        sr->attr[n_attr++] = (trace_attr){ (uint32_t)k, (uint32_t)v };
+    }
+    s->n_access = (uint32_t)n_acc;
+    s->access = n_acc ? sr->acc : NULL;
+    s->n_attr = n_attr;
+    s->attr = n_attr ? sr->attr : NULL;
+    return NULL;
+}
+
+/* Ends the read transaction open_reader began, if it did. */
+static void end_snapshot(store_reader *sr)
+{
+    if (!sr->began)
+        return;
+    sqlite3_reset(sr->q);
+    sqlite3_exec(sr->st->db, "COMMIT", NULL, NULL, NULL);
+    sr->began = false;
+}
+
+/* Column col of the current row as an id below limit, TRACE_NONE for NULL;
+ * false when out of range. Goes through sqlite3_column_value: one API call
+ * per column. */
+static bool value_id(sqlite3_stmt *q, int col, uint32_t limit, uint32_t *out)
+{
+    sqlite3_value *v = sqlite3_column_value(q, col);
+    if (sqlite3_value_type(v) == SQLITE_NULL) {
+        *out = TRACE_NONE;
+        return true;
+    }
+    sqlite3_int64 x = sqlite3_value_int64(v);
+    *out = (uint32_t)x;
+    return x >= 0 && x < limit;
+}
+
+static int64_t value_time(sqlite3_stmt *q, int col)
+{
+    sqlite3_value *v = sqlite3_column_value(q, col);
+    return sqlite3_value_type(v) == SQLITE_NULL ? TRACE_TIME_NONE : sqlite3_value_int64(v);
+}
+
+static int reader_next(void *ctx, trace_stmt *s, trace_error *err)
+{
+    store_reader *sr = ctx;
+    sqlite3_stmt *q = sr->q;
+    const trace *t = sr->t;
+    int rc = sqlite3_step(q);
+    if (rc == SQLITE_DONE) {
+        end_snapshot(sr);
+        return 0;
+    }
+    if (rc != SQLITE_ROW)
+        return store_fail(sr->st, rc, "statements", NULL, err);
+    const char *bad = NULL;
+    uint64_t id = (uint64_t)sqlite3_column_int64(q, 0);
+    uint32_t kind;
+    trace_stmt_init(s);
+    s->seq = id & STORE_SEQ_MASK;
+    if ((int64_t)(id >> STORE_SEQ_BITS) != sr->run || s->seq < sr->next_min) {
+        bad = "seq out of order";
+        goto bad_row;
+    }
+    sr->next_min = s->seq + 1;
+    if (!value_id(q, 1, t->n_queues, &s->queue) || s->queue == TRACE_NONE) {
+        bad = "bad queue";
+        goto bad_row;
+    }
+    if (!value_id(q, 2, TRACE_KIND_COUNT, &kind) || kind == TRACE_NONE) {
+        bad = "bad kind";
+        goto bad_row;
+    }
+    s->kind = (trace_kind)kind;
+    if (!value_id(q, 3, t->n_strs, &s->label)) {
+        bad = "bad label";
+        goto bad_row;
+    }
+    s->t = value_time(q, 5);
+    s->dur = value_time(q, 6);
+    sqlite3_value *body = sqlite3_column_value(q, 7);
+    if (sqlite3_value_type(body) != SQLITE_NULL) {
+        int oom = 0;
+        const uint8_t *p = sqlite3_value_blob(body);
+        int len = sqlite3_value_bytes(body);
+        if (!p && len) {
+            trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", sr->st->path);
+            return -1;
+        }
+        bad = decode_body(sr, p, p + len, s, &oom);
+        if (oom) {
+            trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", sr->st->path);
+            return -1;
+        }
+        if (bad)
+            goto bad_row;
+    }
+    /* object's meaning depends on the kind (and a sync's scope, from the body). */
+    uint32_t obj_limit = t->n_strs;
+    if (s->kind == TRACE_ALLOC || s->kind == TRACE_FREE)
+        obj_limit = t->n_buffers;
+    else if (s->kind == TRACE_SYNC && s->sync_scope == TRACE_SYNC_QUEUE)
+        obj_limit = t->n_queues;
+    if (!value_id(q, 4, obj_limit, &s->object)) {
+        bad = "bad object";
+        goto bad_row;
+    }
+    if (s->kind == TRACE_COPY && s->n_access != 2) {
+        bad = "a copy without its two accesses";
+        goto bad_row;
+    }
+    return 1;
+bad_row:
+    trace_error_set(err, TRACE_ECORRUPT, "%s: table statements: run %lld seq %llu: %s",
+                    sr->st->path, (long long)sr->run, (unsigned long long)s->seq, bad);
+    return -1;
+}
+
+static void reader_close(void *ctx)
+{
+    store_reader *sr = ctx;
+    if (!sr)
+        return;
+    if (sr->q)
+        end_snapshot(sr);
+    sqlite3_finalize(sr->q);
+    if (sr->began)
+        sqlite3_exec(sr->st->db, "COMMIT", NULL, NULL, NULL);
+    free(sr->acc);
+    free(sr->attr);
+    if (sr->owns_store)
+        trace_store_close(sr->st);
+    free(sr);
+}
+
+static const trace_reader_iface store_reader_iface = { reader_next, reader_close };
+
+static int open_reader(trace_store *st, bool owns_store, int64_t run, trace_reader *r,
+                       trace_error *err)
+{
+    memset(r, 0, sizeof *r);
+    store_reader *sr = calloc(1, sizeof *sr);
+    if (!sr) {
+        if (owns_store)
+            trace_store_close(st);
+        return trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", st->path), -1;
+    }
+    sr->st = st;
+    sr->owns_store = owns_store;
+    r->iface = &store_reader_iface;
+    r->ctx = sr;
+    r->owns_trace = true;
+    r->trace = sr->t = trace_new();
+    r->source = strdup(st->path);
+    if (!sr->t || !r->source) {
+        trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", st->path);
+        goto fail;
+    }
+    sr->run = store_resolve_run(st, run, err);
+    if (sr->run < 0)
+        goto fail;
+    /* The declarations and the statements come from one snapshot (a
+     * recorder may be appending): a read transaction, unless the caller
+     * already holds one. */
+    if (sqlite3_get_autocommit(st->db)) {
+        if (store_exec(st, "BEGIN", NULL, err) != 0)
+            goto fail;
+        sr->began = true;
+    }
+    if (load_strings(sr, err) || load_queues(sr, err) || load_buffers(sr, err) ||
+        load_expectations(sr, err) || load_meta(sr, err) ||
+        prepare_run(sr,
+                    "SELECT id, queue, kind, label, object, t, dur, body"
+                    " FROM statements WHERE id >= ?1 AND id < ?2 ORDER BY id",
+                    "statements", &sr->q, err))
+        goto fail;
+    sqlite3_bind_int64(sr->q, 1, (int64_t)((uint64_t)sr->run << STORE_SEQ_BITS));
+    sqlite3_bind_int64(sr->q, 2, (int64_t)((uint64_t)(sr->run + 1) << STORE_SEQ_BITS));
+    return 0;
+fail:
+    trace_reader_close(r);
+    return -1;
+}
+
+int trace_store_reader(trace_store *st, int64_t run, trace_reader *r, trace_error *err)
+{
+    return open_reader(st, false, run, r, err);
+}
+
+int trace_store_open_reader(const char *path, int64_t run, trace_reader *r, trace_error *err)
+{
+    memset(r, 0, sizeof *r);
+    trace_store *st = store_open_readonly(path, err);
+    if (!st)
+        return -1;
+    return open_reader(st, true, run, r, err);
+}
