@@ -81,12 +81,14 @@ static void print_text(FILE *out, const char *path, const trace_run_info *runs, 
 {
     if (runs) {
         fprintf(out, "%s: trace database, %zu run%s\n", path, n_runs, n_runs == 1 ? "" : "s");
-        fprintf(out, "  %4s  %-24s %-10s %-10s %12s\n", "id", "name", "source", "status",
-                "statements");
+        /* The name goes last: it is free text of any length. */
+        fprintf(out, "  %1s %4s  %-10s %-10s %12s  %s\n", "", "id", "source", "status",
+                "statements", "name");
         for (size_t i = 0; i < n_runs; i++)
-            fprintf(out, "  %4lld  %-24s %-10s %-10s %12llu%s\n", (long long)runs[i].id,
-                    runs[i].name, runs[i].source, runs[i].status,
-                    (unsigned long long)runs[i].n_stmts, runs[i].id == run ? "  <- shown" : "");
+            fprintf(out, "  %1s %4lld  %-10s %-10s %12llu  %s\n", runs[i].id == run ? "*" : "",
+                    (long long)runs[i].id, runs[i].source, runs[i].status,
+                    (unsigned long long)runs[i].n_stmts, runs[i].name);
+        fprintf(out, "  (* = the run shown below; --run N picks another)\n");
         fprintf(out, "run %lld:\n", (long long)run);
     } else {
         fprintf(out, "%s: text trace\n", path);
