@@ -1,0 +1,128 @@
+/*
+ * check.c -- check_trace: validate each statement, feed the engine, order
+ * the findings, and (when asked) add the minimiser's redundant syncs.
+ */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* A statement that refers to declarations that do not exist would crash the
+ * engine; readers built by the parser never yield one, hand-built ones may. */
+static int validate(const trace *t, const trace_stmt *s, trace_error *err)
+{
+    if (s->queue >= t->n_queues)
+        goto bad;
+    if ((unsigned)s->kind >= TRACE_KIND_COUNT)
+        goto bad;
+    for (uint32_t i = 0; i < s->n_access; i++) {
+        const trace_access *a = &s->access[i];
+        if (a->buffer >= t->n_buffers || a->lo > a->hi || a->hi > t->buffers[a->buffer].size ||
+            !(a->mode & TRACE_RW))
+            goto bad;
+    }
+    if ((s->kind == TRACE_ALLOC || s->kind == TRACE_FREE) && s->object >= t->n_buffers)
+        goto bad;
+    if (s->kind == TRACE_SYNC && s->sync_scope == TRACE_SYNC_QUEUE && s->object >= t->n_queues)
+        goto bad;
+    if (s->by != TRACE_NONE && s->by >= t->n_queues)
+        goto bad;
+    return 0;
+bad:
+    trace_error_set(err, TRACE_ESYNTAX,
+                    "statement %llu (line %u) refers to an undeclared queue or buffer or an "
+                    "out-of-range byte range",
+                    (unsigned long long)s->seq, s->line);
+    return -1;
+}
+
+static uint64_t sort_seq(const check_finding *f)
+{
+    if (f->kind == TRACE_FINDING_HANG)
+        return UINT64_MAX;
+    return f->second.seq != CHECK_NO_SEQ ? f->second.seq : f->first.seq;
+}
+
+static int cmp_finding(const void *pa, const void *pb)
+{
+    const check_finding *a = pa, *b = pb;
+    uint64_t x = sort_seq(a), y = sort_seq(b);
+    if (x != y)
+        return x < y ? -1 : 1;
+    if (a->first.seq != b->first.seq)
+        return a->first.seq < b->first.seq ? -1 : 1;
+    return (int)a->kind - (int)b->kind;
+}
+
+static int add_redundant(trace_reader *r, const check_options *opt, check_report *rep,
+                         trace_error *err)
+{
+    /* The minimiser needs the statements in memory: an in-memory reader. */
+    trace *t = r->trace;
+    if (t->n_stmts == 0 && rep->ops > 0) {
+        trace_error_set(err, TRACE_EUSAGE,
+                        "redundant-sync needs an in-memory trace (trace_reader_memory)");
+        return -1;
+    }
+    check_options o = *opt;
+    o.redundant = false;
+    check_min_result res;
+    if (check_minimize(t, &o, &res, err) != 0)
+        return -1;
+    for (size_t i = 0; i < res.n_removed; i++) {
+        check_finding f = { 0 };
+        f.kind = TRACE_FINDING_REDUNDANT_SYNC;
+        f.first.seq = CHECK_NO_SEQ;
+        f.second = (check_stmt_ref){ res.removed[i].seq, res.removed[i].queue, TRACE_NONE,
+                                     res.removed[i].line, res.removed[i].kind, TRACE_NONE };
+        f.buffer = f.root = f.object = TRACE_NONE;
+        check_report_add(rep, &f);
+    }
+    check_min_result_free(&res);
+    return 0;
+}
+
+int check_trace(trace_reader *r, const check_options *opt, check_report **out, trace_error *err)
+{
+    static const check_options defaults = { 0 };
+    if (!opt)
+        opt = &defaults;
+    *out = NULL;
+    check_report *rep = check_report_new(r->trace, opt->max_findings);
+    check_engine *e = rep ? check_engine_new(r->trace, rep, NULL) : NULL;
+    if (!e) {
+        check_report_free(rep);
+        trace_error_set(err, TRACE_ENOMEM, "out of memory");
+        return -1;
+    }
+    trace_stmt s;
+    int rc;
+    while ((rc = trace_reader_next(r, &s, err)) == 1) {
+        if (validate(r->trace, &s, err) != 0) {
+            rc = -1;
+            break;
+        }
+        if (check_engine_feed(e, &s) != 0) {
+            trace_error_set(err, TRACE_ENOMEM, "out of memory after %llu statements",
+                            (unsigned long long)s.seq);
+            rc = -1;
+            break;
+        }
+    }
+    if (rc == 0 && check_engine_finish(e, opt->ignore_hangs) != 0) {
+        trace_error_set(err, TRACE_ENOMEM, "out of memory");
+        rc = -1;
+    }
+    check_engine_free(e);
+    if (rc == 0 && opt->redundant && add_redundant(r, opt, rep, err) != 0)
+        rc = -1;
+    if (rc != 0) {
+        check_report_free(rep);
+        return -1;
+    }
+    if (rep->n)
+        qsort(rep->f, rep->n, sizeof *rep->f, cmp_finding);
+    check_report_finish(rep);
+    *out = rep;
+    return 0;
+}

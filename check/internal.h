@@ -1,0 +1,217 @@
+/*
+ * internal.h -- what the checker's files share (not a public header: users
+ * include check/check.h).
+ *
+ *   vclock.c    sparse, reference-counted vector clocks (check_vc_*)
+ *   shadow.c    byte-range shadow memory per root buffer (check_shadow_*)
+ *   hb.c        the engine: advances queues, computes happens-before,
+ *               checks accesses (check_engine_*)
+ *   findings.c  finding records, fixes, output, expectations
+ *   minimize.c  the incremental greedy minimiser
+ */
+#ifndef SYNCSIM_CHECK_INTERNAL_H
+#define SYNCSIM_CHECK_INTERNAL_H
+
+#include "check.h"
+
+/* ------------------------------------------------------------------ */
+/* Vector clocks (vclock.c).                                           */
+
+/*
+ * A sparse vector clock: entries (queue, time) sorted by queue, only for
+ * queues actually joined; a missing entry is 0. NULL is the empty clock.
+ * Clocks are shared by reference count: a clock with refs > 1 is immutable,
+ * and the mutators below copy it first (copy-on-write). A queue's own entry
+ * is kept outside its clock (see check_qstate), so running a statement does
+ * not touch the clock at all.
+ */
+typedef struct check_vc_entry {
+    uint32_t queue, time;
+} check_vc_entry;
+
+typedef struct check_vc {
+    uint32_t refs;
+    uint32_t n, cap;
+    check_vc_entry e[];
+} check_vc;
+
+check_vc *check_vc_ref(check_vc *v);
+void check_vc_unref(check_vc *v);
+/* The entry of queue q (0 when absent). O(log n). */
+uint32_t check_vc_get(const check_vc *v, uint32_t q);
+/* *dst := *dst joined with src (copying *dst first if shared). Returns 0 or
+ * -1 when out of memory. */
+int check_vc_join(check_vc **dst, const check_vc *src);
+/* *dst := *dst with entry q raised to at least t. */
+int check_vc_raise(check_vc **dst, uint32_t q, uint32_t t);
+/* True when every entry of a is <= the same entry of b. */
+bool check_vc_leq(const check_vc *a, const check_vc *b);
+bool check_vc_equal(const check_vc *a, const check_vc *b);
+
+/* A queue's clock at one moment: its shared clock plus its own entry. */
+typedef struct check_snap {
+    check_vc *vc;           /* a reference */
+    uint32_t queue, own;
+} check_snap;
+
+/* ------------------------------------------------------------------ */
+/* Shadow memory (shadow.c).                                           */
+
+/* One access as the shadow remembers it: the statement's epoch (queue and
+ * the queue's time when it ran) and how to name it in a finding. */
+typedef struct check_site {
+    uint64_t seq;           /* UINT64_MAX: no site */
+    uint32_t queue, time;
+    uint32_t label, line;
+    uint32_t buffer;        /* buffer as named by the access */
+    uint32_t by;            /* submitter (streams), TRACE_NONE otherwise */
+    uint8_t kind;           /* trace_kind */
+} check_site;
+
+#define CHECK_NO_SEQ UINT64_MAX
+
+/* The reads since the last write when more than one queue read: at most one
+ * per queue (the latest; earlier reads of a queue happen before it). */
+typedef struct check_reads {
+    uint32_t refs;
+    uint32_t n, cap;
+    check_site s[];
+} check_reads;
+
+/* The state of a byte range. */
+typedef struct check_cell {
+    check_site w;           /* last write (alloc and free are writes) */
+    check_site freed;       /* the free since the last alloc, if any */
+    check_site read;        /* the only read since w (n_reads == 1) */
+    check_reads *reads;     /* n_reads > 1 */
+    uint32_t n_reads;
+} check_cell;
+
+typedef struct check_seg {
+    uint64_t lo, hi;
+    check_cell c;
+} check_seg;
+
+/*
+ * One root buffer's shadow: disjoint segments sorted by lo; bytes in no
+ * segment have the empty state. Adjacent segments with equal states are
+ * merged after every update, so a buffer accessed whole stays one segment
+ * however often it is touched. Reference counted: a shadow with refs > 1
+ * (held by a minimiser checkpoint) is copied before it changes.
+ */
+typedef struct check_shadow {
+    uint32_t refs;
+    uint32_t n, cap;
+    check_seg *segs;
+} check_shadow;
+
+/* Called for each piece [lo, hi) of an updated range with the piece's
+ * state, which it may change. */
+typedef void (*check_cell_fn)(void *ctx, uint64_t lo, uint64_t hi, check_cell *c);
+
+void check_cell_clear(check_cell *c);
+/* Releases what c holds (not c itself). */
+void check_cell_release(check_cell *c);
+bool check_cell_equal(const check_cell *a, const check_cell *b);
+/* Appends s to c's reads (replacing the read of the same queue). */
+int check_cell_add_read(check_cell *c, const check_site *s);
+/* The i-th read since the last write. */
+const check_site *check_cell_read(const check_cell *c, uint32_t i);
+
+check_shadow *check_shadow_new(void);
+check_shadow *check_shadow_ref(check_shadow *s);
+void check_shadow_unref(check_shadow *s);
+/* Visits [lo, hi) of *sh piece by piece (gaps included, with the empty
+ * state), splitting segments at lo and hi, then merges equal neighbours.
+ * Copies *sh first when shared. Returns 0 or -1 (out of memory). */
+int check_shadow_update(check_shadow **sh, uint64_t lo, uint64_t hi, check_cell_fn fn,
+                        void *ctx);
+bool check_shadow_equal(const check_shadow *a, const check_shadow *b);
+/* Number of segments (tests, statistics). */
+uint32_t check_shadow_segments(const check_shadow *s);
+
+/* ------------------------------------------------------------------ */
+/* A u64 -> u64 hash map (hb.c).                                       */
+
+typedef struct check_map {
+    uint64_t *keys, *vals;
+    uint8_t *used;
+    uint32_t cap, count;
+} check_map;
+
+void check_map_free(check_map *m);
+/* Pointer to the value of key, or NULL. */
+uint64_t *check_map_get(const check_map *m, uint64_t key);
+/* Pointer to the value of key, inserted as def when absent; NULL on OOM. */
+uint64_t *check_map_put(check_map *m, uint64_t key, uint64_t def);
+int check_map_copy(check_map *dst, const check_map *src);
+void check_map_del(check_map *m, uint64_t key);
+
+/* Writes s as a JSON string literal (quoted, escaped). */
+void check_json_str(FILE *out, const char *s);
+
+/* ------------------------------------------------------------------ */
+/* Reports (findings.c).                                               */
+
+struct check_report {
+    const trace *t;
+    check_finding *f;
+    size_t n, cap;
+    uint64_t dropped;
+    uint64_t ops;
+    uint32_t max_findings;
+    size_t dedupe_from;     /* findings of the statement being checked start here */
+};
+
+check_report *check_report_new(const trace *t, uint32_t max_findings);
+/* Appends a finding (takes over its strings); returns it, or NULL when the
+ * report is full (counted as dropped) or memory ran out. */
+check_finding *check_report_add(check_report *rep, const check_finding *f);
+/* Adds a race or use-after-free between sites a and b (ordered by seq),
+ * merging with a finding of the same pair made for the same statement. */
+void check_report_conflict(check_report *rep, trace_finding_kind kind, const check_site *a,
+                           const check_site *b, uint8_t type, uint32_t root, uint64_t lo,
+                           uint64_t hi);
+/* Fills a finding's text and fix (races, use-after-free). */
+void check_report_finish(check_report *rep);
+/* Writes the name of a statement ("mm0", "s1@12", "s1#7") into buf. */
+const char *check_ref_name(const trace *t, const check_stmt_ref *r, char *buf, size_t cap);
+check_stmt_ref check_ref_of_stmt(const trace_stmt *s);
+
+/* Key of a finding, for the minimiser's "nothing new" test. */
+typedef struct check_fkey {
+    uint64_t a, b, c;
+} check_fkey;
+check_fkey check_finding_key(const check_finding *f);
+
+/* ------------------------------------------------------------------ */
+/* The engine (hb.c).                                                  */
+
+typedef struct check_engine check_engine;
+
+/* A new engine over trace t (declarations may grow while statements are
+ * fed). remove: NULL, or per seq true when the statement is removed (the
+ * minimiser): a removed statement still takes its place in its queue but
+ * synchronises nothing. */
+check_engine *check_engine_new(const trace *t, check_report *rep, const bool *remove);
+void check_engine_free(check_engine *e);
+/* Feeds the next statement in submission order. Returns 0 or -1 (OOM). */
+int check_engine_feed(check_engine *e, const trace_stmt *s);
+/* Ends the input: reports hangs (unless ignore_hangs). */
+int check_engine_finish(check_engine *e, bool ignore_hangs);
+/* True when nothing is pending anywhere (a checkpoint may be taken). */
+bool check_engine_quiescent(const check_engine *e);
+/* A deep copy of a quiescent engine sharing clocks and shadows (copy on
+ * write); its report is rep. NULL on OOM. */
+check_engine *check_engine_clone(const check_engine *e, check_report *rep);
+/* True when two quiescent engines will behave the same from here on. Only
+ * the roots and names touched since both left their common checkpoint are
+ * compared when dirty tracking is on (see check_engine_track). */
+bool check_engine_same(const check_engine *a, const check_engine *b);
+/* Starts recording which roots, events and flags change. */
+void check_engine_track(check_engine *e, bool on);
+void check_engine_set_remove(check_engine *e, const bool *remove);
+/* Statements fed (the read position). */
+uint64_t check_engine_fed(const check_engine *e);
+
+#endif

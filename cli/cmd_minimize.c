@@ -1,0 +1,175 @@
+/*
+ * cmd_minimize.c -- `syncsim minimize TRACE|DB [--run N] [-o OUT]`: finds
+ * the synchronisations a trace can do without (greedy, incremental; see
+ * docs/checker.md) and optionally writes the trace without them.
+ */
+#include "check/check.h"
+#include "cli.h"
+#include "traces/trace.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+void cmd_minimize_help(FILE *out)
+{
+    fprintf(out,
+            "usage: syncsim minimize TRACE|DB [--run N] [-o OUT] [--quiet]\n"
+            "\n"
+            "Tries removing each wait, sync and await statement and each barrier\n"
+            "generation, in submission order, and keeps a removal when checking the trace\n"
+            "without it finds nothing new (no finding the trace did not already have).\n"
+            "Prints what can go (line or seq, queue, kind) and, when statements carry\n"
+            "token= or iter= attributes, the sync pattern of each host iteration before\n"
+            "and after, with the letters\n"
+            "  s  a host sync, wait, await or barrier\n"
+            "  a  an asynchronous copy submitted by the host\n"
+            "  g  a graph or op launch submitted by the host\n"
+            "e.g. sassassasg -> saaasg. Re-checking is incremental: each candidate is\n"
+            "replayed from a checkpoint only until the engine state meets the original\n"
+            "run again.\n"
+            "\n"
+            "Options:\n"
+            "  -r, --run N         the run of DB (default: the latest)\n"
+            "  -o, --output OUT    write the minimised trace (text format) to OUT\n"
+            "  -q, --quiet         print the summary only\n"
+            "\n"
+            "Exit status: 0 done (whether or not something can go), 2 bad input or usage.\n"
+            "\n"
+            "Examples:\n"
+            "  syncsim minimize litmus/sync-pattern-full.trace\n"
+            "  syncsim minimize syncsim.db -o minimal.trace\n");
+}
+
+static int write_trace(const char *output, trace *t, trace_error *err)
+{
+    size_t len = strlen(output) + 16;
+    char *tmp = malloc(len);
+    if (!tmp) {
+        trace_error_set(err, TRACE_ENOMEM, "out of memory");
+        return -1;
+    }
+    snprintf(tmp, len, "%s.tmpXXXXXX", output);
+    int fd = mkstemp(tmp);
+    FILE *out = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!out) {
+        trace_error_set(err, TRACE_EIO, "%s: %s", output, strerror(errno));
+        if (fd >= 0) {
+            close(fd);
+            unlink(tmp);
+        }
+        free(tmp);
+        return -1;
+    }
+    trace_reader r;
+    trace_reader_memory(&r, t);
+    int rc = trace_text_write(out, &r, err);
+    trace_reader_close(&r);
+    if (fclose(out) != 0 && rc == 0)
+        rc = -1, trace_error_set(err, TRACE_EIO, "%s: %s", output, strerror(errno));
+    if (rc == 0 && rename(tmp, output) != 0)
+        rc = -1, trace_error_set(err, TRACE_EIO, "%s: %s", output, strerror(errno));
+    if (rc != 0)
+        unlink(tmp);
+    free(tmp);
+    return rc;
+}
+
+int cmd_minimize(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        { "run", required_argument, NULL, 'r' },
+        { "output", required_argument, NULL, 'o' },
+        { "quiet", no_argument, NULL, 'q' },
+        { NULL, 0, NULL, 0 },
+    };
+    unsigned long long run = 0;
+    const char *output = NULL;
+    bool quiet = false;
+    int c;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":r:o:q", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'r':
+            if (cli_parse_u64(optarg, &run) != 0 || run == 0 || run > INT64_MAX)
+                return cli_usage_error("minimize", "--run expects a run id (1, 2, ...), got '%s'",
+                                       optarg);
+            break;
+        case 'o':
+            output = optarg;
+            break;
+        case 'q':
+            quiet = true;
+            break;
+        case ':':
+            return cli_usage_error("minimize", "option '%s' needs a value", argv[optind - 1]);
+        default:
+            return cli_usage_error("minimize", "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind != argc - 1)
+        return cli_usage_error("minimize", optind >= argc ? "missing trace" : "too many arguments");
+    const char *path = argv[optind];
+    trace_error err = { 0 };
+    trace_reader r;
+    trace *t = NULL;
+    if (trace_open_any(path, (int64_t)run, &r, &err) != 0 || trace_reader_load(&r, &t, &err) != 0)
+        return cli_error("minimize", "%s", err.msg);
+    check_options opt = { 0 };
+    check_min_result res;
+    if (check_minimize(t, &opt, &res, &err) != 0) {
+        trace_free(t);
+        return cli_error("minimize", "%s", err.msg);
+    }
+    /* a barrier generation is one candidate but several statements */
+    size_t groups = 0;
+    for (size_t i = 0; i < res.n_removed; i++)
+        groups += i == 0 || res.removed[i].group != res.removed[i - 1].group;
+    printf("%s: %zu of %zu candidate synchronisation%s can go (%zu statement%s; %llu "
+           "statements re-checked for a trace of %llu)\n",
+           path, groups, res.n_candidates, res.n_candidates == 1 ? "" : "s", res.n_removed,
+           res.n_removed == 1 ? "" : "s", (unsigned long long)res.replayed,
+           (unsigned long long)res.n_stmts);
+    if (!quiet)
+        for (size_t i = 0; i < res.n_removed; i++) {
+            const check_removal *x = &res.removed[i];
+            if (x->line)
+                printf("  line %u", x->line);
+            else
+                printf("  seq %llu", (unsigned long long)x->seq);
+            printf("  %s %s", trace_str(t, t->queues[x->queue].name), trace_kind_str(x->kind));
+            trace_stmt s;
+            trace_stmt_at(t, x->seq, &s);
+            if (s.kind == TRACE_SYNC)
+                printf(" %s", s.sync_scope == TRACE_SYNC_QUEUE ? trace_str(t, t->queues[s.object].name)
+                              : s.sync_scope == TRACE_SYNC_ALL ? "all"
+                                                               : trace_str(t, s.object));
+            else
+                printf(" %s", trace_str(t, s.object));
+            if (x->group != x->seq)
+                printf("  (barrier generation with seq %llu)", (unsigned long long)x->group);
+            putchar('\n');
+        }
+    check_print_sync_patterns(stdout, t, res.keep);
+    int status = 0;
+    if (output) {
+        trace *m = check_trace_filter(t, res.keep);
+        if (!m) {
+            trace_error_set(&err, TRACE_ENOMEM, "out of memory");
+            status = 2;
+        } else {
+            if (write_trace(output, m, &err) != 0)
+                status = 2;
+            trace_free(m);
+        }
+        if (status == 0 && !quiet)
+            printf("wrote %s\n", output);
+    }
+    check_min_result_free(&res);
+    trace_free(t);
+    if (status)
+        return cli_error("minimize", "%s", err.msg);
+    return 0;
+}

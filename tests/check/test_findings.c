@@ -1,0 +1,251 @@
+/* test_findings.c -- finding output (human, JSON, stored rows), grouping,
+ * --max-findings, and the comparison with expect lines. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "check_test_util.h"
+
+/* The spec's example without its wait: two races. */
+static trace *missing_wait(void)
+{
+    trace *t = tb_new();
+    tb_host(t, "host");
+    tb_stream(t, "s0", "0");
+    tb_stream(t, "s1", "1");
+    tb_buf(t, "X", 4096);
+    tb_buf(t, "A", 4096);
+    tb_buf(t, "B", 4096);
+    tb_op(t, "host", "fill", "w:X");
+    tb_stmt(t, "s0", TRACE_COPY, "upload", NULL, "r:X w:A");
+    tb_op(t, "s0", "mm0", "r:A w:A");
+    tb_record(t, "s0", "e0");
+    tb_stmt(t, "s1", TRACE_COPY, "p2p", NULL, "r:A w:B");
+    tb_op(t, "s1", "mm1", "r:B w:B");
+    tb_sync(t, "host", "s1");
+    tb_stmt(t, "host", TRACE_COPY, "download", NULL, "r:B w:X");
+    return t;
+}
+
+static char *capture_json(const check_report *rep)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    check_report_print_json(f, rep, "x.trace");
+    fclose(f);
+    return buf;
+}
+
+static void test_findings_json_has_the_spec_fields(void **state)
+{
+    (void)state;
+    trace *t = missing_wait();
+    check_report *rep = tb_check(t);
+    char *j = capture_json(rep);
+    assert_non_null(strstr(j, "{\"format\": \"syncsim-findings\", \"version\": 1,"));
+    assert_non_null(strstr(j, "\"trace\": \"x.trace\", \"ops\": 8"));
+    assert_non_null(strstr(j, "{\"kind\": \"race\", \"type\": \"RAW\", \"buffer\": \"A\", \"root\": "
+                              "\"A\", \"range\": [0, 4096]"));
+    assert_non_null(strstr(j, "\"first\": {\"queue\": \"s0\", \"label\": \"mm0\", \"line\": 3, "
+                              "\"seq\": 2}"));
+    assert_non_null(strstr(j, "\"second\": {\"queue\": \"s1\", \"label\": \"p2p\", \"line\": 5, "
+                              "\"seq\": 4}"));
+    assert_non_null(strstr(j, "\"fix\": \"record an event on s0 after mm0 and wait for it on s1 "
+                              "before p2p\""));
+    assert_non_null(strstr(j, "\"fix\": \"add \\\"host sync s0\\\" before download\""));
+    assert_non_null(strstr(j, "\"summary\": {\"race\": 2}}"));
+    free(j);
+    check_report_free(rep);
+    trace_free(t);
+}
+
+static void test_findings_wait_unrecorded_json(void **state)
+{
+    (void)state;
+    trace *t = tb_new();
+    tb_stream(t, "s1", "0");
+    tb_wait(t, "s1", "e1");
+    check_report *rep = tb_check(t);
+    char *j = capture_json(rep);
+    assert_non_null(strstr(j, "{\"kind\": \"wait-unrecorded\", \"event\": \"e1\", \"at\": "
+                              "{\"queue\": \"s1\", \"line\": 1, \"seq\": 0}"));
+    free(j);
+    check_report_free(rep);
+    trace_free(t);
+}
+
+static bool expect_ok(const check_report *rep, char **diff)
+{
+    size_t len = 0;
+    FILE *f = open_memstream(diff, &len);
+    bool ok = check_report_expect(f, rep);
+    fclose(f);
+    return ok;
+}
+
+static void test_findings_expect_exact_match(void **state)
+{
+    (void)state;
+    trace *t = missing_wait();
+    tb_expect(t, TRACE_FINDING_RACE, "type=RAW first=mm0 second=p2p buffer=A");
+    tb_expect(t, TRACE_FINDING_RACE, "type=WAR first=upload second=download");
+    check_report *rep = tb_check(t);
+    char *diff = NULL;
+    assert_true(expect_ok(rep, &diff));
+    free(diff);
+    check_report_free(rep);
+    trace_free(t);
+}
+
+static void test_findings_expect_reports_missing_and_unexpected(void **state)
+{
+    (void)state;
+    trace *t = missing_wait();
+    tb_expect(t, TRACE_FINDING_RACE, "type=RAW first=mm0 second=p2p");
+    tb_expect(t, TRACE_FINDING_RACE, "type=WAW first=mm0 second=mm1");
+    check_report *rep = tb_check(t);
+    char *diff = NULL;
+    assert_false(expect_ok(rep, &diff));
+    assert_non_null(strstr(diff, "missing"));
+    assert_non_null(strstr(diff, "expect race type=WAW first=mm0 second=mm1"));
+    assert_non_null(strstr(diff, "unexpected"));
+    assert_non_null(strstr(diff, "race type=WAR first=upload second=download"));
+    free(diff);
+    check_report_free(rep);
+    trace_free(t);
+}
+
+static void test_findings_expect_queue_at_line_names(void **state)
+{
+    (void)state;
+    trace *t = tb_new();
+    tb_host(t, "host");
+    tb_stream(t, "s0", "0");
+    tb_buf(t, "A", 64);
+    tb_op(t, "s0", "k", "w:A");
+    tb_alloc_free(t, "host", TRACE_FREE, "A");
+    tb_expect(t, TRACE_FINDING_RACE, "type=WAW first=k second=host@2");
+    check_report *rep = tb_check(t);
+    char *diff = NULL;
+    assert_true(expect_ok(rep, &diff));
+    free(diff);
+    check_report_free(rep);
+    trace_free(t);
+}
+
+static void test_findings_expect_clean_fails_on_findings(void **state)
+{
+    (void)state;
+    trace *t = missing_wait();
+    tb_expect(t, TRACE_FINDING_CLEAN, NULL);
+    check_report *rep = tb_check(t);
+    char *diff = NULL;
+    assert_false(expect_ok(rep, &diff));
+    assert_non_null(strstr(diff, "the trace expects clean"));
+    free(diff);
+    check_report_free(rep);
+    trace_free(t);
+}
+
+static void test_findings_expect_hang_names_exact_queues(void **state)
+{
+    (void)state;
+    trace *t = tb_new();
+    tb_host(t, "t0");
+    tb_host(t, "t1");
+    tb_host(t, "t2");
+    tb_barrier(t, "t0", "b", 3);
+    tb_barrier(t, "t1", "b", 3);
+    tb_expect(t, TRACE_FINDING_HANG, "queue=t0");
+    check_report *rep = tb_check(t);
+    char *diff = NULL;
+    assert_false(expect_ok(rep, &diff));    /* t1 is blocked too */
+    free(diff);
+    trace_free(t);
+    check_report_free(rep);
+}
+
+static void test_findings_max_findings_counts_the_rest(void **state)
+{
+    (void)state;
+    trace *t = missing_wait();
+    check_options opt = { .max_findings = 1 };
+    check_report *rep = tb_check_opt(t, &opt);
+    assert_int_equal(check_report_count(rep), 1);
+    assert_int_equal(check_report_dropped(rep), 1);
+    check_report_free(rep);
+    trace_free(t);
+}
+
+static void test_findings_human_output_groups_races(void **state)
+{
+    (void)state;
+    trace *t = tb_new();
+    tb_host(t, "host");
+    tb_stream(t, "s0", "0");
+    tb_stream(t, "s1", "0");
+    char name[16], lab[16];
+    for (int i = 0; i < 5; i++) {
+        snprintf(name, sizeof name, "A%d", i);
+        tb_buf(t, name, 64);
+    }
+    for (int i = 0; i < 5; i++) {
+        snprintf(lab, sizeof lab, "w%d", i);
+        snprintf(name, sizeof name, "w:A%d", i);
+        tb_op(t, "s0", lab, name);
+        snprintf(lab, sizeof lab, "r%d", i);
+        snprintf(name, sizeof name, "r:A%d", i);
+        tb_op(t, "s1", lab, name);
+    }
+    check_report *rep = tb_check(t);
+    assert_int_equal(check_report_count(rep), 5);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    check_report_print(f, rep);
+    fclose(f);
+    assert_non_null(strstr(buf, "w0 (s0) and r0 (s1)"));
+    assert_null(strstr(buf, "w1 (s0) and r1 (s1)"));
+    assert_non_null(strstr(buf, "and 4 more races between s0 and s1"));
+    free(buf);
+    check_report_free(rep);
+    trace_free(t);
+}
+
+static void test_findings_rows_for_the_store(void **state)
+{
+    (void)state;
+    trace *t = missing_wait();
+    check_report *rep = tb_check(t);
+    trace_finding_row *rows;
+    size_t n;
+    assert_int_equal(check_report_rows(rep, &rows, &n), 0);
+    assert_int_equal(n, 2);
+    assert_string_equal(rows[0].kind, "race");
+    assert_int_equal(rows[0].first_seq, 2);
+    assert_int_equal(rows[0].second_seq, 4);
+    assert_non_null(strstr(rows[0].json, "\"kind\": \"race\""));
+    check_report_rows_free(rows, n);
+    check_report_free(rep);
+    trace_free(t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_findings_json_has_the_spec_fields),
+        cmocka_unit_test(test_findings_wait_unrecorded_json),
+        cmocka_unit_test(test_findings_expect_exact_match),
+        cmocka_unit_test(test_findings_expect_reports_missing_and_unexpected),
+        cmocka_unit_test(test_findings_expect_queue_at_line_names),
+        cmocka_unit_test(test_findings_expect_clean_fails_on_findings),
+        cmocka_unit_test(test_findings_expect_hang_names_exact_queues),
+        cmocka_unit_test(test_findings_max_findings_counts_the_rest),
+        cmocka_unit_test(test_findings_human_output_groups_races),
+        cmocka_unit_test(test_findings_rows_for_the_store),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

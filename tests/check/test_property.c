@@ -1,0 +1,520 @@
+/*
+ * test_property.c -- random traces against a brute-force reference.
+ *
+ * 1. Random well-synchronised traces (random queues, buffers, accesses;
+ *    every cross-queue dependency gets an event, a host sync or a flag, plus
+ *    random extra syncs and host barriers) are clean.
+ * 2. Deleting one synchronisation at a time (a wait, a sync, an await, a
+ *    barrier generation; and, to provoke hangs, a signal or one barrier
+ *    participant), the checker's verdict -- racy or not, hang or not --
+ *    agrees with a reference written here from the spec's rules: an explicit
+ *    happens-before graph (queue order, submission, event binding, host
+ *    syncs, flags, barrier generations as a node between arrivals and
+ *    departures), reachability by breadth-first search, and a fixpoint that
+ *    decides which statements can ever run.
+ * Fixed seeds: deterministic.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <string.h>
+
+#include "check_test_util.h"
+
+#define MAXS 256
+#define MAXQ 8
+
+typedef struct gacc {
+    int buf;
+    uint64_t lo, hi;
+    int mode;
+} gacc;
+
+typedef struct gstmt {
+    int q;
+    trace_kind kind;
+    int obj;            /* event / flag / barrier id; sync: stream, -1 all, -2-D device D */
+    int by;             /* submitter host (stream statements) */
+    int count;          /* barrier */
+    int n_acc;
+    gacc acc[2];
+} gstmt;
+
+typedef struct gtrace {
+    int n_hosts, n_streams, n_bufs;
+    int dev[MAXQ];      /* device of each stream queue */
+    gstmt s[MAXS];
+    int n;
+} gtrace;
+
+static uint64_t rng_state;
+static uint32_t rnd(uint32_t n)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (uint32_t)(rng_state % n);
+}
+
+static bool is_stream(const gtrace *g, int q)
+{
+    return q >= g->n_hosts;
+}
+
+/* ------------------------------------------------------------------ */
+/* The reference.                                                      */
+
+typedef struct ref_result {
+    bool ran[MAXS];
+    bool racy, hang;
+    /* for the generator: statements conflicting with the last one, unordered */
+    int unordered_with_last[MAXS];
+    int n_unordered;
+} ref_result;
+
+static bool conflict(const gstmt *a, const gstmt *b)
+{
+    for (int i = 0; i < a->n_acc; i++)
+        for (int j = 0; j < b->n_acc; j++) {
+            const gacc *x = &a->acc[i], *y = &b->acc[j];
+            if (x->buf == y->buf && x->lo < y->hi && y->lo < x->hi &&
+                ((x->mode & TRACE_W) || (y->mode & TRACE_W)))
+                return true;
+        }
+    return false;
+}
+
+static void ref_analyse(const gtrace *g, ref_result *r)
+{
+    int n = g->n, nq = g->n_hosts + g->n_streams;
+    int pred[MAXS], sub[MAXS], bind[MAXS], gen[MAXS];
+    int sync_t[MAXS][MAXQ];
+    int last[MAXQ];
+    int arrivals[16][MAXQ];
+    memset(arrivals, 0, sizeof arrivals);
+    for (int q = 0; q < nq; q++)
+        last[q] = -1;
+    int last_rec[64];
+    for (int e = 0; e < 64; e++)
+        last_rec[e] = -1;
+    for (int i = 0; i < n; i++) {
+        const gstmt *s = &g->s[i];
+        pred[i] = last[s->q];
+        sub[i] = is_stream(g, s->q) ? last[s->by] : -1;
+        bind[i] = s->kind == TRACE_WAIT ? last_rec[s->obj] : -1;
+        gen[i] = -1;
+        for (int q = 0; q < MAXQ; q++)
+            sync_t[i][q] = -1;
+        if (s->kind == TRACE_SYNC)
+            for (int q = g->n_hosts; q < nq; q++)
+                if (s->obj == -1 || s->obj == q || s->obj == -2 - g->dev[q])
+                    sync_t[i][q] = last[q];
+        if (s->kind == TRACE_BARRIER)
+            gen[i] = ++arrivals[s->obj][s->q];
+        if (s->kind == TRACE_RECORD)
+            last_rec[s->obj] = i;
+        last[s->q] = i;
+    }
+    /* which statements can ever run */
+    memset(r->ran, 0, sizeof r->ran);
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (int i = 0; i < n; i++) {
+            const gstmt *s = &g->s[i];
+            if (r->ran[i] || (pred[i] >= 0 && !r->ran[pred[i]]) || (sub[i] >= 0 && !r->ran[sub[i]]))
+                continue;
+            bool ok = true;
+            if (s->kind == TRACE_WAIT && bind[i] >= 0)
+                ok = r->ran[bind[i]];
+            if (s->kind == TRACE_SYNC)
+                for (int q = 0; q < MAXQ; q++)
+                    if (sync_t[i][q] >= 0 && !r->ran[sync_t[i][q]])
+                        ok = false;
+            if (s->kind == TRACE_AWAIT) {
+                ok = false;
+                for (int j = 0; j < n; j++)
+                    if (g->s[j].kind == TRACE_SIGNAL && g->s[j].obj == s->obj && r->ran[j])
+                        ok = true;
+            }
+            if (s->kind == TRACE_BARRIER) {
+                /* members of the generation that have arrived */
+                int ready = 0;
+                for (int j = 0; j < n; j++)
+                    if (g->s[j].kind == TRACE_BARRIER && g->s[j].obj == s->obj && gen[j] == gen[i] &&
+                        (pred[j] < 0 || r->ran[pred[j]]) && (sub[j] < 0 || r->ran[sub[j]]))
+                        ready++;
+                ok = ready >= s->count;
+            }
+            if (ok) {
+                r->ran[i] = true;
+                changed = true;
+            }
+        }
+    }
+    r->hang = false;
+    for (int i = 0; i < n; i++)
+        if (!r->ran[i])
+            r->hang = true;
+    /* the happens-before graph: statements, then one node per generation */
+    static int adj[MAXS + 64][MAXS + 64];
+    static int deg[MAXS + 64];
+    int gnode[16][64];
+    memset(gnode, -1, sizeof gnode);
+    int nn = n;
+    memset(deg, 0, sizeof deg);
+#define EDGE(a, b) (adj[a][deg[a]++] = (b))
+    for (int i = 0; i < n; i++) {
+        const gstmt *s = &g->s[i];
+        if (pred[i] >= 0)
+            EDGE(pred[i], i);
+        if (sub[i] >= 0)
+            EDGE(sub[i], i);
+        if (bind[i] >= 0)
+            EDGE(bind[i], i);
+        for (int q = 0; q < MAXQ; q++)
+            if (sync_t[i][q] >= 0)
+                EDGE(sync_t[i][q], i);
+        if (s->kind == TRACE_AWAIT)
+            for (int j = 0; j < n; j++)
+                if (g->s[j].kind == TRACE_SIGNAL && g->s[j].obj == s->obj)
+                    EDGE(j, i);
+        if (s->kind == TRACE_BARRIER) {
+            int *v = &gnode[s->obj][gen[i]];
+            if (*v < 0)
+                *v = nn++;
+            if (pred[i] >= 0)
+                EDGE(pred[i], *v);
+            if (sub[i] >= 0)
+                EDGE(sub[i], *v);
+            EDGE(*v, i);
+        }
+    }
+#undef EDGE
+    static bool reach[MAXS][MAXS + 64];
+    for (int i = 0; i < n; i++) {
+        memset(reach[i], 0, sizeof reach[i]);
+        if (!g->s[i].n_acc || !r->ran[i])
+            continue;
+        int queue[MAXS + 64], head = 0, tail = 0;
+        queue[tail++] = i;
+        reach[i][i] = true;
+        while (head < tail) {
+            int u = queue[head++];
+            for (int k = 0; k < deg[u]; k++) {
+                int v = adj[u][k];
+                if (!reach[i][v]) {
+                    reach[i][v] = true;
+                    queue[tail++] = v;
+                }
+            }
+        }
+    }
+    r->racy = false;
+    r->n_unordered = 0;
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++) {
+            if (!r->ran[i] || !r->ran[j] || !conflict(&g->s[i], &g->s[j]))
+                continue;
+            if (reach[i][j] || reach[j][i])
+                continue;
+            r->racy = true;
+            if (j == n - 1)
+                r->unordered_with_last[r->n_unordered++] = i;
+        }
+}
+
+/* ------------------------------------------------------------------ */
+/* Generator.                                                          */
+
+static int n_events, n_flags;
+
+static void push(gtrace *g, gstmt s)
+{
+    assert_true(g->n < MAXS);
+    g->s[g->n++] = s;
+}
+
+static int host_of(const gtrace *g, const gstmt *s)
+{
+    return is_stream(g, s->q) ? s->by : s->q;
+}
+
+/* Orders statement p before a statement that queue q (submitted by host h)
+ * is about to run, by the rules a programmer would use. */
+static void order(gtrace *g, const gstmt *p, int q, int h)
+{
+    if (is_stream(g, p->q) && is_stream(g, q)) {
+        int e = n_events++ % 64;
+        push(g, (gstmt){ .q = p->q, .kind = TRACE_RECORD, .obj = e, .by = h });
+        push(g, (gstmt){ .q = q, .kind = TRACE_WAIT, .obj = e, .by = h });
+    } else if (is_stream(g, p->q)) {
+        int scope = rnd(3);
+        int obj = scope == 0 ? p->q : scope == 1 ? -1 : -2 - g->dev[p->q];
+        push(g, (gstmt){ .q = q, .kind = TRACE_SYNC, .obj = obj });
+    } else {
+        int f = n_flags++ % 64;
+        push(g, (gstmt){ .q = p->q, .kind = TRACE_SIGNAL, .obj = f });
+        push(g, (gstmt){ .q = h, .kind = TRACE_AWAIT, .obj = f });
+    }
+}
+
+static void random_access(gtrace *g, gacc *a)
+{
+    static const uint64_t ranges[4][2] = { { 0, 64 }, { 0, 32 }, { 32, 64 }, { 16, 48 } };
+    int r = rnd(4);
+    a->buf = rnd(g->n_bufs);
+    a->lo = ranges[r][0];
+    a->hi = ranges[r][1];
+    a->mode = 1 + rnd(3);
+}
+
+static void generate(gtrace *g)
+{
+    memset(g, 0, sizeof *g);
+    n_events = n_flags = 0;
+    g->n_hosts = 1 + rnd(2);
+    g->n_streams = 2 + rnd(3);
+    g->n_bufs = 2 + rnd(3);
+    for (int i = 0; i < g->n_streams; i++)
+        g->dev[g->n_hosts + i] = rnd(2);
+    int steps = 14 + rnd(10);
+    int n_barriers = 0;
+    for (int step = 0; step < steps && g->n < MAXS - 40; step++) {
+        int what = rnd(10);
+        int nq = g->n_hosts + g->n_streams;
+        if (what == 0) {            /* an extra host sync */
+            int h = rnd(g->n_hosts);
+            int scope = rnd(3);
+            int s = g->n_hosts + rnd(g->n_streams);
+            push(g, (gstmt){ .q = h, .kind = TRACE_SYNC,
+                             .obj = scope == 0 ? s : scope == 1 ? -1 : -2 - g->dev[s] });
+            continue;
+        }
+        if (what == 1) {            /* an extra event hand-over */
+            int a = g->n_hosts + rnd(g->n_streams), b = g->n_hosts + rnd(g->n_streams);
+            if (a != b) {
+                gstmt p = { .q = a };
+                order(g, &p, b, rnd(g->n_hosts));
+            }
+            continue;
+        }
+        if (what == 2 && g->n_hosts == 2 && n_barriers < 15) {
+            for (int h = 0; h < 2; h++)
+                push(g, (gstmt){ .q = h, .kind = TRACE_BARRIER, .obj = 0, .count = 2 });
+            n_barriers++;
+            continue;
+        }
+        gstmt x = { .q = rnd(nq) };
+        x.kind = TRACE_OP;
+        x.by = is_stream(g, x.q) ? (int)rnd(g->n_hosts) : -1;
+        x.n_acc = 1 + rnd(2);
+        for (int i = 0; i < x.n_acc; i++)
+            random_access(g, &x.acc[i]);
+        for (int tries = 0; tries < 20; tries++) {
+            push(g, x);
+            ref_result r;
+            ref_analyse(g, &r);
+            if (r.n_unordered == 0)
+                break;
+            g->n--;
+            gstmt p = g->s[r.unordered_with_last[0]];
+            order(g, &p, x.q, host_of(g, &x));
+        }
+    }
+    /* end with the host(s) syncing everything */
+    for (int h = 0; h < g->n_hosts; h++)
+        push(g, (gstmt){ .q = h, .kind = TRACE_SYNC, .obj = -1 });
+}
+
+/* ------------------------------------------------------------------ */
+/* Into a real trace.                                                  */
+
+static trace *materialise(const gtrace *g, const bool *drop)
+{
+    trace *t = trace_new();
+    char name[32];
+    for (int h = 0; h < g->n_hosts; h++) {
+        snprintf(name, sizeof name, "h%d", h);
+        trace_add_queue(t, trace_intern_cstr(t, name), TRACE_QUEUE_HOST, TRACE_NONE);
+    }
+    for (int s = 0; s < g->n_streams; s++) {
+        snprintf(name, sizeof name, "s%d", s);
+        char dev[8];
+        snprintf(dev, sizeof dev, "%d", g->dev[g->n_hosts + s]);
+        trace_add_queue(t, trace_intern_cstr(t, name), TRACE_QUEUE_STREAM, trace_intern_cstr(t, dev));
+    }
+    for (int b = 0; b < g->n_bufs; b++) {
+        snprintf(name, sizeof name, "B%d", b);
+        trace_add_root_buffer(t, trace_intern_cstr(t, name), 64, TRACE_LOC_UNSPECIFIED, TRACE_NONE,
+                              false);
+    }
+    for (int i = 0; i < g->n; i++) {
+        if (drop && drop[i])
+            continue;
+        const gstmt *x = &g->s[i];
+        trace_stmt s;
+        trace_access acc[2];
+        trace_stmt_init(&s);
+        s.queue = (uint32_t)x->q;
+        s.kind = x->kind;
+        s.line = (uint32_t)i + 1;
+        if (is_stream(g, x->q) && g->n_hosts > 1)
+            s.by = (uint32_t)x->by;
+        switch (x->kind) {
+        case TRACE_RECORD:
+        case TRACE_WAIT:
+            snprintf(name, sizeof name, "e%d", x->obj);
+            s.object = trace_intern_cstr(t, name);
+            break;
+        case TRACE_SIGNAL:
+        case TRACE_AWAIT:
+            snprintf(name, sizeof name, "f%d", x->obj);
+            s.object = trace_intern_cstr(t, name);
+            break;
+        case TRACE_BARRIER:
+            snprintf(name, sizeof name, "b%d", x->obj);
+            s.object = trace_intern_cstr(t, name);
+            s.count = (uint64_t)x->count;
+            break;
+        case TRACE_SYNC:
+            if (x->obj == -1) {
+                s.sync_scope = TRACE_SYNC_ALL;
+            } else if (x->obj <= -2) {
+                snprintf(name, sizeof name, "%d", -2 - x->obj);
+                s.sync_scope = TRACE_SYNC_DEVICE;
+                s.object = trace_intern_cstr(t, name);
+            } else {
+                s.sync_scope = TRACE_SYNC_QUEUE;
+                s.object = (uint32_t)x->obj;
+            }
+            break;
+        default:
+            for (int k = 0; k < x->n_acc; k++)
+                acc[k] = (trace_access){ .buffer = (uint32_t)x->acc[k].buf,
+                                         .mode = (uint8_t)x->acc[k].mode,
+                                         .form = TRACE_REF_RANGE, .lo = x->acc[k].lo,
+                                         .hi = x->acc[k].hi };
+            s.n_access = (uint32_t)x->n_acc;
+            s.access = acc;
+            break;
+        }
+        trace_append(t, &s);
+    }
+    return t;
+}
+
+static void filtered(const gtrace *g, const bool *drop, gtrace *out)
+{
+    *out = *g;
+    out->n = 0;
+    for (int i = 0; i < g->n; i++)
+        if (!drop[i])
+            out->s[out->n++] = g->s[i];
+}
+
+static void dump(const gtrace *g, const bool *drop)
+{
+    trace *t = materialise(g, drop);
+    trace_reader r;
+    trace_reader_memory(&r, t);
+    trace_error err;
+    trace_text_write(stderr, &r, &err);
+    trace_reader_close(&r);
+    trace_free(t);
+}
+
+static int check_mutant(const gtrace *g, const bool *drop, int *n_racy, int *n_hang)
+{
+    gtrace f;
+    filtered(g, drop, &f);
+    ref_result ref;
+    ref_analyse(&f, &ref);
+    trace *t = materialise(g, drop);
+    check_report *rep = tb_check(t);
+    bool racy = check_report_count_kind(rep, TRACE_FINDING_RACE) > 0;
+    bool hang = check_report_count_kind(rep, TRACE_FINDING_HANG) > 0;
+    if (racy != ref.racy || hang != ref.hang) {
+        fprintf(stderr, "verdict differs: checker racy=%d hang=%d, reference racy=%d hang=%d\n",
+                racy, hang, ref.racy, ref.hang);
+        dump(g, drop);
+        check_report_print(stderr, rep);
+    }
+    assert_int_equal(racy, ref.racy);
+    assert_int_equal(hang, ref.hang);
+    *n_racy += racy;
+    *n_hang += hang;
+    check_report_free(rep);
+    trace_free(t);
+    return 1;
+}
+
+static void test_property_generated_traces_are_clean(void **state)
+{
+    (void)state;
+    rng_state = 0x5eed1234abcdULL;
+    static gtrace g;
+    for (int k = 0; k < 300; k++) {
+        generate(&g);
+        ref_result ref;
+        ref_analyse(&g, &ref);
+        assert_false(ref.racy);
+        assert_false(ref.hang);
+        trace *t = materialise(&g, NULL);
+        check_report *rep = tb_check(t);
+        if (check_report_count(rep)) {
+            dump(&g, NULL);
+            check_report_print(stderr, rep);
+        }
+        assert_int_equal(check_report_count(rep), 0);
+        check_report_free(rep);
+        trace_free(t);
+    }
+}
+
+static void test_property_deleting_one_sync_agrees_with_reference(void **state)
+{
+    (void)state;
+    rng_state = 0xfeedbeef77ULL;
+    static gtrace g;
+    int mutants = 0, racy = 0, hang = 0;
+    bool drop[MAXS];
+    for (int k = 0; k < 300; k++) {
+        generate(&g);
+        int gen_of[MAXS], arrivals[16][MAXQ];
+        memset(arrivals, 0, sizeof arrivals);
+        for (int i = 0; i < g.n; i++)
+            gen_of[i] = g.s[i].kind == TRACE_BARRIER ? ++arrivals[g.s[i].obj][g.s[i].q] : 0;
+        for (int i = 0; i < g.n; i++) {
+            trace_kind kd = g.s[i].kind;
+            if (kd != TRACE_WAIT && kd != TRACE_SYNC && kd != TRACE_AWAIT && kd != TRACE_BARRIER &&
+                kd != TRACE_SIGNAL)
+                continue;
+            /* one statement */
+            memset(drop, 0, sizeof drop);
+            drop[i] = true;
+            mutants += check_mutant(&g, drop, &racy, &hang);
+            /* a whole barrier generation */
+            if (kd == TRACE_BARRIER && g.s[i].q == 0) {
+                for (int j = 0; j < g.n; j++)
+                    drop[j] = g.s[j].kind == TRACE_BARRIER && gen_of[j] == gen_of[i];
+                mutants += check_mutant(&g, drop, &racy, &hang);
+            }
+        }
+    }
+    fprintf(stderr, "property: %d mutants, %d racy, %d hang\n", mutants, racy, hang);
+    assert_true(mutants >= 2000);
+    assert_true(racy > 100);    /* the test must exercise both verdicts */
+    assert_true(hang > 20);
+    assert_true(mutants - racy - hang > 100);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_property_generated_traces_are_clean),
+        cmocka_unit_test(test_property_deleting_one_sync_agrees_with_reference),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
