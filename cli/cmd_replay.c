@@ -1,0 +1,176 @@
+/*
+ * cmd_replay.c -- `syncsim replay`: re-time a recorded or hand-written
+ * trace through a device model, optionally without some syncs.
+ */
+#include "cli.h"
+#include "sim/sim.h"
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+void cmd_replay_help(FILE *out)
+{
+    fprintf(out,
+            "usage: syncsim replay TRACE|DB [--run N] [--devices MODEL] [--durations recorded|model]\n"
+            "                      [--drop-sync SEQ[,SEQ...]]... [-o DB]\n"
+            "\n"
+            "Re-times every statement of a trace through a device model, honouring every\n"
+            "happens-before edge (queue order, submission, events, syncs, collectives, barriers,\n"
+            "flags). Prints the makespan and the busy time of each queue; with --drop-sync, the\n"
+            "statements named by seq (waits, syncs, awaits) are removed and the gain is printed.\n"
+            "Writes the re-timed trace as a new run of DB (default ./" CLI_DEFAULT_DB ").\n"
+            "\n"
+            "  --run N          run of a database (default: the latest)\n"
+            "  --devices MODEL  device model (default: the run's, else h100-pcie)\n"
+            "  --durations D    recorded: keep dur= of ops, copies, collectives (default);\n"
+            "                   model: price every statement with the device model\n"
+            "  --drop-sync SEQ  remove the sync statement with this seq (repeatable, or a list)\n"
+            "  -o DB            where the re-timed run goes\n"
+            "\n"
+            "Examples:\n"
+            "  syncsim replay syncsim.db\n"
+            "  syncsim replay run.db --drop-sync 120,133 --durations model\n");
+}
+
+static int replay_once(const char *path, int64_t run, const sim_replay_opts *o,
+                       sim_replay_result *res, trace_error *err)
+{
+    trace_reader r = { 0 };
+    if (trace_open_any(path, run, &r, err) != 0)
+        return -1;
+    int rc = sim_replay(&r, o, res, err);
+    return rc;
+}
+
+int cmd_replay(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        { "run", required_argument, NULL, 'r' },       { "devices", required_argument, NULL, 'd' },
+        { "durations", required_argument, NULL, 'D' }, { "drop-sync", required_argument, NULL, 'x' },
+        { "output", required_argument, NULL, 'o' },    { NULL, 0, NULL, 0 },
+    };
+    const char *devices = NULL, *db = CLI_DEFAULT_DB;
+    int64_t run = 0;
+    bool recorded = true;
+    uint64_t drops[256];
+    int n_drop = 0;
+    unsigned long long v;
+    int c;
+    while ((c = getopt_long(argc, argv, "o:", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'r':
+            if (cli_parse_u64(optarg, &v) || v < 1)
+                return cli_usage_error("replay", "--run expects a run id, got '%s'", optarg);
+            run = (int64_t)v;
+            break;
+        case 'd': devices = optarg; break;
+        case 'o': db = optarg; break;
+        case 'D':
+            if (strcmp(optarg, "recorded") == 0)
+                recorded = true;
+            else if (strcmp(optarg, "model") == 0)
+                recorded = false;
+            else
+                return cli_usage_error("replay", "--durations expects recorded or model, got '%s'", optarg);
+            break;
+        case 'x': {
+            char *copy = strdup(optarg), *save = NULL;
+            for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+                if (cli_parse_u64(tok, &v) || n_drop == 256) {
+                    free(copy);
+                    return cli_usage_error("replay", "--drop-sync expects statement seqs, got '%s'", tok);
+                }
+                drops[n_drop++] = v;
+            }
+            free(copy);
+            break;
+        }
+        default:
+            return cli_usage_error("replay", "unknown option");
+        }
+    }
+    if (optind + 1 != argc)
+        return cli_usage_error("replay", "expected one trace or database");
+    const char *path = argv[optind];
+    trace_error err = { 0 };
+
+    /* The run's own device model by default. */
+    char spec[256] = "h100-pcie";
+    if (devices) {
+        snprintf(spec, sizeof spec, "%s", devices);
+    } else {
+        trace_reader r = { 0 };
+        if (trace_open_any(path, run, &r, &err) != 0)
+            return cli_error("replay", "%s", err.msg);
+        const char *d = trace_get_meta(r.trace, "devices");
+        if (d)
+            snprintf(spec, sizeof spec, "%s", d);
+        trace_reader_close(&r);
+    }
+    sim_model m;
+    if (sim_model_load(spec, &m, &err) != 0)
+        return cli_error("replay", "%s", err.msg);
+
+    sim_replay_opts base = { .model = &m, .durations_recorded = recorded };
+    sim_replay_result before, after;
+    /* A dry run first: a trace that cannot be replayed leaves no run behind. */
+    sim_replay_opts dry = base;
+    dry.drop_seq = drops;
+    dry.n_drop = n_drop;
+    if (replay_once(path, run, &dry, &after, &err) != 0) {
+        cli_error("replay", "%s", err.msg);
+        return strstr(err.msg, "hangs") ? 1 : 2;
+    }
+    if (n_drop && replay_once(path, run, &base, &before, &err) != 0) {
+        cli_error("replay", "%s (without the dropped syncs)", err.msg);
+        return strstr(err.msg, "hangs") ? 1 : 2;
+    }
+
+    trace_recorder_opts ro = { .run_name = "replay", .source = "replay" };
+    trace_recorder *rec = trace_recorder_open(db, &ro, &err);
+    if (!rec)
+        return cli_error("replay", "%s", err.msg);
+    sched_sink sink = sched_sink_recorder(rec);
+    sim_replay_opts o = base;
+    o.drop_seq = drops;
+    o.n_drop = n_drop;
+    o.out = &sink;
+    int rc = replay_once(path, run, &o, &after, &err);
+    trace_recorder_meta(rec, "producer", "syncsim replay");
+    trace_recorder_meta(rec, "devices", m.name);
+    trace_recorder_meta(rec, "replay_of", path);
+    int64_t out_run = trace_recorder_run(rec);
+    trace_error cerr = { 0 };
+    int crc = trace_recorder_close(rec, &cerr);
+    if (rc != 0)
+        return cli_error("replay", "%s", err.msg);
+    if (crc != 0)
+        return cli_error("replay", "%s", cerr.msg);
+
+    printf("replay of %s on %s (durations %s): %llu statements\n", path, m.name,
+           recorded ? "recorded" : "model", (unsigned long long)after.n_stmts);
+    printf("makespan: %.3f ms", (double)after.makespan_ns / 1e6);
+    if (after.recorded_makespan_ns > 0)
+        printf(" (recorded %.3f ms, %+.2f%%)", (double)after.recorded_makespan_ns / 1e6,
+               100.0 * ((double)after.makespan_ns - (double)after.recorded_makespan_ns) /
+                   (double)after.recorded_makespan_ns);
+    printf("\n");
+    if (n_drop && after.n_dropped < (uint64_t)n_drop)
+        printf("note: %llu of the %d seqs given are not wait, sync or await statements\n",
+               (unsigned long long)((uint64_t)n_drop - after.n_dropped), n_drop);
+    if (n_drop)
+        printf("dropped %llu syncs: %.3f ms -> %.3f ms, gain %.3f ms (%.2f%%)\n",
+               (unsigned long long)after.n_dropped, (double)before.makespan_ns / 1e6,
+               (double)after.makespan_ns / 1e6,
+               (double)(before.makespan_ns - after.makespan_ns) / 1e6,
+               before.makespan_ns ? 100.0 * (double)(before.makespan_ns - after.makespan_ns) /
+                                        (double)before.makespan_ns : 0.0);
+    printf("busy per queue:");
+    for (uint32_t q = 0; q < after.n_queues; q++)
+        printf("%s %s %.3f ms (%.1f%%)", q ? "," : "", after.queue_names[q],
+               (double)after.busy_ns[q] / 1e6,
+               after.makespan_ns ? 100.0 * (double)after.busy_ns[q] / (double)after.makespan_ns : 0.0);
+    printf("\nwritten as run %lld of %s\n", (long long)out_run, db);
+    return 0;
+}

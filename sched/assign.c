@@ -1,0 +1,212 @@
+/*
+ * assign.c -- the four assignment passes of ggml's backend scheduler.
+ *
+ * Backends are in priority order, the CPU last. Every tensor ends with a
+ * backend and a cause (sched_cause) that says which pass put it there and
+ * why. A user's assignment (user_backend) is set first and never changed.
+ *
+ *   pass 1  tensors in a buffer (weights, caches, views of them) go to the
+ *           backend of that buffer; an op follows its first weight; graph
+ *           inputs go to the CPU.
+ *   pass 2  expansion: an unassigned node takes the backend of the nearest
+ *           assigned node before it (down), then after it (up), first only
+ *           from non-CPU backends, then from any.
+ *   pass 3  upgrade: a node moves to a higher-priority backend that
+ *           supports its op and can use the buffers of all its sources.
+ *   pass 4  leftovers: views follow their source, other nodes take the
+ *           first backend that supports them, leafs follow their consumer.
+ */
+#include "sched_int.h"
+
+#include <string.h>
+
+bool sched_backend_supports(const sched *s, int b, const sched_tensor *t)
+{
+    sched_backend *be = s->backends[b];
+    if (!be->iface->supports_op)
+        return true;
+    return be->iface->supports_op(be, s->graph, t);
+}
+
+static int buffer_backend(const sched *s, const sched_buffer *buf)
+{
+    for (int b = 0; b < s->n_backends; b++)
+        if (s->backends[b] == buf->backend)
+            return b;
+    return -1;
+}
+
+/* The buffer a tensor's bytes live in before allocation (weights, caches). */
+static const sched_buffer *placed_buffer(const sched_graph *g, const sched_tensor *t)
+{
+    if (t->buffer)
+        return t->buffer;
+    if (t->view_src >= 0)
+        return g->tensors[t->view_src].buffer;
+    return NULL;
+}
+
+static bool backend_can_use(const sched *s, int b, const sched_buffer *buf)
+{
+    sched_backend *be = s->backends[b];
+    if (!buf || buf->backend == be)
+        return true;
+    return be->iface->supports_buffer && be->iface->supports_buffer(be, buf);
+}
+
+static void set(sched_tensor *t, int b, sched_cause c)
+{
+    t->backend = b;
+    t->cause = c;
+}
+
+/* Pass 1: buffers, weights and inputs. */
+static void pass1_buffers_weights_inputs(sched *s, sched_graph *g)
+{
+    int cpu = s->n_backends - 1;
+    for (int32_t i = 0; i < g->n_tensors; i++) {
+        sched_tensor *t = &g->tensors[i];
+        if (t->backend >= 0)
+            continue;
+        const sched_buffer *buf = placed_buffer(g, t);
+        if (buf && buffer_backend(s, buf) >= 0) {
+            set(t, buffer_backend(s, buf), SCHED_CAUSE_BUFFER);
+            continue;
+        }
+        if (t->flags & SCHED_FLAG_INPUT) {
+            set(t, cpu, SCHED_CAUSE_INPUT);
+            continue;
+        }
+        if (t->op == SCHED_OP_NONE)
+            continue;
+        for (int k = 0; k < SCHED_MAX_SRC; k++) {
+            if (t->src[k] < 0)
+                continue;
+            const sched_tensor *src = &g->tensors[t->src[k]];
+            const sched_buffer *sb = placed_buffer(g, src);
+            if (sb && sb->usage == SCHED_BUFFER_WEIGHTS && (src->flags & SCHED_FLAG_WEIGHT)) {
+                int b = buffer_backend(s, sb);
+                if (b >= 0 && sched_backend_supports(s, b, t)) {
+                    set(t, b, SCHED_CAUSE_WEIGHT);
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/* Pass 2: expand assignments to unassigned neighbours, down then up. With
+ * skip_cpu the CPU's assignments are not spread (they are the fallback). */
+static void expand(sched *s, sched_graph *g, bool down, bool skip_cpu, sched_cause cause)
+{
+    int cpu = s->n_backends - 1;
+    int cur = -1;
+    int32_t n = s->n_order;
+    for (int32_t k = 0; k < n; k++) {
+        sched_tensor *t = &g->tensors[s->order[down ? k : n - 1 - k]];
+        if (sched_op_is_view(t->op))
+            continue;
+        if (t->backend >= 0) {
+            cur = (skip_cpu && t->backend == cpu) ? -1 : t->backend;
+        } else if (cur >= 0 && sched_backend_supports(s, cur, t)) {
+            set(t, cur, cause);
+        }
+    }
+}
+
+static void pass2_expand(sched *s, sched_graph *g)
+{
+    expand(s, g, true, true, SCHED_CAUSE_EXPAND_DOWN);
+    expand(s, g, false, true, SCHED_CAUSE_EXPAND_UP);
+    expand(s, g, true, false, SCHED_CAUSE_EXPAND_REST_DOWN);
+    expand(s, g, false, false, SCHED_CAUSE_EXPAND_REST_UP);
+}
+
+/* Pass 3: upgrade to a higher-priority backend that can run the op on the
+ * same buffers (ggml: backends sharing a buffer type, e.g. CPU and BLAS). */
+static void pass3_upgrade(sched *s, sched_graph *g)
+{
+    for (int32_t k = 0; k < s->n_order; k++) {
+        sched_tensor *t = &g->tensors[s->order[k]];
+        if (t->backend <= 0 || t->cause == SCHED_CAUSE_USER || sched_op_is_view(t->op))
+            continue;
+        sched_backend *cur = s->backends[t->backend];
+        for (int b = 0; b < t->backend; b++) {
+            sched_backend *be = s->backends[b];
+            /* It must use the current backend's memory directly... */
+            if (!be->iface->supports_buffer || !sched_backend_supports(s, b, t))
+                continue;
+            sched_buffer probe = { .backend = cur, .usage = SCHED_BUFFER_COMPUTE,
+                                   .host = cur->iface->device_kind(cur) == SCHED_DEVICE_CPU };
+            if (!be->iface->supports_buffer(be, &probe))
+                continue;
+            /* ...and every placed buffer its sources live in. */
+            bool ok = true;
+            for (int i = 0; i < SCHED_MAX_SRC && ok; i++)
+                if (t->src[i] >= 0)
+                    ok = backend_can_use(s, b, placed_buffer(g, &g->tensors[t->src[i]]));
+            if (ok) {
+                set(t, b, SCHED_CAUSE_UPGRADE);
+                break;
+            }
+        }
+    }
+}
+
+/* Pass 4: leftovers. */
+static sched_status pass4_leftovers(sched *s, sched_graph *g, char *err, size_t err_cap)
+{
+    for (int32_t k = 0; k < s->n_order; k++) {
+        sched_tensor *t = &g->tensors[s->order[k]];
+        if (t->backend < 0) {
+            if (sched_op_is_view(t->op) && g->tensors[t->view_src].backend >= 0) {
+                set(t, g->tensors[t->view_src].backend, SCHED_CAUSE_VIEW);
+            } else if (sched_op_is_view(t->op) && g->tensors[t->src[0]].backend >= 0) {
+                set(t, g->tensors[t->src[0]].backend, SCHED_CAUSE_VIEW);
+            } else {
+                for (int b = 0; b < s->n_backends; b++)
+                    if (sched_backend_supports(s, b, t)) {
+                        set(t, b, SCHED_CAUSE_FIRST_SUPPORTED);
+                        break;
+                    }
+            }
+            if (t->backend < 0) {
+                snprintf(err, err_cap, "node '%s': no backend supports op %s", t->name,
+                         sched_op_str(t->op));
+                return SCHED_EUNSUPPORTED;
+            }
+        }
+        for (int i = 0; i < SCHED_MAX_SRC; i++) {
+            if (t->src[i] < 0)
+                continue;
+            sched_tensor *src = &g->tensors[t->src[i]];
+            if (src->backend < 0)
+                set(src, t->backend, SCHED_CAUSE_CONSUMER);
+        }
+    }
+    /* Leafs nobody uses. */
+    for (int32_t i = 0; i < g->n_tensors; i++)
+        if (g->tensors[i].backend < 0)
+            set(&g->tensors[i], s->n_backends - 1, SCHED_CAUSE_CONSUMER);
+    return SCHED_OK;
+}
+
+sched_status sched_assign_passes(sched *s, sched_graph *g, char *err, size_t err_cap)
+{
+    for (int32_t i = 0; i < g->n_tensors; i++) {
+        sched_tensor *t = &g->tensors[i];
+        t->backend = -1;
+        t->cause = SCHED_CAUSE_NONE;
+        if (t->user_backend >= s->n_backends) {
+            snprintf(err, err_cap, "tensor '%s': assigned to backend %d of %d", t->name,
+                     t->user_backend, s->n_backends);
+            return SCHED_EUSAGE;
+        }
+        if (t->user_backend >= 0)
+            set(t, t->user_backend, SCHED_CAUSE_USER);
+    }
+    pass1_buffers_weights_inputs(s, g);
+    pass2_expand(s, g);
+    pass3_upgrade(s, g);
+    return pass4_leftovers(s, g, err, err_cap);
+}

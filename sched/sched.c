@@ -1,0 +1,558 @@
+/*
+ * sched.c -- running splits under a sync policy (ggml's compute_splits).
+ *
+ * For each split, in order:
+ *   0. a split without inputs whose backend's memory other backends read
+ *      waits for the previous split (policy.wait_if_no_inputs);
+ *   1. its input copies for slot cur_copy, each guarded as the policy
+ *      says (a sync, or the slot's event: the host waits for it before a
+ *      blocking copy, the copying queue waits for it before an async one);
+ *   2. the graph launch (asynchronous where the backend is);
+ *   3. the record of the (backend, slot) event.
+ * cur_copy then rotates, so with n_copies > 1 the next evaluation's copies
+ * go to other slots while this one's may still be read.
+ */
+#include "sched_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct sched_weights {
+    sched_buffer *buf[SCHED_MAX_BACKENDS];
+    uint64_t bytes[SCHED_MAX_BACKENDS];
+    int n_backends;
+    struct weight_slot { char name[SCHED_NAME_MAX]; int backend; uint64_t offset; uint32_t view; } *slots;
+    int n_slots;
+};
+
+static const char *bname(sched_backend *b) { return b->iface->get_name(b); }
+
+sched_weights *sched_weights_new(sched_backend **backends, int n_backends, const sched_graph *g,
+                                 sched_sink *sink)
+{
+    if (n_backends < 1 || n_backends > SCHED_MAX_BACKENDS)
+        return NULL;
+    sched_weights *w = calloc(1, sizeof *w);
+    if (!w)
+        return NULL;
+    w->n_backends = n_backends;
+    w->slots = calloc((size_t)g->n_tensors + 1, sizeof *w->slots);
+    if (!w->slots)
+        goto fail;
+    for (int32_t i = 0; i < g->n_tensors; i++) {
+        const sched_tensor *t = &g->tensors[i];
+        if (!(t->flags & (SCHED_FLAG_WEIGHT | SCHED_FLAG_CACHE)) || t->op != SCHED_OP_NONE)
+            continue;
+        int b = t->home >= 0 && t->home < n_backends - 1 ? t->home : n_backends - 1;
+        struct weight_slot *ws = &w->slots[w->n_slots++];
+        snprintf(ws->name, sizeof ws->name, "%s", t->name);
+        ws->backend = b;
+        ws->offset = w->bytes[b];
+        w->bytes[b] += (sched_tensor_nbytes(t) + 255) & ~(uint64_t)255;
+    }
+    for (int b = 0; b < n_backends; b++) {
+        if (!w->bytes[b])
+            continue;
+        char name[SCHED_NAME_MAX];
+        snprintf(name, sizeof name, "weights.%s", bname(backends[b]));
+        w->buf[b] = backends[b]->iface->buffer_alloc(backends[b], name, w->bytes[b],
+                                                     SCHED_BUFFER_WEIGHTS);
+        if (!w->buf[b])
+            goto fail;
+    }
+    for (int i = 0; i < w->n_slots; i++) {
+        struct weight_slot *ws = &w->slots[i];
+        int32_t ti = sched_graph_find(g, ws->name);
+        ws->view = sink->iface->view(sink->ctx, ws->name, w->buf[ws->backend]->trace_id, ws->offset,
+                                     sched_tensor_nbytes(&g->tensors[ti]));
+    }
+    return w;
+fail:
+    sched_weights_free(w);
+    return NULL;
+}
+
+int sched_weights_bind(const sched_weights *w, sched_graph *g)
+{
+    for (int32_t i = 0; i < g->n_tensors; i++) {
+        sched_tensor *t = &g->tensors[i];
+        if (!(t->flags & (SCHED_FLAG_WEIGHT | SCHED_FLAG_CACHE)) || t->op != SCHED_OP_NONE)
+            continue;
+        int k;
+        for (k = 0; k < w->n_slots; k++)
+            if (strcmp(w->slots[k].name, t->name) == 0)
+                break;
+        if (k == w->n_slots)
+            return -1;
+        t->buffer = w->buf[w->slots[k].backend];
+        t->offset = w->slots[k].offset;
+        t->trace_view = w->slots[k].view;
+    }
+    return 0;
+}
+
+void sched_weights_free(sched_weights *w)
+{
+    if (!w)
+        return;
+    for (int b = 0; b < w->n_backends; b++)
+        if (w->buf[b] && w->buf[b]->backend->iface->buffer_free)
+            w->buf[b]->backend->iface->buffer_free(w->buf[b]->backend, w->buf[b]);
+    free(w->slots);
+    free(w);
+}
+
+uint64_t sched_weights_bytes(const sched_weights *w, int backend)
+{
+    return backend >= 0 && backend < w->n_backends ? w->bytes[backend] : 0;
+}
+
+/* ------------------------------------------------------------------ */
+
+sched *sched_new(sched_backend **backends, int n_backends, const sched_options *opts)
+{
+    if (n_backends < 1 || n_backends > SCHED_MAX_BACKENDS)
+        return NULL;
+    sched *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    for (int i = 0; i < n_backends; i++)
+        s->backends[i] = backends[i];
+    s->n_backends = n_backends;
+    if (opts)
+        s->opts = *opts;
+    if (!s->opts.name)
+        s->opts.name = "g";
+    if (!s->opts.allreduce)
+        s->opts.allreduce = "ring";
+    if (s->opts.allreduce_bf16_min <= 0)
+        s->opts.allreduce_bf16_min = 32768;
+    if (s->opts.n_ranks <= 0)
+        s->opts.n_ranks = 1;
+    s->policy = s->opts.policy ? s->opts.policy : sched_policy_find("events");
+    s->n_copies = s->opts.n_copies > 0 ? s->opts.n_copies : 1;
+    if (s->n_copies > SCHED_MAX_COPIES)
+        s->n_copies = SCHED_MAX_COPIES;
+    s->last_split_backend = -1;
+    for (int b = 0; b < n_backends; b++) {
+        sched_backend *be = backends[b];
+        if (!be->iface->event_new)
+            continue;
+        for (int c = 0; c < s->n_copies; c++) {
+            char name[SCHED_NAME_MAX];
+            snprintf(name, sizeof name, "%.24s.ev.%.24s.%d", s->opts.name, bname(be), c);
+            s->events[b][c] = be->iface->event_new(be, name);
+            if (!s->events[b][c]) {
+                sched_free(s);
+                return NULL;
+            }
+        }
+    }
+    return s;
+}
+
+void sched_free(sched *s)
+{
+    if (!s)
+        return;
+    for (int b = 0; b < s->n_backends; b++) {
+        sched_backend *be = s->backends[b];
+        for (int c = 0; c < SCHED_MAX_COPIES; c++)
+            if (s->events[b][c] && be->iface->event_free)
+                be->iface->event_free(be, s->events[b][c]);
+        if (s->arena[b] && be->iface->buffer_free)
+            be->iface->buffer_free(be, s->arena[b]);
+    }
+    if (s->graph) {
+        sched_backend *cpu = s->backends[s->n_backends - 1];
+        for (int32_t i = 0; i < s->graph->n_tensors; i++) {
+            sched_tensor *t = &s->graph->tensors[i];
+            if ((t->flags & SCHED_FLAG_INPUT) && t->buffer && t->buffer->usage == SCHED_BUFFER_HOST &&
+                cpu->iface->buffer_free)
+                cpu->iface->buffer_free(cpu, t->buffer);
+        }
+    }
+    sched_free_splits(s);
+    free(s->order);
+    free(s->allocs);
+    free(s->copy_map);
+    free(s->pattern);
+    free(s);
+}
+
+static sched_status make_order(sched *s, sched_graph *g)
+{
+    free(s->order);
+    s->order = malloc((size_t)(g->n_tensors + 1) * sizeof *s->order);
+    if (!s->order)
+        return SCHED_ENOMEM;
+    s->n_order = 0;
+    for (int32_t i = 0; i < g->n_tensors; i++)
+        if (g->tensors[i].op != SCHED_OP_NONE)
+            s->order[s->n_order++] = i;
+    return SCHED_OK;
+}
+
+sched_status sched_assign(sched *s, sched_graph *g, char *err, size_t err_cap)
+{
+    s->graph = g;
+    sched_status st = make_order(s, g);
+    if (st != SCHED_OK)
+        return st;
+    return sched_assign_passes(s, g, err, err_cap);
+}
+
+sched_status sched_plan(sched *s, sched_graph *g, char *err, size_t err_cap)
+{
+    sched_status st = sched_assign(s, g, err, err_cap);
+    if (st != SCHED_OK)
+        return st;
+    for (int32_t i = 0; i < g->n_tensors; i++) {
+        const sched_tensor *t = &g->tensors[i];
+        if ((t->flags & (SCHED_FLAG_WEIGHT | SCHED_FLAG_CACHE)) && !t->buffer) {
+            snprintf(err, err_cap, "weight '%s' has no buffer (bind the weights first)", t->name);
+            return SCHED_EUSAGE;
+        }
+    }
+    s->n_orig = g->n_tensors;
+    st = sched_make_splits(s, err, err_cap);
+    if (st != SCHED_OK)
+        return st;
+    st = sched_allocate(s, err, err_cap);
+    if (st != SCHED_OK)
+        return st;
+    /* User inputs: one host buffer each, written by the user. */
+    sched_backend *cpu = s->backends[s->n_backends - 1];
+    for (int32_t i = 0; i < g->n_tensors; i++) {
+        sched_tensor *t = &g->tensors[i];
+        if (!(t->flags & SCHED_FLAG_INPUT) || t->buffer)
+            continue;
+        t->buffer = cpu->iface->buffer_alloc(cpu, t->name, sched_tensor_nbytes(t), SCHED_BUFFER_HOST);
+        if (!t->buffer) {
+            snprintf(err, err_cap, "cannot allocate the host buffer of input '%s'", t->name);
+            return SCHED_EBACKEND;
+        }
+        t->offset = 0;
+        t->trace_view = t->buffer->trace_id;
+    }
+    /* Views of inputs name the input's buffer. */
+    for (int32_t i = 0; i < g->n_tensors; i++) {
+        sched_tensor *t = &g->tensors[i];
+        if (t->view_src >= 0 && !t->buffer) {
+            t->buffer = g->tensors[t->view_src].buffer;
+            t->offset = g->tensors[t->view_src].offset + t->view_offs;
+        }
+    }
+    /* (source, backend) -> first copy, for src_of. */
+    free(s->copy_map);
+    s->copy_map = malloc((size_t)s->n_orig * (size_t)s->n_backends * sizeof *s->copy_map);
+    if (!s->copy_map)
+        return SCHED_ENOMEM;
+    for (int32_t i = 0; i < s->n_orig * s->n_backends; i++)
+        s->copy_map[i] = -1;
+    for (int i = 0; i < s->n_splits; i++)
+        for (int j = 0; j < s->splits[i].n_inputs; j++)
+            s->copy_map[s->splits[i].inputs[j] * s->n_backends + s->splits[i].backend] =
+                s->splits[i].input_copy[j];
+    return SCHED_OK;
+}
+
+int sched_n_splits(const sched *s) { return s->n_splits; }
+const sched_split *sched_get_split(const sched *s, int i) { return &s->splits[i]; }
+int sched_n_copies(const sched *s) { return s->n_copies; }
+int sched_cur_copy(const sched *s) { return s->cur_copy; }
+int sched_n_copy_tensors(const sched *s) { return s->n_copy_tensors; }
+uint64_t sched_arena_size(const sched *s, int b) { return s->arena_size[b]; }
+sched_backend *sched_backend_at(const sched *s, int i) { return s->backends[i]; }
+int sched_n_backends(const sched *s) { return s->n_backends; }
+const sched_policy *sched_get_policy(const sched *s) { return s->policy; }
+sched_graph *sched_get_graph(const sched *s) { return s->graph; }
+const char *sched_last_pattern(const sched *s) { return s->pattern ? s->pattern : ""; }
+uint64_t sched_count(const sched *s, char what) { return s->counts[(unsigned char)what & 127]; }
+
+/* ------------------------------------------------------------------ */
+/* Running.                                                            */
+
+static void emit(sched *s, char c)
+{
+    s->counts[(unsigned char)c & 127]++;
+    if (s->pattern_len + 2 > s->pattern_cap) {
+        size_t cap = s->pattern_cap ? s->pattern_cap * 2 : 64;
+        char *n = realloc(s->pattern, cap);
+        if (!n)
+            return;                 /* the pattern is diagnostics only */
+        s->pattern = n;
+        s->pattern_cap = cap;
+    }
+    s->pattern[s->pattern_len++] = c;
+    s->pattern[s->pattern_len] = '\0';
+}
+
+static int32_t exec_src_of(const sched_exec *x, int32_t node, int i)
+{
+    const sched *s = x->sched;
+    const sched_graph *g = x->graph;
+    int32_t src = g->tensors[node].src[i];
+    if (src < 0)
+        return -1;
+    int32_t st = g->tensors[src].view_src >= 0 ? g->tensors[src].view_src : src;
+    if (st >= s->n_orig)
+        return src;
+    int32_t first = s->copy_map[st * s->n_backends + g->tensors[node].backend];
+    return first >= 0 ? first + x->cur_copy : src;
+}
+
+static sched_status call(int rc) { return rc < 0 ? SCHED_EBACKEND : SCHED_OK; }
+
+static sched_status sync_backend(sched *s, int b)
+{
+    sched_backend *be = s->backends[b];
+    if (!be->iface->synchronize)
+        return SCHED_OK;            /* synchronous backend: nothing in flight */
+    emit(s, 's');
+    return call(be->iface->synchronize(be));
+}
+
+static bool has_events(const sched *s, int b) { return s->events[b][0] != NULL; }
+
+/* Step 0: wait for the previous split (allocator reuse). */
+static sched_status wait_previous(sched *s, int b)
+{
+    int prev = s->last_split_backend;
+    if (prev < 0 || prev == b)
+        return SCHED_OK;
+    sched_backend *be = s->backends[b], *pb = s->backends[prev];
+    sched_event *ev = s->last_event[prev];
+    if (s->policy->record_after_split && ev) {
+        if (be->iface->synchronize && be->iface->event_wait) {
+            emit(s, 'w');
+            return call(be->iface->event_wait(be, ev));
+        }
+        emit(s, 'e');
+        return call(pb->iface->event_synchronize(pb, ev));
+    }
+    return sync_backend(s, prev);
+}
+
+/* Step 1: one input copy with its guards. */
+static sched_status copy_input(sched *s, const sched_split *sp, int j)
+{
+    sched_graph *g = s->graph;
+    int b = sp->backend;
+    sched_backend *be = s->backends[b];
+    sched_tensor *src = &g->tensors[sp->inputs[j]];
+    sched_tensor *dst = &g->tensors[sp->input_copy[j] + s->cur_copy];
+    int sb = src->backend;
+    sched_backend *sbe = s->backends[sb];
+    bool user = (src->flags & SCHED_FLAG_INPUT) != 0;
+    sched_copy_mode mode = user ? s->policy->user_copy : s->policy->input_copy;
+    sched_status st = SCHED_OK;
+
+    if (s->policy->before_copy == SCHED_GUARD_SYNC) {
+        st = sync_backend(s, b);
+    } else if (s->policy->before_copy == SCHED_GUARD_EVENT) {
+        sched_event *ev = s->events[b][s->cur_copy];
+        if (!ev) {
+            st = sync_backend(s, b);
+        } else if (ev->n_records > 0) {
+            /* The slot's previous reader must be done before it is overwritten:
+             * the host waits for a copy it makes itself; otherwise the queue
+             * that runs the copy (the source's, when it has events) waits. */
+            if (mode == SCHED_COPY_BLOCKING) {
+                emit(s, 'e');
+                st = call(be->iface->event_synchronize(be, ev));
+            } else {
+                sched_backend *waiter = (!user && has_events(s, sb)) ? sbe : be;
+                emit(s, 'w');
+                st = call(waiter->iface->event_wait(waiter, ev));
+            }
+        }
+    }
+    if (st != SCHED_OK)
+        return st;
+
+    bool done = false;
+    if (mode == SCHED_COPY_ASYNC) {
+        if (user && be->iface->set_async) {
+            emit(s, 'a');
+            st = call(be->iface->set_async(be, src, dst));
+            done = true;
+        } else if (!user && be->iface->copy_async) {
+            int rc = be->iface->copy_async(be, sbe, src, dst);
+            if (rc < 0)
+                return SCHED_EBACKEND;
+            if (rc == 1) {
+                emit(s, 'a');
+                done = true;
+            }
+        }
+    }
+    if (!done) {
+        /* Blocking: the source must be complete, the host copies. */
+        if (!user && (st = sync_backend(s, sb)) != SCHED_OK)
+            return st;
+        emit(s, 'c');
+        st = call(be->iface->copy_sync(be, src, dst));
+    }
+    if (st == SCHED_OK && s->policy->after_copy == SCHED_GUARD_SYNC)
+        st = sync_backend(s, b);
+    return st;
+}
+
+sched_status sched_graph_compute(sched *s, uint64_t eval)
+{
+    if (!s->graph || !s->splits)
+        return SCHED_EUSAGE;
+    s->pattern_len = 0;
+    if (s->pattern)
+        s->pattern[0] = '\0';
+    sched_status st = SCHED_OK;
+    for (int i = 0; i < s->n_splits && st == SCHED_OK; i++) {
+        const sched_split *sp = &s->splits[i];
+        int b = sp->backend;
+        sched_backend *be = s->backends[b];
+        if (i > 0)
+            emit(s, '|');
+        if (sp->n_inputs == 0 && sp->wait_prev && s->policy->wait_if_no_inputs)
+            st = wait_previous(s, b);
+        if (st == SCHED_OK && sp->n_inputs > 0 && s->policy->sync_before_inputs)
+            st = sync_backend(s, b);
+        for (int j = 0; j < sp->n_inputs && st == SCHED_OK; j++)
+            st = copy_input(s, sp, j);
+        if (st == SCHED_OK && sp->n_inputs > 0 && s->policy->sync_after_inputs)
+            st = sync_backend(s, b);
+        if (st != SCHED_OK)
+            break;
+        sched_exec x = {
+            .graph = s->graph, .nodes = sp->nodes, .n_nodes = sp->n_nodes, .split = i,
+            .cur_copy = s->cur_copy, .eval = eval, .src_of = exec_src_of, .sched = s,
+            .allreduce = s->opts.allreduce, .allreduce_bf16_min = s->opts.allreduce_bf16_min,
+            .n_ranks = s->opts.n_ranks,
+        };
+        emit(s, 'g');
+        st = call(be->iface->graph_compute(be, &x));
+        if (st == SCHED_OK && s->policy->record_after_split && s->events[b][s->cur_copy]) {
+            emit(s, 'r');
+            st = call(be->iface->event_record(be, s->events[b][s->cur_copy]));
+            s->last_event[b] = s->events[b][s->cur_copy];
+        }
+        s->last_split_backend = b;
+    }
+    s->cur_copy = (s->cur_copy + 1) % s->n_copies;
+    s->n_evals++;
+    return st;
+}
+
+sched_status sched_synchronize(sched *s)
+{
+    for (int b = 0; b < s->n_backends; b++) {
+        sched_status st = sync_backend(s, b);
+        if (st != SCHED_OK)
+            return st;
+    }
+    return SCHED_OK;
+}
+
+sched_status sched_get_output(sched *s, int32_t t, sched_tensor *dst)
+{
+    sched_tensor *src = &s->graph->tensors[t];
+    int b = src->backend;
+    sched_backend *be = s->backends[b];
+    if (be->iface->get_async) {
+        sched_status st = call(be->iface->get_async(be, src, dst));
+        if (st != SCHED_OK)
+            return st;
+        return sync_backend(s, b);
+    }
+    sched_status st = sync_backend(s, b);
+    if (st != SCHED_OK)
+        return st;
+    return call(be->iface->copy_sync(s->backends[s->n_backends - 1], src, dst));
+}
+
+/* ------------------------------------------------------------------ */
+/* The split graph, for the trace database.                            */
+
+int sched_record_graph(const sched *s, sched_sink *sink, int64_t id_base)
+{
+    if (!sink->iface->graph_node)
+        return 0;
+    const sched_graph *g = s->graph;
+    int32_t *split_of = malloc((size_t)g->n_tensors * sizeof *split_of);
+    if (!split_of)
+        return -1;
+    for (int32_t i = 0; i < g->n_tensors; i++)
+        split_of[i] = -1;
+    for (int i = 0; i < s->n_splits; i++)
+        for (int k = 0; k < s->splits[i].n_nodes; k++)
+            split_of[s->splits[i].nodes[k]] = i;
+    int rc = 0;
+    for (int32_t i = 0; i < g->n_tensors && rc == 0; i++) {
+        const sched_tensor *t = &g->tensors[i];
+        char shape[64], cause[160];
+        sched_tensor_shape_str(t, shape, sizeof shape);
+        snprintf(cause, sizeof cause, "pass %d: %s", sched_cause_pass(t->cause),
+                 sched_cause_str(t->cause));
+        uint32_t flags = 0;
+        if (t->flags & SCHED_FLAG_INPUT) flags |= TRACE_NODE_INPUT;
+        if (t->flags & SCHED_FLAG_OUTPUT) flags |= TRACE_NODE_OUTPUT;
+        if (t->flags & (SCHED_FLAG_WEIGHT | SCHED_FLAG_CACHE)) flags |= TRACE_NODE_WEIGHT;
+        if (t->flags & SCHED_FLAG_COPY) flags |= TRACE_NODE_COPY;
+        if (sched_op_is_view(t->op)) flags |= TRACE_NODE_VIEW;
+        int32_t sp = split_of[i];
+        if (t->flags & SCHED_FLAG_COPY)
+            for (int k = 0; k < s->n_splits && sp < 0; k++)
+                for (int j = 0; j < s->splits[k].n_inputs; j++)
+                    if (i >= s->splits[k].input_copy[j] &&
+                        i < s->splits[k].input_copy[j] + s->n_copies)
+                        sp = k;
+        trace_graph_node n = {
+            .id = id_base + i, .name = t->name,
+            .op = (t->flags & SCHED_FLAG_COPY) ? "cpy" : sched_op_str(t->op),
+            .shape = shape, .backend = t->backend >= 0 ? bname(s->backends[t->backend]) : "",
+            .split = sp, .cause = cause, .copy_slot = t->copy_slot, .flags = flags,
+        };
+        rc = sink->iface->graph_node(sink->ctx, &n);
+        for (int k = 0; k < SCHED_MAX_SRC && rc == 0; k++) {
+            if (t->src[k] < 0)
+                continue;
+            int32_t src = t->src[k];
+            const char *kind = "data";
+            int32_t st_src = g->tensors[src].view_src >= 0 ? g->tensors[src].view_src : src;
+            if (st_src < s->n_orig && t->backend >= 0 &&
+                s->copy_map[st_src * s->n_backends + t->backend] >= 0) {
+                /* The node reads the slot-0 copy; the copy reads the source. */
+                src = s->copy_map[st_src * s->n_backends + t->backend];
+                kind = "input";
+            }
+            trace_graph_edge e = { id_base + src, id_base + i, kind };
+            rc = sink->iface->graph_edge(sink->ctx, &e);
+        }
+        if (rc == 0 && (t->flags & SCHED_FLAG_COPY)) {
+            trace_graph_edge e = { id_base + t->copy_of, id_base + i, "copy" };
+            rc = sink->iface->graph_edge(sink->ctx, &e);
+        }
+    }
+    for (int i = 0; i < s->n_splits && rc == 0; i++) {
+        const sched_split *sp = &s->splits[i];
+        char *inputs = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&inputs, &len);
+        if (!f) {
+            rc = -1;
+            break;
+        }
+        for (int j = 0; j < sp->n_inputs; j++)
+            fprintf(f, "%s%lld", j ? "," : "", (long long)(id_base + sp->inputs[j]));
+        fclose(f);
+        trace_graph_split row = {
+            .id = i, .backend = bname(s->backends[sp->backend]),
+            .first_node = id_base + sp->nodes[0], .n_nodes = sp->n_nodes,
+            .inputs = sp->n_inputs ? inputs : NULL,
+        };
+        rc = sink->iface->graph_split(sink->ctx, &row);
+        free(inputs);
+    }
+    free(split_of);
+    return rc;
+}

@@ -1,0 +1,64 @@
+/*
+ * sched_int.h -- what the scheduler's files share (not public).
+ */
+#ifndef SYNCSIM_SCHED_INT_H
+#define SYNCSIM_SCHED_INT_H
+
+#include "sched.h"
+
+#define SCHED_MAX_BACKENDS 16
+#define SCHED_MAX_COPIES 8
+
+/* One allocation of the liveness allocator, kept for the overlap check. */
+typedef struct sched_alloc_rec {
+    int32_t tensor;
+    int backend;
+    uint64_t offset, size;
+    int32_t born, dies;             /* node positions: live in [born, dies] */
+} sched_alloc_rec;
+
+struct sched {
+    sched_backend *backends[SCHED_MAX_BACKENDS];
+    int n_backends;
+    sched_options opts;
+    const sched_policy *policy;
+    int n_copies;
+    int cur_copy;
+    uint64_t n_evals;
+
+    sched_graph *graph;
+    int32_t *order;                 /* node indices (op != NONE) in execution order */
+    int32_t n_order;
+
+    sched_split *splits;
+    int n_splits;
+    int n_copy_tensors;
+
+    sched_buffer *weights[SCHED_MAX_BACKENDS];
+    sched_buffer *arena[SCHED_MAX_BACKENDS];
+    int32_t n_orig;                 /* tensors before the copies were added */
+    int32_t *copy_map;              /* [tensor * n_backends + backend] -> first copy, -1 */
+    uint64_t arena_size[SCHED_MAX_BACKENDS];
+    sched_alloc_rec *allocs;
+    int32_t n_allocs;
+
+    /* One event per (backend, copy slot); NULL when the backend has none. */
+    sched_event *events[SCHED_MAX_BACKENDS][SCHED_MAX_COPIES];
+    sched_event *last_event[SCHED_MAX_BACKENDS]; /* most recently recorded */
+    int last_split_backend;         /* backend of the previous split run, -1 */
+
+    char *pattern;
+    size_t pattern_len, pattern_cap;
+    uint64_t counts[128];
+};
+
+/* assign.c */
+sched_status sched_assign_passes(sched *s, sched_graph *g, char *err, size_t err_cap);
+bool sched_backend_supports(const sched *s, int b, const sched_tensor *t);
+/* split.c */
+sched_status sched_make_splits(sched *s, char *err, size_t err_cap);
+void sched_free_splits(sched *s);
+/* alloc.c */
+sched_status sched_allocate(sched *s, char *err, size_t err_cap);
+
+#endif

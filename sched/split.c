@@ -1,0 +1,163 @@
+/*
+ * split.c -- cutting the assigned node list into splits, and split inputs.
+ *
+ * A new split starts where the backend of a (non-view) node changes. A
+ * source of a node that lives on another backend, in memory the split's
+ * backend cannot use, is a split input: the split gets n_copies copies of
+ * it (one per pipeline slot) in its backend's arena. A later split on the
+ * same backend reads the copy already made; it is not an input again
+ * (ggml's tensor_id_copy).
+ *
+ * A split with no inputs gets wait_prev when its backend's memory is read
+ * by another backend's split (its outputs are copied from there): the
+ * allocator reuses that memory, so the split must wait for the previous
+ * split before it overwrites what a copy may still read.
+ */
+#include "sched_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void sched_free_splits(sched *s)
+{
+    for (int i = 0; i < s->n_splits; i++) {
+        free(s->splits[i].nodes);
+        free(s->splits[i].inputs);
+        free(s->splits[i].input_copy);
+    }
+    free(s->splits);
+    s->splits = NULL;
+    s->n_splits = 0;
+}
+
+/* The tensor whose bytes t names (itself unless it is a view). */
+static int32_t storage_of(const sched_graph *g, int32_t t)
+{
+    return g->tensors[t].view_src >= 0 ? g->tensors[t].view_src : t;
+}
+
+static bool can_use(const sched *s, int b, const sched_tensor *src)
+{
+    if (src->backend == b)
+        return true;
+    sched_backend *be = s->backends[b];
+    const sched_buffer *buf = src->buffer;
+    return buf && be->iface->supports_buffer && be->iface->supports_buffer(be, buf);
+}
+
+static int push_i32(int32_t **arr, int *n, int32_t v)
+{
+    int32_t *a = realloc(*arr, (size_t)(*n + 1) * sizeof *a);
+    if (!a)
+        return -1;
+    a[(*n)++] = v;
+    *arr = a;
+    return 0;
+}
+
+/* Adds n_copies copy tensors of src for backend b; returns the first. */
+static int32_t add_copies(sched *s, int32_t src, int b)
+{
+    sched_graph *g = s->graph;
+    int32_t first = -1;
+    for (int c = 0; c < s->n_copies; c++) {
+        sched_tensor base = g->tensors[src];
+        char name[SCHED_NAME_MAX];
+        snprintf(name, sizeof name, "%.40s#%s#%d", base.name,
+                 s->backends[b]->iface->get_name(s->backends[b]), c);
+        int32_t t = sched_graph_leaf(g, name, base.type, base.n_dims, base.ne, SCHED_FLAG_COPY);
+        if (t < 0)
+            return -1;
+        if (first < 0)
+            first = t;
+        sched_tensor *ct = &g->tensors[t];
+        ct->backend = b;
+        ct->cause = SCHED_CAUSE_COPY;
+        ct->copy_of = src;
+        ct->copy_slot = c;
+        s->n_copy_tensors++;
+    }
+    return first;
+}
+
+/* (source, backend) -> first copy, as a flat list: splits have few inputs. */
+typedef struct copy_key { int32_t src; int backend; int32_t first; } copy_key;
+
+sched_status sched_make_splits(sched *s, char *err, size_t err_cap)
+{
+    sched_graph *g = s->graph;
+    sched_free_splits(s);
+    s->n_copy_tensors = 0;
+    copy_key *copies = NULL;
+    int n_keys = 0;
+    sched_status st = SCHED_ENOMEM;
+    int cur = -1;
+    for (int32_t k = 0; k < s->n_order; k++) {
+        int32_t ni = s->order[k];
+        const sched_tensor *t = &g->tensors[ni];
+        bool starts = s->n_splits == 0 || (!sched_op_is_view(t->op) && t->backend != cur);
+        if (starts) {
+            sched_split *n = realloc(s->splits, (size_t)(s->n_splits + 1) * sizeof *n);
+            if (!n)
+                goto fail;
+            s->splits = n;
+            memset(&n[s->n_splits], 0, sizeof *n);
+            n[s->n_splits].backend = t->backend;
+            n[s->n_splits].first = k;
+            s->n_splits++;
+            cur = t->backend;
+        }
+        sched_split *sp = &s->splits[s->n_splits - 1];
+        sp->end = k + 1;
+        if (push_i32(&sp->nodes, &sp->n_nodes, ni) != 0)
+            goto fail;
+        if (sched_op_is_view(t->op))
+            continue;
+        for (int i = 0; i < SCHED_MAX_SRC; i++) {
+            if (t->src[i] < 0)
+                continue;
+            int32_t src = storage_of(g, t->src[i]);
+            const sched_tensor *st_src = &g->tensors[src];
+            if (can_use(s, sp->backend, st_src))
+                continue;
+            bool known = false;
+            for (int q = 0; q < n_keys; q++)
+                if (copies[q].src == src && copies[q].backend == sp->backend)
+                    known = true;
+            if (known)
+                continue;
+            int32_t first = add_copies(s, src, sp->backend);
+            if (first < 0)
+                goto fail;
+            t = &g->tensors[ni];            /* the array may have moved */
+            copy_key *nk = realloc(copies, (size_t)(n_keys + 1) * sizeof *nk);
+            if (!nk)
+                goto fail;
+            copies = nk;
+            copies[n_keys++] = (copy_key){ src, sp->backend, first };
+            int n_in = sp->n_inputs;
+            if (push_i32(&sp->inputs, &n_in, src) != 0)
+                goto fail;
+            n_in = sp->n_inputs;
+            if (push_i32(&sp->input_copy, &n_in, first) != 0)
+                goto fail;
+            sp->n_inputs = n_in;
+        }
+    }
+    /* Which backends' memory is read by other backends' splits. */
+    bool shared[SCHED_MAX_BACKENDS] = { false };
+    for (int i = 0; i < s->n_splits; i++)
+        for (int j = 0; j < s->splits[i].n_inputs; j++) {
+            const sched_tensor *src = &g->tensors[s->splits[i].inputs[j]];
+            if (!(src->flags & SCHED_FLAG_INPUT) && src->backend >= 0)
+                shared[src->backend] = true;
+        }
+    for (int i = 0; i < s->n_splits; i++)
+        s->splits[i].wait_prev = s->splits[i].n_inputs == 0 && shared[s->splits[i].backend];
+    free(copies);
+    return SCHED_OK;
+fail:
+    free(copies);
+    snprintf(err, err_cap, "out of memory while splitting");
+    return st;
+}

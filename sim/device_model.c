@@ -1,0 +1,264 @@
+/*
+ * device_model.c -- the cost model and its files.
+ *
+ * The cost model, in prose (numbers: sim/devices/NAME.dev, DESIGN.md):
+ *
+ *   Host.  One host thread runs the scheduler. Every API call costs host
+ *   time: a kernel launch launch_ns, an async copy or other call
+ *   api_call_ns, an event record event_record_ns. A sync blocks the host
+ *   until the stream drains, then costs sync_ns more (the round trip; ~10
+ *   us on Linux, ~30 us under WDDM); waiting for an event costs
+ *   event_sync_ns after the event completes. A blocking copy performed by
+ *   the host (cudaMemcpy) waits for the transfer and costs host_copy_ns.
+ *   CPU kernels run on the host: roofline over cpu_gflops and cpu_mem_gbps
+ *   with cpu_threads threads on cpu_cores cores; each op ends in a thread
+ *   pool barrier that costs spin_barrier_ns while threads <= cores and
+ *   oversub_barrier_ns when oversubscribed (a spinning thread burns the
+ *   slice the thread holding progress needs).
+ *
+ *   GPU.  A kernel starts when its stream reaches it, no earlier than its
+ *   launch, and runs kernel_overhead_ns + max(flops / peak, bytes /
+ *   gpu_mem_gbps): peak is gpu_tflops_f16 for f16/bf16 weights, else
+ *   gpu_tflops_f32. An event wait on a stream costs event_wait_device_ns.
+ *
+ *   Copies.  A copy occupies its stream and the copy engine of its
+ *   direction, then moves bytes over its links after copy_latency_ns:
+ *   host->device over the device's PCIe down link (h2d_gbps), device->host
+ *   over its up link (d2h_gbps), device->device over NVLink (p2p_gbps per
+ *   direction, when nvlink = 1) or over the source's up link and the
+ *   destination's down link capped at p2p_gbps. Concurrent transfers share
+ *   each link's bandwidth fairly: a transfer's rate is the minimum over
+ *   its links of bandwidth / transfers on that link, recomputed whenever a
+ *   transfer starts or ends.
+ *
+ *   Collectives.  An all-reduce of B bytes over n devices starts when
+ *   every participant's stream reached it and takes, alpha-beta:
+ *     ring:      allreduce_base_ns + 2(n-1) allreduce_step_ns + 2(n-1)/n B / p2p
+ *     butterfly: allreduce_base_ns + log2(n) (allreduce_step_ns + B / p2p)
+ *   BF16 compression converts f32 to bf16 first (a kernel), halving B,
+ *   and back after (another kernel).
+ *
+ * The file format: `[section]` headers, `key = value` lines, `#` comments.
+ * Every key of every section is required; an unknown key, a missing key or
+ * a value that is not a number is an error naming the file and place.
+ */
+#include "sim.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef SYNCSIM_DEVICES_DIR
+#define SYNCSIM_DEVICES_DIR "sim/devices"
+#endif
+
+const char *sim_devices_dir(void) { return SYNCSIM_DEVICES_DIR; }
+
+typedef enum { KEY_INT, KEY_I64, KEY_DOUBLE } key_type;
+
+static const struct model_key {
+    const char *section, *key;
+    key_type type;
+    size_t off;
+    const char *meaning;
+} model_keys[] = {
+#define K(sec, name, type, what) { sec, #name, type, offsetof(sim_model, name), what }
+    K("machine", gpus, KEY_INT, "number of GPUs"),
+    K("host", launch_ns, KEY_I64, "host time to enqueue one kernel launch (ns)"),
+    K("host", api_call_ns, KEY_I64, "host time of an async copy or other API call (ns)"),
+    K("host", sync_ns, KEY_I64, "stream synchronize round trip after the stream drained (ns)"),
+    K("host", event_record_ns, KEY_I64, "host time to record an event (ns)"),
+    K("host", event_sync_ns, KEY_I64, "host time of an event wait after it completed (ns)"),
+    K("host", host_copy_ns, KEY_I64, "fixed host cost of a blocking copy (ns)"),
+    K("host", cpu_cores, KEY_INT, "CPU cores"),
+    K("host", cpu_threads, KEY_INT, "threads of the CPU backend's pool"),
+    K("host", cpu_gflops, KEY_DOUBLE, "CPU compute with all threads (GFLOP/s)"),
+    K("host", cpu_mem_gbps, KEY_DOUBLE, "CPU memory bandwidth (GB/s)"),
+    K("host", pause_ns, KEY_I64, "one pause instruction in a spin loop (ns)"),
+    K("host", syscall_ns, KEY_I64, "a system call (ns)"),
+    K("host", yield_ns, KEY_I64, "sched_yield (ns)"),
+    K("host", futex_wake_ns, KEY_I64, "futex wake across cores (ns)"),
+    K("host", spin_barrier_ns, KEY_I64, "spin barrier, threads <= cores (ns)"),
+    K("host", oversub_barrier_ns, KEY_I64, "spin barrier, threads > cores (ns)"),
+    K("gpu", gpu_tflops_f16, KEY_DOUBLE, "dense f16/bf16 compute (TFLOP/s)"),
+    K("gpu", gpu_tflops_f32, KEY_DOUBLE, "dense f32 compute (TFLOP/s)"),
+    K("gpu", gpu_mem_gbps, KEY_DOUBLE, "device memory bandwidth (GB/s)"),
+    K("gpu", kernel_overhead_ns, KEY_I64, "device time of an empty kernel (ns)"),
+    K("gpu", event_wait_device_ns, KEY_I64, "device time of an event wait (ns)"),
+    K("link", h2d_gbps, KEY_DOUBLE, "pinned host to device bandwidth (GB/s)"),
+    K("link", d2h_gbps, KEY_DOUBLE, "device to pinned host bandwidth (GB/s)"),
+    K("link", p2p_gbps, KEY_DOUBLE, "device to device bandwidth, one way (GB/s)"),
+    K("link", nvlink, KEY_INT, "1: devices are connected by NVLink, 0: peer copies cross PCIe"),
+    K("link", copy_latency_ns, KEY_I64, "latency before a copy moves bytes (ns)"),
+    K("collective", allreduce_base_ns, KEY_I64, "all-reduce base latency (ns)"),
+    K("collective", allreduce_step_ns, KEY_I64, "all-reduce latency per step (ns)"),
+#undef K
+};
+#define N_KEYS (sizeof model_keys / sizeof model_keys[0])
+
+int sim_model_parse(const char *name, const char *text, sim_model *out, trace_error *err)
+{
+    memset(out, 0, sizeof *out);
+    bool seen[N_KEYS] = { false };
+    char section[32] = "";
+    unsigned line = 0;
+    const char *p = text;
+    while (*p) {
+        line++;
+        const char *eol = strchr(p, '\n');
+        size_t len = eol ? (size_t)(eol - p) : strlen(p);
+        char buf[512];
+        if (len >= sizeof buf)
+            return trace_error_set(err, TRACE_ESYNTAX, "%s:%u:1: line too long", name, line), -1;
+        memcpy(buf, p, len);
+        buf[len] = '\0';
+        p = eol ? eol + 1 : p + len;
+        char *hash = strchr(buf, '#');
+        if (hash)
+            *hash = '\0';
+        char *s = buf;
+        while (isspace((unsigned char)*s))
+            s++;
+        size_t n = strlen(s);
+        while (n && isspace((unsigned char)s[n - 1]))
+            s[--n] = '\0';
+        if (!*s)
+            continue;
+        unsigned col = (unsigned)(s - buf) + 1;
+        if (*s == '[') {
+            char *close = strchr(s, ']');
+            if (!close || close[1] || close - s - 1 >= (long)sizeof section || close == s + 1)
+                return trace_error_set(err, TRACE_ESYNTAX, "%s:%u:%u: expected [section]", name,
+                                       line, col), -1;
+            memcpy(section, s + 1, (size_t)(close - s - 1));
+            section[close - s - 1] = '\0';
+            bool known = false;
+            for (size_t k = 0; k < N_KEYS; k++)
+                known |= strcmp(model_keys[k].section, section) == 0;
+            if (!known)
+                return trace_error_set(err, TRACE_ESYNTAX,
+                                       "%s:%u:%u: unknown section [%s] (expected machine, host, "
+                                       "gpu, link or collective)", name, line, col, section), -1;
+            continue;
+        }
+        char *eq = strchr(s, '=');
+        if (!eq)
+            return trace_error_set(err, TRACE_ESYNTAX, "%s:%u:%u: expected key = value", name,
+                                   line, col), -1;
+        char *kend = eq;
+        while (kend > s && isspace((unsigned char)kend[-1]))
+            kend--;
+        *kend = '\0';
+        char *val = eq + 1;
+        while (isspace((unsigned char)*val))
+            val++;
+        unsigned vcol = (unsigned)(val - buf) + 1;
+        if (!strcmp(s, "name") && !strcmp(section, "machine")) {
+            snprintf(out->name, sizeof out->name, "%s", val);
+            continue;
+        }
+        size_t k;
+        for (k = 0; k < N_KEYS; k++)
+            if (!strcmp(model_keys[k].section, section) && !strcmp(model_keys[k].key, s))
+                break;
+        if (k == N_KEYS)
+            return trace_error_set(err, TRACE_ESYNTAX, "%s:%u:%u: unknown key '%s' in [%s]", name,
+                                   line, col, s, section[0] ? section : "no section"), -1;
+        if (seen[k])
+            return trace_error_set(err, TRACE_ESYNTAX, "%s:%u:%u: key '%s' given twice", name,
+                                   line, col, s), -1;
+        char *end;
+        errno = 0;
+        double d = strtod(val, &end);
+        if (!*val || *end || errno || d < 0 ||
+            (model_keys[k].type != KEY_DOUBLE && d != (double)(int64_t)d))
+            return trace_error_set(err, TRACE_ESYNTAX,
+                                   "%s:%u:%u: expected a non-negative %s for '%s' (%s), got '%s'",
+                                   name, line, vcol,
+                                   model_keys[k].type == KEY_DOUBLE ? "number" : "integer", s,
+                                   model_keys[k].meaning, val), -1;
+        char *field = (char *)out + model_keys[k].off;
+        if (model_keys[k].type == KEY_INT)
+            *(int *)field = (int)d;
+        else if (model_keys[k].type == KEY_I64)
+            *(int64_t *)field = (int64_t)d;
+        else
+            *(double *)field = d;
+        seen[k] = true;
+    }
+    for (size_t k = 0; k < N_KEYS; k++)
+        if (!seen[k])
+            return trace_error_set(err, TRACE_ESYNTAX, "%s: missing key '%s' in [%s] (%s)", name,
+                                   model_keys[k].key, model_keys[k].section,
+                                   model_keys[k].meaning), -1;
+    if (out->gpus < 1 || out->gpus > 16)
+        return trace_error_set(err, TRACE_ESYNTAX, "%s: gpus must be 1 to 16", name), -1;
+    if (out->cpu_threads < 1 || out->cpu_cores < 1 || out->cpu_gflops <= 0 ||
+        out->cpu_mem_gbps <= 0 || out->gpu_mem_gbps <= 0 || out->gpu_tflops_f16 <= 0 ||
+        out->gpu_tflops_f32 <= 0 || out->h2d_gbps <= 0 || out->d2h_gbps <= 0 || out->p2p_gbps <= 0)
+        return trace_error_set(err, TRACE_ESYNTAX,
+                               "%s: cores, threads, compute and bandwidths must be positive",
+                               name), -1;
+    if (!out->name[0])
+        snprintf(out->name, sizeof out->name, "%s", name);
+    return 0;
+}
+
+int sim_model_load(const char *spec, sim_model *out, trace_error *err)
+{
+    char base[480];
+    snprintf(base, sizeof base, "%.479s", spec);
+    int gpus = 0;
+    char *colon = strrchr(base, ':');
+    if (colon && strncmp(colon, ":gpus=", 6) == 0) {
+        char *end;
+        long v = strtol(colon + 6, &end, 10);
+        if (*end || v < 1 || v > 16)
+            return trace_error_set(err, TRACE_EUSAGE, "devices '%s': gpus must be 1 to 16", spec), -1;
+        gpus = (int)v;
+        *colon = '\0';
+    }
+    char path[480];
+    if (strchr(base, '/') || strstr(base, ".dev"))
+        snprintf(path, sizeof path, "%.479s", base);
+    else
+        snprintf(path, sizeof path, "%.300s/%.160s.dev", sim_devices_dir(), base);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return trace_error_set(err, TRACE_EIO, "%s: cannot open device model (%s); shipped: "
+                               "h100-pcie, h100-sxm, rtx4090-pcie4, rtx4090-windows, cpu-2core",
+                               path, strerror(errno)), -1;
+    char *text = NULL;
+    size_t len = 0, cap = 0;
+    char chunk[4096];
+    size_t got;
+    while ((got = fread(chunk, 1, sizeof chunk, f)) > 0) {
+        if (len + got + 1 > cap) {
+            cap = (len + got + 1) * 2;
+            char *n = realloc(text, cap);
+            if (!n) {
+                free(text);
+                fclose(f);
+                return trace_error_set(err, TRACE_ENOMEM, "out of memory"), -1;
+            }
+            text = n;
+        }
+        memcpy(text + len, chunk, got);
+        len += got;
+    }
+    fclose(f);
+    if (!text)
+        return trace_error_set(err, TRACE_ESYNTAX, "%s: empty device model", path), -1;
+    text[len] = '\0';
+    int rc = sim_model_parse(path, text, out, err);
+    free(text);
+    if (rc == 0) {
+        snprintf(out->path, sizeof out->path, "%s", path);
+        if (gpus)
+            out->gpus = gpus;
+    }
+    return rc;
+}

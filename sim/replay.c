@@ -1,0 +1,513 @@
+/*
+ * replay.c -- re-timing a trace through a device model.
+ *
+ * Every statement gets a new start and end that honour every
+ * happens-before edge of the trace format: queue order; submission (a
+ * stream statement starts no earlier than its host reached it, having
+ * paid the model's API cost for each call since its last statement);
+ * event waits (bound to the most recent record before them in the file);
+ * host syncs (after everything submitted to the target before them);
+ * collectives and barriers (a generation starts when its last participant
+ * arrives); flags (an await after its signal). Statements are taken in
+ * file order into per-queue FIFOs; a queue's head is timed as soon as
+ * what it depends on is, so a collective whose peers come later in the
+ * file simply waits. What never becomes ready is a hang.
+ *
+ * Durations: with durations_recorded, op, copy and collective statements
+ * keep their dur= (the last collective participant's dur is the
+ * collective's cost); blocking statements are always recomputed: they end
+ * when what they wait for ends, plus the model's fixed cost (sync_ns,
+ * event_sync_ns, event_wait_device_ns). Otherwise the cost model of
+ * device_model.c prices them from their bytes (traces carry no FLOPs:
+ * an op costs its bytes at memory bandwidth plus the kernel overhead).
+ */
+#include "sim_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define UNTIMED INT64_MIN
+
+typedef struct rp_stmt {
+    int64_t start, end;
+    int64_t sub_after;      /* host statement it was submitted after, -1 none */
+    int64_t sub_offset;     /* API cost paid since then, its own included */
+    int64_t dep;            /* wait: bound record; sync: last statement of the target;
+                             * await: the signal */
+    uint32_t gen;           /* collective/barrier generation index */
+    bool dropped;
+} rp_stmt;
+
+typedef struct rp_gen {
+    uint32_t object;        /* communicator / barrier name */
+    uint64_t k;             /* k-th generation of it */
+    uint64_t count;         /* participants expected */
+    uint64_t arrived;
+    int64_t latest;         /* latest arrival */
+    int64_t cost;           /* collective cost (max over participants' estimates) */
+} rp_gen;
+
+typedef struct replay {
+    const trace *t;
+    const sim_replay_opts *o;
+    trace_stmt *s;          /* statements (pointers into t) */
+    rp_stmt *r;
+    uint64_t n;
+    /* per queue */
+    int64_t *fifo_head_pos; /* index into q_list */
+    int64_t **q_list;
+    uint64_t *q_n, *q_cap;
+    int64_t *q_end;         /* end of its last timed statement */
+    int64_t *last_host;     /* host queues: last statement appended */
+    int64_t *api_since;     /* host queues: cost paid since it */
+    int64_t *last_on;       /* last statement appended per queue */
+    rp_gen *gens;
+    uint32_t n_gens, cap_gens;
+    /* event name -> last record; flag name -> signal */
+    int64_t *last_record;   /* by string id */
+    int64_t *signal_of;     /* by string id */
+    int64_t **sync_deps;    /* sync device/all: statements to wait for */
+} replay;
+
+static uint64_t access_bytes(const trace_stmt *s)
+{
+    uint64_t b = 0;
+    for (uint32_t i = 0; i < s->n_access; i++)
+        b += s->access[i].hi - s->access[i].lo;
+    return b;
+}
+
+static int64_t api_cost(const sim_model *m, const trace_stmt *s)
+{
+    switch (s->kind) {
+    case TRACE_OP:
+    case TRACE_COLLECTIVE:
+        return m->launch_ns;
+    case TRACE_RECORD:
+        return m->event_record_ns;
+    default:
+        return m->api_call_ns;
+    }
+}
+
+/* Whether a buffer's root lives in host memory. */
+static bool on_host(const trace *t, uint32_t buffer)
+{
+    return t->buffers[t->buffers[buffer].root].loc != TRACE_LOC_DEVICE;
+}
+
+static int64_t model_dur(const replay *rp, const trace_stmt *s, bool host)
+{
+    const sim_model *m = rp->o->model;
+    uint64_t bytes = access_bytes(s);
+    switch (s->kind) {
+    case TRACE_OP:
+        if (host)
+            return m->spin_barrier_ns + (int64_t)((double)bytes / m->cpu_mem_gbps);
+        return m->kernel_overhead_ns + (int64_t)((double)bytes / m->gpu_mem_gbps);
+    case TRACE_COPY: {
+        uint64_t n = s->n_access ? s->access[0].hi - s->access[0].lo : 0;
+        bool src_host = s->n_access > 0 && on_host(rp->t, s->access[0].buffer);
+        bool dst_host = s->n_access > 1 && on_host(rp->t, s->access[1].buffer);
+        double bw = src_host && !dst_host ? m->h2d_gbps
+                    : !src_host && dst_host ? m->d2h_gbps
+                    : src_host && dst_host ? m->cpu_mem_gbps : m->p2p_gbps;
+        return m->copy_latency_ns + (int64_t)((double)n / bw) + (host ? m->host_copy_ns : 0);
+    }
+    case TRACE_COLLECTIVE: {
+        uint64_t n = s->count > 1 ? s->count : 2;
+        uint64_t b = s->n_access ? s->access[0].hi - s->access[0].lo : 0;
+        return m->allreduce_base_ns + 2 * (int64_t)(n - 1) * m->allreduce_step_ns +
+               (int64_t)(2.0 * (double)(n - 1) / (double)n * (double)b / m->p2p_gbps);
+    }
+    default:
+        return 0;
+    }
+}
+
+static int64_t work_dur(const replay *rp, const trace_stmt *s, bool host)
+{
+    if (rp->o->durations_recorded && s->dur != TRACE_TIME_NONE && s->kind != TRACE_WAIT &&
+        s->kind != TRACE_SYNC && s->kind != TRACE_AWAIT && s->kind != TRACE_BARRIER &&
+        s->kind != TRACE_RECORD)
+        return s->dur;
+    return model_dur(rp, s, host);
+}
+
+static int push_q(replay *rp, uint32_t q, int64_t i)
+{
+    if (rp->q_n[q] == rp->q_cap[q]) {
+        uint64_t cap = rp->q_cap[q] ? rp->q_cap[q] * 2 : 64;
+        int64_t *n = realloc(rp->q_list[q], cap * sizeof *n);
+        if (!n)
+            return -1;
+        rp->q_list[q] = n;
+        rp->q_cap[q] = cap;
+    }
+    rp->q_list[q][rp->q_n[q]++] = i;
+    return 0;
+}
+
+static rp_gen *gen_for(replay *rp, uint32_t object, uint64_t k, uint32_t *idx)
+{
+    for (uint32_t g = 0; g < rp->n_gens; g++)
+        if (rp->gens[g].object == object && rp->gens[g].k == k) {
+            *idx = g;
+            return &rp->gens[g];
+        }
+    if (rp->n_gens == rp->cap_gens) {
+        uint32_t cap = rp->cap_gens ? rp->cap_gens * 2 : 64;
+        rp_gen *n = realloc(rp->gens, cap * sizeof *n);
+        if (!n)
+            return NULL;
+        rp->gens = n;
+        rp->cap_gens = cap;
+    }
+    *idx = rp->n_gens;
+    rp_gen *g = &rp->gens[rp->n_gens++];
+    memset(g, 0, sizeof *g);
+    g->object = object;
+    g->k = k;
+    g->latest = INT64_MIN;
+    return g;
+}
+
+/* Tries to time statement i (its queue predecessor is timed). */
+static bool try_time(replay *rp, int64_t i)
+{
+    const trace *t = rp->t;
+    const trace_stmt *s = &rp->s[i];
+    rp_stmt *r = &rp->r[i];
+    const sim_model *m = rp->o->model;
+    bool host = t->queues[s->queue].kind == TRACE_QUEUE_HOST;
+    int64_t ready = rp->q_end[s->queue];
+    if (r->sub_after >= 0) {
+        if (rp->r[r->sub_after].end == UNTIMED)
+            return false;
+        int64_t sub = rp->r[r->sub_after].end + r->sub_offset;
+        if (sub > ready)
+            ready = sub;
+    } else if (!host) {
+        if (r->sub_offset > ready)
+            ready = r->sub_offset;
+    }
+    if (host && r->sub_offset > 0)
+        ready += r->sub_offset;     /* API calls made since its previous statement */
+    int64_t dep_end = INT64_MIN;
+    if (r->dep >= 0) {
+        if (rp->r[r->dep].end == UNTIMED)
+            return false;
+        dep_end = rp->r[r->dep].end;
+    }
+    if (rp->sync_deps && rp->sync_deps[i]) {
+        for (int64_t *d = rp->sync_deps[i]; *d >= 0; d++) {
+            if (rp->r[*d].end == UNTIMED)
+                return false;
+            if (rp->r[*d].end > dep_end)
+                dep_end = rp->r[*d].end;
+        }
+    }
+    switch (s->kind) {
+    case TRACE_WAIT:
+        if (r->dep < 0) {           /* binds to nothing: orders nothing */
+            r->start = ready;
+            r->end = ready;
+            break;
+        }
+        r->start = ready;
+        r->end = (dep_end > ready ? dep_end : ready) + (host ? m->event_sync_ns : m->event_wait_device_ns);
+        break;
+    case TRACE_SYNC:
+        r->start = ready;
+        r->end = (dep_end > ready ? dep_end : ready) + m->sync_ns;
+        break;
+    case TRACE_AWAIT:
+        if (r->dep < 0)
+            return false;           /* the flag is not set (yet) */
+        r->start = ready;
+        r->end = dep_end > ready ? dep_end : ready;
+        break;
+    case TRACE_COLLECTIVE:
+    case TRACE_BARRIER: {
+        rp_gen *g = &rp->gens[r->gen];
+        if (r->start == UNTIMED) {  /* arrive once */
+            r->start = ready;
+            g->arrived++;
+            if (ready > g->latest)
+                g->latest = ready;
+            int64_t c = s->kind == TRACE_COLLECTIVE ? work_dur(rp, s, host) : 0;
+            /* Recorded: the last arriver's dur is the pure cost. */
+            if (rp->o->durations_recorded && s->kind == TRACE_COLLECTIVE) {
+                if (g->cost < 0 || c < g->cost)
+                    g->cost = c;
+            } else if (c > g->cost) {
+                g->cost = c;
+            }
+        }
+        if (g->arrived < g->count)
+            return false;
+        r->end = g->latest + (g->cost > 0 ? g->cost : 0);
+        break;
+    }
+    case TRACE_RECORD:
+    case TRACE_SIGNAL:
+    case TRACE_ALLOC:
+    case TRACE_FREE:
+        r->start = ready;
+        r->end = ready;
+        break;
+    default:
+        r->start = ready;
+        r->end = ready + work_dur(rp, s, host);
+        break;
+    }
+    rp->q_end[s->queue] = r->end;
+    return true;
+}
+
+int sim_replay(trace_reader *rd, const sim_replay_opts *o, sim_replay_result *res, trace_error *err)
+{
+    memset(res, 0, sizeof *res);
+    trace *t = NULL;
+    /* A memory reader does not own its trace: its statements are there. */
+    bool own = rd->owns_trace;
+    if (own) {
+        if (trace_reader_load(rd, &t, err) != 0)
+            return -1;
+    } else {
+        t = rd->trace;
+        trace_reader_close(rd);
+    }
+    replay rp = { .t = t, .o = o, .n = t->n_stmts };
+    uint32_t nq = t->n_queues;
+    int rc = -1;
+    rp.s = calloc(rp.n + 1, sizeof *rp.s);
+    rp.r = calloc(rp.n + 1, sizeof *rp.r);
+    rp.q_list = calloc(nq + 1, sizeof *rp.q_list);
+    rp.q_n = calloc(nq + 1, sizeof *rp.q_n);
+    rp.q_cap = calloc(nq + 1, sizeof *rp.q_cap);
+    rp.q_end = calloc(nq + 1, sizeof *rp.q_end);
+    rp.last_host = calloc(nq + 1, sizeof *rp.last_host);
+    rp.api_since = calloc(nq + 1, sizeof *rp.api_since);
+    rp.last_on = calloc(nq + 1, sizeof *rp.last_on);
+    rp.fifo_head_pos = calloc(nq + 1, sizeof *rp.fifo_head_pos);
+    rp.last_record = malloc(((size_t)t->n_strs + 1) * sizeof *rp.last_record);
+    rp.signal_of = malloc(((size_t)t->n_strs + 1) * sizeof *rp.signal_of);
+    rp.sync_deps = calloc(rp.n + 1, sizeof *rp.sync_deps);
+    uint64_t *gen_count = calloc(((size_t)t->n_strs + 1) * (nq + 1), sizeof *gen_count);
+    if (!rp.s || !rp.r || !rp.q_list || !rp.q_n || !rp.q_cap || !rp.q_end || !rp.last_host ||
+        !rp.api_since || !rp.last_on || !rp.fifo_head_pos || !rp.last_record || !rp.signal_of ||
+        !rp.sync_deps || !gen_count) {
+        trace_error_set(err, TRACE_ENOMEM, "out of memory");
+        goto done;
+    }
+    for (uint32_t q = 0; q < nq; q++) {
+        rp.last_host[q] = -1;
+        rp.last_on[q] = -1;
+    }
+    for (uint32_t k = 0; k <= t->n_strs; k++)
+        rp.last_record[k] = rp.signal_of[k] = -1;
+    int64_t t_min = INT64_MAX, t_max = INT64_MIN;
+    /* Pass 1: bindings, submission points and generations, in file order. */
+    for (uint64_t i = 0; i < rp.n; i++) {
+        trace_stmt_at(t, i, &rp.s[i]);
+        const trace_stmt *s = &rp.s[i];
+        rp_stmt *r = &rp.r[i];
+        r->start = r->end = UNTIMED;
+        r->dep = -1;
+        r->sub_after = -1;
+        if (s->t != TRACE_TIME_NONE) {
+            if (s->t < t_min)
+                t_min = s->t;
+            int64_t e = s->t + (s->dur != TRACE_TIME_NONE ? s->dur : 0);
+            if (e > t_max)
+                t_max = e;
+        }
+        for (int d = 0; d < o->n_drop; d++)
+            if (o->drop_seq[d] == s->seq && (s->kind == TRACE_WAIT || s->kind == TRACE_SYNC ||
+                                             s->kind == TRACE_AWAIT))
+                r->dropped = true;
+        if (r->dropped) {
+            res->n_dropped++;
+            continue;
+        }
+        bool host = t->queues[s->queue].kind == TRACE_QUEUE_HOST;
+        if (host) {
+            r->sub_offset = rp.api_since[s->queue];
+            rp.api_since[s->queue] = 0;
+            rp.last_host[s->queue] = (int64_t)i;
+        } else {
+            uint32_t h = trace_submitter(t, s);
+            if (h != TRACE_NONE) {
+                rp.api_since[h] += api_cost(o->model, s);
+                r->sub_after = rp.last_host[h];
+                r->sub_offset = rp.api_since[h];
+            }
+        }
+        switch (s->kind) {
+        case TRACE_RECORD:
+            rp.last_record[s->object] = (int64_t)i;
+            break;
+        case TRACE_WAIT:
+            r->dep = rp.last_record[s->object];
+            break;
+        case TRACE_SIGNAL:
+            rp.signal_of[s->object] = (int64_t)i;
+            break;
+        case TRACE_SYNC:
+            if (s->sync_scope == TRACE_SYNC_QUEUE) {
+                r->dep = rp.last_on[s->object];
+            } else {
+                int64_t *deps = malloc((nq + 1) * sizeof *deps);
+                if (!deps)
+                    goto done;
+                uint32_t nd = 0;
+                for (uint32_t q = 0; q < nq; q++)
+                    if (t->queues[q].kind == TRACE_QUEUE_STREAM && rp.last_on[q] >= 0 &&
+                        (s->sync_scope == TRACE_SYNC_ALL || t->queues[q].device == s->object))
+                        deps[nd++] = rp.last_on[q];
+                deps[nd] = -1;
+                rp.sync_deps[i] = deps;
+            }
+            break;
+        case TRACE_COLLECTIVE:
+        case TRACE_BARRIER: {
+            uint64_t *cnt = &gen_count[(size_t)s->object * (nq + 1) + s->queue];
+            rp_gen *g = gen_for(&rp, s->object, (*cnt)++, &r->gen);
+            if (!g)
+                goto done;
+            g->count = s->count ? s->count : 1;
+            g->cost = (o->durations_recorded && s->kind == TRACE_COLLECTIVE) ? -1 : 0;
+            break;
+        }
+        default:
+            break;
+        }
+        rp.last_on[s->queue] = (int64_t)i;
+        if (push_q(&rp, s->queue, (int64_t)i) != 0)
+            goto done;
+    }
+    /* Awaits bind to their flag's signal wherever it stands. */
+    for (uint64_t i = 0; i < rp.n; i++)
+        if (rp.s[i].kind == TRACE_AWAIT && !rp.r[i].dropped)
+            rp.r[i].dep = rp.signal_of[rp.s[i].object];
+    /* Pass 2: advance queues until nothing moves. */
+    uint64_t timed = 0, todo = rp.n - res->n_dropped;
+    bool moved = true;
+    while (moved && timed < todo) {
+        moved = false;
+        for (uint32_t q = 0; q < nq; q++) {
+            while ((uint64_t)rp.fifo_head_pos[q] < rp.q_n[q]) {
+                int64_t i = rp.q_list[q][rp.fifo_head_pos[q]];
+                if (!try_time(&rp, i))
+                    break;
+                rp.fifo_head_pos[q]++;
+                timed++;
+                moved = true;
+            }
+        }
+    }
+    if (timed < todo) {
+        for (uint32_t q = 0; q < nq; q++)
+            if ((uint64_t)rp.fifo_head_pos[q] < rp.q_n[q]) {
+                int64_t i = rp.q_list[q][rp.fifo_head_pos[q]];
+                char name[64];
+                trace_error_set(err, TRACE_EUSAGE,
+                                "the replay hangs: queue %s can never run %s (seq %llu)",
+                                trace_str(t, t->queues[q].name),
+                                trace_stmt_name(t, &rp.s[i], name, sizeof name),
+                                (unsigned long long)rp.s[i].seq);
+                break;
+            }
+        goto done;
+    }
+    int64_t start = INT64_MAX, end = INT64_MIN;
+    res->n_queues = nq < 256 ? nq : 256;
+    for (uint64_t i = 0; i < rp.n; i++) {
+        if (rp.r[i].dropped)
+            continue;
+        if (rp.r[i].start < start)
+            start = rp.r[i].start;
+        if (rp.r[i].end > end)
+            end = rp.r[i].end;
+        trace_kind k = rp.s[i].kind;
+        if (rp.s[i].queue < 256 && (k == TRACE_OP || k == TRACE_COPY || k == TRACE_COLLECTIVE))
+            res->busy_ns[rp.s[i].queue] += rp.r[i].end - rp.r[i].start;
+    }
+    for (uint32_t q = 0; q < res->n_queues; q++)
+        snprintf(res->queue_names[q], sizeof res->queue_names[q], "%s", trace_str(t, t->queues[q].name));
+    res->makespan_ns = end > start ? end - start : 0;
+    res->recorded_makespan_ns = t_max > t_min ? t_max - t_min : -1;
+    res->n_stmts = rp.n;
+    /* The re-timed trace. */
+    if (o->out) {
+        sched_sink *k = o->out;
+        for (uint32_t q = 0; q < nq; q++)
+            k->iface->queue(k->ctx, trace_str(t, t->queues[q].name), t->queues[q].kind,
+                            t->queues[q].device == TRACE_NONE ? NULL : trace_str(t, t->queues[q].device));
+        for (uint32_t b = 0; b < t->n_buffers; b++) {
+            const trace_buffer *tb = &t->buffers[b];
+            if (tb->parent == TRACE_NONE)
+                k->iface->buffer(k->ctx, trace_str(t, tb->name), tb->size, tb->loc,
+                                 tb->device == TRACE_NONE ? NULL : trace_str(t, tb->device), tb->pinned);
+            else
+                k->iface->view(k->ctx, trace_str(t, tb->name), tb->parent, tb->offset, tb->size);
+        }
+        trace_attr *attrs = NULL;
+        uint32_t cap_attrs = 0;
+        for (uint64_t i = 0; i < rp.n; i++) {
+            if (rp.r[i].dropped)
+                continue;
+            trace_stmt s = rp.s[i];
+#define REMAP(id) ((id) == TRACE_NONE ? TRACE_NONE : k->iface->intern(k->ctx, trace_str(t, (id))))
+            s.label = REMAP(s.label);
+            if (s.kind == TRACE_RECORD || s.kind == TRACE_WAIT || s.kind == TRACE_BARRIER ||
+                s.kind == TRACE_SIGNAL || s.kind == TRACE_AWAIT || s.kind == TRACE_COLLECTIVE ||
+                (s.kind == TRACE_SYNC && s.sync_scope == TRACE_SYNC_DEVICE))
+                s.object = REMAP(s.object);
+            s.coll_kind = REMAP(s.coll_kind);
+            if (s.n_attr > cap_attrs) {
+                trace_attr *na = realloc(attrs, s.n_attr * sizeof *na);
+                if (!na)
+                    break;
+                attrs = na;
+                cap_attrs = s.n_attr;
+            }
+            for (uint32_t a = 0; a < s.n_attr; a++)
+                attrs[a] = (trace_attr){ REMAP(s.attr[a].key), REMAP(s.attr[a].value) };
+#undef REMAP
+            s.attr = attrs;
+            s.t = rp.r[i].start - start;
+            s.dur = rp.r[i].end - rp.r[i].start;
+            s.line = 0;
+            k->iface->append(k->ctx, &s);
+        }
+        free(attrs);
+    }
+    rc = 0;
+done:
+    if (rp.sync_deps)
+        for (uint64_t i = 0; i < rp.n; i++)
+            free(rp.sync_deps[i]);
+    if (rp.q_list)
+        for (uint32_t q = 0; q < nq; q++)
+            free(rp.q_list[q]);
+    free(rp.gens);
+    free(rp.sync_deps);
+    free(gen_count);
+    free(rp.s);
+    free(rp.r);
+    free(rp.q_list);
+    free(rp.q_n);
+    free(rp.q_cap);
+    free(rp.q_end);
+    free(rp.last_host);
+    free(rp.api_since);
+    free(rp.last_on);
+    free(rp.fifo_head_pos);
+    free(rp.last_record);
+    free(rp.signal_of);
+    if (own)
+        trace_free(t);
+    return rc;
+}

@@ -1,0 +1,164 @@
+/*
+ * sim.h -- the simulated device model: a discrete-event engine, device
+ * model files, the simulated backend, the `run` driver and replay.
+ *
+ * A sim_world is one simulated machine: a host thread (the `host` queue)
+ * that pays a cost for every API call and blocks on syncs, and GPUs, each
+ * with one in-order stream (`gpuN` queue), a compute engine, a copy engine
+ * per direction and PCIe links (plus NVLink where the model has it) whose
+ * bandwidth is shared fairly between concurrent transfers. Time is integer
+ * nanoseconds. The world records every call and completion through a
+ * sched_sink with its simulated start (t=) and duration (dur=).
+ */
+#ifndef SYNCSIM_SIM_H
+#define SYNCSIM_SIM_H
+
+#include "sched/sched.h"
+#include "traces/trace.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* ------------------------------------------------------------------ */
+/* Device model files (sim/devices/NAME.dev, docs/device-model.md).    */
+
+typedef struct sim_model {
+    char name[64];
+    char path[512];
+    int gpus;                       /* [machine] */
+    /* [host] */
+    int64_t launch_ns, api_call_ns, sync_ns, event_record_ns, event_sync_ns, host_copy_ns;
+    int cpu_cores, cpu_threads;
+    double cpu_gflops, cpu_mem_gbps;
+    int64_t pause_ns, syscall_ns, yield_ns, futex_wake_ns, spin_barrier_ns, oversub_barrier_ns;
+    /* [gpu] */
+    double gpu_tflops_f16, gpu_tflops_f32, gpu_mem_gbps;
+    int64_t kernel_overhead_ns, event_wait_device_ns;
+    /* [link] */
+    double h2d_gbps, d2h_gbps, p2p_gbps;
+    int nvlink;
+    int64_t copy_latency_ns;
+    /* [collective] */
+    int64_t allreduce_base_ns, allreduce_step_ns;
+} sim_model;
+
+/* Loads a device model: SPEC is a name from sim/devices ("h100-pcie"), or
+ * a file path, optionally followed by ":gpus=N". Errors name the file, the
+ * line and the column, or the missing key and its section. */
+int sim_model_load(const char *spec, sim_model *out, trace_error *err);
+/* Parses model text (name is used in messages). */
+int sim_model_parse(const char *name, const char *text, sim_model *out, trace_error *err);
+/* The folder of the shipped models. */
+const char *sim_devices_dir(void);
+
+/* ------------------------------------------------------------------ */
+/* The engine and the world.                                           */
+
+typedef struct sim_world sim_world;
+
+typedef struct sim_stats {
+    int64_t end_ns;                 /* when the last queue went idle */
+    int64_t host_busy_ns;           /* host time not blocked */
+    int64_t gpu_busy_ns[16];        /* per GPU: compute and copies on its stream */
+    int64_t gpu_compute_ns[16];
+    uint64_t link_bytes[64];        /* per link (sim_world_link_name) */
+    int n_links;
+    uint64_t n_stmts;
+    uint64_t host_syncs;            /* host-blocking sync statements */
+} sim_stats;
+
+/* A world of model m recording through sink (not owned). NULL when out of memory. */
+sim_world *sim_world_new(const sim_model *m, sched_sink sink);
+void sim_world_free(sim_world *w);
+/* Backends: GPUs in order, the CPU last. Owned by the world. */
+int sim_world_backends(sim_world *w, sched_backend ***out);
+/* The host's current time. */
+int64_t sim_world_now(const sim_world *w);
+/* A host op (the user's code): label and accesses; dur_ns of host time. */
+int sim_world_host_op(sim_world *w, const char *label, const trace_access *acc, uint32_t n_acc,
+                      int64_t dur_ns);
+/* Runs every queue to completion and commits the remaining statements.
+ * Returns 0, or -1 when a queue can never complete (a hang). */
+int sim_world_finish(sim_world *w);
+/* Set when a host wait could never complete (the schedule hangs). */
+bool sim_world_hung(const sim_world *w);
+const sim_stats *sim_world_stats(const sim_world *w);
+const char *sim_world_link_name(const sim_world *w, int link);
+
+/* The raw engine, for tests: queue a transfer of bytes over link `link`
+ * at the engine's current time; returns when both have been simulated. */
+typedef struct sim_engine sim_engine;
+sim_engine *sim_engine_new(void);
+void sim_engine_free(sim_engine *e);
+/* Adds a link of gbps GB/s; returns its id. */
+int sim_engine_link(sim_engine *e, double gbps);
+/* Starts a transfer at time at over the given links; returns its id. */
+int sim_engine_transfer(sim_engine *e, int64_t at, const int *links, int n_links, uint64_t bytes);
+/* Adds a timer at time at with a tag; timers and transfers complete in time order. */
+int sim_engine_timer(sim_engine *e, int64_t at, int tag);
+/* Runs until nothing is left; done_at[id] gets each transfer's end time and
+ * order[] the ids of completed timers/transfers ((kind << 24) | id) in
+ * completion order. Returns the number of completions. */
+int sim_engine_drain(sim_engine *e, int64_t *xfer_done_at, int max_xfer, int *order, int max_order);
+
+/* ------------------------------------------------------------------ */
+/* The `run` driver.                                                   */
+
+typedef struct sim_run_opts {
+    const char *model;              /* "llama:..." (NULL: llama defaults) */
+    const char *graph_file;         /* a graph file instead of a model */
+    const char *devices;            /* device spec (NULL: h100-pcie) */
+    const char *policy;             /* NULL: events */
+    int n_copies;                   /* 0: 2 */
+    int tokens;                     /* decode tokens (default 16) */
+    int prompt;                     /* prompt tokens (default 64) */
+    const char *allreduce;          /* ring | butterfly | bf16 */
+    int64_t bf16_min;
+    sched_sink sink;                /* where the trace goes */
+    bool progress;                  /* a progress bar on stderr */
+} sim_run_opts;
+
+typedef struct sim_run_result {
+    sim_stats stats;
+    int prompt_tokens, n_ubatches;
+    int64_t prompt_ns;              /* simulated time of the prompt */
+    int64_t decode_ns;              /* of all decode tokens */
+    double ns_per_token;
+    uint64_t syncs_per_token;       /* host syncs and event syncs per decode token */
+    char pattern[512];              /* the last decode evaluation's pattern string */
+    char prompt_pattern[512];
+    char link_names[64][32];
+    int n_splits, n_inputs, n_copies;
+    int n_gpus;
+    char desc[256];                 /* model and machine, one line */
+} sim_run_result;
+
+/* Runs a model on the machine and records it. Returns 0, 2 for bad input
+ * (err filled, nothing recorded yet), 1 when the run failed. */
+int sim_run(const sim_run_opts *o, sim_run_result *res, trace_error *err);
+
+/* ------------------------------------------------------------------ */
+/* Replay.                                                             */
+
+typedef struct sim_replay_opts {
+    const sim_model *model;         /* durations and costs from here */
+    bool durations_recorded;        /* use dur= where present */
+    const uint64_t *drop_seq;       /* syncs to drop (statements by seq) */
+    int n_drop;
+    sched_sink *out;                /* NULL: no output trace */
+} sim_replay_opts;
+
+typedef struct sim_replay_result {
+    int64_t makespan_ns;
+    int64_t recorded_makespan_ns;   /* from t= + dur= of the input, -1 when absent */
+    uint32_t n_queues;
+    int64_t busy_ns[256];
+    char queue_names[256][32];
+    uint64_t n_stmts, n_dropped;
+} sim_replay_result;
+
+/* Re-times every statement of r honouring happens-before. Returns 0 or -1
+ * with err filled (a hang, bad input). */
+int sim_replay(trace_reader *r, const sim_replay_opts *o, sim_replay_result *res, trace_error *err);
+
+#endif

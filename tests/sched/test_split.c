@@ -1,0 +1,191 @@
+/* test_split.c -- splits, split inputs, copies per slot, cur_copy rotation,
+ * the no-input wait, and the liveness allocator. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "fake_backend.h"
+
+static int64_t v64[1] = { 64 };
+static int64_t m64[2] = { 64, 64 };
+
+typedef struct fixture {
+    fake_set f;
+    sched_graph *g;
+    sched_weights *w;
+    sched *s;
+} fixture;
+
+static int setup(void **state)
+{
+    fixture *fx = calloc(1, sizeof *fx);
+    fake_set_init(&fx->f, 2);
+    fx->g = sched_graph_new("t");
+    *state = fx;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *fx = *state;
+    sched_free(fx->s);
+    sched_weights_free(fx->w);
+    sched_graph_free(fx->g);
+    free(fx);
+    return 0;
+}
+
+static int32_t weight(sched_graph *g, const char *name, int home)
+{
+    int32_t t = sched_graph_leaf(g, name, SCHED_F32, 2, m64, SCHED_FLAG_WEIGHT);
+    g->tensors[t].home = home;
+    return t;
+}
+
+static int32_t mm(sched_graph *g, const char *name, int32_t w, int32_t x)
+{
+    int32_t src[2] = { w, x };
+    return sched_graph_op(g, name, SCHED_OP_MUL_MAT, src, 2);
+}
+
+static int32_t unary(sched_graph *g, const char *name, sched_op op, int32_t a)
+{
+    int32_t src[1] = { a };
+    return sched_graph_op(g, name, op, src, 1);
+}
+
+static void plan(fixture *fx, int n_copies)
+{
+    sched_sink sink = fake_sink();
+    fx->w = sched_weights_new(fx->f.ptr, fx->f.n, fx->g, &sink);
+    assert_int_equal(sched_weights_bind(fx->w, fx->g), 0);
+    sched_options o = { .n_copies = n_copies };
+    fx->s = sched_new(fx->f.ptr, fx->f.n, &o);
+    char err[256];
+    assert_int_equal(sched_plan(fx->s, fx->g, err, sizeof err), SCHED_OK);
+}
+
+/* x (user input) -> mm0 on GPU0 -> mm1 on GPU1 -> mm2 on GPU0, then mm3 on
+ * GPU0 reads x again. */
+static void three_splits(fixture *fx, int32_t *x, int32_t *m0, int32_t *m1, int32_t *m2)
+{
+    *x = sched_graph_leaf(fx->g, "x", SCHED_F32, 1, v64, SCHED_FLAG_INPUT);
+    *m0 = mm(fx->g, "mm0", weight(fx->g, "w0", 0), *x);
+    *m1 = mm(fx->g, "mm1", weight(fx->g, "w1", 1), *m0);
+    *m2 = mm(fx->g, "mm2", weight(fx->g, "w2", 0), *m1);
+    mm(fx->g, "mm3", weight(fx->g, "w3", 0), *x);
+}
+
+static void test_split_inputs_and_copy_counts(void **state)
+{
+    fixture *fx = *state;
+    int32_t x, m0, m1, m2;
+    three_splits(fx, &x, &m0, &m1, &m2);
+    plan(fx, 3);
+    assert_int_equal(sched_n_splits(fx->s), 3);
+    const sched_split *s0 = sched_get_split(fx->s, 0), *s1 = sched_get_split(fx->s, 1),
+                      *s2 = sched_get_split(fx->s, 2);
+    assert_int_equal(s0->backend, 0);
+    assert_int_equal(s0->n_inputs, 1);
+    assert_int_equal(s0->inputs[0], x);
+    assert_int_equal(s1->backend, 1);
+    assert_int_equal(s1->n_inputs, 1);
+    assert_int_equal(s1->inputs[0], m0);
+    /* Split 2 on GPU0 needs mm1 from GPU1; x was copied to GPU0 already. */
+    assert_int_equal(s2->backend, 0);
+    assert_int_equal(s2->n_inputs, 1);
+    assert_int_equal(s2->inputs[0], m1);
+    /* One copy per input per slot. */
+    assert_int_equal(sched_n_copy_tensors(fx->s), 3 * 3);
+    const sched_tensor *c = &fx->g->tensors[s1->input_copy[0] + 2];
+    assert_int_equal(c->copy_of, m0);
+    assert_int_equal(c->copy_slot, 2);
+    assert_int_equal(c->backend, 1);
+}
+
+static void test_split_slots_rotate_per_evaluation(void **state)
+{
+    fixture *fx = *state;
+    int32_t x, m0, m1, m2;
+    three_splits(fx, &x, &m0, &m1, &m2);
+    plan(fx, 2);
+    const sched_split *s1 = sched_get_split(fx->s, 1);
+    for (int eval = 0; eval < 5; eval++) {
+        assert_int_equal(sched_cur_copy(fx->s), eval % 2);
+        assert_int_equal(sched_graph_compute(fx->s, (uint64_t)eval), SCHED_OK);
+        /* GPU1's node read the copy of this evaluation's slot. */
+        int32_t read = fx->f.ctx[1].last_src[1];
+        assert_int_equal(read, s1->input_copy[0] + eval % 2);
+        assert_int_equal(fx->g->tensors[read].copy_slot, eval % 2);
+    }
+}
+
+static void test_split_no_inputs_waits_when_memory_is_read_elsewhere(void **state)
+{
+    fixture *fx = *state;
+    /* A CPU split without inputs whose result GPU0 copies: it must wait. */
+    int32_t x = sched_graph_leaf(fx->g, "x", SCHED_F32, 1, v64, SCHED_FLAG_INPUT);
+    int32_t pre = unary(fx->g, "pre", SCHED_OP_SILU, x);
+    fx->g->tensors[pre].user_backend = 2;
+    int32_t m0 = mm(fx->g, "mm0", weight(fx->g, "w0", 0), pre);
+    (void)m0;
+    plan(fx, 1);
+    assert_int_equal(sched_n_splits(fx->s), 2);
+    assert_int_equal(sched_get_split(fx->s, 0)->n_inputs, 0);
+    assert_true(sched_get_split(fx->s, 0)->wait_prev);
+    assert_false(sched_get_split(fx->s, 1)->wait_prev);
+}
+
+static void test_alloc_never_overlaps_live_tensors(void **state)
+{
+    fixture *fx = *state;
+    sched_model_params p;
+    char err[256];
+    assert_int_equal(sched_model_parse("llama:n_layer=4,n_embd=256,n_head=4,n_head_kv=2,n_ff=512,"
+                                       "n_vocab=1000,n_ctx=64", &p, err, sizeof err), 0);
+    sched_graph_free(fx->g);
+    fx->g = sched_model_build(&p, 8);
+    assert_non_null(fx->g);
+    plan(fx, 2);
+    assert_int_equal(sched_alloc_overlaps(fx->s), 0);
+    /* Reuse happened: an arena is smaller than the sum of what it holds. */
+    uint64_t held[4] = { 0 };
+    for (int32_t i = 0; i < fx->g->n_tensors; i++) {
+        const sched_tensor *t = &fx->g->tensors[i];
+        if (t->op != SCHED_OP_NONE && !sched_op_is_view(t->op) && t->view_src < 0)
+            held[t->backend] += sched_tensor_nbytes(t);
+    }
+    assert_true(sched_arena_size(fx->s, 0) < held[0]);
+}
+
+static void test_alloc_reuses_memory_of_dead_tensors(void **state)
+{
+    fixture *fx = *state;
+    int32_t x = sched_graph_leaf(fx->g, "x", SCHED_F32, 1, v64, SCHED_FLAG_INPUT);
+    int32_t w0 = weight(fx->g, "w0", 0);
+    int32_t a = mm(fx->g, "a", w0, x);
+    int32_t b = unary(fx->g, "b", SCHED_OP_SILU, a);
+    int32_t c = unary(fx->g, "c", SCHED_OP_SILU, b);
+    int32_t d = unary(fx->g, "d", SCHED_OP_SILU, c);
+    fx->g->tensors[d].flags |= SCHED_FLAG_OUTPUT;
+    plan(fx, 1);
+    /* c may take a's bytes (a died when b was computed); b and c never share. */
+    assert_int_equal(fx->g->tensors[c].offset, fx->g->tensors[a].offset);
+    assert_int_not_equal(fx->g->tensors[b].offset, fx->g->tensors[c].offset);
+    assert_int_equal(sched_alloc_overlaps(fx->s), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_split_inputs_and_copy_counts, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_split_slots_rotate_per_evaluation, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_split_no_inputs_waits_when_memory_is_read_elsewhere,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_alloc_never_overlaps_live_tensors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_alloc_reuses_memory_of_dead_tensors, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

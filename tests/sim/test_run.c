@@ -1,0 +1,233 @@
+/* test_run.c -- end to end: a llama on two simulated GPUs under each
+ * policy, recorded in memory and checked; tensor parallel all-reduces. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "check/check.h"
+#include "sim/sim.h"
+
+#define SMALL_LLAMA "llama:n_layer=4,n_embd=256,n_head=4,n_head_kv=2,n_ff=512,n_vocab=1000,n_ctx=128,ubatch=16"
+#define SMALL_TP "tp:n_layer=2,n_embd=1024,n_head=8,n_head_kv=4,n_ff=2048,n_vocab=1000,n_ctx=128,ubatch=64"
+
+typedef struct outcome {
+    trace *t;
+    check_report *rep;
+    sim_run_result res;
+} outcome;
+
+static void run_checked(outcome *o, const char *model, const char *devices, const char *policy,
+                        const char *allreduce, int prompt, int tokens)
+{
+    memset(o, 0, sizeof *o);
+    o->t = trace_new();
+    sim_run_opts opts = { .model = model, .devices = devices, .policy = policy, .n_copies = 2,
+                          .tokens = tokens, .prompt = prompt, .allreduce = allreduce,
+                          .sink = sched_sink_memory(o->t) };
+    trace_error err = { 0 };
+    int rc = sim_run(&opts, &o->res, &err);
+    if (rc != 0)
+        fail_msg("sim_run: %s", err.msg);
+    trace_reader r;
+    trace_reader_memory(&r, o->t);
+    check_options co = { 0 };
+    assert_int_equal(check_trace(&r, &co, &o->rep, &err), 0);
+    trace_reader_close(&r);
+}
+
+static void done(outcome *o)
+{
+    check_report_free(o->rep);
+    trace_free(o->t);
+}
+
+/* Names of the root buffers of the races found. */
+static bool race_on(const outcome *o, const char *root_prefix)
+{
+    for (size_t i = 0; i < check_report_count(o->rep); i++) {
+        const check_finding *f = check_report_finding(o->rep, i);
+        if (f->kind != TRACE_FINDING_RACE)
+            continue;
+        const char *root = trace_str(o->t, o->t->buffers[f->root].name);
+        if (strncmp(root, root_prefix, strlen(root_prefix)) == 0)
+            return true;
+    }
+    return false;
+}
+
+static void test_run_events_and_full_are_clean(void **state)
+{
+    (void)state;
+    const char *clean[] = { "events", "full", "relaxed" };
+    for (int i = 0; i < 3; i++) {
+        outcome o;
+        run_checked(&o, SMALL_LLAMA, "h100-pcie", clean[i], NULL, 32, 4);
+        if (check_report_count(o.rep) != 0) {
+            check_report_print(stderr, o.rep);
+            fail_msg("policy %s is not clean", clean[i]);
+        }
+        assert_true(o.res.stats.n_stmts > 100);
+        done(&o);
+    }
+}
+
+static void test_run_async_user_inputs_races_on_user_inputs(void **state)
+{
+    (void)state;
+    outcome o;
+    run_checked(&o, SMALL_LLAMA, "h100-pcie", "async-user-inputs", NULL, 32, 4);
+    assert_true(check_report_count_kind(o.rep, TRACE_FINDING_RACE) > 0);
+    assert_true(race_on(&o, "p:inp_pos") || race_on(&o, "p:kq_mask"));
+    assert_false(race_on(&o, "p.arena"));
+    done(&o);
+}
+
+static void test_run_no_split_wait_races_on_reused_arena(void **state)
+{
+    (void)state;
+    outcome o;
+    run_checked(&o, SMALL_LLAMA, "h100-pcie", "no-split-wait", NULL, 32, 4);
+    assert_true(check_report_count_kind(o.rep, TRACE_FINDING_RACE) > 0);
+    assert_true(race_on(&o, "p.arena.CPU"));
+    assert_false(race_on(&o, "p:inp_pos") || race_on(&o, "p:kq_mask"));
+    done(&o);
+}
+
+static void test_run_pattern_strings_of_the_llama(void **state)
+{
+    (void)state;
+    outcome o;
+    run_checked(&o, SMALL_LLAMA, "h100-pcie", "full", NULL, 16, 2);
+    /* GPU0's split copies the embeddings and two user inputs: sassassasg. */
+    assert_non_null(strstr(o.res.pattern, "|sassassasg|"));
+    done(&o);
+    run_checked(&o, SMALL_LLAMA, "h100-pcie", "relaxed", NULL, 16, 2);
+    assert_non_null(strstr(o.res.pattern, "|saaasg|"));
+    done(&o);
+}
+
+static double per_token(const char *devices, const char *policy)
+{
+    outcome o;
+    run_checked(&o, SMALL_LLAMA, devices, policy, NULL, 16, 8);
+    double v = o.res.ns_per_token;
+    done(&o);
+    return v;
+}
+
+static void test_run_relaxed_beats_full_more_on_windows(void **state)
+{
+    (void)state;
+    double lin_full = per_token("rtx4090-pcie4", "full");
+    double lin_relaxed = per_token("rtx4090-pcie4", "relaxed");
+    double win_full = per_token("rtx4090-windows", "full");
+    double win_relaxed = per_token("rtx4090-windows", "relaxed");
+    assert_true(lin_relaxed < lin_full);
+    assert_true(win_relaxed < win_full);
+    assert_true(win_full - win_relaxed > lin_full - lin_relaxed);
+    assert_true(win_relaxed / win_full < lin_relaxed / lin_full);
+}
+
+static void test_run_tensor_parallel_allreduces_are_clean(void **state)
+{
+    (void)state;
+    const char *kinds[] = { "ring", "butterfly", "bf16" };
+    uint64_t link_bytes[3] = { 0 };
+    for (int i = 0; i < 3; i++) {
+        outcome o;
+        run_checked(&o, SMALL_TP, "h100-sxm", "events", kinds[i], 64, 0);
+        if (check_report_count(o.rep) != 0) {
+            check_report_print(stderr, o.rep);
+            fail_msg("all-reduce %s is not clean", kinds[i]);
+        }
+        for (int l = 0; l < o.res.stats.n_links; l++)
+            if (strncmp(o.res.link_names[l], "nvlink", 6) == 0)
+                link_bytes[i] += o.res.stats.link_bytes[l];
+        done(&o);
+    }
+    /* 64 tokens x 1024 = 65536 elements >= 32768: bf16 halves the bytes. */
+    assert_true(link_bytes[0] > 0);
+    assert_int_equal(link_bytes[2] * 2, link_bytes[0]);
+    assert_int_equal(link_bytes[1], link_bytes[0]);    /* two devices: one exchange */
+}
+
+static void test_run_replay_with_recorded_durations_reproduces_makespan(void **state)
+{
+    (void)state;
+    outcome o;
+    run_checked(&o, SMALL_LLAMA, "h100-pcie", "events", NULL, 32, 8);
+    sim_model m;
+    trace_error err = { 0 };
+    assert_int_equal(sim_model_load("h100-pcie", &m, &err), 0);
+    trace *out = trace_new();
+    sched_sink sink = sched_sink_memory(out);
+    sim_replay_opts ro = { .model = &m, .durations_recorded = true, .out = &sink };
+    sim_replay_result rr;
+    trace_reader r;
+    trace_reader_memory(&r, o.t);
+    assert_int_equal(sim_replay(&r, &ro, &rr, &err), 0);
+    assert_true(rr.recorded_makespan_ns > 0);
+    double diff = (double)(rr.makespan_ns - rr.recorded_makespan_ns) / (double)rr.recorded_makespan_ns;
+    assert_true(diff < 0.01 && diff > -0.01);
+    assert_int_equal(out->n_stmts, o.t->n_stmts);
+    /* The re-timed trace is still clean. */
+    trace_reader r2;
+    trace_reader_memory(&r2, out);
+    check_report *rep;
+    check_options co = { 0 };
+    assert_int_equal(check_trace(&r2, &co, &rep, &err), 0);
+    assert_int_equal(check_report_count(rep), 0);
+    check_report_free(rep);
+    trace_reader_close(&r2);
+    trace_free(out);
+    done(&o);
+}
+
+static void test_run_replay_dropping_syncs_gains_time(void **state)
+{
+    (void)state;
+    outcome o;
+    run_checked(&o, SMALL_LLAMA, "h100-pcie", "full", NULL, 16, 4);
+    uint64_t drops[256];
+    int n = 0;
+    for (uint64_t i = 0; i < o.t->n_stmts && n < 256; i++) {
+        trace_stmt s;
+        trace_stmt_at(o.t, i, &s);
+        if (s.kind == TRACE_SYNC)
+            drops[n++] = s.seq;
+    }
+    assert_true(n > 4);
+    sim_model m;
+    trace_error err = { 0 };
+    assert_int_equal(sim_model_load("h100-pcie", &m, &err), 0);
+    sim_replay_opts ro = { .model = &m, .durations_recorded = true };
+    sim_replay_result base, dropped;
+    trace_reader r;
+    trace_reader_memory(&r, o.t);
+    assert_int_equal(sim_replay(&r, &ro, &base, &err), 0);
+    ro.drop_seq = drops;
+    ro.n_drop = n;
+    trace_reader_memory(&r, o.t);
+    assert_int_equal(sim_replay(&r, &ro, &dropped, &err), 0);
+    assert_int_equal(dropped.n_dropped, (uint64_t)n);
+    assert_true(dropped.makespan_ns < base.makespan_ns);
+    done(&o);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_run_events_and_full_are_clean),
+        cmocka_unit_test(test_run_async_user_inputs_races_on_user_inputs),
+        cmocka_unit_test(test_run_no_split_wait_races_on_reused_arena),
+        cmocka_unit_test(test_run_pattern_strings_of_the_llama),
+        cmocka_unit_test(test_run_relaxed_beats_full_more_on_windows),
+        cmocka_unit_test(test_run_tensor_parallel_allreduces_are_clean),
+        cmocka_unit_test(test_run_replay_with_recorded_durations_reproduces_makespan),
+        cmocka_unit_test(test_run_replay_dropping_syncs_gains_time),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
