@@ -1,0 +1,551 @@
+/*
+ * backend_cpustream.c -- `cpustream`: an emulated asynchronous device.
+ *
+ * Each instance is a device: its own memory (buffers counted against a
+ * capacity, `mem=`), one in-order command queue, and a worker thread that
+ * serves it, computing on a small pool of its own (the worker is the
+ * pool's thread 0). The host's calls only enqueue and return:
+ *
+ *   graph_compute   one COMPUTE command with the kernel arguments of the
+ *                   split's nodes, resolved at submission (the scheduler
+ *                   has fixed every tensor's place);
+ *   set/get_async   a COPY command between host memory and the device;
+ *   copy_async      from another cpustream: a COPY on the *source* queue
+ *                   (after the work that produced it), then an internal
+ *                   event recorded there and waited for here; from host
+ *                   memory (the cpu backend): a COPY on this queue;
+ *   event_record    a RECORD command: the event completes when the worker
+ *                   reaches it;
+ *   event_wait      a WAIT command: the worker blocks until the event's
+ *                   most recent record (at submission) has completed;
+ *   synchronize, event_synchronize: the host blocks.
+ *
+ * Jitter (`jitter=200us,seed=7`): before each command the worker sleeps a
+ * random time in [0, jitter), drawn from a per-device xorshift generator
+ * seeded with seed + device index. Commands still run in order, and in
+ * order with respect to the events they wait for; but whatever the host
+ * does without synchronising now happens at a random point of the queue's
+ * progress, so a missing sync produces wrong numbers, not just a finding.
+ *
+ * Every command is recorded when submitted, on this device's stream queue
+ * (`csN`, by=host), and gets its observed time when the worker finishes it.
+ */
+#include "real_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef enum { CMD_COMPUTE, CMD_COPY, CMD_RECORD, CMD_WAIT } cmd_kind;
+
+typedef struct cs_cmd {
+    cmd_kind kind;
+    struct cs_cmd *next;
+    /* COMPUTE */
+    real_kernel_args *args;
+    uint64_t *seqs;
+    int n_nodes;
+    /* COPY */
+    void *dst;
+    const void *src;
+    uint64_t bytes;
+    uint64_t seq;
+    /* RECORD / WAIT */
+    real_event *ev;
+    uint64_t ticket;
+} cs_cmd;
+
+typedef struct cs_dev {
+    sched_backend base;
+    real_ctx *rc;
+    int index;
+    char name[16], qname[16];
+    uint32_t queue;
+    pthread_t worker;
+    bool started;
+    pthread_mutex_t lock;
+    pthread_cond_t cv_work, cv_idle;
+    cs_cmd *head, *tail;
+    uint64_t submitted, completed;
+    bool stop;
+    real_pool *pool;
+    int64_t jitter_ns;
+    uint64_t rng;
+    uint64_t mem_cap, mem_used;
+    /* The job the worker runs on its pool. */
+    cs_cmd *job;
+    /* Internal events for copies from this device to device i. */
+    real_event *to_dev[REAL_MAX_BACKENDS];
+} cs_dev;
+
+static const sched_backend_iface cs_iface;
+
+bool real_is_cs(const sched_backend *b) { return b && b->iface == &cs_iface; }
+
+static const char *cs_get_name(sched_backend *b) { return ((cs_dev *)b->ctx)->name; }
+static sched_device_kind cs_kind(sched_backend *b) { (void)b; return SCHED_DEVICE_GPU; }
+
+static bool cs_supports_op(sched_backend *b, const sched_graph *g, const sched_tensor *t)
+{
+    (void)b;
+    return real_kernel_supports(g, t);
+}
+
+static sched_buffer *cs_buffer_alloc(sched_backend *b, const char *name, uint64_t size,
+                                     sched_buffer_usage usage)
+{
+    cs_dev *d = b->ctx;
+    if (d->mem_used + size > d->mem_cap)
+        return NULL;
+    sched_buffer *buf = real_buffer_new(b, d->rc, name, size, usage, false, d->qname);
+    if (buf)
+        d->mem_used += size;
+    return buf;
+}
+
+static void cs_buffer_free(sched_backend *b, sched_buffer *buf)
+{
+    cs_dev *d = b->ctx;
+    d->mem_used -= buf->size;
+    real_buffer_free(buf);
+}
+
+/* ------------------------------------------------------------------ */
+/* The worker.                                                         */
+
+static uint64_t next_rand(cs_dev *d)
+{
+    uint64_t x = d->rng;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    d->rng = x;
+    return x;
+}
+
+static void jitter(cs_dev *d)
+{
+    if (d->jitter_ns <= 0)
+        return;
+    int64_t ns = (int64_t)(next_rand(d) % (uint64_t)d->jitter_ns);
+    struct timespec ts = { ns / 1000000000, ns % 1000000000 };
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+static void compute_job(void *arg, int ith, int nth)
+{
+    cs_dev *d = arg;
+    cs_cmd *cmd = d->job;
+    for (int k = 0; k < cmd->n_nodes; k++) {
+        int64_t t0 = real_now_ns();
+        real_kernel_run(&cmd->args[k], ith, nth);
+        if (nth > 1)
+            real_pool_barrier(d->pool);
+        if (ith == 0)
+            real_rec_set_time(d->rc, cmd->seqs[k], t0, real_now_ns() - t0);
+    }
+}
+
+static void run_cmd(cs_dev *d, cs_cmd *cmd)
+{
+    real_ctx *c = d->rc;
+    int64_t t0 = real_now_ns();
+    switch (cmd->kind) {
+    case CMD_COMPUTE:
+        d->job = cmd;
+        real_pool_run(d->pool, compute_job, d);
+        break;
+    case CMD_COPY:
+        memcpy(cmd->dst, cmd->src, cmd->bytes);
+        real_rec_set_time(c, cmd->seq, t0, real_now_ns() - t0);
+        break;
+    case CMD_RECORD:
+        pthread_mutex_lock(&c->ev_lock);
+        if (cmd->ev->completed < cmd->ticket)
+            cmd->ev->completed = cmd->ticket;
+        pthread_cond_broadcast(&c->ev_cond);
+        pthread_mutex_unlock(&c->ev_lock);
+        real_rec_set_time(c, cmd->seq, t0, 0);
+        break;
+    case CMD_WAIT:
+        pthread_mutex_lock(&c->ev_lock);
+        while (cmd->ev->completed < cmd->ticket)
+            pthread_cond_wait(&c->ev_cond, &c->ev_lock);
+        pthread_mutex_unlock(&c->ev_lock);
+        real_rec_set_time(c, cmd->seq, t0, real_now_ns() - t0);
+        break;
+    }
+}
+
+static void free_cmd(cs_cmd *cmd)
+{
+    free(cmd->args);
+    free(cmd->seqs);
+    free(cmd);
+}
+
+static void *cs_worker(void *p)
+{
+    cs_dev *d = p;
+    pthread_mutex_lock(&d->lock);
+    for (;;) {
+        while (!d->head && !d->stop)
+            pthread_cond_wait(&d->cv_work, &d->lock);
+        if (!d->head)
+            break;
+        cs_cmd *cmd = d->head;
+        pthread_mutex_unlock(&d->lock);
+        jitter(d);
+        run_cmd(d, cmd);
+        pthread_mutex_lock(&d->lock);
+        d->head = cmd->next;
+        if (!d->head)
+            d->tail = NULL;
+        d->completed++;
+        pthread_cond_broadcast(&d->cv_idle);
+        free_cmd(cmd);
+    }
+    pthread_mutex_unlock(&d->lock);
+    return NULL;
+}
+
+static void enqueue(cs_dev *d, cs_cmd *cmd)
+{
+    pthread_mutex_lock(&d->lock);
+    cmd->next = NULL;
+    if (d->tail)
+        d->tail->next = cmd;
+    else
+        d->head = cmd;
+    d->tail = cmd;
+    d->submitted++;
+    pthread_cond_signal(&d->cv_work);
+    pthread_mutex_unlock(&d->lock);
+}
+
+static void drain(cs_dev *d)
+{
+    pthread_mutex_lock(&d->lock);
+    uint64_t target = d->submitted;
+    while (d->completed < target)
+        pthread_cond_wait(&d->cv_idle, &d->lock);
+    pthread_mutex_unlock(&d->lock);
+}
+
+/* ------------------------------------------------------------------ */
+/* Recording helpers.                                                  */
+
+static uint64_t rec_stmt(cs_dev *d, uint32_t queue, trace_kind kind, uint32_t label,
+                         uint32_t object, trace_access *acc, uint32_t n_acc, int split)
+{
+    real_ctx *c = d->rc;
+    if (!c->recording)
+        return UINT64_MAX;
+    trace_attr attrs[2];
+    trace_stmt st;
+    trace_stmt_init(&st);
+    st.queue = queue;
+    st.kind = kind;
+    st.label = label;
+    st.object = object;
+    st.access = acc;
+    st.n_access = n_acc;
+    st.attr = attrs;
+    st.n_attr = real_rec_attrs(c, attrs, split);
+    if (queue != c->host_q)
+        st.by = c->host_q;
+    return real_rec_append(c, &st);
+}
+
+/* A COPY of src into dst queued on device q (which performs it). */
+static int enqueue_copy(cs_dev *q, sched_tensor *src, sched_tensor *dst, const char *what)
+{
+    real_ctx *c = q->rc;
+    void *s = real_tensor_data(src), *dd = real_tensor_data(dst);
+    if (!s || !dd)
+        return -1;
+    cs_cmd *cmd = calloc(1, sizeof *cmd);
+    if (!cmd)
+        return -1;
+    uint64_t n = sched_tensor_nbytes(src) < sched_tensor_nbytes(dst) ? sched_tensor_nbytes(src)
+                                                                      : sched_tensor_nbytes(dst);
+    cmd->kind = CMD_COPY;
+    cmd->src = s;
+    cmd->dst = dd;
+    cmd->bytes = n;
+    cmd->seq = UINT64_MAX;
+    if (c->recording) {
+        uint32_t vs = real_rec_tensor(c, src), vd = real_rec_tensor(c, dst);
+        if (vs != TRACE_NONE && vd != TRACE_NONE) {
+            trace_access acc[2] = {
+                { vs, TRACE_R, n == sched_tensor_nbytes(src) ? TRACE_REF_WHOLE : TRACE_REF_RANGE, 0, n },
+                { vd, TRACE_W, n == sched_tensor_nbytes(dst) ? TRACE_REF_WHOLE : TRACE_REF_RANGE, 0, n },
+            };
+            char label[SCHED_NAME_MAX + 16];
+            snprintf(label, sizeof label, "%s:%s", what, dst->name);
+            cmd->seq = rec_stmt(q, q->queue, TRACE_COPY, real_rec_intern(c, label), TRACE_NONE,
+                                acc, 2, -1);
+        }
+    }
+    enqueue(q, cmd);
+    return 0;
+}
+
+static int enqueue_record(cs_dev *d, real_event *ev)
+{
+    cs_cmd *cmd = calloc(1, sizeof *cmd);
+    if (!cmd)
+        return -1;
+    ev->issued++;
+    ev->base.n_records++;
+    cmd->kind = CMD_RECORD;
+    cmd->ev = ev;
+    cmd->ticket = ev->issued;
+    cmd->seq = rec_stmt(d, d->queue, TRACE_RECORD, TRACE_NONE, ev->name_str, NULL, 0, -1);
+    enqueue(d, cmd);
+    return 0;
+}
+
+static int enqueue_wait(cs_dev *d, real_event *ev)
+{
+    cs_cmd *cmd = calloc(1, sizeof *cmd);
+    if (!cmd)
+        return -1;
+    cmd->kind = CMD_WAIT;
+    cmd->ev = ev;
+    cmd->ticket = ev->issued;   /* the most recent record; 0: none, no wait */
+    cmd->seq = rec_stmt(d, d->queue, TRACE_WAIT, TRACE_NONE, ev->name_str, NULL, 0, -1);
+    enqueue(d, cmd);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* The interface.                                                      */
+
+static int cs_set_async(sched_backend *b, sched_tensor *src, sched_tensor *dst)
+{
+    return enqueue_copy(b->ctx, src, dst, "set");
+}
+
+static int cs_get_async(sched_backend *b, sched_tensor *src, sched_tensor *dst)
+{
+    return enqueue_copy(b->ctx, src, dst, "get");
+}
+
+static int cs_copy_async(sched_backend *b, sched_backend *src_b, sched_tensor *src,
+                         sched_tensor *dst)
+{
+    cs_dev *d = b->ctx;
+    if (real_is_cpu(src_b))
+        return enqueue_copy(d, src, dst, "h2d") == 0 ? 1 : -1;
+    if (!real_is_cs(src_b) || src_b == b)
+        return 0;
+    cs_dev *s = src_b->ctx;
+    if (enqueue_copy(s, src, dst, "p2p") != 0)
+        return -1;
+    real_event *ev = s->to_dev[d->index];
+    if (enqueue_record(s, ev) != 0 || enqueue_wait(d, ev) != 0)
+        return -1;
+    return 1;
+}
+
+static int cs_copy_sync(sched_backend *b, sched_tensor *src, sched_tensor *dst)
+{
+    /* The host copies; the scheduler made sure src is complete. Same as the
+     * cpu backend's: both sides are host-addressable memory. */
+    real_ctx *c = ((cs_dev *)b->ctx)->rc;
+    sched_backend *cpu = c->backends[c->n_backends - 1];
+    return cpu->iface->copy_sync(cpu, src, dst);
+}
+
+static void host_block_stmt(real_ctx *c, trace_kind kind, uint32_t object, trace_sync_scope scope,
+                            int64_t t0, int64_t t1)
+{
+    if (!c->recording)
+        return;
+    trace_attr attrs[2];
+    trace_stmt st;
+    trace_stmt_init(&st);
+    st.queue = c->host_q;
+    st.kind = kind;
+    st.object = object;
+    st.sync_scope = scope;
+    st.attr = attrs;
+    st.n_attr = real_rec_attrs(c, attrs, -1);
+    st.t = t0;
+    st.dur = t1 - t0;
+    real_rec_append(c, &st);
+}
+
+static int cs_synchronize(sched_backend *b)
+{
+    cs_dev *d = b->ctx;
+    int64_t t0 = real_now_ns();
+    drain(d);
+    host_block_stmt(d->rc, TRACE_SYNC, d->queue, TRACE_SYNC_QUEUE, t0, real_now_ns());
+    return 0;
+}
+
+static int cs_graph_compute(sched_backend *b, const sched_exec *x)
+{
+    cs_dev *d = b->ctx;
+    real_ctx *c = d->rc;
+    c->cur_eval = x->eval;
+    cs_cmd *cmd = calloc(1, sizeof *cmd);
+    if (!cmd)
+        return -1;
+    cmd->kind = CMD_COMPUTE;
+    cmd->args = calloc((size_t)x->n_nodes + 1, sizeof *cmd->args);
+    cmd->seqs = calloc((size_t)x->n_nodes + 1, sizeof *cmd->seqs);
+    if (!cmd->args || !cmd->seqs)
+        goto fail;
+    for (int i = 0; i < x->n_nodes; i++) {
+        int32_t node = x->nodes[i];
+        const sched_tensor *t = &x->graph->tensors[node];
+        if (t->op == SCHED_OP_NONE || sched_op_is_view(t->op))
+            continue;
+        trace_access acc[SCHED_MAX_SRC + 1];
+        int k = cmd->n_nodes;
+        int n = real_node_args(c, x, node, &cmd->args[k], acc, true);
+        if (n < 0)
+            goto fail;
+        cmd->seqs[k] = rec_stmt(d, d->queue, TRACE_OP, real_rec_intern(c, t->name), TRACE_NONE,
+                                acc, (uint32_t)n, x->split);
+        cmd->n_nodes++;
+    }
+    enqueue(d, cmd);
+    return 0;
+fail:
+    free_cmd(cmd);
+    return -1;
+}
+
+static sched_event *cs_event_new(sched_backend *b, const char *name)
+{
+    cs_dev *d = b->ctx;
+    real_event *ev = calloc(1, sizeof *ev);
+    if (!ev)
+        return NULL;
+    ev->base.backend = b;
+    ev->base.ctx = ev;
+    snprintf(ev->name, sizeof ev->name, "%s", name);
+    ev->name_str = real_rec_intern(d->rc, name);
+    ev->base.name = ev->name_str;
+    return &ev->base;
+}
+
+static void cs_event_free(sched_backend *b, sched_event *ev)
+{
+    (void)b;
+    free(ev ? ev->ctx : NULL);
+}
+
+static int cs_event_record(sched_backend *b, sched_event *ev)
+{
+    return enqueue_record(b->ctx, ev->ctx);
+}
+
+static int cs_event_wait(sched_backend *b, sched_event *ev)
+{
+    return enqueue_wait(b->ctx, ev->ctx);
+}
+
+static int cs_event_synchronize(sched_backend *b, sched_event *sev)
+{
+    cs_dev *d = b->ctx;
+    real_ctx *c = d->rc;
+    real_event *ev = sev->ctx;
+    int64_t t0 = real_now_ns();
+    uint64_t ticket = ev->issued;
+    pthread_mutex_lock(&c->ev_lock);
+    while (ev->completed < ticket)
+        pthread_cond_wait(&c->ev_cond, &c->ev_lock);
+    pthread_mutex_unlock(&c->ev_lock);
+    host_block_stmt(c, TRACE_WAIT, ev->name_str, TRACE_SYNC_QUEUE, t0, real_now_ns());
+    return 0;
+}
+
+static const sched_backend_iface cs_iface = {
+    .get_name = cs_get_name,
+    .device_kind = cs_kind,
+    .supports_op = cs_supports_op,
+    .buffer_alloc = cs_buffer_alloc,
+    .buffer_free = cs_buffer_free,
+    .set_async = cs_set_async,
+    .get_async = cs_get_async,
+    .copy_async = cs_copy_async,
+    .copy_sync = cs_copy_sync,
+    .synchronize = cs_synchronize,
+    .graph_compute = cs_graph_compute,
+    .event_new = cs_event_new,
+    .event_free = cs_event_free,
+    .event_record = cs_event_record,
+    .event_wait = cs_event_wait,
+    .event_synchronize = cs_event_synchronize,
+};
+
+sched_backend *real_cs_new(real_ctx *c, const real_cs_params *p, char *err, size_t errlen)
+{
+    cs_dev *d = calloc(1, sizeof *d);
+    if (!d) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    d->base.iface = &cs_iface;
+    d->base.ctx = d;
+    d->rc = c;
+    d->index = p->index;
+    snprintf(d->name, sizeof d->name, "CS%d", p->index);
+    snprintf(d->qname, sizeof d->qname, "cs%d", p->index);
+    d->jitter_ns = p->jitter_ns;
+    d->rng = (p->seed + (uint64_t)p->index) * 0x9e3779b97f4a7c15ull + 1;
+    d->mem_cap = p->mem;
+    pthread_mutex_init(&d->lock, NULL);
+    pthread_cond_init(&d->cv_work, NULL);
+    pthread_cond_init(&d->cv_idle, NULL);
+    d->queue = real_rec_queue(c, d->qname, TRACE_QUEUE_STREAM, d->qname);
+    for (int i = 0; i < REAL_MAX_BACKENDS; i++) {
+        char name[48];
+        snprintf(name, sizeof name, "cs%d.to.cs%d", p->index, i);
+        sched_event *ev = cs_event_new(&d->base, name);
+        if (!ev)
+            goto fail;
+        d->to_dev[i] = ev->ctx;
+    }
+    /* Barrier of its pool: hybrid (it shares the CPUs with everything else). */
+    d->pool = real_pool_new(p->threads > 0 ? p->threads : 1, REAL_BARRIER_HYBRID);
+    if (!d->pool)
+        goto fail;
+    if (pthread_create(&d->worker, NULL, cs_worker, d) != 0)
+        goto fail;
+    d->started = true;
+    return &d->base;
+fail:
+    snprintf(err, errlen, "%s: cannot start the device", d->qname);
+    real_cs_free(&d->base);
+    return NULL;
+}
+
+void real_cs_free(sched_backend *b)
+{
+    if (!b)
+        return;
+    cs_dev *d = b->ctx;
+    if (d->started) {
+        pthread_mutex_lock(&d->lock);
+        d->stop = true;
+        pthread_cond_signal(&d->cv_work);
+        pthread_mutex_unlock(&d->lock);
+        pthread_join(d->worker, NULL);
+    }
+    real_pool_free(d->pool);
+    for (int i = 0; i < REAL_MAX_BACKENDS; i++)
+        free(d->to_dev[i]);
+    pthread_mutex_destroy(&d->lock);
+    pthread_cond_destroy(&d->cv_work);
+    pthread_cond_destroy(&d->cv_idle);
+    free(d);
+}

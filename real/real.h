@@ -1,0 +1,252 @@
+/*
+ * real.h -- real backends on the CPU: f32 kernels, a thread pool with
+ * selectable barriers, and an emulated asynchronous device (cpustream).
+ *
+ * Three layers, one file each (docs/real-backends.md):
+ *
+ *   barrier.c   spin, futex, hybrid (spin for an adaptive budget, then
+ *               sleep on a futex) and pthread barriers;
+ *   pool.c      a pool of N threads (the caller is thread 0) that runs one
+ *               job at a time, with a barrier between a job's phases;
+ *   kernels.c   one f32 kernel per op of sched/ (f16/bf16 storage
+ *               converted on load and store), each computing the chunk
+ *               ith of nth of its destination;
+ *   backend_cpu.c        `cpu`: a synchronous backend running each split on
+ *                        the pool, one barrier between nodes;
+ *   backend_cpustream.c  `cpustream`: an emulated device with its own
+ *                        memory, an in-order queue served by a worker
+ *                        thread, real events and optional seeded jitter;
+ *   backends.c  device specs, weights and inputs, the reference run and
+ *               the error of outputs against it.
+ *
+ * Every backend implements sched_backend_iface and records what it does
+ * (queues, buffers, views, op/copy/record/wait/sync/barrier statements with
+ * CLOCK_MONOTONIC times) through a sched_sink, the same way the simulated
+ * backend does, so the checker verifies real runs too.
+ */
+#ifndef SYNCSIM_REAL_H
+#define SYNCSIM_REAL_H
+
+#include "sched/sched.h"
+#include "traces/trace.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ------------------------------------------------------------------ */
+/* Status codes.                                                       */
+
+#define REAL_STATUS_MAP(X)                                   \
+    X(OK, "ok")                                              \
+    X(ENOMEM, "out of memory")                               \
+    X(ESPEC, "malformed device spec")                        \
+    X(EUSAGE, "invalid argument")                            \
+    X(ETHREAD, "cannot start a thread")                      \
+    X(EUNSUPPORTED, "unsupported op or type")
+
+typedef enum {
+#define REAL_STATUS_ENUM(name, msg) REAL_##name,
+    REAL_STATUS_MAP(REAL_STATUS_ENUM)
+#undef REAL_STATUS_ENUM
+} real_status;
+
+const char *real_status_str(real_status st);
+
+/* ------------------------------------------------------------------ */
+/* Barriers (barrier.c).                                               */
+
+#define REAL_BARRIER_MAP(X)                                                   \
+    X(SPIN, "spin", "busy-wait on the generation counter")                    \
+    X(FUTEX, "futex", "sleep on the generation counter (Linux futex)")        \
+    X(HYBRID, "hybrid", "spin for an adaptive budget, then sleep on a futex") \
+    X(PTHREAD, "pthread", "pthread_barrier_wait (baseline)")
+
+typedef enum {
+#define REAL_BARRIER_ENUM(name, word, text) REAL_BARRIER_##name,
+    REAL_BARRIER_MAP(REAL_BARRIER_ENUM)
+#undef REAL_BARRIER_ENUM
+    REAL_BARRIER_COUNT
+} real_barrier_kind;
+
+const char *real_barrier_str(real_barrier_kind k);
+/* -1 when the word names no barrier. */
+int real_barrier_parse(const char *word);
+
+typedef struct real_barrier real_barrier;
+
+/* A reusable barrier for n threads. NULL when out of memory or n < 1. */
+real_barrier *real_barrier_new(real_barrier_kind kind, int n);
+void real_barrier_free(real_barrier *b);
+/* Blocks until n threads have called it; returns true in exactly one
+ * thread per generation (the last to arrive). Memory: everything a thread
+ * did before its call happens before everything any thread does after. */
+bool real_barrier_wait(real_barrier *b);
+real_barrier_kind real_barrier_kind_of(const real_barrier *b);
+/* Hybrid: the current spin budget (pause iterations); 0 for the others. */
+uint32_t real_barrier_spin_budget(const real_barrier *b);
+/* Whether n threads exceed the CPUs sched_getaffinity allows. */
+bool real_barrier_oversubscribed(const real_barrier *b);
+/* CPUs this process may run on (sched_getaffinity). */
+int real_cpus_allowed(void);
+
+/* ------------------------------------------------------------------ */
+/* Thread pool (pool.c).                                               */
+
+typedef struct real_pool real_pool;
+
+/* A job: called once per thread with its index ith in [0, nth). */
+typedef void (*real_job_fn)(void *arg, int ith, int nth);
+
+/* n_threads in total: the caller of real_pool_run is thread 0, n_threads-1
+ * workers are started. kind is the barrier between phases of a job (the
+ * idle workers wait for the next job spin-then-sleep whatever the kind, so
+ * an idle spin pool does not burn its CPUs). NULL on failure. */
+real_pool *real_pool_new(int n_threads, real_barrier_kind kind);
+void real_pool_free(real_pool *p);
+int real_pool_threads(const real_pool *p);
+/* Runs fn on every thread and returns when all returned. Not reentrant. */
+void real_pool_run(real_pool *p, real_job_fn fn, void *arg);
+/* Inside a job: the phase barrier; every thread of the pool must call it. */
+bool real_pool_barrier(real_pool *p);
+real_barrier *real_pool_get_barrier(real_pool *p);
+
+/* ------------------------------------------------------------------ */
+/* Kernels (kernels.c).                                                */
+
+/* Half-precision storage. */
+float real_f16_to_f32(uint16_t h);
+uint16_t real_f32_to_f16(float f);
+float real_bf16_to_f32(uint16_t h);
+uint16_t real_f32_to_bf16(float f);
+
+/* One source or destination of a kernel: its shape and type (from the
+ * graph) and where its bytes are. Every tensor of sched/ is contiguous in
+ * its shape: views, reshapes and permutes name bytes, they move none. */
+typedef struct real_tensor {
+    sched_dtype type;
+    int64_t ne[SCHED_MAX_DIMS];
+    void *data;
+} real_tensor;
+
+typedef struct real_kernel_args {
+    sched_op op;
+    real_tensor dst;
+    real_tensor src[SCHED_MAX_SRC];
+    int n_src;
+    int32_t param;
+    /* ALL_REDUCE: the other ranks' partial sums (src of every participant,
+     * this one included); n_ranks 1 is a copy. */
+    const real_tensor *ranks;
+    int n_ranks;
+} real_kernel_args;
+
+/* The chunk of the destination thread ith of nth writes, in bytes of dst:
+ * [*lo, *hi). Chunks are contiguous and disjoint; a chunk may be empty. */
+void real_kernel_chunk(const real_kernel_args *a, int ith, int nth, uint64_t *lo, uint64_t *hi);
+/* Computes chunk ith of nth. Returns REAL_OK or REAL_EUNSUPPORTED. Views
+ * (VIEW, RESHAPE, PERMUTE) and NONE do nothing. */
+real_status real_kernel_run(const real_kernel_args *a, int ith, int nth);
+/* Whether the kernels support t (op and types). */
+bool real_kernel_supports(const sched_graph *g, const sched_tensor *t);
+/* Element e of t as f32 / stores v as element e of t's type. */
+float real_load_f32(const real_tensor *t, int64_t e);
+void real_store_f32(const real_tensor *t, int64_t e, float v);
+
+/* ------------------------------------------------------------------ */
+/* Backends (backend_cpu.c, backend_cpustream.c, backends.c).          */
+
+typedef enum {
+    REAL_TRACE_STREAM = 0,  /* host and stream queues, one op per node */
+    REAL_TRACE_THREAD = 1,  /* also: each pool thread a host queue, its chunks and barriers */
+} real_trace_level;
+
+typedef struct real_options {
+    real_barrier_kind barrier;  /* the cpu pool's barrier; default HYBRID (0 is SPIN:
+                                 * use real_options_default) */
+    int threads;                /* cpu pool threads; 0: the CPUs allowed */
+    real_trace_level trace_level;
+    int64_t jitter_ns;          /* cpustream default jitter (a spec's jitter= wins) */
+    uint64_t seed;              /* cpustream default seed (a spec's seed= wins) */
+    sched_sink *sink;           /* where to record; NULL: the recorder below, or none */
+    /* Test only: the cpu pool skips the barrier after the node at this
+     * position of a split (0 = first node); -1: never. Its chunks race. */
+    int skip_barrier_after;
+} real_options;
+
+void real_options_default(real_options *o);
+
+/*
+ * Creates the backends of a device spec, in priority order, the cpu last:
+ *
+ *   SPEC   := ITEM ("," ITEM)*
+ *   ITEM   := "cpustream" [":" N] | "cpu" | KEY "=" VALUE
+ *   KEY    := jitter (DURATION: 200us, 1ms, 500ns, 0) | seed (N) |
+ *             threads (N) | mem (bytes, k/m/g suffix)
+ *
+ * A KEY=VALUE applies to the devices of the ITEM before it
+ * ("cpustream:2,jitter=200us,seed=7,cpu,threads=2"). A spec without "cpu"
+ * gets one appended. Recording goes to opt->sink, else to rec (thread-safe;
+ * rec also receives the observed times of asynchronous statements), else
+ * nowhere. On success returns 0 and *out (n backends; free with
+ * real_backends_free); on error -1 with a one-line message in errbuf.
+ */
+int real_backends_create(const char *spec, const real_options *opt, trace_recorder *rec,
+                         sched_backend ***out, size_t *n, char *errbuf, size_t errlen);
+/* Waits for every device, stops their threads and frees backends, their
+ * buffers and the array. */
+void real_backends_free(sched_backend **backends, size_t n);
+/* Whether b is one of ours; its device index (cpustream N) or -1 (cpu). */
+bool real_backend_is_real(const sched_backend *b);
+
+/* Where a tensor's bytes are (its buffer must be ours); NULL when it has none. */
+void *real_tensor_data(const sched_tensor *t);
+
+/* Fills every weight and cache of a bound graph (sched_weights_bind) with
+ * deterministic values from their names and seed; records one host op per
+ * buffer. Returns 0 or -1. */
+int real_init_weights(sched_backend **backends, size_t n, sched_graph *g, uint64_t seed);
+/* Writes every user input of the planned graph g for evaluation eval (host
+ * ops on the `host` queue): token ids, positions eval*T+t, a causal mask,
+ * other inputs uniform in [-1, 1]. Same values as the reference's. */
+int real_set_inputs(sched_backend **backends, size_t n, sched_graph *g, uint64_t eval,
+                    uint64_t seed);
+/* A host tensor shaped like `like` (buffer from the cpu backend, declared in
+ * the trace as name), for sched_get_output or get_async. Free with
+ * real_host_tensor_free. NULL when out of memory. */
+sched_tensor *real_host_tensor_new(sched_backend **backends, size_t n, const sched_tensor *like,
+                                   const char *name);
+void real_host_tensor_free(sched_backend **backends, size_t n, sched_tensor *t);
+/* The host reads t (a host tensor) as f32 into out (nelements floats):
+ * records `host op read.NAME r:T`. Returns 0 or -1. */
+int real_read_output(sched_backend **backends, size_t n, const sched_tensor *t, float *out);
+
+/* ------------------------------------------------------------------ */
+/* The reference: the whole graph on one cpu thread, sequentially.     */
+
+typedef struct real_ref real_ref;
+
+/* Takes a fresh (unplanned) graph of the same model; g is kept, not owned.
+ * Weights, caches and inputs get the values real_init_weights and
+ * real_set_inputs give for seed: call those with the same seed. */
+real_ref *real_ref_new(sched_graph *g, uint64_t seed);
+void real_ref_free(real_ref *r);
+/* One evaluation with real_set_inputs' inputs for eval. Caches persist
+ * between evaluations, as in the real run. Returns 0 or -1. */
+int real_ref_eval(real_ref *r, uint64_t eval);
+/* The f32 values of tensor `name` after the last evaluation (NULL: unknown
+ * name); *n gets the number of elements. */
+const float *real_ref_tensor(const real_ref *r, const char *name, size_t *n);
+
+typedef struct real_error {
+    double max_abs;         /* max |out - ref| */
+    double max_rel;         /* max_abs / max |ref| (0 when ref is all zero) */
+    double max_ref;         /* max |ref| */
+    uint64_t n;             /* elements compared */
+    uint64_t n_nan;         /* elements where exactly one side is NaN */
+} real_error;
+
+/* Accumulates the error of out against ref (n floats) into e (zero it first). */
+void real_compare_outputs(const float *out, const float *ref, size_t n, real_error *e);
+
+#endif

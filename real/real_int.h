@@ -1,0 +1,95 @@
+/*
+ * real_int.h -- what the files of real/ share (not public).
+ */
+#ifndef SYNCSIM_REAL_INT_H
+#define SYNCSIM_REAL_INT_H
+
+#include "real.h"
+
+#include <pthread.h>
+
+#define REAL_MAX_BACKENDS 16
+
+/* One set of backends made by real_backends_create: they share the host
+ * queue, the recording lock and the events' lock. */
+typedef struct real_ctx {
+    real_options opt;
+    sched_sink sink;
+    bool recording;
+    trace_recorder *rec;            /* for observed times; may be NULL */
+    pthread_mutex_t rec_lock;       /* sinks are not all thread-safe */
+    uint32_t host_q;                /* the `host` queue */
+    uint64_t cur_eval;              /* the host's current evaluation (token=) */
+    int cur_split;
+    /* Events: one lock and condition for every event of the set. */
+    pthread_mutex_t ev_lock;
+    pthread_cond_t ev_cond;
+    sched_backend *backends[REAL_MAX_BACKENDS];
+    int n_backends;
+} real_ctx;
+
+/* Both backends' contexts start with this (a common initial sequence), so
+ * that any of them leads back to the set. */
+typedef struct real_backend_hdr {
+    sched_backend base;
+    real_ctx *rc;
+} real_backend_hdr;
+
+/* An event of a cpustream device. (Buffers: sched_buffer.ctx is their bytes.) */
+typedef struct real_event {
+    sched_event base;
+    uint64_t issued;                /* records queued (host side) */
+    uint64_t completed;             /* records executed (under ev_lock) */
+    uint32_t name_str;              /* the name, interned in the trace */
+    char name[SCHED_NAME_MAX];
+} real_event;
+
+int64_t real_now_ns(void);
+
+/* Recording (record.c): all under rec_lock; no-ops when not recording. */
+uint64_t real_rec_append(real_ctx *c, trace_stmt *s);
+void real_rec_set_time(real_ctx *c, uint64_t seq, int64_t t, int64_t dur);
+uint32_t real_rec_intern(real_ctx *c, const char *s);
+uint32_t real_rec_queue(real_ctx *c, const char *name, trace_queue_kind kind, const char *device);
+uint32_t real_rec_root(real_ctx *c, const char *name, uint64_t size, bool host, const char *device);
+uint32_t real_rec_view_of(real_ctx *c, uint32_t parent, const char *name, uint64_t off, uint64_t size);
+/* The trace view of a tensor (declared on first use); TRACE_NONE if none. */
+uint32_t real_rec_tensor(real_ctx *c, sched_tensor *t);
+/* Fills attrs with token= and split= of the current evaluation; returns n. */
+uint32_t real_rec_attrs(real_ctx *c, trace_attr *attrs, int split);
+
+/* Kernel arguments of node `node` of x, sources through x->src_of, and the
+ * trace accesses of the whole node (reads of each source, write of dst):
+ * acc must hold SCHED_MAX_SRC + 1. Returns the number of accesses (0 when
+ * not recording), or -1 when a tensor has no memory. */
+int real_node_args(real_ctx *c, const sched_exec *x, int32_t node, real_kernel_args *a,
+                   trace_access *acc, bool record);
+
+/* Backends. */
+sched_backend *real_cpu_new(real_ctx *c, int threads, real_barrier_kind barrier, char *err,
+                            size_t errlen);
+void real_cpu_free(sched_backend *b);
+typedef struct real_cs_params {
+    int index;
+    int threads;
+    int64_t jitter_ns;
+    uint64_t seed;
+    uint64_t mem;
+} real_cs_params;
+sched_backend *real_cs_new(real_ctx *c, const real_cs_params *p, char *err, size_t errlen);
+void real_cs_free(sched_backend *b);
+bool real_is_cs(const sched_backend *b);
+bool real_is_cpu(const sched_backend *b);
+real_ctx *real_ctx_of(const sched_backend *b);
+
+/* Buffers shared by both backends. */
+sched_buffer *real_buffer_new(sched_backend *b, real_ctx *c, const char *name, uint64_t size,
+                              sched_buffer_usage usage, bool host, const char *device);
+void real_buffer_free(sched_buffer *buf);
+
+/* Deterministic values (backends.c), shared with the reference. */
+void real_fill_weight(const sched_tensor *t, void *data, uint64_t seed);
+void real_fill_input(const sched_graph *g, const sched_tensor *t, void *data, uint64_t eval,
+                     uint64_t seed);
+
+#endif

@@ -1,0 +1,212 @@
+/*
+ * test_cpustream.c -- the emulated device: commands of one queue run in
+ * order (copies with jitter included), a wait makes a queue's later work
+ * see what the event's record covered, synchronize and event_synchronize
+ * block the host until done, and the recorded trace of a correctly
+ * synchronised sequence checks clean. Runs under ThreadSanitizer.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "check/check.h"
+#include "real/real.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define NB 4096
+
+typedef struct fixture {
+    trace *tr;
+    sched_sink sink;
+    sched_backend **be;
+    size_t n;
+    sched_tensor *t[16];
+    int n_t;
+} fixture;
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    f->tr = trace_new();
+    f->sink = sched_sink_memory(f->tr);
+    real_options o;
+    real_options_default(&o);
+    o.sink = &f->sink;
+    o.threads = 1;
+    char err[256];
+    if (real_backends_create("cpustream:2,jitter=2ms,seed=3,cpu", &o, NULL, &f->be, &f->n, err,
+                             sizeof err) != 0) {
+        print_error("%s\n", err);
+        return -1;
+    }
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    for (int i = 0; i < f->n_t; i++) {
+        sched_buffer *b = f->t[i]->buffer;
+        b->backend->iface->buffer_free(b->backend, b);
+        free(f->t[i]);
+    }
+    real_backends_free(f->be, f->n);
+    trace_free(f->tr);
+    free(f);
+    return 0;
+}
+
+/* A tensor of NB bytes in its own buffer of backend b. */
+static sched_tensor *tensor(fixture *f, int b, const char *name)
+{
+    sched_tensor *t = calloc(1, sizeof *t);
+    snprintf(t->name, sizeof t->name, "%s", name);
+    t->type = SCHED_I32;
+    t->n_dims = 1;
+    t->ne[0] = NB / 4;
+    t->ne[1] = t->ne[2] = t->ne[3] = 1;
+    t->view_src = -1;
+    t->buffer = f->be[b]->iface->buffer_alloc(f->be[b], name, NB, SCHED_BUFFER_COMPUTE);
+    assert_non_null(t->buffer);
+    t->trace_view = t->buffer->trace_id;
+    f->t[f->n_t++] = t;
+    return t;
+}
+
+static void fill(sched_tensor *t, int32_t base)
+{
+    int32_t *v = real_tensor_data(t);
+    for (int i = 0; i < NB / 4; i++)
+        v[i] = base + i;
+}
+
+static void expect_filled(sched_tensor *t, int32_t base)
+{
+    int32_t *v = real_tensor_data(t);
+    for (int i = 0; i < NB / 4; i++)
+        assert_int_equal(v[i], base + i);
+}
+
+static void test_cpustream_copies_run_in_queue_order(void **state)
+{
+    fixture *f = *state;
+    sched_backend *cs0 = f->be[0];
+    sched_tensor *x1 = tensor(f, 2, "x1"), *x2 = tensor(f, 2, "x2"), *y1 = tensor(f, 2, "y1");
+    sched_tensor *y2 = tensor(f, 2, "y2"), *a = tensor(f, 0, "a");
+    fill(x1, 100);
+    fill(x2, 7000);
+    /* One device slot reused: later copies must not overtake earlier ones. */
+    assert_int_equal(cs0->iface->set_async(cs0, x1, a), 0);
+    assert_int_equal(cs0->iface->get_async(cs0, a, y1), 0);
+    assert_int_equal(cs0->iface->set_async(cs0, x2, a), 0);
+    assert_int_equal(cs0->iface->get_async(cs0, a, y2), 0);
+    assert_int_equal(cs0->iface->synchronize(cs0), 0);
+    expect_filled(y1, 100);
+    expect_filled(y2, 7000);
+}
+
+static void test_cpustream_wait_orders_other_queue(void **state)
+{
+    fixture *f = *state;
+    sched_backend *cs0 = f->be[0], *cs1 = f->be[1];
+    sched_tensor *x = tensor(f, 2, "x"), *a = tensor(f, 0, "a0"), *y = tensor(f, 2, "y");
+    fill(x, 42);
+    sched_event *ev = cs0->iface->event_new(cs0, "e0");
+    assert_non_null(ev);
+    /* cs0 (2 ms jitter per command) uploads; cs1 copies the result out
+     * after waiting for cs0's record. */
+    assert_int_equal(cs0->iface->set_async(cs0, x, a), 0);
+    assert_int_equal(cs0->iface->event_record(cs0, ev), 0);
+    assert_int_equal(ev->n_records, 1);
+    assert_int_equal(cs1->iface->event_wait(cs1, ev), 0);
+    assert_int_equal(cs1->iface->get_async(cs1, a, y), 0);
+    assert_int_equal(cs1->iface->synchronize(cs1), 0);
+    expect_filled(y, 42);
+    /* event_synchronize: the host sees the record's work. */
+    fill(x, 5);
+    assert_int_equal(cs0->iface->set_async(cs0, x, a), 0);
+    assert_int_equal(cs0->iface->event_record(cs0, ev), 0);
+    assert_int_equal(cs0->iface->event_synchronize(cs0, ev), 0);
+    expect_filled(a, 5);
+    cs0->iface->event_free(cs0, ev);
+}
+
+static void test_cpustream_copy_async_between_devices(void **state)
+{
+    fixture *f = *state;
+    sched_backend *cs0 = f->be[0], *cs1 = f->be[1], *cpu = f->be[2];
+    sched_tensor *x = tensor(f, 2, "hx"), *a = tensor(f, 0, "da"), *b = tensor(f, 1, "db");
+    sched_tensor *z = tensor(f, 2, "hz");
+    fill(x, 9);
+    assert_int_equal(cs0->iface->set_async(cs0, x, a), 0);
+    /* Runs on cs0's queue after the upload; cs1 waits for it. */
+    assert_int_equal(cs1->iface->copy_async(cs1, cs0, a, b), 1);
+    assert_int_equal(cs1->iface->get_async(cs1, b, z), 0);
+    assert_int_equal(cs1->iface->synchronize(cs1), 0);
+    expect_filled(z, 9);
+    /* The cpu has no async copies: the scheduler syncs and copies itself. */
+    assert_null(cpu->iface->copy_async);
+    assert_null(cpu->iface->synchronize);
+}
+
+static void test_cpustream_trace_of_synchronised_copies_is_clean(void **state)
+{
+    fixture *f = *state;
+    sched_backend *cs0 = f->be[0], *cs1 = f->be[1];
+    sched_tensor *x = tensor(f, 2, "tx"), *a = tensor(f, 0, "ta"), *b = tensor(f, 1, "tb");
+    sched_tensor *y = tensor(f, 2, "ty");
+    fill(x, 1);
+    assert_int_equal(cs0->iface->set_async(cs0, x, a), 0);
+    assert_int_equal(cs1->iface->copy_async(cs1, cs0, a, b), 1);
+    assert_int_equal(cs1->iface->get_async(cs1, b, y), 0);
+    assert_int_equal(cs1->iface->synchronize(cs1), 0);
+    assert_int_equal(cs0->iface->synchronize(cs0), 0);
+    assert_int_equal(real_read_output(f->be, f->n, y, (float[NB / 4]){ 0 }), 0);
+    trace_reader r;
+    trace_reader_memory(&r, f->tr);
+    check_report *rep = NULL;
+    trace_error err;
+    check_options opt = { 0 };
+    assert_int_equal(check_trace(&r, &opt, &rep, &err), 0);
+    if (check_report_count(rep))
+        check_report_print(stderr, rep);
+    assert_int_equal(check_report_count(rep), 0);
+    check_report_free(rep);
+    trace_reader_close(&r);
+
+}
+
+static void test_cpustream_spec_errors_name_the_problem(void **state)
+{
+    (void)state;
+    sched_backend **be;
+    size_t n;
+    char err[256];
+    assert_int_equal(real_backends_create("gpu:2", NULL, NULL, &be, &n, err, sizeof err), -1);
+    assert_non_null(strstr(err, "unknown device 'gpu'"));
+    assert_int_equal(real_backends_create("cpustream:2,jitter=fast", NULL, NULL, &be, &n, err, sizeof err), -1);
+    assert_non_null(strstr(err, "jitter"));
+    assert_int_equal(real_backends_create("cpu,cpustream", NULL, NULL, &be, &n, err, sizeof err), -1);
+    assert_int_equal(real_backends_create("cpustream", NULL, NULL, &be, &n, err, sizeof err), 0);
+    assert_int_equal(n, 2);        /* the cpu is appended */
+    assert_string_equal(be[0]->iface->get_name(be[0]), "CS0");
+    assert_string_equal(be[1]->iface->get_name(be[1]), "CPU");
+    real_backends_free(be, n);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_cpustream_copies_run_in_queue_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cpustream_wait_orders_other_queue, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cpustream_copy_async_between_devices, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cpustream_trace_of_synchronised_copies_is_clean, setup, teardown),
+        cmocka_unit_test(test_cpustream_spec_errors_name_the_problem),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,284 @@
+/*
+ * test_real_run.c -- end to end: the scheduler (sched/sched.h) drives the
+ * real backends on real data, and every run is compared with the
+ * sequential reference and checked.
+ *
+ * A small llama, layer split over `cpustream:2,cpu` with 2 copy slots and
+ * 300 us of jitter, runs a few evaluations back to back (outputs fetched
+ * with get_async, one host tensor per evaluation, a single synchronize at
+ * the end: the pipelined way llama.cpp reads logits). `events` and `full`
+ * must match the reference exactly and check clean; `async-user-inputs`
+ * and `no-split-wait` must differ from it on at least one of a few seeds,
+ * and the checker must report the race on every run's trace, whether or
+ * not it manifested. Not labelled `threads`: the broken policies race on
+ * purpose, which ThreadSanitizer would (rightly) report.
+ *
+ * Also: a thread-level trace of the cpu pool checks clean with its
+ * barriers, and reports the race between node chunks with one barrier
+ * removed (test-only switch), both from a recorded SQLite database.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "check/check.h"
+#include "real/real.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MODEL "llama:n_layer=4,n_embd=64,n_head=4,n_head_kv=2,n_ff=128,n_vocab=256,n_ctx=32,dtype=f16,devices=2"
+#define TOKENS 4
+#define EVALS 6
+
+typedef struct run_result {
+    real_error err;
+    size_t races;
+    size_t findings;
+    char pattern[256];
+} run_result;
+
+static size_t check_memory(trace *tr, size_t *races)
+{
+    trace_reader r;
+    trace_reader_memory(&r, tr);
+    check_report *rep = NULL;
+    trace_error err;
+    check_options opt = { .max_findings = 1000 };
+    assert_int_equal(check_trace(&r, &opt, &rep, &err), 0);
+    size_t n = check_report_count(rep);
+    *races = check_report_count_kind(rep, TRACE_FINDING_RACE);
+    if (getenv("REAL_TEST_VERBOSE"))
+        check_report_print(stderr, rep);
+    check_report_free(rep);
+    trace_reader_close(&r);
+    return n;
+}
+
+static void run_llama(const char *policy, uint64_t seed, run_result *res)
+{
+    memset(res, 0, sizeof *res);
+    sched_model_params p;
+    char err[256];
+    assert_int_equal(sched_model_parse(MODEL, &p, err, sizeof err), 0);
+    trace *tr = trace_new();
+    sched_sink sink = sched_sink_memory(tr);
+    real_options o;
+    real_options_default(&o);
+    o.sink = &sink;
+    char spec[128];
+    snprintf(spec, sizeof spec, "cpustream:2,jitter=300us,seed=%llu,cpu,threads=2",
+             (unsigned long long)seed);
+    sched_backend **be;
+    size_t nb;
+    if (real_backends_create(spec, &o, NULL, &be, &nb, err, sizeof err) != 0)
+        fail_msg("%s", err);
+    sched_graph *g = sched_model_build(&p, TOKENS);
+    sched_graph *rg = sched_model_build(&p, TOKENS);
+    assert_non_null(g);
+    sched_weights *w = sched_weights_new(be, (int)nb, g, &sink);
+    assert_non_null(w);
+    assert_int_equal(sched_weights_bind(w, g), 0);
+    sched_options so = { .policy = sched_policy_find(policy), .n_copies = 2 };
+    assert_non_null(so.policy);
+    sched *s = sched_new(be, (int)nb, &so);
+    assert_non_null(s);
+    if (sched_plan(s, g, err, sizeof err) != SCHED_OK)
+        fail_msg("plan: %s", err);
+    assert_int_equal(real_init_weights(be, nb, g, 11), 0);
+    int32_t out = sched_graph_find(g, "result_output");
+    assert_true(out >= 0);
+    sched_tensor *ot = &g->tensors[out];
+    sched_backend *ob = sched_backend_at(s, ot->backend);
+    sched_tensor *host_out[EVALS];
+    for (int e = 0; e < EVALS; e++) {
+        char name[32];
+        snprintf(name, sizeof name, "logits.%d", e);
+        host_out[e] = real_host_tensor_new(be, nb, ot, name);
+        assert_non_null(host_out[e]);
+    }
+    for (int e = 0; e < EVALS; e++) {
+        assert_int_equal(real_set_inputs(be, nb, g, (uint64_t)e, 11), 0);
+        assert_int_equal(sched_graph_compute(s, (uint64_t)e), SCHED_OK);
+        if (ob->iface->get_async)
+            assert_int_equal(ob->iface->get_async(ob, ot, host_out[e]), 0);
+        else
+            assert_int_equal(sched_get_output(s, out, host_out[e]), SCHED_OK);
+    }
+    snprintf(res->pattern, sizeof res->pattern, "%s", sched_last_pattern(s));
+    assert_int_equal(sched_synchronize(s), SCHED_OK);
+
+    real_ref *ref = real_ref_new(rg, 11);
+    assert_non_null(ref);
+    size_t n = (size_t)sched_tensor_nelements(ot);
+    float *got = malloc(n * sizeof *got);
+    for (int e = 0; e < EVALS; e++) {
+        assert_int_equal(real_ref_eval(ref, (uint64_t)e), 0);
+        size_t rn;
+        const float *want = real_ref_tensor(ref, "result_output", &rn);
+        assert_non_null(want);
+        assert_int_equal(rn, n);
+        assert_int_equal(real_read_output(be, nb, host_out[e], got), 0);
+        real_compare_outputs(got, want, n, &res->err);
+    }
+    res->findings = check_memory(tr, &res->races);
+    if (getenv("REAL_TEST_VERBOSE"))
+        fprintf(stderr, "%s seed %llu: max abs %.3g rel %.3g, %zu findings (%zu races), %s\n",
+                policy, (unsigned long long)seed, res->err.max_abs, res->err.max_rel,
+                res->findings, res->races, res->pattern);
+    free(got);
+    real_ref_free(ref);
+    for (int e = 0; e < EVALS; e++)
+        real_host_tensor_free(be, nb, host_out[e]);
+    sched_free(s);
+    sched_weights_free(w);
+    real_backends_free(be, nb);
+    sched_graph_free(g);
+    sched_graph_free(rg);
+    trace_free(tr);
+}
+
+static void test_real_run_events_and_full_match_reference_and_check_clean(void **state)
+{
+    (void)state;
+    const char *good[2] = { "events", "full" };
+    for (int k = 0; k < 2; k++)
+        for (uint64_t seed = 1; seed <= 2; seed++) {
+            run_result r;
+            run_llama(good[k], seed, &r);
+            assert_true(r.err.n > 0);
+            assert_int_equal(r.err.n_nan, 0);
+            assert_true(r.err.max_ref > 0);
+            if (r.err.max_abs != 0)
+                fail_msg("%s seed %llu: max abs error %g", good[k], (unsigned long long)seed,
+                         r.err.max_abs);
+            assert_int_equal(r.findings, 0);
+        }
+}
+
+static void broken_policy(const char *policy)
+{
+    int differed = 0;
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        run_result r;
+        run_llama(policy, seed, &r);
+        /* The checker sees the missing sync whether or not it bit. */
+        if (r.races == 0)
+            fail_msg("%s seed %llu: no race reported", policy, (unsigned long long)seed);
+        if (r.err.max_abs > 0 || r.err.n_nan > 0)
+            differed++;
+    }
+    if (!differed)
+        fail_msg("%s: matched the reference on every seed", policy);
+}
+
+static void test_real_run_async_user_inputs_differs_and_races(void **state)
+{
+    (void)state;
+    broken_policy("async-user-inputs");
+}
+
+static void test_real_run_no_split_wait_differs_and_races(void **state)
+{
+    (void)state;
+    broken_policy("no-split-wait");
+}
+
+/* ------------------------------------------------------------------ */
+/* Thread-level trace of the pool.                                     */
+
+static size_t pool_trace_races(int skip_barrier_after, size_t *findings)
+{
+    char path[] = "/tmp/syncsim-real-pool-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    unlink(path);
+    trace_error terr;
+    trace_recorder *rec = trace_recorder_open(path, &(trace_recorder_opts){ .run_name = "pool" }, &terr);
+    assert_non_null(rec);
+    real_options o;
+    real_options_default(&o);
+    o.trace_level = REAL_TRACE_THREAD;
+    o.skip_barrier_after = skip_barrier_after;
+    o.threads = 2;
+    sched_backend **be;
+    size_t nb;
+    char err[256];
+    assert_int_equal(real_backends_create("cpu", &o, rec, &be, &nb, err, sizeof err), 0);
+    /* x -> rms_norm (row chunks) -> mul_mat (reads every row) */
+    sched_graph *g = sched_graph_new("pool");
+    int64_t xe[2] = { 64, 8 }, we[2] = { 64, 64 };
+    int32_t x = sched_graph_leaf(g, "x", SCHED_F32, 2, xe, SCHED_FLAG_INPUT);
+    int32_t wt = sched_graph_leaf(g, "w", SCHED_F32, 2, we, SCHED_FLAG_WEIGHT);
+    int32_t n1 = sched_graph_op(g, "norm", SCHED_OP_RMS_NORM, (int32_t[]){ x }, 1);
+    int32_t mm = sched_graph_op(g, "mm", SCHED_OP_MUL_MAT, (int32_t[]){ wt, n1 }, 2);
+    assert_true(mm >= 0);
+    g->tensors[mm].flags |= SCHED_FLAG_OUTPUT;
+    sched_sink sink = sched_sink_recorder(rec);
+    sched_weights *w = sched_weights_new(be, (int)nb, g, &sink);
+    assert_int_equal(sched_weights_bind(w, g), 0);
+    sched *s = sched_new(be, (int)nb, NULL);
+    assert_int_equal(sched_plan(s, g, err, sizeof err), SCHED_OK);
+    assert_int_equal(real_init_weights(be, nb, g, 1), 0);
+    for (int e = 0; e < 2; e++) {
+        assert_int_equal(real_set_inputs(be, nb, g, (uint64_t)e, 1), 0);
+        assert_int_equal(sched_graph_compute(s, (uint64_t)e), SCHED_OK);
+    }
+    sched_free(s);
+    sched_weights_free(w);
+    real_backends_free(be, nb);
+    sched_graph_free(g);
+    assert_int_equal(trace_recorder_close(rec, &terr), 0);
+
+    trace_reader r;
+    assert_int_equal(trace_store_open_reader(path, 0, &r, &terr), 0);
+    assert_true(r.trace->n_host_queues >= 2);   /* host + cpu.t1 */
+    check_report *rep = NULL;
+    check_options opt = { 0 };
+    assert_int_equal(check_trace(&r, &opt, &rep, &terr), 0);
+    if (getenv("REAL_TEST_VERBOSE"))
+        check_report_print(stderr, rep);
+    size_t races = check_report_count_kind(rep, TRACE_FINDING_RACE);
+    *findings = check_report_count(rep);
+    check_report_free(rep);
+    trace_reader_close(&r);
+    unlink(path);
+    char side[sizeof path + 8];
+    snprintf(side, sizeof side, "%s-wal", path);
+    unlink(side);
+    snprintf(side, sizeof side, "%s-shm", path);
+    unlink(side);
+    return races;
+}
+
+static void test_real_run_pool_thread_trace_clean_with_barriers(void **state)
+{
+    (void)state;
+    size_t findings;
+    assert_int_equal(pool_trace_races(-1, &findings), 0);
+    assert_int_equal(findings, 0);
+}
+
+static void test_real_run_pool_missing_barrier_races_between_chunks(void **state)
+{
+    (void)state;
+    size_t findings;
+    assert_true(pool_trace_races(0, &findings) >= 1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_real_run_events_and_full_match_reference_and_check_clean),
+        cmocka_unit_test(test_real_run_async_user_inputs_differs_and_races),
+        cmocka_unit_test(test_real_run_no_split_wait_differs_and_races),
+        cmocka_unit_test(test_real_run_pool_thread_trace_clean_with_barriers),
+        cmocka_unit_test(test_real_run_pool_missing_barrier_races_between_chunks),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
