@@ -19,7 +19,8 @@ void cmd_replay_help(FILE *out)
             "happens-before edge (queue order, submission, events, syncs, collectives, barriers,\n"
             "flags). Prints the makespan and the busy time of each queue; with --drop-sync, the\n"
             "statements named by seq (waits, syncs, awaits) are removed and the gain is printed.\n"
-            "Writes the re-timed trace as a new run of DB (default ./" CLI_DEFAULT_DB ").\n"
+            "Writes the re-timed trace as a new run: of the input database, or of\n"
+            "./" CLI_DEFAULT_DB " when the input is a text trace (-o names another).\n"
             "\n"
             "  --run N          run of a database (default: the latest)\n"
             "  --devices MODEL  device model (default: the run's, else h100-pcie)\n"
@@ -50,7 +51,7 @@ int cmd_replay(int argc, char **argv)
         { "durations", required_argument, NULL, 'D' }, { "drop-sync", required_argument, NULL, 'x' },
         { "output", required_argument, NULL, 'o' },    { NULL, 0, NULL, 0 },
     };
-    const char *devices = NULL, *db = CLI_DEFAULT_DB;
+    const char *devices = NULL, *db = NULL;
     int64_t run = 0;
     bool recorded = true;
     uint64_t drops[256];
@@ -94,6 +95,20 @@ int cmd_replay(int argc, char **argv)
         return cli_usage_error("replay", "expected one trace or database");
     const char *path = argv[optind];
     trace_error err = { 0 };
+    bool from_db = trace_path_is_sqlite(path);
+    if (!db)
+        db = from_db ? path : CLI_DEFAULT_DB;
+    /* Pin "the latest run" now: the run this command records becomes the
+     * latest of the database, and the replays below must not read it. */
+    if (from_db && run == 0) {
+        trace_store *st = trace_store_open(path, false, &err);
+        if (!st)
+            return cli_error("replay", "%s", err.msg);
+        run = trace_store_latest_run(st);
+        trace_store_close(st);
+        if (run < 0)
+            return cli_error("replay", "%s: the database holds no run", path);
+    }
 
     /* The run's own device model by default. */
     char spec[256] = "h100-pcie";
@@ -122,6 +137,12 @@ int cmd_replay(int argc, char **argv)
         cli_error("replay", "%s", err.msg);
         return strstr(err.msg, "hangs") ? 1 : 2;
     }
+    if ((uint64_t)n_drop > after.n_dropped)
+        return cli_error("replay",
+                         "--drop-sync: %llu of the %d seqs given name no wait, sync or await "
+                         "statement of %s (only those can be dropped; `syncsim minimize` and "
+                         "`syncsim check --json` print seqs)",
+                         (unsigned long long)(n_drop - after.n_dropped), n_drop, path);
     if (n_drop && replay_once(path, run, &base, &before, &err) != 0) {
         cli_error("replay", "%s (without the dropped syncs)", err.msg);
         return strstr(err.msg, "hangs") ? 1 : 2;

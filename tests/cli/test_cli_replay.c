@@ -1,0 +1,124 @@
+/* test_cli_replay.c -- `syncsim replay` through the command line: where the
+ * re-timed run goes, which run it reads, and --drop-sync on a non-sync. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "traces/trace.h"
+
+typedef struct fixture {
+    char dir[64];
+    char db[128];
+} fixture;
+
+/* Runs a shell command in the fixture's directory; returns its exit status
+ * and, when out is given, what it printed (stdout and stderr). */
+static int sh(const fixture *f, char *out, size_t cap, const char *fmt, ...)
+{
+    char cmd[1024], full[1200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    snprintf(full, sizeof full, "cd %s && %s 2>&1", f->dir, cmd);
+    FILE *p = popen(full, "r");
+    assert_non_null(p);
+    size_t n = 0;
+    char sink[4096];
+    while (!feof(p)) {
+        size_t got = out ? fread(out + n, 1, cap - 1 - n, p) : fread(sink, 1, sizeof sink, p);
+        if (got == 0)
+            break;
+        if (out)
+            n += got;
+    }
+    if (out)
+        out[n] = '\0';
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    snprintf(f->dir, sizeof f->dir, "/tmp/syncsim-replay-XXXXXX");
+    if (!f || !mkdtemp(f->dir))
+        return -1;
+    snprintf(f->db, sizeof f->db, "%s/run.db", f->dir);
+    if (sh(f, NULL, 0, "%s run --tokens 4 --prompt 16 -o run.db", SYNCSIM_BINARY) != 0)
+        return -1;
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", f->dir);
+    if (system(cmd) != 0)
+        return -1;
+    free(f);
+    return 0;
+}
+
+/* The statement count of each run of the database, in run order. */
+static size_t run_counts(const char *db, uint64_t *counts, size_t cap)
+{
+    trace_error err;
+    trace_store *st = trace_store_open(db, false, &err);
+    assert_non_null(st);
+    trace_run_info *runs;
+    size_t n;
+    assert_int_equal(trace_store_runs(st, &runs, &n, &err), 0);
+    for (size_t i = 0; i < n && i < cap; i++)
+        counts[i] = runs[i].n_stmts;
+    trace_run_info_free(runs, n);
+    trace_store_close(st);
+    return n;
+}
+
+static void test_cli_replay_writes_beside_its_input_and_reads_the_latest_run(void **state)
+{
+    fixture *f = *state;
+    char out[4096];
+    assert_int_equal(sh(f, out, sizeof out, "%s replay run.db", SYNCSIM_BINARY), 0);
+    assert_non_null(strstr(out, "written as run 2 of run.db"));
+    uint64_t counts[4];
+    assert_int_equal(run_counts(f->db, counts, 4), 2);
+    assert_true(counts[0] > 0);
+    /* the replay read run 1, not the run it was writing */
+    assert_int_equal(counts[1], counts[0]);
+    /* nothing went to the default database */
+    assert_int_equal(sh(f, NULL, 0, "test -e syncsim.db"), 1);
+}
+
+static void test_cli_replay_refuses_dropping_a_statement_that_is_no_sync(void **state)
+{
+    fixture *f = *state;
+    char out[4096];
+    /* seq 0 of a run is the host's first op */
+    assert_int_equal(sh(f, out, sizeof out, "%s replay run.db --drop-sync 0", SYNCSIM_BINARY), 2);
+    assert_non_null(strstr(out, "name no wait, sync or await statement"));
+    uint64_t counts[4];
+    assert_int_equal(run_counts(f->db, counts, 4), 1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_cli_replay_writes_beside_its_input_and_reads_the_latest_run,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cli_replay_refuses_dropping_a_statement_that_is_no_sync,
+                                        setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
