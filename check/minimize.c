@@ -441,7 +441,23 @@ typedef struct iter_pat {
     uint32_t iter;              /* string id of the iteration value */
     char *before, *after;
     size_t nb, na, cb, ca;
+    /* Queue of the last 'g' in before/after: kernels a host queues on one
+     * stream back to back are one graph launch, as in ggml's "sassassasg". */
+    uint32_t g_queue_b, g_queue_a;
 } iter_pat;
+
+static int pat_add(char **s, size_t *n, size_t *cap, char ch);
+
+/* Adds ch to a pattern unless it continues the graph launch that the
+ * pattern ends with (another op on the same queue). */
+static void pat_add_launch(char **s, size_t *n, size_t *cap, uint32_t *g_queue, char ch,
+                           uint32_t queue)
+{
+    if (ch == 'g' && *n && (*s)[*n - 1] == 'g' && *g_queue == queue)
+        return;
+    if (pat_add(s, n, cap, ch) == 0)
+        *g_queue = ch == 'g' ? queue : TRACE_NONE;
+}
 
 static int pat_add(char **s, size_t *n, size_t *cap, char ch)
 {
@@ -520,17 +536,17 @@ void check_print_sync_patterns(FILE *out, const trace *t, const bool *keep)
                 p = np;
                 cap = c;
             }
-            p[n] = (iter_pat){ host, cur[host], NULL, NULL, 0, 0, 0, 0 };
+            p[n] = (iter_pat){ host, cur[host], NULL, NULL, 0, 0, 0, 0, TRACE_NONE, TRACE_NONE };
             *v = n++;
         }
         iter_pat *ip = &p[*v];
-        pat_add(&ip->before, &ip->nb, &ip->cb, ch);
+        pat_add_launch(&ip->before, &ip->nb, &ip->cb, &ip->g_queue_b, ch, s.queue);
         if (!keep || keep[i])
-            pat_add(&ip->after, &ip->na, &ip->ca, ch);
+            pat_add_launch(&ip->after, &ip->na, &ip->ca, &ip->g_queue_a, ch, s.queue);
     }
     if (n)
         fprintf(out, "sync pattern per host iteration (s = host sync/wait/await/barrier, a = async "
-                     "copy submitted by the host, g = graph/op launch submitted by the host):\n");
+                     "copy submitted by the host, g = graph launch: ops the host queued back to back on one stream):\n");
     bool *done = calloc(n ? n : 1, sizeof *done);
     for (size_t i = 0; done && i < n; i++) {
         if (done[i])

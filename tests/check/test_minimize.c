@@ -93,6 +93,45 @@ static void test_minimize_keeps_only_needed_syncs(void **state)
     trace_free(t);
 }
 
+/* A graph launch is many kernels on one stream: they print as one 'g'.
+ * Kernels on another stream, or after a copy, start another launch. */
+static void test_minimize_pattern_counts_graph_launches(void **state)
+{
+    (void)state;
+    trace *t = tb_new();
+    tb_host(t, "host");
+    tb_stream(t, "gpu0", "0");
+    tb_stream(t, "gpu1", "1");
+    tb_buf(t, "a", 64);
+    tb_buf(t, "b", 64);
+    uint32_t k_token = trace_intern_cstr(t, "token");
+    trace_attr tok = { k_token, trace_intern_cstr(t, "0") };
+    trace_stmt x;
+    trace_stmt_init(&x);
+    x.queue = tb_q(t, "host");
+    x.kind = TRACE_SYNC;
+    x.sync_scope = TRACE_SYNC_ALL;
+    x.n_attr = 1;
+    x.attr = &tok;
+    trace_append(t, &x);                                    /* s */
+    tb_op(t, "gpu0", "k1", "w:a");                          /* g: launch 1 */
+    tb_op(t, "gpu0", "k2", "w:a");
+    tb_op(t, "gpu0", "k3", "w:a");
+    tb_stmt(t, "gpu0", TRACE_COPY, "cp", NULL, "r:a w:b");  /* a */
+    tb_op(t, "gpu0", "k4", "w:a");                          /* g: launch 2 */
+    tb_op(t, "gpu1", "k5", "w:b");                          /* g: launch 3, another stream */
+    tb_op(t, "gpu1", "k6", "w:b");
+    tb_sync(t, "host", "gpu1");                             /* s */
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&buf, &len);
+    check_print_sync_patterns(out, t, NULL);
+    fclose(out);
+    assert_non_null(strstr(buf, "host iteration 0: sgaggs -> sgaggs"));
+    free(buf);
+    trace_free(t);
+}
+
 static void test_minimize_redundant_sync_findings(void **state)
 {
     (void)state;
@@ -297,6 +336,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_minimize_keeps_only_needed_syncs),
+        cmocka_unit_test(test_minimize_pattern_counts_graph_launches),
         cmocka_unit_test(test_minimize_redundant_sync_findings),
         cmocka_unit_test(test_minimize_incremental_equals_from_scratch),
     };
