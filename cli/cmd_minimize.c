@@ -13,10 +13,14 @@
 #include <string.h>
 #include <unistd.h>
 
+/* Removable synchronisations listed without --all: enough to read, and a
+ * scheduler run can have thousands. */
+#define MIN_LIST 20
+
 void cmd_minimize_help(FILE *out)
 {
     fprintf(out,
-            "usage: syncsim minimize TRACE|DB [--run N] [-o OUT] [--quiet]\n"
+            "usage: syncsim minimize TRACE|DB [--run N] [-o OUT] [--quiet] [--all]\n"
             "\n"
             "Tries removing each wait, sync and await statement and each barrier\n"
             "generation, in submission order, and keeps a removal when checking the trace\n"
@@ -26,7 +30,7 @@ void cmd_minimize_help(FILE *out)
             "and after, with the letters\n"
             "  s  a host sync, wait, await or barrier\n"
             "  a  an asynchronous copy submitted by the host\n"
-            "  g  a graph or op launch submitted by the host\n"
+            "  g  a graph launch: ops the host queues back to back on one stream\n"
             "e.g. sassassasg -> saaasg. Re-checking is incremental: each candidate is\n"
             "replayed from a checkpoint only until the engine state meets the original\n"
             "run again.\n"
@@ -35,12 +39,14 @@ void cmd_minimize_help(FILE *out)
             "  -r, --run N         the run of DB (default: the latest)\n"
             "  -o, --output OUT    write the minimised trace (text format) to OUT\n"
             "  -q, --quiet         print the summary only\n"
+            "      --all           list every removable synchronisation (default: the first %d)\n"
             "\n"
             "Exit status: 0 done (whether or not something can go), 2 bad input or usage.\n"
             "\n"
             "Examples:\n"
             "  syncsim minimize litmus/sync-pattern-full.trace\n"
-            "  syncsim minimize syncsim.db -o minimal.trace\n");
+            "  syncsim minimize syncsim.db -o minimal.trace\n",
+            MIN_LIST);
 }
 
 static int write_trace(const char *output, trace *t, trace_error *err)
@@ -83,11 +89,12 @@ int cmd_minimize(int argc, char **argv)
         { "run", required_argument, NULL, 'r' },
         { "output", required_argument, NULL, 'o' },
         { "quiet", no_argument, NULL, 'q' },
+        { "all", no_argument, NULL, 'A' },
         { NULL, 0, NULL, 0 },
     };
     unsigned long long run = 0;
     const char *output = NULL;
-    bool quiet = false;
+    bool quiet = false, all = false;
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":r:o:q", longopts, NULL)) != -1) {
@@ -102,6 +109,9 @@ int cmd_minimize(int argc, char **argv)
             break;
         case 'q':
             quiet = true;
+            break;
+        case 'A':
+            all = true;
             break;
         case ':':
             return cli_usage_error("minimize", "option '%s' needs a value", argv[optind - 1]);
@@ -132,26 +142,33 @@ int cmd_minimize(int argc, char **argv)
            path, groups, res.n_candidates, res.n_candidates == 1 ? "" : "s", res.n_removed,
            res.n_removed == 1 ? "" : "s", (unsigned long long)res.replayed,
            (unsigned long long)res.n_stmts);
-    if (!quiet)
-        for (size_t i = 0; i < res.n_removed; i++) {
-            const check_removal *x = &res.removed[i];
-            if (x->line)
-                printf("  line %u", x->line);
-            else
-                printf("  seq %llu", (unsigned long long)x->seq);
-            printf("  %s %s", trace_str(t, t->queues[x->queue].name), trace_kind_str(x->kind));
-            trace_stmt s;
-            trace_stmt_at(t, x->seq, &s);
-            if (s.kind == TRACE_SYNC)
-                printf(" %s", s.sync_scope == TRACE_SYNC_QUEUE ? trace_str(t, t->queues[s.object].name)
-                              : s.sync_scope == TRACE_SYNC_ALL ? "all"
-                                                               : trace_str(t, s.object));
-            else
-                printf(" %s", trace_str(t, s.object));
-            if (x->group != x->seq)
-                printf("  (barrier generation with seq %llu)", (unsigned long long)x->group);
-            putchar('\n');
-        }
+    size_t listed = res.n_removed;
+    if (quiet)
+        listed = 0;
+    else if (!all && listed > MIN_LIST)
+        listed = MIN_LIST;
+    for (size_t i = 0; i < listed; i++) {
+        const check_removal *x = &res.removed[i];
+        if (x->line)
+            printf("  line %u", x->line);
+        else
+            printf("  seq %llu", (unsigned long long)x->seq);
+        printf("  %s %s", trace_str(t, t->queues[x->queue].name), trace_kind_str(x->kind));
+        trace_stmt s;
+        trace_stmt_at(t, x->seq, &s);
+        if (s.kind == TRACE_SYNC)
+            printf(" %s", s.sync_scope == TRACE_SYNC_QUEUE ? trace_str(t, t->queues[s.object].name)
+                          : s.sync_scope == TRACE_SYNC_ALL ? "all"
+                                                           : trace_str(t, s.object));
+        else
+            printf(" %s", trace_str(t, s.object));
+        if (x->group != x->seq)
+            printf("  (barrier generation with seq %llu)", (unsigned long long)x->group);
+        putchar('\n');
+    }
+    if (listed < res.n_removed && !quiet)
+        printf("  ... and %zu more (--all lists them, -o writes the minimised trace)\n",
+               res.n_removed - listed);
     check_print_sync_patterns(stdout, t, res.keep);
     int status = 0;
     if (output) {
