@@ -1,0 +1,113 @@
+/*
+ * cmd_graph.c -- `syncsim graph DB [--run N] [-o FILE] [--full]`: draws the
+ * split graph a run stored, through Graphviz in-process (viz/graph.c).
+ */
+#include "cli.h"
+#include "viz/viz.h"
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+void cmd_graph_help(FILE *out)
+{
+    fprintf(out,
+            "usage: syncsim graph DB [--run N] [-o FILE.svg|FILE.png|FILE.dot] [--full]\n"
+            "\n"
+            "Draws the split graph that the scheduler stored with run N of DB (default: the\n"
+            "latest run): one cluster per split, labelled with its backend and inputs; nodes\n"
+            "filled with their backend's colour and labelled with op and shape; copies of\n"
+            "split inputs as arrow shapes with their pipeline slot; edges that cross splits\n"
+            "in red, copies dashed orange; hover a node in the SVG for why it went to its\n"
+            "backend. Above %d nodes the graph is drawn one node per split unless --full.\n"
+            "Laid out by Graphviz's dot, in-process.\n"
+            "\n"
+            "Options:\n"
+            "  -r, --run N        the run to draw (default: the latest)\n"
+            "  -o, --output FILE  the picture: .svg (default splits.svg), .png, .pdf, or .dot\n"
+            "                     (the DOT text, not laid out)\n"
+            "      --full         draw every node, however many\n"
+            "\n"
+            "Examples:\n"
+            "  syncsim run -o run.db && syncsim graph run.db -o splits.svg\n"
+            "  syncsim graph run.db --run 2 -o splits.dot\n",
+            VIZ_GRAPH_NODE_LIMIT);
+}
+
+int cmd_graph(int argc, char **argv)
+{
+    enum { OPT_FULL = 256 };
+    static const struct option longopts[] = {
+        { "run", required_argument, NULL, 'r' },
+        { "output", required_argument, NULL, 'o' },
+        { "full", no_argument, NULL, OPT_FULL },
+        { NULL, 0, NULL, 0 },
+    };
+    unsigned long long run = 0;
+    const char *output = "splits.svg";
+    viz_graph_opts opts = { 0 };
+    int c;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":r:o:", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'r':
+            if (cli_parse_u64(optarg, &run) != 0 || run == 0 || run > INT64_MAX)
+                return cli_usage_error("graph", "--run expects a run id (1, 2, ...), got '%s'",
+                                       optarg);
+            break;
+        case 'o':
+            output = optarg;
+            break;
+        case OPT_FULL:
+            opts.full = true;
+            break;
+        case ':':
+            return cli_usage_error("graph", "option '%s' needs a value", argv[optind - 1]);
+        default:
+            return cli_usage_error("graph", "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind != argc - 1)
+        return cli_usage_error("graph", optind >= argc ? "missing database" : "too many arguments");
+    const char *db = argv[optind];
+    const char *format = viz_graph_format_of(output);
+    if (!format)
+        return cli_usage_error("graph", "%s: the picture's name must end in .svg, .png, .pdf or "
+                               ".dot", output);
+    if (!trace_path_is_sqlite(db))
+        return cli_error("graph", "%s: not a trace database (the split graph is stored by "
+                         "'syncsim run'; a text trace has none)", db);
+    trace_error err = { 0 };
+    trace_store *st = trace_store_open(db, false, &err);
+    if (!st)
+        return cli_error("graph", "%s", err.msg);
+    int64_t run_id = run ? (int64_t)run : trace_store_latest_run(st);
+    if (run_id <= 0) {
+        trace_store_close(st);
+        return cli_error("graph", "%s: the database holds no run", db);
+    }
+    trace_graph g = { 0 };
+    if (trace_store_graph(st, run_id, &g, &err) != 0) {
+        trace_store_close(st);
+        return cli_error("graph", "%s", err.msg);
+    }
+    trace_store_close(st);
+    if (g.n_nodes == 0) {
+        trace_graph_free(&g);
+        return cli_error("graph", "%s: run %lld has no split graph (tables graph_nodes, "
+                         "graph_splits are empty for it)", db, (long long)run_id);
+    }
+    char title[512];
+    snprintf(title, sizeof title, "%s, run %lld: %zu nodes in %zu splits", db, (long long)run_id,
+             g.n_nodes, g.n_splits);
+    opts.title = title;
+    int rc = viz_graph_render(&g, &opts, format, output, NULL, NULL, &err);
+    bool summary = viz_graph_summarised(&g, &opts);
+    size_t n_nodes = g.n_nodes, n_splits = g.n_splits;
+    trace_graph_free(&g);
+    if (rc != 0)
+        return cli_error("graph", "%s", err.msg);
+    printf("%s: %zu nodes in %zu splits%s\n", output, n_nodes, n_splits,
+           summary ? " (one node per split; --full for every node)" : "");
+    return 0;
+}

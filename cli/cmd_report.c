@@ -1,0 +1,79 @@
+/*
+ * cmd_report.c -- `syncsim report DB [--run N] -o report.html`: one
+ * self-contained HTML page about a run (viz/report.c).
+ */
+#include "cli.h"
+#include "viz/viz.h"
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+void cmd_report_help(FILE *out)
+{
+    fprintf(out,
+            "usage: syncsim report DB [--run N] -o FILE.html [--no-timeline]\n"
+            "\n"
+            "Writes one self-contained HTML page about run N of DB (default: the latest):\n"
+            "the run and its metadata, the findings with their fixes (stored by 'syncsim\n"
+            "check DB', else found now), the split graph and the timeline as inline SVG,\n"
+            "the sync pattern per iteration (s = host sync/wait, a = async copy, g = graph\n"
+            "launch; when statements carry token= or iter=), and the replays and what-ifs\n"
+            "recorded from this run (runs whose run_meta names it as source_run or\n"
+            "replay_of). The page refers to no other file and runs no script.\n"
+            "\n"
+            "Options:\n"
+            "  -r, --run N         the run to report on (default: the latest)\n"
+            "  -o, --output FILE   the page (default report.html)\n"
+            "      --no-timeline   leave the timeline out (it needs gnuplot)\n"
+            "\n"
+            "Examples:\n"
+            "  syncsim run -o run.db && syncsim check run.db; syncsim report run.db -o report.html\n"
+            "  syncsim import bug.trace -o bug.db && syncsim report bug.db -o bug.html\n");
+}
+
+int cmd_report(int argc, char **argv)
+{
+    enum { OPT_NO_TIMELINE = 256 };
+    static const struct option longopts[] = {
+        { "run", required_argument, NULL, 'r' },
+        { "output", required_argument, NULL, 'o' },
+        { "no-timeline", no_argument, NULL, OPT_NO_TIMELINE },
+        { NULL, 0, NULL, 0 },
+    };
+    unsigned long long run = 0;
+    const char *output = "report.html";
+    viz_report_opts opts = { 0 };
+    int c;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":r:o:", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'r':
+            if (cli_parse_u64(optarg, &run) != 0 || run == 0 || run > INT64_MAX)
+                return cli_usage_error("report", "--run expects a run id (1, 2, ...), got '%s'",
+                                       optarg);
+            opts.run = (int64_t)run;
+            break;
+        case 'o':
+            output = optarg;
+            break;
+        case OPT_NO_TIMELINE:
+            opts.no_timeline = true;
+            break;
+        case ':':
+            return cli_usage_error("report", "option '%s' needs a value", argv[optind - 1]);
+        default:
+            return cli_usage_error("report", "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind != argc - 1)
+        return cli_usage_error("report", optind >= argc ? "missing database" : "too many arguments");
+    if (!opts.no_timeline && !viz_gnuplot_available())
+        return cli_error("report", "gnuplot is not installed (Debian: apt-get install "
+                         "gnuplot-nox); it draws the timeline (or pass --no-timeline)");
+    trace_error err = { 0 };
+    if (viz_report_write(argv[optind], &opts, output, &err) != 0)
+        return cli_error("report", "%s", err.msg);
+    printf("%s\n", output);
+    return 0;
+}

@@ -1,0 +1,632 @@
+/*
+ * timeline.c -- what every queue did, when: the model of the timeline
+ * picture, collected from a trace reader in one streaming pass.
+ *
+ * Lanes. One lane per queue, top to bottom: host threads first, then the
+ * streams grouped by device (devices in the order they first appear).
+ *
+ * Items. Every statement becomes one item, indexed by its submission index
+ * (seq), so that findings, which name statements by seq, find their place:
+ *   - boxes: op, copy, collective, alloc, free: [t, t + dur) on the lane;
+ *   - marks: record, wait, sync, barrier, signal, await: a point where the
+ *     statement completes; a blocking statement with a duration (a host
+ *     sync that waited) also gets a thin "blocked" bar over that time.
+ * A statement without t= cannot be placed in time. When any box lacks a
+ * time the whole trace is laid out by submission order instead: item seq
+ * spans [seq, seq + 0.8) on its lane, and the picture's title says so.
+ *
+ * Arrows show why a queue could go on: from a `record E` to each `wait E`
+ * bound to it (the most recent record before the wait, rule 3), from a
+ * `signal F` to each `await F` (rule 6), and from the last statement
+ * submitted to a stream before a host `sync` covering it to that sync
+ * (rule 4). They are kept as pairs of seqs and placed when drawn.
+ *
+ * Races (viz_timeline_add_race) are pairs of seqs too: drawn as red
+ * outlines around both statements and a red arrow between their lanes.
+ *
+ * Size. Beyond merge_above boxes (50 k), boxes narrower than a pixel are
+ * merged per lane into runs of at most one pixel column (coloured by the
+ * kind most of them have, so a lane still shows copies among kernels),
+ * marks are thinned to one per pixel, and the default format is PNG; SVG
+ * with hundreds of thousands of rectangles is too heavy for a browser.
+ * The layout (lanes, units, merging) is computed once, at the end of
+ * collection; viz/gnuplot.c writes the script and data from it.
+ */
+#include "viz/timeline_int.h"
+
+#include "check/check.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static bool is_box_kind(trace_kind k)
+{
+    return k == TRACE_OP || k == TRACE_COPY || k == TRACE_COLLECTIVE || k == TRACE_ALLOC ||
+           k == TRACE_FREE;
+}
+
+static bool grow(void **p, size_t *cap, size_t need, size_t size)
+{
+    if (need <= *cap)
+        return true;
+    size_t c = *cap ? *cap : 64;
+    while (c < need)
+        c *= 2;
+    void *np = realloc(*p, c * size);
+    if (!np)
+        return false;
+    *p = np;
+    *cap = c;
+    return true;
+}
+
+/* A map from a string id of the reader's trace to a seq (events, flags). */
+static bool id_map_set(uint64_t **map, size_t *cap, uint32_t id, uint64_t seq)
+{
+    size_t old = *cap;
+    if (!grow((void **)map, cap, (size_t)id + 1, sizeof **map))
+        return false;
+    for (size_t i = old; i < *cap; i++)
+        (*map)[i] = UINT64_MAX;
+    (*map)[id] = seq;
+    return true;
+}
+
+static uint64_t id_map_get(const uint64_t *map, size_t cap, uint32_t id)
+{
+    return id < cap ? map[id] : UINT64_MAX;
+}
+
+static int add_arrow(viz_timeline *tl, uint64_t from, uint64_t to, uint8_t kind)
+{
+    if (!grow((void **)&tl->arrows, &tl->cap_arrows, tl->n_arrows + 1, sizeof *tl->arrows))
+        return -1;
+    tl->arrows[tl->n_arrows++] = (tl_arrow){ from, to, kind };
+    return 0;
+}
+
+typedef struct collect_state {
+    uint64_t *last_record, *last_signal; /* by event / flag string id */
+    size_t cap_record, cap_signal;
+    uint64_t *last_on_queue;             /* by queue index */
+    size_t cap_queue;
+    tl_arrow *pending_awaits;            /* awaits seen before any signal of their flag */
+    size_t n_pending, cap_pending;
+    uint32_t *pending_flag;
+} collect_state;
+
+static void collect_state_free(collect_state *cs)
+{
+    free(cs->last_record);
+    free(cs->last_signal);
+    free(cs->last_on_queue);
+    free(cs->pending_awaits);
+    free(cs->pending_flag);
+}
+
+/* The arrows that end at statement s (seq already stored). */
+static int link_statement(viz_timeline *tl, collect_state *cs, const trace *t, const trace_stmt *s)
+{
+    switch (s->kind) {
+    case TRACE_RECORD:
+        return id_map_set(&cs->last_record, &cs->cap_record, s->object, s->seq) ? 0 : -1;
+    case TRACE_SIGNAL:
+        if (!id_map_set(&cs->last_signal, &cs->cap_signal, s->object, s->seq))
+            return -1;
+        /* Awaits submitted before their signal (rule 6) are released by it. */
+        for (size_t i = 0; i < cs->n_pending;) {
+            if (cs->pending_flag[i] == s->object) {
+                if (add_arrow(tl, s->seq, cs->pending_awaits[i].to, TL_ARROW_FLAG) != 0)
+                    return -1;
+                cs->pending_awaits[i] = cs->pending_awaits[--cs->n_pending];
+                cs->pending_flag[i] = cs->pending_flag[cs->n_pending];
+            } else {
+                i++;
+            }
+        }
+        return 0;
+    case TRACE_WAIT: {
+        uint64_t rec = id_map_get(cs->last_record, cs->cap_record, s->object);
+        return rec == UINT64_MAX ? 0 : add_arrow(tl, rec, s->seq, TL_ARROW_EVENT);
+    }
+    case TRACE_AWAIT: {
+        uint64_t sig = id_map_get(cs->last_signal, cs->cap_signal, s->object);
+        if (sig != UINT64_MAX)
+            return add_arrow(tl, sig, s->seq, TL_ARROW_FLAG);
+        size_t cap = cs->cap_pending;
+        if (!grow((void **)&cs->pending_awaits, &cs->cap_pending, cs->n_pending + 1,
+                  sizeof *cs->pending_awaits))
+            return -1;
+        if (cap != cs->cap_pending) {
+            uint32_t *pf = realloc(cs->pending_flag, cs->cap_pending * sizeof *pf);
+            if (!pf)
+                return -1;
+            cs->pending_flag = pf;
+        }
+        cs->pending_awaits[cs->n_pending] = (tl_arrow){ 0, s->seq, TL_ARROW_FLAG };
+        cs->pending_flag[cs->n_pending++] = s->object;
+        return 0;
+    }
+    case TRACE_SYNC:
+        for (uint32_t q = 0; q < t->n_queues && q < cs->cap_queue; q++) {
+            const trace_queue *tq = &t->queues[q];
+            if (tq->kind != TRACE_QUEUE_STREAM || cs->last_on_queue[q] == UINT64_MAX)
+                continue;
+            bool covered = s->sync_scope == TRACE_SYNC_ALL ||
+                           (s->sync_scope == TRACE_SYNC_QUEUE && s->object == q) ||
+                           (s->sync_scope == TRACE_SYNC_DEVICE && s->object == tq->device);
+            if (covered && add_arrow(tl, cs->last_on_queue[q], s->seq, TL_ARROW_SYNC) != 0)
+                return -1;
+        }
+        return 0;
+    default:
+        return 0;
+    }
+}
+
+static int store_item(viz_timeline *tl, collect_state *cs, const trace *t, const trace_stmt *s)
+{
+    if (s->seq != tl->n_items)
+        return -2; /* seqs must be dense: every reader guarantees it */
+    if (!grow((void **)&tl->items, &tl->cap_items, tl->n_items + 1, sizeof *tl->items))
+        return -1;
+    tl_item *it = &tl->items[tl->n_items++];
+    it->t = s->t;
+    it->dur = s->dur != TRACE_TIME_NONE && s->dur > 0 ? s->dur : 0;
+    it->queue = s->queue;
+    it->kind = (uint8_t)s->kind;
+    it->label = TRACE_NONE;
+    if (s->label != TRACE_NONE) {
+        const char *l = trace_str(t, s->label);
+        it->label = trace_intern_cstr(tl->names, l);
+        if (it->label == TRACE_NONE)
+            return -1;
+    }
+    if (is_box_kind(s->kind)) {
+        tl->n_boxes_in++;
+        if (s->t == TRACE_TIME_NONE)
+            tl->n_untimed++;
+    }
+    size_t old = cs->cap_queue;
+    if (!grow((void **)&cs->last_on_queue, &cs->cap_queue, (size_t)s->queue + 1,
+              sizeof *cs->last_on_queue))
+        return -1;
+    for (size_t i = old; i < cs->cap_queue; i++)
+        cs->last_on_queue[i] = UINT64_MAX;
+    if (t->queues[s->queue].kind == TRACE_QUEUE_STREAM)
+        cs->last_on_queue[s->queue] = s->seq;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Layout, once everything is read.                                    */
+
+static int make_lanes(viz_timeline *tl, const trace *t)
+{
+    tl->n_lanes = t->n_queues;
+    tl->lanes = calloc(t->n_queues ? t->n_queues : 1, sizeof *tl->lanes);
+    tl->lane_of = calloc(t->n_queues ? t->n_queues : 1, sizeof *tl->lane_of);
+    if (!tl->lanes || !tl->lane_of)
+        return -1;
+    uint32_t lane = 0;
+    for (uint32_t q = 0; q < t->n_queues; q++)
+        if (t->queues[q].kind == TRACE_QUEUE_HOST)
+            tl->lane_of[q] = lane++;
+    uint32_t host_lanes = lane;
+    /* Devices in order of first appearance, their streams in declaration order. */
+    uint32_t group = host_lanes ? 1 : 0;
+    for (uint32_t q = 0; q < t->n_queues; q++) {
+        const trace_queue *tq = &t->queues[q];
+        if (tq->kind != TRACE_QUEUE_STREAM)
+            continue;
+        bool seen = false;
+        for (uint32_t p = 0; p < q && !seen; p++)
+            seen = t->queues[p].kind == TRACE_QUEUE_STREAM && t->queues[p].device == tq->device;
+        if (seen)
+            continue;
+        for (uint32_t p = q; p < t->n_queues; p++)
+            if (t->queues[p].kind == TRACE_QUEUE_STREAM && t->queues[p].device == tq->device) {
+                tl->lane_of[p] = lane;
+                tl->lanes[lane].group = group;
+                lane++;
+            }
+        group++;
+    }
+    tl->n_groups = group;
+    for (uint32_t q = 0; q < t->n_queues; q++) {
+        const trace_queue *tq = &t->queues[q];
+        tl_lane *l = &tl->lanes[tl->lane_of[q]];
+        char buf[256];
+        if (tq->kind == TRACE_QUEUE_HOST)
+            snprintf(buf, sizeof buf, "%s (host thread)", trace_str(t, tq->name));
+        else
+            snprintf(buf, sizeof buf, "%s (device %s stream)", trace_str(t, tq->name),
+                     trace_str(t, tq->device));
+        l->name = strdup(buf);
+        l->qname = strdup(trace_str(t, tq->name));
+        l->host = tq->kind == TRACE_QUEUE_HOST;
+        if (!l->name || !l->qname)
+            return -1;
+    }
+    return 0;
+}
+
+/* Positions in nanoseconds (timed) or submission slots (untimed). */
+void tl_item_span(const viz_timeline *tl, const tl_item *it, uint64_t seq, double *x0, double *x1)
+{
+    if (!tl->timed) {
+        *x0 = (double)seq;
+        *x1 = (double)seq + 0.8;
+        return;
+    }
+    if (it->t == TRACE_TIME_NONE) { /* a mark without a time: at its queue's last time */
+        *x0 = *x1 = (double)tl->x_min;
+        return;
+    }
+    *x0 = (double)it->t;
+    *x1 = (double)(it->t + it->dur);
+}
+
+static int compute_range(viz_timeline *tl, const viz_timeline_opts *o)
+{
+    double lo = 1e300, hi = -1e300;
+    for (uint64_t i = 0; i < tl->n_items; i++) {
+        const tl_item *it = &tl->items[i];
+        if (tl->timed && it->t == TRACE_TIME_NONE)
+            continue;
+        double x0, x1;
+        tl_item_span(tl, it, i, &x0, &x1);
+        lo = x0 < lo ? x0 : lo;
+        hi = x1 > hi ? x1 : hi;
+    }
+    if (lo > hi)
+        lo = hi = 0;
+    if (o && o->from != TRACE_TIME_NONE)
+        lo = (double)o->from;
+    if (o && o->to != TRACE_TIME_NONE)
+        hi = (double)o->to;
+    if (hi <= lo)
+        hi = lo + 1;
+    tl->x_min = (int64_t)lo;
+    tl->view_lo = lo;
+    tl->view_hi = hi;
+    return 0;
+}
+
+static int box_order(const void *a, const void *b, void *ctx)
+{
+    const viz_timeline *sort_tl = ctx;
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    const tl_item *ix = &sort_tl->items[x], *iy = &sort_tl->items[y];
+    uint32_t lx = sort_tl->lane_of[ix->queue], ly = sort_tl->lane_of[iy->queue];
+    if (lx != ly)
+        return lx < ly ? -1 : 1;
+    double ax, ax1, bx, bx1;
+    tl_item_span(sort_tl, ix, x, &ax, &ax1);
+    tl_item_span(sort_tl, iy, y, &bx, &bx1);
+    if (ax != bx)
+        return ax < bx ? -1 : 1;
+    return (x > y) - (x < y);
+}
+
+static int push_box(viz_timeline *tl, uint32_t lane, double x0, double x1, uint8_t kind,
+                    uint32_t label, uint32_t count)
+{
+    if (!grow((void **)&tl->boxes, &tl->cap_boxes, tl->n_boxes + 1, sizeof *tl->boxes))
+        return -1;
+    tl->boxes[tl->n_boxes++] = (tl_box){ x0, x1, lane, kind, label, count };
+    return 0;
+}
+
+/* The boxes to draw: every box in view, or with merging, runs of sub-pixel
+ * boxes per lane. */
+static int layout_boxes(viz_timeline *tl, const viz_timeline_opts *o)
+{
+    size_t merge_above = o && o->merge_above ? o->merge_above : VIZ_TIMELINE_MERGE_ABOVE;
+    tl->merge = tl->n_boxes_in > merge_above;
+    double px = (tl->view_hi - tl->view_lo) / (double)tl_plot_px(tl);
+    tl->ns_per_px = px;
+    uint64_t *order = malloc((tl->n_boxes_in ? tl->n_boxes_in : 1) * sizeof *order);
+    if (!order)
+        return -1;
+    size_t n = 0;
+    for (uint64_t i = 0; i < tl->n_items; i++) {
+        const tl_item *it = &tl->items[i];
+        if (!is_box_kind((trace_kind)it->kind) || (tl->timed && it->t == TRACE_TIME_NONE))
+            continue;
+        double x0, x1;
+        tl_item_span(tl, it, i, &x0, &x1);
+        if (x1 < tl->view_lo || x0 > tl->view_hi)
+            continue;
+        order[n++] = i;
+    }
+    if (!tl->merge) {
+        for (size_t k = 0; k < n; k++) {
+            const tl_item *it = &tl->items[order[k]];
+            double x0, x1;
+            tl_item_span(tl, it, order[k], &x0, &x1);
+            if (push_box(tl, tl->lane_of[it->queue], x0, x1, it->kind, it->label, 1) != 0)
+                goto fail;
+        }
+        free(order);
+        return 0;
+    }
+    qsort_r(order, n, sizeof *order, box_order, tl);
+    uint32_t run_lane = UINT32_MAX, run_count = 0, kinds[TRACE_KIND_COUNT] = { 0 };
+    double run_x0 = 0, run_x1 = 0;
+#define FLUSH_RUN()                                                                        \
+    do {                                                                                   \
+        if (run_count) {                                                                   \
+            uint8_t best = 0;                                                              \
+            for (uint8_t kk = 1; kk < TRACE_KIND_COUNT; kk++)                              \
+                if (kinds[kk] > kinds[best])                                               \
+                    best = kk;                                                             \
+            double w = run_x1 - run_x0 < px ? px : run_x1 - run_x0;                        \
+            if (push_box(tl, run_lane, run_x0, run_x0 + w, best, TRACE_NONE, run_count))   \
+                goto fail;                                                                 \
+            tl->n_merged += run_count;                                                     \
+        }                                                                                  \
+        run_count = 0;                                                                     \
+        memset(kinds, 0, sizeof kinds);                                                    \
+    } while (0)
+    for (size_t k = 0; k < n; k++) {
+        const tl_item *it = &tl->items[order[k]];
+        uint32_t lane = tl->lane_of[it->queue];
+        double x0, x1;
+        tl_item_span(tl, it, order[k], &x0, &x1);
+        if (x1 - x0 >= px) { /* wide enough to stand alone */
+            FLUSH_RUN();
+            if (push_box(tl, lane, x0, x1, it->kind, it->label, 1) != 0)
+                goto fail;
+            continue;
+        }
+        /* A run covers at most one pixel column, so colours and gaps survive. */
+        if (run_count && (lane != run_lane || x0 > run_x1 + px || x1 > run_x0 + px))
+            FLUSH_RUN();
+        if (!run_count) {
+            run_lane = lane;
+            run_x0 = x0;
+            run_x1 = x1;
+        }
+        run_x1 = x1 > run_x1 ? x1 : run_x1;
+        kinds[it->kind]++;
+        run_count++;
+    }
+    FLUSH_RUN();
+#undef FLUSH_RUN
+    free(order);
+    return 0;
+fail:
+    free(order);
+    return -1;
+}
+
+int tl_plot_px(const viz_timeline *tl)
+{
+    int w = tl->width - 260;
+    return w < 200 ? 200 : w;
+}
+
+int viz_timeline_collect(trace_reader *r, const viz_timeline_opts *o, viz_timeline **out,
+                         trace_error *err)
+{
+    viz_timeline *tl = calloc(1, sizeof *tl);
+    collect_state cs = { 0 };
+    if (!tl || !(tl->names = trace_new()))
+        goto oom;
+    tl->width = o && o->width > 0 ? o->width : 1400;
+    trace_stmt s;
+    int rc;
+    while ((rc = trace_reader_next(r, &s, err)) == 1) {
+        int st = store_item(tl, &cs, r->trace, &s);
+        if (st == -2) {
+            trace_error_set(err, TRACE_ECORRUPT, "%s: statement %llu comes out of order",
+                            r->source ? r->source : "trace", (unsigned long long)s.seq);
+            goto fail;
+        }
+        if (st != 0 || link_statement(tl, &cs, r->trace, &s) != 0)
+            goto oom;
+    }
+    if (rc < 0)
+        goto fail;
+    tl->timed = tl->n_untimed == 0 && tl->n_items > 0;
+    if (!tl->timed) /* a trace with no box at all but timed marks is still timed */
+        tl->timed = tl->n_boxes_in == 0 && tl->n_items > 0 && tl->items[0].t != TRACE_TIME_NONE;
+    const trace *t = r->trace;
+    if (make_lanes(tl, t) != 0 || compute_range(tl, o) != 0 || layout_boxes(tl, o) != 0)
+        goto oom;
+    tl->n_devices = tl->n_groups - ((t->n_host_queues ? 1 : 0));
+    snprintf(tl->source, sizeof tl->source, "%s", r->source ? r->source : "trace");
+    if (o && o->title)
+        snprintf(tl->title, sizeof tl->title, "%s", o->title);
+    collect_state_free(&cs);
+    *out = tl;
+    return 0;
+oom:
+    trace_error_set(err, TRACE_ENOMEM, "out of memory collecting the timeline");
+fail:
+    collect_state_free(&cs);
+    viz_timeline_free(tl);
+    return -1;
+}
+
+void viz_timeline_free(viz_timeline *tl)
+{
+    if (!tl)
+        return;
+    for (uint32_t i = 0; i < tl->n_lanes && tl->lanes; i++)
+        free(tl->lanes[i].name), free(tl->lanes[i].qname);
+    free(tl->lanes);
+    free(tl->lane_of);
+    free(tl->items);
+    free(tl->arrows);
+    free(tl->boxes);
+    free(tl->races);
+    trace_free(tl->names);
+    free(tl);
+}
+
+int viz_timeline_add_race(viz_timeline *tl, uint64_t first_seq, uint64_t second_seq,
+                          const char *label)
+{
+    if (first_seq >= tl->n_items || second_seq >= tl->n_items)
+        return 0;
+    if (!grow((void **)&tl->races, &tl->cap_races, tl->n_races + 1, sizeof *tl->races))
+        return -1;
+    tl_race *rc = &tl->races[tl->n_races++];
+    rc->first = first_seq;
+    rc->second = second_seq;
+    snprintf(rc->label, sizeof rc->label, "%s", label ? label : "race");
+    rc->type[0] = '\0';
+    return 0;
+}
+
+/* The string value of "key" in a flat JSON object text, from `from` on. */
+int tl_json_str(const char *json, const char *key, char *buf, size_t cap)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\"", key);
+    const char *p = json ? strstr(json, pat) : NULL;
+    if (!p || cap == 0)
+        return -1;
+    p += strlen(pat);
+    while (*p == ' ' || *p == ':')
+        p++;
+    if (*p != '"')
+        return -1;
+    p++;
+    size_t n = 0;
+    while (*p && *p != '"' && n + 1 < cap) {
+        if (*p == '\\' && p[1])
+            p++;
+        buf[n++] = *p++;
+    }
+    buf[n] = '\0';
+    return 0;
+}
+
+int viz_timeline_add_findings(viz_timeline *tl, const trace_finding_row *rows, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const trace_finding_row *f = &rows[i];
+        bool race = strcmp(f->kind, "race") == 0, uaf = strcmp(f->kind, "use-after-free") == 0;
+        if ((!race && !uaf) || f->first_seq < 0 || f->second_seq < 0)
+            continue;
+        char type[16] = "", buffer[96] = "", label[160];
+        tl_json_str(f->json, "type", type, sizeof type);
+        tl_json_str(f->json, "buffer", buffer, sizeof buffer);
+        if (race)
+            snprintf(label, sizeof label, "%s on %s", *type ? type : "race", buffer);
+        else
+            snprintf(label, sizeof label, "use after free of %s", buffer);
+        if (viz_timeline_add_race(tl, (uint64_t)f->first_seq, (uint64_t)f->second_seq, label) != 0)
+            return -1;
+        if (race && tl->n_races && tl->races[tl->n_races - 1].second == (uint64_t)f->second_seq)
+            snprintf(tl->races[tl->n_races - 1].type, sizeof tl->races[0].type, "%s", type);
+    }
+    return 0;
+}
+
+static int add_checked_findings(viz_timeline *tl, const char *path, int64_t run, trace_error *err)
+{
+    trace_reader r;
+    if (trace_open_any(path, run, &r, err) != 0)
+        return -1;
+    check_options opt = { .max_findings = 10000 };
+    check_report *rep = NULL;
+    int rc = check_trace(&r, &opt, &rep, err);
+    if (rc == 0) {
+        trace_finding_row *rows = NULL;
+        size_t n = 0;
+        rc = check_report_rows(rep, &rows, &n);
+        if (rc == 0)
+            rc = viz_timeline_add_findings(tl, rows, n);
+        if (rc != 0)
+            trace_error_set(err, TRACE_ENOMEM, "out of memory");
+        check_report_rows_free(rows, n);
+        check_report_free(rep);
+    }
+    trace_reader_close(&r);
+    return rc;
+}
+
+int viz_timeline_open(const char *path, int64_t run, const viz_timeline_opts *o,
+                      viz_timeline **out, trace_error *err)
+{
+    bool is_db = strcmp(path, "-") != 0 && trace_path_is_sqlite(path);
+    int64_t run_id = run;
+    trace_store *st = NULL;
+    if (is_db) {
+        st = trace_store_open(path, false, err);
+        if (!st)
+            return -1;
+        if (run_id == 0)
+            run_id = trace_store_latest_run(st);
+        if (run_id <= 0) {
+            trace_store_close(st);
+            return trace_error_set(err, TRACE_ENORUN, "%s: the database holds no run", path), -1;
+        }
+    }
+    trace_reader r;
+    viz_timeline *tl = NULL;
+    if (trace_open_any(path, run_id, &r, err) != 0)
+        goto fail;
+    int rc = viz_timeline_collect(&r, o, &tl, err);
+    trace_reader_close(&r);
+    if (rc != 0)
+        goto fail;
+    if (is_db && !(o && o->title)) {
+        snprintf(tl->title, sizeof tl->title, "%s, run %lld", path, (long long)run_id);
+    } else if (!(o && o->title)) {
+        const char *base = strrchr(path, '/');
+        snprintf(tl->title, sizeof tl->title, "%s", base ? base + 1 : path);
+    }
+    if (!(o && o->no_findings)) {
+        trace_finding_row *rows = NULL;
+        size_t n = 0;
+        if (st && trace_store_load_findings(st, run_id, &rows, &n, err) != 0)
+            goto fail;
+        if (n > 0) {
+            rc = viz_timeline_add_findings(tl, rows, n);
+            trace_finding_rows_free(rows, n);
+            if (rc != 0) {
+                trace_error_set(err, TRACE_ENOMEM, "out of memory");
+                goto fail;
+            }
+        } else if (add_checked_findings(tl, path, run_id, err) != 0) {
+            goto fail;
+        }
+    }
+    trace_store_close(st);
+    *out = tl;
+    return 0;
+fail:
+    trace_store_close(st);
+    viz_timeline_free(tl);
+    return -1;
+}
+
+size_t viz_timeline_boxes(const viz_timeline *tl)
+{
+    return tl->n_boxes;
+}
+
+size_t viz_timeline_races(const viz_timeline *tl)
+{
+    return tl->n_races;
+}
+
+bool viz_timeline_timed(const viz_timeline *tl)
+{
+    return tl->timed;
+}
+
+bool viz_timeline_merged(const viz_timeline *tl)
+{
+    return tl->merge;
+}
+
+const char *viz_timeline_default_format(const viz_timeline *tl)
+{
+    return tl->merge ? "png" : "svg";
+}

@@ -1,0 +1,139 @@
+/*
+ * util.c -- what the pictures and the report share: files written whole or
+ * not at all, HTML escaping, and SVG made fit for inlining in a page.
+ *
+ * Inlining several SVG documents in one HTML page puts their ids in one
+ * namespace: Graphviz names its groups "graph0", "node1", gnuplot its
+ * clip paths and point symbols "gpPt0". viz_svg_inline prefixes every
+ * id="..." and every reference to one (url(#...), href="#...") so that
+ * pictures cannot capture each other's definitions.
+ */
+#include "viz/viz.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int viz_commit_file(const char *tmp, const char *path, trace_error *err)
+{
+    if (rename(tmp, path) != 0) {
+        trace_error_set(err, TRACE_EIO, "%s: cannot write: %s", path, strerror(errno));
+        remove(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+int viz_write_file(const char *path, const char *data, size_t len, trace_error *err)
+{
+    size_t n = strlen(path) + 32;
+    char *tmp = malloc(n);
+    if (!tmp)
+        return trace_error_set(err, TRACE_ENOMEM, "out of memory"), -1;
+    snprintf(tmp, n, "%s.tmp.%d", path, (int)getpid());
+    FILE *f = fopen(tmp, "wb");
+    if (!f) {
+        trace_error_set(err, TRACE_EIO, "%s: cannot write: %s", path, strerror(errno));
+        free(tmp);
+        return -1;
+    }
+    bool ok = fwrite(data, 1, len, f) == len;
+    ok = (fclose(f) == 0) && ok;
+    int rc = -1;
+    if (!ok) {
+        remove(tmp);
+        trace_error_set(err, TRACE_EIO, "%s: write failed (disk full?)", path);
+    } else {
+        rc = viz_commit_file(tmp, path, err);
+    }
+    free(tmp);
+    return rc;
+}
+
+int viz_read_file(const char *path, char **data, size_t *len, trace_error *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return trace_error_set(err, TRACE_EIO, "%s: cannot read: %s", path, strerror(errno)), -1;
+    char *buf = NULL;
+    size_t n = 0, cap = 0;
+    for (;;) {
+        if (n + 65536 + 1 > cap) {
+            size_t c = cap ? cap * 2 : 131072;
+            char *p = realloc(buf, c);
+            if (!p) {
+                free(buf);
+                fclose(f);
+                return trace_error_set(err, TRACE_ENOMEM, "out of memory reading %s", path), -1;
+            }
+            buf = p;
+            cap = c;
+        }
+        size_t got = fread(buf + n, 1, 65536, f);
+        n += got;
+        if (got < 65536)
+            break;
+    }
+    bool bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        free(buf);
+        return trace_error_set(err, TRACE_EIO, "%s: read failed", path), -1;
+    }
+    buf[n] = '\0';
+    *data = buf;
+    *len = n;
+    return 0;
+}
+
+void viz_html_escape(FILE *out, const char *s)
+{
+    for (; s && *s; s++) {
+        switch (*s) {
+        case '<': fputs("&lt;", out); break;
+        case '>': fputs("&gt;", out); break;
+        case '&': fputs("&amp;", out); break;
+        case '"': fputs("&quot;", out); break;
+        case '\'': fputs("&#39;", out); break;
+        default: fputc(*s, out);
+        }
+    }
+}
+
+static bool starts(const char *p, const char *end, const char *word)
+{
+    size_t n = strlen(word);
+    return (size_t)(end - p) >= n && memcmp(p, word, n) == 0;
+}
+
+void viz_svg_inline(FILE *out, const char *data, size_t len, const char *prefix)
+{
+    const char *p = data, *end = data + len;
+    /* Skip the XML prolog, doctype and comments before the root element. */
+    const char *svg = NULL;
+    for (const char *q = data; q + 4 <= end; q++)
+        if (memcmp(q, "<svg", 4) == 0) {
+            svg = q;
+            break;
+        }
+    if (svg)
+        p = svg;
+    while (p < end) {
+        if (starts(p, end, " id=\"") || starts(p, end, " id='")) {
+            fwrite(p, 1, 5, out);
+            fputs(prefix, out);
+            p += 5;
+        } else if (starts(p, end, "url(#")) {
+            fputs("url(#", out);
+            fputs(prefix, out);
+            p += 5;
+        } else if (starts(p, end, "href=\"#") || starts(p, end, "href='#")) {
+            fwrite(p, 1, 7, out);
+            fputs(prefix, out);
+            p += 7;
+        } else {
+            fputc(*p++, out);
+        }
+    }
+}

@@ -1,0 +1,165 @@
+/*
+ * viz.h -- pictures and reports of what is stored: the split graph drawn
+ * through Graphviz (libgvc, in-process), the timeline drawn by gnuplot (a
+ * child process on a generated script and data file), and one
+ * self-contained HTML page per run.
+ *
+ * viz draws what a trace or a trace database holds; it never runs a
+ * schedule. It uses traces/ (readers, the store, the split graph, stored
+ * findings) and check/ (the checker, run when a trace has no stored
+ * findings, to find the races to draw). docs/viz.md is the user's page.
+ *
+ * Errors are trace_error values (traces/trace.h): one line that names the
+ * file or database and what went wrong. Every function that writes a file
+ * writes it whole or not at all (a temporary file renamed into place).
+ */
+#ifndef SYNCSIM_VIZ_H
+#define SYNCSIM_VIZ_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "traces/trace.h"
+
+/* ------------------------------------------------------------------ */
+/* The split graph (viz/graph.c).                                      */
+
+/* Above this many nodes the graph is drawn one node per split. */
+#define VIZ_GRAPH_NODE_LIMIT 400
+
+typedef struct viz_graph_opts {
+    size_t node_limit;      /* 0: VIZ_GRAPH_NODE_LIMIT */
+    bool full;              /* draw every node whatever the count */
+    const char *title;      /* graph label; NULL: none */
+} viz_graph_opts;
+
+/* True when g is drawn one node per split under o. */
+bool viz_graph_summarised(const trace_graph *g, const viz_graph_opts *o);
+
+/* Writes g as DOT text: one cluster per split (label: split, backend,
+ * inputs), nodes filled with their backend's colour and labelled with op
+ * and shape, copy nodes and cross-split edges styled apart, copy slots in
+ * the copy nodes' labels, the assignment cause in each node's tooltip.
+ * Returns 0, or -1 when writing fails. Deterministic for a given graph. */
+int viz_graph_dot(FILE *out, const trace_graph *g, const viz_graph_opts *o);
+
+/* Lays g out with Graphviz's dot and renders it in `format` ("svg", "png",
+ * "pdf"; "dot" writes viz_graph_dot's text without layout). With path
+ * non-NULL the picture is written there (whole or not at all); else it is
+ * returned in *data (malloc'd, NUL-terminated, *len bytes; caller frees).
+ * Returns 0 or -1 with err filled. */
+int viz_graph_render(const trace_graph *g, const viz_graph_opts *o, const char *format,
+                     const char *path, char **data, size_t *len, trace_error *err);
+
+/* The format named by a file name's extension (".svg" -> "svg", ...), or
+ * NULL when the extension is not one of svg, png, pdf, dot, gv. */
+const char *viz_graph_format_of(const char *path);
+
+/* ------------------------------------------------------------------ */
+/* The timeline (viz/timeline.c and viz/gnuplot.c).                   */
+
+/* Above this many boxes, boxes narrower than a pixel are merged and the
+ * default picture format is PNG. */
+#define VIZ_TIMELINE_MERGE_ABOVE 50000
+
+typedef struct viz_timeline_opts {
+    int64_t from, to;       /* ns; TRACE_TIME_NONE: no bound */
+    const char *title;      /* NULL: made from the trace */
+    int width;              /* pixels; 0: 1400 */
+    size_t merge_above;     /* 0: VIZ_TIMELINE_MERGE_ABOVE */
+    bool no_findings;       /* do not look for races (no checker run) */
+} viz_timeline_opts;
+
+typedef struct viz_timeline viz_timeline;
+
+/* Reads every statement of r into a timeline: one lane per queue (hosts
+ * first, then streams grouped by device), statements as boxes (op, copy,
+ * collective, alloc/free) or marks (record, wait, sync, barrier, signal,
+ * await), and arrows from a record (or signal) to the waits it releases and
+ * from a stream to the host syncs that cover it. Statements without t= are
+ * laid out by submission order. Does not close r. Returns 0 or -1 with err. */
+int viz_timeline_collect(trace_reader *r, const viz_timeline_opts *o, viz_timeline **out,
+                         trace_error *err);
+
+/* Adds a race between the statements with submission indices first_seq and
+ * second_seq, drawn in red between their lanes; label says what it is
+ * ("WAR on inp"). Unknown seqs are ignored. Returns 0 or -1 (memory). */
+int viz_timeline_add_race(viz_timeline *tl, uint64_t first_seq, uint64_t second_seq,
+                          const char *label);
+
+/* Adds the races among stored findings (trace_store_load_findings rows or
+ * check_report_rows); other kinds are skipped. Returns 0 or -1. */
+int viz_timeline_add_findings(viz_timeline *tl, const trace_finding_row *rows, size_t n);
+
+/* Opens path (a text trace or run `run` of a database, 0: latest),
+ * collects its timeline and adds its races: the findings stored in the
+ * database for that run, else those the checker finds. The one entry point
+ * for commands and the report. Returns 0 or -1 with err. */
+int viz_timeline_open(const char *path, int64_t run, const viz_timeline_opts *o,
+                      viz_timeline **out, trace_error *err);
+
+void viz_timeline_free(viz_timeline *tl);
+
+/* Facts about a collected timeline. */
+size_t viz_timeline_boxes(const viz_timeline *tl);     /* boxes drawn (after merging) */
+size_t viz_timeline_races(const viz_timeline *tl);
+bool viz_timeline_timed(const viz_timeline *tl);       /* statements carry t= */
+bool viz_timeline_merged(const viz_timeline *tl);      /* sub-pixel boxes merged */
+/* "svg", or "png" when the timeline has more than merge_above boxes. */
+const char *viz_timeline_default_format(const viz_timeline *tl);
+
+/* Writes the gnuplot script to `script` and its data to `data`: the script
+ * reads the data from data_path and writes the picture to out_path in
+ * `format` ("svg" or "png"). Returns 0 or -1 when writing fails. */
+int viz_timeline_write_gnuplot(const viz_timeline *tl, FILE *script, FILE *data,
+                               const char *data_path, const char *out_path, const char *format);
+
+/* True when a gnuplot program can be found (SYNCSIM_GNUPLOT names it, else
+ * `gnuplot` on PATH). */
+bool viz_gnuplot_available(void);
+
+/* Draws tl with gnuplot in a fresh temporary directory (removed after):
+ * with path non-NULL the picture goes there (whole or not at all), else into
+ * *data and *len (malloc'd, NUL-terminated). format: "svg" or "png"; NULL: the
+ * default. No gnuplot: err says so (status EUSAGE). Returns 0 or -1. */
+int viz_timeline_render(const viz_timeline *tl, const char *format, const char *path,
+                        char **data, size_t *len, trace_error *err);
+
+/* ------------------------------------------------------------------ */
+/* The report (viz/report.c).                                          */
+
+typedef struct viz_report_opts {
+    int64_t run;            /* 0: the latest */
+    bool no_timeline;       /* leave the timeline out (no gnuplot needed) */
+} viz_report_opts;
+
+/* Writes one self-contained HTML page about run o->run of the database at
+ * db to out_path (whole or not at all): the run summary and metadata, the
+ * findings with their fixes, the split graph and the timeline as inline
+ * SVG, the sync pattern per iteration when statements carry token=/iter=,
+ * and the runs derived from this one (replays, what-ifs: runs whose
+ * run_meta names it under source_run or replay_of). Returns 0 or -1 with
+ * err. */
+int viz_report_write(const char *db, const viz_report_opts *o, const char *out_path,
+                     trace_error *err);
+
+/* ------------------------------------------------------------------ */
+/* Shared helpers (viz/util.c).                                        */
+
+/* Writes s HTML-escaped (also fine inside attribute values). */
+void viz_html_escape(FILE *out, const char *s);
+/* Writes data (an SVG document) for inline use in HTML: without the XML
+ * prolog and doctype, every id and reference to one prefixed with prefix
+ * so that several inline pictures cannot clash. */
+void viz_svg_inline(FILE *out, const char *data, size_t len, const char *prefix);
+/* Renames tmp to path; on failure removes tmp and fills err. */
+int viz_commit_file(const char *tmp, const char *path, trace_error *err);
+/* Writes data[0..len) to path through a temporary file renamed into place.
+ * Returns 0 or -1 with err. */
+int viz_write_file(const char *path, const char *data, size_t len, trace_error *err);
+/* Reads a whole file into *data (malloc'd, NUL-terminated). Returns 0 or -1. */
+int viz_read_file(const char *path, char **data, size_t *len, trace_error *err);
+
+#endif
