@@ -149,7 +149,7 @@ static void test_device_model_malformed_value_names_line_and_column(void **state
     for (const char *p = text; *p && strncmp(p, "sync_ns", 7) != 0; p++)
         if (*p == '\n')
             line++;
-    char want[64];
+    char want[128];
     snprintf(want, sizeof want, "x.dev:%d:11: expected a non-negative integer for 'sync_ns'", line);
     assert_non_null(strstr(err.msg, want));
 }
