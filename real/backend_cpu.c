@@ -49,6 +49,11 @@ static const sched_backend_iface cpu_iface;
 
 bool real_is_cpu(const sched_backend *b) { return b && b->iface == &cpu_iface; }
 
+int real_cpu_threads(const sched_backend *b)
+{
+    return real_is_cpu(b) ? ((const cpu_backend *)b->ctx)->n_threads : 0;
+}
+
 static const char *cpu_name(sched_backend *b) { (void)b; return "CPU"; }
 static sched_device_kind cpu_kind(sched_backend *b) { (void)b; return SCHED_DEVICE_CPU; }
 

@@ -237,6 +237,28 @@ static int parse_spec(const char *spec, const real_options *o, spec_item *items,
     return 0;
 }
 
+int real_spec_check(const char *spec, int *n_devices, char *errbuf, size_t errlen)
+{
+    real_options o;
+    real_options_default(&o);
+    spec_item items[REAL_MAX_BACKENDS];
+    int n_items = 0;
+    if (parse_spec(spec, &o, items, &n_items, errbuf, errlen) != 0)
+        return -1;
+    int total = 0, cs = 0;
+    for (int i = 0; i < n_items; i++) {
+        total += items[i].count;
+        cs += items[i].cpu ? 0 : items[i].count;
+    }
+    if (total > REAL_MAX_BACKENDS) {
+        snprintf(errbuf, errlen, "devices '%s': at most %d devices", spec, REAL_MAX_BACKENDS);
+        return -1;
+    }
+    if (n_devices)
+        *n_devices = cs;
+    return 0;
+}
+
 int real_backends_create(const char *spec, const real_options *opt, trace_recorder *rec,
                          sched_backend ***out, size_t *n_out, char *errbuf, size_t errlen)
 {
@@ -555,6 +577,11 @@ struct real_ref {
 
 real_ref *real_ref_new(sched_graph *g, uint64_t seed)
 {
+    return real_ref_new_shared(g, seed, NULL);
+}
+
+real_ref *real_ref_new_shared(sched_graph *g, uint64_t seed, real_ref *share)
+{
     real_ref *r = calloc(1, sizeof *r);
     if (!r)
         return NULL;
@@ -570,6 +597,14 @@ real_ref *real_ref_new(sched_graph *g, uint64_t seed)
         const sched_tensor *t = &g->tensors[i];
         if (t->view_src >= 0)
             continue;
+        if (share && (t->flags & (SCHED_FLAG_WEIGHT | SCHED_FLAG_CACHE))) {
+            int32_t j = sched_graph_find(share->g, t->name);
+            if (j >= 0 && share->data[j] &&
+                sched_tensor_nbytes(&share->g->tensors[j]) == sched_tensor_nbytes(t)) {
+                r->data[i] = share->data[j];
+                continue;
+            }
+        }
         r->owned[i] = calloc(1, sched_tensor_nbytes(t) + 64);
         if (!r->owned[i])
             goto fail;

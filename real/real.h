@@ -193,6 +193,13 @@ void real_options_default(real_options *o);
  */
 int real_backends_create(const char *spec, const real_options *opt, trace_recorder *rec,
                          sched_backend ***out, size_t *n, char *errbuf, size_t errlen);
+/* Parses a device spec without creating anything: 0 and *n_devices (the
+ * cpustream devices, may be NULL), or -1 with real_backends_create's
+ * one-line message. */
+int real_spec_check(const char *spec, int *n_devices, char *errbuf, size_t errlen);
+/* Whether a --devices word names real backends (starts with "cpu", which
+ * covers "cpustream"), as opposed to a simulated device model. */
+bool real_spec_is_real(const char *spec);
 /* Waits for every device, stops their threads and frees backends, their
  * buffers and the array. */
 void real_backends_free(sched_backend **backends, size_t n);
@@ -230,6 +237,11 @@ typedef struct real_ref real_ref;
  * Weights, caches and inputs get the values real_init_weights and
  * real_set_inputs give for seed: call those with the same seed. */
 real_ref *real_ref_new(sched_graph *g, uint64_t seed);
+/* The same, but the weights and caches that share (an evaluated or fresh
+ * reference of the same model, e.g. the prompt graph's) has under the same
+ * name and size are share's memory: the two graphs see one KV cache, as the
+ * prompt and decode graphs of a run do. Free r before share. */
+real_ref *real_ref_new_shared(sched_graph *g, uint64_t seed, real_ref *share);
 void real_ref_free(real_ref *r);
 /* One evaluation with real_set_inputs' inputs for eval. Caches persist
  * between evaluations, as in the real run. Returns 0 or -1. */
@@ -248,5 +260,58 @@ typedef struct real_error {
 
 /* Accumulates the error of out against ref (n floats) into e (zero it first). */
 void real_compare_outputs(const float *out, const float *ref, size_t n, real_error *e);
+
+/* ------------------------------------------------------------------ */
+/* The `run` driver on real backends (run.c).                          */
+
+/* Outputs whose max relative error against the reference exceeds this (or
+ * with a NaN on one side only) DIFFER from it. A correctly synchronised run
+ * matches exactly; the tolerance only keeps the verdict robust. */
+#define REAL_RUN_TOLERANCE 1e-4
+
+typedef struct real_run_opts {
+    const char *model;              /* "llama:..." (NULL: llama defaults) */
+    const char *graph_file;         /* a graph file instead of a model */
+    const char *devices;            /* a real device spec (NULL: "cpu") */
+    const char *policy;             /* NULL: events */
+    int n_copies;                   /* 0: 2 */
+    int tokens;                     /* decode tokens (-1: 16) */
+    int prompt;                     /* prompt tokens (-1: 64) */
+    const char *barrier;            /* the cpu pool's barrier (NULL: hybrid) */
+    int threads;                    /* cpu pool threads (0: the CPUs allowed) */
+    real_trace_level trace_level;
+    uint64_t seed;                  /* weights, inputs; default jitter seed */
+    trace_recorder *rec;            /* where the run is recorded (NULL: nowhere) */
+    bool progress;                  /* a progress bar on stderr */
+    int window;                     /* evaluations in flight between reads (0: 64) */
+} real_run_opts;
+
+typedef struct real_run_result {
+    int prompt_tokens, n_ubatches, tokens;
+    int64_t prompt_ns;              /* wall time of the prompt (issue to last output) */
+    int64_t decode_ns;              /* of all decode tokens */
+    double ns_per_token;
+    double syncs_per_token;         /* host syncs and event syncs per decode token */
+    char pattern[512];              /* the last decode evaluation's pattern string */
+    char prompt_pattern[512];
+    int n_splits, n_inputs, n_copies;
+    int n_devices;                  /* cpustream devices */
+    int cpu_threads;
+    uint64_t n_evals;               /* evaluations compared with the reference */
+    real_error err;                 /* every evaluation's output against the reference */
+    bool differ;                    /* err above REAL_RUN_TOLERANCE */
+    char desc[256];                 /* model and machine, one line */
+} real_run_result;
+
+/* Runs a model on real backends, records it through o->rec, and compares the
+ * output of every evaluation (prompt ubatches and decode tokens) with the
+ * reference (the same graphs on one cpu thread, sequentially, same weights,
+ * caches and inputs). Outputs are read pipelined: get_async into one host
+ * tensor per evaluation, a synchronize every o->window evaluations and at
+ * the end of the prompt and of the decode. Returns 0, 2 for bad input (err
+ * filled; nothing recorded when it is detected before the backends start),
+ * 1 when the run failed. A run whose outputs differ returns 0 with
+ * res->differ set. */
+int real_run(const real_run_opts *o, real_run_result *res, trace_error *err);
 
 #endif

@@ -80,6 +80,8 @@ sched_backend *real_cs_new(real_ctx *c, const real_cs_params *p, char *err, size
 void real_cs_free(sched_backend *b);
 bool real_is_cs(const sched_backend *b);
 bool real_is_cpu(const sched_backend *b);
+/* The pool threads of a cpu backend; 0 for any other. */
+int real_cpu_threads(const sched_backend *b);
 real_ctx *real_ctx_of(const sched_backend *b);
 
 /* Buffers shared by both backends. */

@@ -156,7 +156,10 @@ int real_node_args(real_ctx *c, const sched_exec *x, int32_t node, real_kernel_a
             return -1;
         tensor_of(ot, base + extra, &a->src[i]);
         a->n_src = i + 1;
-        if (record && c->recording) {
+        /* A cpy's second source is its destination: written, not read (as
+         * the simulated backend records it); a read of the whole of it
+         * would race with the other pool threads' chunks. */
+        if (record && c->recording && !(t->op == SCHED_OP_CPY && i == 1)) {
             uint32_t v = real_rec_tensor(c, at);
             if (v != TRACE_NONE) {
                 uint64_t lo = extra, hi = extra + sched_tensor_nbytes(ot);
