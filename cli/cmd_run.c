@@ -87,6 +87,15 @@ static void human_bytes(uint64_t b, char *buf, size_t cap)
 }
 
 /* The real-backend path: check the inputs, record, print the summary. */
+/* A run's name says what ran where: "MODEL POLICY on DEVICES". */
+static const char *run_name(char *buf, size_t cap, const char *model, const char *graph_file,
+                            const char *policy, const char *devices, const char *default_devices)
+{
+    snprintf(buf, cap, "%s %s on %s", graph_file ? graph_file : model ? model : "llama",
+             policy ? policy : "events", devices ? devices : default_devices);
+    return buf;
+}
+
 static int run_real(real_run_opts *o, const char *db)
 {
     /* Check the inputs before a run is created in the database. */
@@ -118,7 +127,9 @@ static int run_real(real_run_opts *o, const char *db)
                              "--devices, or a layer-split model");
     }
 
-    trace_recorder_opts rop = { .run_name = o->model ? o->model : (o->graph_file ? o->graph_file : "llama"),
+    char name[512];
+    trace_recorder_opts rop = { .run_name = run_name(name, sizeof name, o->model, o->graph_file,
+                                                     o->policy, o->devices, "cpu"),
                                 .source = "real" };
     trace_recorder *rec = trace_recorder_open(db, &rop, &err);
     if (!rec)
@@ -289,7 +300,9 @@ int cmd_run(int argc, char **argv)
         sched_graph_free(g);
     }
 
-    trace_recorder_opts ro = { .run_name = o.model ? o.model : (o.graph_file ? o.graph_file : "llama"),
+    char name[512];
+    trace_recorder_opts ro = { .run_name = run_name(name, sizeof name, o.model, o.graph_file,
+                                                    o.policy, o.devices, "h100-pcie"),
                                .source = "sim" };
     trace_recorder *rec = trace_recorder_open(db, &ro, &err);
     if (!rec)
