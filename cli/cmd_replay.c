@@ -20,12 +20,15 @@ void cmd_replay_help(FILE *out)
             "flags). Prints the makespan and the busy time of each queue; with --drop-sync, the\n"
             "statements named by seq (waits, syncs, awaits) are removed and the gain is printed.\n"
             "Writes the re-timed trace as a new run: of the input database, or of\n"
-            "./" CLI_DEFAULT_DB " when the input is a text trace (-o names another).\n"
+            "./" CLI_DEFAULT_DB " when the input is a text trace (-o names another), with\n"
+            "metadata replay_of=PATH and, when the input is a database, source_run=N.\n"
             "\n"
             "  --run N          run of a database (default: the latest)\n"
             "  --devices MODEL  device model (default: the run's, else h100-pcie)\n"
             "  --durations D    recorded: keep dur= of ops, copies, collectives (default);\n"
-            "                   model: price every statement with the device model\n"
+            "                   model: price every statement with the device model, from\n"
+            "                   its accesses and the flops=, bytes=, overhead_ns= and\n"
+            "                   algorithm= attributes `syncsim run` records\n"
             "  --drop-sync SEQ  remove the sync statement with this seq (repeatable, or a list)\n"
             "  -o DB            where the re-timed run goes\n"
             "\n"
@@ -161,6 +164,12 @@ int cmd_replay(int argc, char **argv)
     trace_recorder_meta(rec, "producer", "syncsim replay");
     trace_recorder_meta(rec, "devices", m.name);
     trace_recorder_meta(rec, "replay_of", path);
+    if (from_db) {
+        /* The run read (pinned above), so that a report can list a run's replays. */
+        char id[24];
+        snprintf(id, sizeof id, "%lld", (long long)run);
+        trace_recorder_meta(rec, "source_run", id);
+    }
     int64_t out_run = trace_recorder_run(rec);
     trace_error cerr = { 0 };
     int crc = trace_recorder_close(rec, &cerr);

@@ -12,6 +12,12 @@
  * stream, which records an event the destination's stream waits for; a
  * host -> GPU copy (from the CPU backend's arena) runs on the
  * destination's stream (it pulls), like Vulkan's. The CPU declines.
+ *
+ * Ops and collectives also carry what the device model priced them by and
+ * the trace cannot show (sim_cost_attrs): their FLOPs, the bytes they move
+ * when these are not the bytes they access (get_rows reads a few rows of
+ * the table it names), the all-reduce algorithm. `replay --durations
+ * model` reads them back (sim/replay.c, docs/device-model.md).
  */
 #include "sim_int.h"
 
@@ -74,6 +80,22 @@ static void sim_buffer_free(sched_backend *b, sched_buffer *buf)
 
 /* ------------------------------------------------------------------ */
 /* Statements.                                                         */
+
+uint32_t sim_cost_attrs(sim_world *w, trace_attr *attr, uint32_t n, uint64_t flops, bool f16,
+                        uint64_t bytes, const trace_access *acc, uint32_t n_acc,
+                        int64_t overhead_ns)
+{
+    uint64_t accessed = 0;
+    for (uint32_t i = 0; i < n_acc && i < SIM_MAX_ACC; i++)
+        accessed += acc[i].hi - acc[i].lo;
+    if (flops > 0 && n < SIM_MAX_ATTR)
+        attr[n++] = (trace_attr){ f16 ? w->id_flops_f16 : w->id_flops, sim_num(w, flops) };
+    if (bytes != accessed && n < SIM_MAX_ATTR)
+        attr[n++] = (trace_attr){ w->id_bytes, sim_num(w, bytes) };
+    if (overhead_ns >= 0 && n < SIM_MAX_ATTR)
+        attr[n++] = (trace_attr){ w->id_overhead_ns, sim_num(w, (uint64_t)overhead_ns) };
+    return n;
+}
 
 static trace_access acc_of(sim_world *w, sched_tensor *t, uint8_t mode)
 {
@@ -324,9 +346,15 @@ static int64_t roofline_ns(double flops, double flops_per_ns, double bytes, doub
     return (int64_t)(a > b ? a : b);
 }
 
+/* Whether an op runs at the f16 peak: a mul_mat of f16/bf16 weights. */
+static bool node_f16(const sched_graph *g, const sched_tensor *t)
+{
+    return t->op == SCHED_OP_MUL_MAT && g->tensors[t->src[0]].type != SCHED_F32;
+}
+
 static int64_t gpu_node_ns(const sim_model *m, const sched_graph *g, const sched_tensor *t)
 {
-    bool half = t->op == SCHED_OP_MUL_MAT && g->tensors[t->src[0]].type != SCHED_F32;
+    bool half = node_f16(g, t);
     double peak = (half ? m->gpu_tflops_f16 : m->gpu_tflops_f32) * 1e3;
     return m->kernel_overhead_ns + roofline_ns((double)sched_node_flops(g, t), peak,
                                                (double)sched_node_bytes(g, t), m->gpu_mem_gbps);
@@ -347,21 +375,33 @@ static uint32_t node_accesses(sim_world *w, const sched_exec *x, int32_t ni, tra
     return n;
 }
 
-static void node_attrs(sim_world *w, const sched_exec *x, trace_attr *attr)
+/* split= and token=; returns their count. */
+static uint32_t node_attrs(sim_world *w, const sched_exec *x, trace_attr *attr)
 {
     attr[0] = (trace_attr){ w->id_split, sim_num(w, (uint64_t)x->split) };
     attr[1] = (trace_attr){ w->id_token, sim_num(w, x->eval) };
+    return 2;
+}
+
+/* split=, token= and the cost attributes of node ni; returns their count. */
+static uint32_t node_cost_attrs(sim_world *w, const sched_exec *x, int32_t ni,
+                                const trace_access *acc, uint32_t n_acc, trace_attr *attr)
+{
+    const sched_tensor *t = &x->graph->tensors[ni];
+    uint32_t n = node_attrs(w, x, attr);
+    return sim_cost_attrs(w, attr, n, sched_node_flops(x->graph, t), node_f16(x->graph, t),
+                          sched_node_bytes(x->graph, t), acc, n_acc, -1);
 }
 
 static int queue_kernel(sim_world *w, int d, uint32_t label, const trace_access *acc, uint32_t n,
-                        const trace_attr *attr, int64_t dur)
+                        const trace_attr *attr, uint32_t n_attr, int64_t dur)
 {
     trace_stmt s = stmt(w, w->streams[d].queue, TRACE_OP);
     s.label = label;
     s.access = acc;
     s.n_access = n;
     s.attr = attr;
-    s.n_attr = attr ? 2 : 0;
+    s.n_attr = n_attr;
     sim_item it = { .kind = SIM_IT_KERNEL, .dur = dur };
     w->host_t += w->m.launch_ns;
     w->host_busy += w->m.launch_ns;
@@ -397,8 +437,8 @@ static int gpu_all_reduce(sched_backend *b, const sched_exec *x, int32_t ni)
     bool bf16 = strcmp(x->allreduce, "bf16") == 0 && sched_tensor_nelements(src) >= x->allreduce_bf16_min;
     bool butterfly = strcmp(x->allreduce, "butterfly") == 0;
     uint64_t wire = bf16 ? bytes / 2 : bytes;
-    trace_attr attr[2];
-    node_attrs(w, x, attr);
+    trace_attr attr[SIM_MAX_ATTR];
+    uint32_t n_attr = node_attrs(w, x, attr);
     trace_access acc[2];
     sched_buffer *scratch = NULL;
     char label[96];
@@ -411,7 +451,8 @@ static int gpu_all_reduce(sched_backend *b, const sched_exec *x, int32_t ni)
         snprintf(label, sizeof label, "%s.to_bf16", t->name);
         int64_t dur = w->m.kernel_overhead_ns +
                       roofline_ns(0, 1, (double)(bytes + wire), w->m.gpu_mem_gbps);
-        if (queue_kernel(w, d, w->sink.iface->intern(w->sink.ctx, label), acc, 2, attr, dur) != 0)
+        if (queue_kernel(w, d, w->sink.iface->intern(w->sink.ctx, label), acc, 2, attr, n_attr,
+                         dur) != 0)
             return -1;
     }
     /* alpha-beta */
@@ -454,7 +495,10 @@ static int gpu_all_reduce(sched_backend *b, const sched_exec *x, int32_t ni)
     }
     s.access = acc;
     s.attr = attr;
-    s.n_attr = 2;
+    s.n_attr = n_attr;
+    /* The ring is replay's default; the trace names any other algorithm. */
+    if (butterfly && n > 1)
+        attr[s.n_attr++] = (trace_attr){ w->id_algorithm, w->id_butterfly };
     uint32_t gen = w->streams[d].coll_gen++;
     sim_item it = { .kind = SIM_IT_COLL };
     it.coll = sim_coll_instance(w, gen, n, cost);
@@ -471,7 +515,8 @@ static int gpu_all_reduce(sched_backend *b, const sched_exec *x, int32_t ni)
         snprintf(label, sizeof label, "%s.from_bf16", t->name);
         int64_t dur = w->m.kernel_overhead_ns +
                       roofline_ns(0, 1, (double)(bytes + wire), w->m.gpu_mem_gbps);
-        if (queue_kernel(w, d, w->sink.iface->intern(w->sink.ctx, label), acc, 2, attr, dur) != 0)
+        if (queue_kernel(w, d, w->sink.iface->intern(w->sink.ctx, label), acc, 2, attr, n_attr,
+                         dur) != 0)
             return -1;
     }
     return 0;
@@ -492,10 +537,10 @@ static int gpu_graph_compute(sched_backend *b, const sched_exec *x)
             continue;
         }
         trace_access acc[SCHED_MAX_SRC + 1];
-        trace_attr attr[2];
+        trace_attr attr[SIM_MAX_ATTR];
         uint32_t n = node_accesses(w, x, ni, acc);
-        node_attrs(w, x, attr);
-        if (queue_kernel(w, d, w->sink.iface->intern(w->sink.ctx, t->name), acc, n, attr,
+        uint32_t n_attr = node_cost_attrs(w, x, ni, acc, n, attr);
+        if (queue_kernel(w, d, w->sink.iface->intern(w->sink.ctx, t->name), acc, n, attr, n_attr,
                          gpu_node_ns(&w->m, x->graph, t)) != 0)
             return -1;
     }
@@ -513,15 +558,14 @@ static int cpu_graph_compute(sched_backend *b, const sched_exec *x)
         if (sched_op_is_view(t->op))
             continue;
         trace_access acc[SCHED_MAX_SRC + 1];
-        trace_attr attr[2];
+        trace_attr attr[SIM_MAX_ATTR];
         uint32_t n = node_accesses(w, x, ni, acc);
-        node_attrs(w, x, attr);
         trace_stmt s = stmt(w, w->host_q, TRACE_OP);
         s.label = w->sink.iface->intern(w->sink.ctx, t->name);
         s.access = acc;
         s.n_access = n;
         s.attr = attr;
-        s.n_attr = 2;
+        s.n_attr = node_cost_attrs(w, x, ni, acc, n, attr);
         int64_t dur = barrier + roofline_ns((double)sched_node_flops(x->graph, t), m->cpu_gflops,
                                             (double)sched_node_bytes(x->graph, t), m->cpu_mem_gbps);
         uint64_t pos = sim_rob_reserve(w, &s);

@@ -38,6 +38,13 @@
  *   BF16 compression converts f32 to bf16 first (a kernel), halving B,
  *   and back after (another kernel).
  *
+ *   Traces.  What a trace cannot show, the simulated backend records as
+ *   statement attributes, so that `replay --durations model` prices every
+ *   statement as above (sim/replay.c): flops= / flops_f16= (an op's FLOPs
+ *   at the f32 / f16 peak), bytes= (what an op moves when that is not what
+ *   it accesses: get_rows), overhead_ns= (host code's fixed cost in place
+ *   of a barrier: set_inputs, sample) and algorithm=butterfly.
+ *
  * The file format: `[section]` headers, `key = value` lines, `#` comments.
  * Every key of every section is required; an unknown key, a missing key or
  * a value that is not a number is an error naming the file and place.

@@ -17,12 +17,38 @@
  * keep their dur= (the last collective participant's dur is the
  * collective's cost); blocking statements are always recomputed: they end
  * when what they wait for ends, plus the model's fixed cost (sync_ns,
- * event_sync_ns, event_wait_device_ns). Otherwise the cost model of
- * device_model.c prices them from their bytes (traces carry no FLOPs:
- * an op costs its bytes at memory bandwidth plus the kernel overhead).
+ * event_sync_ns, event_wait_device_ns). Otherwise every statement is
+ * priced by the cost model of device_model.c, exactly as `syncsim run`
+ * priced it, from what the trace says (docs/device-model.md):
+ *
+ *   op        overhead + max(flops / peak, bytes / bandwidth). On a stream:
+ *             kernel_overhead_ns, gpu_tflops_f32 for flops=, gpu_tflops_f16
+ *             for flops_f16=, gpu_mem_gbps. On a host: the thread pool's
+ *             barrier (spin_barrier_ns, or oversub_barrier_ns when
+ *             cpu_threads > cpu_cores), cpu_gflops, cpu_mem_gbps. bytes= is
+ *             what the op moves; without it, the bytes it accesses (a
+ *             get_rows accesses the whole table but moves a few rows: the
+ *             simulator says so with bytes=). overhead_ns= replaces the
+ *             overhead (host code that is no backend's op: set_inputs,
+ *             sample). Without flops= an op is priced by its bytes alone.
+ *   copy      over the link between its source's and destination's roots:
+ *             h2d_gbps, d2h_gbps, p2p_gbps (over PCIe: also capped by the
+ *             source's d2h and the destination's h2d link), plus
+ *             copy_latency_ns; a blocking copy on the host adds
+ *             host_copy_ns. A copy that crosses no link (host to host,
+ *             within one device) costs copy_latency_ns on a stream and its
+ *             bytes at cpu_mem_gbps plus host_copy_ns on the host.
+ *   collective  alpha-beta over its size= participants: the ring by
+ *             default, algorithm=butterfly otherwise; size=1 costs nothing.
+ *
+ * What replay does not model: concurrent copies sharing a link's bandwidth
+ * and a direction's copy engine (the simulator does). Runs that overlap
+ * transfers replay slightly faster than they ran.
  */
 #include "sim_int.h"
 
+#include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -77,6 +103,33 @@ static uint64_t access_bytes(const trace_stmt *s)
     return b;
 }
 
+/* The value of attribute key of s as a number; false when absent or not a
+ * number (a hand-written trace may use any key for its own purposes). */
+static bool attr_u64(const trace *t, const trace_stmt *s, const char *key, uint64_t *out)
+{
+    for (uint32_t a = 0; a < s->n_attr; a++) {
+        if (strcmp(trace_str(t, s->attr[a].key), key) != 0)
+            continue;
+        const char *v = trace_str(t, s->attr[a].value);
+        char *end;
+        errno = 0;
+        unsigned long long n = strtoull(v, &end, 10);
+        if (!*v || *end || errno || *v == '-')
+            return false;
+        *out = n;
+        return true;
+    }
+    return false;
+}
+
+static bool attr_is(const trace *t, const trace_stmt *s, const char *key, const char *value)
+{
+    for (uint32_t a = 0; a < s->n_attr; a++)
+        if (strcmp(trace_str(t, s->attr[a].key), key) == 0)
+            return strcmp(trace_str(t, s->attr[a].value), value) == 0;
+    return false;
+}
+
 static int64_t api_cost(const sim_model *m, const trace_stmt *s)
 {
     switch (s->kind) {
@@ -90,36 +143,100 @@ static int64_t api_cost(const sim_model *m, const trace_stmt *s)
     }
 }
 
-/* Whether a buffer's root lives in host memory. */
-static bool on_host(const trace *t, uint32_t buffer)
+/* Where a buffer's root lives: a device name id, or TRACE_NONE for host memory. */
+static uint32_t place_of(const trace *t, uint32_t buffer)
 {
-    return t->buffers[t->buffers[buffer].root].loc != TRACE_LOC_DEVICE;
+    const trace_buffer *root = &t->buffers[t->buffers[buffer].root];
+    return root->loc == TRACE_LOC_DEVICE ? root->device : TRACE_NONE;
+}
+
+static double min3(double a, double b, double c)
+{
+    double m = a < b ? a : b;
+    return m < c ? m : c;
+}
+
+/* Nanoseconds as an integer, truncated like the simulator's; a
+ * hand-written attribute cannot push a time past a million seconds (and
+ * the sums after it past int64_t). */
+#define NS_MAX 1e15
+static int64_t ns_of(double ns) { return ns < NS_MAX ? (int64_t)ns : (int64_t)NS_MAX; }
+
+/* An op: overhead + roofline (the prose above). */
+static int64_t op_dur(const trace *t, const sim_model *m, const trace_stmt *s, bool host)
+{
+    uint64_t bytes, flops = 0, flops_f16 = 0, overhead;
+    if (!attr_u64(t, s, "bytes", &bytes))
+        bytes = access_bytes(s);
+    attr_u64(t, s, "flops", &flops);
+    attr_u64(t, s, "flops_f16", &flops_f16);
+    bool fixed = attr_u64(t, s, "overhead_ns", &overhead);
+    double compute, memory;
+    if (host) {
+        if (!fixed)
+            overhead = (uint64_t)(m->cpu_threads > m->cpu_cores ? m->oversub_barrier_ns
+                                                                 : m->spin_barrier_ns);
+        compute = ((double)flops + (double)flops_f16) / m->cpu_gflops;
+        memory = (double)bytes / m->cpu_mem_gbps;
+    } else {
+        if (!fixed)
+            overhead = (uint64_t)m->kernel_overhead_ns;
+        compute = (double)flops / (m->gpu_tflops_f32 * 1e3) +
+                  (double)flops_f16 / (m->gpu_tflops_f16 * 1e3);
+        memory = (double)bytes / m->gpu_mem_gbps;
+    }
+    return ns_of((double)overhead) + ns_of(compute > memory ? compute : memory);
+}
+
+/* A copy: latency + bytes over the link between source and destination. */
+static int64_t copy_dur(const trace *t, const sim_model *m, const trace_stmt *s, bool host)
+{
+    if (s->n_access < 2)
+        return m->copy_latency_ns + (host ? m->host_copy_ns : 0);
+    uint64_t n = s->access[0].hi - s->access[0].lo;
+    uint32_t from = place_of(t, s->access[0].buffer), to = place_of(t, s->access[1].buffer);
+    double bw;
+    if (from == TRACE_NONE && to != TRACE_NONE)
+        bw = m->h2d_gbps;
+    else if (from != TRACE_NONE && to == TRACE_NONE)
+        bw = m->d2h_gbps;
+    else if (from != TRACE_NONE && from != to)
+        bw = m->nvlink ? m->p2p_gbps : min3(m->d2h_gbps, m->h2d_gbps, m->p2p_gbps);
+    else if (host)          /* no link: the host copies through its memory */
+        return ns_of((double)n / m->cpu_mem_gbps) + m->host_copy_ns;
+    else
+        return m->copy_latency_ns;
+    /* The engine finishes a transfer on the nanosecond its last byte lands. */
+    double xfer = ceil((double)n / bw - 1e-9);
+    return m->copy_latency_ns + ns_of(xfer) + (host ? m->host_copy_ns : 0);
+}
+
+/* A collective's cost once every participant arrived (alpha-beta). */
+static int64_t collective_dur(const trace *t, const sim_model *m, const trace_stmt *s)
+{
+    if (s->count == 1)
+        return 0;
+    uint64_t n = s->count > 1 ? s->count : 2;
+    double b = s->n_access ? (double)(s->access[0].hi - s->access[0].lo) : 0;
+    if (attr_is(t, s, "algorithm", "butterfly")) {
+        int64_t rounds = 0;
+        while ((1ull << rounds) < n)
+            rounds++;
+        return m->allreduce_base_ns + rounds * (m->allreduce_step_ns + (int64_t)(b / m->p2p_gbps));
+    }
+    return m->allreduce_base_ns + 2 * (int64_t)(n - 1) * m->allreduce_step_ns +
+           (int64_t)(2.0 * (double)(n - 1) / (double)n * b / m->p2p_gbps);
 }
 
 static int64_t model_dur(const replay *rp, const trace_stmt *s, bool host)
 {
-    const sim_model *m = rp->o->model;
-    uint64_t bytes = access_bytes(s);
     switch (s->kind) {
     case TRACE_OP:
-        if (host)
-            return m->spin_barrier_ns + (int64_t)((double)bytes / m->cpu_mem_gbps);
-        return m->kernel_overhead_ns + (int64_t)((double)bytes / m->gpu_mem_gbps);
-    case TRACE_COPY: {
-        uint64_t n = s->n_access ? s->access[0].hi - s->access[0].lo : 0;
-        bool src_host = s->n_access > 0 && on_host(rp->t, s->access[0].buffer);
-        bool dst_host = s->n_access > 1 && on_host(rp->t, s->access[1].buffer);
-        double bw = src_host && !dst_host ? m->h2d_gbps
-                    : !src_host && dst_host ? m->d2h_gbps
-                    : src_host && dst_host ? m->cpu_mem_gbps : m->p2p_gbps;
-        return m->copy_latency_ns + (int64_t)((double)n / bw) + (host ? m->host_copy_ns : 0);
-    }
-    case TRACE_COLLECTIVE: {
-        uint64_t n = s->count > 1 ? s->count : 2;
-        uint64_t b = s->n_access ? s->access[0].hi - s->access[0].lo : 0;
-        return m->allreduce_base_ns + 2 * (int64_t)(n - 1) * m->allreduce_step_ns +
-               (int64_t)(2.0 * (double)(n - 1) / (double)n * (double)b / m->p2p_gbps);
-    }
+        return op_dur(rp->t, rp->o->model, s, host);
+    case TRACE_COPY:
+        return copy_dur(rp->t, rp->o->model, s, host);
+    case TRACE_COLLECTIVE:
+        return collective_dur(rp->t, rp->o->model, s);
     default:
         return 0;
     }

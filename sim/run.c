@@ -29,7 +29,7 @@ static int set_inputs(sim_world *w, sched_graph *g, const char *label)
                                    sched_tensor_nbytes(t) };
         bytes += sched_tensor_nbytes(t);
     }
-    return sim_world_host_op(w, label, acc, n, 1000 + (int64_t)((double)bytes / w->m.cpu_mem_gbps));
+    return sim_world_host_op(w, label, acc, n, 1000, bytes);
 }
 
 static int32_t output_of(const sched_graph *g)
@@ -199,7 +199,7 @@ int sim_run(const sim_run_opts *o, sim_run_result *res, trace_error *err)
             goto hang;
         trace_access acc = { sched_tensor_view(&w->sink, &out_d), TRACE_R, TRACE_REF_WHOLE, 0,
                              sched_tensor_nbytes(&out_d) };
-        sim_world_host_op(w, "sample", &acc, 1, 2000);
+        sim_world_host_op(w, "sample", &acc, 1, 2000, 0);
         if (show && (eval % 16 == 0))
             progress((int)eval, total);
     }

@@ -74,9 +74,12 @@ void sim_world_free(sim_world *w);
 int sim_world_backends(sim_world *w, sched_backend ***out);
 /* The host's current time. */
 int64_t sim_world_now(const sim_world *w);
-/* A host op (the user's code): label and accesses; dur_ns of host time. */
+/* A host op (the user's code, not a backend's): label and accesses; costs
+ * overhead_ns plus bytes at cpu_mem_gbps of host time, and records
+ * overhead_ns= (and bytes= when they differ from the accesses') so that
+ * replay prices it the same way. */
 int sim_world_host_op(sim_world *w, const char *label, const trace_access *acc, uint32_t n_acc,
-                      int64_t dur_ns);
+                      int64_t overhead_ns, uint64_t bytes);
 /* Runs every queue to completion and commits the remaining statements.
  * Returns 0, or -1 when a queue can never complete (a hang). */
 int sim_world_finish(sim_world *w);

@@ -67,7 +67,7 @@ bool sim_engine_xfer_event(sim_engine *e, const sim_heap_ev *ev);
 
 #define SIM_MAX_GPUS 16
 #define SIM_MAX_ACC 6
-#define SIM_MAX_ATTR 3
+#define SIM_MAX_ATTR 4     /* split, token and two cost attributes */
 
 typedef enum { SIM_IT_KERNEL, SIM_IT_COPY, SIM_IT_RECORD, SIM_IT_WAIT, SIM_IT_COLL } sim_item_kind;
 
@@ -157,6 +157,8 @@ struct sim_world {
     bool xfer_ev_ready;
     uint32_t num_ids[4096];                 /* interned small numbers, +1 */
     uint32_t id_split, id_token, id_tp, id_allreduce, id_allreduce_bf16;
+    /* Cost attributes (docs/device-model.md, "What replay needs"). */
+    uint32_t id_flops, id_flops_f16, id_bytes, id_overhead_ns, id_algorithm, id_butterfly;
 };
 
 /* Reserves the next statement (submission order); returns its position. */
@@ -176,5 +178,13 @@ uint32_t sim_event_alloc(struct sim_world *w);
 uint32_t sim_coll_instance(struct sim_world *w, uint32_t gen, int n_ranks, int64_t cost);
 /* backend_sim.c */
 void sim_backends_init(struct sim_world *w);
+/* Appends to attr[n..] the attributes replay prices an op or collective by
+ * (docs/device-model.md): flops= (or flops_f16= when f16 is set) when flops
+ * > 0; bytes= when bytes differs from what acc[0..n_acc) covers; overhead_ns=
+ * when overhead_ns >= 0 (a fixed cost the device model does not know).
+ * Stops at SIM_MAX_ATTR; returns the new count. */
+uint32_t sim_cost_attrs(struct sim_world *w, trace_attr *attr, uint32_t n, uint64_t flops,
+                        bool f16, uint64_t bytes, const trace_access *acc, uint32_t n_acc,
+                        int64_t overhead_ns);
 
 #endif

@@ -411,6 +411,12 @@ sim_world *sim_world_new(const sim_model *m, sched_sink sink)
     w->id_tp = sink.iface->intern(sink.ctx, "tp");
     w->id_allreduce = sink.iface->intern(sink.ctx, "allreduce");
     w->id_allreduce_bf16 = sink.iface->intern(sink.ctx, "allreduce_bf16");
+    w->id_flops = sink.iface->intern(sink.ctx, "flops");
+    w->id_flops_f16 = sink.iface->intern(sink.ctx, "flops_f16");
+    w->id_bytes = sink.iface->intern(sink.ctx, "bytes");
+    w->id_overhead_ns = sink.iface->intern(sink.ctx, "overhead_ns");
+    w->id_algorithm = sink.iface->intern(sink.ctx, "algorithm");
+    w->id_butterfly = sink.iface->intern(sink.ctx, "butterfly");
     sim_backends_init(w);
     return w;
 }
@@ -449,8 +455,10 @@ const char *sim_world_link_name(const sim_world *w, int link)
 }
 
 int sim_world_host_op(sim_world *w, const char *label, const trace_access *acc, uint32_t n_acc,
-                      int64_t dur_ns)
+                      int64_t overhead_ns, uint64_t bytes)
 {
+    int64_t dur_ns = overhead_ns + (int64_t)((double)bytes / w->m.cpu_mem_gbps);
+    trace_attr attr[SIM_MAX_ATTR];
     trace_stmt s;
     trace_stmt_init(&s);
     s.queue = w->host_q;
@@ -458,6 +466,8 @@ int sim_world_host_op(sim_world *w, const char *label, const trace_access *acc, 
     s.label = w->sink.iface->intern(w->sink.ctx, label);
     s.access = acc;
     s.n_access = n_acc;
+    s.attr = attr;
+    s.n_attr = sim_cost_attrs(w, attr, 0, 0, false, bytes, acc, n_acc, overhead_ns);
     uint64_t pos = sim_rob_reserve(w, &s);
     sim_rob_done(w, pos, w->host_t, dur_ns);
     w->host_t += dur_ns;

@@ -1,0 +1,324 @@
+/* test_replay.c -- `replay --durations model` prices a simulated run the way
+ * the simulator did (the cost attributes it records), hand-written traces
+ * without them by their bytes, and a replay run names the run it read. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "sim/sim.h"
+
+#define SMALL_LLAMA \
+    "llama:n_layer=4,n_embd=256,n_head=4,n_head_kv=2,n_ff=512,n_vocab=1000,n_ctx=128,ubatch=16"
+#define SMALL_TP \
+    "tp:n_layer=2,n_embd=1024,n_head=8,n_head_kv=4,n_ff=2048,n_vocab=1000,n_ctx=128,ubatch=64"
+
+/* The stated tolerance of a model-priced replay of a simulated run on the
+ * same device model. Replay reproduces the simulator's prices exactly and
+ * does not model link sharing between concurrent copies; these runs
+ * replay to within a few nanoseconds. */
+#define MODEL_TOLERANCE 0.001
+
+/* Runs model on devices into a fresh in-memory trace (the caller frees it). */
+static trace *simulate(const char *model, const char *devices, const char *allreduce, int prompt,
+                       int tokens)
+{
+    trace *t = trace_new();
+    assert_non_null(t);
+    sim_run_opts o = { .model = model, .devices = devices, .policy = "events", .n_copies = 2,
+                       .tokens = tokens, .prompt = prompt, .allreduce = allreduce,
+                       .sink = sched_sink_memory(t) };
+    sim_run_result res;
+    trace_error err = { 0 };
+    if (sim_run(&o, &res, &err) != 0)
+        fail_msg("sim_run %s on %s: %s", model ? model : "llama", devices, err.msg);
+    return t;
+}
+
+static sim_replay_result replay(trace *t, const char *devices, bool recorded)
+{
+    sim_model m;
+    trace_error err = { 0 };
+    assert_int_equal(sim_model_load(devices, &m, &err), 0);
+    sim_replay_opts o = { .model = &m, .durations_recorded = recorded };
+    sim_replay_result r;
+    trace_reader rd;
+    trace_reader_memory(&rd, t);
+    if (sim_replay(&rd, &o, &r, &err) != 0)
+        fail_msg("sim_replay on %s: %s", devices, err.msg);
+    assert_true(r.recorded_makespan_ns > 0);
+    return r;
+}
+
+static double rel_error(const sim_replay_result *r)
+{
+    return ((double)r->makespan_ns - (double)r->recorded_makespan_ns) /
+           (double)r->recorded_makespan_ns;
+}
+
+/* Model durations within MODEL_TOLERANCE, recorded durations exact. */
+static void assert_replays(const char *model, const char *devices, const char *allreduce,
+                           int prompt, int tokens)
+{
+    trace *t = simulate(model, devices, allreduce, prompt, tokens);
+    sim_replay_result rec = replay(t, devices, true);
+    assert_int_equal(rec.makespan_ns, rec.recorded_makespan_ns);
+    sim_replay_result mod = replay(t, devices, false);
+    double e = rel_error(&mod);
+    if (e > MODEL_TOLERANCE || e < -MODEL_TOLERANCE)
+        fail_msg("%s on %s (%s): model replay %lld ns, run %lld ns (%+.3f%%)",
+                 model ? model : "llama", devices,
+                 allreduce ? allreduce : "ring", (long long)mod.makespan_ns,
+                 (long long)mod.recorded_makespan_ns, 100 * e);
+    trace_free(t);
+}
+
+/* The default llama of `syncsim run` (NULL: its defaults, 64 prompt and 16
+ * decode tokens): its embedding table is 65 MB, of which get_rows reads a
+ * few rows, so pricing by accesses alone is far off. */
+static void test_replay_model_durations_reproduce_a_llama_on_h100_pcie(void **state)
+{
+    (void)state;
+    assert_replays(NULL, "h100-pcie", NULL, -1, -1);
+    assert_replays(SMALL_LLAMA, "h100-pcie", NULL, 32, 8);
+}
+
+static void test_replay_model_durations_reproduce_a_llama_on_rtx4090_pcie4(void **state)
+{
+    (void)state;
+    assert_replays(NULL, "rtx4090-pcie4", NULL, -1, -1);
+    assert_replays(NULL, "rtx4090-windows", NULL, -1, -1);
+    assert_replays(SMALL_LLAMA, "rtx4090-pcie4", NULL, 32, 8);
+}
+
+/* f32 weights: the mul_mats are compute bound at the f32 peak. */
+static void test_replay_model_durations_reproduce_compute_bound_ops(void **state)
+{
+    (void)state;
+    assert_replays(SMALL_LLAMA ",dtype=f32", "rtx4090-pcie4", NULL, 64, 2);
+}
+
+static void test_replay_model_durations_reproduce_tensor_parallel_on_h100_sxm(void **state)
+{
+    (void)state;
+    const char *kinds[] = { "ring", "butterfly", "bf16" };
+    for (int i = 0; i < 3; i++)
+        assert_replays(SMALL_TP, "h100-sxm", kinds[i], 64, 2);
+    assert_replays(SMALL_TP, "h100-pcie:gpus=4", "butterfly", 64, 2);
+}
+
+/* The simulator's ops carry the cost attributes replay needs. */
+static void test_replay_simulated_ops_carry_cost_attributes(void **state)
+{
+    (void)state;
+    trace *t = simulate(SMALL_LLAMA, "h100-pcie", NULL, 16, 1);
+    bool flops_f16 = false, rows_bytes = false, overhead = false;
+    for (uint64_t i = 0; i < t->n_stmts; i++) {
+        trace_stmt s;
+        trace_stmt_at(t, i, &s);
+        const char *label = s.label == TRACE_NONE ? "" : trace_str(t, s.label);
+        for (uint32_t a = 0; a < s.n_attr; a++) {
+            const char *k = trace_str(t, s.attr[a].key);
+            flops_f16 |= strcmp(label, "p:l0.q") == 0 && strcmp(k, "flops_f16") == 0;
+            /* get_rows names the whole table but moves a few rows */
+            rows_bytes |= strcmp(label, "p:inp_embd") == 0 && strcmp(k, "bytes") == 0;
+            overhead |= strcmp(label, "sample") == 0 && strcmp(k, "overhead_ns") == 0;
+        }
+    }
+    assert_true(flops_f16);
+    assert_true(rows_bytes);
+    assert_true(overhead);
+    trace_free(t);
+}
+
+/* One statement's model duration in a hand-written trace. */
+static int64_t priced(const char *devices, const char *text, const char *label)
+{
+    trace *t = NULL;
+    trace_error err = { 0 };
+    if (trace_text_parse_string("priced.trace", text, strlen(text), &t, &err) != 0)
+        fail_msg("parse: %s", err.msg);
+    sim_model m;
+    assert_int_equal(sim_model_load(devices, &m, &err), 0);
+    trace *out = trace_new();
+    sched_sink sink = sched_sink_memory(out);
+    sim_replay_opts o = { .model = &m, .durations_recorded = false, .out = &sink };
+    sim_replay_result r;
+    trace_reader rd;
+    trace_reader_memory(&rd, t);
+    if (sim_replay(&rd, &o, &r, &err) != 0)
+        fail_msg("sim_replay: %s", err.msg);
+    int64_t dur = -1;
+    for (uint64_t i = 0; i < out->n_stmts; i++) {
+        trace_stmt s;
+        trace_stmt_at(out, i, &s);
+        if (s.label != TRACE_NONE && strcmp(trace_str(out, s.label), label) == 0)
+            dur = s.dur;
+    }
+    trace_free(out);
+    trace_free(t);
+    assert_true(dur >= 0);
+    return dur;
+}
+
+#define DECLS "syncsim-trace 1\n" \
+              "queue host host\n" \
+              "queue gpu0 stream device=gpu0\n" \
+              "queue gpu1 stream device=gpu1\n" \
+              "buffer a size=2000000 device=gpu0\n" \
+              "buffer b size=2000000 device=gpu1\n" \
+              "buffer h size=2000000 host pinned\n" \
+              "buffer h2 size=2000000 host\n"
+
+/* h100-pcie: kernel_overhead 2000 ns, 2000 GB/s, 51 / 756 TFLOP/s f32 / f16;
+ * host: 16 threads on 32 cores (spin barrier 100 ns), 1500 GFLOP/s, 200 GB/s;
+ * links h2d 55, d2h 52, p2p 40 GB/s; copy latency 2000 ns, host copy 6000 ns. */
+static void test_replay_hand_written_ops_are_priced_by_bytes_unless_told(void **state)
+{
+    (void)state;
+    /* 2 MB read + 2 MB written at 2000 GB/s */
+    assert_int_equal(priced("h100-pcie", DECLS "gpu0 op k r:a w:a\n", "k"), 2000 + 2000);
+    assert_int_equal(priced("h100-pcie", DECLS "gpu0 op k r:a[0:1000] w:a[0:1000]\n", "k"), 2001);
+    /* 51e6 f32 FLOPs take 1000 ns: more than the 1 ns of bytes */
+    assert_int_equal(priced("h100-pcie", DECLS "gpu0 op k r:a[0:1000] w:a[0:1000] flops=51000000\n",
+                            "k"), 3000);
+    assert_int_equal(priced("h100-pcie",
+                            DECLS "gpu0 op k r:a[0:1000] w:a[0:1000] flops_f16=756000000\n", "k"),
+                     3000);
+    /* bytes= replaces the accessed bytes; overhead_ns= the kernel overhead */
+    assert_int_equal(priced("h100-pcie", DECLS "gpu0 op k r:a w:a bytes=20000\n", "k"), 2010);
+    assert_int_equal(priced("h100-pcie", DECLS "gpu0 op k r:a w:a overhead_ns=0\n", "k"), 2000);
+    /* a host op: a thread-pool barrier + roofline on the CPU */
+    assert_int_equal(priced("h100-pcie", DECLS "host op c r:h w:h2\n", "c"), 100 + 20000);
+    assert_int_equal(priced("h100-pcie", DECLS "host op c r:h w:h2 flops=60000000\n", "c"),
+                     100 + 40000);
+    /* an attribute that is not a number prices nothing */
+    assert_int_equal(priced("h100-pcie", DECLS "gpu0 op k r:a w:a flops=many\n", "k"), 4000);
+}
+
+static void test_replay_hand_written_copies_take_their_link(void **state)
+{
+    (void)state;
+    /* 2 MB: host -> device at 55, device -> host at 52, over PCIe at min(52, 55, 40) */
+    assert_int_equal(priced("h100-pcie", DECLS "gpu0 copy c h a\n", "c"), 2000 + 36364);
+    assert_int_equal(priced("h100-pcie", DECLS "gpu0 copy c a h\n", "c"), 2000 + 38462);
+    assert_int_equal(priced("h100-pcie", DECLS "gpu0 copy c a b\n", "c"), 2000 + 50000);
+    /* NVLink at 380 */
+    assert_int_equal(priced("h100-sxm", DECLS "gpu0 copy c a b\n", "c"), 2000 + 5264);
+    /* the host blocks: + host_copy_ns; host to host through its memory */
+    assert_int_equal(priced("h100-pcie", DECLS "host copy c h a\n", "c"), 2000 + 36364 + 6000);
+    assert_int_equal(priced("h100-pcie", DECLS "host copy c h h2\n", "c"), 10000 + 6000);
+}
+
+/* The model-priced makespan of a hand-written trace. */
+static int64_t makespan(const char *devices, const char *text)
+{
+    trace *t = NULL;
+    trace_error err = { 0 };
+    if (trace_text_parse_string("makespan.trace", text, strlen(text), &t, &err) != 0)
+        fail_msg("parse: %s", err.msg);
+    sim_model m;
+    assert_int_equal(sim_model_load(devices, &m, &err), 0);
+    sim_replay_opts o = { .model = &m };
+    sim_replay_result r;
+    trace_reader rd;
+    trace_reader_memory(&rd, t);
+    if (sim_replay(&rd, &o, &r, &err) != 0)
+        fail_msg("sim_replay: %s", err.msg);
+    trace_free(t);
+    return r.makespan_ns;
+}
+
+/* h100-pcie: base 6600 ns, step 1000 ns, p2p 40 GB/s, launch 3000 ns. The
+ * first participant is launched at 3000, the second at 6000; the
+ * collective runs from then. */
+static void test_replay_hand_written_collectives_are_alpha_beta(void **state)
+{
+    (void)state;
+    /* ring over 2: base + 2 steps + 2 MB */
+    assert_int_equal(makespan("h100-pcie", DECLS "gpu0 collective tp allreduce size=2 rw:a\n"
+                                                 "gpu1 collective tp allreduce size=2 rw:b\n"),
+                     3000 + 6600 + 2 * 1000 + 50000);
+    /* butterfly over 2: base + 1 round of (step + 2 MB) */
+    assert_int_equal(makespan("h100-pcie", DECLS
+                              "gpu0 collective tp allreduce size=2 rw:a algorithm=butterfly\n"
+                              "gpu1 collective tp allreduce size=2 rw:b algorithm=butterfly\n"),
+                     3000 + 6600 + 1000 + 50000);
+    /* alone: nothing to exchange */
+    assert_int_equal(makespan("h100-pcie", DECLS "gpu0 collective tp allreduce size=1 rw:a\n"
+                                                 "gpu0 op k r:a[0:2000]\n"),
+                     3000 + 2001);
+}
+
+/* Runs a shell command in dir; returns its exit status. */
+static int sh(const char *dir, const char *fmt, ...)
+{
+    char cmd[1024], full[1200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    snprintf(full, sizeof full, "cd %s && %s >/dev/null 2>&1", dir, cmd);
+    int st = system(full);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static const char *meta_of(const char *db, int64_t run, const char *key, char *buf, size_t cap)
+{
+    trace_reader r = { 0 };
+    trace_error err = { 0 };
+    if (trace_open_any(db, run, &r, &err) != 0)
+        fail_msg("%s run %lld: %s", db, (long long)run, err.msg);
+    const char *v = trace_get_meta(r.trace, key);
+    if (v)
+        snprintf(buf, cap, "%s", v);
+    trace_reader_close(&r);
+    return v ? buf : NULL;
+}
+
+static void test_replay_run_names_its_source_run(void **state)
+{
+    (void)state;
+    char dir[64] = "/tmp/syncsim-replay-src-XXXXXX", db[128], buf[64];
+    assert_non_null(mkdtemp(dir));
+    snprintf(db, sizeof db, "%s/run.db", dir);
+    assert_int_equal(sh(dir, "%s run --tokens 2 --prompt 16 -o run.db", SYNCSIM_BINARY), 0);
+    assert_int_equal(sh(dir, "%s run --tokens 2 --prompt 16 -o run.db", SYNCSIM_BINARY), 0);
+    /* the latest run (2) by default, a given one with --run */
+    assert_int_equal(sh(dir, "%s replay run.db --durations model", SYNCSIM_BINARY), 0);
+    assert_int_equal(sh(dir, "%s replay run.db --run 1", SYNCSIM_BINARY), 0);
+    assert_string_equal(meta_of(db, 3, "source_run", buf, sizeof buf), "2");
+    assert_string_equal(meta_of(db, 4, "source_run", buf, sizeof buf), "1");
+    assert_string_equal(meta_of(db, 4, "replay_of", buf, sizeof buf), "run.db");
+    assert_null(meta_of(db, 1, "source_run", buf, sizeof buf));
+    /* a text trace is no run: replay_of only */
+    assert_int_equal(sh(dir, "%s export run.db --run 1 -o run.trace && %s replay run.trace -o t.db",
+                        SYNCSIM_BINARY, SYNCSIM_BINARY), 0);
+    snprintf(db, sizeof db, "%s/t.db", dir);
+    assert_null(meta_of(db, 1, "source_run", buf, sizeof buf));
+    assert_string_equal(meta_of(db, 1, "replay_of", buf, sizeof buf), "run.trace");
+    assert_int_equal(sh(dir, "rm -rf %s", dir), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_replay_model_durations_reproduce_a_llama_on_h100_pcie),
+        cmocka_unit_test(test_replay_model_durations_reproduce_a_llama_on_rtx4090_pcie4),
+        cmocka_unit_test(test_replay_model_durations_reproduce_compute_bound_ops),
+        cmocka_unit_test(test_replay_model_durations_reproduce_tensor_parallel_on_h100_sxm),
+        cmocka_unit_test(test_replay_simulated_ops_carry_cost_attributes),
+        cmocka_unit_test(test_replay_hand_written_ops_are_priced_by_bytes_unless_told),
+        cmocka_unit_test(test_replay_hand_written_copies_take_their_link),
+        cmocka_unit_test(test_replay_hand_written_collectives_are_alpha_beta),
+        cmocka_unit_test(test_replay_run_names_its_source_run),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
