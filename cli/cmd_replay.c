@@ -164,6 +164,16 @@ int cmd_replay(int argc, char **argv)
     trace_recorder_meta(rec, "producer", "syncsim replay");
     trace_recorder_meta(rec, "devices", m.name);
     trace_recorder_meta(rec, "replay_of", path);
+    /* What this what-if changed, for reports and for whoever reads the run later. */
+    trace_recorder_meta(rec, "durations", recorded ? "recorded" : "model");
+    if (n_drop) {
+        char list[256 * 21] = "";
+        size_t used = 0;
+        for (int i = 0; i < n_drop && used < sizeof list; i++)
+            used += (size_t)snprintf(list + used, sizeof list - used, "%s%llu", i ? "," : "",
+                                     (unsigned long long)drops[i]);
+        trace_recorder_meta(rec, "dropped_syncs", list);
+    }
     if (from_db) {
         /* The run read (pinned above), so that a report can list a run's replays. */
         char id[24];

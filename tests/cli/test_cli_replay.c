@@ -112,12 +112,47 @@ static void test_cli_replay_refuses_dropping_a_statement_that_is_no_sync(void **
     assert_int_equal(run_counts(f->db, counts, 4), 1);
 }
 
+/* The seq of the run's first host sync or wait. */
+static uint64_t first_sync_seq(const char *db)
+{
+    trace_reader r;
+    trace_error err;
+    assert_int_equal(trace_store_open_reader(db, 1, &r, &err), 0);
+    trace_stmt s;
+    uint64_t seq = UINT64_MAX;
+    while (seq == UINT64_MAX && trace_reader_next(&r, &s, &err) == 1)
+        if (s.kind == TRACE_SYNC || s.kind == TRACE_WAIT)
+            seq = s.seq;
+    trace_reader_close(&r);
+    assert_true(seq != UINT64_MAX);
+    return seq;
+}
+
+static void test_cli_replay_records_what_the_what_if_changed(void **state)
+{
+    fixture *f = *state;
+    uint64_t seq = first_sync_seq(f->db);
+    assert_int_equal(sh(f, NULL, 0, "%s replay run.db --drop-sync %llu --durations model",
+                        SYNCSIM_BINARY, (unsigned long long)seq), 0);
+    trace_reader r;
+    trace_error err;
+    assert_int_equal(trace_store_open_reader(f->db, 2, &r, &err), 0);
+    char want[32];
+    snprintf(want, sizeof want, "%llu", (unsigned long long)seq);
+    assert_string_equal(trace_get_meta(r.trace, "dropped_syncs"), want);
+    assert_string_equal(trace_get_meta(r.trace, "durations"), "model");
+    assert_string_equal(trace_get_meta(r.trace, "source_run"), "1");
+    trace_reader_close(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_cli_replay_writes_beside_its_input_and_reads_the_latest_run,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_cli_replay_refuses_dropping_a_statement_that_is_no_sync,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cli_replay_records_what_the_what_if_changed,
                                         setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
