@@ -324,12 +324,29 @@ static void write_races(plot_ctx *p)
               RACE_COLOUR);
     for (size_t i = 0; i < n; i++) {
         /* "race K" just above the right end of the second side's outline; the
-         * title says what race K is. */
+         * title says what race K is. Races that end on the same statement share
+         * one label ("races 1, 2"): their labels would print on top of each other. */
         const tl_race *r = &tl->races[i];
+        bool shown = false;
+        for (size_t j = 0; j < i && !shown; j++)
+            shown = tl->races[j].second == r->second;
+        if (shown)
+            continue;
+        char label[128];
+        size_t used = 0, count = 0;
+        for (size_t j = i; j < n; j++) {
+            if (tl->races[j].second != r->second)
+                continue;
+            int w = snprintf(label + used, sizeof label - used, "%s%zu", count ? ", " : "", j + 1);
+            if (w < 0 || (size_t)w >= sizeof label - used)
+                break;
+            used += (size_t)w;
+            count++;
+        }
         double b0, b1;
         race_side(p, r->second, &b0, &b1);
-        fprintf(p->data, "%.9g %.9g \"race %zu\"\n", X(p, b1), lane_of_seq(tl, r->second) - 0.42,
-                i + 1);
+        fprintf(p->data, "%.9g %.9g \"race%s %s\"\n", X(p, b1), lane_of_seq(tl, r->second) - 0.42,
+                count > 1 ? "s" : "", label);
     }
     end_block(p, "using 1:2:3 with labels left offset 0.2,0.5 tc rgb \"%s\" font \",10\" notitle",
               RACE_COLOUR);

@@ -187,6 +187,22 @@ static void test_timeline_merges_sub_pixel_boxes(void **state)
     trace_free(t);
 }
 
+/* Two races that end on one statement share one label: two labels at one
+ * spot print on top of each other. */
+static void test_timeline_races_on_one_statement_share_a_label(void **state)
+{
+    (void)state;
+    viz_timeline *tl = open_tl(SYNCSIM_SOURCE_DIR "/tests/litmus/race-war-reads-since-write.trace", NULL);
+    assert_int_equal(viz_timeline_races(tl), 2);
+    gp_text g = write_gp(tl, "svg");
+    assert_non_null(strstr(g.data, "\"races 1, 2\""));
+    assert_null(strstr(g.data, "\"race 1\""));
+    assert_null(strstr(g.data, "\"race 2\""));
+    free(g.script);
+    free(g.data);
+    viz_timeline_free(tl);
+}
+
 static void test_timeline_render_svg_with_gnuplot(void **state)
 {
     (void)state;
@@ -255,6 +271,7 @@ int main(void)
         cmocka_unit_test(test_timeline_lanes_group_hosts_then_devices),
         cmocka_unit_test(test_timeline_boxes_by_kind_with_times),
         cmocka_unit_test(test_timeline_races_drawn_in_red),
+        cmocka_unit_test(test_timeline_races_on_one_statement_share_a_label),
         cmocka_unit_test(test_timeline_without_times_uses_submission_order),
         cmocka_unit_test(test_timeline_window_keeps_boxes_in_view),
         cmocka_unit_test(test_timeline_merges_sub_pixel_boxes),
