@@ -39,9 +39,9 @@ void cmd_run_help(FILE *out)
             "item at fault (exit status 2; nothing is recorded).\n"
             "\n"
             "  --model SPEC     KIND[:key=value,...]; KIND llama (layer split), tp (tensor split,\n"
-            "                   all-reduces; simulated devices only) or mlp; keys n_layer n_embd\n"
-            "                   n_head n_head_kv n_ff n_vocab n_ctx ubatch dtype (default: llama, a\n"
-            "                   small 8-layer model)\n"
+            "                   all-reduces; on real devices every rank a cpustream) or mlp; keys\n"
+            "                   n_layer n_embd n_head n_head_kv n_ff n_vocab n_ctx ubatch dtype\n"
+            "                   (default: llama, a small 8-layer model)\n"
             "  --graph FILE     a graph file (docs/graph-format.md) instead of a model\n"
             "  --devices MODEL  a device model: h100-pcie (default), h100-sxm, rtx4090-pcie4,\n"
             "                   rtx4090-windows, cpu-2core, or a .dev file; append :gpus=N\n"
@@ -52,8 +52,11 @@ void cmd_run_help(FILE *out)
             "  --copies N       pipeline copy slots (default 2)\n"
             "  --tokens N       decode tokens (default 16)\n"
             "  --prompt N       prompt tokens, evaluated in ubatches (default 64)\n"
-            "  --allreduce S    all-reduce of tensor-split models (default ring; simulated only)\n"
-            "  --bf16-min N     elements from which bf16 compresses (default 32768; simulated only)\n"
+            "  --allreduce S    all-reduce of tensor-split models (default ring); on real devices\n"
+            "                   ring and butterfly compute the same sum, bf16 rounds it through bf16\n"
+            "                   (the reference too); a rank waiting 10 s for the others fails the\n"
+            "                   run: the schedule hangs\n"
+            "  --bf16-min N     elements from which bf16 compresses (default 32768)\n"
             "  --barrier NAME   real: the cpu pool's barrier: spin, futex, hybrid (default), pthread\n"
             "  --threads N      real: cpu pool threads (default: the CPUs this process may use)\n"
             "  --trace-level L  real: stream (default) or thread (each pool thread a host queue with\n"
@@ -105,26 +108,20 @@ static int run_real(real_run_opts *o, const char *db)
     if (o->policy && !sched_policy_find(o->policy))
         return cli_usage_error("run", "unknown policy '%s' (expected full, relaxed, events, "
                                "async-user-inputs or no-split-wait)", o->policy);
+    if (o->allreduce && strcmp(o->allreduce, "ring") != 0 && strcmp(o->allreduce, "butterfly") != 0 &&
+        strcmp(o->allreduce, "bf16") != 0)
+        return cli_usage_error("run", "unknown all-reduce '%s' (expected ring, butterfly or bf16)",
+                               o->allreduce);
     trace_error err = { 0 };
     if (o->graph_file) {
         sched_graph *g = sched_graph_parse_file(o->graph_file, &err);
         if (!g)
             return cli_error("run", "%s", err.msg);
-        bool ar = false;
-        for (int32_t i = 0; i < g->n_tensors; i++)
-            ar |= g->tensors[i].op == SCHED_OP_ALL_REDUCE;
         sched_graph_free(g);
-        if (ar)
-            return cli_error("run", "the graph has all_reduce nodes, which the real backends do "
-                             "not compute across devices yet");
     } else {
         sched_model_params p;
         if (sched_model_parse(o->model ? o->model : "llama", &p, ebuf, sizeof ebuf) != 0)
             return cli_error("run", "%s", ebuf);
-        if (p.split_mode == SCHED_SPLIT_TENSOR)
-            return cli_error("run", "tensor-split models (tp) need a cross-device all_reduce, "
-                             "which the real backends do not compute yet: use a simulated "
-                             "--devices, or a layer-split model");
     }
 
     char name[512];
@@ -193,7 +190,7 @@ int cmd_run(int argc, char **argv)
         { "trace-level", required_argument, NULL, 'L' }, { "seed", required_argument, NULL, 'S' },
         { NULL, 0, NULL, 0 },
     };
-    const char *barrier = NULL, *real_only = NULL, *sim_only = NULL;
+    const char *barrier = NULL, *real_only = NULL;
     int threads = 0;
     real_trace_level level = REAL_TRACE_STREAM;
     uint64_t seed = 1;
@@ -207,7 +204,7 @@ int cmd_run(int argc, char **argv)
         case 'g': o.graph_file = optarg; break;
         case 'd': o.devices = optarg; break;
         case 'p': o.policy = optarg; break;
-        case 'a': o.allreduce = optarg; sim_only = "--allreduce"; break;
+        case 'a': o.allreduce = optarg; break;
         case 'o': db = optarg; break;
         case 'c':
             if (cli_parse_u64(optarg, &v) || v < 1 || v > 8)
@@ -228,7 +225,6 @@ int cmd_run(int argc, char **argv)
             if (cli_parse_u64(optarg, &v) || v < 1)
                 return cli_usage_error("run", "--bf16-min expects a positive count, got '%s'", optarg);
             o.bf16_min = (int64_t)v;
-            sim_only = "--bf16-min";
             break;
         case 'B':
             if (real_barrier_parse(optarg) < 0)
@@ -269,12 +265,11 @@ int cmd_run(int argc, char **argv)
     if (o.model && o.graph_file)
         return cli_usage_error("run", "give --model or --graph, not both");
     if (real_spec_is_real(o.devices)) {
-        if (sim_only)
-            return cli_usage_error("run", "%s applies to simulated devices only", sim_only);
         real_run_opts ro = { .model = o.model, .graph_file = o.graph_file, .devices = o.devices,
                              .policy = o.policy, .n_copies = o.n_copies, .tokens = o.tokens,
                              .prompt = o.prompt, .barrier = barrier, .threads = threads,
-                             .trace_level = level, .seed = seed };
+                             .trace_level = level, .seed = seed, .allreduce = o.allreduce,
+                             .allreduce_bf16_min = o.bf16_min };
         return run_real(&ro, db);
     }
     if (real_only)

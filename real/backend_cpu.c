@@ -217,6 +217,28 @@ static int ensure_nodes(cpu_backend *cb, int n)
     return 0;
 }
 
+/* An all_reduce on the cpu: a group of one rank (a tp model on one
+ * device) is its source, through bf16 when the strategy says so, exactly
+ * as the reference computes it. A rank of a larger group would block the
+ * host, which drives the other ranks' devices: refused (the set fails). */
+static int allreduce_args(real_ctx *c, const sched_exec *x, int32_t node, real_kernel_args *a)
+{
+    int rank, n;
+    real_coll_group_of(x->graph, node, &rank, &n);
+    const sched_tensor *t = &x->graph->tensors[node];
+    if (n > 1) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "all_reduce group %d: rank %d (%s) is on the cpu backend, which "
+                 "cannot join a cross-device all_reduce: give every rank a cpustream device",
+                 (int)t->param, rank, t->name);
+        real_fail(c, msg);
+        return -1;
+    }
+    a->bf16_wire = x->allreduce && strcmp(x->allreduce, "bf16") == 0 &&
+                   sched_tensor_nelements(&x->graph->tensors[t->src[0]]) >= x->allreduce_bf16_min;
+    return 0;
+}
+
 static int cpu_graph_compute(sched_backend *b, const sched_exec *x)
 {
     cpu_backend *cb = b->ctx;
@@ -235,6 +257,8 @@ static int cpu_graph_compute(sched_backend *b, const sched_exec *x)
         int k = cb->n_nodes;
         int n = real_node_args(c, x, node, &cb->args[k], &cb->acc[k * (SCHED_MAX_SRC + 1)], true);
         if (n < 0)
+            return -1;
+        if (t->op == SCHED_OP_ALL_REDUCE && allreduce_args(c, x, node, &cb->args[k]) != 0)
             return -1;
         cb->n_acc[k] = n;
         cb->nodes[k] = node;

@@ -29,6 +29,18 @@
  *
  * Every command is recorded when submitted, on this device's stream queue
  * (`csN`, by=host), and gets its observed time when the worker finishes it.
+ *
+ * All-reduce: a COMPUTE command's all_reduce node joins the rendezvous of
+ * its group (collective.c) on the worker, which blocks this queue until
+ * every rank's device reached it, as a collective blocks a CUDA stream. It
+ * is recorded like the simulated backend's: `collective tp allreduce
+ * size=N r:SRC w:DST` (algorithm=butterfly for butterfly), and with the
+ * bf16 strategy above the threshold `NODE.to_bf16` (SRC into this device's
+ * bf16 scratch), `collective tp allreduce_bf16 size=N rw:SCRATCH` (the sum
+ * of every rank's scratch, rounded to bf16, back into it) and
+ * `NODE.from_bf16` (the scratch into DST). After a failure of the set (a
+ * rendezvous timed out) the worker skips its remaining kernels, and
+ * synchronize, event_synchronize and graph_compute return -1.
  */
 #include "real_int.h"
 
@@ -46,6 +58,7 @@ typedef struct cs_cmd {
     /* COMPUTE */
     real_kernel_args *args;
     uint64_t *seqs;
+    real_allreduce **ar;            /* per node: NULL, or the all_reduce it is */
     int n_nodes;
     /* COPY */
     void *dst;
@@ -78,6 +91,14 @@ typedef struct cs_dev {
     cs_cmd *job;
     /* Internal events for copies from this device to device i. */
     real_event *to_dev[REAL_MAX_BACKENDS];
+    /* bf16 all-reduce scratch buffers (one per size; the in-order queue
+     * uses one at a time), made by the host at submission. */
+    sched_buffer *scratch[8];
+    int n_scratch;
+    /* The all-reduce in progress: set by pool thread 0, read by the others
+     * after a pool barrier. */
+    int64_t ar_gen;
+    real_tensor ar_ranks[REAL_MAX_BACKENDS];
 } cs_dev;
 
 static const sched_backend_iface cs_iface;
@@ -135,15 +156,87 @@ static void jitter(cs_dev *d)
         ;
 }
 
+static void pool_sync(cs_dev *d, int nth)
+{
+    if (nth > 1)
+        real_pool_barrier(d->pool);
+}
+
+/* Chunk ith of nth of `to` <- `from` converted (same shape). */
+static void convert_chunk(const real_tensor *from, const real_tensor *to, int ith, int nth)
+{
+    int64_t n = 1;
+    for (int i = 0; i < SCHED_MAX_DIMS; i++)
+        n *= to->ne[i];
+    int64_t lo = n * ith / nth, hi = n * (ith + 1) / nth;
+    for (int64_t e = lo; e < hi; e++)
+        real_store_f32(to, e, real_load_f32(from, e));
+}
+
+/* One rank's all-reduce on the pool: [to_bf16,] rendezvous, the sum of
+ * every rank's tensor in rank order (chunked), departure [, from_bf16].
+ * Thread 0 does the rendezvous; the barriers around it hand its result to
+ * the others. Ends with a pool barrier crossed. */
+static void run_allreduce(cs_dev *d, real_allreduce *ar, int ith, int nth)
+{
+    real_ctx *c = d->rc;
+    int64_t t0 = real_now_ns();
+    if (ar->bf16) {
+        if (!real_failed(c))
+            convert_chunk(&ar->src, &ar->wire, ith, nth);
+        pool_sync(d, nth);
+        if (ith == 0)
+            real_rec_set_time(c, ar->seq_to, t0, real_now_ns() - t0);
+    }
+    int64_t t1 = real_now_ns();
+    const real_tensor *mine = ar->bf16 ? &ar->wire : &ar->src;
+    if (ith == 0)
+        d->ar_gen = real_failed(c) ? -1 : real_coll_arrive(c, ar, mine, d->ar_ranks);
+    pool_sync(d, nth);
+    bool ok = d->ar_gen >= 0;
+    if (ok) {
+        real_kernel_args a = { .op = SCHED_OP_ALL_REDUCE, .ranks = d->ar_ranks,
+                               .n_ranks = ar->n_ranks, .n_src = 1 };
+        a.src[0] = *mine;
+        a.dst = ar->dst;
+        if (ar->bf16) {
+            a.dst = ar->wire;
+            a.dst.data = ar->sum;
+        }
+        real_kernel_run(&a, ith, nth);
+    }
+    pool_sync(d, nth);
+    if (ith == 0 && ok) {
+        if (real_coll_depart(c, ar, d->ar_gen) == 0 && ar->bf16)
+            memcpy(ar->wire.data, ar->sum, (size_t)sched_dtype_size(SCHED_BF16) *
+                   (size_t)(ar->wire.ne[0] * ar->wire.ne[1] * ar->wire.ne[2] * ar->wire.ne[3]));
+        real_rec_set_time(c, ar->seq_coll, t1, real_now_ns() - t1);
+    }
+    if (ar->bf16) {
+        pool_sync(d, nth);
+        int64_t t2 = real_now_ns();
+        if (!real_failed(c))
+            convert_chunk(&ar->wire, &ar->dst, ith, nth);
+        pool_sync(d, nth);
+        if (ith == 0)
+            real_rec_set_time(c, ar->seq_from, t2, real_now_ns() - t2);
+    }
+}
+
 static void compute_job(void *arg, int ith, int nth)
 {
     cs_dev *d = arg;
     cs_cmd *cmd = d->job;
     for (int k = 0; k < cmd->n_nodes; k++) {
+        if (cmd->ar[k]) {
+            run_allreduce(d, cmd->ar[k], ith, nth);
+            pool_sync(d, nth);
+            continue;
+        }
         int64_t t0 = real_now_ns();
-        real_kernel_run(&cmd->args[k], ith, nth);
-        if (nth > 1)
-            real_pool_barrier(d->pool);
+        if (!real_failed(d->rc))
+            real_kernel_run(&cmd->args[k], ith, nth);
+        pool_sync(d, nth);
         if (ith == 0)
             real_rec_set_time(d->rc, cmd->seqs[k], t0, real_now_ns() - t0);
     }
@@ -182,6 +275,12 @@ static void run_cmd(cs_dev *d, cs_cmd *cmd)
 
 static void free_cmd(cs_cmd *cmd)
 {
+    for (int k = 0; cmd->ar && k < cmd->n_nodes + 1; k++) {
+        if (cmd->ar[k])
+            free(cmd->ar[k]->sum);
+        free(cmd->ar[k]);
+    }
+    free(cmd->ar);
     free(cmd->args);
     free(cmd->seqs);
     free(cmd);
@@ -386,6 +485,103 @@ static int cs_synchronize(sched_backend *b)
     int64_t t0 = real_now_ns();
     drain(d);
     host_block_stmt(d->rc, TRACE_SYNC, d->queue, TRACE_SYNC_QUEUE, t0, real_now_ns());
+    return real_failed(d->rc) ? -1 : 0;
+}
+
+/* This device's bf16 scratch of at least bytes; NULL when out of memory. */
+static sched_buffer *scratch_for(cs_dev *d, uint64_t bytes)
+{
+    for (int i = 0; i < d->n_scratch; i++)
+        if (d->scratch[i]->size >= bytes)
+            return d->scratch[i];
+    if (d->n_scratch == (int)(sizeof d->scratch / sizeof d->scratch[0]))
+        return NULL;
+    char name[64];
+    snprintf(name, sizeof name, "allreduce_bf16.cs%d.%d", d->index, d->n_scratch);
+    sched_buffer *buf = real_buffer_new(&d->base, d->rc, name, bytes, SCHED_BUFFER_COMPUTE, false,
+                                        d->qname);
+    if (buf)
+        d->scratch[d->n_scratch++] = buf;
+    return buf;
+}
+
+/* Resolves and records all_reduce node `node` of x as *out (owned by the
+ * command). acc/n_acc: real_node_args' accesses (r:SRC, w:DST). */
+static int prepare_allreduce(cs_dev *d, const sched_exec *x, int32_t node,
+                             const real_kernel_args *a, trace_access *acc, int n_acc,
+                             real_allreduce **out)
+{
+    real_ctx *c = d->rc;
+    const sched_tensor *t = &x->graph->tensors[node];
+    real_allreduce *ar = calloc(1, sizeof *ar);
+    if (!ar)
+        return -1;
+    *out = ar;
+    ar->group = t->param;
+    real_coll_group_of(x->graph, node, &ar->rank, &ar->n_ranks);
+    ar->src = a->src[0];
+    ar->dst = a->dst;
+    int64_t ne = sched_tensor_nelements(&x->graph->tensors[t->src[0]]);
+    const char *strategy = x->allreduce ? x->allreduce : "ring";
+    ar->bf16 = strcmp(strategy, "bf16") == 0 && ne >= x->allreduce_bf16_min;
+    ar->butterfly = strcmp(strategy, "butterfly") == 0;
+    ar->seq_to = ar->seq_coll = ar->seq_from = UINT64_MAX;
+    uint64_t wire = (uint64_t)ne * sched_dtype_size(SCHED_BF16);
+    sched_buffer *scratch = NULL;
+    if (ar->bf16) {
+        scratch = scratch_for(d, wire);
+        ar->sum = malloc(wire ? wire : 1);
+        if (!scratch || !ar->sum)
+            return -1;
+        ar->wire = ar->src;
+        ar->wire.type = SCHED_BF16;
+        ar->wire.data = scratch->ctx;
+    }
+    if (!c->recording || n_acc != 2)
+        return 0;
+    trace_access wacc[2];
+    char label[SCHED_NAME_MAX + 16];
+    trace_access sacc = { scratch ? scratch->trace_id : TRACE_NONE, TRACE_W, TRACE_REF_RANGE, 0, wire };
+    if (ar->bf16) {
+        wacc[0] = acc[0];
+        wacc[1] = sacc;
+        snprintf(label, sizeof label, "%s.to_bf16", t->name);
+        ar->seq_to = rec_stmt(d, d->queue, TRACE_OP, real_rec_intern(c, label), TRACE_NONE, wacc,
+                              2, x->split);
+    }
+    trace_attr attrs[3];
+    trace_stmt st;
+    trace_stmt_init(&st);
+    st.queue = d->queue;
+    st.by = c->host_q;
+    st.kind = TRACE_COLLECTIVE;
+    st.object = real_rec_intern(c, "tp");
+    st.coll_kind = real_rec_intern(c, ar->bf16 ? "allreduce_bf16" : "allreduce");
+    st.count = (uint64_t)ar->n_ranks;      /* size=N: the participants */
+    st.label = real_rec_intern(c, t->name);
+    if (ar->bf16) {
+        wacc[0] = sacc;
+        wacc[0].mode = TRACE_RW;
+        st.access = wacc;
+        st.n_access = 1;
+    } else {
+        st.access = acc;
+        st.n_access = 2;
+    }
+    st.attr = attrs;
+    st.n_attr = real_rec_attrs(c, attrs, x->split);
+    if (ar->butterfly && ar->n_ranks > 1)
+        attrs[st.n_attr++] = (trace_attr){ real_rec_intern(c, "algorithm"),
+                                           real_rec_intern(c, "butterfly") };
+    ar->seq_coll = real_rec_append(c, &st);
+    if (ar->bf16) {
+        wacc[0] = sacc;
+        wacc[0].mode = TRACE_R;
+        wacc[1] = acc[1];
+        snprintf(label, sizeof label, "%s.from_bf16", t->name);
+        ar->seq_from = rec_stmt(d, d->queue, TRACE_OP, real_rec_intern(c, label), TRACE_NONE,
+                                wacc, 2, x->split);
+    }
     return 0;
 }
 
@@ -393,6 +589,8 @@ static int cs_graph_compute(sched_backend *b, const sched_exec *x)
 {
     cs_dev *d = b->ctx;
     real_ctx *c = d->rc;
+    if (real_failed(c))
+        return -1;
     c->cur_eval = x->eval;
     cs_cmd *cmd = calloc(1, sizeof *cmd);
     if (!cmd)
@@ -400,7 +598,8 @@ static int cs_graph_compute(sched_backend *b, const sched_exec *x)
     cmd->kind = CMD_COMPUTE;
     cmd->args = calloc((size_t)x->n_nodes + 1, sizeof *cmd->args);
     cmd->seqs = calloc((size_t)x->n_nodes + 1, sizeof *cmd->seqs);
-    if (!cmd->args || !cmd->seqs)
+    cmd->ar = calloc((size_t)x->n_nodes + 1, sizeof *cmd->ar);
+    if (!cmd->args || !cmd->seqs || !cmd->ar)
         goto fail;
     for (int i = 0; i < x->n_nodes; i++) {
         int32_t node = x->nodes[i];
@@ -412,6 +611,13 @@ static int cs_graph_compute(sched_backend *b, const sched_exec *x)
         int n = real_node_args(c, x, node, &cmd->args[k], acc, true);
         if (n < 0)
             goto fail;
+        if (t->op == SCHED_OP_ALL_REDUCE) {
+            cmd->n_nodes++;
+            cmd->seqs[k] = UINT64_MAX;
+            if (prepare_allreduce(d, x, node, &cmd->args[k], acc, n, &cmd->ar[k]) != 0)
+                goto fail;
+            continue;
+        }
         cmd->seqs[k] = rec_stmt(d, d->queue, TRACE_OP, real_rec_intern(c, t->name), TRACE_NONE,
                                 acc, (uint32_t)n, x->split);
         cmd->n_nodes++;
@@ -465,7 +671,7 @@ static int cs_event_synchronize(sched_backend *b, sched_event *sev)
         pthread_cond_wait(&c->ev_cond, &c->ev_lock);
     pthread_mutex_unlock(&c->ev_lock);
     host_block_stmt(c, TRACE_WAIT, ev->name_str, TRACE_SYNC_QUEUE, t0, real_now_ns());
-    return 0;
+    return real_failed(c) ? -1 : 0;
 }
 
 static const sched_backend_iface cs_iface = {
@@ -544,6 +750,8 @@ void real_cs_free(sched_backend *b)
     real_pool_free(d->pool);
     for (int i = 0; i < REAL_MAX_BACKENDS; i++)
         free(d->to_dev[i]);
+    for (int i = 0; i < d->n_scratch; i++)
+        real_buffer_free(d->scratch[i]);
     pthread_mutex_destroy(&d->lock);
     pthread_cond_destroy(&d->cv_work);
     pthread_cond_destroy(&d->cv_idle);

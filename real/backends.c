@@ -36,6 +36,7 @@ void real_options_default(real_options *o)
     o->barrier = REAL_BARRIER_HYBRID;
     o->trace_level = REAL_TRACE_STREAM;
     o->skip_barrier_after = -1;
+    o->allreduce_timeout_ns = 10000000000ll;
 }
 
 /* ------------------------------------------------------------------ */
@@ -297,6 +298,7 @@ int real_backends_create(const char *spec, const real_options *opt, trace_record
     pthread_mutex_init(&c->rec_lock, NULL);
     pthread_mutex_init(&c->ev_lock, NULL);
     pthread_cond_init(&c->ev_cond, NULL);
+    real_coll_init(c);
     c->host_q = real_rec_queue(c, "host", TRACE_QUEUE_HOST, NULL);
     if (c->recording) {
         if (c->sink.iface->meta) {
@@ -332,6 +334,7 @@ fail:
         pthread_mutex_destroy(&c->rec_lock);
         pthread_mutex_destroy(&c->ev_lock);
         pthread_cond_destroy(&c->ev_cond);
+        real_coll_destroy(c);
         free(c);
     }
     return -1;
@@ -360,6 +363,7 @@ void real_backends_free(sched_backend **backends, size_t n)
         pthread_mutex_destroy(&c->rec_lock);
         pthread_mutex_destroy(&c->ev_lock);
         pthread_cond_destroy(&c->ev_cond);
+        real_coll_destroy(c);
         free(c);
     }
 }
@@ -573,7 +577,15 @@ struct real_ref {
     void **data;            /* per tensor: its bytes (views point into their source) */
     void **owned;
     float **f32;            /* per tensor: f32 copy made on request */
+    bool bf16;              /* all_reduce strategy bf16 */
+    int64_t bf16_min;
+    /* Scratch of real_ref_eval, per tensor. */
+    bool *done;
+    uint8_t *pend;          /* of a base tensor: PEND_R / PEND_W by a deferred node */
 };
+
+#define PEND_R 1u
+#define PEND_W 2u
 
 real_ref *real_ref_new(sched_graph *g, uint64_t seed)
 {
@@ -591,7 +603,9 @@ real_ref *real_ref_new_shared(sched_graph *g, uint64_t seed, real_ref *share)
     r->data = calloc(nt, sizeof *r->data);
     r->owned = calloc(nt, sizeof *r->owned);
     r->f32 = calloc(nt, sizeof *r->f32);
-    if (!r->data || !r->owned || !r->f32)
+    r->done = calloc(nt ? nt : 1, sizeof *r->done);
+    r->pend = calloc(nt ? nt : 1, sizeof *r->pend);
+    if (!r->data || !r->owned || !r->f32 || !r->done || !r->pend)
         goto fail;
     for (int32_t i = 0; i < g->n_tensors; i++) {
         const sched_tensor *t = &g->tensors[i];
@@ -634,9 +648,94 @@ void real_ref_free(real_ref *r)
     free(r->owned);
     free(r->f32);
     free(r->data);
+    free(r->done);
+    free(r->pend);
     free(r);
 }
 
+void real_ref_set_allreduce(real_ref *r, const char *strategy, int64_t bf16_min)
+{
+    r->bf16 = strategy && strcmp(strategy, "bf16") == 0;
+    r->bf16_min = bf16_min > 0 ? bf16_min : 32768;
+}
+
+static real_tensor ref_tensor(const real_ref *r, int32_t i)
+{
+    const sched_tensor *t = &r->g->tensors[i];
+    return (real_tensor){ t->type, { t->ne[0], t->ne[1], t->ne[2], t->ne[3] }, r->data[i] };
+}
+
+/* The tensor whose bytes t names (itself unless a view). */
+static int32_t base_of(const sched_graph *g, int32_t i)
+{
+    while (g->tensors[i].view_src >= 0)
+        i = g->tensors[i].view_src;
+    return i;
+}
+
+/* Runs node i (not an all_reduce of more than one rank). */
+static int ref_node(real_ref *r, int32_t i)
+{
+    const sched_tensor *t = &r->g->tensors[i];
+    real_kernel_args a = { .op = t->op, .param = t->param };
+    a.dst = ref_tensor(r, i);
+    for (int k = 0; k < SCHED_MAX_SRC; k++) {
+        if (t->src[k] < 0)
+            continue;
+        a.src[k] = ref_tensor(r, t->src[k]);
+        a.n_src = k + 1;
+    }
+    if (t->op == SCHED_OP_ALL_REDUCE)
+        a.bf16_wire = r->bf16 && sched_tensor_nelements(&r->g->tensors[t->src[0]]) >= r->bf16_min;
+    return real_kernel_run(&a, 0, 1) == REAL_OK ? 0 : -1;
+}
+
+/* Whether every member of node i's all_reduce group has its source; if so,
+ * runs them all (each the sum of every member's source in rank order, i.e.
+ * graph order) and marks them done. 1 ran, 0 not ready, -1 error. */
+static int ref_group(real_ref *r, int32_t i)
+{
+    const sched_graph *g = r->g;
+    int32_t group = g->tensors[i].param;
+    int32_t members[REAL_MAX_BACKENDS];
+    real_tensor srcs[REAL_MAX_BACKENDS];
+    int n = 0;
+    for (int32_t k = 0; k < g->n_tensors; k++) {
+        const sched_tensor *t = &g->tensors[k];
+        if (t->op != SCHED_OP_ALL_REDUCE || t->param != group)
+            continue;
+        if (n == REAL_MAX_BACKENDS)
+            return -1;
+        int32_t src = base_of(g, t->src[0]);
+        if (!r->done[src] || (r->pend[src] & PEND_W))
+            return 0;
+        members[n] = k;
+        srcs[n++] = ref_tensor(r, t->src[0]);
+    }
+    for (int m = 0; m < n; m++) {
+        const sched_tensor *t = &g->tensors[members[m]];
+        real_kernel_args a = { .op = t->op, .param = t->param, .ranks = srcs, .n_ranks = n };
+        a.dst = ref_tensor(r, members[m]);
+        a.src[0] = srcs[m];
+        a.n_src = 1;
+        a.bf16_wire = r->bf16 && sched_tensor_nelements(&g->tensors[t->src[0]]) >= r->bf16_min;
+        if (real_kernel_run(&a, 0, 1) != REAL_OK)
+            return -1;
+        r->done[members[m]] = true;
+    }
+    return 1;
+}
+
+/*
+ * Evaluation order. Nodes run in graph order, except that an all_reduce
+ * runs only once every rank of its group has its source, and then all of
+ * the group's ranks run at once (in a tensor-split graph rank 0's
+ * all_reduce and the nodes after it come before rank 1's part). A node
+ * that cannot run yet is deferred, and so is every later node that reads
+ * bytes a deferred node writes, or writes bytes a deferred node reads or
+ * writes (a cpy into the KV cache); passes repeat until all nodes ran.
+ * A graph without all_reduce runs in one pass, in graph order.
+ */
 int real_ref_eval(real_ref *r, uint64_t eval)
 {
     sched_graph *g = r->g;
@@ -644,23 +743,53 @@ int real_ref_eval(real_ref *r, uint64_t eval)
         const sched_tensor *t = &g->tensors[i];
         if ((t->flags & SCHED_FLAG_INPUT) && t->op == SCHED_OP_NONE)
             real_fill_input(g, t, r->data[i], eval, r->seed);
+        r->done[i] = t->op == SCHED_OP_NONE || sched_op_is_view(t->op);
     }
-    for (int32_t i = 0; i < g->n_tensors; i++) {
-        const sched_tensor *t = &g->tensors[i];
-        if (t->op == SCHED_OP_NONE || sched_op_is_view(t->op))
-            continue;
-        real_kernel_args a = { .op = t->op, .param = t->param };
-        a.dst = (real_tensor){ t->type, { t->ne[0], t->ne[1], t->ne[2], t->ne[3] }, r->data[i] };
-        for (int k = 0; k < SCHED_MAX_SRC; k++) {
-            if (t->src[k] < 0)
+    for (int32_t left = g->n_tensors;;) {
+        memset(r->pend, 0, (size_t)g->n_tensors * sizeof *r->pend);
+        int32_t ran = 0, remaining = 0;
+        for (int32_t i = 0; i < g->n_tensors; i++) {
+            if (r->done[i])
                 continue;
-            const sched_tensor *s = &g->tensors[t->src[k]];
-            a.src[k] = (real_tensor){ s->type, { s->ne[0], s->ne[1], s->ne[2], s->ne[3] },
-                                      r->data[t->src[k]] };
-            a.n_src = k + 1;
+            const sched_tensor *t = &g->tensors[i];
+            int32_t wb[2] = { base_of(g, i), -1 };
+            if (t->op == SCHED_OP_CPY && t->src[1] >= 0)
+                wb[1] = base_of(g, t->src[1]);
+            bool ready = true;
+            for (int k = 0; k < SCHED_MAX_SRC; k++) {
+                if (t->src[k] < 0)
+                    continue;
+                int32_t b = base_of(g, t->src[k]);
+                if (!r->done[b] || (r->pend[b] & PEND_W))
+                    ready = false;
+            }
+            for (int k = 0; k < 2; k++)
+                if (wb[k] >= 0 && r->pend[wb[k]])
+                    ready = false;
+            int rc = 0;
+            if (ready && t->op == SCHED_OP_ALL_REDUCE)
+                rc = ref_group(r, i);
+            else if (ready)
+                rc = ref_node(r, i) == 0 ? 1 : -1;
+            if (rc < 0)
+                return -1;
+            if (rc > 0) {
+                r->done[i] = true;
+                ran++;
+                continue;
+            }
+            remaining++;
+            for (int k = 0; k < SCHED_MAX_SRC; k++)
+                if (t->src[k] >= 0)
+                    r->pend[base_of(g, t->src[k])] |= PEND_R;
+            for (int k = 0; k < 2; k++)
+                if (wb[k] >= 0)
+                    r->pend[wb[k]] |= PEND_W;
         }
-        if (real_kernel_run(&a, 0, 1) != REAL_OK)
-            return -1;
+        if (remaining == 0)
+            break;
+        if (ran == 0 || --left < 0)
+            return -1;              /* a group that can never complete */
     }
     for (int32_t i = 0; i < g->n_tensors; i++) {
         free(r->f32[i]);

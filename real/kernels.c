@@ -21,7 +21,8 @@
  *   get_rows(a [E,V], idx [R] i32) -> [E,R]: row r = a row (idx[r] mod V).
  *   cpy(a, b): b's bytes <- a's elements in b's type.  convert: to its type.
  *   concat(a, b): along dimension 1.
- *   all_reduce: the sum of every rank's source, in rank order.
+ *   all_reduce: the sum of every rank's source, in rank order (f32); with
+ *               bf16_wire each source and the sum rounded to bf16.
  *
  * Chunks. Thread ith of nth writes one contiguous range of the
  * destination: whole rows for the row ops (rms_norm, softmax, rope,
@@ -345,16 +346,23 @@ static void k_concat(const real_kernel_args *x, int64_t e0, int64_t e1)
     }
 }
 
+static float bf16_round(float v) { return real_bf16_to_f32(real_f32_to_bf16(v)); }
+
 static void k_all_reduce(const real_kernel_args *x, int64_t e0, int64_t e1)
 {
     for (int64_t e = e0; e < e1; e++) {
         float v = 0;
-        if (x->ranks && x->n_ranks > 0)
-            for (int r = 0; r < x->n_ranks; r++)
-                v += real_load_f32(&x->ranks[r], e);
-        else
+        if (x->ranks && x->n_ranks > 0) {
+            for (int r = 0; r < x->n_ranks; r++) {
+                float c = real_load_f32(&x->ranks[r], e);
+                v += x->bf16_wire ? bf16_round(c) : c;
+            }
+        } else {
             v = real_load_f32(&x->src[0], e);
-        real_store_f32(&x->dst, e, v);
+            if (x->bf16_wire)
+                v = bf16_round(v);
+        }
+        real_store_f32(&x->dst, e, x->bf16_wire ? bf16_round(v) : v);
     }
 }
 

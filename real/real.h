@@ -16,6 +16,8 @@
  *   backend_cpustream.c  `cpustream`: an emulated device with its own
  *                        memory, an in-order queue served by a worker
  *                        thread, real events and optional seeded jitter;
+ *   collective.c  the all-reduce rendezvous of the ranks of a
+ *               tensor-split graph, with a timeout for schedules that hang;
  *   backends.c  device specs, weights and inputs, the reference run and
  *               the error of outputs against it.
  *
@@ -139,6 +141,10 @@ typedef struct real_kernel_args {
      * this one included); n_ranks 1 is a copy. */
     const real_tensor *ranks;
     int n_ranks;
+    /* ALL_REDUCE: the bf16 wire format: each rank's contribution is rounded
+     * to bf16 before the (f32, rank-order) sum, and the sum to bf16 after
+     * it, as an all-reduce that moves bf16 data computes. */
+    bool bf16_wire;
 } real_kernel_args;
 
 /* The chunk of the destination thread ith of nth writes, in bytes of dst:
@@ -172,6 +178,9 @@ typedef struct real_options {
     /* Test only: the cpu pool skips the barrier after the node at this
      * position of a split (0 = first node); -1: never. Its chunks race. */
     int skip_barrier_after;
+    /* How long a rank waits at an all_reduce rendezvous before the run fails
+     * as hung (default 10 s). */
+    int64_t allreduce_timeout_ns;
 } real_options;
 
 void real_options_default(real_options *o);
@@ -205,6 +214,10 @@ bool real_spec_is_real(const char *spec);
 void real_backends_free(sched_backend **backends, size_t n);
 /* Whether b is one of ours; its device index (cpustream N) or -1 (cpu). */
 bool real_backend_is_real(const sched_backend *b);
+/* The first failure of the set (an all_reduce that timed out: the schedule
+ * hangs), one line; NULL while none. Once a set has failed, its devices
+ * skip their remaining work and synchronize/graph_compute return -1. */
+const char *real_backends_error(sched_backend **backends, size_t n);
 
 /* Where a tensor's bytes are (its buffer must be ours); NULL when it has none. */
 void *real_tensor_data(const sched_tensor *t);
@@ -243,6 +256,11 @@ real_ref *real_ref_new(sched_graph *g, uint64_t seed);
  * prompt and decode graphs of a run do. Free r before share. */
 real_ref *real_ref_new_shared(sched_graph *g, uint64_t seed, real_ref *share);
 void real_ref_free(real_ref *r);
+/* How the reference computes all_reduce groups: strategy "bf16" rounds
+ * groups of at least bf16_min elements through bf16 (bf16_wire), as the
+ * backends do; anything else ("ring", "butterfly", NULL) sums exactly.
+ * Default: NULL. */
+void real_ref_set_allreduce(real_ref *r, const char *strategy, int64_t bf16_min);
 /* One evaluation with real_set_inputs' inputs for eval. Caches persist
  * between evaluations, as in the real run. Returns 0 or -1. */
 int real_ref_eval(real_ref *r, uint64_t eval);
@@ -284,6 +302,9 @@ typedef struct real_run_opts {
     trace_recorder *rec;            /* where the run is recorded (NULL: nowhere) */
     bool progress;                  /* a progress bar on stderr */
     int window;                     /* evaluations in flight between reads (0: 64) */
+    const char *allreduce;          /* tp: ring (NULL), butterfly or bf16 */
+    int64_t allreduce_bf16_min;     /* bf16 from this many elements (0: 32768) */
+    int64_t allreduce_timeout_ms;   /* a rank waiting longer: the run fails as hung (0: 10 s) */
 } real_run_opts;
 
 typedef struct real_run_result {

@@ -7,6 +7,7 @@
 #include "real.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #define REAL_MAX_BACKENDS 16
 
@@ -26,6 +27,15 @@ typedef struct real_ctx {
     pthread_cond_t ev_cond;
     sched_backend *backends[REAL_MAX_BACKENDS];
     int n_backends;
+    /* All-reduce rendezvous (collective.c): one lock and condition (on
+     * CLOCK_MONOTONIC) for every group of the set. */
+    pthread_mutex_t coll_lock;
+    pthread_cond_t coll_cond;
+    struct real_coll_slot **slots;
+    int n_slots, cap_slots;
+    /* The set's first failure; set once, under coll_lock. */
+    atomic_bool failed;
+    char fail_msg[512];
 } real_ctx;
 
 /* Both backends' contexts start with this (a common initial sequence), so
@@ -64,6 +74,40 @@ uint32_t real_rec_attrs(real_ctx *c, trace_attr *attrs, int split);
  * not recording), or -1 when a tensor has no memory. */
 int real_node_args(real_ctx *c, const sched_exec *x, int32_t node, real_kernel_args *a,
                    trace_access *acc, bool record);
+
+/* All-reduce (collective.c). One rank's all_reduce node, resolved when the
+ * host submits it (the rank is the node's position among the nodes of its
+ * group in graph order, n_ranks their number). */
+typedef struct real_allreduce {
+    int32_t group;
+    int rank, n_ranks;
+    bool bf16;                      /* through the bf16 wire scratch */
+    bool butterfly;
+    real_tensor src, dst;           /* this rank's partial sum and result */
+    real_tensor wire;               /* bf16: this rank's scratch (shape of src) */
+    void *sum;                      /* bf16: the sum before it lands in wire (owned) */
+    uint64_t seq_to, seq_coll, seq_from;    /* recorded statements (UINT64_MAX: none) */
+} real_allreduce;
+
+void real_coll_init(real_ctx *c);
+void real_coll_destroy(real_ctx *c);
+/* Rank ar->rank joins its next generation of ar->group, publishing t (its
+ * source, or its bf16 scratch), and blocks until all ar->n_ranks ranks
+ * have: then ranks[0..n) are every rank's t, in rank order, and it returns
+ * the generation. -1 on timeout (c->opt.allreduce_timeout_ns; the set
+ * fails with a message naming the ranks waited for), a mismatch between
+ * the ranks, or a set that failed already. */
+int64_t real_coll_arrive(real_ctx *c, const real_allreduce *ar, const real_tensor *t,
+                         real_tensor *ranks);
+/* After reading the others' tensors: blocks until every rank has read
+ * them (so none overwrites its source early). 0, or -1 as above. */
+int real_coll_depart(real_ctx *c, const real_allreduce *ar, int64_t gen);
+/* Marks the set failed with msg (the first failure wins) and wakes every
+ * rank waiting at a rendezvous. */
+void real_fail(real_ctx *c, const char *msg);
+bool real_failed(real_ctx *c);
+/* The group of all_reduce node `node` of g: *rank and *n. */
+void real_coll_group_of(const sched_graph *g, int32_t node, int *rank, int *n);
 
 /* Backends. */
 sched_backend *real_cpu_new(real_ctx *c, int threads, real_barrier_kind barrier, char *err,

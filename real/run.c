@@ -15,8 +15,11 @@
  * reference's (real_ref: the same graphs on one thread, same weights,
  * caches and inputs); that time is left out of the measured times.
  *
- * Tensor-split models (all_reduce across devices) are refused: the real
- * backends compute each rank's all_reduce from its own partial sum only.
+ * Tensor-split models (tp) put one rank of each all_reduce on every
+ * cpustream device; the devices meet at a rendezvous (collective.c) and
+ * the reference computes each group with the same strategy (bf16 rounding
+ * included). A schedule that hangs for real fails the run with the
+ * rendezvous' one-line error once a rank waited allreduce_timeout_ms.
  */
 #include "real_int.h"
 
@@ -48,12 +51,19 @@ static int32_t output_of(const sched_graph *g)
     return -1;
 }
 
-static bool has_all_reduce(const sched_graph *g)
+/* The most ranks of an all_reduce group of g (0: none). */
+static int max_ranks(const sched_graph *g)
 {
-    for (int32_t i = 0; i < g->n_tensors; i++)
-        if (g->tensors[i].op == SCHED_OP_ALL_REDUCE)
-            return true;
-    return false;
+    int best = 0;
+    for (int32_t i = 0; i < g->n_tensors; i++) {
+        if (g->tensors[i].op != SCHED_OP_ALL_REDUCE)
+            continue;
+        int rank, n;
+        real_coll_group_of(g, i, &rank, &n);
+        if (n > best)
+            best = n;
+    }
+    return best;
 }
 
 /* One graph of the run (0: prompt, 1: decode) and its reference. */
@@ -265,12 +275,6 @@ int real_run(const real_run_opts *o, real_run_result *res, trace_error *err)
             trace_error_set(err, TRACE_EUSAGE, "%s", ebuf);
             return 2;
         }
-        if (p.split_mode == SCHED_SPLIT_TENSOR) {
-            trace_error_set(err, TRACE_EUSAGE, "tensor-split models (tp) need a cross-device "
-                            "all_reduce, which the real backends do not compute yet: use a "
-                            "simulated --devices, or a layer-split model");
-            return 2;
-        }
         p.n_devices = n_devices;
         int ub = p.ubatch < prompt ? p.ubatch : (prompt > 0 ? prompt : 1);
         if (ub > p.n_ctx) {
@@ -293,13 +297,19 @@ int real_run(const real_run_opts *o, real_run_result *res, trace_error *err)
             return 2;
         }
     }
-    if (has_all_reduce(dg)) {
+    const char *allreduce = o->allreduce ? o->allreduce : "ring";
+    if (strcmp(allreduce, "ring") != 0 && strcmp(allreduce, "butterfly") != 0 &&
+        strcmp(allreduce, "bf16") != 0) {
         sched_graph_free(dg);
         sched_graph_free(rdg);
-        trace_error_set(err, TRACE_EUSAGE, "the graph has all_reduce nodes, which the real "
-                        "backends do not compute across devices yet");
+        sched_graph_free(pg);
+        sched_graph_free(rpg);
+        trace_error_set(err, TRACE_EUSAGE, "unknown all-reduce '%s' (expected ring, butterfly or "
+                        "bf16)", allreduce);
         return 2;
     }
+    int64_t bf16_min = o->allreduce_bf16_min > 0 ? o->allreduce_bf16_min : 32768;
+    int n_ranks = max_ranks(dg);
     sched_graph_prefix_names(dg, "d:");
     if (pg)
         sched_graph_prefix_names(pg, "p:");
@@ -324,6 +334,8 @@ int real_run(const real_run_opts *o, real_run_result *res, trace_error *err)
     ro.threads = o->threads;
     ro.trace_level = o->trace_level;
     ro.seed = seed;
+    if (o->allreduce_timeout_ms > 0)
+        ro.allreduce_timeout_ns = o->allreduce_timeout_ms * 1000000;
     if (!o->rec)
         ro.sink = &sink;
     if (!st.pend || (!o->rec && !mem)) {
@@ -339,7 +351,9 @@ int real_run(const real_run_opts *o, real_run_result *res, trace_error *err)
         trace_error_set(err, TRACE_ENOMEM, "cannot place the weights");
         goto done;
     }
-    sched_options so = { .policy = pol, .n_copies = o->n_copies > 0 ? o->n_copies : 2 };
+    sched_options so = { .policy = pol, .n_copies = o->n_copies > 0 ? o->n_copies : 2,
+                         .allreduce = allreduce, .allreduce_bf16_min = bf16_min,
+                         .n_ranks = n_ranks > 0 ? n_ranks : 1 };
     so.name = "d";
     st.ph[1].s = sched_new(st.be, (int)st.nb, &so);
     so.name = "p";
@@ -369,6 +383,8 @@ int real_run(const real_run_opts *o, real_run_result *res, trace_error *err)
         snprintf(buf, sizeof buf, "%llu", (unsigned long long)seed);
         meta(&sink, "seed", buf);
         meta(&sink, "trace_level", o->trace_level == REAL_TRACE_THREAD ? "thread" : "stream");
+        if (n_ranks > 0)
+            meta(&sink, "allreduce", allreduce);
     }
     if (real_init_weights(st.be, st.nb, dg, seed) != 0) {
         trace_error_set(err, TRACE_EUSAGE, "cannot initialise the weights");
@@ -382,6 +398,9 @@ int real_run(const real_run_opts *o, real_run_result *res, trace_error *err)
         trace_error_set(err, TRACE_ENOMEM, "out of memory for the reference");
         goto done;
     }
+    for (int k = 0; k < 2; k++)
+        if (st.ph[k].ref)
+            real_ref_set_allreduce(st.ph[k].ref, allreduce, bf16_min);
     int n_ub = pg ? (prompt + p.ubatch - 1) / p.ubatch : 0;
     int mrc;
     if ((pg && (mrc = make_phase(&st, &st.ph[0], "p:", n_ub, err)) != 0) ||
@@ -463,6 +482,12 @@ done:
     /* Nothing may still write into the host tensors or arenas. */
     if (st.be && st.ph[1].s)
         sched_synchronize(st.ph[1].s);
+    /* A hung all_reduce makes every later call fail: report its cause. */
+    const char *be_err = st.be ? real_backends_error(st.be, st.nb) : NULL;
+    if (be_err) {
+        trace_error_set(err, TRACE_EUSAGE, "%s", be_err);
+        rc = 1;
+    }
     for (int k = 0; k < 2; k++)
         if (st.be)
             free_phase(&st, &st.ph[k]);

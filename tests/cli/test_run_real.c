@@ -4,7 +4,7 @@
  * slots and 300 us of jitter. `events` and `full` print "outputs match" and
  * `syncsim check` finds nothing; `async-user-inputs` and `no-split-wait`
  * have `syncsim check` report a race on every seed, and print "DIFFER" on
- * at least one. Also: a thread-level trace of the cpu pool checks clean,
+ * at least one. A tp model on `cpustream:2,cpu` matches and checks clean. Also: a thread-level trace of the cpu pool checks clean,
  * and bad input is one line and exit status 2.
  *
  * Not named like the ThreadSanitizer tests (tests/CMakeLists.txt): the
@@ -119,6 +119,29 @@ static void test_run_real_events_and_full_match_and_check_clean(void **state)
     }
 }
 
+/* A tensor-split model on two cpustream devices: the all-reduces meet
+ * across devices, the outputs match the reference and the trace checks
+ * clean (one `collective tp` per rank and all_reduce). */
+static void test_run_real_tp_matches_and_checks_clean(void **state)
+{
+    (void)state;
+    char out[16384], db[256];
+    new_db(db, sizeof db);
+    const char *argv[] = { "syncsim", "run", "--model",
+                           "tp:n_layer=2,n_embd=64,n_head=4,n_head_kv=2,n_ff=128,n_vocab=128,n_ctx=32,ubatch=4",
+                           "--devices", "cpustream:2,cpu", "--threads", "2", "--tokens", "4",
+                           "--prompt", "8", "-o", db, NULL };
+    int rc = run_cli(argv, out, sizeof out);
+    if (rc != 0)
+        fail_msg("tp: exit %d:\n%s", rc, out);
+    assert_non_null(strstr(out, "outputs match"));
+    assert_non_null(strstr(out, "tp n_layer=2"));
+    rc = check_db(db, out, sizeof out);
+    if (rc != 0)
+        fail_msg("tp: check exit %d:\n%s", rc, out);
+    assert_non_null(strstr(out, "clean"));
+}
+
 static void broken_policy(const char *policy)
 {
     char out[16384], db[256];
@@ -190,11 +213,11 @@ static void test_run_real_bad_input_is_one_line_and_exit_2(void **state)
     assert_non_null(strstr(out, "cpustream:x"));
     assert_int_equal(access(db, F_OK), -1);     /* nothing recorded */
 
-    const char *tp[] = { "syncsim", "run", "--model", "tp", "--devices", "cpustream:2,cpu",
-                         "-o", db, NULL };
-    assert_int_equal(run_cli(tp, out, sizeof out), 2);
-    assert_int_equal(count_lines(out), 1);
-    assert_non_null(strstr(out, "all_reduce"));
+    const char *bad_ar[] = { "syncsim", "run", "--model", "tp", "--devices", "cpustream:2,cpu",
+                             "--allreduce", "tree", "-o", db, NULL };
+    assert_int_equal(run_cli(bad_ar, out, sizeof out), 2);
+    assert_non_null(strstr(out, "unknown all-reduce 'tree'"));
+    assert_int_equal(access(db, F_OK), -1);
 
     /* Options of the other kind of device: an error and the usage line. */
     const char *barrier[] = { "syncsim", "run", "--devices", "cpu", "--barrier", "sleepy",
@@ -211,6 +234,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_run_real_events_and_full_match_and_check_clean),
+        cmocka_unit_test(test_run_real_tp_matches_and_checks_clean),
         cmocka_unit_test(test_run_real_async_user_inputs_races_and_differs),
         cmocka_unit_test(test_run_real_no_split_wait_races_and_differs),
         cmocka_unit_test(test_run_real_thread_level_trace_checks_clean),

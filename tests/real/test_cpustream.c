@@ -3,7 +3,10 @@
  * order (copies with jitter included), a wait makes a queue's later work
  * see what the event's record covered, synchronize and event_synchronize
  * block the host until done, and the recorded trace of a correctly
- * synchronised sequence checks clean. Runs under ThreadSanitizer.
+ * synchronised sequence checks clean. A tensor-split model's all-reduces
+ * meet across 2 and 4 devices (real/collective.c) with jittered queues and
+ * match the reference, and a rank that never comes times out instead of
+ * hanging. Runs under ThreadSanitizer.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -199,6 +202,76 @@ static void test_cpustream_spec_errors_name_the_problem(void **state)
     real_backends_free(be, n);
 }
 
+#define TP_MODEL "tp:n_layer=2,n_embd=32,n_head=4,n_head_kv=4,n_ff=64,n_vocab=64,n_ctx=16,ubatch=4"
+
+static void test_cpustream_allreduce_rendezvous_matches_reference(void **state)
+{
+    (void)state;
+    const char *devices[] = { "cpustream:2,jitter=200us,seed=3,cpu", "cpustream:4,jitter=200us,seed=4,cpu" };
+    const char *strategies[] = { "ring", "bf16" };
+    for (int d = 0; d < 2; d++)
+        for (int k = 0; k < 2; k++) {
+            real_run_opts o = { .model = TP_MODEL, .devices = devices[d], .policy = "events",
+                                .tokens = 3, .prompt = 4, .threads = 2, .seed = 2,
+                                .allreduce = strategies[k], .allreduce_bf16_min = 16 };
+            real_run_result res;
+            trace_error err = { 0 };
+            if (real_run(&o, &res, &err) != 0)
+                fail_msg("%s %s: %s", devices[d], strategies[k], err.msg);
+            assert_false(res.differ);
+            assert_true(res.err.max_abs == 0.0);
+        }
+}
+
+/* Rank 1 of the group is never submitted: rank 0 gives up after the
+ * timeout, the set fails, and synchronize returns instead of hanging. */
+static void test_cpustream_allreduce_missing_rank_times_out(void **state)
+{
+    (void)state;
+    real_options o;
+    real_options_default(&o);
+    o.allreduce_timeout_ns = 100000000;     /* 0.1 s */
+    sched_backend **be;
+    size_t nb;
+    char err[256];
+    assert_int_equal(real_backends_create("cpustream:2,cpu", &o, NULL, &be, &nb, err, sizeof err), 0);
+    sched_graph *g = sched_graph_new("ar");
+    int64_t ne[1] = { 64 };
+    int32_t x = sched_graph_leaf(g, "x", SCHED_F32, 1, ne, SCHED_FLAG_INPUT);
+    int32_t a0 = sched_graph_op(g, "a0", SCHED_OP_SCALE, (int32_t[]){ x }, 1);
+    int32_t r0 = sched_graph_op(g, "r0", SCHED_OP_ALL_REDUCE, (int32_t[]){ a0 }, 1);
+    int32_t a1 = sched_graph_op(g, "a1", SCHED_OP_SCALE, (int32_t[]){ x }, 1);
+    int32_t r1 = sched_graph_op(g, "r1", SCHED_OP_ALL_REDUCE, (int32_t[]){ a1 }, 1);
+    assert_true(r1 >= 0);
+    g->tensors[a0].user_backend = g->tensors[r0].user_backend = 0;
+    g->tensors[a1].user_backend = g->tensors[r1].user_backend = 1;
+    g->tensors[r0].flags |= SCHED_FLAG_OUTPUT;
+    g->tensors[r1].flags |= SCHED_FLAG_OUTPUT;
+    sched *s = sched_new(be, (int)nb, NULL);
+    assert_int_equal(sched_plan(s, g, err, sizeof err), SCHED_OK);
+    assert_int_equal(real_set_inputs(be, nb, g, 0, 1), 0);
+    /* Launch rank 0's split only (the first split on cs0). */
+    int split = -1;
+    for (int i = 0; i < sched_n_splits(s) && split < 0; i++)
+        if (sched_get_split(s, i)->backend == 0)
+            split = i;
+    assert_true(split >= 0);
+    const sched_split *sp = sched_get_split(s, split);
+    sched_exec x0 = { .graph = g, .nodes = sp->nodes, .n_nodes = sp->n_nodes, .split = split,
+                      .allreduce = "ring", .allreduce_bf16_min = 32768, .n_ranks = 2 };
+    assert_null(real_backends_error(be, nb));
+    assert_int_equal(be[0]->iface->graph_compute(be[0], &x0), 0);
+    assert_int_equal(be[0]->iface->synchronize(be[0]), -1);
+    const char *msg = real_backends_error(be, nb);
+    assert_non_null(msg);
+    assert_non_null(strstr(msg, "all_reduce group 0: rank 0 waited 0.1s for ranks 1"));
+    /* Later work fails at once. */
+    assert_int_equal(be[0]->iface->graph_compute(be[0], &x0), -1);
+    sched_free(s);
+    real_backends_free(be, nb);
+    sched_graph_free(g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -207,6 +280,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_cpustream_copy_async_between_devices, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cpustream_trace_of_synchronised_copies_is_clean, setup, teardown),
         cmocka_unit_test(test_cpustream_spec_errors_name_the_problem),
+        cmocka_unit_test(test_cpustream_allreduce_rendezvous_matches_reference),
+        cmocka_unit_test(test_cpustream_allreduce_missing_rank_times_out),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
