@@ -151,7 +151,13 @@ int cmd_replay(int argc, char **argv)
         return strstr(err.msg, "hangs") ? 1 : 2;
     }
 
-    trace_recorder_opts ro = { .run_name = "replay", .source = "replay" };
+    char name[512];
+    if (from_db)
+        snprintf(name, sizeof name, "replay of run %lld%s", (long long)run,
+                 n_drop ? " without some syncs" : "");
+    else
+        snprintf(name, sizeof name, "replay of %s%s", path, n_drop ? " without some syncs" : "");
+    trace_recorder_opts ro = { .run_name = name, .source = "replay" };
     trace_recorder *rec = trace_recorder_open(db, &ro, &err);
     if (!rec)
         return cli_error("replay", "%s", err.msg);
