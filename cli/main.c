@@ -50,7 +50,8 @@ static void usage(FILE *out)
     fprintf(out,
             "\n"
             "A command that takes a database and is given none uses ./" CLI_DEFAULT_DB ".\n"
-            "Exit status: 0 success, 1 findings (check), 2 bad input or usage.\n"
+            "Exit status: 0 success, 1 findings (check) or outputs that differ from the\n"
+            "reference (run on real devices), 2 bad input or usage.\n"
             "Run 'syncsim help COMMAND' for a command's options and examples.\n");
 }
 
