@@ -166,4 +166,46 @@ static sched_sink fake_sink(void)
     return (sched_sink){ &iface, NULL };
 }
 
+/* The fixture of the scheduler tests: two fake GPUs and the CPU, an empty
+ * graph, and what a test plans from it (freed by fake_fixture_teardown). */
+typedef struct fixture {
+    fake_set f;
+    sched_graph *g;
+    sched_weights *w;
+    sched *s;
+} fixture;
+
+static inline int fake_fixture_setup(void **state)
+{
+    fixture *fx = calloc(1, sizeof *fx);
+    if (!fx)
+        return -1;
+    fake_set_init(&fx->f, 2);
+    fx->g = sched_graph_new("t");
+    *state = fx;
+    return 0;
+}
+
+static inline int fake_fixture_teardown(void **state)
+{
+    fixture *fx = *state;
+    sched_free(fx->s);
+    sched_weights_free(fx->w);
+    sched_graph_free(fx->g);
+    free(fx);
+    return 0;
+}
+
+/* Registers a cmocka test that runs with the fixture above. */
+#define FAKE_TEST(fn) cmocka_unit_test_setup_teardown(fn, fake_fixture_setup, fake_fixture_teardown)
+
+/* A 64x64 f32 weight that lives on backend `home` from the start. */
+static inline int32_t fake_weight(sched_graph *g, const char *name, int home)
+{
+    int64_t dims[2] = { 64, 64 };
+    int32_t t = sched_graph_leaf(g, name, SCHED_F32, 2, dims, SCHED_FLAG_WEIGHT);
+    g->tensors[t].home = home;
+    return t;
+}
+
 #endif

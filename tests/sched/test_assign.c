@@ -8,40 +8,6 @@
 #include "fake_backend.h"
 
 static int64_t v64[1] = { 64 };
-static int64_t m64[2] = { 64, 64 };
-
-typedef struct fixture {
-    fake_set f;
-    sched_graph *g;
-    sched_weights *w;
-    sched *s;
-} fixture;
-
-static int setup(void **state)
-{
-    fixture *fx = calloc(1, sizeof *fx);
-    fake_set_init(&fx->f, 2);
-    fx->g = sched_graph_new("t");
-    *state = fx;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    fixture *fx = *state;
-    sched_free(fx->s);
-    sched_weights_free(fx->w);
-    sched_graph_free(fx->g);
-    free(fx);
-    return 0;
-}
-
-static int32_t weight(sched_graph *g, const char *name, int home)
-{
-    int32_t t = sched_graph_leaf(g, name, SCHED_F32, 2, m64, SCHED_FLAG_WEIGHT);
-    g->tensors[t].home = home;
-    return t;
-}
 
 static int32_t unary(sched_graph *g, const char *name, sched_op op, int32_t a)
 {
@@ -70,7 +36,7 @@ static void test_assign_weights_pin_ops_inputs_go_to_cpu(void **state)
 {
     fixture *fx = *state;
     int32_t x = sched_graph_leaf(fx->g, "x", SCHED_F32, 1, v64, SCHED_FLAG_INPUT);
-    int32_t w1 = weight(fx->g, "w1", 1);
+    int32_t w1 = fake_weight(fx->g, "w1", 1);
     int32_t mm = binary(fx->g, "mm", SCHED_OP_MUL_MAT, w1, x);
     assign(fx);
     assert_int_equal(fx->g->tensors[mm].backend, 1);
@@ -85,7 +51,7 @@ static void test_assign_expansion_down_then_up(void **state)
     fixture *fx = *state;
     int32_t x = sched_graph_leaf(fx->g, "x", SCHED_F32, 1, v64, SCHED_FLAG_INPUT);
     int32_t pre = unary(fx->g, "pre", SCHED_OP_SCALE, x);   /* before the weighted op */
-    int32_t w0 = weight(fx->g, "w0", 0);
+    int32_t w0 = fake_weight(fx->g, "w0", 0);
     int32_t mm = binary(fx->g, "mm", SCHED_OP_MUL_MAT, w0, pre);
     int32_t post = unary(fx->g, "post", SCHED_OP_SILU, mm); /* after it */
     assign(fx);
@@ -101,10 +67,10 @@ static void test_assign_cpu_is_not_expanded_first(void **state)
     /* cpu_op follows a CPU weight; the next node must not inherit the CPU in
      * the first expansion: it expands up from the GPU node after it. */
     int32_t x = sched_graph_leaf(fx->g, "x", SCHED_F32, 1, v64, SCHED_FLAG_INPUT);
-    int32_t wc = weight(fx->g, "wc", -1);
+    int32_t wc = fake_weight(fx->g, "wc", -1);
     int32_t cpu_op = binary(fx->g, "cpu_op", SCHED_OP_MUL_MAT, wc, x);
     int32_t mid = unary(fx->g, "mid", SCHED_OP_SILU, cpu_op);
-    int32_t w1 = weight(fx->g, "w1", 1);
+    int32_t w1 = fake_weight(fx->g, "w1", 1);
     int32_t mm = binary(fx->g, "mm", SCHED_OP_MUL_MAT, w1, mid);
     assign(fx);
     assert_int_equal(fx->g->tensors[cpu_op].backend, 2);
@@ -120,7 +86,7 @@ static void test_assign_upgrade_to_backend_sharing_buffers(void **state)
     fx->f.ctx[0].uses_host_buffers = true;
     fx->f.ctx[0].unsupported_ops = ~(1u << SCHED_OP_MUL_MAT);
     int32_t x = sched_graph_leaf(fx->g, "x", SCHED_F32, 1, v64, SCHED_FLAG_INPUT);
-    int32_t wc = weight(fx->g, "wc", -1);
+    int32_t wc = fake_weight(fx->g, "wc", -1);
     int32_t mm = binary(fx->g, "mm", SCHED_OP_MUL_MAT, wc, x);
     int32_t act = unary(fx->g, "act", SCHED_OP_SILU, mm);
     assign(fx);
@@ -133,7 +99,7 @@ static void test_assign_user_assignment_kept(void **state)
 {
     fixture *fx = *state;
     int32_t x = sched_graph_leaf(fx->g, "x", SCHED_F32, 1, v64, SCHED_FLAG_INPUT);
-    int32_t w0 = weight(fx->g, "w0", 0);
+    int32_t w0 = fake_weight(fx->g, "w0", 0);
     int32_t mm = binary(fx->g, "mm", SCHED_OP_MUL_MAT, w0, x);
     fx->g->tensors[mm].user_backend = 2;
     int32_t post = unary(fx->g, "post", SCHED_OP_SILU, mm);
@@ -150,7 +116,7 @@ static void test_assign_cpu_fallback_for_unsupported_op(void **state)
     fx->f.ctx[0].unsupported_ops = 1u << SCHED_OP_SOFTMAX;
     fx->f.ctx[1].unsupported_ops = 1u << SCHED_OP_SOFTMAX;
     int32_t x = sched_graph_leaf(fx->g, "x", SCHED_F32, 1, v64, SCHED_FLAG_INPUT);
-    int32_t w0 = weight(fx->g, "w0", 0);
+    int32_t w0 = fake_weight(fx->g, "w0", 0);
     int32_t mm = binary(fx->g, "mm", SCHED_OP_MUL_MAT, w0, x);
     int32_t sm = unary(fx->g, "sm", SCHED_OP_SOFTMAX, mm);
     assign(fx);
@@ -162,7 +128,7 @@ static void test_assign_view_follows_source(void **state)
 {
     fixture *fx = *state;
     int32_t x = sched_graph_leaf(fx->g, "x", SCHED_F32, 1, v64, SCHED_FLAG_INPUT);
-    int32_t w1 = weight(fx->g, "w1", 1);
+    int32_t w1 = fake_weight(fx->g, "w1", 1);
     int32_t mm = binary(fx->g, "mm", SCHED_OP_MUL_MAT, w1, x);
     int64_t ne[2] = { 8, 8 };
     int32_t v = sched_graph_view(fx->g, "mm_view", SCHED_OP_RESHAPE, mm, SCHED_F32, 2, ne, 0);
@@ -174,13 +140,13 @@ static void test_assign_view_follows_source(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_assign_weights_pin_ops_inputs_go_to_cpu, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_assign_expansion_down_then_up, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_assign_cpu_is_not_expanded_first, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_assign_upgrade_to_backend_sharing_buffers, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_assign_user_assignment_kept, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_assign_cpu_fallback_for_unsupported_op, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_assign_view_follows_source, setup, teardown),
+        FAKE_TEST(test_assign_weights_pin_ops_inputs_go_to_cpu),
+        FAKE_TEST(test_assign_expansion_down_then_up),
+        FAKE_TEST(test_assign_cpu_is_not_expanded_first),
+        FAKE_TEST(test_assign_upgrade_to_backend_sharing_buffers),
+        FAKE_TEST(test_assign_user_assignment_kept),
+        FAKE_TEST(test_assign_cpu_fallback_for_unsupported_op),
+        FAKE_TEST(test_assign_view_follows_source),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,7 +11,6 @@
 #include "fake_backend.h"
 
 static int64_t v64[1] = { 64 };
-static int64_t m64[2] = { 64, 64 };
 
 typedef struct run {
     fake_set f;
@@ -20,19 +19,12 @@ typedef struct run {
     sched *s;
 } run;
 
-static int32_t weight(sched_graph *g, const char *name, int home)
-{
-    int32_t t = sched_graph_leaf(g, name, SCHED_F32, 2, m64, SCHED_FLAG_WEIGHT);
-    g->tensors[t].home = home;
-    return t;
-}
-
 static void two_split_graph(sched_graph *g)
 {
     int32_t i0 = sched_graph_leaf(g, "i0", SCHED_F32, 1, v64, SCHED_FLAG_INPUT);
     int32_t i1 = sched_graph_leaf(g, "i1", SCHED_F32, 1, v64, SCHED_FLAG_INPUT);
     int32_t i2 = sched_graph_leaf(g, "i2", SCHED_F32, 1, v64, SCHED_FLAG_INPUT);
-    int32_t w0 = weight(g, "w0", 0), w1 = weight(g, "w1", 1);
+    int32_t w0 = fake_weight(g, "w0", 0), w1 = fake_weight(g, "w1", 1);
     int32_t s[2] = { i0, i1 };
     int32_t a = sched_graph_op(g, "a", SCHED_OP_ADD, s, 2);
     s[0] = a;
@@ -125,7 +117,7 @@ static void cpu_first_graph(sched_graph *g)
     int32_t s[2] = { x, -1 };
     int32_t pre = sched_graph_op(g, "pre", SCHED_OP_SILU, s, 1);
     g->tensors[pre].user_backend = 2;
-    s[0] = weight(g, "w0", 0);
+    s[0] = fake_weight(g, "w0", 0);
     s[1] = pre;
     sched_graph_op(g, "m0", SCHED_OP_MUL_MAT, s, 2);
 }

@@ -9,40 +9,6 @@
 #include "fake_backend.h"
 
 static int64_t v64[1] = { 64 };
-static int64_t m64[2] = { 64, 64 };
-
-typedef struct fixture {
-    fake_set f;
-    sched_graph *g;
-    sched_weights *w;
-    sched *s;
-} fixture;
-
-static int setup(void **state)
-{
-    fixture *fx = calloc(1, sizeof *fx);
-    fake_set_init(&fx->f, 2);
-    fx->g = sched_graph_new("t");
-    *state = fx;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    fixture *fx = *state;
-    sched_free(fx->s);
-    sched_weights_free(fx->w);
-    sched_graph_free(fx->g);
-    free(fx);
-    return 0;
-}
-
-static int32_t weight(sched_graph *g, const char *name, int home)
-{
-    int32_t t = sched_graph_leaf(g, name, SCHED_F32, 2, m64, SCHED_FLAG_WEIGHT);
-    g->tensors[t].home = home;
-    return t;
-}
 
 static int32_t mm(sched_graph *g, const char *name, int32_t w, int32_t x)
 {
@@ -72,10 +38,10 @@ static void plan(fixture *fx, int n_copies)
 static void three_splits(fixture *fx, int32_t *x, int32_t *m0, int32_t *m1, int32_t *m2)
 {
     *x = sched_graph_leaf(fx->g, "x", SCHED_F32, 1, v64, SCHED_FLAG_INPUT);
-    *m0 = mm(fx->g, "mm0", weight(fx->g, "w0", 0), *x);
-    *m1 = mm(fx->g, "mm1", weight(fx->g, "w1", 1), *m0);
-    *m2 = mm(fx->g, "mm2", weight(fx->g, "w2", 0), *m1);
-    mm(fx->g, "mm3", weight(fx->g, "w3", 0), *x);
+    *m0 = mm(fx->g, "mm0", fake_weight(fx->g, "w0", 0), *x);
+    *m1 = mm(fx->g, "mm1", fake_weight(fx->g, "w1", 1), *m0);
+    *m2 = mm(fx->g, "mm2", fake_weight(fx->g, "w2", 0), *m1);
+    mm(fx->g, "mm3", fake_weight(fx->g, "w3", 0), *x);
 }
 
 static void test_split_inputs_and_copy_counts(void **state)
@@ -129,7 +95,7 @@ static void test_split_no_inputs_waits_when_memory_is_read_elsewhere(void **stat
     int32_t x = sched_graph_leaf(fx->g, "x", SCHED_F32, 1, v64, SCHED_FLAG_INPUT);
     int32_t pre = unary(fx->g, "pre", SCHED_OP_SILU, x);
     fx->g->tensors[pre].user_backend = 2;
-    int32_t m0 = mm(fx->g, "mm0", weight(fx->g, "w0", 0), pre);
+    int32_t m0 = mm(fx->g, "mm0", fake_weight(fx->g, "w0", 0), pre);
     (void)m0;
     plan(fx, 1);
     assert_int_equal(sched_n_splits(fx->s), 2);
@@ -164,7 +130,7 @@ static void test_alloc_reuses_memory_of_dead_tensors(void **state)
 {
     fixture *fx = *state;
     int32_t x = sched_graph_leaf(fx->g, "x", SCHED_F32, 1, v64, SCHED_FLAG_INPUT);
-    int32_t w0 = weight(fx->g, "w0", 0);
+    int32_t w0 = fake_weight(fx->g, "w0", 0);
     int32_t a = mm(fx->g, "a", w0, x);
     int32_t b = unary(fx->g, "b", SCHED_OP_SILU, a);
     int32_t c = unary(fx->g, "c", SCHED_OP_SILU, b);
@@ -180,12 +146,11 @@ static void test_alloc_reuses_memory_of_dead_tensors(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_split_inputs_and_copy_counts, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_split_slots_rotate_per_evaluation, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_split_no_inputs_waits_when_memory_is_read_elsewhere,
-                                        setup, teardown),
-        cmocka_unit_test_setup_teardown(test_alloc_never_overlaps_live_tensors, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_alloc_reuses_memory_of_dead_tensors, setup, teardown),
+        FAKE_TEST(test_split_inputs_and_copy_counts),
+        FAKE_TEST(test_split_slots_rotate_per_evaluation),
+        FAKE_TEST(test_split_no_inputs_waits_when_memory_is_read_elsewhere),
+        FAKE_TEST(test_alloc_never_overlaps_live_tensors),
+        FAKE_TEST(test_alloc_reuses_memory_of_dead_tensors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
