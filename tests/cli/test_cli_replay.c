@@ -12,12 +12,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "tests/tmpdir.h"
 #include "traces/trace.h"
-
-typedef struct fixture {
-    char dir[64];
-    char db[128];
-} fixture;
 
 /* Runs a shell command in the fixture's directory; returns its exit status
  * and, when out is given, what it printed (stdout and stderr). */
@@ -46,28 +42,13 @@ static int sh(const fixture *f, char *out, size_t cap, const char *fmt, ...)
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* A fresh directory holding one simulated run in its database. */
 static int setup(void **state)
 {
-    fixture *f = calloc(1, sizeof *f);
-    snprintf(f->dir, sizeof f->dir, "/tmp/syncsim-replay-XXXXXX");
-    if (!f || !mkdtemp(f->dir))
+    if (tmpdir_setup(state) != 0)
         return -1;
-    snprintf(f->db, sizeof f->db, "%s/run.db", f->dir);
-    if (sh(f, NULL, 0, "%s run --tokens 4 --prompt 16 -o run.db", SYNCSIM_BINARY) != 0)
-        return -1;
-    *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    fixture *f = *state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", f->dir);
-    if (system(cmd) != 0)
-        return -1;
-    free(f);
-    return 0;
+    return sh(*state, NULL, 0, "%s run --tokens 4 --prompt 16 -o " TMPDIR_DB_NAME,
+              SYNCSIM_BINARY) == 0 ? 0 : -1;
 }
 
 /* The statement count of each run of the database, in run order. */
@@ -90,8 +71,8 @@ static void test_cli_replay_writes_beside_its_input_and_reads_the_latest_run(voi
 {
     fixture *f = *state;
     char out[4096];
-    assert_int_equal(sh(f, out, sizeof out, "%s replay run.db", SYNCSIM_BINARY), 0);
-    assert_non_null(strstr(out, "written as run 2 of run.db"));
+    assert_int_equal(sh(f, out, sizeof out, "%s replay " TMPDIR_DB_NAME, SYNCSIM_BINARY), 0);
+    assert_non_null(strstr(out, "written as run 2 of " TMPDIR_DB_NAME));
     uint64_t counts[4];
     assert_int_equal(run_counts(f->db, counts, 4), 2);
     assert_true(counts[0] > 0);
@@ -106,7 +87,8 @@ static void test_cli_replay_refuses_dropping_a_statement_that_is_no_sync(void **
     fixture *f = *state;
     char out[4096];
     /* seq 0 of a run is the host's first op */
-    assert_int_equal(sh(f, out, sizeof out, "%s replay run.db --drop-sync 0", SYNCSIM_BINARY), 2);
+    assert_int_equal(
+        sh(f, out, sizeof out, "%s replay " TMPDIR_DB_NAME " --drop-sync 0", SYNCSIM_BINARY), 2);
     assert_non_null(strstr(out, "name no wait, sync or await statement"));
     uint64_t counts[4];
     assert_int_equal(run_counts(f->db, counts, 4), 1);
@@ -132,7 +114,7 @@ static void test_cli_replay_records_what_the_what_if_changed(void **state)
 {
     fixture *f = *state;
     uint64_t seq = first_sync_seq(f->db);
-    assert_int_equal(sh(f, NULL, 0, "%s replay run.db --drop-sync %llu --durations model",
+    assert_int_equal(sh(f, NULL, 0, "%s replay " TMPDIR_DB_NAME " --drop-sync %llu --durations model",
                         SYNCSIM_BINARY, (unsigned long long)seq), 0);
     trace_reader r;
     trace_error err;
@@ -149,11 +131,11 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_cli_replay_writes_beside_its_input_and_reads_the_latest_run,
-                                        setup, teardown),
+                                        setup, tmpdir_teardown),
         cmocka_unit_test_setup_teardown(test_cli_replay_refuses_dropping_a_statement_that_is_no_sync,
-                                        setup, teardown),
+                                        setup, tmpdir_teardown),
         cmocka_unit_test_setup_teardown(test_cli_replay_records_what_the_what_if_changed,
-                                        setup, teardown),
+                                        setup, tmpdir_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,34 +15,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "tests/tmpdir.h"
 #include "traces/trace.h"
-
-typedef struct fixture {
-    char dir[64];
-    char db[128];
-} fixture;
-
-static int setup(void **state)
-{
-    fixture *f = calloc(1, sizeof *f);
-    snprintf(f->dir, sizeof f->dir, "/tmp/syncsim-rec-XXXXXX");
-    if (!mkdtemp(f->dir))
-        return -1;
-    snprintf(f->db, sizeof f->db, "%s/r.db", f->dir);
-    *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    fixture *f = *state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->dir);
-    if (system(cmd) != 0)
-        return -1;
-    free(f);
-    return 0;
-}
 
 /* The status and statement count of run `run`. */
 static void run_state(const char *db, int64_t run, char *status, size_t cap, uint64_t *n_stmts)
@@ -396,13 +370,13 @@ static void test_recorder_killed_writer_keeps_flushed(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_recorder_threads_append_all_land, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_recorder_set_time_before_and_after_flush, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_recorder_declarations_reach_store, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_recorder_run_recording_until_close, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_recorder_graph_round_trip, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_recorder_killed_writer_keeps_flushed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_recorder_threads_append_all_land, tmpdir_setup, tmpdir_teardown),
+        cmocka_unit_test_setup_teardown(test_recorder_set_time_before_and_after_flush, tmpdir_setup,
+                                        tmpdir_teardown),
+        cmocka_unit_test_setup_teardown(test_recorder_declarations_reach_store, tmpdir_setup, tmpdir_teardown),
+        cmocka_unit_test_setup_teardown(test_recorder_run_recording_until_close, tmpdir_setup, tmpdir_teardown),
+        cmocka_unit_test_setup_teardown(test_recorder_graph_round_trip, tmpdir_setup, tmpdir_teardown),
+        cmocka_unit_test_setup_teardown(test_recorder_killed_writer_keeps_flushed, tmpdir_setup, tmpdir_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -16,34 +16,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "tests/tmpdir.h"
 #include "traces/trace.h"
-
-typedef struct fixture {
-    char dir[64];
-    char db[128];
-} fixture;
-
-static int setup(void **state)
-{
-    fixture *f = calloc(1, sizeof *f);
-    snprintf(f->dir, sizeof f->dir, "/tmp/syncsim-store-XXXXXX");
-    if (!mkdtemp(f->dir))
-        return -1;
-    snprintf(f->db, sizeof f->db, "%s/t.db", f->dir);
-    *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    fixture *f = *state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->dir);
-    if (system(cmd) != 0)
-        return -1;
-    free(f);
-    return 0;
-}
 
 /* A trace that uses every kind, views, ranges, attributes, times, lines,
  * expectations and metadata. `salt` varies labels so traces differ. */
@@ -765,25 +739,25 @@ static void test_store_cli_import_export_litmus(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_store_round_trip_memory, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_store_several_runs_and_selection, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_store_new_database_is_marked, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_store_newer_schema_is_eversion, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_store_foreign_sqlite_is_enottrace, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_store_text_file_is_enottrace, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_store_missing_file_is_eio, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_store_corrupt_middle_is_ecorrupt, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_store_truncated_is_ecorrupt, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_store_failed_import_leaves_nothing, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_store_findings_round_trip_and_replace, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_store_graph_empty_for_imported_run, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_store_views_resolve_names, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_store_litmus_import_export_reimport, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_store_cli_bad_input_leaves_no_database, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_store_cli_info_lists_runs, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_store_cli_import_export_litmus, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_round_trip_memory, tmpdir_setup, tmpdir_teardown),
+        cmocka_unit_test_setup_teardown(test_store_several_runs_and_selection, tmpdir_setup, tmpdir_teardown),
+        cmocka_unit_test_setup_teardown(test_store_new_database_is_marked, tmpdir_setup, tmpdir_teardown),
+        cmocka_unit_test_setup_teardown(test_store_newer_schema_is_eversion, tmpdir_setup, tmpdir_teardown),
+        cmocka_unit_test_setup_teardown(test_store_foreign_sqlite_is_enottrace, tmpdir_setup, tmpdir_teardown),
+        cmocka_unit_test_setup_teardown(test_store_text_file_is_enottrace, tmpdir_setup, tmpdir_teardown),
+        cmocka_unit_test_setup_teardown(test_store_missing_file_is_eio, tmpdir_setup, tmpdir_teardown),
+        cmocka_unit_test_setup_teardown(test_store_corrupt_middle_is_ecorrupt, tmpdir_setup, tmpdir_teardown),
+        cmocka_unit_test_setup_teardown(test_store_truncated_is_ecorrupt, tmpdir_setup, tmpdir_teardown),
+        cmocka_unit_test_setup_teardown(test_store_failed_import_leaves_nothing, tmpdir_setup, tmpdir_teardown),
+        cmocka_unit_test_setup_teardown(test_store_findings_round_trip_and_replace, tmpdir_setup,
+                                        tmpdir_teardown),
+        cmocka_unit_test_setup_teardown(test_store_graph_empty_for_imported_run, tmpdir_setup, tmpdir_teardown),
+        cmocka_unit_test_setup_teardown(test_store_views_resolve_names, tmpdir_setup, tmpdir_teardown),
+        cmocka_unit_test_setup_teardown(test_store_litmus_import_export_reimport, tmpdir_setup, tmpdir_teardown),
+        cmocka_unit_test_setup_teardown(test_store_cli_bad_input_leaves_no_database, tmpdir_setup,
+                                        tmpdir_teardown),
+        cmocka_unit_test_setup_teardown(test_store_cli_info_lists_runs, tmpdir_setup, tmpdir_teardown),
+        cmocka_unit_test_setup_teardown(test_store_cli_import_export_litmus, tmpdir_setup, tmpdir_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
