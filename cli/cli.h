@@ -26,5 +26,8 @@ int cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(print
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Parses a non-negative integer option value; returns 0 or -1. */
 int cli_parse_u64(const char *s, unsigned long long *out);
+/* Parses the value of --run (a run id: 1, 2, ...). Returns 0, or prints the
+ * usage error for cmd and returns 2, the exit status. */
+int cli_parse_run(const char *cmd, const char *arg, unsigned long long *run);
 
 #endif

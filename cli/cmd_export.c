@@ -45,9 +45,8 @@ int cmd_export(int argc, char **argv)
     while ((c = getopt_long(argc, argv, ":r:f:o:", longopts, NULL)) != -1) {
         switch (c) {
         case 'r':
-            if (cli_parse_u64(optarg, &run) != 0 || run == 0 || run > INT64_MAX)
-                return cli_usage_error("export", "--run expects a run id (1, 2, ...), got '%s'",
-                                       optarg);
+            if (cli_parse_run("export", optarg, &run) != 0)
+                return 2;
             break;
         case 'f':
             format = optarg;

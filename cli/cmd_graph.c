@@ -51,9 +51,8 @@ int cmd_graph(int argc, char **argv)
     while ((c = getopt_long(argc, argv, ":r:o:", longopts, NULL)) != -1) {
         switch (c) {
         case 'r':
-            if (cli_parse_u64(optarg, &run) != 0 || run == 0 || run > INT64_MAX)
-                return cli_usage_error("graph", "--run expects a run id (1, 2, ...), got '%s'",
-                                       optarg);
+            if (cli_parse_run("graph", optarg, &run) != 0)
+                return 2;
             break;
         case 'o':
             output = optarg;

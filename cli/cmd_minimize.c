@@ -100,9 +100,8 @@ int cmd_minimize(int argc, char **argv)
     while ((c = getopt_long(argc, argv, ":r:o:q", longopts, NULL)) != -1) {
         switch (c) {
         case 'r':
-            if (cli_parse_u64(optarg, &run) != 0 || run == 0 || run > INT64_MAX)
-                return cli_usage_error("minimize", "--run expects a run id (1, 2, ...), got '%s'",
-                                       optarg);
+            if (cli_parse_run("minimize", optarg, &run) != 0)
+                return 2;
             break;
         case 'o':
             output = optarg;

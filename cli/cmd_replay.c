@@ -64,8 +64,8 @@ int cmd_replay(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "o:", longopts, NULL)) != -1) {
         switch (c) {
         case 'r':
-            if (cli_parse_u64(optarg, &v) || v < 1)
-                return cli_usage_error("replay", "--run expects a run id, got '%s'", optarg);
+            if (cli_parse_run("replay", optarg, &v) != 0)
+                return 2;
             run = (int64_t)v;
             break;
         case 'd': devices = optarg; break;

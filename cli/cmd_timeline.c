@@ -87,9 +87,8 @@ int cmd_timeline(int argc, char **argv)
     while ((c = getopt_long(argc, argv, ":r:o:", longopts, NULL)) != -1) {
         switch (c) {
         case 'r':
-            if (cli_parse_u64(optarg, &run) != 0 || run == 0 || run > INT64_MAX)
-                return cli_usage_error("timeline", "--run expects a run id (1, 2, ...), got '%s'",
-                                       optarg);
+            if (cli_parse_run("timeline", optarg, &run) != 0)
+                return 2;
             break;
         case 'o':
             output = optarg;

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -104,6 +105,13 @@ int cli_parse_u64(const char *s, unsigned long long *out)
     if (errno || *end)
         return -1;
     *out = v;
+    return 0;
+}
+
+int cli_parse_run(const char *cmd, const char *arg, unsigned long long *run)
+{
+    if (cli_parse_u64(arg, run) != 0 || *run == 0 || *run > INT64_MAX)
+        return cli_usage_error(cmd, "--run expects a run id (1, 2, ...), got '%s'", arg);
     return 0;
 }
 
