@@ -90,6 +90,39 @@ static void human_bytes(uint64_t b, char *buf, size_t cap)
 }
 
 /* The real-backend path: check the inputs, record, print the summary. */
+/* Checks the names a run is given before a run is created in the database.
+ * Returns 0, or the usage error's exit status. */
+static int check_names(const char *policy, const char *allreduce)
+{
+    if (policy && !sched_policy_find(policy))
+        return cli_usage_error("run", "unknown policy '%s' (expected %s)", policy,
+                               sched_policy_names());
+    if (allreduce && !sched_allreduce_known(allreduce))
+        return cli_usage_error("run", "unknown all-reduce '%s' (expected " SCHED_ALLREDUCE_NAMES ")",
+                               allreduce);
+    return 0;
+}
+
+/* Closes the run's recorder after the simulated or real run returned rc
+ * (err its error). Returns -1 when the run succeeded and was closed, else
+ * the exit status, having printed why: 2 for bad input or a failed close,
+ * 1 for a run that failed part-way (its partial run stays). */
+static int close_run(trace_recorder *rec, int rc, const trace_error *err, const char *db,
+                     int64_t *run_id)
+{
+    *run_id = trace_recorder_run(rec);
+    trace_error cerr = { 0 };
+    if (trace_recorder_close(rec, &cerr) != 0 && rc == 0)
+        return cli_error("run", "%s", cerr.msg);
+    if (rc == 0)
+        return -1;
+    cli_error("run", "%s", err->msg);
+    if (rc == 2)
+        return 2;
+    fprintf(stderr, "syncsim run: the partial run is run %lld of %s\n", (long long)*run_id, db);
+    return 1;
+}
+
 /* A run's name says what ran where: "MODEL POLICY on DEVICES". */
 static const char *run_name(char *buf, size_t cap, const char *model, const char *graph_file,
                             const char *policy, const char *devices, const char *default_devices)
@@ -105,13 +138,9 @@ static int run_real(real_run_opts *o, const char *db)
     char ebuf[512];
     if (real_spec_check(o->devices, NULL, ebuf, sizeof ebuf) != 0)
         return cli_error("run", "%s", ebuf);
-    if (o->policy && !sched_policy_find(o->policy))
-        return cli_usage_error("run", "unknown policy '%s' (expected full, relaxed, events, "
-                               "async-user-inputs or no-split-wait)", o->policy);
-    if (o->allreduce && strcmp(o->allreduce, "ring") != 0 && strcmp(o->allreduce, "butterfly") != 0 &&
-        strcmp(o->allreduce, "bf16") != 0)
-        return cli_usage_error("run", "unknown all-reduce '%s' (expected ring, butterfly or bf16)",
-                               o->allreduce);
+    int bad = check_names(o->policy, o->allreduce);
+    if (bad)
+        return bad;
     trace_error err = { 0 };
     if (o->graph_file) {
         sched_graph *g = sched_graph_parse_file(o->graph_file, &err);
@@ -135,19 +164,10 @@ static int run_real(real_run_opts *o, const char *db)
     o->progress = isatty(2);
     real_run_result r;
     int rc = real_run(o, &r, &err);
-    int64_t run_id = trace_recorder_run(rec);
-    trace_error cerr = { 0 };
-    if (trace_recorder_close(rec, &cerr) != 0 && rc == 0) {
-        cli_error("run", "%s", cerr.msg);
-        return 2;
-    }
-    if (rc != 0) {
-        cli_error("run", "%s", err.msg);
-        if (rc == 2)
-            return 2;
-        fprintf(stderr, "syncsim run: the partial run is run %lld of %s\n", (long long)run_id, db);
-        return 1;
-    }
+    int64_t run_id;
+    int status = close_run(rec, rc, &err, db, &run_id);
+    if (status >= 0)
+        return status;
     printf("%s\n", r.desc);
     printf("policy %s, %d copies: %d splits, %d split inputs; run %lld in %s\n",
            o->policy ? o->policy : "events", r.n_copies, r.n_splits, r.n_inputs,
@@ -281,9 +301,9 @@ int cmd_run(int argc, char **argv)
     sim_model m;
     if (sim_model_load(o.devices ? o.devices : "h100-pcie", &m, &err) != 0)
         return cli_error("run", "%s", err.msg);
-    if (o.policy && !sched_policy_find(o.policy))
-        return cli_usage_error("run", "unknown policy '%s' (expected full, relaxed, events, "
-                               "async-user-inputs or no-split-wait)", o.policy);
+    int bad = check_names(o.policy, o.allreduce);
+    if (bad)
+        return bad;
     sched_model_params p;
     char perr[512];
     if (!o.graph_file && sched_model_parse(o.model ? o.model : "llama", &p, perr, sizeof perr) != 0)
@@ -306,19 +326,10 @@ int cmd_run(int argc, char **argv)
     o.progress = isatty(2);
     sim_run_result r;
     int rc = sim_run(&o, &r, &err);
-    int64_t run_id = trace_recorder_run(rec);
-    trace_error cerr = { 0 };
-    if (trace_recorder_close(rec, &cerr) != 0 && rc == 0) {
-        cli_error("run", "%s", cerr.msg);
-        return 2;
-    }
-    if (rc != 0) {
-        cli_error("run", "%s", err.msg);
-        if (rc == 2)
-            return 2;
-        fprintf(stderr, "syncsim run: the partial run is run %lld of %s\n", (long long)run_id, db);
-        return 1;
-    }
+    int64_t run_id;
+    int status = close_run(rec, rc, &err, db, &run_id);
+    if (status >= 0)
+        return status;
     const sim_stats *st = &r.stats;
     printf("%s\n", r.desc);
     printf("policy %s, %d copies: %d splits, %d split inputs; run %lld in %s (%llu statements)\n",

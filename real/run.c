@@ -238,11 +238,8 @@ int real_run(const real_run_opts *o, real_run_result *res, trace_error *err)
     const char *devices = o->devices ? o->devices : "cpu";
     const sched_policy *pol = sched_policy_find(o->policy ? o->policy : "events");
     if (!pol) {
-        char names[256] = "";
-        for (int i = 0; sched_policies[i]; i++)
-            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "",
-                     sched_policies[i]->name);
-        trace_error_set(err, TRACE_EUSAGE, "unknown policy '%s' (expected %s)", o->policy, names);
+        trace_error_set(err, TRACE_EUSAGE, "unknown policy '%s' (expected %s)", o->policy,
+                        sched_policy_names());
         return 2;
     }
     int bk = real_barrier_parse(o->barrier ? o->barrier : "hybrid");
@@ -298,14 +295,13 @@ int real_run(const real_run_opts *o, real_run_result *res, trace_error *err)
         }
     }
     const char *allreduce = o->allreduce ? o->allreduce : "ring";
-    if (strcmp(allreduce, "ring") != 0 && strcmp(allreduce, "butterfly") != 0 &&
-        strcmp(allreduce, "bf16") != 0) {
+    if (!sched_allreduce_known(allreduce)) {
         sched_graph_free(dg);
         sched_graph_free(rdg);
         sched_graph_free(pg);
         sched_graph_free(rpg);
-        trace_error_set(err, TRACE_EUSAGE, "unknown all-reduce '%s' (expected ring, butterfly or "
-                        "bf16)", allreduce);
+        trace_error_set(err, TRACE_EUSAGE, "unknown all-reduce '%s' (expected "
+                        SCHED_ALLREDUCE_NAMES ")", allreduce);
         return 2;
     }
     int64_t bf16_min = o->allreduce_bf16_min > 0 ? o->allreduce_bf16_min : 32768;

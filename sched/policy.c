@@ -22,6 +22,7 @@
  */
 #include "sched.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static const sched_policy policy_full = {
@@ -85,4 +86,28 @@ const sched_policy *sched_policy_find(const char *name)
         if (strcmp(sched_policies[i]->name, name) == 0)
             return sched_policies[i];
     return NULL;
+}
+
+const char *sched_policy_names(void)
+{
+    /* Built once from the table, so a new policy needs no message edits. */
+    static char names[256];
+    if (!names[0]) {
+        size_t used = 0;
+        for (int i = 0; sched_policies[i] && used < sizeof names; i++)
+            used += (size_t)snprintf(names + used, sizeof names - used, "%s%s",
+                                     i == 0 ? "" : sched_policies[i + 1] ? ", " : " or ",
+                                     sched_policies[i]->name);
+    }
+    return names;
+}
+
+const char *const sched_allreduces[] = { "ring", "butterfly", "bf16", NULL };
+
+bool sched_allreduce_known(const char *name)
+{
+    for (int i = 0; sched_allreduces[i]; i++)
+        if (strcmp(sched_allreduces[i], name) == 0)
+            return true;
+    return false;
 }

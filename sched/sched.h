@@ -399,6 +399,15 @@ typedef struct sched_policy {
 /* The named policies, NULL-terminated. */
 extern const sched_policy *const sched_policies[];
 const sched_policy *sched_policy_find(const char *name);
+/* The policy names for a message: "full, relaxed, ... or no-split-wait". */
+const char *sched_policy_names(void);
+
+/* The all-reduce strategies of tensor-split models, NULL-terminated:
+ * ring, butterfly, bf16. */
+extern const char *const sched_allreduces[];
+bool sched_allreduce_known(const char *name);
+/* Their names for a message: "ring, butterfly or bf16". */
+#define SCHED_ALLREDUCE_NAMES "ring, butterfly or bf16"
 
 /* ------------------------------------------------------------------ */
 /* The scheduler.                                                      */

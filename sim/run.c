@@ -71,16 +71,14 @@ int sim_run(const sim_run_opts *o, sim_run_result *res, trace_error *err)
         return 2;
     const sched_policy *pol = sched_policy_find(o->policy ? o->policy : "events");
     if (!pol) {
-        char names[256] = "";
-        for (int i = 0; sched_policies[i]; i++)
-            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "",
-                     sched_policies[i]->name);
-        trace_error_set(err, TRACE_EUSAGE, "unknown policy '%s' (expected %s)", o->policy, names);
+        trace_error_set(err, TRACE_EUSAGE, "unknown policy '%s' (expected %s)", o->policy,
+                        sched_policy_names());
         return 2;
     }
     const char *ar = o->allreduce ? o->allreduce : "ring";
-    if (strcmp(ar, "ring") && strcmp(ar, "butterfly") && strcmp(ar, "bf16")) {
-        trace_error_set(err, TRACE_EUSAGE, "unknown all-reduce '%s' (expected ring, butterfly or bf16)", ar);
+    if (!sched_allreduce_known(ar)) {
+        trace_error_set(err, TRACE_EUSAGE, "unknown all-reduce '%s' (expected " SCHED_ALLREDUCE_NAMES ")",
+                        ar);
         return 2;
     }
     sched_model_params p;
