@@ -169,8 +169,7 @@ static bool is_host(const trace *t, uint32_t q)
     return q < t->n_queues && t->queues[q].kind == TRACE_QUEUE_HOST;
 }
 
-static char *str_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *str_printf(const char *fmt, ...)
+char *check_strf(const char *fmt, ...)
 {
     va_list ap;
     char *s = NULL;
@@ -189,19 +188,19 @@ static char *edge_fix(const trace *t, const check_stmt_ref *x, const check_stmt_
     check_ref_name(t, y, yn, sizeof yn);
     const char *a = qname(t, x->queue), *b = qname(t, y->queue);
     if (!is_host(t, x->queue) && !is_host(t, y->queue))
-        return str_printf("record an event on %s after %s and wait for it on %s before %s", a, xn,
+        return check_strf("record an event on %s after %s and wait for it on %s before %s", a, xn,
                           b, yn);
     if (!is_host(t, x->queue))
-        return str_printf("add \"%s sync %s\" before %s", b, a, yn);
+        return check_strf("add \"%s sync %s\" before %s", b, a, yn);
     if (!is_host(t, y->queue)) {
         if (y->by != TRACE_NONE && y->by != x->queue)
-            return str_printf("signal a flag on %s after %s and await it on %s before it submits "
+            return check_strf("signal a flag on %s after %s and await it on %s before it submits "
                               "%s (or submit %s from %s)",
                               a, xn, qname(t, y->by), yn, yn, a);
-        return str_printf("signal a flag on %s after %s and await it on %s before %s", a, xn, b,
+        return check_strf("signal a flag on %s after %s and await it on %s before %s", a, xn, b,
                           yn);
     }
-    return str_printf("signal a flag on %s after %s and await it on %s before %s", a, xn, b, yn);
+    return check_strf("signal a flag on %s after %s and await it on %s before %s", a, xn, b, yn);
 }
 
 static const char *type_str(uint8_t type)
@@ -222,7 +221,7 @@ void check_report_finish(check_report *rep)
             if (!f->fix)
                 f->fix = edge_fix(t, &f->first, &f->second);
             if (!f->text)
-                f->text = str_printf(
+                f->text = check_strf(
                     "%s race on %s[%llu:%llu]: %s (%s) and %s (%s) are not ordered",
                     type_str(f->race_type), trace_str(t, t->buffers[f->root].name),
                     (unsigned long long)f->lo, (unsigned long long)f->hi,
@@ -231,14 +230,14 @@ void check_report_finish(check_report *rep)
         } else if (f->kind == TRACE_FINDING_USE_AFTER_FREE) {
             if (!f->fix) {
                 char *edge = edge_fix(t, &f->second, &f->first);
-                f->fix = str_printf("free %s only after %s: move the free (%s) after it, then %s",
+                f->fix = check_strf("free %s only after %s: move the free (%s) after it, then %s",
                                     trace_str(t, t->buffers[f->root].name),
                                     check_ref_name(t, &f->second, yn, sizeof yn),
                                     check_ref_name(t, &f->first, xn, sizeof xn), edge ? edge : "");
                 free(edge);
             }
             if (!f->text)
-                f->text = str_printf("%s (%s) uses %s[%llu:%llu] after the free %s (%s)",
+                f->text = check_strf("%s (%s) uses %s[%llu:%llu] after the free %s (%s)",
                                      check_ref_name(t, &f->second, yn, sizeof yn),
                                      qname(t, f->second.queue),
                                      trace_str(t, t->buffers[f->root].name),
@@ -247,22 +246,22 @@ void check_report_finish(check_report *rep)
                                      qname(t, f->first.queue));
         } else if (f->kind == TRACE_FINDING_WAIT_UNRECORDED) {
             if (!f->text)
-                f->text = str_printf("%s waits for event %s, which no earlier statement records",
+                f->text = check_strf("%s waits for event %s, which no earlier statement records",
                                      check_ref_name(t, &f->second, yn, sizeof yn),
                                      trace_str(t, f->object));
             if (!f->fix)
-                f->fix = str_printf("record %s before %s in submission order (a wait binds to "
+                f->fix = check_strf("record %s before %s in submission order (a wait binds to "
                                     "the most recent earlier record), or remove the wait",
                                     trace_str(t, f->object),
                                     check_ref_name(t, &f->second, yn, sizeof yn));
         } else if (f->kind == TRACE_FINDING_REDUNDANT_SYNC) {
             if (!f->text)
-                f->text = str_printf("%s %s (%s) can be removed: removing it creates no new "
+                f->text = check_strf("%s %s (%s) can be removed: removing it creates no new "
                                      "finding",
                                      qname(t, f->second.queue), trace_kind_str(f->second.kind),
                                      check_ref_name(t, &f->second, yn, sizeof yn));
             if (!f->fix)
-                f->fix = str_printf("remove %s", check_ref_name(t, &f->second, yn, sizeof yn));
+                f->fix = check_strf("remove %s", check_ref_name(t, &f->second, yn, sizeof yn));
         }
     }
 }

@@ -1277,18 +1277,6 @@ static void edges_to_pending(const check_engine *e, blocked_info *b, uint32_t se
     }
 }
 
-static char *str_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *str_printf(const char *fmt, ...)
-{
-    va_list ap;
-    char *s = NULL;
-    va_start(ap, fmt);
-    if (vasprintf(&s, fmt, ap) < 0)
-        s = NULL;
-    va_end(ap);
-    return s;
-}
-
 /* Appends "; "+piece to *acc (both owned; piece freed). */
 static void str_cat(char **acc, char *piece)
 {
@@ -1298,7 +1286,7 @@ static void str_cat(char **acc, char *piece)
         *acc = piece;
         return;
     }
-    char *n = str_printf("%s; %s", *acc, piece);
+    char *n = check_strf("%s; %s", *acc, piece);
     free(piece);
     if (n) {
         free(*acc);
@@ -1317,14 +1305,14 @@ static void explain(const check_engine *e, uint32_t q, const check_pend *p, bloc
     const trace *t = e->t;
     const trace_stmt *s = &p->s;
     if (p->unsubmitted) {
-        b->waits_for = str_printf("submission by %s, which is blocked", qname(e, p->sub.queue));
+        b->waits_for = check_strf("submission by %s, which is blocked", qname(e, p->sub.queue));
         add_edge(b, p->sub.queue);
         return;
     }
     switch (s->kind) {
     case TRACE_WAIT: {
         const ev_node *n = p->bind;
-        b->waits_for = str_printf("event %s (recorded on %s at line %u, which has not run)",
+        b->waits_for = check_strf("event %s (recorded on %s at line %u, which has not run)",
                                   trace_str(t, s->object), qname(e, n->queue), n->line);
         add_edge(b, n->queue);
         break;
@@ -1334,8 +1322,8 @@ static void explain(const check_engine *e, uint32_t q, const check_pend *p, bloc
         for (uint32_t i = 0; i < p->n_items; i++) {
             const sync_req *r = p->items[i].req;
             if (r && !r->filled) {
-                char *n = acc ? str_printf("%s, %s", acc, qname(e, r->stream))
-                              : str_printf("stream %s", qname(e, r->stream));
+                char *n = acc ? check_strf("%s, %s", acc, qname(e, r->stream))
+                              : check_strf("stream %s", qname(e, r->stream));
                 free(acc);
                 acc = n;
                 add_edge(b, r->stream);
@@ -1345,13 +1333,13 @@ static void explain(const check_engine *e, uint32_t q, const check_pend *p, bloc
         break;
     }
     case TRACE_AWAIT:
-        b->waits_for = str_printf("flag %s", trace_str(t, s->object));
+        b->waits_for = check_strf("flag %s", trace_str(t, s->object));
         edges_to_pending(e, b, q, TRACE_SIGNAL, s->object);
         break;
     case TRACE_BARRIER:
     case TRACE_COLLECTIVE: {
         const gen_state *g = p->gen;
-        b->waits_for = str_printf("%s %s generation %llu (%u of %llu arrived)",
+        b->waits_for = check_strf("%s %s generation %llu (%u of %llu arrived)",
                                   s->kind == TRACE_BARRIER ? "barrier" : "collective",
                                   trace_str(t, s->object), (unsigned long long)g->gen,
                                   g->n_arrived, (unsigned long long)g->count);
@@ -1359,7 +1347,7 @@ static void explain(const check_engine *e, uint32_t q, const check_pend *p, bloc
         break;
     }
     default:
-        b->waits_for = str_printf("%s", trace_kind_str(s->kind));
+        b->waits_for = check_strf("%s", trace_kind_str(s->kind));
         break;
     }
 }
@@ -1489,7 +1477,7 @@ static void report_hang(check_engine *e)
         }
         fputc('}', d);
         f.queues[f.n_queues++] = q;
-        str_cat(&names, str_printf("%s waits for %s", qname(e, q), info[q].waits_for));
+        str_cat(&names, check_strf("%s waits for %s", qname(e, q), info[q].waits_for));
     }
     fputc(']', d);
 
@@ -1504,8 +1492,8 @@ static void report_hang(check_engine *e)
                 fputs(i ? ", " : "", d);
                 check_json_str(d, qname(e, q));
             }
-            char *c = chain ? str_printf("%s -> %s", chain, qname(e, q))
-                            : str_printf("%s", qname(e, q));
+            char *c = chain ? check_strf("%s -> %s", chain, qname(e, q))
+                            : check_strf("%s", qname(e, q));
             free(chain);
             chain = c;
         }
@@ -1517,7 +1505,7 @@ static void report_hang(check_engine *e)
             if (!br)
                 continue;
             check_stmt_ref a = check_ref_of_stmt(&br->s), b = check_ref_of_stmt(&info[q].at->s);
-            fix = str_printf("break the cycle %s: move `%s %s %s` (%s) before `%s %s %s` (%s)",
+            fix = check_strf("break the cycle %s: move `%s %s %s` (%s) before `%s %s %s` (%s)",
                              chain ? chain : "", qname(e, q), trace_kind_str(br->s.kind),
                              trace_str(t, br->s.object), check_ref_name(t, &a, buf1, sizeof buf1),
                              qname(e, q), trace_kind_str(info[q].at->s.kind),
@@ -1525,10 +1513,10 @@ static void report_hang(check_engine *e)
                              check_ref_name(t, &b, buf2, sizeof buf2));
         }
         if (!fix)
-            fix = str_printf("break the cycle %s: one of these queues must release the next "
+            fix = check_strf("break the cycle %s: one of these queues must release the next "
                              "before it blocks",
                              chain ? chain : "");
-        str_cat(&names, str_printf("deadlock: %s", chain ? chain : ""));
+        str_cat(&names, check_strf("deadlock: %s", chain ? chain : ""));
         free(chain);
     } else {
         /* The root causes: blocked queues whose blockers are not blocked. */
@@ -1546,7 +1534,7 @@ static void report_hang(check_engine *e)
             check_stmt_ref r = check_ref_of_stmt(&p->s);
             const char *at = check_ref_name(t, &r, buf, sizeof buf);
             if (p->s.kind == TRACE_AWAIT)
-                str_cat(&fix, str_printf("nothing signals %s: add `signal %s` where its data is "
+                str_cat(&fix, check_strf("nothing signals %s: add `signal %s` where its data is "
                                          "ready, or remove the await at %s",
                                          trace_str(t, p->s.object), trace_str(t, p->s.object), at));
             else if (p->s.kind == TRACE_BARRIER || p->s.kind == TRACE_COLLECTIVE) {
@@ -1558,12 +1546,12 @@ static void report_hang(check_engine *e)
                     continue;
                 char *who = NULL;
                 for (uint32_t i = 0; i < g->n_arrived; i++) {
-                    char *n = who ? str_printf("%s, %s", who, qname(e, g->arr[i].queue))
-                                  : str_printf("%s", qname(e, g->arr[i].queue));
+                    char *n = who ? check_strf("%s, %s", who, qname(e, g->arr[i].queue))
+                                  : check_strf("%s", qname(e, g->arr[i].queue));
                     free(who);
                     who = n;
                 }
-                str_cat(&fix, str_printf("%s %s generation %llu expects %llu participants but "
+                str_cat(&fix, check_strf("%s %s generation %llu expects %llu participants but "
                                          "only %u arrive (%s): make the missing queue arrive "
                                          "or use %s=%u",
                                          trace_kind_str(p->s.kind), trace_str(t, p->s.object),
@@ -1574,11 +1562,11 @@ static void report_hang(check_engine *e)
                                          g->n_arrived));
                 free(who);
             } else
-                str_cat(&fix, str_printf("%s at %s can never complete", trace_kind_str(p->s.kind),
+                str_cat(&fix, check_strf("%s at %s can never complete", trace_kind_str(p->s.kind),
                                          at));
         }
         if (!fix)
-            fix = str_printf("release the blocked queues");
+            fix = check_strf("release the blocked queues");
     }
     fclose(d);
     f.detail = detail;

@@ -214,4 +214,7 @@ void check_engine_set_remove(check_engine *e, const bool *remove);
 /* Statements fed (the read position). */
 uint64_t check_engine_fed(const check_engine *e);
 
+/* A malloc'd formatted string (NULL when out of memory); check/findings.c. */
+char *check_strf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 #endif

@@ -90,14 +90,7 @@ static void x_unit(const viz_timeline *tl, double *div, const char **name)
 static void gp_str(FILE *out, const char *s)
 {
     fputc('"', out);
-    for (; s && *s; s++) {
-        if (*s == '"' || *s == '\\')
-            fputc('\\', out);
-        if (*s == '\n')
-            fputs("\\n", out);
-        else
-            fputc(*s, out);
-    }
+    viz_quote_escape(out, s);
     fputc('"', out);
 }
 

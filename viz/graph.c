@@ -75,19 +75,6 @@ static const char *backend_colour(palette *p, const char *b)
     return backend_fill[gpu % (sizeof backend_fill / sizeof backend_fill[0])];
 }
 
-/* Writes s for use inside a double-quoted DOT string. */
-static void dot_str(FILE *out, const char *s)
-{
-    for (; s && *s; s++) {
-        if (*s == '"' || *s == '\\')
-            fputc('\\', out);
-        if (*s == '\n')
-            fputs("\\n", out);
-        else
-            fputc(*s, out);
-    }
-}
-
 /* ------------------------------------------------------------------ */
 /* Node lookup by id.                                                  */
 
@@ -142,7 +129,7 @@ static void write_header(FILE *out, const viz_graph_opts *o, bool summary)
           out);
     fputs(", label=\"", out);
     if (o && o->title) {
-        dot_str(out, o->title);
+        viz_quote_escape(out, o->title);
         fputs("\\n", out);
     }
     if (summary)
@@ -177,26 +164,26 @@ static void write_node(FILE *out, const trace_graph_node *n, palette *pal)
     if (n->flags & TRACE_NODE_OUTPUT)
         fputs("peripheries=2, ", out);
     fputs("label=\"", out);
-    dot_str(out, n->name);
+    viz_quote_escape(out, n->name);
     fputs("\\n", out);
     if (copy && n->copy_slot >= 0)
         fprintf(out, "copy slot %lld", (long long)n->copy_slot);
     else
-        dot_str(out, n->op);
+        viz_quote_escape(out, n->op);
     if (n->shape && *n->shape) {
         fputs(copy ? "\\n" : " ", out);
-        dot_str(out, n->shape);
+        viz_quote_escape(out, n->shape);
     }
     fprintf(out, "\", fillcolor=\"%s\", tooltip=\"",
             (n->flags & TRACE_NODE_WEIGHT) && !copy ? "#ffffff" : backend_colour(pal, n->backend));
-    dot_str(out, n->name);
+    viz_quote_escape(out, n->name);
     fputs(": ", out);
-    dot_str(out, n->op);
+    viz_quote_escape(out, n->op);
     fputs(" on ", out);
-    dot_str(out, n->backend && *n->backend ? n->backend : "(no backend)");
+    viz_quote_escape(out, n->backend && *n->backend ? n->backend : "(no backend)");
     if (n->cause && *n->cause) {
         fputs("\\nassigned by ", out);
-        dot_str(out, n->cause);
+        viz_quote_escape(out, n->cause);
     }
     fputs("\"];\n", out);
 }
@@ -219,7 +206,7 @@ static void write_split_inputs(FILE *out, const trace_graph *g, const id_index *
         }
         fputs(shown++ ? ", " : "\\ninputs: ", out);
         if (n)
-            dot_str(out, n->name);
+            viz_quote_escape(out, n->name);
         else
             fprintf(out, "#%lld", id);
         p = *end == ',' ? end + 1 : end;
@@ -232,12 +219,12 @@ static void write_full(FILE *out, const trace_graph *g, const id_index *ix, pale
         const trace_graph_split *sp = &g->splits[s];
         fprintf(out, "  subgraph cluster_s%lld {\n    label=\"split %lld · ", (long long)sp->id,
                 (long long)sp->id);
-        dot_str(out, sp->backend);
+        viz_quote_escape(out, sp->backend);
         write_split_inputs(out, g, ix, sp->inputs);
         fprintf(out, "\";\n    style=\"rounded,filled\"; color=\"#888888\"; "
                      "fillcolor=\"%s40\"; fontsize=11;\n    tooltip=\"split %lld on ",
                 backend_colour(pal, sp->backend), (long long)sp->id);
-        dot_str(out, sp->backend);
+        viz_quote_escape(out, sp->backend);
         fprintf(out, ", %lld nodes\";\n", (long long)sp->n_nodes);
         for (size_t i = 0; i < g->n_nodes; i++)
             if (g->nodes[i].split == sp->id)
@@ -336,7 +323,7 @@ static int write_summary(FILE *out, const trace_graph *g, const id_index *ix, pa
         if (s < g->n_splits) {
             const trace_graph_split *sp = &g->splits[s];
             fprintf(out, "  g%zu [label=\"split %lld · ", s, (long long)sp->id);
-            dot_str(out, sp->backend);
+            viz_quote_escape(out, sp->backend);
             fprintf(out, "\\n%zu nodes: ", count[s]);
         } else {
             fprintf(out, "  g%zu [shape=%s, label=\"%s\\n%zu: ", s,
@@ -345,7 +332,7 @@ static int write_summary(FILE *out, const trace_graph *g, const id_index *ix, pa
         }
         for (size_t k = 0; k < n_ops && k < 4; k++) {
             fputs(k ? ", " : "", out);
-            dot_str(out, ops[k].op);
+            viz_quote_escape(out, ops[k].op);
             fprintf(out, " x%zu", ops[k].n);
         }
         if (n_ops > 4)
@@ -354,7 +341,7 @@ static int write_summary(FILE *out, const trace_graph *g, const id_index *ix, pa
                 s < g->n_splits ? backend_colour(pal, g->splits[s].backend) : "#ffffff");
         if (s < g->n_splits) {
             fprintf(out, "split %lld on ", (long long)g->splits[s].id);
-            dot_str(out, g->splits[s].backend);
+            viz_quote_escape(out, g->splits[s].backend);
         } else {
             fputs("nodes in no split", out);
         }

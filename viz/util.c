@@ -101,6 +101,18 @@ void viz_html_escape(FILE *out, const char *s)
     }
 }
 
+void viz_quote_escape(FILE *out, const char *s)
+{
+    for (; s && *s; s++) {
+        if (*s == '"' || *s == '\\')
+            fputc('\\', out);
+        if (*s == '\n')
+            fputs("\\n", out);
+        else
+            fputc(*s, out);
+    }
+}
+
 static bool starts(const char *p, const char *end, const char *word)
 {
     size_t n = strlen(word);

@@ -150,6 +150,9 @@ int viz_report_write(const char *db, const viz_report_opts *o, const char *out_p
 
 /* Writes s HTML-escaped (also fine inside attribute values). */
 void viz_html_escape(FILE *out, const char *s);
+/* Writes s escaped for the inside of a double-quoted gnuplot or DOT string:
+ * \" and \\ escaped, newlines as \n. */
+void viz_quote_escape(FILE *out, const char *s);
 /* Writes data (an SVG document) for inline use in HTML: without the XML
  * prolog and doctype, every id and reference to one prefixed with prefix
  * so that several inline pictures cannot clash. */
