@@ -221,6 +221,17 @@ static void push_merged(check_seg *out, uint32_t *n, check_seg *seg)
     out[(*n)++] = *seg;
 }
 
+/* Lets fn update the state of seg's bytes, then keeps seg (merged into out)
+ * unless fn left it empty. */
+static void visit(check_seg *seg, check_cell_fn fn, void *ctx, check_seg *out, uint32_t *n)
+{
+    fn(ctx, seg->lo, seg->hi, &seg->c);
+    if (cell_empty(&seg->c))
+        check_cell_release(&seg->c);
+    else
+        push_merged(out, n, seg);
+}
+
 int check_shadow_update(check_shadow **shp, uint64_t lo, uint64_t hi, check_cell_fn fn,
                         void *ctx)
 {
@@ -271,21 +282,13 @@ int check_shadow_update(check_shadow **shp, uint64_t lo, uint64_t hi, check_cell
         if (old->lo > pos) {    /* gap before it */
             check_seg gap = { .lo = pos, .hi = old->lo };
             check_cell_clear(&gap.c);
-            fn(ctx, gap.lo, gap.hi, &gap.c);
-            if (cell_empty(&gap.c))
-                check_cell_release(&gap.c);
-            else
-                push_merged(out, &n, &gap);
+            visit(&gap, fn, ctx, out, &n);
             pos = old->lo;
         }
         uint64_t plo = old->lo > lo ? old->lo : lo;
         uint64_t phi = old->hi < hi ? old->hi : hi;
         check_seg mid = { plo, phi, cell_share(&old->c) };
-        fn(ctx, plo, phi, &mid.c);
-        if (cell_empty(&mid.c))
-            check_cell_release(&mid.c);
-        else
-            push_merged(out, &n, &mid);
+        visit(&mid, fn, ctx, out, &n);
         pos = phi;
         if (old->hi > hi) {     /* right remainder */
             check_seg right = { hi, old->hi, cell_share(&old->c) };
@@ -296,11 +299,7 @@ int check_shadow_update(check_shadow **shp, uint64_t lo, uint64_t hi, check_cell
     if (pos < hi) {
         check_seg gap = { .lo = pos, .hi = hi };
         check_cell_clear(&gap.c);
-        fn(ctx, gap.lo, gap.hi, &gap.c);
-        if (cell_empty(&gap.c))
-            check_cell_release(&gap.c);
-        else
-            push_merged(out, &n, &gap);
+        visit(&gap, fn, ctx, out, &n);
     }
     for (uint32_t k = j; k < to; k++)
         push_merged(out, &n, &s->segs[k]);
