@@ -36,19 +36,6 @@ typedef struct info_stats {
     int64_t t_min, t_max;
 } info_stats;
 
-static void json_str(FILE *out, const char *s)
-{
-    fputc('"', out);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            fprintf(out, "\\%c", *p);
-        else if (*p < 0x20)
-            fprintf(out, "\\u%04x", *p);
-        else
-            fputc(*p, out);
-    }
-    fputc('"', out);
-}
 
 static int collect(trace_reader *r, info_stats *s, trace_error *err)
 {
@@ -142,17 +129,17 @@ static void print_json(FILE *out, const char *path, const trace_run_info *runs, 
                        int64_t run, const trace *t, const info_stats *s)
 {
     fprintf(out, "{\"format\": \"syncsim-info\", \"version\": 1, \"path\": ");
-    json_str(out, path);
+    trace_json_str(out, path);
     fprintf(out, ", \"kind\": \"%s\"", runs ? "database" : "text");
     if (runs) {
         fprintf(out, ", \"runs\": [");
         for (size_t i = 0; i < n_runs; i++) {
             fprintf(out, "%s{\"id\": %lld, \"name\": ", i ? ", " : "", (long long)runs[i].id);
-            json_str(out, runs[i].name);
+            trace_json_str(out, runs[i].name);
             fprintf(out, ", \"source\": ");
-            json_str(out, runs[i].source);
+            trace_json_str(out, runs[i].source);
             fprintf(out, ", \"status\": ");
-            json_str(out, runs[i].status);
+            trace_json_str(out, runs[i].status);
             fprintf(out, ", \"statements\": %llu, \"created\": %lld}",
                     (unsigned long long)runs[i].n_stmts, (long long)runs[i].created);
         }
@@ -162,11 +149,11 @@ static void print_json(FILE *out, const char *path, const trace_run_info *runs, 
     for (uint32_t q = 0; q < t->n_queues; q++) {
         const trace_queue *qu = &t->queues[q];
         fprintf(out, "%s{\"name\": ", q ? ", " : "");
-        json_str(out, trace_str(t, qu->name));
+        trace_json_str(out, trace_str(t, qu->name));
         fprintf(out, ", \"kind\": \"%s\"", qu->kind == TRACE_QUEUE_HOST ? "host" : "stream");
         if (qu->kind != TRACE_QUEUE_HOST) {
             fprintf(out, ", \"device\": ");
-            json_str(out, trace_str(t, qu->device));
+            trace_json_str(out, trace_str(t, qu->device));
         }
         fputc('}', out);
     }

@@ -78,6 +78,108 @@ const char *trace_finding_str(trace_finding_kind k)
     return (unsigned)k < TRACE_FINDING_COUNT ? finding_words[k] : "?";
 }
 
+/* The length of the valid UTF-8 sequence starting at s (n bytes left), or
+ * 0 when it is not one: no overlong forms, no surrogates, at most U+10FFFF. */
+static size_t utf8_seq(const unsigned char *s, size_t n)
+{
+    unsigned c = s[0];
+    if (c < 0x80)
+        return 1;
+    size_t len = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3
+                 : c >= 0xf0 && c <= 0xf4                          ? 4
+                                                                    : 0;
+    if (!len || len > n)
+        return 0;
+    for (size_t i = 1; i < len; i++)
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+    if ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] > 0x9f) || (c == 0xf0 && s[1] < 0x90) ||
+        (c == 0xf4 && s[1] > 0x8f))
+        return 0;
+    return len;
+}
+
+size_t trace_utf8_check(const char *s, size_t n)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t i = 0;
+    while (i < n) {
+        if (u[i] < 0x80) {      /* ASCII runs are the common case */
+            i++;
+            continue;
+        }
+        size_t len = utf8_seq(u + i, n - i);
+        if (!len)
+            return i;
+        i += len;
+    }
+    return n;
+}
+
+void trace_json_str(FILE *out, const char *s)
+{
+    fputc('"', out);
+    const unsigned char *p = (const unsigned char *)s;
+    size_t n = strlen(s);
+    for (size_t i = 0; i < n;) {
+        unsigned c = p[i];
+        switch (c) {
+        case '"':
+            fputs("\\\"", out);
+            break;
+        case '\\':
+            fputs("\\\\", out);
+            break;
+        case '\n':
+            fputs("\\n", out);
+            break;
+        case '\t':
+            fputs("\\t", out);
+            break;
+        case '\r':
+            fputs("\\r", out);
+            break;
+        default:
+            if (c < 0x20 || c == 0x7f) {
+                fprintf(out, "\\u%04x", c);
+            } else if (c >= 0x80) {
+                size_t len = utf8_seq(p + i, n - i);
+                if (!len) {
+                    fputs("\\ufffd", out);   /* not UTF-8: the replacement character */
+                    i++;
+                    continue;
+                }
+                fwrite(p + i, 1, len, out);
+                i += len;
+                continue;
+            } else {
+                fputc((int)c, out);
+            }
+        }
+        i++;
+    }
+    fputc('"', out);
+}
+
+const char *trace_finding_list(void)
+{
+    /* "clean, race, ..., or redundant-sync": built from the map, so a new
+     * kind is listed in every message without editing them. */
+    static const char *const words[] = {
+#define TRACE_FINDING_WORD(name, word) word,
+        TRACE_FINDING_MAP(TRACE_FINDING_WORD)
+#undef TRACE_FINDING_WORD
+    };
+    static char list[512];
+    if (!list[0]) {
+        size_t n = 0, k = sizeof words / sizeof *words;
+        for (size_t i = 0; i < k; i++)
+            n += (size_t)snprintf(list + n, sizeof list - n, "%s%s",
+                                  i == 0 ? "" : i + 1 == k ? " or " : ", ", words[i]);
+    }
+    return list;
+}
+
 int trace_finding_parse(const char *word, size_t len)
 {
     for (int k = 0; k < TRACE_FINDING_COUNT; k++)
@@ -552,6 +654,15 @@ int trace_reader_next(trace_reader *r, trace_stmt *out, trace_error *err)
     return r->iface->next(r->ctx, out, err);
 }
 
+int trace_reader_rewind(trace_reader *r, trace_error *err)
+{
+    if (!r->iface->rewind)
+        return trace_error_set(err, TRACE_EUSAGE, "%s: cannot be read twice",
+                               r->source ? r->source : "the trace"),
+               -1;
+    return r->iface->rewind(r->ctx, err);
+}
+
 void trace_reader_close(trace_reader *r)
 {
     if (r->iface && r->iface->close)
@@ -582,7 +693,14 @@ static void memory_close(void *ctx)
     free(ctx);
 }
 
-static const trace_reader_iface memory_iface = { memory_next, memory_close };
+static int memory_rewind(void *ctx, trace_error *err)
+{
+    (void)err;
+    ((memory_reader *)ctx)->next = 0;
+    return 0;
+}
+
+static const trace_reader_iface memory_iface = { memory_next, memory_close, memory_rewind };
 
 void trace_reader_memory(trace_reader *r, trace *t)
 {

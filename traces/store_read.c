@@ -460,7 +460,23 @@ static void reader_close(void *ctx)
     free(sr);
 }
 
-static const trace_reader_iface store_reader_iface = { reader_next, reader_close };
+/* Runs the statement query again, over the statements the first pass read
+ * (a recorder may have appended more since). */
+static int reader_rewind(void *ctx, trace_error *err)
+{
+    store_reader *sr = ctx;
+    sqlite3_reset(sr->q);
+    sqlite3_bind_int64(sr->q, 2, (int64_t)(((uint64_t)sr->run << STORE_SEQ_BITS) + sr->next_min));
+    sr->next_min = 0;
+    if (!sr->began && sqlite3_get_autocommit(sr->st->db)) {
+        if (store_exec(sr->st, "BEGIN", NULL, err) != 0)
+            return -1;
+        sr->began = true;
+    }
+    return 0;
+}
+
+static const trace_reader_iface store_reader_iface = { reader_next, reader_close, reader_rewind };
 
 static int open_reader(trace_store *st, bool owns_store, int64_t run, trace_reader *r,
                        trace_error *err)

@@ -119,6 +119,7 @@ typedef struct text_parser {
     line_ref *refs;             /* expect references, checked at the end */
     uint32_t n_refs, cap_refs;
     uint32_t header_line;       /* 0 until the header is read */
+    bool replay;                /* read again after a rewind: statements only */
     bool done, failed;
     trace_error err;            /* the error, repeated after a failure */
 } text_parser;
@@ -244,6 +245,11 @@ static int lex_line(text_parser *p)
     size_t n = p->line_len, i = 0;
     if (n >= UINT32_MAX)
         return perr(p, 1, "line is longer than 4 GiB");
+    /* The format is UTF-8 text; anything else would reach JSON and SQLite. */
+    size_t bad = trace_utf8_check(s, n);
+    if (bad < n)
+        return perr(p, (uint32_t)bad + 1, "invalid UTF-8 (byte 0x%02x); a trace is UTF-8 text",
+                    (unsigned char)s[bad]);
     p->n_words = 0;
     p->eol_col = 1;
     p->scratch_len = 0;
@@ -685,6 +691,8 @@ static const expect_rule expect_rules[TRACE_FINDING_COUNT] = {
     [TRACE_FINDING_HANG] = { { "queue" }, 1, true, "expect hang queue=Q [queue=Q2 ...]" },
     [TRACE_FINDING_COLLECTIVE_MISMATCH] = { { "comm" }, 1, false,
                                             "expect collective-mismatch comm=COMM" },
+    [TRACE_FINDING_BARRIER_MISMATCH] = { { "barrier" }, 1, false,
+                                         "expect barrier-mismatch barrier=B" },
     [TRACE_FINDING_USE_AFTER_FREE] = { { "buffer", "second" }, 3, false,
                                        "expect use-after-free buffer=B second=LABEL" },
     [TRACE_FINDING_REDUNDANT_SYNC] = { { "line" }, 1, false, "expect redundant-sync line=N" },
@@ -738,14 +746,16 @@ static bool parse_line_ref(const text_str *v, uint64_t *line)
 static int parse_expect(text_parser *p)
 {
     if (p->n_words < 2 || (p->words[1].len && p->words[1].s[0] == '"'))
-        return expected_word(p, 1, "a finding kind (clean, race, wait-unrecorded, hang, "
-                                   "collective-mismatch, use-after-free or redundant-sync)");
+    {
+        char what[600];
+        snprintf(what, sizeof what, "a finding kind (%s)", trace_finding_list());
+        return expected_word(p, 1, what);
+    }
     const text_word *kw = &p->words[1];
     int kind = trace_finding_parse(kw->s, kw->len);
     if (kind < 0)
-        return perr(p, kw->col, "unknown finding '%.*s'; expected clean, race, wait-unrecorded, "
-                                "hang, collective-mismatch, use-after-free or redundant-sync",
-                    SHOW(kw->len), kw->s);
+        return perr(p, kw->col, "unknown finding '%.*s'; expected %s", SHOW(kw->len), kw->s,
+                    trace_finding_list());
     const expect_rule *rule = &expect_rules[kind];
     unsigned seen = 0;
     p->n_attr = 0;
@@ -1186,7 +1196,7 @@ static int parse_statement(text_parser *p, trace_stmt *s)
     s->attr = p->n_attr ? p->attr : NULL;
     s->seq = p->n_stmts++;
     s->line = p->lineno;
-    return note_stmt_line(p);
+    return p->replay ? 0 : note_stmt_line(p);
 }
 
 /* syncsim-trace VERSION */
@@ -1213,6 +1223,9 @@ static int parse_header(text_parser *p)
  * anything else, -1 on error. */
 static int parse_line(text_parser *p, trace_stmt *s)
 {
+    if (p->replay && (word_is(p, 0, "syncsim-trace") || word_is(p, 0, "queue") ||
+                      word_is(p, 0, "buffer") || word_is(p, 0, "expect")))
+        return 0;               /* read the first time */
     if (!p->header_line)
         return parse_header(p);
     if (word_is(p, 0, "queue"))
@@ -1241,7 +1254,7 @@ static int text_next(void *ctx, trace_stmt *out, trace_error *err)
                 perr(p, 1, "expected the header 'syncsim-trace 1', found end of file");
                 break;
             }
-            if (check_line_refs(p) != 0)
+            if (!p->replay && check_line_refs(p) != 0)
                 break;
             p->done = true;
             return 0;
@@ -1282,7 +1295,33 @@ static void text_close(void *ctx)
     free(p);
 }
 
-static const trace_reader_iface text_iface = { text_next, text_close };
+static int text_rewind(void *ctx, trace_error *err)
+{
+    text_parser *p = ctx;
+    if (p->failed) {
+        if (err)
+            *err = p->err;
+        return -1;
+    }
+    if (p->f) {
+        if (fseeko(p->f, 0, SEEK_SET) != 0)
+            return trace_error_set(err, TRACE_EUSAGE,
+                                   "%s: cannot be read twice (a pipe?); write the trace to a "
+                                   "file first",
+                                   p->name),
+                   -1;
+        clearerr(p->f);
+    } else {
+        p->text_pos = 0;
+    }
+    p->lineno = 0;
+    p->n_stmts = 0;
+    p->done = false;
+    p->replay = true;
+    return 0;
+}
+
+static const trace_reader_iface text_iface = { text_next, text_close, text_rewind };
 
 /* Makes the reader and its parser around an opened input (the parser owns
  * p's input from here on, even on failure). */

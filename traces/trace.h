@@ -221,6 +221,7 @@ void trace_stmt_init(trace_stmt *s);
     X(WAIT_UNRECORDED, "wait-unrecorded")            \
     X(HANG, "hang")                                  \
     X(COLLECTIVE_MISMATCH, "collective-mismatch")    \
+    X(BARRIER_MISMATCH, "barrier-mismatch")          \
     X(USE_AFTER_FREE, "use-after-free")              \
     X(REDUNDANT_SYNC, "redundant-sync")
 
@@ -232,6 +233,8 @@ typedef enum {
 } trace_finding_kind;
 
 const char *trace_finding_str(trace_finding_kind k);
+/* Every finding word, as "clean, race, ... or redundant-sync" (for messages). */
+const char *trace_finding_list(void);
 /* Returns -1 when the word names no finding kind. */
 int trace_finding_parse(const char *word, size_t len);
 
@@ -264,6 +267,12 @@ void trace_strmap_free(trace_strmap *m);
 uint32_t trace_strmap_get(const trace_strmap *m, const char *key, size_t len);
 /* Inserts or replaces; returns 0, or -1 when out of memory. */
 int trace_strmap_put(trace_strmap *m, const char *key, size_t len, uint32_t value);
+/* The offset of the first byte of s[0..n) that is not valid UTF-8, or n. */
+size_t trace_utf8_check(const char *s, size_t n);
+/* Writes s as a JSON string literal: quoted, escaped, and any byte that is
+ * not UTF-8 written as U+FFFD, so the output is always valid JSON. */
+void trace_json_str(FILE *out, const char *s);
+
 /* FNV-1a, used by the map and available to others. */
 uint64_t trace_hash(const void *data, size_t len);
 
@@ -374,6 +383,10 @@ typedef struct trace_reader_iface {
     /* Releases the reader's context (not the trace unless it owns it).
      * NULL: nothing to release. */
     void (*close)(void *ctx);
+    /* Starts again at the first statement; the declarations stay as read.
+     * Returns 0, or -1 with err filled. NULL: the input can be read only
+     * once (a pipe). */
+    int (*rewind)(void *ctx, trace_error *err);
 } trace_reader_iface;
 
 typedef struct trace_reader {
@@ -386,6 +399,9 @@ typedef struct trace_reader {
 
 /* Returns 1/0/-1 as iface->next. */
 int trace_reader_next(trace_reader *r, trace_stmt *out, trace_error *err);
+/* Starts r again at its first statement (see the iface). Returns 0, or -1
+ * with err filled (also when r cannot be read twice). */
+int trace_reader_rewind(trace_reader *r, trace_error *err);
 /* Closes the context and frees what the reader owns. Safe on a zeroed reader. */
 void trace_reader_close(trace_reader *r);
 
