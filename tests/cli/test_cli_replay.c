@@ -15,39 +15,12 @@
 #include "tests/tmpdir.h"
 #include "traces/trace.h"
 
-/* Runs a shell command in the fixture's directory; returns its exit status
- * and, when out is given, what it printed (stdout and stderr). */
-static int sh(const fixture *f, char *out, size_t cap, const char *fmt, ...)
-{
-    char cmd[1024], full[1200];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    snprintf(full, sizeof full, "cd %s && %s 2>&1", f->dir, cmd);
-    FILE *p = popen(full, "r");
-    assert_non_null(p);
-    size_t n = 0;
-    char sink[4096];
-    while (!feof(p)) {
-        size_t got = out ? fread(out + n, 1, cap - 1 - n, p) : fread(sink, 1, sizeof sink, p);
-        if (got == 0)
-            break;
-        if (out)
-            n += got;
-    }
-    if (out)
-        out[n] = '\0';
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 /* A fresh directory holding one simulated run in its database. */
 static int setup(void **state)
 {
     if (tmpdir_setup(state) != 0)
         return -1;
-    return sh(*state, NULL, 0, "%s run --tokens 4 --prompt 16 -o " TMPDIR_DB_NAME,
+    return tmpdir_sh(*state, NULL, 0, "%s run --tokens 4 --prompt 16 -o " TMPDIR_DB_NAME,
               SYNCSIM_BINARY) == 0 ? 0 : -1;
 }
 
@@ -71,7 +44,7 @@ static void test_cli_replay_writes_beside_its_input_and_reads_the_latest_run(voi
 {
     fixture *f = *state;
     char out[4096];
-    assert_int_equal(sh(f, out, sizeof out, "%s replay " TMPDIR_DB_NAME, SYNCSIM_BINARY), 0);
+    assert_int_equal(tmpdir_sh(f, out, sizeof out, "%s replay " TMPDIR_DB_NAME, SYNCSIM_BINARY), 0);
     assert_non_null(strstr(out, "written as run 2 of " TMPDIR_DB_NAME));
     uint64_t counts[4];
     assert_int_equal(run_counts(f->db, counts, 4), 2);
@@ -79,7 +52,7 @@ static void test_cli_replay_writes_beside_its_input_and_reads_the_latest_run(voi
     /* the replay read run 1, not the run it was writing */
     assert_int_equal(counts[1], counts[0]);
     /* nothing went to the default database */
-    assert_int_equal(sh(f, NULL, 0, "test -e syncsim.db"), 1);
+    assert_int_equal(tmpdir_sh(f, NULL, 0, "test -e syncsim.db"), 1);
 }
 
 static void test_cli_replay_refuses_dropping_a_statement_that_is_no_sync(void **state)
@@ -88,7 +61,7 @@ static void test_cli_replay_refuses_dropping_a_statement_that_is_no_sync(void **
     char out[4096];
     /* seq 0 of a run is the host's first op */
     assert_int_equal(
-        sh(f, out, sizeof out, "%s replay " TMPDIR_DB_NAME " --drop-sync 0", SYNCSIM_BINARY), 2);
+        tmpdir_sh(f, out, sizeof out, "%s replay " TMPDIR_DB_NAME " --drop-sync 0", SYNCSIM_BINARY), 2);
     assert_non_null(strstr(out, "name no wait, sync or await statement"));
     uint64_t counts[4];
     assert_int_equal(run_counts(f->db, counts, 4), 1);
@@ -114,7 +87,7 @@ static void test_cli_replay_records_what_the_what_if_changed(void **state)
 {
     fixture *f = *state;
     uint64_t seq = first_sync_seq(f->db);
-    assert_int_equal(sh(f, NULL, 0, "%s replay " TMPDIR_DB_NAME " --drop-sync %llu --durations model",
+    assert_int_equal(tmpdir_sh(f, NULL, 0, "%s replay " TMPDIR_DB_NAME " --drop-sync %llu --durations model",
                         SYNCSIM_BINARY, (unsigned long long)seq), 0);
     trace_reader r;
     trace_error err;
