@@ -66,6 +66,7 @@ static int add_redundant(trace_reader *r, const check_options *opt, check_report
     }
     check_options o = *opt;
     o.redundant = false;
+    o.allow_findings = true;    /* the report shows those findings beside */
     check_min_result res;
     if (check_minimize(t, &o, &res, err) != 0)
         return -1;
@@ -82,11 +83,28 @@ static int add_redundant(trace_reader *r, const check_options *opt, check_report
     return 0;
 }
 
-int check_trace(trace_reader *r, const check_options *opt, check_report **out, trace_error *err)
+int check_flag_totals(const trace *t, check_map *out)
 {
-    static const check_options defaults = { 0 };
-    if (!opt)
-        opt = &defaults;
+    memset(out, 0, sizeof *out);
+    for (uint64_t i = 0; i < t->n_stmts; i++) {
+        trace_stmt s;
+        trace_stmt_at(t, i, &s);
+        if (s.kind != TRACE_SIGNAL)
+            continue;
+        uint64_t *v = check_map_put(out, s.object, 0);
+        if (!v)
+            return -1;
+        ++*v;
+    }
+    return 0;
+}
+
+/* One pass over r: a report, and whether the engine could decide the flags
+ * exactly (see check_engine_set_flag_totals); *counts gets the signals per
+ * flag when it could not. */
+static int check_pass(trace_reader *r, const check_options *opt, const check_map *totals,
+                      check_report **out, check_map *counts, trace_error *err)
+{
     *out = NULL;
     check_report *rep = check_report_new(r->trace, opt->max_findings);
     check_engine *e = rep ? check_engine_new(r->trace, rep, NULL) : NULL;
@@ -95,6 +113,7 @@ int check_trace(trace_reader *r, const check_options *opt, check_report **out, t
         trace_error_set(err, TRACE_ENOMEM, "out of memory");
         return -1;
     }
+    check_engine_set_flag_totals(e, totals);
     trace_stmt s;
     int rc;
     while ((rc = trace_reader_next(r, &s, err)) == 1) {
@@ -113,10 +132,49 @@ int check_trace(trace_reader *r, const check_options *opt, check_report **out, t
         trace_error_set(err, TRACE_ENOMEM, "out of memory");
         rc = -1;
     }
-    check_engine_free(e);
-    if (rc == 0 && opt->redundant && add_redundant(r, opt, rep, err) != 0)
+    if (rc == 0 && check_engine_inexact(e) && check_engine_signal_counts(e, counts) != 0) {
+        trace_error_set(err, TRACE_ENOMEM, "out of memory");
         rc = -1;
+    }
+    check_engine_free(e);
     if (rc != 0) {
+        check_report_free(rep);
+        return -1;
+    }
+    *out = rep;
+    return 0;
+}
+
+int check_trace(trace_reader *r, const check_options *opt, check_report **out, trace_error *err)
+{
+    static const check_options defaults = { 0 };
+    if (!opt)
+        opt = &defaults;
+    *out = NULL;
+    check_report *rep = NULL;
+    check_map counts = { 0 };
+    if (check_pass(r, opt, NULL, &rep, &counts, err) != 0)
+        return -1;
+    if (counts.count) {
+        /* A flag was signalled after an await of it passed: rule 6 orders
+         * that signal before the await's successors too, which one streaming
+         * pass cannot know. Again, with every flag's signal count. */
+        check_report_free(rep);
+        rep = NULL;
+        int rc = trace_reader_rewind(r, err);
+        if (rc != 0)
+            trace_error_set(err, err->status,
+                            "%s: a flag is signalled after an await of it passed, so checking "
+                            "needs a second pass, and this input cannot be read twice: write "
+                            "the trace to a file first",
+                            r->source ? r->source : "the trace");
+        if (rc == 0)
+            rc = check_pass(r, opt, &counts, &rep, &(check_map){ 0 }, err);
+        check_map_free(&counts);
+        if (rc != 0)
+            return -1;
+    }
+    if (opt->redundant && add_redundant(r, opt, rep, err) != 0) {
         check_report_free(rep);
         return -1;
     }

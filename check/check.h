@@ -26,6 +26,8 @@ typedef struct check_options {
     bool redundant;         /* also report `redundant-sync` (runs the minimiser;
                              * needs an in-memory reader: trace_reader_memory) */
     uint32_t checkpoint_every; /* minimiser: statements between checkpoints (0: 256) */
+    bool allow_findings;    /* minimiser: go on when the trace already has findings
+                             * (see check_minimize for what that promises) */
 } check_options;
 
 typedef struct check_report check_report;   /* findings + summary */
@@ -119,13 +121,24 @@ typedef struct check_min_result {
     uint64_t replayed;      /* statements re-checked in total (cost measure) */
     bool *keep;             /* per seq of the input trace: false when removed */
     uint64_t n_stmts;
+    size_t n_findings;      /* findings the trace has before any removal */
 } check_min_result;
 
 /* Greedy minimisation of an in-memory trace t: tries removing each wait,
  * sync and await statement and each barrier generation in submission order,
  * keeping a removal when re-checking finds nothing that the trace with the
- * removals so far did not find. Incremental: see docs/checker.md. Returns 0
- * or -1 with err. */
+ * removals so far did not find. A removal is a deletion of the line: the
+ * statement keeps no submission edge or binding. Incremental: see
+ * docs/checker.md.
+ *
+ * The promise: on a trace without findings, deleting every removed
+ * statement (or any of them) leaves a trace without findings. On a trace
+ * that has findings it is weaker -- no new *reported* finding -- because
+ * the checker reports each access against the latest conflicting ones, so
+ * a removal can add a race that hides behind a reported one and appears
+ * once that one is fixed. So unless opt->allow_findings, a trace with
+ * findings is not minimised: res->n_findings says how many it has and
+ * nothing is removed. Returns 0 or -1 with err. */
 int check_minimize(trace *t, const check_options *opt, check_min_result *out,
                    trace_error *err);
 void check_min_result_free(check_min_result *res);

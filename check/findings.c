@@ -51,13 +51,40 @@ void check_report_free(check_report *rep)
     for (size_t i = 0; i < rep->n; i++)
         finding_free(&rep->f[i]);
     free(rep->f);
+    free(rep->dropped_now);
     free(rep);
+}
+
+void check_report_begin_stmt(check_report *rep)
+{
+    rep->dedupe_from = rep->n;
+    rep->n_dropped_now = 0;
+}
+
+/* True the first time this statement drops finding f (see dropped_now). */
+static bool drop_is_new(check_report *rep, const check_finding *f)
+{
+    check_fkey k = check_finding_key(f);
+    for (size_t i = 0; i < rep->n_dropped_now; i++)
+        if (rep->dropped_now[i].a == k.a && rep->dropped_now[i].b == k.b &&
+            rep->dropped_now[i].c == k.c)
+            return false;
+    if (rep->n_dropped_now == rep->cap_dropped_now) {
+        size_t cap = rep->cap_dropped_now ? rep->cap_dropped_now * 2 : 8;
+        check_fkey *p = realloc(rep->dropped_now, cap * sizeof *p);
+        if (!p)
+            return true;        /* counted again at worst */
+        rep->dropped_now = p;
+        rep->cap_dropped_now = cap;
+    }
+    rep->dropped_now[rep->n_dropped_now++] = k;
+    return true;
 }
 
 check_finding *check_report_add(check_report *rep, const check_finding *f)
 {
     if (rep->max_findings && rep->n >= rep->max_findings) {
-        rep->dropped++;
+        rep->dropped += drop_is_new(rep, f);
         return NULL;
     }
     if (rep->n == rep->cap) {
@@ -227,13 +254,37 @@ void check_report_finish(check_report *rep)
                     (unsigned long long)f->lo, (unsigned long long)f->hi,
                     check_ref_name(t, &f->first, xn, sizeof xn), qname(t, f->first.queue),
                     check_ref_name(t, &f->second, yn, sizeof yn), qname(t, f->second.queue));
+        } else if (f->kind == TRACE_FINDING_USE_AFTER_FREE && f->second.kind == TRACE_FREE) {
+            const char *buf = trace_str(t, t->buffers[f->root].name);
+            if (!f->fix)
+                f->fix = check_strf("free %s once: remove one of the frees (%s, %s), or alloc it "
+                                    "again between them",
+                                    buf, check_ref_name(t, &f->first, xn, sizeof xn),
+                                    check_ref_name(t, &f->second, yn, sizeof yn));
+            if (!f->text)
+                f->text = check_strf("%s (%s) frees %s[%llu:%llu] again after the free %s (%s): "
+                                     "a double free",
+                                     check_ref_name(t, &f->second, yn, sizeof yn),
+                                     qname(t, f->second.queue), buf, (unsigned long long)f->lo,
+                                     (unsigned long long)f->hi,
+                                     check_ref_name(t, &f->first, xn, sizeof xn),
+                                     qname(t, f->first.queue));
         } else if (f->kind == TRACE_FINDING_USE_AFTER_FREE) {
             if (!f->fix) {
-                char *edge = edge_fix(t, &f->second, &f->first);
-                f->fix = check_strf("free %s only after %s: move the free (%s) after it, then %s",
-                                    trace_str(t, t->buffers[f->root].name),
-                                    check_ref_name(t, &f->second, yn, sizeof yn),
-                                    check_ref_name(t, &f->first, xn, sizeof xn), edge ? edge : "");
+                /* The free must move after the use; across queues that also
+                 * needs the edge from the use to the free's new place. */
+                const char *buf = trace_str(t, t->buffers[f->root].name);
+                check_ref_name(t, &f->second, yn, sizeof yn);
+                check_ref_name(t, &f->first, xn, sizeof xn);
+                char *edge = f->first.queue != f->second.queue
+                                 ? edge_fix(t, &f->second, &f->first)
+                                 : NULL;
+                f->fix = edge ? check_strf("free %s only after its last use %s: move the free "
+                                           "(%s) after it, and %s",
+                                           buf, yn, xn, edge)
+                              : check_strf("free %s only after its last use %s: move the free "
+                                           "(%s) after it",
+                                           buf, yn, xn);
                 free(edge);
             }
             if (!f->text)
@@ -269,43 +320,13 @@ void check_report_finish(check_report *rep)
 /* ------------------------------------------------------------------ */
 /* Output.                                                             */
 
-void check_json_str(FILE *out, const char *s)
-{
-    fputc('"', out);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        switch (*p) {
-        case '"':
-            fputs("\\\"", out);
-            break;
-        case '\\':
-            fputs("\\\\", out);
-            break;
-        case '\n':
-            fputs("\\n", out);
-            break;
-        case '\t':
-            fputs("\\t", out);
-            break;
-        case '\r':
-            fputs("\\r", out);
-            break;
-        default:
-            if (*p < 0x20)
-                fprintf(out, "\\u%04x", *p);
-            else
-                fputc(*p, out);
-        }
-    }
-    fputc('"', out);
-}
-
 static void json_ref(FILE *out, const trace *t, const check_stmt_ref *r, bool with_label)
 {
     fputs("{\"queue\": ", out);
-    check_json_str(out, qname(t, r->queue));
+    trace_json_str(out, qname(t, r->queue));
     if (with_label && r->label != TRACE_NONE) {
         fputs(", \"label\": ", out);
-        check_json_str(out, trace_str(t, r->label));
+        trace_json_str(out, trace_str(t, r->label));
     }
     if (r->line)
         fprintf(out, ", \"line\": %u", r->line);
@@ -316,16 +337,16 @@ void check_finding_print_json(FILE *out, const check_report *rep, const check_fi
 {
     const trace *t = rep->t;
     fputs("{\"kind\": ", out);
-    check_json_str(out, trace_finding_str(f->kind));
+    trace_json_str(out, trace_finding_str(f->kind));
     switch (f->kind) {
     case TRACE_FINDING_RACE:
     case TRACE_FINDING_USE_AFTER_FREE:
         if (f->kind == TRACE_FINDING_RACE)
             fprintf(out, ", \"type\": \"%s\"", type_str(f->race_type));
         fputs(", \"buffer\": ", out);
-        check_json_str(out, trace_str(t, t->buffers[f->buffer != TRACE_NONE ? f->buffer : f->root].name));
+        trace_json_str(out, trace_str(t, t->buffers[f->buffer != TRACE_NONE ? f->buffer : f->root].name));
         fputs(", \"root\": ", out);
-        check_json_str(out, trace_str(t, t->buffers[f->root].name));
+        trace_json_str(out, trace_str(t, t->buffers[f->root].name));
         fprintf(out, ", \"range\": [%llu, %llu]", (unsigned long long)f->lo,
                 (unsigned long long)f->hi);
         fputs(",\n   \"first\": ", out);
@@ -335,7 +356,7 @@ void check_finding_print_json(FILE *out, const check_report *rep, const check_fi
         break;
     case TRACE_FINDING_WAIT_UNRECORDED:
         fputs(", \"event\": ", out);
-        check_json_str(out, trace_str(t, f->object));
+        trace_json_str(out, trace_str(t, f->object));
         fputs(", \"at\": ", out);
         json_ref(out, t, &f->second, false);
         break;
@@ -343,14 +364,15 @@ void check_finding_print_json(FILE *out, const check_report *rep, const check_fi
         fprintf(out, ", \"blocked\": %s", f->detail ? f->detail : "[]");
         break;
     case TRACE_FINDING_COLLECTIVE_MISMATCH:
-        fputs(", \"comm\": ", out);
-        check_json_str(out, trace_str(t, f->object));
+    case TRACE_FINDING_BARRIER_MISMATCH:
+        fputs(f->kind == TRACE_FINDING_BARRIER_MISMATCH ? ", \"barrier\": " : ", \"comm\": ", out);
+        trace_json_str(out, trace_str(t, f->object));
         fprintf(out, ", \"generation\": %llu, \"participants\": %s",
                 (unsigned long long)f->generation, f->detail ? f->detail : "[]");
         break;
     case TRACE_FINDING_REDUNDANT_SYNC:
         fputs(", \"sync\": ", out);
-        check_json_str(out, trace_kind_str(f->second.kind));
+        trace_json_str(out, trace_kind_str(f->second.kind));
         fputs(", \"at\": ", out);
         json_ref(out, t, &f->second, false);
         break;
@@ -359,7 +381,7 @@ void check_finding_print_json(FILE *out, const check_report *rep, const check_fi
     }
     if (f->fix) {
         fputs(",\n   \"fix\": ", out);
-        check_json_str(out, f->fix);
+        trace_json_str(out, f->fix);
     }
     fputc('}', out);
 }
@@ -367,7 +389,7 @@ void check_finding_print_json(FILE *out, const check_report *rep, const check_fi
 void check_report_print_json(FILE *out, const check_report *rep, const char *trace_name)
 {
     fputs("{\"format\": \"syncsim-findings\", \"version\": 1,\n \"trace\": ", out);
-    check_json_str(out, trace_name ? trace_name : "");
+    trace_json_str(out, trace_name ? trace_name : "");
     fprintf(out, ", \"ops\": %llu,\n \"findings\": [", (unsigned long long)rep->ops);
     for (size_t i = 0; i < rep->n; i++) {
         fputs(i ? ",\n  " : "\n  ", out);
@@ -504,7 +526,8 @@ static bool expect_matches(const trace *t, const trace_expect *x, const check_fi
         } else if (strcmp(k, "buffer") == 0) {
             if (!buffer_matches(t, f, v))
                 return false;
-        } else if (strcmp(k, "event") == 0 || strcmp(k, "comm") == 0) {
+        } else if (strcmp(k, "event") == 0 || strcmp(k, "comm") == 0 ||
+                   strcmp(k, "barrier") == 0) {
             if (f->object == TRACE_NONE || strcmp(trace_str(t, f->object), v) != 0)
                 return false;
         } else if (strcmp(k, "queue") == 0) {
@@ -558,6 +581,9 @@ static void print_as_expect(FILE *out, const check_report *rep, const check_find
         break;
     case TRACE_FINDING_COLLECTIVE_MISMATCH:
         fprintf(out, "collective-mismatch comm=%s", trace_str(t, f->object));
+        break;
+    case TRACE_FINDING_BARRIER_MISMATCH:
+        fprintf(out, "barrier-mismatch barrier=%s", trace_str(t, f->object));
         break;
     case TRACE_FINDING_USE_AFTER_FREE:
         fprintf(out, "use-after-free buffer=%s second=%s", trace_str(t, t->buffers[f->root].name),
@@ -701,7 +727,7 @@ check_fkey check_finding_key(const check_finding *f)
     k.c = f->second.seq;
     if (f->kind == TRACE_FINDING_RACE || f->kind == TRACE_FINDING_USE_AFTER_FREE)
         k.a ^= (uint64_t)f->root << 8;
-    if (f->kind == TRACE_FINDING_COLLECTIVE_MISMATCH)
+    if (f->kind == TRACE_FINDING_COLLECTIVE_MISMATCH || f->kind == TRACE_FINDING_BARRIER_MISMATCH)
         k.a ^= (uint64_t)f->object << 8;
     if (f->kind == TRACE_FINDING_HANG) {
         uint64_t h = 1469598103934665603ULL;

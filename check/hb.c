@@ -58,8 +58,9 @@
  * is checked against the last write, a write against the last write and
  * the reads since it; the reads since the last write are one site, or a
  * per-queue set when reads were concurrent. alloc and free are writes of
- * the whole buffer; a free also marks the bytes freed until the next alloc,
- * and an access ordered after that free is a use-after-free.
+ * the whole buffer; a free also marks the bytes freed (and an alloc after it
+ * is remembered beside the free): an access ordered after the free but not
+ * after that alloc is a use-after-free, whatever order the engine met them in.
  */
 #include "internal.h"
 
@@ -232,13 +233,46 @@ typedef struct ev_node {
     qlist waiters;
 } ev_node;
 
-/* A flag: set by the first signal that runs. */
+#define FLAG_UNKNOWN UINT64_MAX
+
+/* A flag. Rule 6 puts every signal of a flag before what follows any await
+ * of it, so an await passes once every signal has run: all `total` of them
+ * when the trace's signal counts are known (check_engine_set_flag_totals),
+ * else every signal fed so far. Streaming that way is exact unless a signal
+ * is fed after an await already passed; that sets the engine's `inexact`,
+ * and check_trace runs a second pass with the counts of the first. */
 typedef struct flag_node {
-    bool set;
-    check_snap snap;
+    uint64_t fed, ran;              /* signals read, signals run */
+    uint64_t total;                 /* signals in the whole trace, or FLAG_UNKNOWN */
+    bool passed;                    /* an await has passed */
+    check_vc *vc;                   /* the signals that ran, joined */
     uint32_t name;
     qlist waiters;
 } flag_node;
+
+static bool flag_ready(const flag_node *f)
+{
+    uint64_t need = f->total != FLAG_UNKNOWN ? f->total : f->fed;
+    return need > 0 && f->ran >= need;
+}
+
+/* The queues that arrive at one barrier (or collective on one communicator)
+ * and how often each has arrived: generation k is each queue's k-th arrival. */
+typedef struct bar_part {
+    uint32_t queue;
+    uint64_t arrivals;
+    /* its latest arrival, to name it in a mismatch */
+    uint64_t last_seq, last_count;
+    uint32_t last_line;
+} bar_part;
+
+typedef struct bar_node {
+    uint32_t name;
+    bool coll;
+    uint64_t count;                 /* count= (size=) of the first arrival read */
+    bar_part *part;
+    uint32_t n, cap;
+} bar_node;
 
 /* A host sync's need: stream `stream` has run its first `n` statements. */
 typedef struct sync_req {
@@ -327,9 +361,13 @@ struct check_engine {
     uint32_t n_shadow;
     check_map events;               /* event name -> ev_node* */
     check_map flags;                /* flag name -> flag_node* */
-    check_map arrivals;             /* (name, coll, queue) -> arrivals read */
+    const check_map *flag_totals;   /* flag name -> signals in the trace; NULL: unknown */
+    const check_map *record_last;   /* record seq -> seq of the last wait bound to it */
+    const check_map *flag_last;     /* flag name -> seq of its last signal or await */
+    bool inexact;                   /* a signal came after an await of its flag passed */
+    check_map bars;                 /* (name, coll) -> bar_node* */
     check_map gens;                 /* (name, coll, gen) -> gen_state* */
-    check_map mismatched;           /* communicator -> 1 once reported */
+    check_map mismatched;           /* (name, coll) -> 1 once reported */
     uint32_t *work;
     uint32_t n_work, cap_work, work_head;
     uint64_t fed;
@@ -347,8 +385,6 @@ struct check_engine {
     trace_kind cur_kind;
     uint32_t cur_root;
 };
-
-static const check_site no_site = { .seq = CHECK_NO_SEQ };
 
 /* ------------------------------------------------------------------ */
 /* Small helpers.                                                      */
@@ -535,9 +571,13 @@ static void visit_cell(void *ctx, uint64_t lo, uint64_t hi, check_cell *c)
     check_engine *e = ctx;
     const check_site *x = &e->cur_site;
     bool reads = e->cur_mode & TRACE_R, writes = e->cur_mode & TRACE_W;
-    if (c->freed.seq != CHECK_NO_SEQ && e->cur_kind != TRACE_ALLOC && site_hb(e, &c->freed))
-        check_report_conflict(e->rep, TRACE_FINDING_USE_AFTER_FREE, &c->freed, x, 0, e->cur_root,
-                              lo, hi);
+    /* Use after free: ordered after the free, and not after an alloc that
+     * followed it (an alloc the access is not ordered after is a race). */
+    const check_life *life = c->life;
+    if (life && e->cur_kind != TRACE_ALLOC && site_hb(e, &life->freed) &&
+        !(life->alloc.seq != CHECK_NO_SEQ && site_hb(e, &life->alloc)))
+        check_report_conflict(e->rep, TRACE_FINDING_USE_AFTER_FREE, &life->freed, x, 0,
+                              e->cur_root, lo, hi);
     if (c->w.seq != CHECK_NO_SEQ && !site_hb(e, &c->w)) {
         uint8_t type = (reads ? CHECK_RAW : 0) | (writes ? CHECK_WAW : 0);
         check_report_conflict(e->rep, TRACE_FINDING_RACE, &c->w, x, type, e->cur_root, lo, hi);
@@ -549,12 +589,15 @@ static void visit_cell(void *ctx, uint64_t lo, uint64_t hi, check_cell *c)
                 check_report_conflict(e->rep, TRACE_FINDING_RACE, r, x, CHECK_WAR, e->cur_root,
                                       lo, hi);
         }
-        check_cell_release(c);
+        check_cell_drop_reads(c);
         c->w = *x;
+        int rc = 0;
         if (e->cur_kind == TRACE_ALLOC)
-            c->freed = no_site;
+            rc = check_cell_mark_alloc(c, x);
         else if (e->cur_kind == TRACE_FREE)
-            c->freed = *x;
+            rc = check_cell_mark_free(c, x);
+        if (rc != 0)
+            e->oom = true;
         return;
     }
     /* A read: FastTrack keeps one site while the reads are ordered. */
@@ -562,7 +605,7 @@ static void visit_cell(void *ctx, uint64_t lo, uint64_t hi, check_cell *c)
     for (uint32_t i = 0; i < c->n_reads && all_before; i++)
         all_before = site_hb(e, check_cell_read(c, i));
     if (all_before)
-        check_cell_release(c);
+        check_cell_drop_reads(c);
     if (check_cell_add_read(c, x) != 0)
         e->oom = true;
 }
@@ -682,7 +725,7 @@ static void release_gen(check_engine *e, gen_state *g)
             check_vc_raise(&joined, g->arr[i].snap.queue, g->arr[i].snap.own) != 0)
             e->oom = true;
     }
-    e->rep->dedupe_from = e->rep->n;
+    check_report_begin_stmt(e->rep);
     for (uint32_t i = 0; i < g->n_arrived; i++) {
         uint32_t q = g->arr[i].queue;
         qstate *Q = &e->q[q];
@@ -735,15 +778,9 @@ static int arrive(check_engine *e, uint32_t q, check_pend *p)
     }
     g->arr[g->n_arrived++] = (arrival){ q, snap_of(e, q), p };
     p->arrived = true;
-    if (!g->released && g->n_arrived >= g->count)
+    /* bind_gen binds at most count arrivals, so the last one releases */
+    if (g->n_arrived >= g->count)
         release_gen(e, g);
-    else if (g->released) {
-        /* a participant beyond the count: it passes with what was joined */
-        e->q[q].own++;
-        if (g->collective)
-            do_accesses(e, q, &p->s);
-        p->done = true;
-    }
     gen_retire(e, g);
     return 0;
 }
@@ -794,12 +831,14 @@ static int run_stmt(check_engine *e, uint32_t q, check_pend *p)
             break;
         case TRACE_AWAIT:
             if (p->flag) {
-                if (!p->flag->set) {
+                if (!flag_ready(p->flag)) {
                     if (qlist_add(&p->flag->waiters, q) != 0)
                         e->oom = true;
                     return RUN_BLOCKED;
                 }
-                learn(e, q, &p->flag->snap);
+                if (check_vc_join(&Q->vc, p->flag->vc) != 0)
+                    e->oom = true;
+                p->flag->passed = true;
             }
             break;
         case TRACE_BARRIER:
@@ -823,7 +862,7 @@ static int run_stmt(check_engine *e, uint32_t q, check_pend *p)
     case TRACE_ALLOC:
     case TRACE_FREE:
         if (s->kind != TRACE_COLLECTIVE || !p->removed) {
-            e->rep->dedupe_from = e->rep->n;
+            check_report_begin_stmt(e->rep);
             do_accesses(e, q, s);
         }
         break;
@@ -835,12 +874,15 @@ static int run_stmt(check_engine *e, uint32_t q, check_pend *p)
         }
         break;
     case TRACE_SIGNAL:
-        if (p->flag && !p->flag->set) {
-            p->flag->set = true;
-            p->flag->snap = snap_of(e, q);
-            wake_all(e, &p->flag->waiters);
+        if (p->flag) {
+            flag_node *f = p->flag;
+            if (check_vc_join(&f->vc, Q->vc) != 0 || check_vc_raise(&f->vc, q, Q->own) != 0)
+                e->oom = true;
+            f->ran++;
+            if (flag_ready(f))
+                wake_all(e, &f->waiters);
             if (e->track)
-                check_map_put(&e->dirty_flags, p->flag->name, 1);
+                check_map_put(&e->dirty_flags, f->name, 1);
         }
         break;
     default:
@@ -997,60 +1039,186 @@ static flag_node *flag_get(check_engine *e, uint32_t name)
         if (!f)
             return NULL;
         f->name = name;
-        f->snap.queue = TRACE_NONE;
+        f->total = FLAG_UNKNOWN;
+        if (e->flag_totals) {
+            const uint64_t *n = check_map_get(e->flag_totals, name);
+            f->total = n ? *n : 0;
+        }
         *v = (uint64_t)(uintptr_t)f;
     }
     return (flag_node *)(uintptr_t)*v;
 }
 
-static void report_mismatch(check_engine *e, gen_state *g, const trace_stmt *s)
+static bar_node *bar_get(check_engine *e, uint32_t name, bool coll)
 {
-    uint64_t *done = check_map_put(&e->mismatched, g->name, 0);
+    uint64_t *v = check_map_put(&e->bars, gen_key(name, coll, 0), 0);
+    if (!v)
+        return NULL;
+    if (!*v) {
+        bar_node *b = calloc(1, sizeof *b);
+        if (!b)
+            return NULL;
+        b->name = name;
+        b->coll = coll;
+        *v = (uint64_t)(uintptr_t)b;
+    }
+    return (bar_node *)(uintptr_t)*v;
+}
+
+static bar_part *bar_part_of(bar_node *b, uint32_t q)
+{
+    for (uint32_t i = 0; i < b->n; i++)
+        if (b->part[i].queue == q)
+            return &b->part[i];
+    if (b->n == b->cap) {
+        uint32_t cap = b->cap ? b->cap * 2 : 4;
+        bar_part *p = realloc(b->part, cap * sizeof *p);
+        if (!p)
+            return NULL;
+        b->part = p;
+        b->cap = cap;
+    }
+    b->part[b->n] = (bar_part){ q, 0 };
+    return &b->part[b->n++];
+}
+
+static void bar_free(bar_node *b)
+{
+    if (b) {
+        free(b->part);
+        free(b);
+    }
+}
+
+/* Why a generation's participants disagree. */
+typedef enum {
+    MISMATCH_KIND,      /* collectives: another KIND or size= */
+    MISMATCH_COUNT,     /* barriers: another count= */
+    MISMATCH_EXTRA,     /* more arrivals than count= (size= for collectives) */
+} mismatch_why;
+
+/* The queues whose k-th arrival at b has been read, as "q0, q1". */
+static char *gen_members(const check_engine *e, const bar_node *b, uint64_t k)
+{
+    char *who = NULL;
+    for (uint32_t i = 0; i < b->n; i++) {
+        if (b->part[i].arrivals < k)
+            continue;
+        const char *q = trace_str(e->t, e->t->queues[b->part[i].queue].name);
+        char *n = who ? check_strf("%s, %s", who, q) : check_strf("%s", q);
+        free(who);
+        who = n;
+    }
+    return who;
+}
+
+/* Reports, once per barrier or communicator, that generation k's
+ * participants disagree: s is the statement that does not fit g (which
+ * is NULL when the generation k it overflows has already been retired). */
+static void report_mismatch(check_engine *e, const bar_node *b, uint64_t k, const gen_state *g,
+                            const trace_stmt *s, mismatch_why why)
+{
+    uint64_t *done = check_map_put(&e->mismatched, gen_key(b->name, b->coll, 0), 0);
     if (!done || *done)
         return;
     *done = 1;
     const trace *t = e->t;
+    const char *name = trace_str(t, b->name);
+    const char *q2 = trace_str(t, t->queues[s->queue].name);
     check_finding f = { 0 };
-    f.kind = TRACE_FINDING_COLLECTIVE_MISMATCH;
-    f.object = g->name;
-    f.generation = g->gen;
-    f.first = (check_stmt_ref){ g->first_seq, g->first_queue, TRACE_NONE, g->first_line,
-                                TRACE_COLLECTIVE, TRACE_NONE };
+    f.kind = b->coll ? TRACE_FINDING_COLLECTIVE_MISMATCH : TRACE_FINDING_BARRIER_MISMATCH;
+    f.object = b->name;
+    f.generation = k;
+    f.first.seq = CHECK_NO_SEQ;
+    if (g)
+        f.first = (check_stmt_ref){ g->first_seq, g->first_queue, TRACE_NONE, g->first_line,
+                                    s->kind, TRACE_NONE };
     f.second = check_ref_of_stmt(s);
     f.buffer = f.root = TRACE_NONE;
-    const char *q1 = trace_str(t, t->queues[g->first_queue].name);
-    const char *q2 = trace_str(t, t->queues[s->queue].name);
+    const char *what = b->coll ? "size" : "count";
+    uint64_t expected = g ? g->count : b->count;
+    char *members = gen_members(e, b, k);
+    char *at = s->line ? check_strf(" (line %u)", s->line) : check_strf("%s", "");
     char *text = NULL, *fix = NULL, *detail = NULL;
-    if (asprintf(&text,
-                 "generation %llu of communicator %s: %s issues %s size=%llu (line %u) but %s "
-                 "issues %s size=%llu (line %u)",
-                 (unsigned long long)g->gen, trace_str(t, g->name), q1,
-                 trace_str(t, g->first_kind), (unsigned long long)g->first_count, g->first_line,
-                 q2, trace_str(t, s->coll_kind), (unsigned long long)s->count, s->line) < 0)
-        text = NULL;
-    if (asprintf(&fix,
-                 "make every participant of %s issue the same collectives in the same order: "
-                 "generation %llu pairs %s's %s with %s's %s",
-                 trace_str(t, g->name), (unsigned long long)g->gen, q1,
-                 trace_str(t, g->first_kind), q2, trace_str(t, s->coll_kind)) < 0)
-        fix = NULL;
+    if (why == MISMATCH_EXTRA) {
+        text = check_strf("%s %s generation %llu has %s=%llu but more queues arrive (%s): "
+                          "%s%s is one too many and passes without synchronising",
+                          b->coll ? "communicator" : "barrier", name, (unsigned long long)k,
+                          what, (unsigned long long)expected, members ? members : "", q2,
+                          at ? at : "");
+        fix = check_strf("make exactly %llu queues arrive at every generation of %s: remove "
+                         "%s's arrival%s, or set %s= to the number of participants on every "
+                         "arrival",
+                         (unsigned long long)expected, name, q2, at ? at : "", what);
+    } else if (why == MISMATCH_COUNT) {
+        const char *q1 = trace_str(t, t->queues[g->first_queue].name);
+        text = check_strf("barrier %s generation %llu: %s arrives with count=%llu (line %u) but "
+                          "%s with count=%llu%s",
+                          name, (unsigned long long)k, q1, (unsigned long long)g->first_count,
+                          g->first_line, q2, (unsigned long long)s->count, at ? at : "");
+        fix = check_strf("give every arrival at %s the same count=: the number of queues that "
+                         "arrive at each generation",
+                         name);
+    } else {
+        const char *q1 = trace_str(t, t->queues[g->first_queue].name);
+        text = check_strf("generation %llu of communicator %s: %s issues %s size=%llu (line %u) "
+                          "but %s issues %s size=%llu (line %u)",
+                          (unsigned long long)k, name, q1, trace_str(t, g->first_kind),
+                          (unsigned long long)g->first_count, g->first_line, q2,
+                          trace_str(t, s->coll_kind), (unsigned long long)s->count, s->line);
+        fix = check_strf("make every participant of %s issue the same collectives in the same "
+                         "order: generation %llu pairs %s's %s with %s's %s",
+                         name, (unsigned long long)k, q1, trace_str(t, g->first_kind), q2,
+                         trace_str(t, s->coll_kind));
+    }
+    /* detail: the participants, each with what it said (the misfit last) */
     size_t dlen = 0;
     FILE *d = open_memstream(&detail, &dlen);
     if (d) {
-        for (int i = 0; i < 2; i++) {
-            fputs(i ? ", {\"queue\": " : "[{\"queue\": ", d);
-            check_json_str(d, i ? q2 : q1);
-            fputs(", \"kind\": ", d);
-            check_json_str(d, trace_str(t, i ? s->coll_kind : g->first_kind));
-            fprintf(d, ", \"size\": %llu", (unsigned long long)(i ? s->count : g->first_count));
-            uint32_t line = i ? s->line : g->first_line;
-            if (line)
-                fprintf(d, ", \"line\": %u", line);
-            fprintf(d, ", \"seq\": %llu}", (unsigned long long)(i ? s->seq : g->first_seq));
+        fputc('[', d);
+        if (why == MISMATCH_EXTRA) {
+            /* generation k's queues in arrival order; a queue already past
+             * its k-th arrival is named without its statement */
+            bool any = false;
+            for (uint32_t pass = 0; pass < 2; pass++) {
+                for (uint32_t i = 0; i < b->n; i++) {
+                    const bar_part *x = &b->part[i];
+                    bool self = x->queue == s->queue;
+                    if (x->arrivals < k || self != (pass == 1))
+                        continue;
+                    fputs(any ? ", {\"queue\": " : "{\"queue\": ", d);
+                    trace_json_str(d, trace_str(t, t->queues[x->queue].name));
+                    if (x->arrivals == k) {
+                        fprintf(d, ", \"%s\": %llu", what, (unsigned long long)x->last_count);
+                        if (x->last_line)
+                            fprintf(d, ", \"line\": %u", x->last_line);
+                        fprintf(d, ", \"seq\": %llu", (unsigned long long)x->last_seq);
+                    }
+                    fputs(self ? ", \"extra\": true}" : "}", d);
+                    any = true;
+                }
+            }
+        } else {
+            for (int i = 0; i < 2; i++) {
+                fputs(i ? ", {\"queue\": " : "{\"queue\": ", d);
+                trace_json_str(d, i ? q2 : trace_str(t, t->queues[g->first_queue].name));
+                if (b->coll) {
+                    fputs(", \"kind\": ", d);
+                    trace_json_str(d, trace_str(t, i ? s->coll_kind : g->first_kind));
+                }
+                fprintf(d, ", \"%s\": %llu", what,
+                        (unsigned long long)(i ? s->count : g->first_count));
+                uint32_t line = i ? s->line : g->first_line;
+                if (line)
+                    fprintf(d, ", \"line\": %u", line);
+                fprintf(d, ", \"seq\": %llu}", (unsigned long long)(i ? s->seq : g->first_seq));
+            }
         }
         fputc(']', d);
         fclose(d);
     }
+    free(members);
+    free(at);
     f.text = text;
     f.fix = fix;
     f.detail = detail;
@@ -1061,7 +1229,12 @@ static void report_mismatch(check_engine *e, gen_state *g, const trace_stmt *s)
     }
 }
 
-static int bind_gen(check_engine *e, check_pend *p, uint64_t k)
+/* Binds p, the k-th arrival of its queue at its barrier or communicator b,
+ * to generation k. The generation is the first count= (size=) such arrivals
+ * in submission order: one more is reported as a mismatch and passes
+ * without synchronising (p->gen stays NULL), so the verdict does not depend
+ * on the order in which the engine happens to run the queues. */
+static int bind_gen(check_engine *e, check_pend *p, bar_node *b, uint64_t k)
 {
     const trace_stmt *s = &p->s;
     bool coll = s->kind == TRACE_COLLECTIVE;
@@ -1071,6 +1244,15 @@ static int bind_gen(check_engine *e, check_pend *p, uint64_t k)
         return -1;
     gen_state *g = (gen_state *)(uintptr_t)*v;
     if (!g) {
+        /* Absent with another queue already at its k-th arrival: generation
+         * k completed and was retired, so p is one arrival too many. */
+        for (uint32_t i = 0; i < b->n; i++) {
+            if (b->part[i].queue != s->queue && b->part[i].arrivals >= k) {
+                check_map_del(&e->gens, key);
+                report_mismatch(e, b, k, NULL, s, MISMATCH_EXTRA);
+                return 0;
+            }
+        }
         g = calloc(1, sizeof *g);
         if (!g)
             return -1;
@@ -1086,8 +1268,13 @@ static int bind_gen(check_engine *e, check_pend *p, uint64_t k)
         g->first_line = s->line;
         g->first_seq = s->seq;
         *v = (uint64_t)(uintptr_t)g;
+    } else if (g->n_read >= g->count) {
+        report_mismatch(e, b, k, g, s, MISMATCH_EXTRA);
+        return 0;
     } else if (coll && (g->first_kind != s->coll_kind || g->first_count != s->count)) {
-        report_mismatch(e, g, s);
+        report_mismatch(e, b, k, g, s, MISMATCH_KIND);
+    } else if (!coll && g->first_count != s->count) {
+        report_mismatch(e, b, k, g, s, MISMATCH_COUNT);
     }
     g->n_read++;
     g->refs++;
@@ -1119,6 +1306,76 @@ void check_engine_set_remove(check_engine *e, const bool *remove)
 uint64_t check_engine_fed(const check_engine *e)
 {
     return e->fed;
+}
+
+void check_engine_set_flag_totals(check_engine *e, const check_map *totals)
+{
+    e->flag_totals = totals;
+}
+
+bool check_engine_inexact(const check_engine *e)
+{
+    return e->inexact;
+}
+
+void check_engine_set_lifetimes(check_engine *e, const check_map *record_last,
+                                const check_map *flag_last)
+{
+    e->record_last = record_last;
+    e->flag_last = flag_last;
+}
+
+/* Last use of a record or flag at or after the read position? */
+static bool still_used(const check_map *last, uint64_t key, uint64_t fed)
+{
+    const uint64_t *v = check_map_get(last, key);
+    return v && *v >= fed;
+}
+
+void check_engine_prune(check_engine *e)
+{
+    if (!e->record_last || !e->flag_last)
+        return;
+    for (uint32_t i = 0; i < e->events.cap;) {
+        if (e->events.used[i] && e->events.vals[i]) {
+            ev_node *n = (ev_node *)(uintptr_t)e->events.vals[i];
+            if (!still_used(e->record_last, n->seq, e->fed)) {
+                /* deletion shifts a later key into slot i: look at it again */
+                check_map_del(&e->events, e->events.keys[i]);
+                ev_unref(n);
+                continue;
+            }
+        }
+        i++;
+    }
+    for (uint32_t i = 0; i < e->flags.cap;) {
+        if (e->flags.used[i] && e->flags.vals[i]) {
+            flag_node *f = (flag_node *)(uintptr_t)e->flags.vals[i];
+            if (!still_used(e->flag_last, f->name, e->fed)) {
+                check_map_del(&e->flags, e->flags.keys[i]);
+                check_vc_unref(f->vc);
+                free(f->waiters.q);
+                free(f);
+                continue;
+            }
+        }
+        i++;
+    }
+}
+
+int check_engine_signal_counts(const check_engine *e, check_map *out)
+{
+    memset(out, 0, sizeof *out);
+    for (uint32_t i = 0; i < e->flags.cap; i++) {
+        if (!e->flags.used[i] || !e->flags.vals[i])
+            continue;
+        const flag_node *f = (const flag_node *)(uintptr_t)e->flags.vals[i];
+        uint64_t *v = check_map_put(out, f->name, 0);
+        if (!v)
+            return -1;
+        *v = f->fed;
+    }
+    return 0;
 }
 
 int check_engine_feed(check_engine *e, const trace_stmt *s)
@@ -1179,14 +1436,28 @@ int check_engine_feed(check_engine *e, const trace_stmt *s)
     case TRACE_AWAIT:
         if (!p.removed && !(p.flag = flag_get(e, s->object)))
             return -1;
+        if (p.flag && s->kind == TRACE_SIGNAL) {
+            p.flag->fed++;
+            if (p.flag->total == FLAG_UNKNOWN && p.flag->passed)
+                e->inexact = true;
+        }
         break;
     case TRACE_BARRIER:
     case TRACE_COLLECTIVE: {
-        uint64_t *n = check_map_put(&e->arrivals, gen_key(s->object, s->kind == TRACE_COLLECTIVE, q), 0);
-        if (!n)
+        bar_node *b = bar_get(e, s->object, s->kind == TRACE_COLLECTIVE);
+        bar_part *me = b ? bar_part_of(b, q) : NULL;
+        if (!me)
             return -1;
-        ++*n;
-        if (!p.removed && bind_gen(e, &p, *n) != 0)
+        /* counted even when removed: the minimiser removes whole
+         * generations, so later generation numbers stay those of the
+         * trace without them */
+        uint64_t k = ++me->arrivals;
+        me->last_seq = s->seq;
+        me->last_line = s->line;
+        me->last_count = s->count;
+        if (b->n == 1 && k == 1)
+            b->count = s->count;
+        if (!p.removed && bind_gen(e, &p, b, k) != 0)
             return -1;
         break;
     }
@@ -1195,7 +1466,10 @@ int check_engine_feed(check_engine *e, const trace_stmt *s)
     }
     e->q[q].n_read++;
 
-    uint32_t h = submitter(e, s);
+    /* A removed statement is a deleted line: it keeps its place in its
+     * queue (a no-op, so epochs do not shift) but was never submitted, so it
+     * carries no submission edge and waits for no host. */
+    uint32_t h = p.removed ? TRACE_NONE : submitter(e, s);
     if (h != TRACE_NONE && e->q[h].head) {
         /* The host is blocked: it submits this when it gets there. The
          * statement takes its place in its stream now (queue order is file
@@ -1467,10 +1741,10 @@ static void report_hang(check_engine *e)
         if (f.n_queues)
             fputs(", ", d);
         fputs("{\"queue\": ", d);
-        check_json_str(d, qname(e, q));
+        trace_json_str(d, qname(e, q));
         fputs(", \"waits_for\": ", d);
-        check_json_str(d, info[q].waits_for);
-        if (s && !info[q].at->unsubmitted) {
+        trace_json_str(d, info[q].waits_for);
+        if (s) {                /* unsubmitted: the statement it is stuck at */
             if (s->line)
                 fprintf(d, ", \"line\": %u", s->line);
             fprintf(d, ", \"seq\": %llu", (unsigned long long)s->seq);
@@ -1490,7 +1764,7 @@ static void report_hang(check_engine *e)
             uint32_t q = cyc[i % n_cyc];
             if (i < n_cyc) {
                 fputs(i ? ", " : "", d);
-                check_json_str(d, qname(e, q));
+                trace_json_str(d, qname(e, q));
             }
             char *c = chain ? check_strf("%s -> %s", chain, qname(e, q))
                             : check_strf("%s", qname(e, q));
@@ -1606,7 +1880,7 @@ static void free_nodes(check_map *events, check_map *flags)
     for (uint32_t i = 0; i < flags->cap; i++)
         if (flags->used[i] && flags->vals[i]) {
             flag_node *f = (flag_node *)(uintptr_t)flags->vals[i];
-            snap_release(&f->snap);
+            check_vc_unref(f->vc);
             free(f->waiters.q);
             free(f);
         }
@@ -1647,7 +1921,10 @@ void check_engine_free(check_engine *e)
             gen_unref((gen_state *)(uintptr_t)e->gens.vals[i]);
     check_map_free(&e->events);
     check_map_free(&e->flags);
-    check_map_free(&e->arrivals);
+    for (uint32_t i = 0; i < e->bars.cap; i++)
+        if (e->bars.used[i])
+            bar_free((bar_node *)(uintptr_t)e->bars.vals[i]);
+    check_map_free(&e->bars);
     check_map_free(&e->gens);
     check_map_free(&e->mismatched);
     check_map_free(&e->dirty_events);
@@ -1694,7 +1971,7 @@ check_engine *check_engine_clone(const check_engine *e, check_report *rep)
     for (uint32_t i = 0; i < e->n_shadow; i++)
         c->shadow[i] = check_shadow_ref(e->shadow[i]);
     if (check_map_copy(&c->events, &e->events) != 0 || check_map_copy(&c->flags, &e->flags) != 0 ||
-        check_map_copy(&c->arrivals, &e->arrivals) != 0 ||
+        check_map_copy(&c->bars, &e->bars) != 0 ||
         check_map_copy(&c->mismatched, &e->mismatched) != 0)
         goto fail;
     for (uint32_t i = 0; i < c->events.cap; i++)
@@ -1709,12 +1986,32 @@ check_engine *check_engine_clone(const check_engine *e, check_report *rep)
             c->flags.vals[i] = 0;
             goto fail;
         }
-        n->set = f->set;
-        n->name = f->name;
-        n->snap = f->snap;
-        check_vc_ref(n->snap.vc);
+        *n = *f;
+        n->waiters = (qlist){ 0 };  /* quiescent: nobody waits */
+        n->vc = check_vc_ref(f->vc);
         c->flags.vals[i] = (uint64_t)(uintptr_t)n;
     }
+    for (uint32_t i = 0; i < c->bars.cap; i++) {
+        if (!c->bars.used[i])
+            continue;
+        const bar_node *b = (const bar_node *)(uintptr_t)c->bars.vals[i];
+        bar_node *n = malloc(sizeof *n);
+        bar_part *part = malloc((b->cap ? b->cap : 1) * sizeof *part);
+        if (!n || !part) {
+            free(n);
+            free(part);
+            c->bars.vals[i] = 0;
+            goto fail;
+        }
+        *n = *b;
+        memcpy(part, b->part, b->n * sizeof *part);
+        n->part = part;
+        c->bars.vals[i] = (uint64_t)(uintptr_t)n;
+    }
+    c->flag_totals = e->flag_totals;
+    c->record_last = e->record_last;
+    c->flag_last = e->flag_last;
+    c->inexact = e->inexact;
     return c;
 fail:
     check_engine_free(c);
@@ -1740,6 +2037,8 @@ bool check_engine_same(const check_engine *a, const check_engine *b)
             continue;
         uint64_t *x = check_map_get(&a->events, a->dirty_events.keys[i]);
         uint64_t *y = check_map_get(&b->events, a->dirty_events.keys[i]);
+        if (!x && !y)
+            continue;           /* pruned in both: no later wait reads it */
         if (!x || !y)
             return false;
         const ev_node *n = (const ev_node *)(uintptr_t)*x, *m = (const ev_node *)(uintptr_t)*y;
@@ -1751,10 +2050,12 @@ bool check_engine_same(const check_engine *a, const check_engine *b)
             continue;
         uint64_t *x = check_map_get(&a->flags, a->dirty_flags.keys[i]);
         uint64_t *y = check_map_get(&b->flags, a->dirty_flags.keys[i]);
+        if (!x && !y)
+            continue;
         if (!x || !y)
             return false;
         const flag_node *n = (const flag_node *)(uintptr_t)*x, *m = (const flag_node *)(uintptr_t)*y;
-        if (n->set != m->set || !snap_equal(&n->snap, &m->snap))
+        if (n->ran != m->ran || n->passed != m->passed || !check_vc_equal(n->vc, m->vc))
             return false;
     }
     uint32_t ns = a->n_shadow > b->n_shadow ? a->n_shadow : b->n_shadow;

@@ -78,10 +78,20 @@ typedef struct check_reads {
     check_site s[];
 } check_reads;
 
+/* Lifetime marks of a byte range since its last free: rare, so kept out of
+ * line and shared (reference counted) by the segments a split makes. An
+ * access ordered after `freed` is a use-after-free unless it is also ordered
+ * after `alloc` (the spec: "no alloc of it in between"). */
+typedef struct check_life {
+    uint32_t refs;
+    check_site freed;       /* the last free */
+    check_site alloc;       /* the latest alloc after it; seq CHECK_NO_SEQ: none */
+} check_life;
+
 /* The state of a byte range. */
 typedef struct check_cell {
     check_site w;           /* last write (alloc and free are writes) */
-    check_site freed;       /* the free since the last alloc, if any */
+    check_life *life;       /* NULL until the bytes are freed */
     check_site read;        /* the only read since w (n_reads == 1) */
     check_reads *reads;     /* n_reads > 1 */
     uint32_t n_reads;
@@ -112,6 +122,12 @@ typedef void (*check_cell_fn)(void *ctx, uint64_t lo, uint64_t hi, check_cell *c
 void check_cell_clear(check_cell *c);
 /* Releases what c holds (not c itself). */
 void check_cell_release(check_cell *c);
+/* Forgets the reads since the last write (a write replaces them). */
+void check_cell_drop_reads(check_cell *c);
+/* A free of the bytes: life becomes {freed = s, no alloc}. 0 or -1 (OOM). */
+int check_cell_mark_free(check_cell *c, const check_site *s);
+/* An alloc of the bytes: remembered as the alloc after the last free, if any. */
+int check_cell_mark_alloc(check_cell *c, const check_site *s);
 bool check_cell_equal(const check_cell *a, const check_cell *b);
 /* Appends s to c's reads (replacing the read of the same queue). */
 int check_cell_add_read(check_cell *c, const check_site *s);
@@ -147,11 +163,13 @@ uint64_t *check_map_put(check_map *m, uint64_t key, uint64_t def);
 int check_map_copy(check_map *dst, const check_map *src);
 void check_map_del(check_map *m, uint64_t key);
 
-/* Writes s as a JSON string literal (quoted, escaped). */
-void check_json_str(FILE *out, const char *s);
 
 /* ------------------------------------------------------------------ */
 /* Reports (findings.c).                                               */
+
+typedef struct check_fkey {
+    uint64_t a, b, c;
+} check_fkey;
 
 struct check_report {
     const trace *t;
@@ -161,9 +179,16 @@ struct check_report {
     uint64_t ops;
     uint32_t max_findings;
     size_t dedupe_from;     /* findings of the statement being checked start here */
+    /* Findings of that statement left out by max_findings: each is counted
+     * once in `dropped`, however many ranges or accesses repeat it. */
+    check_fkey *dropped_now;
+    size_t n_dropped_now, cap_dropped_now;
 };
 
 check_report *check_report_new(const trace *t, uint32_t max_findings);
+/* Starts the findings of a new statement (the merge window of
+ * check_report_conflict). */
+void check_report_begin_stmt(check_report *rep);
 /* Appends a finding (takes over its strings); returns it, or NULL when the
  * report is full (counted as dropped) or memory ran out. */
 check_finding *check_report_add(check_report *rep, const check_finding *f);
@@ -179,9 +204,6 @@ const char *check_ref_name(const trace *t, const check_stmt_ref *r, char *buf, s
 check_stmt_ref check_ref_of_stmt(const trace_stmt *s);
 
 /* Key of a finding, for the minimiser's "nothing new" test. */
-typedef struct check_fkey {
-    uint64_t a, b, c;
-} check_fkey;
 check_fkey check_finding_key(const check_finding *f);
 
 /* ------------------------------------------------------------------ */
@@ -213,6 +235,27 @@ void check_engine_track(check_engine *e, bool on);
 void check_engine_set_remove(check_engine *e, const bool *remove);
 /* Statements fed (the read position). */
 uint64_t check_engine_fed(const check_engine *e);
+/* Rule 6 needs every signal of a flag before an await passes. totals (flag
+ * name string id -> number of signals in the whole trace; borrowed, kept
+ * alive by the caller) makes that exact; without it the engine waits for
+ * the signals fed so far and says so through check_engine_inexact() when a
+ * signal comes after an await of its flag has passed. Set before feeding. */
+void check_engine_set_flag_totals(check_engine *e, const check_map *totals);
+bool check_engine_inexact(const check_engine *e);
+/* The minimiser knows the whole trace: record_last (seq of a record -> seq
+ * of the last wait bound to it) and flag_last (flag name -> seq of its last
+ * signal or await) let check_engine_prune() drop the records and flags no
+ * later statement reads, so that checkpoints stay small and replays can meet
+ * the baseline again even when every iteration names a new event. Both
+ * borrowed. */
+void check_engine_set_lifetimes(check_engine *e, const check_map *record_last,
+                                const check_map *flag_last);
+/* Drops records and flags whose last use has been read. Quiescent only. */
+void check_engine_prune(check_engine *e);
+/* The signals fed per flag (for a second, exact pass). 0 or -1 (OOM). */
+int check_engine_signal_counts(const check_engine *e, check_map *out);
+/* The signals per flag of an in-memory trace. 0 or -1 (OOM). */
+int check_flag_totals(const trace *t, check_map *out);
 
 /* A malloc'd formatted string (NULL when out of memory); check/findings.c. */
 char *check_strf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -54,6 +54,9 @@ typedef struct minimizer {
     fitem *fi;                  /* baseline findings */
     size_t n_fi, cap_fi;
     check_map fset;             /* hash -> count */
+    check_map flag_totals;      /* flag -> signals: exact rule 6 from the start */
+    check_map record_last;      /* record seq -> last wait bound to it */
+    check_map flag_last;        /* flag -> last signal or await */
     uint64_t replayed;
     uint32_t every;             /* statements between checkpoints */
 } minimizer;
@@ -115,6 +118,38 @@ static bool is_new(const minimizer *m, const check_report *rep, size_t from)
     return false;
 }
 
+/* When each record and flag is last used (see check_engine_set_lifetimes). */
+static int lifetimes(minimizer *m)
+{
+    check_map last_record = { 0 };     /* event name -> seq of its latest record */
+    int rc = -1;
+    for (uint64_t i = 0; i < m->t->n_stmts; i++) {
+        trace_stmt s;
+        trace_stmt_at(m->t, i, &s);
+        if (s.kind == TRACE_RECORD) {
+            uint64_t *r = check_map_put(&last_record, s.object, 0);
+            uint64_t *l = r ? check_map_put(&m->record_last, i, i) : NULL;
+            if (!l)
+                goto out;
+            *r = i;
+        } else if (s.kind == TRACE_WAIT) {
+            uint64_t *r = check_map_get(&last_record, s.object);
+            uint64_t *l = r ? check_map_get(&m->record_last, *r) : NULL;
+            if (l)
+                *l = i;
+        } else if (s.kind == TRACE_SIGNAL || s.kind == TRACE_AWAIT) {
+            uint64_t *l = check_map_put(&m->flag_last, s.object, i);
+            if (!l)
+                goto out;
+            *l = i;
+        }
+    }
+    rc = 0;
+out:
+    check_map_free(&last_record);
+    return rc;
+}
+
 /* The baseline run: findings and checkpoints. */
 static int baseline(minimizer *m)
 {
@@ -122,6 +157,8 @@ static int baseline(minimizer *m)
     check_engine *e = rep ? check_engine_new(m->t, rep, m->remove) : NULL;
     if (!e)
         goto fail;
+    check_engine_set_flag_totals(e, &m->flag_totals);
+    check_engine_set_lifetimes(e, &m->record_last, &m->flag_last);
     uint64_t last = 0;
     check_engine *c0 = check_engine_clone(e, NULL);
     if (!c0 || ck_push(&m->ck, &m->n_ck, &m->cap_ck, (ckpt){ 0, c0 }) != 0) {
@@ -136,6 +173,7 @@ static int baseline(minimizer *m)
             collect(&m->fi, &m->n_fi, &m->cap_fi, rep, before, i) != 0)
             goto fail;
         if (i + 1 - last >= m->every && check_engine_quiescent(e)) {
+            check_engine_prune(e);
             check_engine *c = check_engine_clone(e, NULL);
             if (!c || ck_push(&m->ck, &m->n_ck, &m->cap_ck, (ckpt){ i + 1, c }) != 0) {
                 check_engine_free(c);
@@ -213,6 +251,7 @@ static int try_removal(minimizer *m, const uint64_t *seqs, size_t n)
         while (next < m->n_ck && m->ck[next].pos < i + 1)
             next++;
         if (next < m->n_ck && m->ck[next].pos == i + 1 && check_engine_quiescent(e)) {
+            check_engine_prune(e);
             if (i >= last && check_engine_same(e, m->ck[next].e)) {
                 cj = next;
                 break;
@@ -378,9 +417,13 @@ int check_minimize(trace *t, const check_options *opt, check_min_result *out, tr
     cand *c = NULL;
     size_t n_c = 0;
     int rc = -1;
-    if (!m.remove || baseline(&m) != 0 || candidates(t, &c, &n_c) != 0)
+    if (!m.remove || check_flag_totals(t, &m.flag_totals) != 0 || lifetimes(&m) != 0 ||
+        baseline(&m) != 0 ||
+        candidates(t, &c, &n_c) != 0)
         goto out;
-    for (size_t i = 0; i < n_c; i++)
+    out->n_findings = m.n_fi;
+    bool allowed = m.n_fi == 0 || (opt && opt->allow_findings);
+    for (size_t i = 0; allowed && i < n_c; i++)
         if (try_removal(&m, c[i].seqs, c[i].n) < 0)
             goto out;
     out->n_stmts = t->n_stmts;
@@ -422,6 +465,9 @@ out:
     free(m.ck);
     free(m.fi);
     check_map_free(&m.fset);
+    check_map_free(&m.flag_totals);
+    check_map_free(&m.record_last);
+    check_map_free(&m.flag_last);
     free(m.remove);
     return rc;
 }

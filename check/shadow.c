@@ -31,7 +31,7 @@ static const check_site no_site = { .seq = CHECK_NO_SEQ };
 void check_cell_clear(check_cell *c)
 {
     c->w = no_site;
-    c->freed = no_site;
+    c->life = NULL;
     c->read = no_site;
     c->reads = NULL;
     c->n_reads = 0;
@@ -43,7 +43,7 @@ static void reads_unref(check_reads *r)
         free(r);
 }
 
-void check_cell_release(check_cell *c)
+void check_cell_drop_reads(check_cell *c)
 {
     if (c->n_reads > 1)
         reads_unref(c->reads);
@@ -52,18 +52,74 @@ void check_cell_release(check_cell *c)
     c->read = no_site;
 }
 
-/* A copy of c sharing its reads. */
+static void life_unref(check_life *l)
+{
+    if (l && --l->refs == 0)
+        free(l);
+}
+
+void check_cell_release(check_cell *c)
+{
+    check_cell_drop_reads(c);
+    life_unref(c->life);
+    c->life = NULL;
+}
+
+int check_cell_mark_free(check_cell *c, const check_site *s)
+{
+    check_life *l = c->life;
+    if (!l || l->refs > 1) {
+        l = malloc(sizeof *l);
+        if (!l)
+            return -1;
+        l->refs = 1;
+        life_unref(c->life);
+        c->life = l;
+    }
+    l->freed = *s;
+    l->alloc = no_site;
+    return 0;
+}
+
+int check_cell_mark_alloc(check_cell *c, const check_site *s)
+{
+    check_life *l = c->life;
+    if (!l)
+        return 0;               /* never freed: the alloc only starts the lifetime */
+    if (l->refs > 1) {
+        check_life *n = malloc(sizeof *n);
+        if (!n)
+            return -1;
+        *n = *l;
+        n->refs = 1;
+        life_unref(l);
+        c->life = l = n;
+    }
+    l->alloc = *s;
+    return 0;
+}
+
+/* A copy of c sharing its reads and lifetime marks. */
 static check_cell cell_share(const check_cell *c)
 {
     check_cell d = *c;
     if (d.n_reads > 1)
         d.reads->refs++;
+    if (d.life)
+        d.life->refs++;
     return d;
 }
 
 static bool cell_empty(const check_cell *c)
 {
-    return c->w.seq == CHECK_NO_SEQ && c->freed.seq == CHECK_NO_SEQ && c->n_reads == 0;
+    return c->w.seq == CHECK_NO_SEQ && !c->life && c->n_reads == 0;
+}
+
+static bool life_equal(const check_life *a, const check_life *b)
+{
+    if (a == b)
+        return true;
+    return a && b && a->freed.seq == b->freed.seq && a->alloc.seq == b->alloc.seq;
 }
 
 const check_site *check_cell_read(const check_cell *c, uint32_t i)
@@ -73,7 +129,7 @@ const check_site *check_cell_read(const check_cell *c, uint32_t i)
 
 bool check_cell_equal(const check_cell *a, const check_cell *b)
 {
-    if (a->w.seq != b->w.seq || a->freed.seq != b->freed.seq || a->n_reads != b->n_reads)
+    if (a->w.seq != b->w.seq || !life_equal(a->life, b->life) || a->n_reads != b->n_reads)
         return false;
     if (a->n_reads == 0)
         return true;
@@ -176,13 +232,16 @@ bool check_shadow_equal(const check_shadow *a, const check_shadow *b)
     return true;
 }
 
+/* Room for need segments. A fresh array is sized exactly: most shadows are
+ * one or two segments, and a minimiser checkpoint keeps every copy-on-write
+ * copy alive, so slack would cost more than the occasional regrowth. */
 static int ensure_cap(check_shadow *s, uint32_t need)
 {
     if (need <= s->cap)
         return 0;
-    uint32_t cap = s->cap ? s->cap : 4;
-    while (cap < need)
-        cap *= 2;
+    uint32_t cap = s->cap + s->cap / 2;
+    if (cap < need)
+        cap = need;
     check_seg *p = realloc(s->segs, (size_t)cap * sizeof *p);
     if (!p)
         return -1;
@@ -264,11 +323,8 @@ int check_shadow_update(check_shadow **shp, uint64_t lo, uint64_t hi, check_cell
     uint32_t max_out = 2 * (to - from) + (j - i) + 3;
     check_seg local[16];
     check_seg *out = max_out <= 16 ? local : malloc(max_out * sizeof *out);
-    if (!out || ensure_cap(s, s->n + max_out) != 0) {
-        if (out != local)
-            free(out);
+    if (!out)
         return -1;
-    }
     uint32_t n = 0;
     for (uint32_t k = from; k < i; k++)
         push_merged(out, &n, &s->segs[k]);
@@ -305,6 +361,17 @@ int check_shadow_update(check_shadow **shp, uint64_t lo, uint64_t hi, check_cell
         push_merged(out, &n, &s->segs[k]);
 
     uint32_t old_n = to - from;
+    if (ensure_cap(s, s->n - old_n + n) != 0) {
+        /* Out of memory with [from, to) already handed to out: keep the map
+         * consistent by cutting it at `from` (the tail leaks; the engine
+         * gives up on the error anyway) and release out's references. */
+        for (uint32_t k = 0; k < n; k++)
+            check_cell_release(&out[k].c);
+        s->n = from;
+        if (out != local)
+            free(out);
+        return -1;
+    }
     memmove(&s->segs[from + n], &s->segs[to], (s->n - to) * sizeof *s->segs);
     memcpy(&s->segs[from], out, n * sizeof *out);
     s->n = s->n - old_n + n;

@@ -23,6 +23,8 @@ void cmd_check_help(FILE *out)
             "  wait-unrecorded     a wait whose event has no earlier record (orders nothing)\n"
             "  hang                queues that can never advance, and why (deadlock cycles)\n"
             "  collective-mismatch participants of one collective generation disagree\n"
+            "  barrier-mismatch    more queues than count= arrive at a barrier generation,\n"
+            "                      or they disagree on count=\n"
             "  use-after-free      an access ordered after a free of its buffer\n"
             "  redundant-sync      (with --redundant) a sync whose removal adds no finding\n"
             "Every finding comes with a concrete fix. Races are grouped by the queue pair\n"
@@ -152,8 +154,7 @@ int cmd_check(int argc, char **argv)
     }
     if (check_trace(&r, &opt, &rep, &err) != 0)
         goto fail;
-    const trace *t = whole ? whole : r.trace;
-    if (expect && !want_redundant && has_redundant_expect(t)) {
+    if (expect && !want_redundant && has_redundant_expect(whole ? whole : r.trace)) {
         /* `expect redundant-sync` lines: check again with the minimiser */
         check_report_free(rep);
         rep = NULL;
@@ -193,6 +194,7 @@ int cmd_check(int argc, char **argv)
         check_report_rows_free(rows, n_rows);
     }
 
+    const trace *t = whole ? whole : r.trace;
     if (expect) {
         bool ok = check_report_expect(stdout, rep);
         if (json)

@@ -21,6 +21,7 @@ void cmd_minimize_help(FILE *out)
 {
     fprintf(out,
             "usage: syncsim minimize TRACE|DB [--run N] [-o OUT] [--quiet] [--all]\n"
+            "                        [--allow-findings]\n"
             "\n"
             "Tries removing each wait, sync and await statement and each barrier\n"
             "generation, in submission order, and keeps a removal when checking the trace\n"
@@ -33,15 +34,26 @@ void cmd_minimize_help(FILE *out)
             "  g  a graph launch: ops the host queues back to back on one stream\n"
             "e.g. sassassasg -> saaasg. Re-checking is incremental: each candidate is\n"
             "replayed from a checkpoint only until the engine state meets the original\n"
-            "run again.\n"
+            "run again. Removing a statement means deleting its line: with several host\n"
+            "threads a stream wait can carry the only order between two hosts through\n"
+            "the host that submitted it, and then it stays.\n"
+            "\n"
+            "The promise: on a trace without findings, deleting what is listed (any of it,\n"
+            "or all of it) leaves a trace without findings. A trace that already has\n"
+            "findings is not minimised unless --allow-findings: there a removal can only\n"
+            "promise no new *reported* finding, since the checker reports each access\n"
+            "against the latest conflicting ones and a new race can hide behind a\n"
+            "reported one until that one is fixed.\n"
             "\n"
             "Options:\n"
             "  -r, --run N         the run of DB (default: the latest)\n"
             "  -o, --output OUT    write the minimised trace (text format) to OUT\n"
             "  -q, --quiet         print the summary only\n"
             "      --all           list every removable synchronisation (default: the first %d)\n"
+            "      --allow-findings  minimise a trace that has findings (the weaker promise)\n"
             "\n"
-            "Exit status: 0 done (whether or not something can go), 2 bad input or usage.\n"
+            "Exit status: 0 done (whether or not something can go), 1 the trace has\n"
+            "findings and --allow-findings was not given, 2 bad input or usage.\n"
             "\n"
             "Examples:\n"
             "  syncsim minimize litmus/sync-pattern-full.trace\n"
@@ -90,11 +102,12 @@ int cmd_minimize(int argc, char **argv)
         { "output", required_argument, NULL, 'o' },
         { "quiet", no_argument, NULL, 'q' },
         { "all", no_argument, NULL, 'A' },
+        { "allow-findings", no_argument, NULL, 'F' },
         { NULL, 0, NULL, 0 },
     };
     unsigned long long run = 0;
     const char *output = NULL;
-    bool quiet = false, all = false;
+    bool quiet = false, all = false, allow_findings = false;
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":r:o:q", longopts, NULL)) != -1) {
@@ -112,6 +125,9 @@ int cmd_minimize(int argc, char **argv)
         case 'A':
             all = true;
             break;
+        case 'F':
+            allow_findings = true;
+            break;
         case ':':
             return cli_usage_error("minimize", "option '%s' needs a value", argv[optind - 1]);
         default:
@@ -126,12 +142,27 @@ int cmd_minimize(int argc, char **argv)
     trace *t = NULL;
     if (trace_open_any(path, (int64_t)run, &r, &err) != 0 || trace_reader_load(&r, &t, &err) != 0)
         return cli_error("minimize", "%s", err.msg);
-    check_options opt = { 0 };
+    check_options opt = { .allow_findings = allow_findings };
     check_min_result res;
     if (check_minimize(t, &opt, &res, &err) != 0) {
         trace_free(t);
         return cli_error("minimize", "%s", err.msg);
     }
+    if (res.n_findings && !allow_findings) {
+        printf("%s: the trace has %zu finding%s (syncsim check %s lists them); not minimised.\n"
+               "A removal could then only promise no new *reported* finding: a race can hide\n"
+               "behind a reported one until that one is fixed. Fix them first, or pass\n"
+               "--allow-findings for the weaker promise.\n",
+               path, res.n_findings, res.n_findings == 1 ? "" : "s", path);
+        check_min_result_free(&res);
+        trace_free(t);
+        return 1;
+    }
+    if (res.n_findings)
+        printf("note: the trace has %zu finding%s: the removals below add no new reported "
+               "finding, but a race hidden behind a reported one can appear once those are "
+               "fixed\n",
+               res.n_findings, res.n_findings == 1 ? "" : "s");
     /* a barrier generation is one candidate but several statements */
     size_t groups = 0;
     for (size_t i = 0; i < res.n_removed; i++)

@@ -180,6 +180,113 @@ static void test_findings_max_findings_counts_the_rest(void **state)
     trace_free(t);
 }
 
+/* A finding left out by --max-findings is counted once, however many byte
+ * ranges or accesses of its statement repeat it. */
+static void test_findings_max_findings_counts_each_dropped_once(void **state)
+{
+    (void)state;
+    trace *t = tb_new();
+    tb_host(t, "h");
+    tb_stream(t, "s", "0");
+    tb_buf(t, "A", 64);
+    tb_buf(t, "B", 64);
+    tb_op(t, "s", "wa", "w:A");
+    tb_op(t, "h", "ra", "r:A");                     /* finding 1 */
+    tb_op(t, "s", "wb", "w:B[0:16] w:B[32:48]");
+    tb_op(t, "h", "rb", "r:B[0:16] r:B[32:48]");    /* finding 2, on two ranges */
+    check_options opt = { .max_findings = 1 };
+    check_report *rep = tb_check_opt(t, &opt);
+    assert_int_equal(check_report_count(rep), 1);
+    assert_int_equal(check_report_dropped(rep), 1);
+    check_report_free(rep);
+    rep = tb_check(t);
+    assert_int_equal(check_report_count(rep), 2);   /* and there are two in all */
+    check_report_free(rep);
+    trace_free(t);
+}
+
+/* A stream blocked only because its host never submits its work still names
+ * the statement it is stuck at: seq is always present. */
+static void test_findings_hang_unsubmitted_has_seq(void **state)
+{
+    (void)state;
+    trace *t = tb_new();
+    tb_host(t, "h");
+    tb_stream(t, "s", "0");
+    tb_await(t, "h", "never");
+    tb_op(t, "s", "k", NULL);
+    check_report *rep = tb_check(t);
+    char *j = capture_json(rep);
+    assert_non_null(strstr(j, "{\"queue\": \"s\", \"waits_for\": \"submission by h, which is "
+                              "blocked\", \"line\": 2, \"seq\": 1}"));
+    free(j);
+    check_report_free(rep);
+    trace_free(t);
+}
+
+/* Bytes that are not UTF-8 (from a database or an importer) leave valid JSON. */
+static void test_findings_json_escapes_invalid_utf8(void **state)
+{
+    (void)state;
+    trace *t = tb_new();
+    tb_host(t, "h");
+    tb_stream(t, "s", "0");
+    tb_buf(t, "X", 8);
+    tb_op(t, "s", "k\xff\xc3\xa9", "w:X");
+    tb_op(t, "h", "r", "r:X");
+    check_report *rep = tb_check(t);
+    char *j = capture_json(rep);
+    assert_non_null(strstr(j, "\"label\": \"k\\ufffd\xc3\xa9\""));
+    free(j);
+    check_report_free(rep);
+    trace_free(t);
+}
+
+/* A double free is a use-after-free whose fix is about the frees. */
+static void test_findings_double_free_fix(void **state)
+{
+    (void)state;
+    trace *t = tb_new();
+    tb_host(t, "h");
+    tb_buf(t, "X", 8);
+    tb_alloc_free(t, "h", TRACE_FREE, "X");
+    tb_alloc_free(t, "h", TRACE_FREE, "X");
+    check_report *rep = tb_check(t);
+    const check_finding *f = tb_find(rep, TRACE_FINDING_USE_AFTER_FREE);
+    assert_non_null(f);
+    assert_string_equal(f->fix, "free X once: remove one of the frees (h@1, h@2), or alloc it "
+                                "again between them");
+    assert_non_null(strstr(f->text, "a double free"));
+    check_report_free(rep);
+    trace_free(t);
+}
+
+/* An extra arrival at a barrier: one finding with every participant, the
+ * extra one marked, whichever order the queues run in. */
+static void test_findings_barrier_mismatch_json(void **state)
+{
+    (void)state;
+    trace *t = tb_new();
+    tb_host(t, "t0");
+    tb_host(t, "t1");
+    tb_host(t, "t2");
+    tb_barrier(t, "t0", "b", 2);
+    tb_barrier(t, "t1", "b", 2);
+    tb_barrier(t, "t2", "b", 2);
+    check_report *rep = tb_check(t);
+    assert_int_equal(check_report_count(rep), 1);
+    char *j = capture_json(rep);
+    assert_non_null(strstr(j, "{\"kind\": \"barrier-mismatch\", \"barrier\": \"b\", "
+                              "\"generation\": 1, \"participants\": [{\"queue\": \"t0\", "
+                              "\"count\": 2, \"line\": 1, \"seq\": 0}, {\"queue\": \"t1\", "
+                              "\"count\": 2, \"line\": 2, \"seq\": 1}, {\"queue\": \"t2\", "
+                              "\"count\": 2, \"line\": 3, \"seq\": 2, \"extra\": true}]"));
+    assert_non_null(strstr(j, "\"summary\": {\"barrier-mismatch\": 1}"));
+    free(j);
+    check_report_free(rep);
+    trace_free(t);
+}
+
 static void test_findings_human_output_groups_races(void **state)
 {
     (void)state;
@@ -244,6 +351,11 @@ int main(void)
         cmocka_unit_test(test_findings_expect_clean_fails_on_findings),
         cmocka_unit_test(test_findings_expect_hang_names_exact_queues),
         cmocka_unit_test(test_findings_max_findings_counts_the_rest),
+        cmocka_unit_test(test_findings_max_findings_counts_each_dropped_once),
+        cmocka_unit_test(test_findings_hang_unsubmitted_has_seq),
+        cmocka_unit_test(test_findings_json_escapes_invalid_utf8),
+        cmocka_unit_test(test_findings_double_free_fix),
+        cmocka_unit_test(test_findings_barrier_mismatch_json),
         cmocka_unit_test(test_findings_human_output_groups_races),
         cmocka_unit_test(test_findings_rows_for_the_store),
     };

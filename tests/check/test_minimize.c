@@ -277,9 +277,14 @@ static void naive_minimize(trace *t, bool *keep)
             trace_stmt x;
             trace_stmt_at(t, j, &x);
             if (!keep[j]) {
+                /* a deleted line: a no-op that nobody submitted (with one
+                 * host the default submitter adds nothing, since every
+                 * later statement of its stream comes after it anyway) */
                 x.kind = TRACE_OP;
                 x.n_access = 0;
                 x.label = TRACE_NONE;
+                if (t->n_host_queues > 1)
+                    x.by = TRACE_NONE;
             }
             trace_append(m, &x);
         }
@@ -310,7 +315,7 @@ static void test_minimize_incremental_equals_from_scratch(void **state)
     uint64_t replayed = 0, total = 0;
     for (int k = 0; k < 40; k++) {
         trace *t = random_trace(300);
-        check_options opt = { .checkpoint_every = 8 };
+        check_options opt = { .checkpoint_every = 8, .allow_findings = true };
         check_min_result res;
         trace_error err;
         assert_int_equal(check_minimize(t, &opt, &res, &err), 0);
