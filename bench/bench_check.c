@@ -11,7 +11,11 @@
  * 2. From SQLite: M statements (default 2 M) of the same trace written
  *    through the recorder, then checked end to end (open, stream, check).
  * 3. The minimiser on a K-statement trace (default 100 k) with about K/20
- *    syncs.
+ *    syncs (--min-shape kind), or on the shape of issue 15 (--min-shape
+ *    sync-heavy): 3 hosts and 6 streams, about 30 % of the statements
+ *    syncs (events, duplicate waits, host syncs, flags between hosts,
+ *    barriers), and a fresh event and flag name every iteration, as in
+ *    captured traces. Run it alone (--stmts 0 --db-stmts 0) for its peak RSS.
  * Every figure is measured by this run; nothing is hard-coded.
  */
 #include "check/check.h"
@@ -380,10 +384,145 @@ static int minimise(uint64_t n)
     return 0;
 }
 
+/* The sync-heavy shape: iteration i of host h (slot = (i / 3) % 256, streams
+ * a = (2h + i) % 6 and b = a + 1):
+ *   h prep w:in[slot]; a upload in -> d0; a layer_a d0 -> d1; a record e_i;
+ *   b wait e_i (and, half the time, again); b layer_b d1 -> d2;
+ *   40 %: h sync a; 30 %: h signal f_j, h+1 await f_j;
+ *   every 8th: h sync all; every 24th: the three hosts at a barrier.
+ * Clean by construction; seeded, so every run is the same trace. */
+static trace *sync_heavy(uint64_t n, uint64_t *syncs)
+{
+    enum { H = 3, S = 6, SL = 256 };
+    trace *t = trace_new();
+    char name[64];
+    uint32_t qh[H], qs[S], in[H][SL], d[H][3][SL];
+    for (int h = 0; h < H; h++) {
+        snprintf(name, sizeof name, "h%d", h);
+        qh[h] = trace_add_queue(t, trace_intern_cstr(t, name), TRACE_QUEUE_HOST, TRACE_NONE);
+    }
+    for (int q = 0; q < S; q++) {
+        char dev[8];
+        snprintf(name, sizeof name, "s%d", q);
+        snprintf(dev, sizeof dev, "%d", q / 2);
+        qs[q] = trace_add_queue(t, trace_intern_cstr(t, name), TRACE_QUEUE_STREAM,
+                                trace_intern_cstr(t, dev));
+    }
+    for (int h = 0; h < H; h++)
+        for (int k = 0; k < SL; k++) {
+            snprintf(name, sizeof name, "in%d_%d", h, k);
+            in[h][k] = trace_add_root_buffer(t, trace_intern_cstr(t, name), 4096, TRACE_LOC_HOST,
+                                             TRACE_NONE, true);
+            for (int x = 0; x < 3; x++) {
+                snprintf(name, sizeof name, "d%d_%d_%d", x, h, k);
+                d[h][x][k] = trace_add_root_buffer(t, trace_intern_cstr(t, name), 4096,
+                                                   TRACE_LOC_DEVICE, trace_intern_cstr(t, "0"),
+                                                   false);
+            }
+        }
+    uint32_t l_prep = trace_intern_cstr(t, "prep"), l_up = trace_intern_cstr(t, "upload");
+    uint32_t l_a = trace_intern_cstr(t, "layer_a"), l_b = trace_intern_cstr(t, "layer_b");
+    uint32_t bar = trace_intern_cstr(t, "hb");
+    uint64_t rng = 0x15a11dULL, ev = 0, fl = 0;
+    *syncs = 0;
+    trace_access acc[2];
+    trace_stmt s;
+#define RND(k) (rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17, rng % (k))
+#define ACC(i, b, m) (acc[i] = (trace_access){ .buffer = (b), .mode = (m), .lo = 0, .hi = 4096 })
+#define EMIT(q, k, by_)                                                                    \
+    do {                                                                                   \
+        s.queue = (q), s.kind = (k), s.by = (by_);                                         \
+        *syncs += (k) == TRACE_WAIT || (k) == TRACE_SYNC || (k) == TRACE_AWAIT ||          \
+                  (k) == TRACE_BARRIER;                                                    \
+        trace_append(t, &s);                                                               \
+        trace_stmt_init(&s);                                                               \
+    } while (0)
+    trace_stmt_init(&s);
+    for (uint64_t i = 0; t->n_stmts < n; i++) {
+        int h = (int)(i % H), slot = (int)((i / H) % SL), a = (int)((2 * h + i) % S),
+            b = (a + 1) % S;
+        snprintf(name, sizeof name, "e%llu", (unsigned long long)ev++);
+        uint32_t e = trace_intern_cstr(t, name);
+        s.label = l_prep, s.n_access = 1, s.access = acc, ACC(0, in[h][slot], TRACE_W);
+        EMIT(qh[h], TRACE_OP, TRACE_NONE);
+        s.label = l_up, s.n_access = 2, s.access = acc, ACC(0, in[h][slot], TRACE_R);
+        ACC(1, d[h][0][slot], TRACE_W);
+        EMIT(qs[a], TRACE_COPY, qh[h]);
+        s.label = l_a, s.n_access = 2, s.access = acc, ACC(0, d[h][0][slot], TRACE_R);
+        ACC(1, d[h][1][slot], TRACE_W);
+        EMIT(qs[a], TRACE_OP, qh[h]);
+        s.object = e;
+        EMIT(qs[a], TRACE_RECORD, qh[h]);
+        s.object = e;
+        EMIT(qs[b], TRACE_WAIT, qh[h]);
+        if (RND(2)) {
+            s.object = e;
+            EMIT(qs[b], TRACE_WAIT, qh[h]);
+        }
+        s.label = l_b, s.n_access = 2, s.access = acc, ACC(0, d[h][1][slot], TRACE_R);
+        ACC(1, d[h][2][slot], TRACE_W);
+        EMIT(qs[b], TRACE_OP, qh[h]);
+        if (RND(10) < 4) {
+            s.sync_scope = TRACE_SYNC_QUEUE, s.object = qs[a];
+            EMIT(qh[h], TRACE_SYNC, TRACE_NONE);
+        }
+        if (RND(10) < 3) {
+            snprintf(name, sizeof name, "f%llu", (unsigned long long)fl++);
+            uint32_t f = trace_intern_cstr(t, name);
+            s.object = f;
+            EMIT(qh[h], TRACE_SIGNAL, TRACE_NONE);
+            s.object = f;
+            EMIT(qh[(h + 1) % H], TRACE_AWAIT, TRACE_NONE);
+        }
+        if (i % 8 == 7) {
+            s.sync_scope = TRACE_SYNC_ALL;
+            EMIT(qh[h], TRACE_SYNC, TRACE_NONE);
+        }
+        if (i % (8 * H) == 8 * H - 1)
+            for (int x = 0; x < H; x++) {
+                s.object = bar, s.count = H;
+                EMIT(qh[x], TRACE_BARRIER, TRACE_NONE);
+            }
+    }
+    for (int h = 0; h < H; h++) {
+        s.sync_scope = TRACE_SYNC_ALL;
+        EMIT(qh[h], TRACE_SYNC, TRACE_NONE);
+    }
+#undef EMIT
+#undef ACC
+#undef RND
+    return t;
+}
+
+static int minimise_sync_heavy(uint64_t n)
+{
+    uint64_t syncs;
+    trace *t = sync_heavy(n, &syncs);
+    long rss0 = peak_rss_kb();
+    check_min_result res;
+    trace_error err;
+    double t0 = now();
+    if (check_minimize(t, NULL, &res, &err) != 0) {
+        fprintf(stderr, "bench_check: %s\n", err.msg);
+        return -1;
+    }
+    double dt = now() - t0;
+    printf("minimiser:    sync-heavy shape, %llu statements, %llu syncs (%zu candidates, %zu "
+           "findings before): %zu removed in %.2f s (%llu statements re-checked); peak RSS %ld "
+           "KiB (%ld KiB with the trace loaded, before minimising)\n",
+           (unsigned long long)t->n_stmts, (unsigned long long)syncs, res.n_candidates,
+           res.n_findings, res.n_removed, dt, (unsigned long long)res.replayed, peak_rss_kb(),
+           rss0);
+    check_min_result_free(&res);
+    trace_free(t);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     uint64_t n = 10000000, n_db = 2000000, n_min = 100000;
     const char *db = "/tmp/bench_check.db";
+    bool sync_heavy_shape = false;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--stmts") == 0)
             n = strtoull(argv[i + 1], NULL, 0);
@@ -393,10 +532,17 @@ int main(int argc, char **argv)
             db = argv[i + 1];
         else if (strcmp(argv[i], "--min-stmts") == 0)
             n_min = strtoull(argv[i + 1], NULL, 0);
+        else if (strcmp(argv[i], "--min-shape") == 0)
+            sync_heavy_shape = strcmp(argv[i + 1], "sync-heavy") == 0;
     }
     double r1, rn;
     long rss1, rssn;
     size_t f1, fn;
+    if (n == 0) {               /* the minimiser alone */
+        if (sync_heavy_shape)
+            return n_min && minimise_sync_heavy(n_min) != 0;
+        return n_min && minimise(n_min) != 0;
+    }
     if (check_in_memory(n < 1000000 ? n : 1000000, &r1, &rss1, &f1) != 0 ||
         check_in_memory(n, &rn, &rssn, &fn) != 0)
         return 1;
