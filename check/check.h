@@ -143,12 +143,9 @@ int check_minimize(trace *t, const check_options *opt, check_min_result *out,
                    trace_error *err);
 void check_min_result_free(check_min_result *res);
 
-/* The sync pattern per host iteration (statements carrying token= or iter=,
- * the rest following their host's latest): s = host sync/wait/await/barrier,
- * a = async copy submitted by the host, g = a graph/op launch submitted by
- * the host. keep may be NULL (all kept). Prints one line per distinct
- * before/after pair with the iterations it covers; prints nothing when the
- * trace has no iterations. */
+/* The sync pattern of each host iteration before and after the removals
+ * (keep: per seq, NULL = all kept), in the one alphabet of traces/pattern.c.
+ * Prints nothing when no statement carries token= or iter=. */
 void check_print_sync_patterns(FILE *out, const trace *t, const bool *keep);
 
 /* A copy of t without the statements whose keep[] is false (declarations,

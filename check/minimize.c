@@ -480,146 +480,21 @@ void check_min_result_free(check_min_result *res)
 }
 
 /* ------------------------------------------------------------------ */
-/* Sync patterns per host iteration.                                   */
-
-typedef struct iter_pat {
-    uint32_t host;
-    uint32_t iter;              /* string id of the iteration value */
-    char *before, *after;
-    size_t nb, na, cb, ca;
-    /* Queue of the last 'g' in before/after: kernels a host queues on one
-     * stream back to back are one graph launch, as in ggml's "sassassasg". */
-    uint32_t g_queue_b, g_queue_a;
-} iter_pat;
-
-static int pat_add(char **s, size_t *n, size_t *cap, char ch);
-
-/* Adds ch to a pattern unless it continues the graph launch that the
- * pattern ends with (another op on the same queue). */
-static void pat_add_launch(char **s, size_t *n, size_t *cap, uint32_t *g_queue, char ch,
-                           uint32_t queue)
-{
-    if (ch == 'g' && *n && (*s)[*n - 1] == 'g' && *g_queue == queue)
-        return;
-    if (pat_add(s, n, cap, ch) == 0)
-        *g_queue = ch == 'g' ? queue : TRACE_NONE;
-}
-
-static int pat_add(char **s, size_t *n, size_t *cap, char ch)
-{
-    if (*n + 2 > *cap) {
-        size_t c = *cap ? *cap * 2 : 16;
-        char *p = realloc(*s, c);
-        if (!p)
-            return -1;
-        *s = p;
-        *cap = c;
-    }
-    (*s)[(*n)++] = ch;
-    (*s)[*n] = '\0';
-    return 0;
-}
-
-static char pattern_letter(const trace *t, const trace_stmt *s, uint32_t *host)
-{
-    const trace_queue *q = &t->queues[s->queue];
-    if (q->kind == TRACE_QUEUE_HOST) {
-        *host = s->queue;
-        switch (s->kind) {
-        case TRACE_SYNC:
-        case TRACE_WAIT:
-        case TRACE_AWAIT:
-        case TRACE_BARRIER:
-            return 's';
-        default:
-            return 0;
-        }
-    }
-    *host = trace_submitter(t, s);
-    if (*host == TRACE_NONE)
-        return 0;
-    if (s->kind == TRACE_COPY)
-        return 'a';
-    if (s->kind == TRACE_OP || s->kind == TRACE_COLLECTIVE)
-        return 'g';
-    return 0;
-}
+/* Sync patterns per host iteration: traces/pattern.c, before and after. */
 
 void check_print_sync_patterns(FILE *out, const trace *t, const bool *keep)
 {
-    uint32_t k_token = trace_str_find(t, "token", 5), k_iter = trace_str_find(t, "iter", 4);
-    if (k_token == TRACE_NONE && k_iter == TRACE_NONE)
+    trace_pattern *p = trace_pattern_new();
+    if (!p)
         return;
-    uint32_t *cur = malloc((t->n_queues ? t->n_queues : 1) * sizeof *cur);
-    iter_pat *p = NULL;
-    size_t n = 0, cap = 0;
-    check_map idx = { 0 };
-    if (!cur)
-        return;
-    for (uint32_t q = 0; q < t->n_queues; q++)
-        cur[q] = TRACE_NONE;
     for (uint64_t i = 0; i < t->n_stmts; i++) {
         trace_stmt s;
         trace_stmt_at(t, i, &s);
-        uint32_t host = TRACE_NONE;
-        char ch = pattern_letter(t, &s, &host);
-        if (host == TRACE_NONE)
-            continue;
-        for (uint32_t a = 0; a < s.n_attr; a++)
-            if (s.attr[a].key == k_token || s.attr[a].key == k_iter)
-                cur[host] = s.attr[a].value;
-        if (!ch || cur[host] == TRACE_NONE)
-            continue;
-        uint64_t *v = check_map_put(&idx, ((uint64_t)host << 32) | cur[host], UINT64_MAX);
-        if (!v)
+        if (trace_pattern_feed(p, t, &s, !keep || keep[i]) != 0)
             break;
-        if (*v == UINT64_MAX) {
-            if (n == cap) {
-                size_t c = cap ? cap * 2 : 16;
-                iter_pat *np = realloc(p, c * sizeof *np);
-                if (!np)
-                    break;
-                p = np;
-                cap = c;
-            }
-            p[n] = (iter_pat){ host, cur[host], NULL, NULL, 0, 0, 0, 0, TRACE_NONE, TRACE_NONE };
-            *v = n++;
-        }
-        iter_pat *ip = &p[*v];
-        pat_add_launch(&ip->before, &ip->nb, &ip->cb, &ip->g_queue_b, ch, s.queue);
-        if (!keep || keep[i])
-            pat_add_launch(&ip->after, &ip->na, &ip->ca, &ip->g_queue_a, ch, s.queue);
     }
-    if (n)
-        fprintf(out, "sync pattern per host iteration (s = host sync/wait/await/barrier, a = async "
-                     "copy submitted by the host, g = graph launch: ops the host queued back to back on one stream):\n");
-    bool *done = calloc(n ? n : 1, sizeof *done);
-    for (size_t i = 0; done && i < n; i++) {
-        if (done[i])
-            continue;
-        const char *b = p[i].before ? p[i].before : "", *a = p[i].after ? p[i].after : "";
-        size_t same = 0;
-        for (size_t j = i + 1; j < n; j++) {
-            const char *b2 = p[j].before ? p[j].before : "", *a2 = p[j].after ? p[j].after : "";
-            if (!done[j] && p[j].host == p[i].host && strcmp(b, b2) == 0 && strcmp(a, a2) == 0) {
-                done[j] = true;
-                same++;
-            }
-        }
-        fprintf(out, "  %s iteration %s: %s -> %s", trace_str(t, t->queues[p[i].host].name),
-                trace_str(t, p[i].iter), b, a);
-        if (same)
-            fprintf(out, "  (and %zu more iteration%s alike)", same, same == 1 ? "" : "s");
-        fputc('\n', out);
-    }
-    free(done);
-    for (size_t i = 0; i < n; i++) {
-        free(p[i].before);
-        free(p[i].after);
-    }
-    free(p);
-    free(cur);
-    check_map_free(&idx);
+    trace_pattern_print(out, t, p, true);
+    trace_pattern_free(p);
 }
 
 /* ------------------------------------------------------------------ */

@@ -421,6 +421,37 @@ int trace_open_any(const char *path, int64_t run, trace_reader *r, trace_error *
 bool trace_path_is_sqlite(const char *path);
 
 /* ------------------------------------------------------------------ */
+/* Sync patterns (traces/pattern.c): one alphabet for every command.    */
+
+/* s host blocks, c blocking copy, a async copy, g graph launch, r record,
+ * w device-side wait, | next split: see traces/pattern.c. */
+extern const char trace_pattern_legend[];
+
+typedef struct trace_pattern trace_pattern;
+
+/* One host iteration's pattern: before = every statement fed, after = the
+ * statements fed with keep. Strings owned by the pattern. */
+typedef struct trace_pattern_iter {
+    uint32_t host;          /* host queue index */
+    const char *iter;       /* the token= / iter= value */
+    const char *before, *after;
+} trace_pattern_iter;
+
+trace_pattern *trace_pattern_new(void);
+void trace_pattern_free(trace_pattern *p);
+/* Feeds statement s of t, in submission order; keep = false: s is removed
+ * (it shows in `before` only). Returns 0 or -1 (out of memory). */
+int trace_pattern_feed(trace_pattern *p, const trace *t, const trace_stmt *s, bool keep);
+size_t trace_pattern_count(const trace_pattern *p);
+trace_pattern_iter trace_pattern_at(const trace_pattern *p, size_t i);
+/* The latest iteration of host; -1 when it has none. */
+int trace_pattern_last(const trace_pattern *p, uint32_t host, trace_pattern_iter *out);
+/* One line per distinct pattern (with_after: "before -> after") with the
+ * iterations alike counted, under a line with the legend. Nothing when
+ * no statement carries token= or iter=. */
+void trace_pattern_print(FILE *out, const trace *t, const trace_pattern *p, bool with_after);
+
+/* ------------------------------------------------------------------ */
 /* The text format (traces/text_parse.c, traces/text_write.c).         */
 
 /* Opens a text trace for streaming; the reader owns a fresh trace. name is
