@@ -9,7 +9,10 @@
 #ifndef SYNCSIM_CLI_H
 #define SYNCSIM_CLI_H
 
+#include <stdbool.h>
 #include <stdio.h>
+
+#include "traces/trace.h"
 
 #define X(name, summary)                    \
     int cmd_##name(int argc, char **argv);  \
@@ -29,5 +32,24 @@ int cli_parse_u64(const char *s, unsigned long long *out);
 /* Parses the value of --run (a run id: 1, 2, ...). Returns 0, or prints the
  * usage error for cmd and returns 2, the exit status. */
 int cli_parse_run(const char *cmd, const char *arg, unsigned long long *run);
+
+/* The trace argument: argv[first] when given, else ./syncsim.db when it
+ * exists. Prints the usage error and returns NULL otherwise (or when more
+ * arguments follow). */
+const char *cli_trace_arg(const char *cmd, int argc, char **argv, int first);
+/* Opens path through trace_source_open; prints the error line and returns 2
+ * on failure, 0 on success. */
+int cli_open(const char *cmd, const char *path, const trace_source_opts *o, trace_source *src);
+
+/* Whether output may be written: not empty, not a directory, not the input
+ * itself, not an existing trace database. 0, or the usage status 2 (error
+ * printed). "-" is standard output. */
+int cli_output_check(const char *cmd, const char *output, const char *input);
+/* Opens a temporary file beside output (stdout for NULL or "-"); *tmp is its
+ * name, for cli_output_close. NULL after printing the error. */
+FILE *cli_output_open(const char *cmd, const char *output, char **tmp);
+/* Closes f; when ok, renames it over output, else removes it. Frees tmp.
+ * Returns 0, or 2 after printing the error (also when !ok). */
+int cli_output_close(const char *cmd, FILE *f, const char *output, char *tmp, bool ok);
 
 #endif

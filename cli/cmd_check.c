@@ -14,7 +14,7 @@
 void cmd_check_help(FILE *out)
 {
     fprintf(out,
-            "usage: syncsim check TRACE|DB [--run N] [--json] [--expect] [--max-findings K]\n"
+            "usage: syncsim check [TRACE|DB] [--run N] [--json] [--expect] [--max-findings K]\n"
             "                     [--redundant] [--ignore-hangs]\n"
             "\n"
             "Checks a text trace or run N of a trace database (default: the latest run) for\n"
@@ -57,15 +57,6 @@ static bool has_redundant_expect(const trace *t)
         if (t->expects[i].kind == TRACE_FINDING_REDUNDANT_SYNC)
             return true;
     return false;
-}
-
-/* Opens path and loads it whole (for the minimiser). */
-static int load_whole(const char *path, int64_t run, trace **out, trace_error *err)
-{
-    trace_reader r;
-    if (trace_open_any(path, run, &r, err) != 0)
-        return -1;
-    return trace_reader_load(&r, out, err);
 }
 
 int cmd_check(int argc, char **argv)
@@ -114,71 +105,45 @@ int cmd_check(int argc, char **argv)
             return cli_usage_error("check", "unknown option '%s'", argv[optind - 1]);
         }
     }
-    if (optind != argc - 1)
-        return cli_usage_error("check", optind >= argc ? "missing trace" : "too many arguments");
+    const char *path = cli_trace_arg("check", argc, argv, optind);
+    if (!path)
+        return 2;
     opt.max_findings = expect ? 0 : (uint32_t)max;
-    const char *path = argv[optind];
     trace_error err = { 0 };
-    bool is_db = strcmp(path, "-") != 0 && trace_path_is_sqlite(path);
-    trace_store *st = NULL;
-    int64_t run_id = (int64_t)run;
-    trace_reader r;
-    memset(&r, 0, sizeof r);
+    trace_source src;
+    trace_source_opts so = { .run = (int64_t)run, .write_results = true };
+    if (cli_open("check", path, &so, &src) != 0)
+        return 2;
     trace *whole = NULL;
     check_report *rep = NULL;
     int status = 2;
 
-    if (is_db) {
-        st = trace_store_open(path, false, &err);
-        if (!st)
-            return cli_error("check", "%s", err.msg);
-        if (run_id == 0)
-            run_id = trace_store_latest_run(st);
-        if (run_id <= 0) {
-            trace_store_close(st);
-            return cli_error("check", "%s: the database holds no run", path);
-        }
-        if (trace_store_reader(st, run_id, &r, &err) != 0)
-            goto fail;
-    } else if (trace_open_any(path, run_id, &r, &err) != 0) {
-        return cli_error("check", "%s", err.msg);
-    }
-
     bool want_redundant = opt.redundant;
     opt.redundant = false;
-    if (want_redundant) {
-        /* the minimiser needs the statements in memory */
-        if (trace_reader_load(&r, &whole, &err) != 0)
-            goto fail;
-        trace_reader_memory(&r, whole);
-    }
-    if (check_trace(&r, &opt, &rep, &err) != 0)
+    /* the minimiser needs the statements in memory */
+    if (want_redundant && trace_source_load(&src, &whole, &err) != 0)
         goto fail;
-    if (expect && !want_redundant && has_redundant_expect(whole ? whole : r.trace)) {
-        /* `expect redundant-sync` lines: check again with the minimiser */
+    if (check_trace(&src.reader, &opt, &rep, &err) != 0)
+        goto fail;
+    if (!want_redundant && expect && has_redundant_expect(src.reader.trace)) {
+        /* `expect redundant-sync` lines: check again, with the minimiser */
         check_report_free(rep);
         rep = NULL;
-        trace_reader_close(&r);
-        if (st) {
-            if (trace_store_reader(st, run_id, &r, &err) != 0 || trace_reader_load(&r, &whole, &err) != 0)
-                goto fail;
-        } else if (load_whole(path, run_id, &whole, &err) != 0)
+        want_redundant = true;
+        if (trace_reader_rewind(&src.reader, &err) != 0 ||
+            trace_source_load(&src, &whole, &err) != 0)
             goto fail;
-        trace_reader_memory(&r, whole);
-        opt.redundant = true;
-        if (check_trace(&r, &opt, &rep, &err) != 0)
-            goto fail;
-    } else if (want_redundant) {
+    }
+    if (want_redundant) {
         check_report_free(rep);
         rep = NULL;
-        trace_reader_close(&r);
-        trace_reader_memory(&r, whole);
+        trace_reader_rewind(&src.reader, &err);
         opt.redundant = true;
-        if (check_trace(&r, &opt, &rep, &err) != 0)
+        if (check_trace(&src.reader, &opt, &rep, &err) != 0)
             goto fail;
     }
 
-    if (st) {
+    if (src.store) {
         trace_finding_row *rows = NULL;
         size_t n_rows = 0;
         if (check_report_rows(rep, &rows, &n_rows) != 0) {
@@ -186,15 +151,15 @@ int cmd_check(int argc, char **argv)
             goto fail;
         }
         trace_error serr = { 0 };
-        /* The reader holds the database read-only; a second handle writes. */
-        trace_store *w = trace_store_open(path, false, &serr);
-        if (!w || trace_store_save_findings(w, run_id, rows, n_rows, &serr) != 0)
+        if (!trace_store_writable(src.store))
+            fprintf(stderr, "syncsim check: note: findings not stored: %s cannot be written here\n",
+                    path);
+        else if (trace_store_save_findings(src.store, src.run, rows, n_rows, &serr) != 0)
             fprintf(stderr, "syncsim check: warning: findings not stored: %s\n", serr.msg);
-        trace_store_close(w);
         check_report_rows_free(rows, n_rows);
     }
 
-    const trace *t = whole ? whole : r.trace;
+    const trace *t = whole ? whole : src.reader.trace;
     if (expect) {
         bool ok = check_report_expect(stdout, rep);
         if (json)
@@ -214,14 +179,12 @@ int cmd_check(int argc, char **argv)
         status = check_report_count(rep) || check_report_dropped(rep) ? 1 : 0;
     }
     check_report_free(rep);
-    trace_reader_close(&r);
+    trace_source_close(&src);
     trace_free(whole);
-    trace_store_close(st);
     return status;
 fail:
     check_report_free(rep);
-    trace_reader_close(&r);
+    trace_source_close(&src);
     trace_free(whole);
-    trace_store_close(st);
     return cli_error("check", "%s", err.msg);
 }

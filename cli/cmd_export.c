@@ -5,16 +5,14 @@
 #include "cli.h"
 #include "traces/trace.h"
 
-#include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 void cmd_export_help(FILE *out)
 {
     fprintf(out,
-            "usage: syncsim export DB [--run N] [--format trace] [-o FILE]\n"
+            "usage: syncsim export [TRACE|DB] [--run N] [--format trace] [-o FILE]\n"
             "\n"
             "Writes run N of DB (default: the latest run) as a text trace, to standard\n"
             "output or to FILE. FILE is written to a temporary file and renamed, so a\n"
@@ -60,52 +58,27 @@ int cmd_export(int argc, char **argv)
             return cli_usage_error("export", "unknown option '%s'", argv[optind - 1]);
         }
     }
-    if (optind != argc - 1)
-        return cli_usage_error("export", optind >= argc ? "missing database" : "too many arguments");
+    const char *db = cli_trace_arg("export", argc, argv, optind);
+    if (!db)
+        return 2;
     if (strcmp(format, "trace") != 0)
         return cli_usage_error("export", "unknown format '%s' (expected: trace)", format);
-    const char *db = argv[optind];
+    if (output && cli_output_check("export", output, db) != 0)
+        return 2;
     trace_error err = { 0 };
-    trace_reader r;
-    if (trace_open_any(db, (int64_t)run, &r, &err) != 0)
-        return cli_error("export", "%s", err.msg);
-    FILE *out = stdout;
-    char *tmp = NULL;
-    if (output) {
-        size_t len = strlen(output) + 16;
-        tmp = malloc(len);
-        if (!tmp) {
-            trace_reader_close(&r);
-            return cli_error("export", "out of memory");
-        }
-        snprintf(tmp, len, "%s.tmpXXXXXX", output);
-        int fd = mkstemp(tmp);
-        if (fd < 0 || !(out = fdopen(fd, "w"))) {
-            int e = errno;
-            if (fd >= 0) {
-                close(fd);
-                unlink(tmp);
-            }
-            free(tmp);
-            trace_reader_close(&r);
-            return cli_error("export", "%s: %s", output, strerror(e));
-        }
+    trace_source src;
+    trace_source_opts so = { .run = (int64_t)run };
+    if (cli_open("export", db, &so, &src) != 0)
+        return 2;
+    char *tmp;
+    FILE *out = cli_output_open("export", output, &tmp);
+    if (!out) {
+        trace_source_close(&src);
+        return 2;
     }
-    int rc = trace_text_write(out, &r, &err);
-    trace_reader_close(&r);
-    if (rc == 0 && fflush(out) != 0)
-        rc = -1, trace_error_set(&err, TRACE_EIO, "%s: %s", output ? output : "stdout",
-                                 strerror(errno));
-    if (output) {
-        if (fclose(out) != 0 && rc == 0)
-            rc = -1, trace_error_set(&err, TRACE_EIO, "%s: %s", output, strerror(errno));
-        if (rc == 0 && rename(tmp, output) != 0)
-            rc = -1, trace_error_set(&err, TRACE_EIO, "%s: %s", output, strerror(errno));
-        if (rc != 0)
-            unlink(tmp);
-        free(tmp);
-    }
+    int rc = trace_text_write(out, &src.reader, &err);
+    trace_source_close(&src);
     if (rc != 0)
-        return cli_error("export", "%s", err.msg);
-    return 0;
+        cli_error("export", "%s", err.msg);
+    return cli_output_close("export", out, output, tmp, rc == 0);
 }

@@ -66,31 +66,42 @@ int cmd_graph(int argc, char **argv)
             return cli_usage_error("graph", "unknown option '%s'", argv[optind - 1]);
         }
     }
-    if (optind != argc - 1)
-        return cli_usage_error("graph", optind >= argc ? "missing database" : "too many arguments");
-    const char *db = argv[optind];
+    const char *db = cli_trace_arg("graph", argc, argv, optind);
+    if (!db)
+        return 2;
     const char *format = viz_graph_format_of(output);
     if (!format)
         return cli_usage_error("graph", "%s: the picture's name must end in .svg, .png, .pdf or "
                                ".dot", output);
-    if (!trace_path_is_sqlite(db))
-        return cli_error("graph", "%s: not a trace database (the split graph is stored by "
-                         "'syncsim run'; a text trace has none)", db);
+    if (cli_output_check("graph", output, db) != 0)
+        return 2;
     trace_error err = { 0 };
-    trace_store *st = trace_store_open(db, false, &err);
-    if (!st)
-        return cli_error("graph", "%s", err.msg);
-    int64_t run_id = run ? (int64_t)run : trace_store_latest_run(st);
-    if (run_id <= 0) {
-        trace_store_close(st);
-        return cli_error("graph", "%s: the database holds no run", db);
+    trace_source src;
+    trace_source_opts so = { .run = (int64_t)run };
+    if (cli_open("graph", db, &so, &src) != 0)
+        return 2;
+    if (!src.store) {
+        cli_error("graph", "%s: a %s has no split graph (a run's split graph is stored by "
+                  "'syncsim run')", db, src.format->name);
+        trace_source_close(&src);
+        return 2;
     }
+    int64_t run_id = src.run;
     trace_graph g = { 0 };
-    if (trace_store_graph(st, run_id, &g, &err) != 0) {
-        trace_store_close(st);
-        return cli_error("graph", "%s", err.msg);
+    int grc = trace_store_graph(src.store, run_id, &g, &err);
+    /* A replay has no graph of its own: draw the run it replays. */
+    const char *from = trace_get_meta(src.reader.trace, "source_run");
+    if (grc == 0 && g.n_nodes == 0 && from) {
+        char *end;
+        long long r0 = strtoll(from, &end, 10);
+        if (!*end && r0 > 0 && r0 != run_id) {
+            run_id = r0;
+            grc = trace_store_graph(src.store, run_id, &g, &err);
+        }
     }
-    trace_store_close(st);
+    trace_source_close(&src);
+    if (grc != 0)
+        return cli_error("graph", "%s", err.msg);
     if (g.n_nodes == 0) {
         trace_graph_free(&g);
         return cli_error("graph", "%s: run %lld has no split graph (tables graph_nodes, "

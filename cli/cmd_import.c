@@ -8,6 +8,8 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 void cmd_import_help(FILE *out)
 {
@@ -51,30 +53,26 @@ int cmd_import(int argc, char **argv)
             return cli_usage_error("import", "unknown option '%s'", argv[optind - 1]);
         }
     }
-    if (optind != argc - 1)
-        return cli_usage_error("import", optind >= argc ? "missing trace file" : "too many arguments");
-    const char *path = argv[optind];
+    if (optind >= argc)
+        return cli_usage_error("import", "missing trace file");
+    const char *path = cli_trace_arg("import", argc, argv, optind);
+    if (!path)
+        return 2;
+    if (strcmp(path, "-") != 0 && access(db, F_OK) == 0) {
+        struct stat a, b;
+        if (stat(path, &a) == 0 && stat(db, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+            return cli_error("import", "%s: is the input; import into another database (-o)", db);
+    }
     trace_error err = { 0 };
-    trace_reader r;
-    if (trace_open_any(path, 0, &r, &err) != 0)
-        return cli_error("import", "%s", err.msg);
-    int64_t run = trace_store_import(db, &r, name ? name : path, &err);
-    trace_reader_close(&r);
+    trace_source src;
+    if (cli_open("import", path, NULL, &src) != 0)
+        return 2;
+    uint64_t n_stmts = 0;
+    int64_t run = trace_store_import(db, &src.reader, name ? name : path, &n_stmts, &err);
+    trace_source_close(&src);
     if (run < 0)
         return cli_error("import", "%s", err.msg);
-    unsigned long long n_stmts = 0;
-    trace_store *st = trace_store_open(db, false, &err);
-    if (st) {
-        trace_run_info *runs;
-        size_t n;
-        if (trace_store_runs(st, &runs, &n, &err) == 0) {
-            for (size_t i = 0; i < n; i++)
-                if (runs[i].id == run)
-                    n_stmts = runs[i].n_stmts;
-            trace_run_info_free(runs, n);
-        }
-        trace_store_close(st);
-    }
-    printf("imported %s as run %lld: %llu statements in %s\n", path, (long long)run, n_stmts, db);
+    printf("imported %s as run %lld: %llu statements in %s\n", path, (long long)run,
+           (unsigned long long)n_stmts, db);
     return 0;
 }

@@ -14,7 +14,7 @@
 void cmd_info_help(FILE *out)
 {
     fprintf(out,
-            "usage: syncsim info DB|FILE [--run N] [--json]\n"
+            "usage: syncsim info [TRACE|DB] [--run N] [--json]\n"
             "\n"
             "Summarises a trace database or a text trace. For a database, lists its runs\n"
             "(id, name, source, status, statements; a run whose producer died stays\n"
@@ -205,40 +205,30 @@ int cmd_info(int argc, char **argv)
             return cli_usage_error("info", "unknown option '%s'", argv[optind - 1]);
         }
     }
-    if (optind != argc - 1)
-        return cli_usage_error("info", optind >= argc ? "missing database or trace file"
-                                                      : "too many arguments");
-    const char *path = argv[optind];
+    const char *path = cli_trace_arg("info", argc, argv, optind);
+    if (!path)
+        return 2;
     trace_error err = { 0 };
     trace_run_info *runs = NULL;
     size_t n_runs = 0;
-    trace_store *st = NULL;
-    trace_reader r = { 0 };
+    trace_source src;
+    trace_source_opts so = { .run = (int64_t)run };
+    if (cli_open("info", path, &so, &src) != 0)
+        return 2;
     int status = 2;
-    if (strcmp(path, "-") != 0 && trace_path_is_sqlite(path)) {
-        st = trace_store_open(path, false, &err);
-        if (!st || trace_store_runs(st, &runs, &n_runs, &err) != 0 ||
-            trace_store_reader(st, (int64_t)run, &r, &err) != 0)
-            goto fail;
-    } else if (run) {
-        return cli_usage_error("info", "--run applies to a database, and %s is a text trace", path);
-    } else if (trace_open_any(path, 0, &r, &err) != 0) {
-        goto fail;
-    }
     info_stats s;
-    if (collect(&r, &s, &err) != 0)
+    if ((src.store && trace_store_runs(src.store, &runs, &n_runs, &err) != 0) ||
+        collect(&src.reader, &s, &err) != 0)
         goto fail;
-    int64_t shown = run ? (int64_t)run : (n_runs ? runs[n_runs - 1].id : 0);
     if (json)
-        print_json(stdout, path, st ? runs : NULL, n_runs, shown, r.trace, &s);
+        print_json(stdout, path, src.store ? runs : NULL, n_runs, src.run, src.reader.trace, &s);
     else
-        print_text(stdout, path, st ? runs : NULL, n_runs, shown, r.trace, &s);
+        print_text(stdout, path, src.store ? runs : NULL, n_runs, src.run, src.reader.trace, &s);
     status = 0;
 fail:
     if (status != 0)
         cli_error("info", "%s", err.msg);
-    trace_reader_close(&r);
     trace_run_info_free(runs, n_runs);
-    trace_store_close(st);
+    trace_source_close(&src);
     return status;
 }

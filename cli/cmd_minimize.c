@@ -7,11 +7,9 @@
 #include "cli.h"
 #include "traces/trace.h"
 
-#include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 /* Removable synchronisations listed without --all: enough to read, and a
  * scheduler run can have thousands. */
@@ -20,7 +18,7 @@
 void cmd_minimize_help(FILE *out)
 {
     fprintf(out,
-            "usage: syncsim minimize TRACE|DB [--run N] [-o OUT] [--quiet] [--all]\n"
+            "usage: syncsim minimize [TRACE|DB] [--run N] [-o OUT] [--quiet] [--all]\n"
             "                        [--allow-findings]\n"
             "\n"
             "Tries removing each wait, sync and await statement and each barrier\n"
@@ -59,40 +57,6 @@ void cmd_minimize_help(FILE *out)
             "  syncsim minimize litmus/sync-pattern-full.trace\n"
             "  syncsim minimize syncsim.db -o minimal.trace\n",
             MIN_LIST);
-}
-
-static int write_trace(const char *output, trace *t, trace_error *err)
-{
-    size_t len = strlen(output) + 16;
-    char *tmp = malloc(len);
-    if (!tmp) {
-        trace_error_set(err, TRACE_ENOMEM, "out of memory");
-        return -1;
-    }
-    snprintf(tmp, len, "%s.tmpXXXXXX", output);
-    int fd = mkstemp(tmp);
-    FILE *out = fd >= 0 ? fdopen(fd, "w") : NULL;
-    if (!out) {
-        trace_error_set(err, TRACE_EIO, "%s: %s", output, strerror(errno));
-        if (fd >= 0) {
-            close(fd);
-            unlink(tmp);
-        }
-        free(tmp);
-        return -1;
-    }
-    trace_reader r;
-    trace_reader_memory(&r, t);
-    int rc = trace_text_write(out, &r, err);
-    trace_reader_close(&r);
-    if (fclose(out) != 0 && rc == 0)
-        rc = -1, trace_error_set(err, TRACE_EIO, "%s: %s", output, strerror(errno));
-    if (rc == 0 && rename(tmp, output) != 0)
-        rc = -1, trace_error_set(err, TRACE_EIO, "%s: %s", output, strerror(errno));
-    if (rc != 0)
-        unlink(tmp);
-    free(tmp);
-    return rc;
 }
 
 int cmd_minimize(int argc, char **argv)
@@ -134,13 +98,20 @@ int cmd_minimize(int argc, char **argv)
             return cli_usage_error("minimize", "unknown option '%s'", argv[optind - 1]);
         }
     }
-    if (optind != argc - 1)
-        return cli_usage_error("minimize", optind >= argc ? "missing trace" : "too many arguments");
-    const char *path = argv[optind];
+    const char *path = cli_trace_arg("minimize", argc, argv, optind);
+    if (!path)
+        return 2;
+    if (output && cli_output_check("minimize", output, path) != 0)
+        return 2;
     trace_error err = { 0 };
-    trace_reader r;
+    trace_source src;
+    trace_source_opts so = { .run = (int64_t)run };
     trace *t = NULL;
-    if (trace_open_any(path, (int64_t)run, &r, &err) != 0 || trace_reader_load(&r, &t, &err) != 0)
+    if (cli_open("minimize", path, &so, &src) != 0)
+        return 2;
+    int lrc = trace_source_load(&src, &t, &err);
+    trace_source_close(&src);
+    if (lrc != 0)
         return cli_error("minimize", "%s", err.msg);
     check_options opt = { .allow_findings = allow_findings };
     check_min_result res;
@@ -203,20 +174,25 @@ int cmd_minimize(int argc, char **argv)
     int status = 0;
     if (output) {
         trace *m = check_trace_filter(t, res.keep);
-        if (!m) {
-            trace_error_set(&err, TRACE_ENOMEM, "out of memory");
+        char *tmp;
+        FILE *out = m ? cli_output_open("minimize", output, &tmp) : NULL;
+        if (!m)
+            status = cli_error("minimize", "out of memory");
+        else if (out) {
+            trace_reader r;
+            trace_reader_memory(&r, m);
+            int rc = trace_text_write(out, &r, &err);
+            trace_reader_close(&r);
+            if (rc != 0)
+                cli_error("minimize", "%s", err.msg);
+            status = cli_output_close("minimize", out, output, tmp, rc == 0);
+        } else
             status = 2;
-        } else {
-            if (write_trace(output, m, &err) != 0)
-                status = 2;
-            trace_free(m);
-        }
+        trace_free(m);
         if (status == 0 && !quiet)
             printf("wrote %s\n", output);
     }
     check_min_result_free(&res);
     trace_free(t);
-    if (status)
-        return cli_error("minimize", "%s", err.msg);
-    return 0;
+    return status;
 }

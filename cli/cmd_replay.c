@@ -37,15 +37,18 @@ void cmd_replay_help(FILE *out)
             "  syncsim replay run.db --drop-sync 120,133 --durations model\n");
 }
 
-static int replay_once(const char *path, int64_t run, const sim_replay_opts *o,
-                       sim_replay_result *res, trace_error *err)
+/* Replays the loaded trace t (a reader over it does not own it). */
+static int replay_once(trace *t, const sim_replay_opts *o, sim_replay_result *res,
+                       trace_error *err)
 {
-    trace_reader r = { 0 };
-    if (trace_open_any(path, run, &r, err) != 0)
-        return -1;
-    int rc = sim_replay(&r, o, res, err);
-    return rc;
+    trace_reader r;
+    trace_reader_memory(&r, t);
+    return sim_replay(&r, o, res, err);
 }
+
+static int replay_and_record(trace *t, const char *path, const char *db, bool from_db,
+                             int64_t run, const sim_model *mp, bool recorded,
+                             const uint64_t *drops, int n_drop);
 
 int cmd_replay(int argc, char **argv)
 {
@@ -94,41 +97,49 @@ int cmd_replay(int argc, char **argv)
             return cli_usage_error("replay", "unknown option");
         }
     }
-    if (optind + 1 != argc)
-        return cli_usage_error("replay", "expected one trace or database");
-    const char *path = argv[optind];
+    const char *path = cli_trace_arg("replay", argc, argv, optind);
+    if (!path)
+        return 2;
     trace_error err = { 0 };
-    bool from_db = trace_path_is_sqlite(path);
+    /* Read once, pinning "the latest run" now: the run this command records
+     * becomes the latest of the database, and the replays must not read it. */
+    trace_source src;
+    trace_source_opts so = { .run = run };
+    if (cli_open("replay", path, &so, &src) != 0)
+        return 2;
+    bool from_db = src.store != NULL;
+    run = src.run;
     if (!db)
         db = from_db ? path : CLI_DEFAULT_DB;
-    /* Pin "the latest run" now: the run this command records becomes the
-     * latest of the database, and the replays below must not read it. */
-    if (from_db && run == 0) {
-        trace_store *st = trace_store_open(path, false, &err);
-        if (!st)
-            return cli_error("replay", "%s", err.msg);
-        run = trace_store_latest_run(st);
-        trace_store_close(st);
-        if (run < 0)
-            return cli_error("replay", "%s: the database holds no run", path);
-    }
+    trace *t = NULL;
+    int lrc = trace_source_load(&src, &t, &err);
+    trace_source_close(&src);
+    if (lrc != 0)
+        return cli_error("replay", "%s", err.msg);
 
     /* The run's own device model by default. */
     char spec[256] = "h100-pcie";
-    if (devices) {
+    if (devices)
         snprintf(spec, sizeof spec, "%s", devices);
-    } else {
-        trace_reader r = { 0 };
-        if (trace_open_any(path, run, &r, &err) != 0)
-            return cli_error("replay", "%s", err.msg);
-        const char *d = trace_get_meta(r.trace, "devices");
-        if (d)
-            snprintf(spec, sizeof spec, "%s", d);
-        trace_reader_close(&r);
-    }
+    else if (trace_get_meta(t, "devices"))
+        snprintf(spec, sizeof spec, "%s", trace_get_meta(t, "devices"));
     sim_model m;
-    if (sim_model_load(spec, &m, &err) != 0)
+    if (sim_model_load(spec, &m, &err) != 0) {
+        trace_free(t);
         return cli_error("replay", "%s", err.msg);
+    }
+    int status = replay_and_record(t, path, db, from_db, run, &m, recorded, drops, n_drop);
+    trace_free(t);
+    return status;
+}
+
+/* The dry runs, the recorded replay and the summary; returns the exit status. */
+static int replay_and_record(trace *t, const char *path, const char *db, bool from_db,
+                             int64_t run, const sim_model *mp, bool recorded,
+                             const uint64_t *drops, int n_drop)
+{
+    sim_model m = *mp;
+    trace_error err = { 0 };
 
     sim_replay_opts base = { .model = &m, .durations_recorded = recorded };
     sim_replay_result before, after;
@@ -136,7 +147,7 @@ int cmd_replay(int argc, char **argv)
     sim_replay_opts dry = base;
     dry.drop_seq = drops;
     dry.n_drop = n_drop;
-    if (replay_once(path, run, &dry, &after, &err) != 0) {
+    if (replay_once(t, &dry, &after, &err) != 0) {
         cli_error("replay", "%s", err.msg);
         return strstr(err.msg, "hangs") ? 1 : 2;
     }
@@ -146,7 +157,7 @@ int cmd_replay(int argc, char **argv)
                          "statement of %s (only those can be dropped; `syncsim minimize` and "
                          "`syncsim check --json` print seqs)",
                          (unsigned long long)(n_drop - after.n_dropped), n_drop, path);
-    if (n_drop && replay_once(path, run, &base, &before, &err) != 0) {
+    if (n_drop && replay_once(t, &base, &before, &err) != 0) {
         cli_error("replay", "%s (without the dropped syncs)", err.msg);
         return strstr(err.msg, "hangs") ? 1 : 2;
     }
@@ -166,7 +177,7 @@ int cmd_replay(int argc, char **argv)
     o.drop_seq = drops;
     o.n_drop = n_drop;
     o.out = &sink;
-    int rc = replay_once(path, run, &o, &after, &err);
+    int rc = replay_once(t, &o, &after, &err);
     trace_recorder_meta(rec, "producer", "syncsim replay");
     trace_recorder_meta(rec, "devices", m.name);
     trace_recorder_meta(rec, "replay_of", path);

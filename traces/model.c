@@ -8,7 +8,7 @@
  * the pools grow by realloc and pointers handed out by trace_stmt_at() are
  * valid until the next append.
  */
-#include "trace.h"
+#include "store_int.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -748,33 +748,18 @@ int trace_reader_load(trace_reader *r, trace **out, trace_error *err)
     return 0;
 }
 
-bool trace_path_is_sqlite(const char *path)
-{
-    static const char magic[16] = "SQLite format 3";
-    char head[16];
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return false;
-    size_t n = fread(head, 1, sizeof head, f);
-    fclose(f);
-    return n == sizeof head && memcmp(head, magic, sizeof head) == 0;
-}
-
 int trace_open_any(const char *path, int64_t run, trace_reader *r, trace_error *err)
 {
-    memset(r, 0, sizeof *r);
-    if (strcmp(path, "-") != 0) {
-        struct stat sb;
-        if (stat(path, &sb) != 0) {
-            trace_error_set(err, TRACE_EIO, "%s: %s", path, strerror(errno));
-            return -1;
-        }
-        if (S_ISDIR(sb.st_mode)) {
-            trace_error_set(err, TRACE_EIO, "%s: is a directory, expected a trace file", path);
-            return -1;
-        }
+    trace_source src;
+    trace_source_opts o = { .run = run };
+    if (trace_source_open(&src, path, &o, err) != 0) {
+        memset(r, 0, sizeof *r);
+        return -1;
     }
-    if (strcmp(path, "-") != 0 && trace_path_is_sqlite(path))
-        return trace_store_open_reader(path, run, r, err);
-    return trace_text_open(path, r, err);
+    /* the reader takes the database with it */
+    *r = src.reader;
+    if (src.store)
+        store_reader_adopt(r);
+    free(src.path);
+    return 0;
 }

@@ -417,14 +417,75 @@ static int check_schema(trace_store *st, trace_error *err)
     return 0;
 }
 
-static trace_store *store_open(const char *path, bool create, bool readonly, trace_error *err)
+/* Whether this process may write path and create files beside it (the
+ * -wal and -shm files a writing connection needs). */
+static bool can_write_beside(const char *path)
+{
+    if (access(path, W_OK) != 0)
+        return false;
+    char *dir = strdup(path);
+    if (!dir)
+        return false;
+    char *slash = strrchr(dir, '/');
+    const char *d = slash ? (slash == dir ? "/" : (*slash = '\0', dir)) : ".";
+    bool ok = access(d, W_OK | X_OK) == 0;
+    free(dir);
+    return ok;
+}
+
+static bool exists_beside(const char *path, const char *suffix)
+{
+    char p[4096];
+    snprintf(p, sizeof p, "%s%s", path, suffix);
+    return access(p, F_OK) == 0;
+}
+
+/* Opens path read-only without creating any file beside it: immutable when
+ * no -wal or -shm file says a writer may be live, else read-only through
+ * them. Returns SQLite's result code (*db set either way). */
+static int open_quietly(const char *path, sqlite3 **db)
+{
+    int flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX;
+    if (exists_beside(path, "-wal") || exists_beside(path, "-shm"))
+        return sqlite3_open_v2(path, db, flags, NULL);
+    /* file:PATH?immutable=1, with the characters a URI gives meaning to escaped */
+    size_t n = strlen(path);
+    char *uri = malloc(3 * n + 32);
+    if (!uri) {
+        *db = NULL;
+        return SQLITE_NOMEM;
+    }
+    size_t k = (size_t)sprintf(uri, "file:");
+    for (size_t i = 0; i < n; i++)
+        k += (size_t)(strchr("?#%", path[i]) ? sprintf(uri + k, "%%%02X", (unsigned char)path[i])
+                                             : sprintf(uri + k, "%c", path[i]));
+    sprintf(uri + k, "?immutable=1");
+    int rc = sqlite3_open_v2(uri, db, flags | SQLITE_OPEN_URI, NULL);
+    free(uri);
+    return rc;
+}
+
+/*
+ * How a connection is opened (mode):
+ *   WRITE    read-write, created when missing.
+ *   RESULTS  read-write when this process can write the file and its
+ *            directory (to store findings), else as READ.
+ *   READ     where the file and its directory are writable: read-write with
+ *            query_only, so that the last connection to close removes the
+ *            -wal and -shm files (a read-only connection cannot). Elsewhere
+ *            (a read-only file, directory or mount): with no -wal or -shm
+ *            beside it nothing is writing it, so it is opened immutable, which
+ *            needs and creates no file at all; with them, a writer may be
+ *            live, so it is opened read-only through them.
+ */
+static trace_store *store_open(const char *path, trace_store_mode mode, trace_error *err)
 {
     trace_store *st = calloc(1, sizeof *st);
     if (!st || !(st->path = strdup(path))) {
         trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", path);
         goto fail;
     }
-    st->readonly = readonly;
+    bool create = mode == TRACE_STORE_WRITE;
     int missing = check_file(path, err);
     if (missing < 0)
         goto fail;
@@ -436,11 +497,18 @@ static trace_store *store_open(const char *path, bool create, bool readonly, tra
         trace_error_set(err, TRACE_ENOTTRACE, "%s: empty file, not a syncsim trace database", path);
         goto fail;
     }
-    /* Readers open read-write too (and set query_only): a read-only last
-     * connection cannot remove the -wal and -shm files when it closes.
-     * SQLite falls back to read-only where the file is not writable. */
-    int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_NOMUTEX;
-    int rc = sqlite3_open_v2(path, &st->db, flags, NULL);
+    bool writable = create || can_write_beside(path);
+    if (mode == TRACE_STORE_RESULTS && !writable)
+        mode = TRACE_STORE_READ;
+    st->readonly = mode == TRACE_STORE_READ;
+    st->can_write = mode != TRACE_STORE_READ;
+    int rc;
+    if (writable || mode != TRACE_STORE_READ) {
+        int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_NOMUTEX;
+        rc = sqlite3_open_v2(path, &st->db, flags, NULL);
+    } else {
+        rc = open_quietly(path, &st->db);
+    }
     if (rc != SQLITE_OK) {
         store_fail(st, rc, NULL, "cannot open", err);
         goto fail;
@@ -448,10 +516,18 @@ static trace_store *store_open(const char *path, bool create, bool readonly, tra
     sqlite3_extended_result_codes(st->db, 0);
     sqlite3_busy_timeout(st->db, 10000);
     int s = check_schema(st, err);
-    if (s < 0)
+    if (s < 0) {
+        if (!writable && mode == TRACE_STORE_READ && (err->status == TRACE_EIO || err->status == TRACE_EDB))
+            trace_error_set(err, TRACE_EIO,
+                            "%s: cannot be read from here: it is being written, or was left "
+                            "open by a process that died (%s-wal is beside it), and this "
+                            "process cannot write its directory to share the -shm file; copy "
+                            "it somewhere writable",
+                            path, path);
         goto fail;
+    }
     if (s == 1) {
-        if (!create || readonly) {
+        if (!create) {
             trace_error_set(err, TRACE_ENOTTRACE, "%s: empty database, not a syncsim trace database",
                             path);
             goto fail;
@@ -461,8 +537,8 @@ static trace_store *store_open(const char *path, bool create, bool readonly, tra
             goto fail;
     }
     if (store_exec(st,
-                   readonly ? "PRAGMA query_only=1; PRAGMA mmap_size=1073741824;"
-                            : "PRAGMA synchronous=NORMAL; PRAGMA cache_size=-16384;",
+                   st->readonly ? "PRAGMA query_only=1; PRAGMA mmap_size=1073741824;"
+                                : "PRAGMA synchronous=NORMAL; PRAGMA cache_size=-16384;",
                    NULL, err) != 0)
         goto fail;
     return st;
@@ -471,16 +547,43 @@ fail:
     return NULL;
 }
 
+int trace_sqlite_has_table(const char *path, const char *table)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *q = NULL;
+    int found = -1;
+    if (open_quietly(path, &db) == SQLITE_OK &&
+        sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1",
+                           -1, &q, NULL) == SQLITE_OK) {
+        sqlite3_bind_text(q, 1, table, -1, SQLITE_STATIC);
+        int rc = sqlite3_step(q);
+        found = rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
+    }
+    sqlite3_finalize(q);
+    sqlite3_close_v2(db);
+    return found;
+}
+
+trace_store *trace_store_open_mode(const char *path, trace_store_mode mode, trace_error *err)
+{
+    return store_open(path, mode, err);
+}
+
 trace_store *trace_store_open(const char *path, bool create, trace_error *err)
 {
-    return store_open(path, create, false, err);
+    return store_open(path, create ? TRACE_STORE_WRITE : TRACE_STORE_RESULTS, err);
 }
 
 /* For store_read.c: read-only opening. */
 trace_store *store_open_readonly(const char *path, trace_error *err);
 trace_store *store_open_readonly(const char *path, trace_error *err)
 {
-    return store_open(path, false, true, err);
+    return store_open(path, TRACE_STORE_READ, err);
+}
+
+bool trace_store_writable(const trace_store *st)
+{
+    return st->can_write;
 }
 
 void trace_store_close(trace_store *st)
@@ -507,19 +610,25 @@ static char *dup_col(sqlite3_stmt *q, int col)
     return strdup(s ? (const char *)s : "");
 }
 
-int trace_store_runs(trace_store *st, trace_run_info **out, size_t *n, trace_error *err)
+/* The runs whose id satisfies `where` (an SQL condition on id, ?1 bound to
+ * arg), in id order. */
+static int query_runs(trace_store *st, const char *where, int64_t arg, trace_run_info **out,
+                      size_t *n, trace_error *err)
 {
     sqlite3_stmt *q = NULL;
     trace_run_info *runs = NULL;
     size_t count = 0, cap = 0;
     *out = NULL;
     *n = 0;
-    int rc = sqlite3_prepare_v2(st->db,
-                                "SELECT id, name, source, status, created, n_stmts, n_queues,"
-                                " n_buffers FROM runs ORDER BY id",
-                                -1, &q, NULL);
+    char sql[256];
+    snprintf(sql, sizeof sql,
+             "SELECT id, name, source, status, created, n_stmts, n_queues, n_buffers FROM runs"
+             " WHERE %s ORDER BY id",
+             where);
+    int rc = sqlite3_prepare_v2(st->db, sql, -1, &q, NULL);
     if (rc != SQLITE_OK)
         return store_fail(st, rc, "runs", NULL, err);
+    sqlite3_bind_int64(q, 1, arg);
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
         if (count == cap) {
             cap = cap ? cap * 2 : 8;
@@ -554,6 +663,23 @@ nomem:
     trace_run_info_free(runs, count);
     trace_error_set(err, TRACE_ENOMEM, "%s: out of memory listing runs", st->path);
     return -1;
+}
+
+int trace_store_runs(trace_store *st, trace_run_info **out, size_t *n, trace_error *err)
+{
+    return query_runs(st, "1", 0, out, n, err);
+}
+
+int trace_store_run(trace_store *st, int64_t run, trace_run_info **out, trace_error *err)
+{
+    size_t n = 0;
+    if (query_runs(st, "id = ?1", run, out, &n, err) != 0)
+        return -1;
+    if (n == 1)
+        return 0;
+    trace_run_info_free(*out, n);
+    *out = NULL;
+    return trace_error_set(err, TRACE_ENORUN, "%s: no run %lld", st->path, (long long)run), -1;
 }
 
 void trace_run_info_free(trace_run_info *runs, size_t n)
@@ -935,7 +1061,7 @@ static void remove_db_files(const char *path)
 }
 
 int64_t trace_store_import(const char *path, trace_reader *r, const char *run_name,
-                           trace_error *err)
+                           uint64_t *n_stmts, trace_error *err)
 {
     bool existed = access(path, F_OK) == 0;
     store_writer w = { 0 };
@@ -963,6 +1089,8 @@ int64_t trace_store_import(const char *path, trace_reader *r, const char *run_na
     if (rc < 0 || store_writer_decls(&w, r->trace, err) != 0 ||
         store_writer_meta(&w, r->trace, err) != 0 || store_writer_run_row(&w, "complete", err) != 0)
         goto fail;
+    if (n_stmts)
+        *n_stmts = w.n_stmts;
     store_writer_fini(&w);
     if (store_exec(st, "COMMIT", NULL, err) != 0)
         goto fail;

@@ -32,7 +32,8 @@
 struct trace_store {
     sqlite3 *db;
     char *path;
-    bool readonly;
+    bool readonly;          /* query_only: a reader */
+    bool can_write;         /* results (findings, checks) can be stored */
 };
 
 /* Maps a SQLite result code to a trace status. */
@@ -83,6 +84,9 @@ int store_writer_stmt(store_writer *w, uint64_t seq, const trace_stmt *s, trace_
 int store_writer_time(store_writer *w, uint64_t seq, int64_t t, int64_t dur, trace_error *err);
 /* Stores the run's counts (and status when non-NULL). */
 int store_writer_run_row(store_writer *w, const char *status, trace_error *err);
+
+/* Makes a reader from trace_store_reader() close its database with it. */
+void store_reader_adopt(trace_reader *r);
 
 /* Inserts a new run row in status 'recording'; returns its id or -1. */
 int64_t store_new_run(trace_store *st, const char *name, const char *source, trace_error *err);

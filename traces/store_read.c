@@ -525,6 +525,11 @@ fail:
     return -1;
 }
 
+void store_reader_adopt(trace_reader *r)
+{
+    ((store_reader *)r->ctx)->owns_store = true;
+}
+
 int trace_store_reader(trace_store *st, int64_t run, trace_reader *r, trace_error *err)
 {
     return open_reader(st, false, run, r, err);

@@ -413,12 +413,6 @@ void trace_reader_memory(trace_reader *r, trace *t);
  * on error -1 with err filled. r is closed either way. */
 int trace_reader_load(trace_reader *r, trace **out, trace_error *err);
 
-/* Opens path as whatever it is: a SQLite trace database (run `run`, 0 for
- * the latest) or a text trace. Returns 0 or -1 with err filled. */
-int trace_open_any(const char *path, int64_t run, trace_reader *r, trace_error *err);
-
-/* True when the file starts with SQLite's magic header. */
-bool trace_path_is_sqlite(const char *path);
 
 /* ------------------------------------------------------------------ */
 /* Sync patterns (traces/pattern.c): one alphabet for every command.    */
@@ -488,9 +482,22 @@ typedef struct trace_run_info {
 
 typedef struct trace_store trace_store;
 
-/* Opens (create: creates when missing) a trace database. Checks that it is
- * a syncsim database of a schema this build reads. */
+/* How a database is opened (see store.c for how each is done). */
+typedef enum {
+    TRACE_STORE_READ = 0,   /* read only; never leaves -wal/-shm files behind, and reads
+                             * read-only files and mounts */
+    TRACE_STORE_RESULTS = 1,/* read, and store results (findings, checks) where the file
+                             * can be written; elsewhere as READ (trace_store_writable) */
+    TRACE_STORE_WRITE = 2,  /* read and write; created when missing */
+} trace_store_mode;
+
+/* Opens a trace database in mode. Checks that it is a syncsim database of a
+ * schema this build reads. */
+trace_store *trace_store_open_mode(const char *path, trace_store_mode mode, trace_error *err);
+/* trace_store_open_mode with WRITE (create) or RESULTS. */
 trace_store *trace_store_open(const char *path, bool create, trace_error *err);
+/* False when results cannot be stored (opened READ, or a read-only file). */
+bool trace_store_writable(const trace_store *st);
 void trace_store_close(trace_store *st);
 /* The underlying sqlite3 handle, for modules that add their own tables. */
 struct sqlite3 *trace_store_db(trace_store *st);
@@ -501,6 +508,9 @@ int trace_store_runs(trace_store *st, trace_run_info **out, size_t *n, trace_err
 void trace_run_info_free(trace_run_info *runs, size_t n);
 /* The id of the latest run, or -1 when the database has none. */
 int64_t trace_store_latest_run(trace_store *st);
+/* One run's row, as a one-element array (free with trace_run_info_free(*out,
+ * 1)). Returns 0, or -1 with err (ENORUN when there is no such run). */
+int trace_store_run(trace_store *st, int64_t run, trace_run_info **out, trace_error *err);
 
 /* A streaming reader over run `run` (0: the latest). The reader loads the
  * run's declarations and streams its statements in seq order; it keeps st
@@ -512,10 +522,11 @@ int trace_store_open_reader(const char *path, int64_t run, trace_reader *r,
                             trace_error *err);
 
 /* Imports everything r yields as a new run of the database at path
- * (created if missing). Returns the new run id, or -1 with err filled;
- * on error the partial run is removed. */
+ * (created if missing). Returns the new run id (and its statement count in
+ * *n_stmts when non-NULL), or -1 with err filled; on error the partial run
+ * is removed. */
 int64_t trace_store_import(const char *path, trace_reader *r, const char *run_name,
-                           trace_error *err);
+                           uint64_t *n_stmts, trace_error *err);
 
 /*
  * The recorder: how producers write traces. Thread-safe: any thread may
@@ -561,6 +572,72 @@ int trace_recorder_flush(trace_recorder *rec, trace_error *err);
 /* Flushes, marks the run complete and closes. Returns 0 or -1. Frees rec
  * either way. */
 int trace_recorder_close(trace_recorder *rec, trace_error *err);
+
+/* ------------------------------------------------------------------ */
+/* Trace sources (traces/source.c): the one door every command and viz/  */
+/* goes through to read a trace, whatever its format.                   */
+
+#define TRACE_SNIFF_BYTES 4096
+
+typedef struct trace_source trace_source;
+
+/* How the caller will use a source. */
+typedef struct trace_source_opts {
+    int64_t run;            /* a syncsim database's run; 0: the latest. Refused for
+                             * formats that hold one trace */
+    bool write_results;     /* a syncsim database is opened so that results (findings,
+                             * checks) can be stored, where the file can be written */
+    const char *companion;  /* a second input that some formats take (a PyTorch
+                             * execution trace beside its Kineto trace); NULL */
+} trace_source_opts;
+
+/* A format syncsim reads. source.c lists them in one table, one line each. */
+typedef struct trace_format {
+    const char *name;       /* "syncsim-db", "syncsim-text", ... */
+    const char *summary;    /* one line for help texts */
+    bool companion;         /* takes trace_source_opts.companion */
+    /* Whether path is in this format; head holds its first n bytes (n <
+     * TRACE_SNIFF_BYTES only for a shorter file). By content, never by name.
+     * Required. */
+    bool (*sniff)(const char *path, const unsigned char *head, size_t n);
+    /* Opens path: fills src->reader (and src->store, src->run, src->incomplete
+     * for a database). Returns 0, or -1 with err filled with one line naming the
+     * file and what is wrong; nothing is left open. Required. */
+    int (*open)(trace_source *src, const char *path, const trace_source_opts *o,
+                trace_error *err);
+} trace_format;
+
+struct trace_source {
+    trace_reader reader;    /* the statements; declarations in reader.trace */
+    const trace_format *format;
+    trace_store *store;     /* a syncsim database: opened once, for anything else the
+                             * command needs from it; NULL for other formats */
+    int64_t run;            /* its run id; 0 for other formats */
+    bool incomplete;        /* the run is still recording, or its producer died */
+    char *path;
+};
+
+/* The formats, NULL-terminated, in sniffing order. */
+const trace_format *const *trace_formats(void);
+extern const trace_format trace_format_syncsim_db, trace_format_text;
+
+/* Opens path ("-": a text trace on standard input) as whatever its content
+ * says it is. Returns 0, or -1 with err filled (one line naming the file and
+ * what is wrong; exit status 2 material); src is then closed. */
+int trace_source_open(trace_source *src, const char *path, const trace_source_opts *o,
+                      trace_error *err);
+/* Closes the reader and the database. Safe on a zeroed or closed source. */
+void trace_source_close(trace_source *src);
+/* trace_source_open for callers that want only the statements: r owns what
+ * it opened (the database too). */
+int trace_open_any(const char *path, int64_t run, trace_reader *r, trace_error *err);
+/* Reads every statement into a fresh in-memory trace (*out, which the caller
+ * frees after closing src) and makes src->reader a reader over it. */
+int trace_source_load(trace_source *src, trace **out, trace_error *err);
+
+/* 1 when the SQLite database at path has table `table`, 0 when it has not,
+ * -1 when it cannot be read as SQLite. Opens it read-only and creates no file. */
+int trace_sqlite_has_table(const char *path, const char *table);
 
 /* ------------------------------------------------------------------ */
 /* The split graph a scheduler made (stored beside the run so that tools */

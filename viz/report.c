@@ -703,13 +703,17 @@ static int get_findings(trace_store *st, const char *db, int64_t run, trace_find
 int viz_report_write(const char *db, const viz_report_opts *o, const char *out_path,
                      trace_error *err)
 {
-    if (!trace_path_is_sqlite(db))
-        return trace_error_set(err, TRACE_ENOTTRACE, "%s: not a trace database (import a text "
-                               "trace first: syncsim import)", db), -1;
-    trace_store *st = trace_store_open(db, false, err);
-    if (!st)
+    trace_source src;
+    trace_source_opts so = { .run = o ? o->run : 0 };
+    if (trace_source_open(&src, db, &so, err) != 0)
         return -1;
-    int64_t run = o && o->run ? o->run : trace_store_latest_run(st);
+    if (!src.store) {
+        trace_source_close(&src);
+        return trace_error_set(err, TRACE_ENOTTRACE, "%s: a %s, not a trace database (import it "
+                               "first: syncsim import)", db, src.format->name), -1;
+    }
+    trace_store *st = src.store;
+    int64_t run = src.run;
     trace_run_info *runs = NULL, *info = NULL;
     size_t n_runs = 0;
     trace_finding_row *rows = NULL;
@@ -791,6 +795,6 @@ done:
     trace_free(t);
     trace_finding_rows_free(rows, n_rows);
     trace_run_info_free(runs, n_runs);
-    trace_store_close(st);
+    trace_source_close(&src);
     return rc;
 }

@@ -553,30 +553,15 @@ static int add_checked_findings(viz_timeline *tl, const char *path, int64_t run,
 int viz_timeline_open(const char *path, int64_t run, const viz_timeline_opts *o,
                       viz_timeline **out, trace_error *err)
 {
-    bool is_db = strcmp(path, "-") != 0 && trace_path_is_sqlite(path);
-    int64_t run_id = run;
-    trace_store *st = NULL;
-    if (is_db) {
-        st = trace_store_open(path, false, err);
-        if (!st)
-            return -1;
-        if (run_id == 0)
-            run_id = trace_store_latest_run(st);
-        if (run_id <= 0) {
-            trace_store_close(st);
-            return trace_error_set(err, TRACE_ENORUN, "%s: the database holds no run", path), -1;
-        }
-    }
-    trace_reader r;
+    trace_source src;
+    trace_source_opts so = { .run = run };
+    if (trace_source_open(&src, path, &so, err) != 0)
+        return -1;
     viz_timeline *tl = NULL;
-    if (trace_open_any(path, run_id, &r, err) != 0)
+    if (viz_timeline_collect(&src.reader, o, &tl, err) != 0)
         goto fail;
-    int rc = viz_timeline_collect(&r, o, &tl, err);
-    trace_reader_close(&r);
-    if (rc != 0)
-        goto fail;
-    if (is_db && !(o && o->title)) {
-        snprintf(tl->title, sizeof tl->title, "%s, run %lld", path, (long long)run_id);
+    if (src.store && !(o && o->title)) {
+        snprintf(tl->title, sizeof tl->title, "%s, run %lld", path, (long long)src.run);
     } else if (!(o && o->title)) {
         const char *base = strrchr(path, '/');
         snprintf(tl->title, sizeof tl->title, "%s", base ? base + 1 : path);
@@ -584,24 +569,24 @@ int viz_timeline_open(const char *path, int64_t run, const viz_timeline_opts *o,
     if (!(o && o->no_findings)) {
         trace_finding_row *rows = NULL;
         size_t n = 0;
-        if (st && trace_store_load_findings(st, run_id, &rows, &n, err) != 0)
+        if (src.store && trace_store_load_findings(src.store, src.run, &rows, &n, err) != 0)
             goto fail;
         if (n > 0) {
-            rc = viz_timeline_add_findings(tl, rows, n);
+            int rc = viz_timeline_add_findings(tl, rows, n);
             trace_finding_rows_free(rows, n);
             if (rc != 0) {
                 trace_error_set(err, TRACE_ENOMEM, "out of memory");
                 goto fail;
             }
-        } else if (add_checked_findings(tl, path, run_id, err) != 0) {
+        } else if (add_checked_findings(tl, path, src.run, err) != 0) {
             goto fail;
         }
     }
-    trace_store_close(st);
+    trace_source_close(&src);
     *out = tl;
     return 0;
 fail:
-    trace_store_close(st);
+    trace_source_close(&src);
     viz_timeline_free(tl);
     return -1;
 }

@@ -122,7 +122,7 @@ static int64_t import_memory(const char *db, trace *t, const char *name, trace_e
 {
     trace_reader r;
     trace_reader_memory(&r, t);
-    int64_t run = trace_store_import(db, &r, name, err);
+    int64_t run = trace_store_import(db, &r, name, NULL, err);
     trace_reader_close(&r);
     return run;
 }
@@ -449,7 +449,7 @@ static int64_t import_failing(const char *db, trace *t, int left, trace_error *e
     failing fr = { .left = left };
     trace_reader_memory(&fr.inner, t);
     trace_reader r = { .iface = &failing_iface, .ctx = &fr, .trace = t };
-    int64_t run = trace_store_import(db, &r, "bad", err);
+    int64_t run = trace_store_import(db, &r, "bad", NULL, err);
     trace_reader_close(&fr.inner);
     return run;
 }
@@ -597,14 +597,14 @@ static int round_trip_dir(const fixture *f, const char *dir, DIR *d)
             fail_msg("%s", err.msg);
         trace_reader r;
         assert_int_equal(trace_text_open(path, &r, &err), 0);
-        int64_t run1 = trace_store_import(f->db, &r, e->d_name, &err);
+        int64_t run1 = trace_store_import(f->db, &r, e->d_name, NULL, &err);
         trace_reader_close(&r);
         if (run1 < 0)
             fail_msg("%s", err.msg);
         size_t len;
         char *text = export_text(f->db, run1, &len);
         assert_int_equal(trace_text_open_string("exported", text, len, &r, &err), 0);
-        int64_t run2 = trace_store_import(f->db, &r, "again", &err);
+        int64_t run2 = trace_store_import(f->db, &r, "again", NULL, &err);
         trace_reader_close(&r);
         if (run2 < 0)
             fail_msg("%s: re-import: %s\n%s", e->d_name, err.msg, text);

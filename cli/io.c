@@ -1,0 +1,112 @@
+/*
+ * io.c -- what commands read and write, in one place: the trace argument
+ * (through the one door, traces/source.c, with ./syncsim.db as the default)
+ * and output files, which are written beside their destination and renamed
+ * over it at the end, so that a failed command leaves nothing half-written,
+ * and which may never replace the command's own input or a trace database.
+ */
+#include "cli.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+const char *cli_trace_arg(const char *cmd, int argc, char **argv, int first)
+{
+    if (first < argc - 1) {
+        cli_usage_error(cmd, "too many arguments ('%s' after '%s')", argv[first + 1], argv[first]);
+        return NULL;
+    }
+    if (first == argc - 1)
+        return argv[first];
+    if (access(CLI_DEFAULT_DB, F_OK) == 0)
+        return CLI_DEFAULT_DB;
+    cli_usage_error(cmd, "missing trace, and there is no ./" CLI_DEFAULT_DB " to use instead");
+    return NULL;
+}
+
+int cli_open(const char *cmd, const char *path, const trace_source_opts *o, trace_source *src)
+{
+    trace_error err = { 0 };
+    if (trace_source_open(src, path, o, &err) != 0)
+        return cli_error(cmd, "%s", err.msg);
+    return 0;
+}
+
+/* True when a and b name the same file. */
+static bool same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+           sa.st_ino == sb.st_ino;
+}
+
+int cli_output_check(const char *cmd, const char *output, const char *input)
+{
+    if (!*output)
+        return cli_usage_error(cmd, "-o needs a file name (got an empty one)");
+    if (strcmp(output, "-") == 0)
+        return 0;
+    struct stat sb;
+    if (stat(output, &sb) == 0 && S_ISDIR(sb.st_mode))
+        return cli_error(cmd, "%s: is a directory; -o names the file to write", output);
+    if (input && strcmp(input, "-") != 0 && same_file(output, input))
+        return cli_error(cmd, "%s: is the input; refusing to write over it (choose another -o)",
+                         output);
+    if (access(output, F_OK) == 0 && trace_sqlite_has_table(output, "statements") == 1)
+        return cli_error(cmd, "%s: is a trace database; refusing to replace it (choose another -o)",
+                         output);
+    return 0;
+}
+
+FILE *cli_output_open(const char *cmd, const char *output, char **tmp)
+{
+    *tmp = NULL;
+    if (!output || strcmp(output, "-") == 0)
+        return stdout;
+    size_t len = strlen(output) + 16;
+    char *t = malloc(len);
+    if (!t) {
+        cli_error(cmd, "out of memory");
+        return NULL;
+    }
+    snprintf(t, len, "%s.tmpXXXXXX", output);
+    int fd = mkstemp(t);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!f) {
+        int e = errno;
+        if (fd >= 0) {
+            close(fd);
+            unlink(t);
+        }
+        free(t);
+        cli_error(cmd, "%s: %s", output, strerror(e));
+        return NULL;
+    }
+    *tmp = t;
+    return f;
+}
+
+int cli_output_close(const char *cmd, FILE *f, const char *output, char *tmp, bool ok)
+{
+    int status = 0;
+    if (f == stdout) {
+        if (fflush(stdout) != 0 && ok)
+            status = cli_error(cmd, "standard output: %s", strerror(errno));
+        return ok ? status : 2;
+    }
+    if (fclose(f) != 0 && ok) {
+        status = cli_error(cmd, "%s: %s", output, strerror(errno));
+        ok = false;
+    }
+    if (ok && rename(tmp, output) != 0) {
+        status = cli_error(cmd, "%s: %s", output, strerror(errno));
+        ok = false;
+    }
+    if (!ok)
+        unlink(tmp);
+    free(tmp);
+    return ok ? 0 : (status ? status : 2);
+}
