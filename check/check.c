@@ -36,16 +36,16 @@ bad:
     return -1;
 }
 
-static uint64_t sort_seq(const check_finding *f)
+static uint64_t sort_seq(const trace_finding *f)
 {
     if (f->kind == TRACE_FINDING_HANG)
         return UINT64_MAX;
-    return f->second.seq != CHECK_NO_SEQ ? f->second.seq : f->first.seq;
+    return f->second.seq != TRACE_NO_SEQ ? f->second.seq : f->first.seq;
 }
 
 static int cmp_finding(const void *pa, const void *pb)
 {
-    const check_finding *a = pa, *b = pb;
+    const trace_finding *a = pa, *b = pb;
     uint64_t x = sort_seq(a), y = sort_seq(b);
     if (x != y)
         return x < y ? -1 : 1;
@@ -71,10 +71,10 @@ static int add_redundant(trace_reader *r, const check_options *opt, check_report
     if (check_minimize(t, &o, &res, err) != 0)
         return -1;
     for (size_t i = 0; i < res.n_removed; i++) {
-        check_finding f = { 0 };
+        trace_finding f = { 0 };
         f.kind = TRACE_FINDING_REDUNDANT_SYNC;
-        f.first.seq = CHECK_NO_SEQ;
-        f.second = (check_stmt_ref){ res.removed[i].seq, res.removed[i].queue, TRACE_NONE,
+        f.first.seq = TRACE_NO_SEQ;
+        f.second = (trace_stmt_ref){ res.removed[i].seq, res.removed[i].queue, TRACE_NONE,
                                      res.removed[i].line, res.removed[i].kind, TRACE_NONE };
         f.buffer = f.root = f.object = TRACE_NONE;
         check_report_add(rep, &f);

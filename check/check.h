@@ -48,46 +48,40 @@ uint64_t check_report_dropped(const check_report *rep);
 uint64_t check_report_ops(const check_report *rep);
 
 /* Human output: races grouped by cause (queue pair and missing edge), the
- * first of each group shown with a count; every other finding in full. */
-void check_report_print(FILE *out, const check_report *rep);
-/* The --json form of the spec: one object, one line per finding. */
-void check_report_print_json(FILE *out, const check_report *rep, const char *trace_name);
+ * first of each group shown with a count; every other finding in full.
+ * incomplete: the run is incomplete (the verdict says so, never "clean"). */
+void check_report_print(FILE *out, const check_report *rep, bool incomplete);
+/* check_print_json of the report. */
+void check_report_print_json(FILE *out, const check_report *rep, const char *trace_name,
+                             bool incomplete);
 void check_report_free(check_report *rep);
 
-/* A read-only view of one finding. Pointers stay valid while rep lives. */
-typedef struct check_stmt_ref {
-    uint64_t seq;           /* UINT64_MAX: absent */
-    uint32_t queue;
-    uint32_t label;         /* string id or TRACE_NONE */
-    uint32_t line;          /* 0 when not from text */
-    trace_kind kind;
-    uint32_t by;            /* the submitting host of a stream statement, or TRACE_NONE */
-} check_stmt_ref;
+const trace_finding *check_report_finding(const check_report *rep, size_t i);
 
-enum { CHECK_RAW = 1, CHECK_WAR = 2, CHECK_WAW = 4 };
+/* The findings kept, in report order (n: check_report_count). */
+const trace_finding *check_report_findings(const check_report *rep);
+/* Moves the findings out of rep into *out (the caller's: trace_findings_free);
+ * rep keeps its counts but no finding. Returns how many. */
+size_t check_report_take(check_report *rep, trace_finding **out);
+/* A race type's word: RAW, WAR or WAW (TRACE_RACE_*). */
+const char *check_race_word(uint8_t type);
 
-typedef struct check_finding {
-    trace_finding_kind kind;
-    uint8_t race_type;      /* the reported CHECK_* (race) */
-    uint8_t race_types;     /* every CHECK_* seen between the two statements */
-    check_stmt_ref first;   /* race: earlier in the file; use-after-free: the free */
-    check_stmt_ref second;  /* race/use-after-free: the later access; others: the statement */
-    uint32_t buffer;        /* buffer as named by the second access (race, uaf) */
-    uint32_t root;          /* its root buffer */
-    uint64_t lo, hi;        /* root bytes */
-    uint32_t object;        /* wait-unrecorded: event; collective-mismatch: communicator */
-    uint64_t generation;    /* collective-mismatch: generation (from 1) */
-    char *detail;           /* hang: JSON array of blocked queues; mismatch: participants */
-    char *text;             /* one line for people: what happened */
-    char *fix;              /* the concrete fix */
-    uint32_t n_queues;      /* hang: blocked queues */
-    uint32_t *queues;
-} check_finding;
+/* How a check ended, for people and programs: clean, findings, or a run
+ * that is incomplete (still recording, or its producer died), which is
+ * never called clean. */
+typedef enum { CHECK_CLEAN = 0, CHECK_FINDINGS = 1, CHECK_INCOMPLETE = 2 } check_status;
+check_status check_status_of(uint64_t findings, bool incomplete);
+const char *check_status_str(check_status st);
 
-const check_finding *check_report_finding(const check_report *rep, size_t i);
-
-/* Writes finding f as one JSON object (no newline). */
-void check_finding_print_json(FILE *out, const check_report *rep, const check_finding *f);
+/* The --json form: one object (format syncsim-findings, version 1) with the
+ * status, the statements checked, each finding (check_finding_print_json)
+ * and the summary per kind. The one JSON writer of findings: a report's, or
+ * those a database stores (t: the trace their ids refer to). dropped: found
+ * but not kept. */
+void check_print_json(FILE *out, const trace *t, const char *trace_name, uint64_t statements,
+                      bool incomplete, const trace_finding *f, size_t n, uint64_t dropped);
+/* Writes finding f of trace t as one JSON object (no newline). */
+void check_finding_print_json(FILE *out, const trace *t, const trace_finding *f);
 
 /* Compares the findings with the trace's `expect` lines (rep's trace).
  * Returns true when they agree exactly; prints the difference (missing and
@@ -95,10 +89,7 @@ void check_finding_print_json(FILE *out, const check_report *rep, const check_fi
  * agrees (prints that it has none). */
 bool check_report_expect(FILE *out, const check_report *rep);
 
-/* Rows for trace_store_save_findings: one per finding, JSON made with
- * check_finding_print_json. Free with check_report_rows_free. */
-int check_report_rows(const check_report *rep, trace_finding_row **rows, size_t *n);
-void check_report_rows_free(trace_finding_row *rows, size_t n);
+
 
 /* ------------------------------------------------------------------ */
 /* The minimiser.                                                      */

@@ -575,18 +575,18 @@ static void visit_cell(void *ctx, uint64_t lo, uint64_t hi, check_cell *c)
      * followed it (an alloc the access is not ordered after is a race). */
     const check_life *life = c->life;
     if (life && e->cur_kind != TRACE_ALLOC && site_hb(e, &life->freed) &&
-        !(life->alloc.seq != CHECK_NO_SEQ && site_hb(e, &life->alloc)))
+        !(life->alloc.seq != TRACE_NO_SEQ && site_hb(e, &life->alloc)))
         check_report_conflict(e->rep, TRACE_FINDING_USE_AFTER_FREE, &life->freed, x, 0,
                               e->cur_root, lo, hi);
-    if (c->w.seq != CHECK_NO_SEQ && !site_hb(e, &c->w)) {
-        uint8_t type = (reads ? CHECK_RAW : 0) | (writes ? CHECK_WAW : 0);
+    if (c->w.seq != TRACE_NO_SEQ && !site_hb(e, &c->w)) {
+        uint8_t type = (reads ? TRACE_RACE_RAW : 0) | (writes ? TRACE_RACE_WAW : 0);
         check_report_conflict(e->rep, TRACE_FINDING_RACE, &c->w, x, type, e->cur_root, lo, hi);
     }
     if (writes) {
         for (uint32_t i = 0; i < c->n_reads; i++) {
             const check_site *r = check_cell_read(c, i);
             if (r->seq != x->seq && !site_hb(e, r))
-                check_report_conflict(e->rep, TRACE_FINDING_RACE, r, x, CHECK_WAR, e->cur_root,
+                check_report_conflict(e->rep, TRACE_FINDING_RACE, r, x, TRACE_RACE_WAR, e->cur_root,
                                       lo, hi);
         }
         check_cell_drop_reads(c);
@@ -1125,13 +1125,13 @@ static void report_mismatch(check_engine *e, const bar_node *b, uint64_t k, cons
     const trace *t = e->t;
     const char *name = trace_str(t, b->name);
     const char *q2 = trace_str(t, t->queues[s->queue].name);
-    check_finding f = { 0 };
+    trace_finding f = { 0 };
     f.kind = b->coll ? TRACE_FINDING_COLLECTIVE_MISMATCH : TRACE_FINDING_BARRIER_MISMATCH;
     f.object = b->name;
     f.generation = k;
-    f.first.seq = CHECK_NO_SEQ;
+    f.first.seq = TRACE_NO_SEQ;
     if (g)
-        f.first = (check_stmt_ref){ g->first_seq, g->first_queue, TRACE_NONE, g->first_line,
+        f.first = (trace_stmt_ref){ g->first_seq, g->first_queue, TRACE_NONE, g->first_line,
                                     s->kind, TRACE_NONE };
     f.second = check_ref_of_stmt(s);
     f.buffer = f.root = TRACE_NONE;
@@ -1139,7 +1139,7 @@ static void report_mismatch(check_engine *e, const bar_node *b, uint64_t k, cons
     uint64_t expected = g ? g->count : b->count;
     char *members = gen_members(e, b, k);
     char *at = s->line ? check_strf(" (line %u)", s->line) : check_strf("%s", "");
-    char *text = NULL, *fix = NULL, *detail = NULL;
+    char *text = NULL, *fix = NULL;
     if (why == MISMATCH_EXTRA) {
         text = check_strf("%s %s generation %llu has %s=%llu but more queues arrive (%s): "
                           "%s%s is one too many and passes without synchronising",
@@ -1171,62 +1171,47 @@ static void report_mismatch(check_engine *e, const bar_node *b, uint64_t k, cons
                          name, (unsigned long long)k, q1, trace_str(t, g->first_kind), q2,
                          trace_str(t, s->coll_kind));
     }
-    /* detail: the participants, each with what it said (the misfit last) */
-    size_t dlen = 0;
-    FILE *d = open_memstream(&detail, &dlen);
-    if (d) {
-        fputc('[', d);
-        if (why == MISMATCH_EXTRA) {
-            /* generation k's queues in arrival order; a queue already past
-             * its k-th arrival is named without its statement */
-            bool any = false;
-            for (uint32_t pass = 0; pass < 2; pass++) {
-                for (uint32_t i = 0; i < b->n; i++) {
-                    const bar_part *x = &b->part[i];
-                    bool self = x->queue == s->queue;
-                    if (x->arrivals < k || self != (pass == 1))
-                        continue;
-                    fputs(any ? ", {\"queue\": " : "{\"queue\": ", d);
-                    trace_json_str(d, trace_str(t, t->queues[x->queue].name));
-                    if (x->arrivals == k) {
-                        fprintf(d, ", \"%s\": %llu", what, (unsigned long long)x->last_count);
-                        if (x->last_line)
-                            fprintf(d, ", \"line\": %u", x->last_line);
-                        fprintf(d, ", \"seq\": %llu", (unsigned long long)x->last_seq);
-                    }
-                    fputs(self ? ", \"extra\": true}" : "}", d);
-                    any = true;
+    /* parts: the participants, each with what it said (the misfit last) */
+    trace_finding_part *parts = calloc(b->n + 2, sizeof *parts);
+    uint32_t np = 0;
+    if (parts && why == MISMATCH_EXTRA) {
+        /* generation k's queues in arrival order; a queue already past its
+         * k-th arrival is named without its statement */
+        for (uint32_t pass = 0; pass < 2; pass++)
+            for (uint32_t i = 0; i < b->n; i++) {
+                const bar_part *x = &b->part[i];
+                bool self = x->queue == s->queue;
+                if (x->arrivals < k || self != (pass == 1))
+                    continue;
+                trace_finding_part *p = &parts[np++];
+                *p = (trace_finding_part){ TRACE_PART_PARTICIPANT, self, x->queue, TRACE_NO_SEQ,
+                                           0, TRACE_NONE, 0, NULL };
+                if (x->arrivals == k) {
+                    p->seq = x->last_seq;
+                    p->line = x->last_line;
+                    p->count = x->last_count;
+                    p->kind = self && b->coll ? s->coll_kind : TRACE_NONE;
                 }
             }
-        } else {
-            for (int i = 0; i < 2; i++) {
-                fputs(i ? ", {\"queue\": " : "{\"queue\": ", d);
-                trace_json_str(d, i ? q2 : trace_str(t, t->queues[g->first_queue].name));
-                if (b->coll) {
-                    fputs(", \"kind\": ", d);
-                    trace_json_str(d, trace_str(t, i ? s->coll_kind : g->first_kind));
-                }
-                fprintf(d, ", \"%s\": %llu", what,
-                        (unsigned long long)(i ? s->count : g->first_count));
-                uint32_t line = i ? s->line : g->first_line;
-                if (line)
-                    fprintf(d, ", \"line\": %u", line);
-                fprintf(d, ", \"seq\": %llu}", (unsigned long long)(i ? s->seq : g->first_seq));
-            }
-        }
-        fputc(']', d);
-        fclose(d);
+    } else if (parts) {
+        parts[np++] = (trace_finding_part){ TRACE_PART_PARTICIPANT, false, g->first_queue,
+                                            g->first_seq, g->first_line,
+                                            b->coll ? g->first_kind : TRACE_NONE, g->first_count,
+                                            NULL };
+        parts[np++] = (trace_finding_part){ TRACE_PART_PARTICIPANT, false, s->queue, s->seq,
+                                            s->line, b->coll ? s->coll_kind : TRACE_NONE,
+                                            s->count, NULL };
     }
+    if (!parts)
+        e->oom = true;
     free(members);
     free(at);
     f.text = text;
     f.fix = fix;
-    f.detail = detail;
-    if (!check_report_add(e->rep, &f)) {
-        free(text);
-        free(fix);
-        free(detail);
-    }
+    f.parts = parts;
+    f.n_parts = np;
+    if (!check_report_add(e->rep, &f))
+        trace_finding_release(&f);
 }
 
 /* Binds p, the k-th arrival of its queue at its barrier or communicator b,
@@ -1398,10 +1383,10 @@ int check_engine_feed(check_engine *e, const trace_stmt *s)
                 p.bind = (ev_node *)(uintptr_t)*v;
                 p.bind->refs++;
             } else {
-                check_finding f = { 0 };
+                trace_finding f = { 0 };
                 f.kind = TRACE_FINDING_WAIT_UNRECORDED;
                 f.object = s->object;
-                f.first.seq = CHECK_NO_SEQ;
+                f.first.seq = TRACE_NO_SEQ;
                 f.second = check_ref_of_stmt(s);
                 f.buffer = f.root = TRACE_NONE;
                 check_report_add(e->rep, &f);
@@ -1513,6 +1498,7 @@ bool check_engine_quiescent(const check_engine *e)
 
 typedef struct blocked_info {
     char *waits_for;
+    bool waits_for_given;       /* owned by the finding's part now */
     const check_pend *at;       /* the statement it is stuck at (NULL: never submitted) */
     uint32_t *to;               /* queues it waits for */
     uint32_t n_to, cap_to;
@@ -1716,69 +1702,52 @@ static void report_hang(check_engine *e)
     if (n_blocked == 0)
         goto out;
 
-    check_finding f = { 0 };
+    trace_finding f = { 0 };
     f.kind = TRACE_FINDING_HANG;
-    f.first.seq = CHECK_NO_SEQ;
-    f.second.seq = CHECK_NO_SEQ;
+    f.first.seq = TRACE_NO_SEQ;
+    f.second.seq = TRACE_NO_SEQ;
     f.buffer = f.root = TRACE_NONE;
-    f.queues = malloc(n_blocked * sizeof *f.queues);
-    char *detail = NULL, *names = NULL;
-    size_t dlen = 0;
-    FILE *d = open_memstream(&detail, &dlen);
-    if (!f.queues || !d) {
-        free(f.queues);
-        if (d)
-            fclose(d);
-        free(detail);
+    f.object = TRACE_NONE;
+    uint32_t n_cyc = find_cycle(info, n_q, cyc);
+    f.parts = calloc(n_blocked + n_cyc + 1, sizeof *f.parts);
+    char *names = NULL;
+    if (!f.parts) {
         e->oom = true;
         goto out;
     }
-    fputc('[', d);
     for (uint32_t q = 0; q < n_q; q++) {
         if (!info[q].waits_for)
             continue;
+        /* the statement it is stuck at (unsubmitted ones included) */
         const trace_stmt *s = info[q].at ? &info[q].at->s : NULL;
-        if (f.n_queues)
-            fputs(", ", d);
-        fputs("{\"queue\": ", d);
-        trace_json_str(d, qname(e, q));
-        fputs(", \"waits_for\": ", d);
-        trace_json_str(d, info[q].waits_for);
-        if (s) {                /* unsubmitted: the statement it is stuck at */
-            if (s->line)
-                fprintf(d, ", \"line\": %u", s->line);
-            fprintf(d, ", \"seq\": %llu", (unsigned long long)s->seq);
-        }
-        fputc('}', d);
-        f.queues[f.n_queues++] = q;
+        f.parts[f.n_parts++] = (trace_finding_part){
+            TRACE_PART_BLOCKED, false, q, s ? s->seq : TRACE_NO_SEQ, s ? s->line : 0, TRACE_NONE,
+            0, info[q].waits_for };
+        info[q].waits_for_given = true;     /* the part owns the text now */
         str_cat(&names, check_strf("%s waits for %s", qname(e, q), info[q].waits_for));
     }
-    fputc(']', d);
 
-    uint32_t n_cyc = find_cycle(info, n_q, cyc);
     char *fix = NULL;
     if (n_cyc) {
-        fputs(", \"cycle\": [", d);
         char *chain = NULL;
         for (uint32_t i = 0; i <= n_cyc; i++) {
             uint32_t q = cyc[i % n_cyc];
-            if (i < n_cyc) {
-                fputs(i ? ", " : "", d);
-                trace_json_str(d, qname(e, q));
-            }
+            if (i < n_cyc)
+                f.parts[f.n_parts++] = (trace_finding_part){ TRACE_PART_CYCLE, false, q,
+                                                             TRACE_NO_SEQ, 0, TRACE_NONE, 0,
+                                                             NULL };
             char *c = chain ? check_strf("%s -> %s", chain, qname(e, q))
                             : check_strf("%s", qname(e, q));
             free(chain);
             chain = c;
         }
-        fputc(']', d);
         char buf1[256], buf2[256];
         for (uint32_t i = 0; i < n_cyc && !fix; i++) {
             uint32_t q = cyc[i];
             const check_pend *br = cycle_breaker(e, q, info, cyc, n_cyc);
             if (!br)
                 continue;
-            check_stmt_ref a = check_ref_of_stmt(&br->s), b = check_ref_of_stmt(&info[q].at->s);
+            trace_stmt_ref a = check_ref_of_stmt(&br->s), b = check_ref_of_stmt(&info[q].at->s);
             fix = check_strf("break the cycle %s: move `%s %s %s` (%s) before `%s %s %s` (%s)",
                              chain ? chain : "", qname(e, q), trace_kind_str(br->s.kind),
                              trace_str(t, br->s.object), check_ref_name(t, &a, buf1, sizeof buf1),
@@ -1805,7 +1774,7 @@ static void report_hang(check_engine *e)
                     root = false;
             if (!root)
                 continue;
-            check_stmt_ref r = check_ref_of_stmt(&p->s);
+            trace_stmt_ref r = check_ref_of_stmt(&p->s);
             const char *at = check_ref_name(t, &r, buf, sizeof buf);
             if (p->s.kind == TRACE_AWAIT)
                 str_cat(&fix, check_strf("nothing signals %s: add `signal %s` where its data is "
@@ -1842,19 +1811,14 @@ static void report_hang(check_engine *e)
         if (!fix)
             fix = check_strf("release the blocked queues");
     }
-    fclose(d);
-    f.detail = detail;
     f.text = names;
     f.fix = fix;
-    if (!check_report_add(e->rep, &f)) {
-        free(f.queues);
-        free(detail);
-        free(names);
-        free(fix);
-    }
+    if (!check_report_add(e->rep, &f))
+        trace_finding_release(&f);
 out:
     for (uint32_t q = 0; q < n_q; q++) {
-        free(info[q].waits_for);
+        if (!info[q].waits_for_given)
+            free(info[q].waits_for);
         free(info[q].to);
     }
     free(info);

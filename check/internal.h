@@ -68,7 +68,6 @@ typedef struct check_site {
     uint8_t kind;           /* trace_kind */
 } check_site;
 
-#define CHECK_NO_SEQ UINT64_MAX
 
 /* The reads since the last write when more than one queue read: at most one
  * per queue (the latest; earlier reads of a queue happen before it). */
@@ -85,7 +84,7 @@ typedef struct check_reads {
 typedef struct check_life {
     uint32_t refs;
     check_site freed;       /* the last free */
-    check_site alloc;       /* the latest alloc after it; seq CHECK_NO_SEQ: none */
+    check_site alloc;       /* the latest alloc after it; seq TRACE_NO_SEQ: none */
 } check_life;
 
 /* The state of a byte range. */
@@ -173,10 +172,11 @@ typedef struct check_fkey {
 
 struct check_report {
     const trace *t;
-    check_finding *f;
+    trace_finding *f;
     size_t n, cap;
     uint64_t dropped;
     uint64_t ops;
+    size_t taken;           /* findings moved out by check_report_take */
     uint32_t max_findings;
     size_t dedupe_from;     /* findings of the statement being checked start here */
     /* Findings of that statement left out by max_findings: each is counted
@@ -191,7 +191,7 @@ check_report *check_report_new(const trace *t, uint32_t max_findings);
 void check_report_begin_stmt(check_report *rep);
 /* Appends a finding (takes over its strings); returns it, or NULL when the
  * report is full (counted as dropped) or memory ran out. */
-check_finding *check_report_add(check_report *rep, const check_finding *f);
+trace_finding *check_report_add(check_report *rep, const trace_finding *f);
 /* Adds a race or use-after-free between sites a and b (ordered by seq),
  * merging with a finding of the same pair made for the same statement. */
 void check_report_conflict(check_report *rep, trace_finding_kind kind, const check_site *a,
@@ -199,12 +199,14 @@ void check_report_conflict(check_report *rep, trace_finding_kind kind, const che
                            uint64_t hi);
 /* Fills a finding's text and fix (races, use-after-free). */
 void check_report_finish(check_report *rep);
+/* A queue's name ("?" when out of range). */
+const char *check_queue_name(const trace *t, uint32_t q);
 /* Writes the name of a statement ("mm0", "s1@12", "s1#7") into buf. */
-const char *check_ref_name(const trace *t, const check_stmt_ref *r, char *buf, size_t cap);
-check_stmt_ref check_ref_of_stmt(const trace_stmt *s);
+const char *check_ref_name(const trace *t, const trace_stmt_ref *r, char *buf, size_t cap);
+trace_stmt_ref check_ref_of_stmt(const trace_stmt *s);
 
 /* Key of a finding, for the minimiser's "nothing new" test. */
-check_fkey check_finding_key(const check_finding *f);
+check_fkey check_finding_key(const trace_finding *f);
 
 /* ------------------------------------------------------------------ */
 /* The engine (hb.c).                                                  */

@@ -61,7 +61,7 @@ typedef struct minimizer {
     uint32_t every;             /* statements between checkpoints */
 } minimizer;
 
-static uint64_t fkey_hash(const check_finding *f)
+static uint64_t fkey_hash(const trace_finding *f)
 {
     check_fkey k = check_finding_key(f);
     uint64_t h = k.a * 0x9E3779B97F4A7C15ULL;

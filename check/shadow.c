@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const check_site no_site = { .seq = CHECK_NO_SEQ };
+static const check_site no_site = { .seq = TRACE_NO_SEQ };
 
 void check_cell_clear(check_cell *c)
 {
@@ -112,7 +112,7 @@ static check_cell cell_share(const check_cell *c)
 
 static bool cell_empty(const check_cell *c)
 {
-    return c->w.seq == CHECK_NO_SEQ && !c->life && c->n_reads == 0;
+    return c->w.seq == TRACE_NO_SEQ && !c->life && c->n_reads == 0;
 }
 
 static bool life_equal(const check_life *a, const check_life *b)

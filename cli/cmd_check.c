@@ -18,18 +18,17 @@ void cmd_check_help(FILE *out)
             "                     [--redundant] [--ignore-hangs]\n"
             "\n"
             "Checks a text trace or run N of a trace database (default: the latest run) for\n"
-            "missing synchronisation, by the happens-before rules of docs/trace-format.md:\n"
-            "  race                two accesses to overlapping bytes, one a write, unordered\n"
-            "  wait-unrecorded     a wait whose event has no earlier record (orders nothing)\n"
-            "  hang                queues that can never advance, and why (deadlock cycles)\n"
-            "  collective-mismatch participants of one collective generation disagree\n"
-            "  barrier-mismatch    more queues than count= arrive at a barrier generation,\n"
-            "                      or they disagree on count=\n"
-            "  use-after-free      an access ordered after a free of its buffer\n"
-            "  redundant-sync      (with --redundant) a sync whose removal adds no finding\n"
+            "missing synchronisation, by the happens-before rules of docs/trace-format.md.\n"
+            "It finds:\n");
+    for (int k = 1; k < TRACE_FINDING_COUNT; k++) {
+        const trace_finding_info *f = trace_finding_about((trace_finding_kind)k);
+        fprintf(out, "  %-19s %s\n", f->word, f->summary);
+    }
+    fprintf(out,
             "Every finding comes with a concrete fix. Races are grouped by the queue pair\n"
             "(the missing edge): the first of each group is shown with a count.\n"
-            "Checking a database stores the findings in it (table findings).\n"
+            "Checking a database stores the check and its findings in it (tables checks,\n"
+            "findings), where the database can be written; `report` and `timeline` show them.\n"
             "\n"
             "Options:\n"
             "  -r, --run N           the run of DB to check (default: the latest)\n"
@@ -42,8 +41,12 @@ void cmd_check_help(FILE *out)
             "                        trace into memory)\n"
             "      --ignore-hangs    do not report hangs (e.g. a recording cut short)\n"
             "\n"
+            "A run that is still recording, or whose producer died (`syncsim info` shows it\n"
+            "'recording'), is never called clean: without findings the verdict is\n"
+            "'incomplete', in the text, the JSON status and the stored check.\n"
+            "\n"
             "Exit status: 0 no findings (or --expect agrees), 1 findings (or --expect\n"
-            "disagrees), 2 bad input or usage.\n"
+            "disagrees), 2 bad input or usage, 3 no findings in an incomplete run.\n"
             "\n"
             "Examples:\n"
             "  syncsim check litmus/event-missing-wait.trace\n"
@@ -144,39 +147,42 @@ int cmd_check(int argc, char **argv)
     }
 
     if (src.store) {
-        trace_finding_row *rows = NULL;
-        size_t n_rows = 0;
-        if (check_report_rows(rep, &rows, &n_rows) != 0) {
-            trace_error_set(&err, TRACE_ENOMEM, "out of memory");
-            goto fail;
-        }
+        trace_check_info info = { .incomplete = src.incomplete,
+                                  .statements = check_report_ops(rep),
+                                  .findings = check_report_count(rep) + check_report_dropped(rep) };
         trace_error serr = { 0 };
         if (!trace_store_writable(src.store))
             fprintf(stderr, "syncsim check: note: findings not stored: %s cannot be written here\n",
                     path);
-        else if (trace_store_save_findings(src.store, src.run, rows, n_rows, &serr) != 0)
+        else if (trace_store_save_check(src.store, src.run, src.reader.trace, &info,
+                                        check_report_findings(rep), check_report_count(rep),
+                                        &serr) != 0)
             fprintf(stderr, "syncsim check: warning: findings not stored: %s\n", serr.msg);
-        check_report_rows_free(rows, n_rows);
     }
 
     const trace *t = whole ? whole : src.reader.trace;
     if (expect) {
-        bool ok = check_report_expect(stdout, rep);
+        /* with --json, standard output stays one JSON object: the verdict
+         * and any difference go to standard error */
+        FILE *say = json ? stderr : stdout;
+        bool ok = check_report_expect(say, rep);
         if (json)
-            check_report_print_json(stdout, rep, path);
+            check_report_print_json(stdout, rep, path, src.incomplete);
         if (ok)
-            printf("%s: ok, %zu finding%s as expected (%u expect line%s)\n", path,
-                   check_report_count(rep), check_report_count(rep) == 1 ? "" : "s",
-                   t->n_expects, t->n_expects == 1 ? "" : "s");
+            fprintf(say, "%s: ok, %zu finding%s as expected (%u expect line%s)\n", path,
+                    check_report_count(rep), check_report_count(rep) == 1 ? "" : "s",
+                    t->n_expects, t->n_expects == 1 ? "" : "s");
         else
-            printf("%s: FAILED: the findings differ from the expect lines\n", path);
+            fprintf(say, "%s: FAILED: the findings differ from the expect lines\n", path);
         status = ok ? 0 : 1;
     } else {
         if (json)
-            check_report_print_json(stdout, rep, path);
+            check_report_print_json(stdout, rep, path, src.incomplete);
         else
-            check_report_print(stdout, rep);
-        status = check_report_count(rep) || check_report_dropped(rep) ? 1 : 0;
+            check_report_print(stdout, rep, src.incomplete);
+        check_status cs = check_status_of(check_report_count(rep) + check_report_dropped(rep),
+                                          src.incomplete);
+        status = cs == CHECK_CLEAN ? 0 : cs == CHECK_FINDINGS ? 1 : 3;
     }
     check_report_free(rep);
     trace_source_close(&src);

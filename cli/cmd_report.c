@@ -65,13 +65,16 @@ int cmd_report(int argc, char **argv)
             return cli_usage_error("report", "unknown option '%s'", argv[optind - 1]);
         }
     }
-    if (optind != argc - 1)
-        return cli_usage_error("report", optind >= argc ? "missing database" : "too many arguments");
+    const char *db = cli_trace_arg("report", argc, argv, optind);
+    if (!db)
+        return 2;
+    if (cli_output_check("report", output, db) != 0)
+        return 2;
     if (!opts.no_timeline && !viz_gnuplot_available())
         return cli_error("report", "gnuplot is not installed (Debian: apt-get install "
                          "gnuplot-nox); it draws the timeline (or pass --no-timeline)");
     trace_error err = { 0 };
-    if (viz_report_write(argv[optind], &opts, output, &err) != 0)
+    if (viz_report_write(db, &opts, output, &err) != 0)
         return cli_error("report", "%s", err.msg);
     printf("%s\n", output);
     return 0;

@@ -114,8 +114,9 @@ int cmd_timeline(int argc, char **argv)
             return cli_usage_error("timeline", "unknown option '%s'", argv[optind - 1]);
         }
     }
-    if (optind != argc - 1)
-        return cli_usage_error("timeline", optind >= argc ? "missing trace" : "too many arguments");
+    const char *path = cli_trace_arg("timeline", argc, argv, optind);
+    if (!path)
+        return 2;
     if (opts.from != TRACE_TIME_NONE && opts.to != TRACE_TIME_NONE && opts.to <= opts.from)
         return cli_usage_error("timeline", "--to must be after --from");
     const char *format = NULL;
@@ -128,12 +129,13 @@ int cmd_timeline(int argc, char **argv)
         else
             return cli_usage_error("timeline", "%s: the picture's name must end in .svg or .png",
                                    output);
+        if (cli_output_check("timeline", output, path) != 0)
+            return 2;
     }
     /* Say it before reading a large trace. */
     if (!viz_gnuplot_available())
         return cli_error("timeline", "gnuplot is not installed (Debian: apt-get install "
                          "gnuplot-nox); the timeline is drawn by it");
-    const char *path = argv[optind];
     trace_error err = { 0 };
     viz_timeline *tl = NULL;
     if (viz_timeline_open(path, (int64_t)run, &opts, &tl, &err) != 0)
@@ -144,6 +146,10 @@ int cmd_timeline(int argc, char **argv)
     if (!output) {
         snprintf(default_out, sizeof default_out, "timeline.%s", format);
         output = default_out;
+        if (cli_output_check("timeline", output, path) != 0) {
+            viz_timeline_free(tl);
+            return 2;
+        }
     }
     int rc = viz_timeline_render(tl, format, output, NULL, NULL, &err);
     if (rc == 0)

@@ -67,15 +67,21 @@ int trace_kind_parse(const char *word, size_t len)
     return -1;
 }
 
-static const char *const finding_words[] = {
-#define TRACE_FINDING_WORD(name, word) word,
-    TRACE_FINDING_MAP(TRACE_FINDING_WORD)
-#undef TRACE_FINDING_WORD
+static const trace_finding_info finding_table[] = {
+#define TRACE_FINDING_ROW(name, word, object, keys, required, summary) \
+    { word, object, keys, required, summary },
+    TRACE_FINDING_MAP(TRACE_FINDING_ROW)
+#undef TRACE_FINDING_ROW
 };
+
+const trace_finding_info *trace_finding_about(trace_finding_kind k)
+{
+    return (unsigned)k < TRACE_FINDING_COUNT ? &finding_table[k] : NULL;
+}
 
 const char *trace_finding_str(trace_finding_kind k)
 {
-    return (unsigned)k < TRACE_FINDING_COUNT ? finding_words[k] : "?";
+    return (unsigned)k < TRACE_FINDING_COUNT ? finding_table[k].word : "?";
 }
 
 /* The length of the valid UTF-8 sequence starting at s (n bytes left), or
@@ -165,17 +171,12 @@ const char *trace_finding_list(void)
 {
     /* "clean, race, ..., or redundant-sync": built from the map, so a new
      * kind is listed in every message without editing them. */
-    static const char *const words[] = {
-#define TRACE_FINDING_WORD(name, word) word,
-        TRACE_FINDING_MAP(TRACE_FINDING_WORD)
-#undef TRACE_FINDING_WORD
-    };
     static char list[512];
     if (!list[0]) {
-        size_t n = 0, k = sizeof words / sizeof *words;
+        size_t n = 0, k = TRACE_FINDING_COUNT;
         for (size_t i = 0; i < k; i++)
             n += (size_t)snprintf(list + n, sizeof list - n, "%s%s",
-                                  i == 0 ? "" : i + 1 == k ? " or " : ", ", words[i]);
+                                  i == 0 ? "" : i + 1 == k ? " or " : ", ", finding_table[i].word);
     }
     return list;
 }
@@ -183,7 +184,7 @@ const char *trace_finding_list(void)
 int trace_finding_parse(const char *word, size_t len)
 {
     for (int k = 0; k < TRACE_FINDING_COUNT; k++)
-        if (strlen(finding_words[k]) == len && memcmp(finding_words[k], word, len) == 0)
+        if (strlen(finding_table[k].word) == len && memcmp(finding_table[k].word, word, len) == 0)
             return k;
     return -1;
 }
@@ -762,4 +763,23 @@ int trace_open_any(const char *path, int64_t run, trace_reader *r, trace_error *
         store_reader_adopt(r);
     free(src.path);
     return 0;
+}
+
+void trace_finding_release(trace_finding *f)
+{
+    free(f->text);
+    free(f->fix);
+    for (uint32_t i = 0; i < f->n_parts; i++)
+        free(f->parts[i].text);
+    free(f->parts);
+    f->text = f->fix = NULL;
+    f->parts = NULL;
+    f->n_parts = 0;
+}
+
+void trace_findings_free(trace_finding *f, size_t n)
+{
+    for (size_t i = 0; f && i < n; i++)
+        trace_finding_release(&f[i]);
+    free(f);
 }

@@ -4,7 +4,7 @@
  * store_read.c, the split graph and findings in store_graph.c, the recorder
  * in recorder.c. docs/trace-schema.md is the user's version of this comment.
  *
- * Schema, version 1
+ * Schema, version 2
  * -----------------
  * One database holds any number of runs. Every table but `meta`, `kinds`
  * and `runs` is keyed by run first.
@@ -14,12 +14,13 @@
  *                              PRAGMA application_id = 0x53594e43 ("SYNC")
  *                              and user_version = 1 for file(1) and friends.
  *   kinds(id, word)            statement kind numbers -> verbs (op, copy, ...)
- *   runs(id, name, source, status, created, n_stmts, n_queues, n_buffers)
- *                              status is 'recording' until the producer
+ *   runs(id, name, source, status, created, n_stmts, n_queues, n_buffers,
+ *        body_version)         status is 'recording' until the producer
  *                              closed the run, then 'complete'. Counts are
  *                              updated in the same transaction as the rows
  *                              they count, so a run killed mid-way reports
- *                              exactly what it holds.
+ *                              exactly what it holds. body_version: how its
+ *                              statement bodies are laid out (1 or 2, below).
  *   run_meta(run, key, value, pos)  run-level metadata (text), pos = order
  *   strings(run, id, text)     the run's string table. Ids are dense from 0,
  *                              texts unique in a run: reading them back in id
@@ -34,7 +35,14 @@
  *   expectations(run, idx, kind, line), expectation_kv(run, expect, pos, key, value)
  *   statements(id, queue, kind, label, object, t, dur, body)   see below
  *   graph_nodes, graph_edges, graph_splits   the split graph (plain text columns)
- *   findings(run, idx, kind, first_seq, second_seq, json)
+ *   checks(run, id, version, created, status, statements, findings, stored)
+ *                              each time `check` looked at the run: the
+ *                              syncsim version, whether the run was complete
+ *                              then, how many statements it read, the
+ *                              findings it found and how many of them are
+ *                              stored. A run with no row was never checked.
+ *   findings(run, idx, check, kind, ...)      the latest check's findings,
+ *   finding_parts(run, finding, pos, ...)     typed (store_findings.c)
  *
  * Statements are the bulk (millions of rows), so their table is shaped for
  * size and speed: a rowid table whose rowid is run << 40 | seq, so that a
@@ -52,12 +60,16 @@
  * Everything else is packed into one blob, NULL when there is nothing:
  *
  *   body   := varint(header) [varint(by)] [varint(count)] [varint(arg)]
- *             [varint(line)] access{n_access} attr*
- *   header := n_access << 4 | 1 by follows | 2 count follows
- *             | 4 arg follows | 8 line follows
+ *             [varint(line)] [largs] access{n_access} attr*
+ *   header := n_access << 5 | 1 by follows | 2 count follows
+ *             | 4 arg follows | 8 line follows | 16 largs follow
+ *             (body_version 1: n_access << 4, no largs)
  *             by: queue index; count: barrier count or collective size;
  *             arg: sync scope (1 device, 2 all; absent = a queue) or
  *             collective KIND string id + 1; line: source line
+ *   largs  := varint(n) varint{n}: the numbers of a label template (the
+ *             label string holds one \x01 where each goes; see
+ *             store_label.c)
  *   access := varint(buffer) flags [varint(lo)] [varint(hi - lo)]
  *   flags  := mode (bits 0-1: 1 r, 2 w, 3 rw) | form << 2 (0 whole, 1 range,
  *             2 from) | 0x10 when lo follows (else lo = 0) | 0x20 when
@@ -97,7 +109,8 @@ static const char schema_sql[] =
     "CREATE TABLE kinds(id INTEGER PRIMARY KEY, word TEXT NOT NULL);"
     "CREATE TABLE runs(id INTEGER PRIMARY KEY, name TEXT NOT NULL, source TEXT,"
     " status TEXT NOT NULL, created INTEGER, n_stmts INTEGER NOT NULL DEFAULT 0,"
-    " n_queues INTEGER NOT NULL DEFAULT 0, n_buffers INTEGER NOT NULL DEFAULT 0);"
+    " n_queues INTEGER NOT NULL DEFAULT 0, n_buffers INTEGER NOT NULL DEFAULT 0,"
+    " body_version INTEGER NOT NULL DEFAULT 2);"
     "CREATE TABLE run_meta(run INTEGER, key TEXT, value TEXT, pos INTEGER,"
     " PRIMARY KEY(run, key)) WITHOUT ROWID;"
     "CREATE TABLE strings(run INTEGER, id INTEGER, text TEXT NOT NULL,"
@@ -120,8 +133,7 @@ static const char schema_sql[] =
     " PRIMARY KEY(run, idx)) WITHOUT ROWID;"
     "CREATE TABLE graph_splits(run INTEGER, id INTEGER, backend TEXT, first_node INTEGER,"
     " n_nodes INTEGER, inputs TEXT, PRIMARY KEY(run, id)) WITHOUT ROWID;"
-    "CREATE TABLE findings(run INTEGER, idx INTEGER, kind TEXT NOT NULL, first_seq INTEGER,"
-    " second_seq INTEGER, json TEXT, PRIMARY KEY(run, idx)) WITHOUT ROWID;"
+    STORE_RESULTS_SQL
     /* Views for people: names instead of ids. */
     "CREATE VIEW strings_v AS SELECT run, id, text FROM strings;"
     "CREATE VIEW queues_v AS SELECT q.run, q.idx, n.text AS name, q.kind, d.text AS device"
@@ -162,7 +174,11 @@ static const char schema_sql[] =
 static const char *const required_tables[] = {
     "meta", "kinds", "runs", "run_meta", "strings", "queues", "buffers", "expectations",
     "expectation_kv", "statements", "graph_nodes", "graph_edges", "graph_splits", "findings",
+    "finding_parts", "checks",
 };
+/* ... of which a version-1 database lacks these (it gains them when it is
+ * first opened to be written: migrate_v1). */
+#define N_REQUIRED_V1 14
 
 /* ------------------------------------------------------------------ */
 /* Errors.                                                             */
@@ -390,17 +406,20 @@ static int check_schema(trace_store *st, trace_error *err)
                         st->path);
         return -1;
     }
-    if (version != TRACE_SCHEMA_VERSION) {
+    if (version != TRACE_SCHEMA_VERSION && version != 1) {
         trace_error_set(err, version > TRACE_SCHEMA_VERSION ? TRACE_EVERSION : TRACE_ECORRUPT,
-                        "%s: table meta: schema version %ld, this build reads version %d",
+                        "%s: table meta: schema version %ld, this build reads versions 1 and %d",
                         st->path, version, TRACE_SCHEMA_VERSION);
         return -1;
     }
+    st->schema = (int)version;
     rc = sqlite3_prepare_v2(st->db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1",
                             -1, &q, NULL);
     if (rc != SQLITE_OK)
         return store_fail(st, rc, "sqlite_master", NULL, err);
-    for (size_t i = 0; i < sizeof required_tables / sizeof required_tables[0]; i++) {
+    size_t n_required = st->schema == 1 ? N_REQUIRED_V1
+                                        : sizeof required_tables / sizeof required_tables[0];
+    for (size_t i = 0; i < n_required; i++) {
         sqlite3_bind_text(q, 1, required_tables[i], -1, SQLITE_STATIC);
         rc = sqlite3_step(q);
         sqlite3_reset(q);
@@ -415,6 +434,45 @@ static int check_schema(trace_store *st, trace_error *err)
     }
     sqlite3_finalize(q);
     return 0;
+}
+
+/* Brings a version-1 database to version 2 in one transaction: its runs
+ * keep their body layout (body_version 1), its findings -- stored as JSON
+ * text, which nothing reads any more -- are dropped (`check` remakes them),
+ * and the result tables of version 2 are added. */
+static int migrate_v1(trace_store *st, trace_error *err)
+{
+    char sql[2048];
+    snprintf(sql, sizeof sql,
+             "ALTER TABLE runs ADD COLUMN body_version INTEGER NOT NULL DEFAULT 1;"
+             "DROP TABLE findings;" STORE_RESULTS_SQL
+             "UPDATE meta SET value = '%d' WHERE key = 'schema_version';"
+             "PRAGMA user_version=%d;",
+             TRACE_SCHEMA_VERSION, TRACE_SCHEMA_VERSION);
+    if (store_exec(st, "BEGIN IMMEDIATE", NULL, err) != 0)
+        return -1;
+    if (store_exec(st, sql, "meta", err) != 0 || store_exec(st, "COMMIT", NULL, err) != 0) {
+        sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+        return -1;
+    }
+    st->schema = TRACE_SCHEMA_VERSION;
+    return 0;
+}
+
+int store_body_version(trace_store *st, int64_t run)
+{
+    if (st->schema == 1)
+        return 1;
+    sqlite3_stmt *q = NULL;
+    int v = STORE_BODY_VERSION;
+    if (sqlite3_prepare_v2(st->db, "SELECT body_version FROM runs WHERE id = ?1", -1, &q, NULL) ==
+        SQLITE_OK) {
+        sqlite3_bind_int64(q, 1, run);
+        if (sqlite3_step(q) == SQLITE_ROW)
+            v = sqlite3_column_int(q, 0);
+    }
+    sqlite3_finalize(q);
+    return v;
 }
 
 /* Whether this process may write path and create files beside it (the
@@ -536,6 +594,8 @@ static trace_store *store_open(const char *path, trace_store_mode mode, trace_er
         if (s < 0 || (s == 1 && check_schema(st, err) != 0))
             goto fail;
     }
+    if (st->schema == 1 && st->can_write && migrate_v1(st, err) != 0)
+        goto fail;
     if (store_exec(st,
                    st->readonly ? "PRAGMA query_only=1; PRAGMA mmap_size=1073741824;"
                                 : "PRAGMA synchronous=NORMAL; PRAGMA cache_size=-16384;",
@@ -690,6 +750,49 @@ void trace_run_info_free(trace_run_info *runs, size_t n)
         free(runs[i].status);
     }
     free(runs);
+}
+
+int trace_store_derived(trace_store *st, int64_t run, trace_derived_run **out, size_t *n,
+                        trace_error *err)
+{
+    *out = NULL;
+    *n = 0;
+    sqlite3_stmt *q = NULL;
+    int rc = sqlite3_prepare_v2(st->db,
+                                "SELECT run, min(key) FROM run_meta WHERE key IN ('source_run',"
+                                " 'replay_of') AND CAST(value AS INTEGER) = ?1 AND run <> ?1"
+                                " GROUP BY run ORDER BY run",
+                                -1, &q, NULL);
+    if (rc != SQLITE_OK)
+        return store_fail(st, rc, "run_meta", NULL, err);
+    sqlite3_bind_int64(q, 1, run);
+    size_t cap = 0;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 8;
+            trace_derived_run *p = realloc(*out, cap * sizeof *p);
+            if (!p) {
+                sqlite3_finalize(q);
+                free(*out);
+                *out = NULL;
+                *n = 0;
+                return trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", st->path), -1;
+            }
+            *out = p;
+        }
+        (*out)[*n].id = sqlite3_column_int64(q, 0);
+        snprintf((*out)[*n].key, sizeof (*out)[*n].key, "%s",
+                 sqlite3_column_text(q, 1) ? (const char *)sqlite3_column_text(q, 1) : "");
+        (*n)++;
+    }
+    sqlite3_finalize(q);
+    if (rc != SQLITE_DONE) {
+        free(*out);
+        *out = NULL;
+        *n = 0;
+        return store_fail(st, rc, "run_meta", NULL, err);
+    }
+    return 0;
 }
 
 int64_t trace_store_latest_run(trace_store *st)
@@ -916,10 +1019,10 @@ int store_writer_meta(store_writer *w, const trace *t, trace_error *err)
     return 0;
 }
 
-/* The body's header varint: n_access << 4 | which optional fields follow. */
+/* The body's header varint: n_access << 5 | which optional fields follow. */
 static uint64_t body_header(const trace_stmt *s, uint64_t *arg)
 {
-    uint64_t h = (uint64_t)s->n_access << 4;
+    uint64_t h = (uint64_t)s->n_access << STORE_BODY_SHIFT(STORE_BODY_VERSION);
     *arg = 0;
     if (s->by != TRACE_NONE)
         h |= STORE_BODY_BY;

@@ -1,8 +1,8 @@
 /*
- * store_graph.c -- the split graph and the findings a run keeps beside its
- * statements (tables graph_nodes, graph_edges, graph_splits and findings;
- * see the schema at the top of store.c). Strings are plain text columns:
- * these tables are small and read by people and notebooks.
+ * store_graph.c -- the split graph a run keeps beside its statements
+ * (tables graph_nodes, graph_edges and graph_splits; see the schema at the
+ * top of store.c). Strings are plain text columns: these tables are small
+ * and read by people and notebooks.
  */
 #include "store_int.h"
 
@@ -218,88 +218,3 @@ int trace_store_graph(trace_store *st, int64_t run, trace_graph *out, trace_erro
 
 /* ------------------------------------------------------------------ */
 /* Findings.                                                           */
-
-int trace_store_save_findings(trace_store *st, int64_t run, const trace_finding_row *rows,
-                              size_t n, trace_error *err)
-{
-    sqlite3_stmt *q = NULL;
-    run = store_resolve_run(st, run, err);
-    if (run < 0)
-        return -1;
-    if (store_exec(st, "BEGIN IMMEDIATE", "findings", err) != 0)
-        return -1;
-    char del[96];
-    snprintf(del, sizeof del, "DELETE FROM findings WHERE run = %lld", (long long)run);
-    if (store_exec(st, del, "findings", err) != 0)
-        goto fail;
-    int rc = sqlite3_prepare_v2(st->db, "INSERT INTO findings VALUES(?1, ?2, ?3, ?4, ?5, ?6)", -1,
-                                &q, NULL);
-    if (rc != SQLITE_OK) {
-        store_fail(st, rc, "findings", NULL, err);
-        goto fail;
-    }
-    for (size_t i = 0; i < n; i++) {
-        sqlite3_bind_int64(q, 1, run);
-        sqlite3_bind_int64(q, 2, (int64_t)i);
-        sqlite3_bind_text(q, 3, rows[i].kind ? rows[i].kind : "", -1, SQLITE_STATIC);
-        if (rows[i].first_seq >= 0)
-            sqlite3_bind_int64(q, 4, rows[i].first_seq);
-        if (rows[i].second_seq >= 0)
-            sqlite3_bind_int64(q, 5, rows[i].second_seq);
-        bind_text_or_null(q, 6, rows[i].json);
-        rc = sqlite3_step(q);
-        sqlite3_reset(q);
-        sqlite3_clear_bindings(q);
-        if (rc != SQLITE_DONE) {
-            store_fail(st, rc, "findings", "cannot write", err);
-            goto fail;
-        }
-    }
-    sqlite3_finalize(q);
-    q = NULL;
-    if (store_exec(st, "COMMIT", "findings", err) != 0)
-        goto fail;
-    return 0;
-fail:
-    sqlite3_finalize(q);
-    sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
-    return -1;
-}
-
-static void fill_finding(sqlite3_stmt *q, void *row, bool *oom)
-{
-    trace_finding_row *f = row;
-    f->kind = opt_col(q, 0, oom);
-    f->first_seq = sqlite3_column_type(q, 1) == SQLITE_NULL ? -1 : sqlite3_column_int64(q, 1);
-    f->second_seq = sqlite3_column_type(q, 2) == SQLITE_NULL ? -1 : sqlite3_column_int64(q, 2);
-    f->json = opt_col(q, 3, oom);
-}
-
-int trace_store_load_findings(trace_store *st, int64_t run, trace_finding_row **out, size_t *n,
-                              trace_error *err)
-{
-    *out = NULL;
-    *n = 0;
-    run = store_resolve_run(st, run, err);
-    if (run < 0)
-        return -1;
-    if (read_rows(st, run,
-                  "SELECT kind, first_seq, second_seq, json FROM findings WHERE run = ?1"
-                  " ORDER BY idx",
-                  "findings", (void **)out, n, sizeof **out, fill_finding, err)) {
-        trace_finding_rows_free(*out, *n);
-        *out = NULL;
-        *n = 0;
-        return -1;
-    }
-    return 0;
-}
-
-void trace_finding_rows_free(trace_finding_row *rows, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        free((char *)rows[i].kind);
-        free((char *)rows[i].json);
-    }
-    free(rows);
-}

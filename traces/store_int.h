@@ -21,6 +21,25 @@
 #define STORE_BODY_COUNT 0x2u
 #define STORE_BODY_ARG 0x4u
 #define STORE_BODY_LINE 0x8u
+#define STORE_BODY_LARGS 0x10u  /* body_version 2 */
+/* header >> STORE_BODY_SHIFT(v) is n_access */
+#define STORE_BODY_SHIFT(version) ((version) >= 2 ? 5 : 4)
+#define STORE_BODY_VERSION 2
+
+/* The result tables of schema 2 (store_findings.c), also made by the
+ * migration of a version-1 database. */
+#define STORE_RESULTS_SQL                                                                    \
+    "CREATE TABLE checks(run INTEGER, id INTEGER, version TEXT, created INTEGER,"           \
+    " status TEXT NOT NULL, statements INTEGER, findings INTEGER, stored INTEGER,"          \
+    " PRIMARY KEY(run, id)) WITHOUT ROWID;"                                                 \
+    "CREATE TABLE findings(run INTEGER, idx INTEGER, check_id INTEGER, kind TEXT NOT NULL,"  \
+    " type TEXT, first_seq INTEGER, first_queue TEXT, first_label TEXT, first_line INTEGER," \
+    " second_seq INTEGER, second_queue TEXT, second_label TEXT, second_line INTEGER,"       \
+    " buffer TEXT, root TEXT, lo INTEGER, hi INTEGER, object TEXT, generation INTEGER,"     \
+    " text TEXT, fix TEXT, PRIMARY KEY(run, idx)) WITHOUT ROWID;"                           \
+    "CREATE TABLE finding_parts(run INTEGER, finding INTEGER, pos INTEGER, role TEXT NOT NULL," \
+    " queue TEXT, seq INTEGER, line INTEGER, text TEXT, kind TEXT, count INTEGER,"          \
+    " extra INTEGER, PRIMARY KEY(run, finding, pos)) WITHOUT ROWID;"
 
 /* Access flag byte of the statement body (see store.c). */
 #define STORE_ACC_MODE 0x03u
@@ -32,6 +51,7 @@
 struct trace_store {
     sqlite3 *db;
     char *path;
+    int schema;             /* the schema version of the file (1 or 2) */
     bool readonly;          /* query_only: a reader */
     bool can_write;         /* results (findings, checks) can be stored */
 };
@@ -43,6 +63,9 @@ trace_status store_status_of(int rc);
 int store_fail(trace_store *st, int rc, const char *table, const char *what, trace_error *err);
 /* Runs sql (no results); returns 0 or -1 with err filled. */
 int store_exec(trace_store *st, const char *sql, const char *table, trace_error *err);
+/* The body layout of a run's statements (runs.body_version; 1 in a
+ * version-1 database). */
+int store_body_version(trace_store *st, int64_t run);
 /* Resolves run 0 to the latest run and checks that run exists: returns the
  * run id or -1 with err (ENORUN) filled. */
 int64_t store_resolve_run(trace_store *st, int64_t run, trace_error *err);

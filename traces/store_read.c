@@ -23,6 +23,8 @@ typedef struct store_reader {
     int64_t run;
     sqlite3_stmt *q;
     uint64_t next_min;      /* the next seq must be at least this */
+    int body_shift;         /* header >> body_shift = n_access (body_version) */
+    uint64_t body_flags;    /* the optional fields its layout knows */
     bool began;             /* we opened the read transaction: end it */
     trace_access *acc;
     uint32_t cap_acc;
@@ -268,9 +270,10 @@ static const char *decode_body(store_reader *sr, const uint8_t *p, const uint8_t
 {
     const trace *t = sr->t;
     uint64_t h, n_acc, v;
-    if (store_varint_get(&p, end, &h) || (h >> 4) > (uint64_t)(end - p) / 2)
+    if (store_varint_get(&p, end, &h) || (h >> sr->body_shift) > (uint64_t)(end - p) / 2 ||
+        (h & ((1u << sr->body_shift) - 1) & ~sr->body_flags))
         return "bad body header";
-    n_acc = h >> 4;
+    n_acc = h >> sr->body_shift;
     if (h & STORE_BODY_BY) {
         if (store_varint_get(&p, end, &v) || v >= t->n_queues)
             return "bad by";
@@ -502,6 +505,10 @@ static int open_reader(trace_store *st, bool owns_store, int64_t run, trace_read
     sr->run = store_resolve_run(st, run, err);
     if (sr->run < 0)
         goto fail;
+    int bv = store_body_version(st, sr->run);
+    sr->body_shift = STORE_BODY_SHIFT(bv);
+    /* label arguments come with label templates (a later body layout) */
+    sr->body_flags = STORE_BODY_BY | STORE_BODY_COUNT | STORE_BODY_ARG | STORE_BODY_LINE;
     /* The declarations and the statements come from one snapshot (a
      * recorder may be appending): a read transaction, unless the caller
      * already holds one. */

@@ -214,29 +214,112 @@ typedef struct trace_stmt {
 /* Sets every field to its "absent" value (TRACE_NONE, TRACE_TIME_NONE, 0). */
 void trace_stmt_init(trace_stmt *s);
 
-/* Finding kinds, shared by `expect` lines and the checker. */
-#define TRACE_FINDING_MAP(X)                         \
-    X(CLEAN, "clean")                                \
-    X(RACE, "race")                                  \
-    X(WAIT_UNRECORDED, "wait-unrecorded")            \
-    X(HANG, "hang")                                  \
-    X(COLLECTIVE_MISMATCH, "collective-mismatch")    \
-    X(BARRIER_MISMATCH, "barrier-mismatch")          \
-    X(USE_AFTER_FREE, "use-after-free")              \
-    X(REDUNDANT_SYNC, "redundant-sync")
+/*
+ * Finding kinds: the one table. Each entry gives the kind's word (expect
+ * lines, JSON, the store), the key naming its object in JSON and expect
+ * lines (NULL: none), the keys its expect line takes (a trailing '*': may
+ * repeat), which of those are required (bit k: the k-th key), and one line
+ * for help texts. Adding a kind is an entry here, its detection code and
+ * its litmus traces (docs/extending.md).
+ */
+#define TRACE_FINDING_MAP(X)                                                                  \
+    X(CLEAN, "clean", NULL, "", 0u, "no finding")                                             \
+    X(RACE, "race", NULL, "type first second buffer", 7u,                                     \
+      "two accesses to overlapping bytes, at least one a write, not ordered")                 \
+    X(WAIT_UNRECORDED, "wait-unrecorded", "event", "event", 1u,                               \
+      "a wait whose event has no earlier record (it orders nothing)")                         \
+    X(HANG, "hang", NULL, "queue*", 1u, "queues that can never advance, and what each waits for") \
+    X(COLLECTIVE_MISMATCH, "collective-mismatch", "comm", "comm", 1u,                         \
+      "participants of a collective generation disagree on KIND or size=, or too many arrive") \
+    X(BARRIER_MISMATCH, "barrier-mismatch", "barrier", "barrier", 1u,                         \
+      "more queues than count= arrive at a barrier generation, or they disagree on count=")   \
+    X(USE_AFTER_FREE, "use-after-free", NULL, "buffer second", 3u,                            \
+      "an access ordered after a free of its buffer, with no alloc between")                  \
+    X(REDUNDANT_SYNC, "redundant-sync", NULL, "line", 1u,                                     \
+      "(when asked) a sync whose removal adds no finding")
 
 typedef enum {
-#define TRACE_FINDING_ENUM(name, word) TRACE_FINDING_##name,
+#define TRACE_FINDING_ENUM(name, word, object, keys, required, summary) TRACE_FINDING_##name,
     TRACE_FINDING_MAP(TRACE_FINDING_ENUM)
 #undef TRACE_FINDING_ENUM
     TRACE_FINDING_COUNT
 } trace_finding_kind;
 
+/* A kind's row of the table. */
+typedef struct trace_finding_info {
+    const char *word;
+    const char *object;     /* JSON/expect key of its object, or NULL */
+    const char *keys;       /* its expect keys, space-separated */
+    unsigned required;      /* bit k: the k-th key is required */
+    const char *summary;
+} trace_finding_info;
+
+const trace_finding_info *trace_finding_about(trace_finding_kind k);
 const char *trace_finding_str(trace_finding_kind k);
 /* Every finding word, as "clean, race, ... or redundant-sync" (for messages). */
 const char *trace_finding_list(void);
 /* Returns -1 when the word names no finding kind. */
 int trace_finding_parse(const char *word, size_t len);
+
+#define TRACE_NO_SEQ UINT64_MAX
+
+/* A statement a finding names. String ids are the trace's. */
+typedef struct trace_stmt_ref {
+    uint64_t seq;           /* TRACE_NO_SEQ: absent */
+    uint32_t queue;
+    uint32_t label;         /* string id, TRACE_NONE: none */
+    uint32_t line;          /* 0: not from text */
+    trace_kind kind;
+    uint32_t by;            /* the submitting host of a stream statement, or TRACE_NONE */
+} trace_stmt_ref;
+
+/* What a part of a finding is. */
+typedef enum {
+    TRACE_PART_BLOCKED = 0,     /* hang: a blocked queue, the statement it is stuck at, and
+                                 * what it waits for (text) */
+    TRACE_PART_CYCLE = 1,       /* hang: a queue of the deadlock cycle, in cycle order */
+    TRACE_PART_PARTICIPANT = 2, /* mismatch: a queue of the generation, with what it said */
+} trace_part_role;
+
+typedef struct trace_finding_part {
+    uint8_t role;           /* trace_part_role */
+    bool extra;             /* participant: one arrival too many */
+    uint32_t queue;
+    uint64_t seq;           /* TRACE_NO_SEQ: not known */
+    uint32_t line;
+    uint32_t kind;          /* participant: collective KIND (string id), else TRACE_NONE */
+    uint64_t count;         /* participant: its count= / size=; 0: not known */
+    char *text;             /* blocked: what it waits for; else NULL. Owned */
+} trace_finding_part;
+
+#define TRACE_RACE_RAW 1u
+#define TRACE_RACE_WAR 2u
+#define TRACE_RACE_WAW 4u
+
+/* One finding, typed: what the checker makes, the store keeps and the
+ * pictures, JSON and reports show. Which fields mean something depends on
+ * the kind (docs/trace-format.md, "Every field, by kind"). */
+typedef struct trace_finding {
+    trace_finding_kind kind;
+    uint8_t race_type;      /* race: the reported TRACE_RACE_* */
+    uint8_t race_types;     /* race: every TRACE_RACE_* seen between the two */
+    trace_stmt_ref first;   /* race: earlier in the file; use-after-free: the free */
+    trace_stmt_ref second;  /* race, use-after-free: the later access; others: the statement */
+    uint32_t buffer;        /* buffer as named by the second access (race, uaf), or TRACE_NONE */
+    uint32_t root;          /* its root buffer */
+    uint64_t lo, hi;        /* root bytes */
+    uint32_t object;        /* string id: event, communicator or barrier; else TRACE_NONE */
+    uint64_t generation;    /* mismatch: the generation, from 1 */
+    char *text;             /* one line for people: what happened. Owned */
+    char *fix;              /* the concrete fix. Owned */
+    trace_finding_part *parts;
+    uint32_t n_parts;
+} trace_finding;
+
+/* Frees what f[0..n) own, and f. */
+void trace_findings_free(trace_finding *f, size_t n);
+/* Frees what one finding owns (not f itself). */
+void trace_finding_release(trace_finding *f);
 
 /* One `expect` line: its kind and its key=value words in written order
  * (hang repeats queue=). Values are kept as written: `Q@LINE` refers to a
@@ -468,7 +551,7 @@ int trace_text_write(FILE *out, trace_reader *r, trace_error *err);
 /* ------------------------------------------------------------------ */
 /* The SQLite store (traces/store.c) and the recorder (traces/recorder.c). */
 
-#define TRACE_SCHEMA_VERSION 1
+#define TRACE_SCHEMA_VERSION 2
 
 typedef struct trace_run_info {
     int64_t id;
@@ -508,6 +591,15 @@ int trace_store_runs(trace_store *st, trace_run_info **out, size_t *n, trace_err
 void trace_run_info_free(trace_run_info *runs, size_t n);
 /* The id of the latest run, or -1 when the database has none. */
 int64_t trace_store_latest_run(trace_store *st);
+/* The runs made from run `run`: those whose metadata names it under
+ * source_run= or replay_of= (replays, what-ifs), in id order, with that key.
+ * *out is the caller's (free). Returns 0 or -1 with err. */
+typedef struct trace_derived_run {
+    int64_t id;
+    char key[32];
+} trace_derived_run;
+int trace_store_derived(trace_store *st, int64_t run, trace_derived_run **out, size_t *n,
+                        trace_error *err);
 /* One run's row, as a one-element array (free with trace_run_info_free(*out,
  * 1)). Returns 0, or -1 with err (ENORUN when there is no such run). */
 int trace_store_run(trace_store *st, int64_t run, trace_run_info **out, trace_error *err);
@@ -694,22 +786,28 @@ int trace_recorder_graph_split(trace_recorder *rec, const trace_graph_split *s);
 int trace_store_graph(trace_store *st, int64_t run, trace_graph *out, trace_error *err);
 void trace_graph_free(trace_graph *g);
 
-/* A finding as stored: its kind word, the seqs of its two sides (-1 when it
- * has none) and the finding as one JSON object (the --json form). */
-typedef struct trace_finding_row {
-    const char *kind;
-    int64_t first_seq, second_seq;
-    const char *json;
-} trace_finding_row;
+/* A check of a run, as `check` stores it (traces/store_findings.c). */
+typedef struct trace_check_info {
+    int64_t id;             /* 0: the run was never checked */
+    char version[32];       /* the syncsim that checked it */
+    int64_t created;        /* unix seconds */
+    bool incomplete;        /* the run was recording, or interrupted, when checked */
+    uint64_t statements;    /* statements checked */
+    uint64_t findings;      /* findings found */
+    uint64_t stored;        /* of which stored (fewer with --max-findings) */
+} trace_check_info;
 
-/* Replaces the findings stored for run `run` with rows[0..n) in one
- * transaction. Returns 0 or -1. */
-int trace_store_save_findings(trace_store *st, int64_t run, const trace_finding_row *rows,
-                              size_t n, trace_error *err);
-/* Reads them back in stored order; *out and its strings are owned by the
- * caller (trace_finding_rows_free). */
-int trace_store_load_findings(trace_store *st, int64_t run, trace_finding_row **out,
-                              size_t *n, trace_error *err);
-void trace_finding_rows_free(trace_finding_row *rows, size_t n);
+/* Records a check of run `run` (t: the trace the findings' ids refer to) and
+ * replaces its stored findings with f[0..n), in one transaction. info's
+ * incomplete, statements and findings are stored; `stored` is n. Returns 0,
+ * or -1 with err (also when the database was opened read-only). */
+int trace_store_save_check(trace_store *st, int64_t run, const trace *t,
+                           const trace_check_info *info, const trace_finding *f, size_t n,
+                           trace_error *err);
+/* The latest check of run `run` (info->id 0: never checked) and its stored
+ * findings, whose names are interned into t (the run's reader's trace).
+ * *out is the caller's (trace_findings_free). Returns 0 or -1 with err. */
+int trace_store_load_check(trace_store *st, int64_t run, trace *t, trace_check_info *info,
+                           trace_finding **out, size_t *n, trace_error *err);
 
 #endif

@@ -4,27 +4,25 @@
  * The page is meant to be mailed or attached to a bug: it refers to no
  * other file (styles inline, pictures inline as SVG, or as a base64 PNG
  * when the timeline is too large for SVG) and runs no script. Sections, in
- * order:
+ * order, after a table of contents:
  *
  *   1. the run: name, source, status, counts, time span, statements by
  *      kind, and its metadata (policy, devices, model ... as the producer
  *      wrote them);
- *   2. findings with their fixes: those `syncsim check DB` stored for the
- *      run, else the checker's, run here;
- *   3. the split graph (viz/graph.c), when the run stored one;
- *   4. the timeline (viz/timeline.c), with the findings' races in red;
- *   5. the sync pattern per iteration, when statements carry token= or
- *      iter=: per host and iteration the letters s (host sync, wait, await
- *      or barrier), a (async copy submitted by the host), g (graph or op
- *      launch submitted by the host), consecutive equal iterations folded;
- *   6. runs derived from this one: any run whose run_meta has source_run
- *      or replay_of equal to this run's id (replays, what-ifs). Their
- *      makespans are compared with this run's in a bar chart and each gets
- *      its timeline. The section is left out when there are none.
+ *   2. the check: when `syncsim check` last looked at the run and what it
+ *      found (findings with their fixes), or that it never did -- then the
+ *      checker runs for the page and says so. An incomplete run is never
+ *      called clean;
+ *   3. the timeline (viz/timeline.c), with the findings' races in red;
+ *   4. the split graph (viz/graph.c), when the run stored one;
+ *   5. the sync pattern per iteration (traces/pattern.c, its one alphabet);
+ *   6. runs derived from this one (replays, what-ifs: trace_store_derived),
+ *      with their makespans against this run's, what their checks found,
+ *      and their timelines.
  *
- * The statements are streamed once for the summary and the patterns; the
- * timeline reads them once more (and the checker once, when the database
- * holds no findings for the run).
+ * The database is opened once (through trace_source_open), and every run is
+ * streamed once for its summary, its pattern and its timeline together; the
+ * statements are read a second time only when the run was never checked.
  */
 #include "viz/timeline_int.h"
 
@@ -36,159 +34,31 @@
 #include <time.h>
 
 /* ------------------------------------------------------------------ */
-/* Small JSON lookups in a finding's one-object text.                  */
-
-/* The string or number after "key": within json (from `after`'s first
- * occurrence on, when after is non-NULL). Strings are unescaped. */
-static int json_val(const char *json, const char *after, const char *key, char *buf, size_t cap)
-{
-    const char *p = json;
-    if (after) {
-        char pat[64];
-        snprintf(pat, sizeof pat, "\"%s\"", after);
-        p = strstr(json, pat);
-        if (!p)
-            return -1;
-        p += strlen(pat);
-    }
-    char pat[64];
-    snprintf(pat, sizeof pat, "\"%s\"", key);
-    p = strstr(p, pat);
-    if (!p || cap == 0)
-        return -1;
-    p += strlen(pat);
-    while (*p == ' ' || *p == ':')
-        p++;
-    size_t n = 0;
-    if (*p == '"') {
-        for (p++; *p && *p != '"' && n + 1 < cap; p++) {
-            if (*p == '\\' && p[1]) {
-                p++;
-                buf[n++] = *p == 'n' ? ' ' : *p;
-            } else {
-                buf[n++] = *p;
-            }
-        }
-    } else if (*p == '[') { /* an array: copied as written */
-        int depth = 0;
-        for (; *p && n + 1 < cap; p++) {
-            buf[n++] = *p;
-            depth += *p == '[' ? 1 : *p == ']' ? -1 : 0;
-            if (depth == 0)
-                break;
-        }
-    } else {
-        while (*p && *p != ',' && *p != '}' && n + 1 < cap)
-            buf[n++] = *p++;
-    }
-    buf[n] = '\0';
-    return 0;
-}
-
-/* "label (queue, line N)" of a finding side. */
-static void side_text(const char *json, const char *side, char *buf, size_t cap)
-{
-    char label[128] = "", queue[64] = "", line[24] = "", seq[24] = "";
-    json_val(json, side, "queue", queue, sizeof queue);
-    json_val(json, side, "label", label, sizeof label);
-    json_val(json, side, "line", line, sizeof line);
-    json_val(json, side, "seq", seq, sizeof seq);
-    if (*line)
-        snprintf(buf, cap, "%s on %s (line %s)", *label ? label : "?", queue, line);
-    else
-        snprintf(buf, cap, "%s on %s (#%s)", *label ? label : "?", queue, seq);
-}
-
-/* ------------------------------------------------------------------ */
-/* The statements: summary and sync patterns, one streaming pass.      */
-
-typedef struct iter_pattern {
-    uint32_t host;          /* queue index */
-    char iter[48];
-    char *letters;
-    size_t n, cap;
-} iter_pattern;
+/* One pass over a run: summary, pattern and timeline together.        */
 
 typedef struct run_stats {
     uint64_t n_stmts, by_kind[TRACE_KIND_COUNT], n_timed;
     int64_t t_min, t_max;
-    iter_pattern *pat;
-    size_t n_pat, cap_pat;
+    trace_pattern *pat;
 } run_stats;
 
 static void stats_free(run_stats *s)
 {
-    for (size_t i = 0; i < s->n_pat; i++)
-        free(s->pat[i].letters);
-    free(s->pat);
+    trace_pattern_free(s->pat);
+    s->pat = NULL;
 }
 
-static char pattern_letter(const trace *t, const trace_stmt *s, uint32_t *host)
-{
-    if (t->queues[s->queue].kind == TRACE_QUEUE_HOST) {
-        *host = s->queue;
-        return s->kind == TRACE_SYNC || s->kind == TRACE_WAIT || s->kind == TRACE_AWAIT ||
-                       s->kind == TRACE_BARRIER
-                   ? 's'
-                   : 0;
-    }
-    *host = trace_submitter(t, s);
-    if (*host == TRACE_NONE)
-        return 0;
-    if (s->kind == TRACE_COPY)
-        return 'a';
-    return s->kind == TRACE_OP || s->kind == TRACE_COLLECTIVE ? 'g' : 0;
-}
-
-static int add_letter(run_stats *st, uint32_t host, const char *iter, char ch)
-{
-    iter_pattern *p = NULL;
-    /* The current iteration of a host is almost always the last one added. */
-    for (size_t i = st->n_pat; i-- > 0;)
-        if (st->pat[i].host == host) {
-            if (strcmp(st->pat[i].iter, iter) == 0)
-                p = &st->pat[i];
-            break;
-        }
-    if (!p) {
-        if (st->n_pat == st->cap_pat) {
-            size_t c = st->cap_pat ? st->cap_pat * 2 : 32;
-            iter_pattern *np = realloc(st->pat, c * sizeof *np);
-            if (!np)
-                return -1;
-            st->pat = np;
-            st->cap_pat = c;
-        }
-        p = &st->pat[st->n_pat++];
-        memset(p, 0, sizeof *p);
-        p->host = host;
-        snprintf(p->iter, sizeof p->iter, "%s", iter);
-    }
-    if (p->n + 2 > p->cap) {
-        size_t c = p->cap ? p->cap * 2 : 16;
-        char *np = realloc(p->letters, c);
-        if (!np)
-            return -1;
-        p->letters = np;
-        p->cap = c;
-    }
-    p->letters[p->n++] = ch;
-    p->letters[p->n] = '\0';
-    return 0;
-}
-
-static int collect_stats(trace_reader *r, run_stats *st, trace_error *err)
+/* Streams r once into st (and tl when non-NULL, which is then laid out). */
+static int run_pass(trace_reader *r, run_stats *st, viz_timeline *tl, trace_error *err)
 {
     memset(st, 0, sizeof *st);
     st->t_min = INT64_MAX;
     st->t_max = INT64_MIN;
-    uint32_t *cur = NULL; /* per host queue: the iteration's string id */
-    uint32_t *last_g = NULL; /* per host queue: the stream of its last letter if g */
-    size_t cap_cur = 0;
+    if (!(st->pat = trace_pattern_new()))
+        return trace_error_set(err, TRACE_ENOMEM, "out of memory"), -1;
     trace_stmt s;
     int rc;
     while ((rc = trace_reader_next(r, &s, err)) == 1) {
-        const trace *t = r->trace;
         st->n_stmts++;
         st->by_kind[s.kind]++;
         if (s.t != TRACE_TIME_NONE) {
@@ -197,44 +67,14 @@ static int collect_stats(trace_reader *r, run_stats *st, trace_error *err)
             st->t_min = s.t < st->t_min ? s.t : st->t_min;
             st->t_max = end > st->t_max ? end : st->t_max;
         }
-        uint32_t host = TRACE_NONE;
-        char ch = pattern_letter(t, &s, &host);
-        if (host == TRACE_NONE)
-            continue;
-        if (host >= cap_cur) {
-            size_t c = t->n_queues + 8;
-            uint32_t *nc = realloc(cur, c * sizeof *nc);
-            if (nc)
-                cur = nc;
-            uint32_t *ng = realloc(last_g, c * sizeof *ng);
-            if (ng)
-                last_g = ng;
-            if (!nc || !ng)
-                goto oom;
-            for (size_t i = cap_cur; i < c; i++)
-                cur[i] = last_g[i] = TRACE_NONE;
-            cap_cur = c;
-        }
-        for (uint32_t a = 0; a < s.n_attr; a++) {
-            const char *k = trace_str(t, s.attr[a].key);
-            if (strcmp(k, "token") == 0 || strcmp(k, "iter") == 0)
-                cur[host] = s.attr[a].value;
-        }
-        /* A graph launched op by op (one statement per kernel) is one g. */
-        if (ch == 'g' && last_g[host] == s.queue)
-            continue;
-        if (ch)
-            last_g[host] = ch == 'g' ? s.queue : TRACE_NONE;
-        if (ch && cur[host] != TRACE_NONE && add_letter(st, host, trace_str(t, cur[host]), ch) != 0)
-            goto oom;
+        if (trace_pattern_feed(st->pat, r->trace, &s, true) != 0)
+            return trace_error_set(err, TRACE_ENOMEM, "out of memory"), -1;
+        if (tl && viz_timeline_feed(tl, r->trace, &s, err) != 0)
+            return -1;
     }
-    free(cur);
-    free(last_g);
-    return rc < 0 ? -1 : 0;
-oom:
-    free(cur);
-    free(last_g);
-    return trace_error_set(err, TRACE_ENOMEM, "out of memory"), -1;
+    if (rc < 0)
+        return -1;
+    return tl ? viz_timeline_end(tl, r->trace, r->source, err) : 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -248,6 +88,7 @@ static const char *const style =
     "font-size:13px}th{background:#f3f3f3}.num{text-align:right}.fig{overflow:auto;"
     "border:1px solid #ddd;padding:4px;background:#fff}.fig svg{max-width:none}"
     ".race{color:#d62728;font-weight:bold}.clean{color:#2ca02c;font-weight:bold}"
+    ".incomplete{color:#b8860b;font-weight:bold}.toc{font-size:13px}"
     "code,.mono{font-family:Menlo,Consolas,monospace;font-size:13px}.note{color:#666;"
     "font-size:13px}";
 
@@ -287,7 +128,7 @@ static void write_summary(FILE *out, const trace_run_info *info, const trace *t,
     struct tm tm;
     if (gmtime_r(&c, &tm))
         strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", &tm);
-    fputs("<h2>Run</h2>\n<table>\n", out);
+    fputs("<h2 id=\"run\">Run</h2>\n<table>\n", out);
     fprintf(out, "<tr><th>run</th><td>%lld</td></tr>\n<tr><th>name</th><td>", (long long)info->id);
     viz_html_escape(out, info->name);
     fputs("</td></tr>\n<tr><th>source</th><td>", out);
@@ -337,57 +178,105 @@ static void write_summary(FILE *out, const trace_run_info *info, const trace *t,
     }
 }
 
-static void write_findings(FILE *out, const trace_finding_row *rows, size_t n, bool stored)
+/* "label on queue (line N)" of a statement a finding names. */
+static void ref_text(const trace *t, const trace_stmt_ref *r, char *buf, size_t cap)
 {
-    fputs("<h2>Findings</h2>\n", out);
-    fprintf(out, "<p class=\"note\">%s</p>\n",
-            stored ? "As stored by <code>syncsim check</code> for this run."
-                   : "From the checker, run for this report (the database holds no findings "
-                     "for this run).");
-    if (!n) {
-        fputs("<p class=\"clean\">clean: no races, hangs, unrecorded waits or uses after "
-              "free</p>\n",
+    if (r->seq == TRACE_NO_SEQ) {
+        buf[0] = '\0';
+        return;
+    }
+    const char *q = r->queue < t->n_queues ? trace_str(t, t->queues[r->queue].name) : "?";
+    const char *l = r->label != TRACE_NONE ? trace_str(t, r->label) : trace_kind_str(r->kind);
+    if (r->line)
+        snprintf(buf, cap, "%s on %s (line %u, seq %llu)", l, q, r->line,
+                 (unsigned long long)r->seq);
+    else
+        snprintf(buf, cap, "%s on %s (seq %llu)", l, q, (unsigned long long)r->seq);
+}
+
+/* What a finding is about, in a few words. */
+static void finding_what(const trace *t, const trace_finding *f, char *buf, size_t cap)
+{
+    const char *object = trace_finding_about(f->kind)->object;
+    uint32_t b = f->buffer != TRACE_NONE ? f->buffer : f->root;
+    switch (f->kind) {
+    case TRACE_FINDING_RACE:
+    case TRACE_FINDING_USE_AFTER_FREE:
+        snprintf(buf, cap, "%s%s%s[%llu:%llu]", f->kind == TRACE_FINDING_RACE
+                                                     ? check_race_word(f->race_type)
+                                                     : "",
+                 f->kind == TRACE_FINDING_RACE ? " on " : "",
+                 b < t->n_buffers ? trace_str(t, t->buffers[b].name) : "?",
+                 (unsigned long long)f->lo, (unsigned long long)f->hi);
+        break;
+    default:
+        if (object && f->object != TRACE_NONE)
+            snprintf(buf, cap, "%s %s", object, trace_str(t, f->object));
+        else
+            snprintf(buf, cap, "%s", f->text ? f->text : "");
+        if (object && f->generation) {
+            size_t n = strlen(buf);
+            snprintf(buf + n, cap - n, ", generation %llu", (unsigned long long)f->generation);
+        }
+    }
+}
+
+/* The check's verdict, findings and fixes. */
+static void write_findings(FILE *out, const trace *t, const trace_check_info *info,
+                           bool checked_now, const trace_finding *f, size_t n)
+{
+    fputs("<h2 id=\"check\">Check</h2>\n<p class=\"note\">", out);
+    if (checked_now) {
+        fputs("This run was never checked (<code>syncsim check</code> stores its findings); the "
+              "checker ran for this page.",
+              out);
+    } else {
+        char when[64] = "";
+        time_t c = (time_t)info->created;
+        struct tm tm;
+        if (gmtime_r(&c, &tm))
+            strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", &tm);
+        fprintf(out, "Checked by syncsim %s on %s: %llu statements.", info->version, when,
+                (unsigned long long)info->statements);
+    }
+    fputs("</p>\n", out);
+    check_status st = check_status_of(info->findings, info->incomplete);
+    if (st == CHECK_CLEAN) {
+        fputs("<p class=\"clean\">clean: no races, hangs, unrecorded waits, mismatches or uses "
+              "after free</p>\n",
+              out);
+        return;
+    }
+    if (st == CHECK_INCOMPLETE) {
+        fputs("<p class=\"incomplete\">incomplete: no findings among the statements checked, "
+              "but the run was still recording or was interrupted, so it is not known to be "
+              "clean</p>\n",
               out);
         return;
     }
     size_t races = 0;
     for (size_t i = 0; i < n; i++)
-        races += strcmp(rows[i].kind, "race") == 0;
-    fprintf(out, "<p class=\"race\">%zu finding%s (%zu race%s)</p>\n", n, n == 1 ? "" : "s", races,
-            races == 1 ? "" : "s");
+        races += f[i].kind == TRACE_FINDING_RACE;
+    fprintf(out, "<p class=\"race\">%llu finding%s (%zu race%s)%s</p>\n",
+            (unsigned long long)info->findings, info->findings == 1 ? "" : "s", races,
+            races == 1 ? "" : "s", info->incomplete ? "; the run is incomplete" : "");
+    if ((uint64_t)n < info->findings)
+        fprintf(out, "<p class=\"note\">%zu of %llu shown: the check kept %zu "
+                     "(--max-findings).</p>\n",
+                n, (unsigned long long)info->findings, n);
     fputs("<table>\n<tr><th>#</th><th>kind</th><th>what</th><th>first</th><th>second</th>"
           "<th>fix</th></tr>\n",
           out);
     for (size_t i = 0; i < n && i < 500; i++) {
-        const char *j = rows[i].json;
-        char type[16] = "", buffer[128] = "", range[64] = "", what[300] = "", fix[600] = "";
-        char a[256] = "", b[256] = "";
-        json_val(j, NULL, "fix", fix, sizeof fix);
-        if (strcmp(rows[i].kind, "race") == 0 || strcmp(rows[i].kind, "use-after-free") == 0) {
-            json_val(j, NULL, "type", type, sizeof type);
-            json_val(j, NULL, "buffer", buffer, sizeof buffer);
-            json_val(j, NULL, "range", range, sizeof range);
-            snprintf(what, sizeof what, "%s%s%s bytes %s", type, *type ? " on " : "", buffer, range);
-            side_text(j, "first", a, sizeof a);
-            side_text(j, "second", b, sizeof b);
-        } else if (strcmp(rows[i].kind, "wait-unrecorded") == 0) {
-            char ev[96] = "";
-            json_val(j, NULL, "event", ev, sizeof ev);
-            snprintf(what, sizeof what, "wait on event %s that nothing recorded before", ev);
-            side_text(j, "at", b, sizeof b);
-        } else if (strcmp(rows[i].kind, "hang") == 0) {
-            json_val(j, NULL, "blocked", what, sizeof what);
-        } else if (strcmp(rows[i].kind, "collective-mismatch") == 0) {
-            char comm[96] = "", gen[24] = "";
-            json_val(j, NULL, "comm", comm, sizeof comm);
-            json_val(j, NULL, "generation", gen, sizeof gen);
-            snprintf(what, sizeof what, "communicator %s, generation %s", comm, gen);
-        } else {
-            snprintf(what, sizeof what, "%s", j);
-        }
+        char what[400], a[300], b[300];
+        finding_what(t, &f[i], what, sizeof what);
+        ref_text(t, &f[i].first, a, sizeof a);
+        ref_text(t, &f[i].second, b, sizeof b);
+        if (f[i].kind == TRACE_FINDING_HANG)
+            snprintf(what, sizeof what, "%s", f[i].text ? f[i].text : "");
         fprintf(out, "<tr><td class=\"num\">%zu</td><td class=\"%s\">", i + 1,
-                strcmp(rows[i].kind, "race") == 0 ? "race" : "");
-        viz_html_escape(out, rows[i].kind);
+                f[i].kind == TRACE_FINDING_RACE ? "race" : "");
+        viz_html_escape(out, trace_finding_str(f[i].kind));
         fputs("</td><td>", out);
         viz_html_escape(out, what);
         fputs("</td><td>", out);
@@ -395,7 +284,7 @@ static void write_findings(FILE *out, const trace_finding_row *rows, size_t n, b
         fputs("</td><td>", out);
         viz_html_escape(out, b);
         fputs("</td><td>", out);
-        viz_html_escape(out, fix);
+        viz_html_escape(out, f[i].fix ? f[i].fix : "");
         fputs("</td></tr>\n", out);
     }
     fputs("</table>\n", out);
@@ -406,7 +295,7 @@ static void write_findings(FILE *out, const trace_finding_row *rows, size_t n, b
 
 static void write_graph(FILE *out, trace_store *st, int64_t run, const char *db)
 {
-    fputs("<h2>Split graph</h2>\n", out);
+    fputs("<h2 id=\"graph\">Split graph</h2>\n", out);
     trace_graph g = { 0 };
     trace_error err = { 0 };
     if (trace_store_graph(st, run, &g, &err) != 0) {
@@ -472,30 +361,35 @@ static void write_timeline_fig(FILE *out, viz_timeline *tl, const char *prefix, 
 
 static void write_patterns(FILE *out, const trace *t, const run_stats *st)
 {
-    if (!st->n_pat)
+    size_t n = trace_pattern_count(st->pat);
+    if (!n)
         return;
-    fputs("<h2>Sync pattern per iteration</h2>\n<p class=\"note\">Per host and iteration "
-          "(token= or iter=), in submission order: <b>s</b> host sync/wait, <b>a</b> async "
-          "copy submitted by the host, <b>g</b> graph/op launch submitted by the host "
-          "(consecutive ops launched on one stream count as one g). "
-          "Fewer s, more overlap; every s removed must still leave the trace clean.</p>\n"
+    fputs("<h2 id=\"patterns\">Sync pattern per iteration</h2>\n<p class=\"note\">Per host and "
+          "iteration (token= or iter=), in submission order: ",
+          out);
+    viz_html_escape(out, trace_pattern_legend);
+    fputs(". Fewer s, more overlap; every s removed must still leave the trace clean.</p>\n"
           "<table>\n<tr><th>host</th><th>iterations</th><th>count</th><th>pattern</th></tr>\n",
           out);
-    for (size_t i = 0; i < st->n_pat;) {
+    for (size_t i = 0; i < n;) {
+        trace_pattern_iter a = trace_pattern_at(st->pat, i), last = a;
         size_t j = i + 1;
-        while (j < st->n_pat && st->pat[j].host == st->pat[i].host &&
-               strcmp(st->pat[j].letters, st->pat[i].letters) == 0)
-            j++;
+        for (; j < n; j++) {
+            trace_pattern_iter b = trace_pattern_at(st->pat, j);
+            if (b.host != a.host || strcmp(b.before, a.before) != 0)
+                break;
+            last = b;
+        }
         fputs("<tr><td>", out);
-        viz_html_escape(out, trace_str(t, t->queues[st->pat[i].host].name));
+        viz_html_escape(out, trace_str(t, t->queues[a.host].name));
         fputs("</td><td>", out);
-        viz_html_escape(out, st->pat[i].iter);
+        viz_html_escape(out, a.iter);
         if (j - i > 1) {
             fputs(" &ndash; ", out);
-            viz_html_escape(out, st->pat[j - 1].iter);
+            viz_html_escape(out, last.iter);
         }
         fprintf(out, "</td><td class=\"num\">%zu</td><td class=\"mono\">", j - i);
-        viz_html_escape(out, st->pat[i].letters);
+        viz_html_escape(out, a.before);
         fputs("</td></tr>\n", out);
         i = j;
     }
@@ -505,109 +399,119 @@ static void write_patterns(FILE *out, const trace *t, const run_stats *st)
 /* ------------------------------------------------------------------ */
 /* Derived runs (replays, what-ifs).                                   */
 
-typedef struct derived_run {
-    int64_t id;
-    char key[32];
-} derived_run;
+/* One derived run, read once on the report's connection. */
+typedef struct derived {
+    trace_derived_run d;
+    run_stats st;
+    viz_timeline *tl;
+    trace *t;               /* its declarations and metadata */
+    trace_check_info check;
+    char error[sizeof(((trace_error *)0)->msg)];
+} derived;
 
-static int find_derived(trace_store *st, int64_t run, derived_run **out, size_t *n)
-{
-    *out = NULL;
-    *n = 0;
-    sqlite3 *db = trace_store_db(st);
-    sqlite3_stmt *q = NULL;
-    if (sqlite3_prepare_v2(db, "SELECT DISTINCT run, key FROM run_meta WHERE key IN "
-                               "('source_run', 'replay_of') AND CAST(value AS INTEGER) = ?1 "
-                               "AND run <> ?1 ORDER BY run",
-                           -1, &q, NULL) != SQLITE_OK)
-        return 0; /* no run_meta table: nothing derived */
-    sqlite3_bind_int64(q, 1, run);
-    size_t cap = 0;
-    while (sqlite3_step(q) == SQLITE_ROW) {
-        if (*n == cap) {
-            cap = cap ? cap * 2 : 8;
-            derived_run *p = realloc(*out, cap * sizeof *p);
-            if (!p)
-                break;
-            *out = p;
-        }
-        (*out)[*n].id = sqlite3_column_int64(q, 0);
-        snprintf((*out)[*n].key, sizeof (*out)[*n].key, "%s", (const char *)sqlite3_column_text(q, 1));
-        (*n)++;
-    }
-    sqlite3_finalize(q);
-    return 0;
-}
-
-static int run_span(const char *db, int64_t run, run_stats *st, trace **meta_of, trace_error *err)
+static void read_derived(trace_store *st, const char *db, int64_t run, derived *x)
 {
     trace_reader r;
-    if (trace_open_any(db, run, &r, err) != 0)
-        return -1;
-    int rc = collect_stats(&r, st, err);
-    if (rc == 0 && meta_of && r.owns_trace) {
-        /* keep the declarations and metadata: take them from the reader */
-        *meta_of = r.trace;
-        r.owns_trace = false;
+    trace_error err = { 0 };
+    char title[300];
+    snprintf(title, sizeof title, "%s, run %lld (%s %lld)", db, (long long)x->d.id, x->d.key,
+             (long long)run);
+    viz_timeline_opts o = { .from = TRACE_TIME_NONE, .to = TRACE_TIME_NONE, .title = title };
+    if (trace_store_reader(st, x->d.id, &r, &err) != 0) {
+        snprintf(x->error, sizeof x->error, "%s", err.msg);
+        return;
     }
+    x->tl = viz_timeline_new(&o);
+    trace_finding *f = NULL;
+    size_t n = 0;
+    if (!x->tl || run_pass(&r, &x->st, x->tl, &err) != 0 ||
+        trace_store_load_check(st, x->d.id, r.trace, &x->check, &f, &n, &err) != 0 ||
+        viz_timeline_add_findings(x->tl, r.trace, f, n) != 0) {
+        snprintf(x->error, sizeof x->error, "%s", err.msg[0] ? err.msg : "out of memory");
+        viz_timeline_free(x->tl);
+        x->tl = NULL;
+    }
+    trace_findings_free(f, n);
+    /* keep the declarations and metadata: take them from the reader */
+    x->t = r.trace;
+    r.owns_trace = false;
     trace_reader_close(&r);
-    return rc;
+}
+
+/* What a derived run's check said, in a table cell. */
+static const char *check_cell(const trace_check_info *c, char *buf, size_t cap)
+{
+    if (!c->id)
+        return "not checked";
+    check_status st = check_status_of(c->findings, c->incomplete);
+    if (st == CHECK_FINDINGS)
+        snprintf(buf, cap, "%llu finding%s", (unsigned long long)c->findings,
+                 c->findings == 1 ? "" : "s");
+    else
+        snprintf(buf, cap, "%s", check_status_str(st));
+    return buf;
 }
 
 static void write_derived(FILE *out, trace_store *st, const char *db, int64_t run,
                           const run_stats *base)
 {
-    derived_run *d = NULL;
+    trace_derived_run *d = NULL;
     size_t n = 0;
-    find_derived(st, run, &d, &n);
-    if (!n) {
+    trace_error err = { 0 };
+    if (trace_store_derived(st, run, &d, &n, &err) != 0 || !n) {
         free(d);
         return;
     }
-    fputs("<h2>Replays and what-ifs</h2>\n<p class=\"note\">Runs whose metadata names this run "
-          "as their source (run_meta key source_run or replay_of).</p>\n",
-          out);
+    derived *x = calloc(n, sizeof *x);
     int64_t *span = calloc(n + 1, sizeof *span);
-    if (!span) {
+    if (!x || !span) {
+        free(x);
+        free(span);
         free(d);
         return;
     }
+    fputs("<h2 id=\"derived\">Replays and what-ifs</h2>\n<p class=\"note\">Runs whose metadata "
+          "names this run as their source (run_meta key source_run or replay_of). A what-if "
+          "that drops syncs is only a gain when its check is clean.</p>\n",
+          out);
     span[0] = base->n_timed ? base->t_max - base->t_min : -1;
     fputs("<table>\n<tr><th>run</th><th>relation</th><th>metadata</th><th>statements</th>"
-          "<th>makespan</th><th>vs. this run</th></tr>\n",
+          "<th>makespan</th><th>vs. this run</th><th>check</th></tr>\n",
           out);
     for (size_t i = 0; i < n; i++) {
-        run_stats s;
-        trace *t = NULL;
-        trace_error err = { 0 };
+        x[i].d = d[i];
+        read_derived(st, db, run, &x[i]);
         span[i + 1] = -1;
         fprintf(out, "<tr><td>%lld</td><td>", (long long)d[i].id);
         viz_html_escape(out, d[i].key);
         fputs("</td><td>", out);
-        if (run_span(db, d[i].id, &s, &t, &err) != 0) {
-            viz_html_escape(out, err.msg);
-            fputs("</td><td></td><td></td><td></td></tr>\n", out);
-            trace_free(t);
+        if (x[i].error[0]) {
+            viz_html_escape(out, x[i].error);
+            fputs("</td><td></td><td></td><td></td><td></td></tr>\n", out);
             continue;
         }
-        for (uint32_t m = 0; t && m < t->n_meta; m++) {
+        for (uint32_t m = 0; x[i].t && m < x[i].t->n_meta; m++) {
             fputs(m ? ", " : "", out);
-            viz_html_escape(out, trace_str(t, t->meta[m].key));
+            viz_html_escape(out, trace_str(x[i].t, x[i].t->meta[m].key));
             fputc('=', out);
-            viz_html_escape(out, trace_str(t, t->meta[m].value));
+            viz_html_escape(out, trace_str(x[i].t, x[i].t->meta[m].value));
         }
-        char ms[32] = "-", rel[32] = "-";
-        if (s.n_timed) {
-            span[i + 1] = s.t_max - s.t_min;
+        char ms[32] = "-", rel[32] = "-", chk[64];
+        const run_stats *s = &x[i].st;
+        if (s->n_timed) {
+            span[i + 1] = s->t_max - s->t_min;
             fmt_ns(ms, sizeof ms, span[i + 1]);
             if (span[0] > 0)
-                snprintf(rel, sizeof rel, "%+.1f%%", 100.0 * (double)(span[i + 1] - span[0]) / (double)span[0]);
+                snprintf(rel, sizeof rel, "%+.1f%%",
+                         100.0 * (double)(span[i + 1] - span[0]) / (double)span[0]);
         }
-        fprintf(out, "</td><td class=\"num\">%llu</td><td class=\"num\">%s</td><td class=\"num\">%s"
-                     "</td></tr>\n",
-                (unsigned long long)s.n_stmts, ms, rel);
-        stats_free(&s);
-        trace_free(t);
+        const char *cc = check_cell(&x[i].check, chk, sizeof chk);
+        fprintf(out, "</td><td class=\"num\">%llu</td><td class=\"num\">%s</td><td class=\"num\">"
+                     "%s</td><td class=\"%s\">",
+                (unsigned long long)s->n_stmts, ms, rel,
+                x[i].check.findings ? "race" : x[i].check.id ? "clean" : "note");
+        viz_html_escape(out, cc);
+        fputs("</td></tr>\n", out);
     }
     fputs("</table>\n", out);
     /* Makespans as bars: this run first. */
@@ -628,76 +532,44 @@ static void write_derived(FILE *out, trace_store *st, const char *db, int64_t ru
             fprintf(out, "<text x=\"4\" y=\"%d\">%s %lld</text>", y + 14, i ? "run" : "this run",
                     (long long)(i ? d[i - 1].id : run));
             fprintf(out, "<rect x=\"120\" y=\"%d\" width=\"%.1f\" height=\"18\" fill=\"%s\"/>", y, w,
-                    i ? "#f58518" : "#4c78a8");
-            fprintf(out, "<text x=\"%.1f\" y=\"%d\">%s</text>\n", 126 + w, y + 14, ms);
+                    i ? (x[i - 1].check.findings ? "#d62728" : "#f58518") : "#4c78a8");
+            fprintf(out, "<text x=\"%.1f\" y=\"%d\">%s%s</text>\n", 126 + w, y + 14, ms,
+                    i && x[i - 1].check.findings ? " (has findings)" : "");
         }
         fputs("</svg></div>\n", out);
     }
     for (size_t i = 0; i < n && i < 8; i++) {
-        viz_timeline *tl = NULL;
-        trace_error err = { 0 };
-        char title[300], prefix[32], id[32];
-        snprintf(title, sizeof title, "%s, run %lld (%s %lld)", db, (long long)d[i].id, d[i].key,
-                 (long long)run);
-        viz_timeline_opts o = { .from = TRACE_TIME_NONE, .to = TRACE_TIME_NONE, .title = title,
-                                .no_findings = true };
-        fprintf(out, "<h3>Run %lld</h3>\n", (long long)d[i].id);
-        if (viz_timeline_open(db, d[i].id, &o, &tl, &err) != 0) {
-            fputs("<p class=\"note\">", out);
-            viz_html_escape(out, err.msg);
-            fputs("</p>\n", out);
+        char prefix[32], id[32];
+        if (!x[i].tl)
             continue;
-        }
+        fprintf(out, "<h3>Run %lld</h3>\n", (long long)d[i].id);
         snprintf(prefix, sizeof prefix, "d%zu-", i);
         snprintf(id, sizeof id, "timeline-run-%lld", (long long)d[i].id);
-        write_timeline_fig(out, tl, prefix, id);
-        viz_timeline_free(tl);
+        write_timeline_fig(out, x[i].tl, prefix, id);
     }
+    for (size_t i = 0; i < n; i++) {
+        viz_timeline_free(x[i].tl);
+        stats_free(&x[i].st);
+        trace_free(x[i].t);
+    }
+    free(x);
     free(span);
     free(d);
 }
 
 /* ------------------------------------------------------------------ */
 
-/* The run's findings: stored ones, else the checker's. */
-static int get_findings(trace_store *st, const char *db, int64_t run, trace_finding_row **rows,
-                        size_t *n, bool *stored, trace_error *err)
+static void write_contents(FILE *out, bool patterns, bool any_derived)
 {
-    if (trace_store_load_findings(st, run, rows, n, err) != 0)
-        return -1;
-    *stored = *n > 0;
-    if (*n > 0)
-        return 0;
-    trace_finding_rows_free(*rows, *n);
-    *rows = NULL;
-    trace_reader r;
-    if (trace_open_any(db, run, &r, err) != 0)
-        return -1;
-    check_options opt = { .max_findings = 10000 };
-    check_report *rep = NULL;
-    int rc = check_trace(&r, &opt, &rep, err);
-    if (rc == 0) {
-        trace_finding_row *cr = NULL;
-        size_t cn = 0;
-        if (check_report_rows(rep, &cr, &cn) != 0) {
-            trace_error_set(err, TRACE_ENOMEM, "out of memory");
-            rc = -1;
-        } else {
-            /* Copy into rows that trace_finding_rows_free can release. */
-            *rows = calloc(cn ? cn : 1, sizeof **rows);
-            for (size_t i = 0; *rows && i < cn; i++) {
-                (*rows)[i].kind = strdup(cr[i].kind);
-                (*rows)[i].json = strdup(cr[i].json);
-                (*rows)[i].first_seq = cr[i].first_seq;
-                (*rows)[i].second_seq = cr[i].second_seq;
-            }
-            *n = *rows ? cn : 0;
-            check_report_rows_free(cr, cn);
-        }
-        check_report_free(rep);
-    }
-    trace_reader_close(&r);
-    return rc;
+    fputs("<p class=\"toc\"><a href=\"#run\">run</a> &middot; <a href=\"#check\">check</a> "
+          "&middot; <a href=\"#timeline\">timeline</a> &middot; <a href=\"#graph\">split "
+          "graph</a>",
+          out);
+    if (patterns)
+        fputs(" &middot; <a href=\"#patterns\">sync patterns</a>", out);
+    if (any_derived)
+        fputs(" &middot; <a href=\"#derived\">replays and what-ifs</a>", out);
+    fputs("</p>\n", out);
 }
 
 int viz_report_write(const char *db, const viz_report_opts *o, const char *out_path,
@@ -708,38 +580,46 @@ int viz_report_write(const char *db, const viz_report_opts *o, const char *out_p
     if (trace_source_open(&src, db, &so, err) != 0)
         return -1;
     if (!src.store) {
+        trace_error_set(err, TRACE_ENOTTRACE,
+                        "%s: a %s, not a trace database (import it first: syncsim import)", db,
+                        src.format->name);
         trace_source_close(&src);
-        return trace_error_set(err, TRACE_ENOTTRACE, "%s: a %s, not a trace database (import it "
-                               "first: syncsim import)", db, src.format->name), -1;
+        return -1;
     }
     trace_store *st = src.store;
     int64_t run = src.run;
-    trace_run_info *runs = NULL, *info = NULL;
-    size_t n_runs = 0;
-    trace_finding_row *rows = NULL;
-    size_t n_rows = 0;
-    bool stored = false;
+    trace_run_info *info = NULL;
+    trace_finding *f = NULL;
+    size_t n_f = 0;
+    trace_check_info check;
+    bool checked_now = false;
     run_stats stats = { 0 };
-    trace *t = NULL;
+    viz_timeline *tl = NULL;
+    trace_derived_run *dr = NULL;
+    size_t n_dr = 0;
     char *page = NULL;
     size_t page_len = 0;
     FILE *out = NULL;
     int rc = -1;
-    if (run <= 0) {
-        trace_error_set(err, TRACE_ENORUN, "%s: the database holds no run", db);
+    const trace *t = src.reader.trace;
+    if (trace_store_run(st, run, &info, err) != 0)
+        goto done;
+    viz_timeline_opts to = { .from = TRACE_TIME_NONE, .to = TRACE_TIME_NONE };
+    if (!(o && o->no_timeline) && !(tl = viz_timeline_new(&to))) {
+        trace_error_set(err, TRACE_ENOMEM, "out of memory");
         goto done;
     }
-    if (trace_store_runs(st, &runs, &n_runs, err) != 0)
+    if (run_pass(&src.reader, &stats, tl, err) != 0 ||
+        viz_findings_of(&src, &check, &f, &n_f, &checked_now, err) != 0)
         goto done;
-    for (size_t i = 0; i < n_runs; i++)
-        if (runs[i].id == run)
-            info = &runs[i];
-    if (!info) {
-        trace_error_set(err, TRACE_ENORUN, "%s: no run %lld (table runs)", db, (long long)run);
-        goto done;
+    if (tl) {
+        snprintf(tl->title, sizeof tl->title, "%s, run %lld", db, (long long)run);
+        if (viz_timeline_add_findings(tl, t, f, n_f) != 0) {
+            trace_error_set(err, TRACE_ENOMEM, "out of memory");
+            goto done;
+        }
     }
-    if (run_span(db, run, &stats, &t, err) != 0 ||
-        get_findings(st, db, run, &rows, &n_rows, &stored, err) != 0)
+    if (trace_store_derived(st, run, &dr, &n_dr, err) != 0)
         goto done;
     out = open_memstream(&page, &page_len);
     if (!out) {
@@ -755,26 +635,15 @@ int viz_report_write(const char *db, const viz_report_opts *o, const char *out_p
     viz_html_escape(out, db);
     fprintf(out, ", run %lld", (long long)run);
     fputs("</h1>\n", out);
+    write_contents(out, trace_pattern_count(stats.pat) > 0, n_dr > 0);
     write_summary(out, info, t, &stats);
-    write_findings(out, rows, n_rows, stored);
-    write_graph(out, st, run, db);
-    fputs("<h2>Timeline</h2>\n", out);
-    if (o && o->no_timeline) {
+    write_findings(out, t, &check, checked_now, f, n_f);
+    fputs("<h2 id=\"timeline\">Timeline</h2>\n", out);
+    if (!tl)
         fputs("<p class=\"note\">left out (--no-timeline)</p>\n", out);
-    } else {
-        viz_timeline *tl = NULL;
-        viz_timeline_opts to = { .from = TRACE_TIME_NONE, .to = TRACE_TIME_NONE,
-                                 .no_findings = true };
-        if (viz_timeline_open(db, run, &to, &tl, err) != 0)
-            goto done;
-        if (viz_timeline_add_findings(tl, rows, n_rows) != 0) {
-            viz_timeline_free(tl);
-            trace_error_set(err, TRACE_ENOMEM, "out of memory");
-            goto done;
-        }
+    else
         write_timeline_fig(out, tl, "t-", "timeline");
-        viz_timeline_free(tl);
-    }
+    write_graph(out, st, run, db);
     write_patterns(out, t, &stats);
     write_derived(out, st, db, run, &stats);
     fprintf(out, "<p class=\"note\">Made by syncsim %s (<code>syncsim report</code>); every "
@@ -791,10 +660,11 @@ done:
     if (out)
         fclose(out);
     free(page);
+    free(dr);
     stats_free(&stats);
-    trace_free(t);
-    trace_finding_rows_free(rows, n_rows);
-    trace_run_info_free(runs, n_runs);
+    viz_timeline_free(tl);
+    trace_findings_free(f, n_f);
+    trace_run_info_free(info, info ? 1 : 0);
     trace_source_close(&src);
     return rc;
 }

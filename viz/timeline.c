@@ -407,47 +407,72 @@ int tl_plot_px(const viz_timeline *tl)
     return w < 200 ? 200 : w;
 }
 
-int viz_timeline_collect(trace_reader *r, const viz_timeline_opts *o, viz_timeline **out,
-                         trace_error *err)
+viz_timeline *viz_timeline_new(const viz_timeline_opts *o)
 {
     viz_timeline *tl = calloc(1, sizeof *tl);
-    collect_state cs = { 0 };
-    if (!tl || !(tl->names = trace_new()))
-        goto oom;
-    tl->width = o && o->width > 0 ? o->width : 1400;
-    trace_stmt s;
-    int rc;
-    while ((rc = trace_reader_next(r, &s, err)) == 1) {
-        int st = store_item(tl, &cs, r->trace, &s);
-        if (st == -2) {
-            trace_error_set(err, TRACE_ECORRUPT, "%s: statement %llu comes out of order",
-                            r->source ? r->source : "trace", (unsigned long long)s.seq);
-            goto fail;
-        }
-        if (st != 0 || link_statement(tl, &cs, r->trace, &s) != 0)
-            goto oom;
+    if (!tl)
+        return NULL;
+    tl->cs = calloc(1, sizeof *tl->cs);
+    if (!tl->cs || !(tl->names = trace_new())) {
+        viz_timeline_free(tl);
+        return NULL;
     }
-    if (rc < 0)
-        goto fail;
+    tl->width = o && o->width > 0 ? o->width : 1400;
+    if (o)
+        tl->opts = *o;
+    tl->opts.title = NULL;
+    if (o && o->title)
+        snprintf(tl->title, sizeof tl->title, "%s", o->title);
+    return tl;
+}
+
+int viz_timeline_feed(viz_timeline *tl, const trace *t, const trace_stmt *s, trace_error *err)
+{
+    int st = store_item(tl, tl->cs, t, s);
+    if (st == -2)
+        return trace_error_set(err, TRACE_ECORRUPT, "statement %llu comes out of order",
+                               (unsigned long long)s->seq),
+               -1;
+    if (st != 0 || link_statement(tl, tl->cs, t, s) != 0)
+        return trace_error_set(err, TRACE_ENOMEM, "out of memory collecting the timeline"), -1;
+    return 0;
+}
+
+int viz_timeline_end(viz_timeline *tl, const trace *t, const char *source, trace_error *err)
+{
     tl->timed = tl->n_untimed == 0 && tl->n_items > 0;
     if (!tl->timed) /* a trace with no box at all but timed marks is still timed */
         tl->timed = tl->n_boxes_in == 0 && tl->n_items > 0 && tl->items[0].t != TRACE_TIME_NONE;
-    const trace *t = r->trace;
-    if (make_lanes(tl, t) != 0 || compute_range(tl, o) != 0 || layout_boxes(tl, o) != 0)
-        goto oom;
+    if (make_lanes(tl, t) != 0 || compute_range(tl, &tl->opts) != 0 ||
+        layout_boxes(tl, &tl->opts) != 0)
+        return trace_error_set(err, TRACE_ENOMEM, "out of memory laying out the timeline"), -1;
     tl->n_devices = tl->n_groups - ((t->n_host_queues ? 1 : 0));
-    snprintf(tl->source, sizeof tl->source, "%s", r->source ? r->source : "trace");
-    if (o && o->title)
-        snprintf(tl->title, sizeof tl->title, "%s", o->title);
-    collect_state_free(&cs);
+    snprintf(tl->source, sizeof tl->source, "%s", source ? source : "trace");
+    collect_state_free(tl->cs);
+    free(tl->cs);
+    tl->cs = NULL;
+    return 0;
+}
+
+int viz_timeline_collect(trace_reader *r, const viz_timeline_opts *o, viz_timeline **out,
+                         trace_error *err)
+{
+    viz_timeline *tl = viz_timeline_new(o);
+    if (!tl)
+        return trace_error_set(err, TRACE_ENOMEM, "out of memory collecting the timeline"), -1;
+    trace_stmt s;
+    int rc;
+    while ((rc = trace_reader_next(r, &s, err)) == 1)
+        if (viz_timeline_feed(tl, r->trace, &s, err) != 0) {
+            rc = -1;
+            break;
+        }
+    if (rc < 0 || viz_timeline_end(tl, r->trace, r->source, err) != 0) {
+        viz_timeline_free(tl);
+        return -1;
+    }
     *out = tl;
     return 0;
-oom:
-    trace_error_set(err, TRACE_ENOMEM, "out of memory collecting the timeline");
-fail:
-    collect_state_free(&cs);
-    viz_timeline_free(tl);
-    return -1;
 }
 
 void viz_timeline_free(viz_timeline *tl)
@@ -463,6 +488,10 @@ void viz_timeline_free(viz_timeline *tl)
     free(tl->boxes);
     free(tl->races);
     trace_free(tl->names);
+    if (tl->cs) {
+        collect_state_free(tl->cs);
+        free(tl->cs);
+    }
     free(tl);
 }
 
@@ -481,73 +510,89 @@ int viz_timeline_add_race(viz_timeline *tl, uint64_t first_seq, uint64_t second_
     return 0;
 }
 
-/* The string value of "key" in a flat JSON object text, from `from` on. */
-int tl_json_str(const char *json, const char *key, char *buf, size_t cap)
-{
-    char pat[64];
-    snprintf(pat, sizeof pat, "\"%s\"", key);
-    const char *p = json ? strstr(json, pat) : NULL;
-    if (!p || cap == 0)
-        return -1;
-    p += strlen(pat);
-    while (*p == ' ' || *p == ':')
-        p++;
-    if (*p != '"')
-        return -1;
-    p++;
-    size_t n = 0;
-    while (*p && *p != '"' && n + 1 < cap) {
-        if (*p == '\\' && p[1])
-            p++;
-        buf[n++] = *p++;
-    }
-    buf[n] = '\0';
-    return 0;
-}
-
-int viz_timeline_add_findings(viz_timeline *tl, const trace_finding_row *rows, size_t n)
+int viz_timeline_add_findings(viz_timeline *tl, const trace *t, const trace_finding *f, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        const trace_finding_row *f = &rows[i];
-        bool race = strcmp(f->kind, "race") == 0, uaf = strcmp(f->kind, "use-after-free") == 0;
-        if ((!race && !uaf) || f->first_seq < 0 || f->second_seq < 0)
+        const trace_finding *x = &f[i];
+        bool race = x->kind == TRACE_FINDING_RACE, uaf = x->kind == TRACE_FINDING_USE_AFTER_FREE;
+        if ((!race && !uaf) || x->first.seq == TRACE_NO_SEQ || x->second.seq == TRACE_NO_SEQ)
             continue;
-        char type[16] = "", buffer[96] = "", label[160];
-        tl_json_str(f->json, "type", type, sizeof type);
-        tl_json_str(f->json, "buffer", buffer, sizeof buffer);
+        uint32_t b = x->buffer != TRACE_NONE ? x->buffer : x->root;
+        const char *buffer = b < t->n_buffers ? trace_str(t, t->buffers[b].name) : "?";
+        const char *type = race ? check_race_word(x->race_type) : "";
+        char label[160];
         if (race)
-            snprintf(label, sizeof label, "%s on %s", *type ? type : "race", buffer);
+            snprintf(label, sizeof label, "%s on %s", type, buffer);
         else
             snprintf(label, sizeof label, "use after free of %s", buffer);
-        if (viz_timeline_add_race(tl, (uint64_t)f->first_seq, (uint64_t)f->second_seq, label) != 0)
+        if (viz_timeline_add_race(tl, x->first.seq, x->second.seq, label) != 0)
             return -1;
-        if (race && tl->n_races && tl->races[tl->n_races - 1].second == (uint64_t)f->second_seq)
+        if (race && tl->n_races && tl->races[tl->n_races - 1].second == x->second.seq)
             snprintf(tl->races[tl->n_races - 1].type, sizeof tl->races[0].type, "%s", type);
     }
     return 0;
 }
 
-static int add_checked_findings(viz_timeline *tl, const char *path, int64_t run, trace_error *err)
+/* The findings a source has: those stored for its run by `check`, else the
+ * checker's, run now over the statements again. *checked says which. */
+int viz_findings_of(trace_source *src, trace_check_info *info, trace_finding **out, size_t *n,
+                    bool *checked_now, trace_error *err)
 {
-    trace_reader r;
-    if (trace_open_any(path, run, &r, err) != 0)
+    *out = NULL;
+    *n = 0;
+    *checked_now = false;
+    memset(info, 0, sizeof *info);
+    if (src->store &&
+        trace_store_load_check(src->store, src->run, src->reader.trace, info, out, n, err) != 0)
+        return -1;
+    if (info->id)
+        return 0;
+    if (trace_reader_rewind(&src->reader, err) != 0)
         return -1;
     check_options opt = { .max_findings = 10000 };
     check_report *rep = NULL;
-    int rc = check_trace(&r, &opt, &rep, err);
-    if (rc == 0) {
-        trace_finding_row *rows = NULL;
-        size_t n = 0;
-        rc = check_report_rows(rep, &rows, &n);
-        if (rc == 0)
-            rc = viz_timeline_add_findings(tl, rows, n);
-        if (rc != 0)
-            trace_error_set(err, TRACE_ENOMEM, "out of memory");
-        check_report_rows_free(rows, n);
-        check_report_free(rep);
+    if (check_trace(&src->reader, &opt, &rep, err) != 0)
+        return -1;
+    *checked_now = true;
+    info->incomplete = src->incomplete;
+    info->statements = check_report_ops(rep);
+    info->findings = check_report_count(rep) + check_report_dropped(rep);
+    info->stored = check_report_count(rep);
+    *n = check_report_take(rep, out);
+    check_report_free(rep);
+    return 0;
+}
+
+int viz_timeline_from_source(trace_source *src, const viz_timeline_opts *o, viz_timeline **out,
+                             trace_error *err)
+{
+    viz_timeline *tl = NULL;
+    if (viz_timeline_collect(&src->reader, o, &tl, err) != 0)
+        return -1;
+    if (src->store && !(o && o->title))
+        snprintf(tl->title, sizeof tl->title, "%s, run %lld", src->path, (long long)src->run);
+    else if (!(o && o->title)) {
+        const char *base = strrchr(src->path, '/');
+        snprintf(tl->title, sizeof tl->title, "%s", base ? base + 1 : src->path);
     }
-    trace_reader_close(&r);
-    return rc;
+    if (!(o && o->no_findings)) {
+        trace_check_info info;
+        trace_finding *f = NULL;
+        size_t n = 0;
+        bool now;
+        if (viz_findings_of(src, &info, &f, &n, &now, err) != 0) {
+            viz_timeline_free(tl);
+            return -1;
+        }
+        int rc = viz_timeline_add_findings(tl, src->reader.trace, f, n);
+        trace_findings_free(f, n);
+        if (rc != 0) {
+            viz_timeline_free(tl);
+            return trace_error_set(err, TRACE_ENOMEM, "out of memory"), -1;
+        }
+    }
+    *out = tl;
+    return 0;
 }
 
 int viz_timeline_open(const char *path, int64_t run, const viz_timeline_opts *o,
@@ -557,38 +602,9 @@ int viz_timeline_open(const char *path, int64_t run, const viz_timeline_opts *o,
     trace_source_opts so = { .run = run };
     if (trace_source_open(&src, path, &so, err) != 0)
         return -1;
-    viz_timeline *tl = NULL;
-    if (viz_timeline_collect(&src.reader, o, &tl, err) != 0)
-        goto fail;
-    if (src.store && !(o && o->title)) {
-        snprintf(tl->title, sizeof tl->title, "%s, run %lld", path, (long long)src.run);
-    } else if (!(o && o->title)) {
-        const char *base = strrchr(path, '/');
-        snprintf(tl->title, sizeof tl->title, "%s", base ? base + 1 : path);
-    }
-    if (!(o && o->no_findings)) {
-        trace_finding_row *rows = NULL;
-        size_t n = 0;
-        if (src.store && trace_store_load_findings(src.store, src.run, &rows, &n, err) != 0)
-            goto fail;
-        if (n > 0) {
-            int rc = viz_timeline_add_findings(tl, rows, n);
-            trace_finding_rows_free(rows, n);
-            if (rc != 0) {
-                trace_error_set(err, TRACE_ENOMEM, "out of memory");
-                goto fail;
-            }
-        } else if (add_checked_findings(tl, path, src.run, err) != 0) {
-            goto fail;
-        }
-    }
+    int rc = viz_timeline_from_source(&src, o, out, err);
     trace_source_close(&src);
-    *out = tl;
-    return 0;
-fail:
-    trace_source_close(&src);
-    viz_timeline_free(tl);
-    return -1;
+    return rc;
 }
 
 size_t viz_timeline_boxes(const viz_timeline *tl)

@@ -46,8 +46,12 @@ typedef struct tl_lane {
     bool host;
 } tl_lane;
 
+struct collect_state;
+
 struct viz_timeline {
     trace *names;           /* labels, interned */
+    struct collect_state *cs; /* while feeding: what links statements */
+    viz_timeline_opts opts; /* as given (title kept in title[]) */
     tl_item *items;
     uint64_t n_items;
     size_t cap_items;
@@ -80,7 +84,6 @@ struct viz_timeline {
 void tl_item_span(const viz_timeline *tl, const tl_item *it, uint64_t seq, double *x0, double *x1);
 /* Width of the plot area in pixels (the picture less its margins). */
 int tl_plot_px(const viz_timeline *tl);
-/* Copies the string value of "key" found first in json into buf; 0 or -1. */
-int tl_json_str(const char *json, const char *key, char *buf, size_t cap);
+
 
 #endif

@@ -74,12 +74,18 @@ typedef struct viz_timeline_opts {
 
 typedef struct viz_timeline viz_timeline;
 
-/* Reads every statement of r into a timeline: one lane per queue (hosts
- * first, then streams grouped by device), statements as boxes (op, copy,
- * collective, alloc/free) or marks (record, wait, sync, barrier, signal,
- * await), and arrows from a record (or signal) to the waits it releases and
- * from a stream to the host syncs that cover it. Statements without t= are
- * laid out by submission order. Does not close r. Returns 0 or -1 with err. */
+/* A timeline fed statement by statement (so that one pass over a run can
+ * feed it beside other consumers): new, feed each statement in submission
+ * order, then end to lay it out. One lane per queue (hosts first, then the
+ * streams grouped by device), statements as boxes (op, copy, collective,
+ * alloc/free) or marks (record, wait, sync, barrier, signal, await), and
+ * arrows from a record (or signal) to the waits it releases and from a
+ * stream to the host syncs that cover it. Statements without t= are laid out
+ * by submission order. NULL / -1 with err on failure. */
+viz_timeline *viz_timeline_new(const viz_timeline_opts *o);
+int viz_timeline_feed(viz_timeline *tl, const trace *t, const trace_stmt *s, trace_error *err);
+int viz_timeline_end(viz_timeline *tl, const trace *t, const char *source, trace_error *err);
+/* new + every statement of r + end. Does not close r. */
 int viz_timeline_collect(trace_reader *r, const viz_timeline_opts *o, viz_timeline **out,
                          trace_error *err);
 
@@ -89,14 +95,23 @@ int viz_timeline_collect(trace_reader *r, const viz_timeline_opts *o, viz_timeli
 int viz_timeline_add_race(viz_timeline *tl, uint64_t first_seq, uint64_t second_seq,
                           const char *label);
 
-/* Adds the races among stored findings (trace_store_load_findings rows or
- * check_report_rows); other kinds are skipped. Returns 0 or -1. */
-int viz_timeline_add_findings(viz_timeline *tl, const trace_finding_row *rows, size_t n);
+/* Adds the races and uses after free among findings f[0..n) (names from t).
+ * Returns 0 or -1 (memory). */
+int viz_timeline_add_findings(viz_timeline *tl, const trace *t, const trace_finding *f, size_t n);
 
-/* Opens path (a text trace or run `run` of a database, 0: latest),
- * collects its timeline and adds its races: the findings stored in the
- * database for that run, else those the checker finds. The one entry point
- * for commands and the report. Returns 0 or -1 with err. */
+/* The findings of a source: those `check` stored for its run (info says
+ * when and with what result), else -- never checked, or not a database --
+ * the checker's, run now over the statements once more (*checked_now).
+ * *out is the caller's (trace_findings_free). Returns 0 or -1 with err. */
+int viz_findings_of(trace_source *src, trace_check_info *info, trace_finding **out, size_t *n,
+                    bool *checked_now, trace_error *err);
+
+/* Collects the timeline of a source and adds its races (viz_findings_of,
+ * unless o->no_findings). Returns 0 or -1 with err. */
+int viz_timeline_from_source(trace_source *src, const viz_timeline_opts *o, viz_timeline **out,
+                             trace_error *err);
+/* Opens path (run `run` of a database, 0: the latest) through the one door
+ * and does viz_timeline_from_source. Returns 0 or -1 with err. */
 int viz_timeline_open(const char *path, int64_t run, const viz_timeline_opts *o,
                       viz_timeline **out, trace_error *err);
 

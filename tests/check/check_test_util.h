@@ -223,7 +223,7 @@ static inline check_report *tb_check(trace *t)
     return tb_check_opt(t, &opt);
 }
 
-static inline const char *tb_name(const trace *t, const check_stmt_ref *r, char *buf, size_t cap)
+static inline const char *tb_name(const trace *t, const trace_stmt_ref *r, char *buf, size_t cap)
 {
     if (r->label != TRACE_NONE)
         snprintf(buf, cap, "%s", trace_str(t, r->label));
@@ -233,12 +233,12 @@ static inline const char *tb_name(const trace *t, const check_stmt_ref *r, char 
 }
 
 /* The race between first and second (names as in expect lines), or NULL. */
-static inline const check_finding *tb_race(const check_report *rep, const trace *t, const char *first,
+static inline const trace_finding *tb_race(const check_report *rep, const trace *t, const char *first,
                                     const char *second)
 {
     char a[128], b[128];
     for (size_t i = 0; i < check_report_count(rep); i++) {
-        const check_finding *f = check_report_finding(rep, i);
+        const trace_finding *f = check_report_finding(rep, i);
         if (f->kind == TRACE_FINDING_RACE && strcmp(tb_name(t, &f->first, a, sizeof a), first) == 0 &&
             strcmp(tb_name(t, &f->second, b, sizeof b), second) == 0)
             return f;
@@ -246,12 +246,24 @@ static inline const check_finding *tb_race(const check_report *rep, const trace 
     return NULL;
 }
 
-static inline const check_finding *tb_find(const check_report *rep, trace_finding_kind k)
+static inline const trace_finding *tb_find(const check_report *rep, trace_finding_kind k)
 {
     for (size_t i = 0; i < check_report_count(rep); i++)
         if (check_report_finding(rep, i)->kind == k)
             return check_report_finding(rep, i);
     return NULL;
+}
+
+/* Parts of finding f with role `role`; how many have text containing sub
+ * (sub NULL: how many there are). */
+static inline uint32_t tb_parts(const trace_finding *f, trace_part_role role, const char *sub)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < f->n_parts; i++)
+        if (f->parts[i].role == role &&
+            (!sub || (f->parts[i].text && strstr(f->parts[i].text, sub))))
+            n++;
+    return n;
 }
 
 #endif

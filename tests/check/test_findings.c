@@ -34,7 +34,7 @@ static char *capture_json(const check_report *rep)
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    check_report_print_json(f, rep, "x.trace");
+    check_report_print_json(f, rep, "x.trace", false);
     fclose(f);
     return buf;
 }
@@ -46,7 +46,8 @@ static void test_findings_json_has_the_spec_fields(void **state)
     check_report *rep = tb_check(t);
     char *j = capture_json(rep);
     assert_non_null(strstr(j, "{\"format\": \"syncsim-findings\", \"version\": 1,"));
-    assert_non_null(strstr(j, "\"trace\": \"x.trace\", \"ops\": 8"));
+    assert_non_null(strstr(j, "\"trace\": \"x.trace\", \"status\": \"findings\", "
+                              "\"complete\": true, \"ops\": 8"));
     assert_non_null(strstr(j, "{\"kind\": \"race\", \"type\": \"RAW\", \"buffer\": \"A\", \"root\": "
                               "\"A\", \"range\": [0, 4096]"));
     assert_non_null(strstr(j, "\"first\": {\"queue\": \"s0\", \"label\": \"mm0\", \"line\": 3, "
@@ -252,7 +253,7 @@ static void test_findings_double_free_fix(void **state)
     tb_alloc_free(t, "h", TRACE_FREE, "X");
     tb_alloc_free(t, "h", TRACE_FREE, "X");
     check_report *rep = tb_check(t);
-    const check_finding *f = tb_find(rep, TRACE_FINDING_USE_AFTER_FREE);
+    const trace_finding *f = tb_find(rep, TRACE_FINDING_USE_AFTER_FREE);
     assert_non_null(f);
     assert_string_equal(f->fix, "free X once: remove one of the frees (h@1, h@2), or alloc it "
                                 "again between them");
@@ -312,7 +313,7 @@ static void test_findings_human_output_groups_races(void **state)
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    check_report_print(f, rep);
+    check_report_print(f, rep, false);
     fclose(f);
     assert_non_null(strstr(buf, "w0 (s0) and r0 (s1)"));
     assert_null(strstr(buf, "w1 (s0) and r1 (s1)"));
@@ -322,20 +323,28 @@ static void test_findings_human_output_groups_races(void **state)
     trace_free(t);
 }
 
-static void test_findings_rows_for_the_store(void **state)
+/* An incomplete run without findings is not clean, in text and JSON. */
+static void test_findings_incomplete_is_never_clean(void **state)
 {
     (void)state;
-    trace *t = missing_wait();
+    trace *t = tb_new();
+    tb_host(t, "h");
+    tb_buf(t, "X", 8);
+    tb_op(t, "h", "w", "w:X");
     check_report *rep = tb_check(t);
-    trace_finding_row *rows;
-    size_t n;
-    assert_int_equal(check_report_rows(rep, &rows, &n), 0);
-    assert_int_equal(n, 2);
-    assert_string_equal(rows[0].kind, "race");
-    assert_int_equal(rows[0].first_seq, 2);
-    assert_int_equal(rows[0].second_seq, 4);
-    assert_non_null(strstr(rows[0].json, "\"kind\": \"race\""));
-    check_report_rows_free(rows, n);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    check_report_print(f, rep, true);
+    check_report_print_json(f, rep, "k.db", true);
+    fclose(f);
+    assert_null(strstr(buf, "clean:"));
+    assert_non_null(strstr(buf, "incomplete: 1 statements checked, no findings among them"));
+    assert_non_null(strstr(buf, "\"status\": \"incomplete\", \"complete\": false"));
+    free(buf);
+    assert_int_equal(check_status_of(0, true), CHECK_INCOMPLETE);
+    assert_int_equal(check_status_of(2, true), CHECK_FINDINGS);
+    assert_int_equal(check_status_of(0, false), CHECK_CLEAN);
     check_report_free(rep);
     trace_free(t);
 }
@@ -357,7 +366,7 @@ int main(void)
         cmocka_unit_test(test_findings_double_free_fix),
         cmocka_unit_test(test_findings_barrier_mismatch_json),
         cmocka_unit_test(test_findings_human_output_groups_races),
-        cmocka_unit_test(test_findings_rows_for_the_store),
+        cmocka_unit_test(test_findings_incomplete_is_never_clean),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

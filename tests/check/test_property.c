@@ -497,7 +497,7 @@ static int check_mutant(const gtrace *g, const bool *drop, int *n_racy, int *n_h
         fprintf(stderr, "verdict differs: checker racy=%d hang=%d, reference racy=%d hang=%d\n",
                 racy, hang, ref.racy, ref.hang);
         dump(g, drop);
-        check_report_print(stderr, rep);
+        check_report_print(stderr, rep, false);
     }
     assert_int_equal(racy, ref.racy);
     assert_int_equal(hang, ref.hang);
@@ -523,7 +523,7 @@ static void test_property_generated_traces_are_clean(void **state)
         check_report *rep = tb_check(t);
         if (check_report_count(rep)) {
             dump(&g, NULL);
-            check_report_print(stderr, rep);
+            check_report_print(stderr, rep, false);
         }
         assert_int_equal(check_report_count(rep), 0);
         check_report_free(rep);
@@ -583,7 +583,7 @@ static void assert_deletion_clean(const gtrace *g, const bool *drop, const char 
         fprintf(stderr, "deleting %s adds a finding (reference racy=%d hang=%d):\n", what,
                 ref.racy, ref.hang);
         dump(g, drop);
-        check_report_print(stderr, rep);
+        check_report_print(stderr, rep, false);
     }
     assert_false(ref.racy);
     assert_false(ref.hang);

@@ -92,7 +92,7 @@ static void test_shadow_overlap_visits_pieces_and_gaps(void **state)
     /* pieces: gap [5,10), [10,20) w1, gap [20,30), [30,35) w2 */
     assert_int_equal(log.n, 4);
     uint64_t lo[] = { 5, 10, 20, 30 }, hi[] = { 10, 20, 30, 35 };
-    uint64_t w[] = { CHECK_NO_SEQ, 1, CHECK_NO_SEQ, 2 };
+    uint64_t w[] = { TRACE_NO_SEQ, 1, TRACE_NO_SEQ, 2 };
     for (int i = 0; i < 4; i++) {
         assert_int_equal(log.lo[i], lo[i]);
         assert_int_equal(log.hi[i], hi[i]);

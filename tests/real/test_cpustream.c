@@ -177,7 +177,7 @@ static void test_cpustream_trace_of_synchronised_copies_is_clean(void **state)
     check_options opt = { 0 };
     assert_int_equal(check_trace(&r, &opt, &rep, &err), 0);
     if (check_report_count(rep))
-        check_report_print(stderr, rep);
+        check_report_print(stderr, rep, false);
     assert_int_equal(check_report_count(rep), 0);
     check_report_free(rep);
     trace_reader_close(&r);

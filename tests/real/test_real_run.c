@@ -53,7 +53,7 @@ static size_t check_memory(trace *tr, size_t *races)
     size_t n = check_report_count(rep);
     *races = check_report_count_kind(rep, TRACE_FINDING_RACE);
     if (getenv("REAL_TEST_VERBOSE"))
-        check_report_print(stderr, rep);
+        check_report_print(stderr, rep, false);
     check_report_free(rep);
     trace_reader_close(&r);
     return n;
@@ -242,7 +242,7 @@ static size_t pool_trace_races(int skip_barrier_after, size_t *findings)
     check_options opt = { 0 };
     assert_int_equal(check_trace(&r, &opt, &rep, &terr), 0);
     if (getenv("REAL_TEST_VERBOSE"))
-        check_report_print(stderr, rep);
+        check_report_print(stderr, rep, false);
     size_t races = check_report_count_kind(rep, TRACE_FINDING_RACE);
     *findings = check_report_count(rep);
     check_report_free(rep);

@@ -94,7 +94,7 @@ static void run_tp(const tp_case *c, tp_outcome *out)
     check_options opt = { .max_findings = 100 };
     assert_int_equal(check_trace(&r, &opt, &rep, &terr), 0);
     if (getenv("REAL_TEST_VERBOSE"))
-        check_report_print(stderr, rep);
+        check_report_print(stderr, rep, false);
     out->findings = check_report_count(rep);
     out->hangs = check_report_count_kind(rep, TRACE_FINDING_HANG);
     check_report_free(rep);

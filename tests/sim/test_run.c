@@ -48,7 +48,7 @@ static void done(outcome *o)
 static bool race_on(const outcome *o, const char *root_prefix)
 {
     for (size_t i = 0; i < check_report_count(o->rep); i++) {
-        const check_finding *f = check_report_finding(o->rep, i);
+        const trace_finding *f = check_report_finding(o->rep, i);
         if (f->kind != TRACE_FINDING_RACE)
             continue;
         const char *root = trace_str(o->t, o->t->buffers[f->root].name);
@@ -66,7 +66,7 @@ static void test_run_events_and_full_are_clean(void **state)
         outcome o;
         run_checked(&o, SMALL_LLAMA, "h100-pcie", clean[i], NULL, 32, 4);
         if (check_report_count(o.rep) != 0) {
-            check_report_print(stderr, o.rep);
+            check_report_print(stderr, o.rep, false);
             fail_msg("policy %s is not clean", clean[i]);
         }
         assert_true(o.res.stats.n_stmts > 100);
@@ -140,7 +140,7 @@ static void test_run_tensor_parallel_allreduces_are_clean(void **state)
         outcome o;
         run_checked(&o, SMALL_TP, "h100-sxm", "events", kinds[i], 64, 0);
         if (check_report_count(o.rep) != 0) {
-            check_report_print(stderr, o.rep);
+            check_report_print(stderr, o.rep, false);
             fail_msg("all-reduce %s is not clean", kinds[i]);
         }
         for (int l = 0; l < o.res.stats.n_links; l++)

@@ -243,7 +243,7 @@ static void test_store_new_database_is_marked(void **state)
                                         &q, NULL),
                      SQLITE_OK);
     assert_int_equal(sqlite3_step(q), SQLITE_ROW);
-    assert_string_equal((const char *)sqlite3_column_text(q, 0), "1");
+    assert_string_equal((const char *)sqlite3_column_text(q, 0), "2");
     sqlite3_finalize(q);
     assert_int_equal(sqlite3_prepare_v2(trace_store_db(st), "PRAGMA journal_mode", -1, &q, NULL),
                      SQLITE_OK);
@@ -273,7 +273,7 @@ static void test_store_newer_schema_is_eversion(void **state)
     trace *t = make_trace(0, 5);
     assert_int_equal(import_memory(f->db, t, NULL, &err), 1);
     trace_free(t);
-    raw_sql(f->db, "UPDATE meta SET value = '2' WHERE key = 'schema_version'");
+    raw_sql(f->db, "UPDATE meta SET value = '3' WHERE key = 'schema_version'");
     assert_null(trace_store_open(f->db, false, &err));
     assert_int_equal(err.status, TRACE_EVERSION);
     assert_non_null(strstr(err.msg, f->db));
@@ -480,6 +480,8 @@ static void test_store_failed_import_leaves_nothing(void **state)
     trace_free(t);
 }
 
+/* A check is stored typed, read back with the names of the run's reader,
+ * replaced by the next check; a run never checked says so. */
 static void test_store_findings_round_trip_and_replace(void **state)
 {
     fixture *f = *state;
@@ -487,36 +489,66 @@ static void test_store_findings_round_trip_and_replace(void **state)
     trace *t = make_trace(0, 10);
     assert_int_equal(import_memory(f->db, t, NULL, &err), 1);
     assert_int_equal(import_memory(f->db, t, NULL, &err), 2);
-    trace_free(t);
     trace_store *st = trace_store_open(f->db, false, &err);
-    trace_finding_row rows[] = {
-        { "race", 3, 7, "{\"kind\": \"race\", \"type\": \"RAW\"}" },
-        { "hang", -1, -1, "{\"kind\": \"hang\"}" },
+    trace_check_info info = { 0 }, back;
+    trace_finding *out = NULL;
+    size_t n = 99;
+    assert_int_equal(trace_store_load_check(st, 1, t, &back, &out, &n, &err), 0);
+    assert_int_equal(back.id, 0);           /* never checked */
+    assert_int_equal(n, 0);
+    trace_finding_part part = { TRACE_PART_BLOCKED, false, 1, 5, 0, TRACE_NONE, 0,
+                                (char *)"flag f" };
+    trace_finding found[2] = {
+        { .kind = TRACE_FINDING_RACE, .race_type = TRACE_RACE_RAW, .race_types = TRACE_RACE_RAW,
+          .first = { 3, 0, trace_intern_cstr(t, "k3"), 0, TRACE_OP, TRACE_NONE },
+          .second = { 7, 1, TRACE_NONE, 12, TRACE_OP, TRACE_NONE },
+          .buffer = 0, .root = 0, .lo = 8, .hi = 16, .object = TRACE_NONE,
+          .text = (char *)"RAW race", .fix = (char *)"record an event" },
+        { .kind = TRACE_FINDING_HANG, .first = { TRACE_NO_SEQ, 0, 0, 0, 0, 0 },
+          .second = { TRACE_NO_SEQ, 0, 0, 0, 0, 0 }, .buffer = TRACE_NONE, .root = TRACE_NONE,
+          .object = TRACE_NONE, .parts = &part, .n_parts = 1 },
     };
-    assert_int_equal(trace_store_save_findings(st, 1, rows, 2, &err), 0);
-    assert_int_equal(trace_store_save_findings(st, 2, rows + 1, 1, &err), 0);
-    trace_finding_row *out;
-    size_t n;
-    assert_int_equal(trace_store_load_findings(st, 1, &out, &n, &err), 0);
+    info.statements = 10;
+    info.findings = 3;              /* one more than stored: --max-findings */
+    assert_int_equal(trace_store_save_check(st, 1, t, &info, found, 2, &err), 0);
+    info.findings = 1;
+    assert_int_equal(trace_store_save_check(st, 2, t, &info, found + 1, 1, &err), 0);
+    assert_int_equal(trace_store_load_check(st, 1, t, &back, &out, &n, &err), 0);
+    assert_int_equal(back.id, 1);
+    assert_false(back.incomplete);
+    assert_int_equal(back.statements, 10);
+    assert_int_equal(back.findings, 3);
+    assert_int_equal(back.stored, 2);
+    assert_string_equal(back.version, SYNCSIM_VERSION);
     assert_int_equal(n, 2);
-    assert_string_equal(out[0].kind, "race");
-    assert_int_equal(out[0].first_seq, 3);
-    assert_int_equal(out[0].second_seq, 7);
-    assert_string_equal(out[0].json, rows[0].json);
-    assert_int_equal(out[1].first_seq, -1);
-    trace_finding_rows_free(out, n);
-    /* Saving again replaces. */
-    assert_int_equal(trace_store_save_findings(st, 1, rows + 1, 1, &err), 0);
-    assert_int_equal(trace_store_load_findings(st, 1, &out, &n, &err), 0);
-    assert_int_equal(n, 1);
-    assert_string_equal(out[0].kind, "hang");
-    trace_finding_rows_free(out, n);
-    assert_int_equal(trace_store_load_findings(st, 0, &out, &n, &err), 0); /* latest = 2 */
-    assert_int_equal(n, 1);
-    trace_finding_rows_free(out, n);
-    assert_int_equal(trace_store_save_findings(st, 9, rows, 1, &err), -1);
+    assert_int_equal(out[0].kind, TRACE_FINDING_RACE);
+    assert_int_equal(out[0].race_type, TRACE_RACE_RAW);
+    assert_int_equal(out[0].first.seq, 3);
+    assert_string_equal(trace_str(t, out[0].first.label), "k3");
+    assert_int_equal(out[0].second.seq, 7);
+    assert_int_equal(out[0].second.line, 12);
+    assert_int_equal(out[0].second.queue, 1);
+    assert_int_equal(out[0].lo, 8);
+    assert_int_equal(out[0].hi, 16);
+    assert_string_equal(out[0].fix, "record an event");
+    assert_int_equal(out[1].kind, TRACE_FINDING_HANG);
+    assert_int_equal(out[1].n_parts, 1);
+    assert_int_equal(out[1].parts[0].seq, 5);
+    assert_string_equal(out[1].parts[0].text, "flag f");
+    trace_findings_free(out, n);
+    /* Checking again replaces the findings, and adds a check. */
+    info.findings = 0;
+    info.incomplete = true;
+    assert_int_equal(trace_store_save_check(st, 1, t, &info, NULL, 0, &err), 0);
+    assert_int_equal(trace_store_load_check(st, 1, t, &back, &out, &n, &err), 0);
+    assert_int_equal(back.id, 2);
+    assert_true(back.incomplete);
+    assert_int_equal(n, 0);
+    trace_findings_free(out, n);
+    assert_int_equal(trace_store_save_check(st, 9, t, &info, NULL, 0, &err), -1);
     assert_int_equal(err.status, TRACE_ENORUN);
     trace_store_close(st);
+    trace_free(t);
 }
 
 static void test_store_graph_empty_for_imported_run(void **state)

@@ -1,0 +1,477 @@
+/*
+ * output.c -- findings for people and programs, and the comparison with a
+ * trace's `expect` lines.
+ *
+ * Every output works on trace_finding (traces/trace.h), the typed finding
+ * the checker makes and the store keeps, so that `check --json`, the text
+ * verdict and the pictures say the same thing whether the findings come
+ * from a check just run or from a database. The JSON form is written here
+ * and nowhere else; nothing reads it back. Which fields each kind has, and
+ * which key names its object, come from TRACE_FINDING_MAP.
+ */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+check_status check_status_of(uint64_t findings, bool incomplete)
+{
+    return findings ? CHECK_FINDINGS : incomplete ? CHECK_INCOMPLETE : CHECK_CLEAN;
+}
+
+const char *check_status_str(check_status st)
+{
+    static const char *const words[] = { "clean", "findings", "incomplete" };
+    return (unsigned)st < 3 ? words[st] : "?";
+}
+
+/* ------------------------------------------------------------------ */
+/* JSON.                                                               */
+
+static void json_ref(FILE *out, const trace *t, const trace_stmt_ref *r, bool with_label)
+{
+    fputs("{\"queue\": ", out);
+    trace_json_str(out, check_queue_name(t, r->queue));
+    if (with_label && r->label != TRACE_NONE) {
+        fputs(", \"label\": ", out);
+        trace_json_str(out, trace_str(t, r->label));
+    }
+    if (r->line)
+        fprintf(out, ", \"line\": %u", r->line);
+    fprintf(out, ", \"seq\": %llu}", (unsigned long long)r->seq);
+}
+
+/* The parts of role `role` as a JSON array. */
+static void json_parts(FILE *out, const trace *t, const trace_finding *f, trace_part_role role,
+                       const char *count_key)
+{
+    fputc('[', out);
+    bool any = false;
+    for (uint32_t i = 0; i < f->n_parts; i++) {
+        const trace_finding_part *p = &f->parts[i];
+        if (p->role != role)
+            continue;
+        fputs(any ? ", " : "", out);
+        any = true;
+        if (role == TRACE_PART_CYCLE) {
+            trace_json_str(out, check_queue_name(t, p->queue));
+            continue;
+        }
+        fputs("{\"queue\": ", out);
+        trace_json_str(out, check_queue_name(t, p->queue));
+        if (p->text) {
+            fputs(", \"waits_for\": ", out);
+            trace_json_str(out, p->text);
+        }
+        if (p->kind != TRACE_NONE) {
+            fputs(", \"kind\": ", out);
+            trace_json_str(out, trace_str(t, p->kind));
+        }
+        if (p->count)
+            fprintf(out, ", \"%s\": %llu", count_key, (unsigned long long)p->count);
+        if (p->line)
+            fprintf(out, ", \"line\": %u", p->line);
+        if (p->seq != TRACE_NO_SEQ)
+            fprintf(out, ", \"seq\": %llu", (unsigned long long)p->seq);
+        if (p->extra)
+            fputs(", \"extra\": true", out);
+        fputc('}', out);
+    }
+    fputc(']', out);
+}
+
+static bool has_part(const trace_finding *f, trace_part_role role)
+{
+    for (uint32_t i = 0; i < f->n_parts; i++)
+        if (f->parts[i].role == role)
+            return true;
+    return false;
+}
+
+void check_finding_print_json(FILE *out, const trace *t, const trace_finding *f)
+{
+    const trace_finding_info *about = trace_finding_about(f->kind);
+    fputs("{\"kind\": ", out);
+    trace_json_str(out, about->word);
+    switch (f->kind) {
+    case TRACE_FINDING_RACE:
+    case TRACE_FINDING_USE_AFTER_FREE:
+        if (f->kind == TRACE_FINDING_RACE)
+            fprintf(out, ", \"type\": \"%s\"", check_race_word(f->race_type));
+        fputs(", \"buffer\": ", out);
+        trace_json_str(out, trace_str(t, t->buffers[f->buffer != TRACE_NONE ? f->buffer : f->root].name));
+        fputs(", \"root\": ", out);
+        trace_json_str(out, trace_str(t, t->buffers[f->root].name));
+        fprintf(out, ", \"range\": [%llu, %llu]", (unsigned long long)f->lo,
+                (unsigned long long)f->hi);
+        fputs(",\n   \"first\": ", out);
+        json_ref(out, t, &f->first, true);
+        fputs(",\n   \"second\": ", out);
+        json_ref(out, t, &f->second, true);
+        break;
+    case TRACE_FINDING_WAIT_UNRECORDED:
+        fprintf(out, ", \"%s\": ", about->object);
+        trace_json_str(out, trace_str(t, f->object));
+        fputs(", \"at\": ", out);
+        json_ref(out, t, &f->second, false);
+        break;
+    case TRACE_FINDING_HANG:
+        fputs(", \"blocked\": ", out);
+        json_parts(out, t, f, TRACE_PART_BLOCKED, "count");
+        if (has_part(f, TRACE_PART_CYCLE)) {
+            fputs(", \"cycle\": ", out);
+            json_parts(out, t, f, TRACE_PART_CYCLE, "count");
+        }
+        break;
+    case TRACE_FINDING_COLLECTIVE_MISMATCH:
+    case TRACE_FINDING_BARRIER_MISMATCH:
+        fprintf(out, ", \"%s\": ", about->object);
+        trace_json_str(out, trace_str(t, f->object));
+        fprintf(out, ", \"generation\": %llu, \"participants\": ",
+                (unsigned long long)f->generation);
+        json_parts(out, t, f, TRACE_PART_PARTICIPANT,
+                   f->kind == TRACE_FINDING_BARRIER_MISMATCH ? "count" : "size");
+        break;
+    case TRACE_FINDING_REDUNDANT_SYNC:
+        fputs(", \"sync\": ", out);
+        trace_json_str(out, trace_kind_str(f->second.kind));
+        fputs(", \"at\": ", out);
+        json_ref(out, t, &f->second, false);
+        break;
+    default:
+        break;
+    }
+    if (f->text) {
+        fputs(",\n   \"text\": ", out);
+        trace_json_str(out, f->text);
+    }
+    if (f->fix) {
+        fputs(",\n   \"fix\": ", out);
+        trace_json_str(out, f->fix);
+    }
+    fputc('}', out);
+}
+
+void check_print_json(FILE *out, const trace *t, const char *trace_name, uint64_t statements,
+                      bool incomplete, const trace_finding *f, size_t n, uint64_t dropped)
+{
+    check_status st = check_status_of(n + dropped, incomplete);
+    fputs("{\"format\": \"syncsim-findings\", \"version\": 1,\n \"trace\": ", out);
+    trace_json_str(out, trace_name ? trace_name : "");
+    fprintf(out, ", \"status\": \"%s\", \"complete\": %s, \"ops\": %llu,\n \"findings\": [",
+            check_status_str(st), incomplete ? "false" : "true",
+            (unsigned long long)statements);
+    for (size_t i = 0; i < n; i++) {
+        fputs(i ? ",\n  " : "\n  ", out);
+        check_finding_print_json(out, t, &f[i]);
+    }
+    fputs("],\n \"summary\": {", out);
+    bool any = false;
+    for (int k = 0; k < TRACE_FINDING_COUNT; k++) {
+        size_t c = 0;
+        for (size_t i = 0; i < n; i++)
+            c += f[i].kind == (trace_finding_kind)k;
+        if (!c)
+            continue;
+        fprintf(out, "%s\"%s\": %zu", any ? ", " : "", trace_finding_str((trace_finding_kind)k), c);
+        any = true;
+    }
+    if (dropped)
+        fprintf(out, "%s\"dropped\": %llu", any ? ", " : "", (unsigned long long)dropped);
+    fputs("}}\n", out);
+}
+
+void check_report_print_json(FILE *out, const check_report *rep, const char *trace_name,
+                             bool incomplete)
+{
+    check_print_json(out, rep->t, trace_name, rep->ops, incomplete, rep->f, rep->n, rep->dropped);
+}
+
+/* ------------------------------------------------------------------ */
+/* For people.                                                         */
+
+/* Races are grouped by cause: the queue pair, hence the missing edge. */
+static bool same_group(const trace_finding *a, const trace_finding *b)
+{
+    return a->kind == TRACE_FINDING_RACE && b->kind == TRACE_FINDING_RACE &&
+           a->first.queue == b->first.queue && a->second.queue == b->second.queue;
+}
+
+void check_report_print(FILE *out, const check_report *rep, bool incomplete)
+{
+    const trace *t = rep->t;
+    uint64_t found = rep->n + rep->dropped;
+    if (found == 0) {
+        if (incomplete)
+            fprintf(out, "incomplete: %llu statements checked, no findings among them; the run "
+                         "is still recording or was interrupted, so it is not known to be "
+                         "clean\n",
+                    (unsigned long long)rep->ops);
+        else
+            fprintf(out, "clean: %llu statements, no findings\n", (unsigned long long)rep->ops);
+        return;
+    }
+    /* Kind words are the spec's ("wait-unrecorded"), so they are counted
+     * rather than pluralised: "3 findings in 27 statements (race 2, hang 1)". */
+    fprintf(out, "%llu finding%s in %llu statements", (unsigned long long)found,
+            found == 1 ? "" : "s", (unsigned long long)rep->ops);
+    const char *sep = " (";
+    for (int k = 0; k < TRACE_FINDING_COUNT; k++) {
+        size_t n = check_report_count_kind(rep, (trace_finding_kind)k);
+        if (n) {
+            fprintf(out, "%s%s %zu", sep, trace_finding_str((trace_finding_kind)k), n);
+            sep = ", ";
+        }
+    }
+    fputc(')', out);
+    if (rep->dropped)
+        fprintf(out, "; %zu of %llu shown (--max-findings)", rep->n, (unsigned long long)found);
+    if (incomplete)
+        fputs("; the run is incomplete (still recording or interrupted)", out);
+    fputc('\n', out);
+    bool *shown = calloc(rep->n ? rep->n : 1, sizeof *shown);
+    if (!shown)
+        return;
+    for (size_t i = 0; i < rep->n; i++) {
+        if (shown[i])
+            continue;
+        const trace_finding *f = &rep->f[i];
+        size_t more = 0;
+        if (f->kind == TRACE_FINDING_RACE)
+            for (size_t j = i + 1; j < rep->n; j++)
+                if (!shown[j] && same_group(f, &rep->f[j])) {
+                    shown[j] = true;
+                    more++;
+                }
+        fprintf(out, "\n%s", trace_finding_str(f->kind));
+        const trace_stmt_ref *r = f->second.seq != TRACE_NO_SEQ ? &f->second : &f->first;
+        if (r->seq != TRACE_NO_SEQ) {
+            if (r->line)
+                fprintf(out, " (line %u, seq %llu)", r->line, (unsigned long long)r->seq);
+            else
+                fprintf(out, " (seq %llu)", (unsigned long long)r->seq);
+        }
+        fprintf(out, ": %s\n", f->text ? f->text : "");
+        if (f->fix)
+            fprintf(out, "  fix: %s\n", f->fix);
+        if (more)
+            fprintf(out, "  ... and %zu more race%s between %s and %s with the same missing "
+                         "edge\n",
+                    more, more == 1 ? "" : "s", check_queue_name(t, f->first.queue),
+                    check_queue_name(t, f->second.queue));
+    }
+    free(shown);
+}
+
+/* ------------------------------------------------------------------ */
+/* Expectations.                                                       */
+
+static bool name_matches(const trace *t, const trace_stmt_ref *r, const char *want)
+{
+    if (r->seq == TRACE_NO_SEQ)
+        return false;
+    if (r->label != TRACE_NONE && strcmp(trace_str(t, r->label), want) == 0)
+        return true;
+    const char *at = strrchr(want, '@');
+    const char *q = check_queue_name(t, r->queue);
+    size_t ql = strlen(q);
+    if (at && (size_t)(at - want) == ql && memcmp(want, q, ql) == 0) {
+        char *end;
+        unsigned long line = strtoul(at + 1, &end, 10);
+        return *end == '\0' && r->line && line == r->line;
+    }
+    const char *hash = strrchr(want, '#');
+    if (hash && (size_t)(hash - want) == ql && memcmp(want, q, ql) == 0) {
+        char *end;
+        unsigned long long seq = strtoull(hash + 1, &end, 10);
+        return *end == '\0' && seq == r->seq;
+    }
+    return false;
+}
+
+static bool buffer_matches(const trace *t, const trace_finding *f, const char *want)
+{
+    if (f->buffer != TRACE_NONE && strcmp(trace_str(t, t->buffers[f->buffer].name), want) == 0)
+        return true;
+    return f->root != TRACE_NONE && strcmp(trace_str(t, t->buffers[f->root].name), want) == 0;
+}
+
+static uint32_t blocked_queues(const trace_finding *f)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < f->n_parts; i++)
+        n += f->parts[i].role == TRACE_PART_BLOCKED;
+    return n;
+}
+
+static bool expect_matches(const trace *t, const trace_expect *x, const trace_finding *f)
+{
+    if (x->kind != f->kind)
+        return false;
+    const char *object = trace_finding_about(f->kind)->object;
+    uint32_t n_queue = 0;
+    for (uint32_t i = 0; i < x->n_kv; i++) {
+        const char *k = trace_str(t, x->kv[i].key), *v = trace_str(t, x->kv[i].value);
+        if (strcmp(k, "type") == 0) {
+            uint8_t want = strcmp(v, "RAW") == 0   ? TRACE_RACE_RAW
+                           : strcmp(v, "WAR") == 0 ? TRACE_RACE_WAR
+                           : strcmp(v, "WAW") == 0 ? TRACE_RACE_WAW
+                                                   : 0;
+            if (!(f->race_types & want))
+                return false;
+        } else if (strcmp(k, "first") == 0) {
+            if (!name_matches(t, &f->first, v))
+                return false;
+        } else if (strcmp(k, "second") == 0) {
+            if (!name_matches(t, &f->second, v))
+                return false;
+        } else if (strcmp(k, "buffer") == 0) {
+            if (!buffer_matches(t, f, v))
+                return false;
+        } else if (object && strcmp(k, object) == 0) {
+            if (f->object == TRACE_NONE || strcmp(trace_str(t, f->object), v) != 0)
+                return false;
+        } else if (strcmp(k, "queue") == 0) {
+            bool found = false;
+            for (uint32_t j = 0; j < f->n_parts && !found; j++)
+                found = f->parts[j].role == TRACE_PART_BLOCKED &&
+                        strcmp(check_queue_name(t, f->parts[j].queue), v) == 0;
+            if (!found)
+                return false;
+            n_queue++;
+        } else if (strcmp(k, "line") == 0) {
+            char *end;
+            unsigned long line = strtoul(v, &end, 0);
+            if (*end || f->second.line != line)
+                return false;
+        }
+        /* unknown keys are metadata: they do not take part */
+    }
+    if (f->kind == TRACE_FINDING_HANG && n_queue != blocked_queues(f))
+        return false;   /* a hang names exactly the blocked queues */
+    return true;
+}
+
+static void print_expect(FILE *out, const trace *t, const trace_expect *x)
+{
+    fprintf(out, "expect %s", trace_finding_str(x->kind));
+    for (uint32_t i = 0; i < x->n_kv; i++)
+        fprintf(out, " %s=%s", trace_str(t, x->kv[i].key), trace_str(t, x->kv[i].value));
+    if (x->line)
+        fprintf(out, "  (line %u)", x->line);
+    fputc('\n', out);
+}
+
+/* A finding as the expect line that would match it. */
+static void print_as_expect(FILE *out, const check_report *rep, const trace_finding *f)
+{
+    const trace *t = rep->t;
+    const char *object = trace_finding_about(f->kind)->object;
+    char a[256], b[256];
+    fputs(trace_finding_str(f->kind), out);
+    switch (f->kind) {
+    case TRACE_FINDING_RACE:
+        fprintf(out, " type=%s first=%s second=%s buffer=%s", check_race_word(f->race_type),
+                check_ref_name(t, &f->first, a, sizeof a),
+                check_ref_name(t, &f->second, b, sizeof b),
+                trace_str(t, t->buffers[f->buffer != TRACE_NONE ? f->buffer : f->root].name));
+        break;
+    case TRACE_FINDING_HANG:
+        for (uint32_t i = 0; i < f->n_parts; i++)
+            if (f->parts[i].role == TRACE_PART_BLOCKED)
+                fprintf(out, " queue=%s", check_queue_name(t, f->parts[i].queue));
+        break;
+    case TRACE_FINDING_USE_AFTER_FREE:
+        fprintf(out, " buffer=%s second=%s", trace_str(t, t->buffers[f->root].name),
+                check_ref_name(t, &f->second, b, sizeof b));
+        break;
+    case TRACE_FINDING_REDUNDANT_SYNC:
+        fprintf(out, " line=%u", f->second.line);
+        break;
+    default:
+        if (object)
+            fprintf(out, " %s=%s", object, trace_str(t, f->object));
+    }
+    if (f->text)
+        fprintf(out, "   # %s", f->text);
+    fputc('\n', out);
+}
+
+bool check_report_expect(FILE *out, const check_report *rep)
+{
+    const trace *t = rep->t;
+    if (t->n_expects == 0) {
+        fprintf(out, "the trace has no expect lines: nothing to compare with\n");
+        return false;
+    }
+    bool *used = calloc(rep->n ? rep->n : 1, sizeof *used);
+    bool *met = calloc(t->n_expects, sizeof *met);
+    if (!used || !met) {
+        free(used);
+        free(met);
+        return false;
+    }
+    bool ok = true;
+    bool want_clean = false;
+    /* Specific expectations first, so that a loose one cannot take the
+     * finding a specific one needs: two passes, most keys first. */
+    for (int pass = 0; pass < 2; pass++) {
+        for (uint32_t i = 0; i < t->n_expects; i++) {
+            const trace_expect *x = &t->expects[i];
+            if (met[i])
+                continue;
+            if (x->kind == TRACE_FINDING_CLEAN) {
+                want_clean = true;
+                met[i] = true;
+                continue;
+            }
+            bool has_pair = false;
+            for (uint32_t k = 0; k < x->n_kv; k++) {
+                const char *key = trace_str(t, x->kv[k].key);
+                has_pair |= strcmp(key, "first") == 0 || strcmp(key, "second") == 0;
+            }
+            if (pass == 0 && !has_pair && x->kind == TRACE_FINDING_RACE)
+                continue;
+            for (size_t j = 0; j < rep->n; j++) {
+                if (!used[j] && expect_matches(t, x, &rep->f[j])) {
+                    used[j] = met[i] = true;
+                    break;
+                }
+            }
+        }
+    }
+    size_t n_missing = 0, n_unexpected = 0;
+    for (uint32_t i = 0; i < t->n_expects; i++)
+        n_missing += !met[i];
+    for (size_t j = 0; j < rep->n; j++)
+        n_unexpected += !used[j];
+    if (want_clean && rep->n)
+        ok = false;
+    if (n_missing || n_unexpected)
+        ok = false;
+    if (!ok) {
+        if (n_missing) {
+            fprintf(out, "missing (expected, not found):\n");
+            for (uint32_t i = 0; i < t->n_expects; i++)
+                if (!met[i]) {
+                    fputs("  ", out);
+                    print_expect(out, t, &t->expects[i]);
+                }
+        }
+        if (n_unexpected) {
+            fprintf(out, "unexpected (found, not expected%s):\n",
+                    want_clean ? "; the trace expects clean" : "");
+            for (size_t j = 0; j < rep->n; j++)
+                if (!used[j]) {
+                    fputs("  expect ", out);
+                    print_as_expect(out, rep, &rep->f[j]);
+                }
+        }
+        if (rep->dropped)
+            fprintf(out, "(%llu findings were not kept: --max-findings)\n",
+                    (unsigned long long)rep->dropped);
+    }
+    free(used);
+    free(met);
+    return ok;
+}
