@@ -256,23 +256,6 @@ static bool flag_ready(const flag_node *f)
     return need > 0 && f->ran >= need;
 }
 
-/* The queues that arrive at one barrier (or collective on one communicator)
- * and how often each has arrived: generation k is each queue's k-th arrival. */
-typedef struct bar_part {
-    uint32_t queue;
-    uint64_t arrivals;
-    /* its latest arrival, to name it in a mismatch */
-    uint64_t last_seq, last_count;
-    uint32_t last_line;
-} bar_part;
-
-typedef struct bar_node {
-    uint32_t name;
-    bool coll;
-    uint64_t count;                 /* count= (size=) of the first arrival read */
-    bar_part *part;
-    uint32_t n, cap;
-} bar_node;
 
 /* A host sync's need: stream `stream` has run its first `n` statements. */
 typedef struct sync_req {
@@ -305,9 +288,6 @@ typedef struct gen_state {
     bool released;
     arrival *arr;
     uint32_t cap_arr;
-    /* the first participant, for collective-mismatch */
-    uint32_t first_kind, first_queue, first_line;
-    uint64_t first_count, first_seq;
 } gen_state;
 
 /* One synchronisation target of a host sync: a request or a snapshot taken
@@ -359,13 +339,13 @@ struct check_engine {
     uint32_t n_q, cap_q;
     check_shadow **shadow;          /* per buffer index (roots only used) */
     uint32_t n_shadow;
-    check_map events;               /* event name -> ev_node* */
+    trace_binder *bind;             /* rules 3, 5, 7: which record, which generation */
+    check_map events;               /* record seq -> ev_node* (records a wait may still bind to) */
     check_map flags;                /* flag name -> flag_node* */
     const check_map *flag_totals;   /* flag name -> signals in the trace; NULL: unknown */
     const check_map *record_last;   /* record seq -> seq of the last wait bound to it */
     const check_map *flag_last;     /* flag name -> seq of its last signal or await */
     bool inexact;                   /* a signal came after an await of its flag passed */
-    check_map bars;                 /* (name, coll) -> bar_node* */
     check_map gens;                 /* (name, coll, gen) -> gen_state* */
     check_map mismatched;           /* (name, coll) -> 1 once reported */
     uint32_t *work;
@@ -980,15 +960,11 @@ static int bind_sync(check_engine *e, uint32_t h, check_pend *p)
     const trace_stmt *s = &p->s;
     p->items = p->item_local;
     uint32_t cap = 2;
-    for (uint32_t q = 0; q < e->n_q; q++) {
+    /* rule 4's scope is the binder's; a stream sync needs no scan */
+    bool one = s->sync_scope == TRACE_SYNC_QUEUE;
+    for (uint32_t q = one ? s->object : 0; q < e->n_q && (!one || q == s->object); q++) {
         qstate *S = &e->q[q];
-        if (!S->is_stream)
-            continue;
-        if (s->sync_scope == TRACE_SYNC_QUEUE && q != s->object)
-            continue;
-        if (s->sync_scope == TRACE_SYNC_DEVICE && S->device != s->object)
-            continue;
-        if (S->n_read == 0)
+        if (!trace_sync_covers(e->t, s, q) || S->n_read == 0)
             continue;
         sync_item it = { NULL, { NULL, TRACE_NONE, 0 } };
         if (S->own >= S->n_read) {
@@ -1049,47 +1025,6 @@ static flag_node *flag_get(check_engine *e, uint32_t name)
     return (flag_node *)(uintptr_t)*v;
 }
 
-static bar_node *bar_get(check_engine *e, uint32_t name, bool coll)
-{
-    uint64_t *v = check_map_put(&e->bars, gen_key(name, coll, 0), 0);
-    if (!v)
-        return NULL;
-    if (!*v) {
-        bar_node *b = calloc(1, sizeof *b);
-        if (!b)
-            return NULL;
-        b->name = name;
-        b->coll = coll;
-        *v = (uint64_t)(uintptr_t)b;
-    }
-    return (bar_node *)(uintptr_t)*v;
-}
-
-static bar_part *bar_part_of(bar_node *b, uint32_t q)
-{
-    for (uint32_t i = 0; i < b->n; i++)
-        if (b->part[i].queue == q)
-            return &b->part[i];
-    if (b->n == b->cap) {
-        uint32_t cap = b->cap ? b->cap * 2 : 4;
-        bar_part *p = realloc(b->part, cap * sizeof *p);
-        if (!p)
-            return NULL;
-        b->part = p;
-        b->cap = cap;
-    }
-    b->part[b->n] = (bar_part){ q, 0 };
-    return &b->part[b->n++];
-}
-
-static void bar_free(bar_node *b)
-{
-    if (b) {
-        free(b->part);
-        free(b);
-    }
-}
-
 /* Why a generation's participants disagree. */
 typedef enum {
     MISMATCH_KIND,      /* collectives: another KIND or size= */
@@ -1097,110 +1032,117 @@ typedef enum {
     MISMATCH_EXTRA,     /* more arrivals than count= (size= for collectives) */
 } mismatch_why;
 
-/* The queues whose k-th arrival at b has been read, as "q0, q1". */
-static char *gen_members(const check_engine *e, const bar_node *b, uint64_t k)
+/* The queues whose k-th arrival at a barrier or communicator has been
+ * read, as "q0, q1". */
+static char *gen_members(const check_engine *e, uint32_t name, bool coll, uint64_t k)
 {
+    const trace_member *m;
+    uint32_t n = trace_binder_members(e->bind, name, coll, &m);
     char *who = NULL;
-    for (uint32_t i = 0; i < b->n; i++) {
-        if (b->part[i].arrivals < k)
+    for (uint32_t i = 0; i < n; i++) {
+        if (m[i].arrivals < k)
             continue;
-        const char *q = trace_str(e->t, e->t->queues[b->part[i].queue].name);
-        char *n = who ? check_strf("%s, %s", who, q) : check_strf("%s", q);
+        const char *q = trace_str(e->t, e->t->queues[m[i].queue].name);
+        char *w = who ? check_strf("%s, %s", who, q) : check_strf("%s", q);
         free(who);
-        who = n;
+        who = w;
     }
     return who;
 }
 
 /* Reports, once per barrier or communicator, that generation k's
- * participants disagree: s is the statement that does not fit g (which
- * is NULL when the generation k it overflows has already been retired). */
-static void report_mismatch(check_engine *e, const bar_node *b, uint64_t k, const gen_state *g,
-                            const trace_stmt *s, mismatch_why why)
+ * participants disagree: s is the arrival that does not fit, bd what the
+ * binder said of it (the generation's first arrival, when known). */
+static void report_mismatch(check_engine *e, const trace_bind *bd, const trace_stmt *s,
+                            mismatch_why why)
 {
-    uint64_t *done = check_map_put(&e->mismatched, gen_key(b->name, b->coll, 0), 0);
+    bool coll = s->kind == TRACE_COLLECTIVE;
+    uint64_t k = bd->gen;
+    uint64_t *done = check_map_put(&e->mismatched, gen_key(s->object, coll, 0), 0);
     if (!done || *done)
         return;
     *done = 1;
     const trace *t = e->t;
-    const char *name = trace_str(t, b->name);
+    bool first_known = bd->gen_first != TRACE_NO_SEQ;
+    const char *name = trace_str(t, s->object);
     const char *q2 = trace_str(t, t->queues[s->queue].name);
+    const char *q1 = first_known ? trace_str(t, t->queues[bd->gen_first_queue].name) : "?";
     trace_finding f = { 0 };
-    f.kind = b->coll ? TRACE_FINDING_COLLECTIVE_MISMATCH : TRACE_FINDING_BARRIER_MISMATCH;
-    f.object = b->name;
+    f.kind = coll ? TRACE_FINDING_COLLECTIVE_MISMATCH : TRACE_FINDING_BARRIER_MISMATCH;
+    f.object = s->object;
     f.generation = k;
     f.first.seq = TRACE_NO_SEQ;
-    if (g)
-        f.first = (trace_stmt_ref){ g->first_seq, g->first_queue, TRACE_NONE, g->first_line,
-                                    s->kind, TRACE_NONE };
+    if (first_known)
+        f.first = (trace_stmt_ref){ bd->gen_first, bd->gen_first_queue, TRACE_NONE,
+                                    bd->gen_first_line, s->kind, TRACE_NONE };
     f.second = check_ref_of_stmt(s);
     f.buffer = f.root = TRACE_NONE;
-    const char *what = b->coll ? "size" : "count";
-    uint64_t expected = g ? g->count : b->count;
-    char *members = gen_members(e, b, k);
+    const char *what = coll ? "size" : "count";
+    uint64_t expected = bd->gen_count;
+    char *members = gen_members(e, s->object, coll, k);
     char *at = s->line ? check_strf(" (line %u)", s->line) : check_strf("%s", "");
     char *text = NULL, *fix = NULL;
     if (why == MISMATCH_EXTRA) {
         text = check_strf("%s %s generation %llu has %s=%llu but more queues arrive (%s): "
                           "%s%s is one too many and passes without synchronising",
-                          b->coll ? "communicator" : "barrier", name, (unsigned long long)k,
-                          what, (unsigned long long)expected, members ? members : "", q2,
+                          coll ? "communicator" : "barrier", name, (unsigned long long)k, what,
+                          (unsigned long long)expected, members ? members : "", q2,
                           at ? at : "");
         fix = check_strf("make exactly %llu queues arrive at every generation of %s: remove "
                          "%s's arrival%s, or set %s= to the number of participants on every "
                          "arrival",
                          (unsigned long long)expected, name, q2, at ? at : "", what);
-    } else if (why == MISMATCH_COUNT) {
-        const char *q1 = trace_str(t, t->queues[g->first_queue].name);
+    } else if (!coll) {
         text = check_strf("barrier %s generation %llu: %s arrives with count=%llu (line %u) but "
                           "%s with count=%llu%s",
-                          name, (unsigned long long)k, q1, (unsigned long long)g->first_count,
-                          g->first_line, q2, (unsigned long long)s->count, at ? at : "");
+                          name, (unsigned long long)k, q1, (unsigned long long)expected,
+                          bd->gen_first_line, q2, (unsigned long long)s->count, at ? at : "");
         fix = check_strf("give every arrival at %s the same count=: the number of queues that "
                          "arrive at each generation",
                          name);
     } else {
-        const char *q1 = trace_str(t, t->queues[g->first_queue].name);
         text = check_strf("generation %llu of communicator %s: %s issues %s size=%llu (line %u) "
                           "but %s issues %s size=%llu (line %u)",
-                          (unsigned long long)k, name, q1, trace_str(t, g->first_kind),
-                          (unsigned long long)g->first_count, g->first_line, q2,
+                          (unsigned long long)k, name, q1, trace_str(t, bd->gen_first_kind),
+                          (unsigned long long)expected, bd->gen_first_line, q2,
                           trace_str(t, s->coll_kind), (unsigned long long)s->count, s->line);
         fix = check_strf("make every participant of %s issue the same collectives in the same "
                          "order: generation %llu pairs %s's %s with %s's %s",
-                         name, (unsigned long long)k, q1, trace_str(t, g->first_kind), q2,
+                         name, (unsigned long long)k, q1, trace_str(t, bd->gen_first_kind), q2,
                          trace_str(t, s->coll_kind));
     }
     /* parts: the participants, each with what it said (the misfit last) */
-    trace_finding_part *parts = calloc(b->n + 2, sizeof *parts);
+    const trace_member *m;
+    uint32_t n_m = trace_binder_members(e->bind, s->object, coll, &m);
+    trace_finding_part *parts = calloc(n_m + 2, sizeof *parts);
     uint32_t np = 0;
     if (parts && why == MISMATCH_EXTRA) {
         /* generation k's queues in arrival order; a queue already past its
          * k-th arrival is named without its statement */
         for (uint32_t pass = 0; pass < 2; pass++)
-            for (uint32_t i = 0; i < b->n; i++) {
-                const bar_part *x = &b->part[i];
-                bool self = x->queue == s->queue;
-                if (x->arrivals < k || self != (pass == 1))
+            for (uint32_t i = 0; i < n_m; i++) {
+                bool self = m[i].queue == s->queue;
+                if (m[i].arrivals < k || self != (pass == 1))
                     continue;
                 trace_finding_part *p = &parts[np++];
-                *p = (trace_finding_part){ TRACE_PART_PARTICIPANT, self, x->queue, TRACE_NO_SEQ,
-                                           0, TRACE_NONE, 0, NULL };
-                if (x->arrivals == k) {
-                    p->seq = x->last_seq;
-                    p->line = x->last_line;
-                    p->count = x->last_count;
-                    p->kind = self && b->coll ? s->coll_kind : TRACE_NONE;
+                *p = (trace_finding_part){ TRACE_PART_PARTICIPANT, self, m[i].queue,
+                                           TRACE_NO_SEQ, 0, TRACE_NONE, 0, NULL };
+                if (m[i].arrivals == k) {
+                    p->seq = m[i].last_seq;
+                    p->line = m[i].last_line;
+                    p->count = m[i].last_count;
+                    p->kind = m[i].last_kind;
                 }
             }
     } else if (parts) {
-        parts[np++] = (trace_finding_part){ TRACE_PART_PARTICIPANT, false, g->first_queue,
-                                            g->first_seq, g->first_line,
-                                            b->coll ? g->first_kind : TRACE_NONE, g->first_count,
-                                            NULL };
+        if (first_known)
+            parts[np++] = (trace_finding_part){ TRACE_PART_PARTICIPANT, false,
+                                                bd->gen_first_queue, bd->gen_first,
+                                                bd->gen_first_line, bd->gen_first_kind,
+                                                expected, NULL };
         parts[np++] = (trace_finding_part){ TRACE_PART_PARTICIPANT, false, s->queue, s->seq,
-                                            s->line, b->coll ? s->coll_kind : TRACE_NONE,
-                                            s->count, NULL };
+                                            s->line, coll ? s->coll_kind : TRACE_NONE, s->count,
+                                            NULL };
     }
     if (!parts)
         e->oom = true;
@@ -1214,30 +1156,27 @@ static void report_mismatch(check_engine *e, const bar_node *b, uint64_t k, cons
         trace_finding_release(&f);
 }
 
-/* Binds p, the k-th arrival of its queue at its barrier or communicator b,
- * to generation k. The generation is the first count= (size=) such arrivals
- * in submission order: one more is reported as a mismatch and passes
+/* Binds p, an arrival at a barrier or communicator, to the generation the
+ * binder put it in (rules 5 and 7: the first count= such arrivals in
+ * submission order). An extra arrival is reported as a mismatch and passes
  * without synchronising (p->gen stays NULL), so the verdict does not depend
  * on the order in which the engine happens to run the queues. */
-static int bind_gen(check_engine *e, check_pend *p, bar_node *b, uint64_t k)
+static int bind_gen(check_engine *e, check_pend *p, const trace_bind *bd)
 {
     const trace_stmt *s = &p->s;
     bool coll = s->kind == TRACE_COLLECTIVE;
-    uint64_t key = gen_key(s->object, coll, k);
+    if (bd->gen_role == TRACE_GEN_EXTRA) {
+        report_mismatch(e, bd, s, MISMATCH_EXTRA);
+        return 0;
+    }
+    if (bd->gen_role == TRACE_GEN_DISAGREES)
+        report_mismatch(e, bd, s, coll ? MISMATCH_KIND : MISMATCH_COUNT);
+    uint64_t key = gen_key(s->object, coll, bd->gen);
     uint64_t *v = check_map_put(&e->gens, key, 0);
     if (!v)
         return -1;
     gen_state *g = (gen_state *)(uintptr_t)*v;
     if (!g) {
-        /* Absent with another queue already at its k-th arrival: generation
-         * k completed and was retired, so p is one arrival too many. */
-        for (uint32_t i = 0; i < b->n; i++) {
-            if (b->part[i].queue != s->queue && b->part[i].arrivals >= k) {
-                check_map_del(&e->gens, key);
-                report_mismatch(e, b, k, NULL, s, MISMATCH_EXTRA);
-                return 0;
-            }
-        }
         g = calloc(1, sizeof *g);
         if (!g)
             return -1;
@@ -1245,21 +1184,9 @@ static int bind_gen(check_engine *e, check_pend *p, bar_node *b, uint64_t k)
         g->key = key;
         g->name = s->object;
         g->collective = coll;
-        g->gen = k;
-        g->count = s->count ? s->count : 1;
-        g->first_kind = s->coll_kind;
-        g->first_count = s->count;
-        g->first_queue = s->queue;
-        g->first_line = s->line;
-        g->first_seq = s->seq;
+        g->gen = bd->gen;
+        g->count = bd->gen_count;
         *v = (uint64_t)(uintptr_t)g;
-    } else if (g->n_read >= g->count) {
-        report_mismatch(e, b, k, g, s, MISMATCH_EXTRA);
-        return 0;
-    } else if (coll && (g->first_kind != s->coll_kind || g->first_count != s->count)) {
-        report_mismatch(e, b, k, g, s, MISMATCH_KIND);
-    } else if (!coll && g->first_count != s->count) {
-        report_mismatch(e, b, k, g, s, MISMATCH_COUNT);
     }
     g->n_read++;
     g->refs++;
@@ -1276,7 +1203,8 @@ check_engine *check_engine_new(const trace *t, check_report *rep, const bool *re
     e->rep = rep;
     e->remove = remove;
     e->only_host = TRACE_NONE;
-    if (ensure_queues(e) != 0) {
+    if (!(e->bind = trace_binder_new(0)) || ensure_queues(e) != 0) {
+        trace_binder_free(e->bind);
         free(e);
         return NULL;
     }
@@ -1317,10 +1245,17 @@ static bool still_used(const check_map *last, uint64_t key, uint64_t fed)
     return v && *v >= fed;
 }
 
+static bool record_dead(void *ctx, uint64_t record_seq)
+{
+    const check_engine *e = ctx;
+    return !still_used(e->record_last, record_seq, e->fed);
+}
+
 void check_engine_prune(check_engine *e)
 {
     if (!e->record_last || !e->flag_last)
         return;
+    trace_binder_forget(e->bind, record_dead, e);
     for (uint32_t i = 0; i < e->events.cap;) {
         if (e->events.used[i] && e->events.vals[i]) {
             ev_node *n = (ev_node *)(uintptr_t)e->events.vals[i];
@@ -1375,10 +1310,17 @@ int check_engine_feed(check_engine *e, const trace_stmt *s)
     p.removed = e->remove && e->remove[s->seq];
     e->fed++;
     e->rep->ops++;
+    /* Every statement is bound, removed ones too: what a binding is depends
+     * on the statements before it only (records and generation numbers stay
+     * those of the trace without the removals, which remove whole
+     * generations). */
+    trace_bind bd;
+    if (trace_binder_feed(e->bind, s, &bd) != 0)
+        return -1;
     switch (s->kind) {
     case TRACE_WAIT:
         if (!p.removed) {
-            uint64_t *v = check_map_get(&e->events, s->object);
+            uint64_t *v = bd.record != TRACE_NO_SEQ ? check_map_get(&e->events, bd.record) : NULL;
             if (v && *v) {
                 p.bind = (ev_node *)(uintptr_t)*v;
                 p.bind->refs++;
@@ -1395,7 +1337,7 @@ int check_engine_feed(check_engine *e, const trace_stmt *s)
         break;
     case TRACE_RECORD: {
         ev_node *n = calloc(1, sizeof *n);
-        uint64_t *v = n ? check_map_put(&e->events, s->object, 0) : NULL;
+        uint64_t *v = n ? check_map_put(&e->events, s->seq, 0) : NULL;
         if (!v) {
             free(n);
             return -1;
@@ -1406,11 +1348,18 @@ int check_engine_feed(check_engine *e, const trace_stmt *s)
         n->line = s->line;
         n->seq = s->seq;
         n->snap.queue = TRACE_NONE;
-        ev_unref((ev_node *)(uintptr_t)*v);
         *v = (uint64_t)(uintptr_t)n;
+        /* the record it supersedes binds no later wait: only pending waits
+         * (which hold references) still need it */
+        uint64_t *old = bd.superseded != TRACE_NO_SEQ ? check_map_get(&e->events, bd.superseded)
+                                                      : NULL;
+        if (old) {
+            ev_unref((ev_node *)(uintptr_t)*old);
+            check_map_del(&e->events, bd.superseded);
+        }
         p.rec = n;
         if (e->track)
-            check_map_put(&e->dirty_events, s->object, 1);
+            check_map_put(&e->dirty_events, s->seq, 1);
         break;
     }
     case TRACE_SYNC:
@@ -1428,24 +1377,10 @@ int check_engine_feed(check_engine *e, const trace_stmt *s)
         }
         break;
     case TRACE_BARRIER:
-    case TRACE_COLLECTIVE: {
-        bar_node *b = bar_get(e, s->object, s->kind == TRACE_COLLECTIVE);
-        bar_part *me = b ? bar_part_of(b, q) : NULL;
-        if (!me)
-            return -1;
-        /* counted even when removed: the minimiser removes whole
-         * generations, so later generation numbers stay those of the
-         * trace without them */
-        uint64_t k = ++me->arrivals;
-        me->last_seq = s->seq;
-        me->last_line = s->line;
-        me->last_count = s->count;
-        if (b->n == 1 && k == 1)
-            b->count = s->count;
-        if (!p.removed && bind_gen(e, &p, b, k) != 0)
+    case TRACE_COLLECTIVE:
+        if (!p.removed && bind_gen(e, &p, &bd) != 0)
             return -1;
         break;
-    }
     default:
         break;
     }
@@ -1885,10 +1820,7 @@ void check_engine_free(check_engine *e)
             gen_unref((gen_state *)(uintptr_t)e->gens.vals[i]);
     check_map_free(&e->events);
     check_map_free(&e->flags);
-    for (uint32_t i = 0; i < e->bars.cap; i++)
-        if (e->bars.used[i])
-            bar_free((bar_node *)(uintptr_t)e->bars.vals[i]);
-    check_map_free(&e->bars);
+    trace_binder_free(e->bind);
     check_map_free(&e->gens);
     check_map_free(&e->mismatched);
     check_map_free(&e->dirty_events);
@@ -1935,7 +1867,7 @@ check_engine *check_engine_clone(const check_engine *e, check_report *rep)
     for (uint32_t i = 0; i < e->n_shadow; i++)
         c->shadow[i] = check_shadow_ref(e->shadow[i]);
     if (check_map_copy(&c->events, &e->events) != 0 || check_map_copy(&c->flags, &e->flags) != 0 ||
-        check_map_copy(&c->bars, &e->bars) != 0 ||
+        !(c->bind = trace_binder_clone(e->bind)) ||
         check_map_copy(&c->mismatched, &e->mismatched) != 0)
         goto fail;
     for (uint32_t i = 0; i < c->events.cap; i++)
@@ -1955,23 +1887,6 @@ check_engine *check_engine_clone(const check_engine *e, check_report *rep)
         n->vc = check_vc_ref(f->vc);
         c->flags.vals[i] = (uint64_t)(uintptr_t)n;
     }
-    for (uint32_t i = 0; i < c->bars.cap; i++) {
-        if (!c->bars.used[i])
-            continue;
-        const bar_node *b = (const bar_node *)(uintptr_t)c->bars.vals[i];
-        bar_node *n = malloc(sizeof *n);
-        bar_part *part = malloc((b->cap ? b->cap : 1) * sizeof *part);
-        if (!n || !part) {
-            free(n);
-            free(part);
-            c->bars.vals[i] = 0;
-            goto fail;
-        }
-        *n = *b;
-        memcpy(part, b->part, b->n * sizeof *part);
-        n->part = part;
-        c->bars.vals[i] = (uint64_t)(uintptr_t)n;
-    }
     c->flag_totals = e->flag_totals;
     c->record_last = e->record_last;
     c->flag_last = e->flag_last;
@@ -1989,7 +1904,7 @@ static bool snap_equal(const check_snap *a, const check_snap *b)
 
 bool check_engine_same(const check_engine *a, const check_engine *b)
 {
-    if (a->n_q != b->n_q || a->fed != b->fed)
+    if (a->n_q != b->n_q || a->fed != b->fed || !trace_binder_same(a->bind, b->bind))
         return false;
     for (uint32_t q = 0; q < a->n_q; q++) {
         if (a->q[q].own != b->q[q].own || a->q[q].head || b->q[q].head ||

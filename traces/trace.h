@@ -498,6 +498,69 @@ int trace_reader_load(trace_reader *r, trace **out, trace_error *err);
 
 
 /* ------------------------------------------------------------------ */
+/* The binder (traces/bind.c): what a statement depends on, by the      */
+/* format's rules, decided once for the checker, replay and pictures.   */
+
+/* Rule 4: whether host sync s covers stream queue q (its scope). */
+bool trace_sync_covers(const trace *t, const trace_stmt *s, uint32_t q);
+
+/* How an arrival at a barrier or collective takes part in its generation. */
+typedef enum {
+    TRACE_GEN_NONE = 0,     /* not an arrival */
+    TRACE_GEN_MEMBER,       /* one of the generation's count= (size=) arrivals */
+    TRACE_GEN_DISAGREES,    /* a member whose count= (collective: KIND or size=) differs
+                             * from the generation's first arrival */
+    TRACE_GEN_EXTRA,        /* one arrival too many: it synchronises nothing */
+} trace_gen_role;
+
+/* What trace_binder_feed decides for one statement. */
+typedef struct trace_bind {
+    uint64_t record;        /* wait: the record it binds to; TRACE_NO_SEQ: none */
+    uint64_t superseded;    /* record: the previous record of its event, which no
+                             * later wait can bind to; TRACE_NO_SEQ: none */
+    uint64_t gen;           /* barrier, collective: generation k (its queue's k-th arrival) */
+    uint8_t gen_role;       /* trace_gen_role */
+    uint64_t gen_count;     /* the generation's count= / size= (0: not known) */
+    uint64_t gen_first;     /* the seq of its first arrival (TRACE_NO_SEQ: not known) */
+    uint32_t gen_first_queue, gen_first_line, gen_first_kind;
+} trace_bind;
+
+/* A queue arriving at a barrier or communicator, and its latest arrival. */
+typedef struct trace_member {
+    uint32_t queue;
+    uint64_t arrivals;
+    uint64_t last_seq;
+    uint32_t last_line;
+    uint64_t last_count;
+    uint32_t last_kind;     /* collective KIND string id, else TRACE_NONE */
+} trace_member;
+
+#define TRACE_BIND_FLAGS 1u /* keep every flag's signals and awaits (trace_binder_flag) */
+
+typedef struct trace_binder trace_binder;
+
+/* A binder fed statements in submission order. NULL when out of memory. */
+trace_binder *trace_binder_new(unsigned options);
+void trace_binder_free(trace_binder *b);
+/* Binds statement s (rules 3, 5, 7; 6 with TRACE_BIND_FLAGS). 0, or -1 when
+ * out of memory. */
+int trace_binder_feed(trace_binder *b, const trace_stmt *s, trace_bind *out);
+/* The queues that arrive at a barrier (coll: a communicator) so far. */
+uint32_t trace_binder_members(const trace_binder *b, uint32_t object, bool coll,
+                              const trace_member **out);
+/* With TRACE_BIND_FLAGS: the signals and awaits of a flag fed so far. */
+void trace_binder_flag(const trace_binder *b, uint32_t flag, const uint64_t **signals,
+                       uint32_t *n_signals, const uint64_t **awaits, uint32_t *n_awaits);
+/* A copy (without flag lists), for checkpoints. NULL when out of memory. */
+trace_binder *trace_binder_clone(const trace_binder *b);
+/* Forgets the records for which dead(ctx, record seq) holds (no later wait
+ * binds to them: the minimiser knows); trace_binder_same then compares what
+ * is left. */
+void trace_binder_forget(trace_binder *b, bool (*dead)(void *ctx, uint64_t record_seq),
+                         void *ctx);
+bool trace_binder_same(const trace_binder *a, const trace_binder *b);
+
+/* ------------------------------------------------------------------ */
 /* Sync patterns (traces/pattern.c): one alphabet for every command.    */
 
 /* s host blocks, c blocking copy, a async copy, g graph launch, r record,

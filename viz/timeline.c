@@ -60,23 +60,6 @@ static bool grow(void **p, size_t *cap, size_t need, size_t size)
     return true;
 }
 
-/* A map from a string id of the reader's trace to a seq (events, flags). */
-static bool id_map_set(uint64_t **map, size_t *cap, uint32_t id, uint64_t seq)
-{
-    size_t old = *cap;
-    if (!grow((void **)map, cap, (size_t)id + 1, sizeof **map))
-        return false;
-    for (size_t i = old; i < *cap; i++)
-        (*map)[i] = UINT64_MAX;
-    (*map)[id] = seq;
-    return true;
-}
-
-static uint64_t id_map_get(const uint64_t *map, size_t cap, uint32_t id)
-{
-    return id < cap ? map[id] : UINT64_MAX;
-}
-
 static int add_arrow(viz_timeline *tl, uint64_t from, uint64_t to, uint8_t kind)
 {
     if (!grow((void **)&tl->arrows, &tl->cap_arrows, tl->n_arrows + 1, sizeof *tl->arrows))
@@ -86,82 +69,63 @@ static int add_arrow(viz_timeline *tl, uint64_t from, uint64_t to, uint8_t kind)
 }
 
 typedef struct collect_state {
-    uint64_t *last_record, *last_signal; /* by event / flag string id */
-    size_t cap_record, cap_signal;
+    trace_binder *bind;                  /* what each statement waits for (traces/bind.c) */
     uint64_t *last_on_queue;             /* by queue index */
     size_t cap_queue;
-    tl_arrow *pending_awaits;            /* awaits seen before any signal of their flag */
-    size_t n_pending, cap_pending;
-    uint32_t *pending_flag;
+    uint32_t *flags;                     /* the flags awaited, to pair at the end */
+    size_t n_flags, cap_flags;
 } collect_state;
 
 static void collect_state_free(collect_state *cs)
 {
-    free(cs->last_record);
-    free(cs->last_signal);
+    trace_binder_free(cs->bind);
     free(cs->last_on_queue);
-    free(cs->pending_awaits);
-    free(cs->pending_flag);
+    free(cs->flags);
 }
 
-/* The arrows that end at statement s (seq already stored). */
+/* The arrows that end at statement s (seq already stored): the binder says
+ * which record a wait binds to and what a sync covers. Flags are paired at
+ * the end (rule 6: every signal, wherever it stands). */
 static int link_statement(viz_timeline *tl, collect_state *cs, const trace *t, const trace_stmt *s)
 {
+    trace_bind bd;
+    if (trace_binder_feed(cs->bind, s, &bd) != 0)
+        return -1;
     switch (s->kind) {
-    case TRACE_RECORD:
-        return id_map_set(&cs->last_record, &cs->cap_record, s->object, s->seq) ? 0 : -1;
-    case TRACE_SIGNAL:
-        if (!id_map_set(&cs->last_signal, &cs->cap_signal, s->object, s->seq))
+    case TRACE_WAIT:
+        return bd.record == TRACE_NO_SEQ ? 0 : add_arrow(tl, bd.record, s->seq, TL_ARROW_EVENT);
+    case TRACE_AWAIT:
+        for (size_t i = 0; i < cs->n_flags; i++)
+            if (cs->flags[i] == s->object)
+                return 0;
+        if (!grow((void **)&cs->flags, &cs->cap_flags, cs->n_flags + 1, sizeof *cs->flags))
             return -1;
-        /* Awaits submitted before their signal (rule 6) are released by it. */
-        for (size_t i = 0; i < cs->n_pending;) {
-            if (cs->pending_flag[i] == s->object) {
-                if (add_arrow(tl, s->seq, cs->pending_awaits[i].to, TL_ARROW_FLAG) != 0)
-                    return -1;
-                cs->pending_awaits[i] = cs->pending_awaits[--cs->n_pending];
-                cs->pending_flag[i] = cs->pending_flag[cs->n_pending];
-            } else {
-                i++;
-            }
-        }
+        cs->flags[cs->n_flags++] = s->object;
         return 0;
-    case TRACE_WAIT: {
-        uint64_t rec = id_map_get(cs->last_record, cs->cap_record, s->object);
-        return rec == UINT64_MAX ? 0 : add_arrow(tl, rec, s->seq, TL_ARROW_EVENT);
-    }
-    case TRACE_AWAIT: {
-        uint64_t sig = id_map_get(cs->last_signal, cs->cap_signal, s->object);
-        if (sig != UINT64_MAX)
-            return add_arrow(tl, sig, s->seq, TL_ARROW_FLAG);
-        size_t cap = cs->cap_pending;
-        if (!grow((void **)&cs->pending_awaits, &cs->cap_pending, cs->n_pending + 1,
-                  sizeof *cs->pending_awaits))
-            return -1;
-        if (cap != cs->cap_pending) {
-            uint32_t *pf = realloc(cs->pending_flag, cs->cap_pending * sizeof *pf);
-            if (!pf)
-                return -1;
-            cs->pending_flag = pf;
-        }
-        cs->pending_awaits[cs->n_pending] = (tl_arrow){ 0, s->seq, TL_ARROW_FLAG };
-        cs->pending_flag[cs->n_pending++] = s->object;
-        return 0;
-    }
     case TRACE_SYNC:
-        for (uint32_t q = 0; q < t->n_queues && q < cs->cap_queue; q++) {
-            const trace_queue *tq = &t->queues[q];
-            if (tq->kind != TRACE_QUEUE_STREAM || cs->last_on_queue[q] == UINT64_MAX)
-                continue;
-            bool covered = s->sync_scope == TRACE_SYNC_ALL ||
-                           (s->sync_scope == TRACE_SYNC_QUEUE && s->object == q) ||
-                           (s->sync_scope == TRACE_SYNC_DEVICE && s->object == tq->device);
-            if (covered && add_arrow(tl, cs->last_on_queue[q], s->seq, TL_ARROW_SYNC) != 0)
+        for (uint32_t q = 0; q < t->n_queues && q < cs->cap_queue; q++)
+            if (cs->last_on_queue[q] != UINT64_MAX && trace_sync_covers(t, s, q) &&
+                add_arrow(tl, cs->last_on_queue[q], s->seq, TL_ARROW_SYNC) != 0)
                 return -1;
-        }
         return 0;
     default:
         return 0;
     }
+}
+
+/* Rule 6's arrows: from every signal of each awaited flag to each await. */
+static int link_flags(viz_timeline *tl, collect_state *cs)
+{
+    for (size_t i = 0; i < cs->n_flags; i++) {
+        const uint64_t *sig, *aw;
+        uint32_t n_sig, n_aw;
+        trace_binder_flag(cs->bind, cs->flags[i], &sig, &n_sig, &aw, &n_aw);
+        for (uint32_t a = 0; a < n_aw; a++)
+            for (uint32_t k = 0; k < n_sig; k++)
+                if (add_arrow(tl, sig[k], aw[a], TL_ARROW_FLAG) != 0)
+                    return -1;
+    }
+    return 0;
 }
 
 static int store_item(viz_timeline *tl, collect_state *cs, const trace *t, const trace_stmt *s)
@@ -413,7 +377,8 @@ viz_timeline *viz_timeline_new(const viz_timeline_opts *o)
     if (!tl)
         return NULL;
     tl->cs = calloc(1, sizeof *tl->cs);
-    if (!tl->cs || !(tl->names = trace_new())) {
+    if (!tl->cs || !(tl->cs->bind = trace_binder_new(TRACE_BIND_FLAGS)) ||
+        !(tl->names = trace_new())) {
         viz_timeline_free(tl);
         return NULL;
     }
@@ -443,7 +408,7 @@ int viz_timeline_end(viz_timeline *tl, const trace *t, const char *source, trace
     tl->timed = tl->n_untimed == 0 && tl->n_items > 0;
     if (!tl->timed) /* a trace with no box at all but timed marks is still timed */
         tl->timed = tl->n_boxes_in == 0 && tl->n_items > 0 && tl->items[0].t != TRACE_TIME_NONE;
-    if (make_lanes(tl, t) != 0 || compute_range(tl, &tl->opts) != 0 ||
+    if (link_flags(tl, tl->cs) != 0 || make_lanes(tl, t) != 0 || compute_range(tl, &tl->opts) != 0 ||
         layout_boxes(tl, &tl->opts) != 0)
         return trace_error_set(err, TRACE_ENOMEM, "out of memory laying out the timeline"), -1;
     tl->n_devices = tl->n_groups - ((t->n_host_queues ? 1 : 0));

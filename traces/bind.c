@@ -1,0 +1,502 @@
+/*
+ * bind.c -- which statements a statement depends on, by the rules of the
+ * trace format (docs/trace-format.md, "Order and happens-before"), decided
+ * here once for every consumer: the checker (check/hb.c), replay
+ * (sim/replay.c) and the timeline's arrows (viz/timeline.c). Each consumer
+ * keeps its own runtime state (clocks, times, pictures); none decides a
+ * binding itself.
+ *
+ *   rule 2  submission: trace_submitter() (model.c): by=, else the only
+ *           host.
+ *   rule 3  `wait E` binds to the most recent `record E` before it in the
+ *           file; a later record does not change that binding; a wait with
+ *           none binds to nothing (wait-unrecorded). The binder also says
+ *           which record a new record supersedes: no later wait can bind to
+ *           the old one, so consumers may forget it once its waits ran.
+ *   rule 4  `sync S | device=D | all` covers the streams in its scope
+ *           (trace_sync_covers); "what was submitted before the sync" is
+ *           each consumer's count of the stream's statements at that point.
+ *   rule 5, 7  generation k of a barrier (a communicator's collectives) is
+ *           each queue's k-th arrival; it holds the first count= (size=)
+ *           such arrivals in submission order. One more is an extra arrival
+ *           (a mismatch that synchronises nothing); arrivals that disagree
+ *           with the generation's first on count= (or, for collectives, on
+ *           KIND or size=) are members that mismatch.
+ *   rule 6  every signal of a flag happens before what follows any await of
+ *           it, wherever it stands: with TRACE_BIND_FLAGS the binder keeps
+ *           each flag's signals and awaits (trace_binder_flag) so that
+ *           consumers that hold the whole trace (replay, pictures) can pair
+ *           them; the checker counts signals instead (check/hb.c).
+ *
+ * State: the latest record of each event name and, per barrier or
+ * communicator, its participant queues and their arrival counts. Memory
+ * grows with distinct names, not with statements (flag lists aside).
+ */
+#include "trace.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* An open-addressing map u64 -> u64 (the binder's own, small and private). */
+typedef struct bmap {
+    uint64_t *keys, *vals;
+    uint8_t *used;
+    uint32_t cap, count;
+} bmap;
+
+static uint64_t bmix(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ULL;
+    x ^= x >> 33;
+    return x;
+}
+
+static uint64_t *bmap_get(const bmap *m, uint64_t key)
+{
+    if (!m->cap)
+        return NULL;
+    uint32_t mask = m->cap - 1, i = (uint32_t)bmix(key) & mask;
+    while (m->used[i]) {
+        if (m->keys[i] == key)
+            return &m->vals[i];
+        i = (i + 1) & mask;
+    }
+    return NULL;
+}
+
+static void bmap_free(bmap *m)
+{
+    free(m->keys);
+    free(m->vals);
+    free(m->used);
+    memset(m, 0, sizeof *m);
+}
+
+static int bmap_grow(bmap *m)
+{
+    bmap n = { 0 };
+    n.cap = m->cap ? m->cap * 2 : 64;
+    n.keys = malloc(n.cap * sizeof *n.keys);
+    n.vals = malloc(n.cap * sizeof *n.vals);
+    n.used = calloc(n.cap, 1);
+    if (!n.keys || !n.vals || !n.used) {
+        bmap_free(&n);
+        return -1;
+    }
+    for (uint32_t i = 0; i < m->cap; i++) {
+        if (!m->used[i])
+            continue;
+        uint32_t j = (uint32_t)bmix(m->keys[i]) & (n.cap - 1);
+        while (n.used[j])
+            j = (j + 1) & (n.cap - 1);
+        n.used[j] = 1;
+        n.keys[j] = m->keys[i];
+        n.vals[j] = m->vals[i];
+    }
+    n.count = m->count;
+    bmap_free(m);
+    *m = n;
+    return 0;
+}
+
+/* The value of key, inserted as def when absent; NULL when out of memory. */
+static uint64_t *bmap_put(bmap *m, uint64_t key, uint64_t def)
+{
+    uint64_t *v = bmap_get(m, key);
+    if (v)
+        return v;
+    if ((m->count + 1) * 4 > m->cap * 3 && bmap_grow(m) != 0)
+        return NULL;
+    uint32_t mask = m->cap - 1, i = (uint32_t)bmix(key) & mask;
+    while (m->used[i])
+        i = (i + 1) & mask;
+    m->used[i] = 1;
+    m->keys[i] = key;
+    m->vals[i] = def;
+    m->count++;
+    return &m->vals[i];
+}
+
+static void bmap_del(bmap *m, uint64_t key)
+{
+    if (!m->cap)
+        return;
+    uint32_t mask = m->cap - 1, i = (uint32_t)bmix(key) & mask;
+    while (m->used[i] && m->keys[i] != key)
+        i = (i + 1) & mask;
+    if (!m->used[i])
+        return;
+    /* backward-shift deletion keeps every probe chain unbroken */
+    uint32_t j = i;
+    for (;;) {
+        m->used[i] = 0;
+        for (;;) {
+            j = (j + 1) & mask;
+            if (!m->used[j]) {
+                m->count--;
+                return;
+            }
+            uint32_t home = (uint32_t)bmix(m->keys[j]) & mask;
+            if (i <= j ? (i < home && home <= j) : (i < home || home <= j))
+                continue;
+            break;
+        }
+        m->keys[i] = m->keys[j];
+        m->vals[i] = m->vals[j];
+        m->used[i] = 1;
+        i = j;
+    }
+}
+
+static int bmap_copy(bmap *dst, const bmap *src)
+{
+    memset(dst, 0, sizeof *dst);
+    if (!src->cap)
+        return 0;
+    dst->keys = malloc(src->cap * sizeof *dst->keys);
+    dst->vals = malloc(src->cap * sizeof *dst->vals);
+    dst->used = malloc(src->cap);
+    if (!dst->keys || !dst->vals || !dst->used) {
+        bmap_free(dst);
+        return -1;
+    }
+    memcpy(dst->keys, src->keys, src->cap * sizeof *dst->keys);
+    memcpy(dst->vals, src->vals, src->cap * sizeof *dst->vals);
+    memcpy(dst->used, src->used, src->cap);
+    dst->cap = src->cap;
+    dst->count = src->count;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+
+/* A barrier or communicator: who arrives, and each generation's first
+ * arrival while the generation is still filling. */
+typedef struct gen_first {
+    uint64_t k;
+    uint64_t seq, count;
+    uint32_t queue, line, kind;
+    uint64_t members;           /* arrivals bound to it so far */
+} gen_first;
+
+typedef struct bar {
+    uint64_t first_count;       /* count= (size=) of the first arrival ever */
+    trace_member *part;         /* one per queue: its arrivals and latest arrival */
+    uint32_t n, cap;
+    gen_first *open;            /* generations not yet full */
+    uint32_t n_open, cap_open;
+} bar;
+
+typedef struct flag_lists {
+    uint64_t *signals, *awaits;
+    uint32_t n_signals, n_awaits, cap_signals, cap_awaits;
+} flag_lists;
+
+struct trace_binder {
+    unsigned options;
+    bmap records;               /* event name -> seq of its latest record */
+    bmap bars;                  /* name << 1 | coll -> bar* */
+    bmap flags;                 /* flag name -> flag_lists* */
+};
+
+trace_binder *trace_binder_new(unsigned options)
+{
+    trace_binder *b = calloc(1, sizeof *b);
+    if (b)
+        b->options = options;
+    return b;
+}
+
+static void bar_free(bar *x)
+{
+    if (x) {
+        free(x->part);
+        free(x->open);
+        free(x);
+    }
+}
+
+void trace_binder_free(trace_binder *b)
+{
+    if (!b)
+        return;
+    for (uint32_t i = 0; i < b->bars.cap; i++)
+        if (b->bars.used[i])
+            bar_free((bar *)(uintptr_t)b->bars.vals[i]);
+    for (uint32_t i = 0; i < b->flags.cap; i++)
+        if (b->flags.used[i]) {
+            flag_lists *f = (flag_lists *)(uintptr_t)b->flags.vals[i];
+            free(f->signals);
+            free(f->awaits);
+            free(f);
+        }
+    bmap_free(&b->records);
+    bmap_free(&b->bars);
+    bmap_free(&b->flags);
+    free(b);
+}
+
+trace_binder *trace_binder_clone(const trace_binder *b)
+{
+    trace_binder *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->options = b->options & ~TRACE_BIND_FLAGS;   /* flag lists are not cloned */
+    if (bmap_copy(&c->records, &b->records) != 0 || bmap_copy(&c->bars, &b->bars) != 0)
+        goto fail;
+    for (uint32_t i = 0; i < c->bars.cap; i++) {
+        if (!c->bars.used[i])
+            continue;
+        const bar *x = (const bar *)(uintptr_t)c->bars.vals[i];
+        bar *y = calloc(1, sizeof *y);
+        if (y) {
+            y->part = malloc((x->cap ? x->cap : 1) * sizeof *y->part);
+            y->open = malloc((x->cap_open ? x->cap_open : 1) * sizeof *y->open);
+        }
+        if (!y || !y->part || !y->open) {
+            bar_free(y);
+            /* leave the rest pointing at nothing the free would touch */
+            for (uint32_t k = i; k < c->bars.cap; k++)
+                c->bars.used[k] = 0;
+            goto fail;
+        }
+        memcpy(y->part, x->part, x->n * sizeof *y->part);
+        memcpy(y->open, x->open, x->n_open * sizeof *y->open);
+        y->n = x->n;
+        y->cap = x->cap ? x->cap : 1;
+        y->n_open = x->n_open;
+        y->cap_open = x->cap_open ? x->cap_open : 1;
+        c->bars.vals[i] = (uint64_t)(uintptr_t)y;
+    }
+    return c;
+fail:
+    trace_binder_free(c);
+    return NULL;
+}
+
+bool trace_binder_same(const trace_binder *a, const trace_binder *b)
+{
+    /* The binder's state is a function of the statements fed: two binders
+     * fed the same statements agree. This compares what pruning may make
+     * differ: the records still known. */
+    if (a->records.count != b->records.count)
+        return false;
+    for (uint32_t i = 0; i < a->records.cap; i++) {
+        if (!a->records.used[i])
+            continue;
+        const uint64_t *v = bmap_get(&b->records, a->records.keys[i]);
+        if (!v || *v != a->records.vals[i])
+            return false;
+    }
+    return true;
+}
+
+void trace_binder_forget(trace_binder *b, bool (*dead)(void *ctx, uint64_t record_seq), void *ctx)
+{
+    for (uint32_t i = 0; i < b->records.cap;) {
+        if (b->records.used[i] && dead(ctx, b->records.vals[i])) {
+            bmap_del(&b->records, b->records.keys[i]);
+            continue;           /* a later key may have moved into slot i */
+        }
+        i++;
+    }
+}
+
+bool trace_sync_covers(const trace *t, const trace_stmt *s, uint32_t q)
+{
+    if (q >= t->n_queues || t->queues[q].kind != TRACE_QUEUE_STREAM)
+        return false;
+    switch (s->sync_scope) {
+    case TRACE_SYNC_QUEUE:
+        return q == s->object;
+    case TRACE_SYNC_DEVICE:
+        return t->queues[q].device == s->object;
+    case TRACE_SYNC_ALL:
+        return true;
+    }
+    return false;
+}
+
+static bar *bar_get(trace_binder *b, uint32_t name, bool coll)
+{
+    uint64_t *v = bmap_put(&b->bars, (uint64_t)name << 1 | coll, 0);
+    if (!v)
+        return NULL;
+    if (!*v) {
+        bar *x = calloc(1, sizeof *x);
+        if (!x)
+            return NULL;
+        *v = (uint64_t)(uintptr_t)x;
+    }
+    return (bar *)(uintptr_t)*v;
+}
+
+static trace_member *member_of(bar *x, uint32_t q)
+{
+    for (uint32_t i = 0; i < x->n; i++)
+        if (x->part[i].queue == q)
+            return &x->part[i];
+    if (x->n == x->cap) {
+        uint32_t cap = x->cap ? x->cap * 2 : 4;
+        trace_member *p = realloc(x->part, cap * sizeof *p);
+        if (!p)
+            return NULL;
+        x->part = p;
+        x->cap = cap;
+    }
+    x->part[x->n] = (trace_member){ q, 0, TRACE_NO_SEQ, 0, 0, TRACE_NONE };
+    return &x->part[x->n++];
+}
+
+/* Generation k of x: binds an arrival of s to it (rules 5 and 7). */
+static int bind_generation(bar *x, const trace_stmt *s, uint64_t k, trace_bind *out)
+{
+    bool coll = s->kind == TRACE_COLLECTIVE;
+    gen_first *g = NULL;
+    for (uint32_t i = 0; i < x->n_open && !g; i++)
+        if (x->open[i].k == k)
+            g = &x->open[i];
+    if (!g) {
+        /* Not open: new, unless another queue is already past its k-th
+         * arrival -- then generation k filled up and closed: one too many. */
+        for (uint32_t i = 0; i < x->n; i++)
+            if (x->part[i].queue != s->queue && x->part[i].arrivals >= k) {
+                out->gen_role = TRACE_GEN_EXTRA;
+                out->gen_count = x->first_count;
+                return 0;
+            }
+        if (x->n_open == x->cap_open) {
+            uint32_t cap = x->cap_open ? x->cap_open * 2 : 4;
+            gen_first *p = realloc(x->open, cap * sizeof *p);
+            if (!p)
+                return -1;
+            x->open = p;
+            x->cap_open = cap;
+        }
+        g = &x->open[x->n_open++];
+        *g = (gen_first){ k, s->seq, s->count ? s->count : 1, s->queue, s->line,
+                          coll ? s->coll_kind : TRACE_NONE, 0 };
+    }
+    out->gen_first = g->seq;
+    out->gen_first_queue = g->queue;
+    out->gen_first_line = g->line;
+    out->gen_first_kind = g->kind;
+    out->gen_count = g->count;
+    if (g->members >= g->count) {
+        out->gen_role = TRACE_GEN_EXTRA;
+        return 0;
+    }
+    uint64_t mine = s->count ? s->count : 1;
+    out->gen_role = mine != g->count || (coll && s->coll_kind != g->kind) ? TRACE_GEN_DISAGREES
+                                                                          : TRACE_GEN_MEMBER;
+    if (++g->members == g->count)
+        *g = x->open[--x->n_open];      /* full: nobody else joins it */
+    return 0;
+}
+
+static flag_lists *flag_get(trace_binder *b, uint32_t name)
+{
+    uint64_t *v = bmap_put(&b->flags, name, 0);
+    if (!v)
+        return NULL;
+    if (!*v) {
+        flag_lists *f = calloc(1, sizeof *f);
+        if (!f)
+            return NULL;
+        *v = (uint64_t)(uintptr_t)f;
+    }
+    return (flag_lists *)(uintptr_t)*v;
+}
+
+static int push_seq(uint64_t **v, uint32_t *n, uint32_t *cap, uint64_t seq)
+{
+    if (*n == *cap) {
+        uint32_t c = *cap ? *cap * 2 : 4;
+        uint64_t *p = realloc(*v, c * sizeof *p);
+        if (!p)
+            return -1;
+        *v = p;
+        *cap = c;
+    }
+    (*v)[(*n)++] = seq;
+    return 0;
+}
+
+int trace_binder_feed(trace_binder *b, const trace_stmt *s, trace_bind *out)
+{
+    out->record = out->superseded = TRACE_NO_SEQ;
+    out->gen = 0;
+    out->gen_role = TRACE_GEN_NONE;
+    out->gen_first = TRACE_NO_SEQ;
+    out->gen_count = 0;
+    switch (s->kind) {
+    case TRACE_RECORD: {
+        uint64_t *v = bmap_put(&b->records, s->object, TRACE_NO_SEQ);
+        if (!v)
+            return -1;
+        out->superseded = *v;
+        *v = s->seq;
+        return 0;
+    }
+    case TRACE_WAIT: {
+        const uint64_t *v = bmap_get(&b->records, s->object);
+        out->record = v ? *v : TRACE_NO_SEQ;
+        return 0;
+    }
+    case TRACE_BARRIER:
+    case TRACE_COLLECTIVE: {
+        bar *x = bar_get(b, s->object, s->kind == TRACE_COLLECTIVE);
+        trace_member *me = x ? member_of(x, s->queue) : NULL;
+        if (!me)
+            return -1;
+        if (!x->first_count)
+            x->first_count = s->count ? s->count : 1;
+        out->gen = ++me->arrivals;
+        me->last_seq = s->seq;
+        me->last_line = s->line;
+        me->last_count = s->count;
+        me->last_kind = s->kind == TRACE_COLLECTIVE ? s->coll_kind : TRACE_NONE;
+        return bind_generation(x, s, out->gen, out);
+    }
+    case TRACE_SIGNAL:
+    case TRACE_AWAIT: {
+        if (!(b->options & TRACE_BIND_FLAGS))
+            return 0;
+        flag_lists *f = flag_get(b, s->object);
+        if (!f)
+            return -1;
+        return s->kind == TRACE_SIGNAL
+                   ? push_seq(&f->signals, &f->n_signals, &f->cap_signals, s->seq)
+                   : push_seq(&f->awaits, &f->n_awaits, &f->cap_awaits, s->seq);
+    }
+    default:
+        return 0;
+    }
+}
+
+uint32_t trace_binder_members(const trace_binder *b, uint32_t object, bool coll,
+                              const trace_member **out)
+{
+    const uint64_t *v = bmap_get(&b->bars, (uint64_t)object << 1 | coll);
+    if (!v || !*v) {
+        *out = NULL;
+        return 0;
+    }
+    const bar *x = (const bar *)(uintptr_t)*v;
+    *out = x->part;
+    return x->n;
+}
+
+void trace_binder_flag(const trace_binder *b, uint32_t flag, const uint64_t **signals,
+                       uint32_t *n_signals, const uint64_t **awaits, uint32_t *n_awaits)
+{
+    const uint64_t *v = bmap_get(&b->flags, flag);
+    const flag_lists *f = v ? (const flag_lists *)(uintptr_t)*v : NULL;
+    *signals = f ? f->signals : NULL;
+    *n_signals = f ? f->n_signals : 0;
+    *awaits = f ? f->awaits : NULL;
+    *n_awaits = f ? f->n_awaits : 0;
+}
