@@ -2,12 +2,16 @@
  * internal.h -- what the checker's files share (not a public header: users
  * include check/check.h).
  *
- *   vclock.c    sparse, reference-counted vector clocks (check_vc_*)
- *   shadow.c    byte-range shadow memory per root buffer (check_shadow_*)
- *   hb.c        the engine: advances queues, computes happens-before,
- *               checks accesses (check_engine_*)
- *   findings.c  finding records, fixes, output, expectations
- *   minimize.c  the incremental greedy minimiser
+ *   vclock.c      sparse, reference-counted vector clocks (check_vc_*)
+ *   shadow.c      byte-range shadow memory per root buffer (check_shadow_*)
+ *   map.c         a u64 -> u64 hash map (check_map_*)
+ *   hb.c          the engine: advances queues, computes happens-before,
+ *                 checks accesses (check_engine_*); with hang.c,
+ *                 mismatch.c and checkpoint.c, which share engine.h
+ *   findings.c    finding records and their fixes
+ *   output.c      text and JSON output, expectations
+ *   check.c       check_trace: validation, passes, ordering
+ *   minimize.c    the incremental greedy minimiser
  */
 #ifndef SYNCSIM_CHECK_INTERNAL_H
 #define SYNCSIM_CHECK_INTERNAL_H
