@@ -178,6 +178,13 @@ int check_trace(trace_reader *r, const check_options *opt, check_report **out, t
         check_report_free(rep);
         return -1;
     }
+    /* labels a lazy reader left unbuilt: only the reported statements' */
+    for (size_t i = 0; i < rep->n; i++)
+        if (trace_reader_label(r, rep->f[i].first.seq, &rep->f[i].first.label, err) != 0 ||
+            trace_reader_label(r, rep->f[i].second.seq, &rep->f[i].second.label, err) != 0) {
+            check_report_free(rep);
+            return -1;
+        }
     if (rep->n)
         qsort(rep->f, rep->n, sizeof *rep->f, cmp_finding);
     check_report_finish(rep);

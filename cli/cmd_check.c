@@ -114,7 +114,9 @@ int cmd_check(int argc, char **argv)
     opt.max_findings = expect ? 0 : (uint32_t)max;
     trace_error err = { 0 };
     trace_source src;
-    trace_source_opts so = { .run = (int64_t)run, .write_results = true };
+    /* labels are built only for what is reported, except for the minimiser */
+    trace_source_opts so = { .run = (int64_t)run, .write_results = true,
+                             .lazy_labels = !opt.redundant };
     if (cli_open("check", path, &so, &src) != 0)
         return 2;
     trace *whole = NULL;

@@ -234,12 +234,25 @@ static int grow32(void **arr, uint32_t *cap, uint32_t need, size_t elem)
 
 uint64_t trace_hash(const void *data, size_t len)
 {
+    /* Eight bytes a step, each word mixed by a multiply (the shape of FNV-1a
+     * over words): labels are tens of bytes, and byte-at-a-time hashing
+     * showed in every profile of the trace path. */
     const unsigned char *p = data;
-    uint64_t h = 1469598103934665603ULL;
-    for (size_t i = 0; i < len; i++) {
-        h ^= p[i];
-        h *= 1099511628211ULL;
+    uint64_t h = 1469598103934665603ULL ^ (uint64_t)len;
+    while (len >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        h = (h ^ w) * 0x100000001b3ULL;
+        h ^= h >> 29;
+        p += 8;
+        len -= 8;
     }
+    uint64_t w = 0;
+    memcpy(&w, p, len);
+    h = (h ^ w) * 0x100000001b3ULL;
+    h ^= h >> 32;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
     return h;
 }
 
@@ -256,13 +269,19 @@ void trace_strmap_free(trace_strmap *m)
     memset(m, 0, sizeof *m);
 }
 
-/* Slot of key, or of the empty slot where it would go. */
-static uint32_t strmap_slot(const trace_strmap *m, const char *key, size_t len)
+/* A slot holds value + 1 in its low half and the key's hash in its high
+ * half, so that a probe compares keys only when the hashes agree. */
+#define SLOT_VALUE(x) ((uint32_t)(x))
+#define SLOT_HASH(x) ((uint32_t)((x) >> 32))
+
+/* Slot of key (hash h), or of the empty slot where it would go. */
+static uint32_t strmap_slot(const trace_strmap *m, const char *key, size_t len, uint32_t h)
 {
     uint32_t mask = m->cap - 1;
-    uint32_t i = (uint32_t)trace_hash(key, len) & mask;
+    uint32_t i = h & mask;
     while (m->slots[i]) {
-        if (m->key_len[i] == len && memcmp(m->keys[i], key, len) == 0)
+        if (SLOT_HASH(m->slots[i]) == h && m->key_len[i] == len &&
+            memcmp(m->keys[i], key, len) == 0)
             return i;
         i = (i + 1) & mask;
     }
@@ -273,8 +292,8 @@ uint32_t trace_strmap_get(const trace_strmap *m, const char *key, size_t len)
 {
     if (m->cap == 0)
         return TRACE_NONE;
-    uint32_t i = strmap_slot(m, key, len);
-    return m->slots[i] ? m->slots[i] - 1 : TRACE_NONE;
+    uint32_t i = strmap_slot(m, key, len, (uint32_t)trace_hash(key, len));
+    return m->slots[i] ? SLOT_VALUE(m->slots[i]) - 1 : TRACE_NONE;
 }
 
 static int strmap_resize(trace_strmap *m, uint32_t ncap)
@@ -288,10 +307,13 @@ static int strmap_resize(trace_strmap *m, uint32_t ncap)
         trace_strmap_free(&n);
         return -1;
     }
+    uint32_t mask = ncap - 1;
     for (uint32_t i = 0; i < m->cap; i++) {
         if (!m->slots[i])
             continue;
-        uint32_t j = strmap_slot(&n, m->keys[i], m->key_len[i]);
+        uint32_t j = SLOT_HASH(m->slots[i]) & mask;
+        while (n.slots[j])
+            j = (j + 1) & mask;
         n.slots[j] = m->slots[i];
         n.keys[j] = m->keys[i];
         n.key_len[j] = m->key_len[i];
@@ -311,14 +333,40 @@ int trace_strmap_put(trace_strmap *m, const char *key, size_t len, uint32_t valu
         if (ncap < m->cap || strmap_resize(m, ncap) != 0)
             return -1;
     }
-    uint32_t i = strmap_slot(m, key, len);
+    uint32_t h = (uint32_t)trace_hash(key, len);
+    uint32_t i = strmap_slot(m, key, len, h);
     if (!m->slots[i]) {
         m->count++;
         m->keys[i] = key;
         m->key_len[i] = (uint32_t)len;
     }
-    m->slots[i] = value + 1;
+    m->slots[i] = (uint64_t)h << 32 | (value + 1);
     return 0;
+}
+
+/* Copies s (len bytes, NUL added) into t's string arena: chunks that never
+ * move, so strs[] may point into them, and one allocation per 64 KiB rather
+ * than per string. NULL when out of memory. */
+static char *arena_copy(trace *t, const char *s, size_t len)
+{
+    if (t->arena_used + len + 1 > t->arena_cap) {
+        size_t cap = len + 1 > 65536 ? len + 1 : 65536;
+        char **chunks = realloc(t->arena_chunks, (t->n_arena_chunks + 1) * sizeof *chunks);
+        if (!chunks)
+            return NULL;
+        t->arena_chunks = chunks;
+        char *c = malloc(cap);
+        if (!c)
+            return NULL;
+        t->arena_chunks[t->n_arena_chunks++] = c;
+        t->arena_used = 0;
+        t->arena_cap = cap;
+    }
+    char *d = t->arena_chunks[t->n_arena_chunks - 1] + t->arena_used;
+    memcpy(d, s, len);
+    d[len] = '\0';
+    t->arena_used += len + 1;
+    return d;
 }
 
 /* ------------------------------------------------------------------ */
@@ -339,8 +387,9 @@ void trace_free(trace *t)
 {
     if (!t)
         return;
-    for (uint32_t i = 0; i < t->n_strs; i++)
-        free(t->strs[i]);
+    for (uint32_t i = 0; i < t->n_arena_chunks; i++)
+        free(t->arena_chunks[i]);
+    free(t->arena_chunks);
     free(t->strs);
     free(t->str_len);
     trace_strmap_free(&t->str_ids);
@@ -360,9 +409,15 @@ void trace_free(trace *t)
 
 uint32_t trace_intern(trace *t, const char *s, size_t len)
 {
-    uint32_t id = trace_strmap_get(&t->str_ids, s, len);
-    if (id != TRACE_NONE)
-        return id;
+    if (len > UINT32_MAX)
+        return TRACE_NONE;
+    trace_strmap *m = &t->str_ids;
+    uint32_t h = (uint32_t)trace_hash(s, len);
+    if (m->cap) {
+        uint32_t i = strmap_slot(m, s, len, h);
+        if (m->slots[i])
+            return SLOT_VALUE(m->slots[i]) - 1;
+    }
     if (t->n_strs == UINT32_MAX - 1)
         return TRACE_NONE;
     if (grow32((void **)&t->strs, &t->cap_strs, t->n_strs + 1, sizeof *t->strs) != 0)
@@ -372,16 +427,12 @@ uint32_t trace_intern(trace *t, const char *s, size_t len)
     if (!nl)
         return TRACE_NONE;
     t->str_len = nl;
-    char *copy = malloc(len + 1);
+    char *copy = arena_copy(t, s, len);
     if (!copy)
         return TRACE_NONE;
-    memcpy(copy, s, len);
-    copy[len] = '\0';
-    id = t->n_strs;
-    if (trace_strmap_put(&t->str_ids, copy, len, id) != 0) {
-        free(copy);
-        return TRACE_NONE;
-    }
+    uint32_t id = t->n_strs;
+    if (trace_strmap_put(m, copy, len, id) != 0)
+        return TRACE_NONE;      /* the arena keeps the bytes: freed with t */
     t->strs[id] = copy;
     t->str_len[id] = (uint32_t)len;
     t->n_strs++;
@@ -664,6 +715,17 @@ int trace_reader_rewind(trace_reader *r, trace_error *err)
     return r->iface->rewind(r->ctx, err);
 }
 
+int trace_reader_label(trace_reader *r, uint64_t seq, uint32_t *label, trace_error *err)
+{
+    if (*label != TRACE_LABEL_LAZY)
+        return 0;
+    if (!r->iface->label)
+        return trace_error_set(err, TRACE_EUSAGE, "%s: a lazy label from a reader that cannot "
+                               "resolve it", r->source ? r->source : "trace"),
+               -1;
+    return r->iface->label(r->ctx, seq, label, err);
+}
+
 void trace_reader_close(trace_reader *r)
 {
     if (r->iface && r->iface->close)
@@ -732,6 +794,10 @@ int trace_reader_load(trace_reader *r, trace **out, trace_error *err)
         return -1;
     }
     while ((rc = trace_reader_next(r, &s, err)) == 1) {
+        if (trace_reader_label(r, s.seq, &s.label, err) != 0) {
+            rc = -1;
+            break;
+        }
         if (trace_append(dst, &s) != 0) {
             trace_error_set(err, TRACE_ENOMEM, "%s: out of memory after %llu statements",
                             r->source ? r->source : "trace", (unsigned long long)dst->n_stmts);

@@ -50,7 +50,8 @@ static int syncsim_db_open(trace_source *src, const char *path, const trace_sour
     if (!st)
         return -1;
     int64_t run = store_resolve_run(st, o->run, err);
-    if (run < 0 || trace_store_reader(st, run, &src->reader, err) != 0) {
+    if (run < 0 || (o->lazy_labels ? trace_store_reader_lazy(st, run, &src->reader, err)
+                                   : trace_store_reader(st, run, &src->reader, err)) != 0) {
         trace_store_close(st);
         return -1;
     }

@@ -894,6 +894,10 @@ int store_writer_init(store_writer *w, trace_store *st, int64_t run, trace_error
         store_writer_fini(w);
         return -1;
     }
+    if (!(w->db = trace_new())) {
+        store_writer_fini(w);
+        return trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", st->path), -1;
+    }
     return 0;
 }
 
@@ -906,6 +910,12 @@ void store_writer_fini(store_writer *w)
         sqlite3_finalize(all[i]);
     free(w->sizes);
     free(w->body);
+    trace_free(w->db);
+    free(w->str_map);
+    free(w->tpl_map);
+    free(w->tpl_buf);
+    free(w->src);
+    free(w->src_len);
     memset(w, 0, sizeof *w);
 }
 
@@ -928,24 +938,145 @@ static void bind_id(sqlite3_stmt *q, int col, uint32_t id)
         sqlite3_bind_int64(q, col, id);
 }
 
+/* The strings table's id of s (len bytes), writing its row when it is new. */
+static uint32_t db_intern(store_writer *w, const char *s, size_t len, trace_error *err)
+{
+    uint32_t id = trace_intern(w->db, s, len);
+    if (id == TRACE_NONE)
+        return trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", w->st->path), TRACE_NONE;
+    if (id < w->n_db_written)
+        return id;
+    sqlite3_bind_int64(w->ins_str, 1, w->run);
+    sqlite3_bind_int64(w->ins_str, 2, id);
+    sqlite3_bind_text(w->ins_str, 3, s, (int)len, SQLITE_STATIC);
+    if (step_reset(w, w->ins_str, "strings", err))
+        return TRACE_NONE;
+    w->n_db_written = id + 1;
+    return id;
+}
+
+static int ensure_maps(store_writer *w, uint32_t n, trace_error *err)
+{
+    if (n <= w->cap_map)
+        return 0;
+    uint32_t cap = w->cap_map ? w->cap_map : 256;
+    while (cap < n)
+        cap *= 2;
+    uint32_t *a = realloc(w->str_map, cap * sizeof *a);
+    if (a)
+        w->str_map = a;
+    uint32_t *b = realloc(w->tpl_map, cap * sizeof *b);
+    if (b)
+        w->tpl_map = b;
+    if (!a || !b)
+        return trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", w->st->path), -1;
+    memset(w->str_map + w->cap_map, 0xff, (cap - w->cap_map) * sizeof *a);
+    memset(w->tpl_map + w->cap_map, 0xff, (cap - w->cap_map) * sizeof *b);
+    w->cap_map = cap;
+    return 0;
+}
+
+/* The strings table's id of t's string `id` (TRACE_NONE stays so). Sets
+ * *failed on error. */
+static uint32_t db_str(store_writer *w, const trace *t, uint32_t id, bool *failed,
+                       trace_error *err)
+{
+    if (id == TRACE_NONE || *failed)
+        return TRACE_NONE;
+    (void)t;
+    if (id >= w->n_src || ensure_maps(w, id + 1, err) != 0) {
+        if (id >= w->n_src)
+            trace_error_set(err, TRACE_EUSAGE, "%s: string id %u of no string", w->st->path, id);
+        *failed = true;
+        return TRACE_NONE;
+    }
+    if (w->str_map[id] == UINT32_MAX) {
+        uint32_t d = db_intern(w, w->src[id], w->src_len[id], err);
+        if (d == TRACE_NONE) {
+            *failed = true;
+            return TRACE_NONE;
+        }
+        w->str_map[id] = d;
+    }
+    return w->str_map[id];
+}
+
+/* A label as the body stores it: its template's strings id (*largs and
+ * *n_largs the numbers; 0 when the label is kept whole). */
+static uint32_t db_label(store_writer *w, const trace *t, uint32_t id, uint64_t *largs,
+                         uint32_t *n_largs, bool *failed, trace_error *err)
+{
+    *n_largs = 0;
+    if (id == TRACE_NONE || *failed)
+        return TRACE_NONE;
+    (void)t;
+    if (id >= w->n_src || ensure_maps(w, id + 1, err) != 0) {
+        if (id >= w->n_src)
+            trace_error_set(err, TRACE_EUSAGE, "%s: string id %u of no string", w->st->path, id);
+        *failed = true;
+        return TRACE_NONE;
+    }
+    uint32_t known = w->tpl_map[id];
+    if (known != UINT32_MAX && !(known & STORE_TPL_ARGS))
+        return known;           /* kept whole */
+    size_t tpl_len;
+    int n = store_label_split(w->src[id], w->src_len[id], &w->tpl_buf, &w->cap_tpl, &tpl_len,
+                              largs, STORE_MAX_LARGS);
+    if (n < 0) {
+        trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", w->st->path);
+        *failed = true;
+        return TRACE_NONE;
+    }
+    if (known != UINT32_MAX) {
+        *n_largs = (uint32_t)n;
+        return known & ~STORE_TPL_ARGS;
+    }
+    uint32_t d = n ? db_intern(w, w->tpl_buf, tpl_len, err)
+                   : db_intern(w, w->src[id], w->src_len[id], err);
+    if (d == TRACE_NONE) {
+        *failed = true;
+        return TRACE_NONE;
+    }
+    w->tpl_map[id] = n ? d | STORE_TPL_ARGS : d;
+    *n_largs = (uint32_t)n;
+    return d;
+}
+
 int store_writer_decls(store_writer *w, const trace *t, trace_error *err)
 {
-    for (; w->n_strs < t->n_strs; w->n_strs++) {
-        sqlite3_bind_int64(w->ins_str, 1, w->run);
-        sqlite3_bind_int64(w->ins_str, 2, w->n_strs);
-        sqlite3_bind_text(w->ins_str, 3, t->strs[w->n_strs], (int)t->str_len[w->n_strs],
-                          SQLITE_STATIC);
-        if (step_reset(w, w->ins_str, "strings", err))
-            return -1;
+    bool failed = false;
+    if (t->n_strs > w->n_src) {
+        if (t->n_strs > w->cap_src) {
+            uint32_t cap = w->cap_src ? w->cap_src : 256;
+            while (cap < t->n_strs)
+                cap = cap * 2 > cap ? cap * 2 : t->n_strs;
+            const char **src = realloc(w->src, cap * sizeof *src);
+            if (src)
+                w->src = src;
+            uint32_t *len = realloc(w->src_len, cap * sizeof *len);
+            if (len)
+                w->src_len = len;
+            if (!src || !len)
+                return trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", w->st->path), -1;
+            w->cap_src = cap;
+        }
+        memcpy(w->src + w->n_src, t->strs + w->n_src, (t->n_strs - w->n_src) * sizeof *w->src);
+        memcpy(w->src_len + w->n_src, t->str_len + w->n_src,
+               (t->n_strs - w->n_src) * sizeof *w->src_len);
+        w->n_src = t->n_strs;
     }
     for (; w->n_queues < t->n_queues; w->n_queues++) {
         const trace_queue *q = &t->queues[w->n_queues];
         sqlite3_bind_int64(w->ins_queue, 1, w->run);
         sqlite3_bind_int64(w->ins_queue, 2, w->n_queues);
-        sqlite3_bind_int64(w->ins_queue, 3, q->name);
+        uint32_t name = db_str(w, t, q->name, &failed, err);
+        uint32_t device = db_str(w, t, q->device, &failed, err);
+        if (failed)
+            return -1;
+        sqlite3_bind_int64(w->ins_queue, 3, name);
         sqlite3_bind_text(w->ins_queue, 4, q->kind == TRACE_QUEUE_HOST ? "host" : "stream", -1,
                           SQLITE_STATIC);
-        bind_id(w->ins_queue, 5, q->device);
+        bind_id(w->ins_queue, 5, device);
         if (step_reset(w, w->ins_queue, "queues", err))
             return -1;
     }
@@ -963,9 +1094,13 @@ int store_writer_decls(store_writer *w, const trace *t, trace_error *err)
         const trace_buffer *b = &t->buffers[w->n_buffers];
         sqlite3_stmt *q = w->ins_buffer;
         w->sizes[w->n_buffers] = b->size;
+        uint32_t name = db_str(w, t, b->name, &failed, err);
+        uint32_t device = db_str(w, t, b->device, &failed, err);
+        if (failed)
+            return -1;
         sqlite3_bind_int64(q, 1, w->run);
         sqlite3_bind_int64(q, 2, w->n_buffers);
-        sqlite3_bind_int64(q, 3, b->name);
+        sqlite3_bind_int64(q, 3, name);
         sqlite3_bind_int64(q, 4, (int64_t)b->size);
         if (b->parent != TRACE_NONE) {
             sqlite3_bind_int64(q, 5, b->parent);
@@ -974,7 +1109,7 @@ int store_writer_decls(store_writer *w, const trace *t, trace_error *err)
             if (b->loc != TRACE_LOC_UNSPECIFIED)
                 sqlite3_bind_text(q, 7, b->loc == TRACE_LOC_HOST ? "host" : "device", -1,
                                   SQLITE_STATIC);
-            bind_id(q, 8, b->device);
+            bind_id(q, 8, device);
             sqlite3_bind_int(q, 9, b->pinned);
         }
         if (step_reset(w, q, "buffers", err))
@@ -994,8 +1129,12 @@ int store_writer_decls(store_writer *w, const trace *t, trace_error *err)
             sqlite3_bind_int64(q, 1, w->run);
             sqlite3_bind_int64(q, 2, w->n_expects);
             sqlite3_bind_int64(q, 3, i);
-            sqlite3_bind_int64(q, 4, e->kv[i].key);
-            sqlite3_bind_int64(q, 5, e->kv[i].value);
+            uint32_t key = db_str(w, t, e->kv[i].key, &failed, err);
+            uint32_t value = db_str(w, t, e->kv[i].value, &failed, err);
+            if (failed)
+                return -1;
+            sqlite3_bind_int64(q, 4, key);
+            sqlite3_bind_int64(q, 5, value);
             if (step_reset(w, q, "expectation_kv", err))
                 return -1;
         }
@@ -1020,18 +1159,21 @@ int store_writer_meta(store_writer *w, const trace *t, trace_error *err)
 }
 
 /* The body's header varint: n_access << 5 | which optional fields follow. */
-static uint64_t body_header(const trace_stmt *s, uint64_t *arg)
+static uint64_t body_header(const trace_stmt *s, uint32_t coll_kind, uint32_t n_largs,
+                            uint64_t *arg)
 {
     uint64_t h = (uint64_t)s->n_access << STORE_BODY_SHIFT(STORE_BODY_VERSION);
     *arg = 0;
+    if (n_largs)
+        h |= STORE_BODY_LARGS;
     if (s->by != TRACE_NONE)
         h |= STORE_BODY_BY;
     if (s->count)
         h |= STORE_BODY_COUNT;
     if (s->kind == TRACE_SYNC && s->sync_scope != TRACE_SYNC_QUEUE)
         *arg = s->sync_scope;
-    else if (s->kind == TRACE_COLLECTIVE && s->coll_kind != TRACE_NONE)
-        *arg = (uint64_t)s->coll_kind + 1;
+    else if (s->kind == TRACE_COLLECTIVE && coll_kind != TRACE_NONE)
+        *arg = (uint64_t)coll_kind + 1;
     if (*arg)
         h |= STORE_BODY_ARG;
     if (s->line)
@@ -1039,15 +1181,18 @@ static uint64_t body_header(const trace_stmt *s, uint64_t *arg)
     return h;
 }
 
-/* Packs s's optional fields, accesses and attributes into w->body (see the
- * top of this file); *len = 0 when there is nothing to pack. */
-static int encode_body(store_writer *w, const trace_stmt *s, size_t *len, trace_error *err)
+/* Packs s's optional fields, label numbers, accesses and attributes (string
+ * ids already the table's: coll_kind, attr) into w->body (see the top of
+ * this file); *len = 0 when there is nothing to pack. */
+static int encode_body(store_writer *w, const trace_stmt *s, uint32_t coll_kind,
+                       const uint64_t *largs, uint32_t n_largs, const trace_attr *attr,
+                       size_t *len, trace_error *err)
 {
-    uint64_t arg, h = body_header(s, &arg);
+    uint64_t arg, h = body_header(s, coll_kind, n_largs, &arg);
     *len = 0;
     if (h == 0 && s->n_attr == 0)
         return 0;
-    size_t need = 50 + (size_t)s->n_access * 31 + (size_t)s->n_attr * 10;
+    size_t need = 60 + (size_t)s->n_access * 31 + (size_t)s->n_attr * 10 + (size_t)n_largs * 10;
     if (need > w->cap_body) {
         size_t cap = w->cap_body ? w->cap_body : 256;
         while (cap < need)
@@ -1068,6 +1213,11 @@ static int encode_body(store_writer *w, const trace_stmt *s, size_t *len, trace_
         p += store_varint_put(p, arg);
     if (h & STORE_BODY_LINE)
         p += store_varint_put(p, s->line);
+    if (h & STORE_BODY_LARGS) {
+        p += store_varint_put(p, n_largs);
+        for (uint32_t i = 0; i < n_largs; i++)
+            p += store_varint_put(p, largs[i]);
+    }
     for (uint32_t i = 0; i < s->n_access; i++) {
         const trace_access *a = &s->access[i];
         uint64_t size = a->buffer < w->n_buffers ? w->sizes[a->buffer] : UINT64_MAX;
@@ -1085,28 +1235,49 @@ static int encode_body(store_writer *w, const trace_stmt *s, size_t *len, trace_
             p += store_varint_put(p, a->hi - a->lo);
     }
     for (uint32_t i = 0; i < s->n_attr; i++) {
-        p += store_varint_put(p, s->attr[i].key);
-        p += store_varint_put(p, s->attr[i].value);
+        p += store_varint_put(p, attr[i].key);
+        p += store_varint_put(p, attr[i].value);
     }
     *len = (size_t)(p - w->body);
     return 0;
 }
 
-int store_writer_stmt(store_writer *w, uint64_t seq, const trace_stmt *s, trace_error *err)
+int store_writer_stmt(store_writer *w, const trace *t, uint64_t seq, const trace_stmt *s,
+                      trace_error *err)
 {
     sqlite3_stmt *q = w->ins_stmt;
     size_t len;
     if (seq > STORE_SEQ_MASK)
         return trace_error_set(err, TRACE_EDB, "%s: table statements: too many statements",
                                w->st->path), -1;
-    if (encode_body(w, s, &len, err) != 0)
+    /* string ids of t become the table's */
+    bool failed = false;
+    uint64_t largs[STORE_MAX_LARGS];
+    uint32_t n_largs;
+    uint32_t label = db_label(w, t, s->label, largs, &n_largs, &failed, err);
+    bool object_is_str = s->kind == TRACE_RECORD || s->kind == TRACE_WAIT ||
+                         s->kind == TRACE_BARRIER || s->kind == TRACE_SIGNAL ||
+                         s->kind == TRACE_AWAIT || s->kind == TRACE_COLLECTIVE ||
+                         (s->kind == TRACE_SYNC && s->sync_scope == TRACE_SYNC_DEVICE);
+    uint32_t object = object_is_str ? db_str(w, t, s->object, &failed, err) : s->object;
+    uint32_t coll_kind = db_str(w, t, s->coll_kind, &failed, err);
+    trace_attr attr_local[8], *attr = attr_local;
+    if (s->n_attr > 8 && !(attr = malloc(s->n_attr * sizeof *attr)))
+        return trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", w->st->path), -1;
+    for (uint32_t i = 0; i < s->n_attr; i++)
+        attr[i] = (trace_attr){ db_str(w, t, s->attr[i].key, &failed, err),
+                                db_str(w, t, s->attr[i].value, &failed, err) };
+    int rc = failed ? -1 : encode_body(w, s, coll_kind, largs, n_largs, attr, &len, err);
+    if (attr != attr_local)
+        free(attr);
+    if (rc != 0)
         return -1;
     /* Every column is bound every time: no sqlite3_clear_bindings(). */
     sqlite3_bind_int64(q, 1, (int64_t)((uint64_t)w->run << STORE_SEQ_BITS | seq));
     sqlite3_bind_int64(q, 2, s->queue);
     sqlite3_bind_int64(q, 3, s->kind);
-    bind_id(q, 4, s->label);
-    bind_id(q, 5, s->object);
+    bind_id(q, 4, label);
+    bind_id(q, 5, object);
     if (s->t != TRACE_TIME_NONE)
         sqlite3_bind_int64(q, 6, s->t);
     else
@@ -1119,7 +1290,7 @@ int store_writer_stmt(store_writer *w, uint64_t seq, const trace_stmt *s, trace_
         sqlite3_bind_blob(q, 8, w->body, (int)len, SQLITE_STATIC);
     else
         sqlite3_bind_null(q, 8);
-    int rc = sqlite3_step(q);
+    rc = sqlite3_step(q);
     sqlite3_reset(q);
     if (rc != SQLITE_DONE)
         return store_fail(w->st, rc, "statements", "cannot write", err);
@@ -1186,7 +1357,7 @@ int64_t trace_store_import(const char *path, trace_reader *r, const char *run_na
     while ((rc = trace_reader_next(r, &s, err)) == 1) {
         /* Text readers declare as they go: write what is new first. */
         if (store_writer_decls(&w, r->trace, err) != 0 ||
-            store_writer_stmt(&w, w.n_stmts, &s, err) != 0)
+            store_writer_stmt(&w, r->trace, w.n_stmts, &s, err) != 0)
             goto fail;
     }
     if (rc < 0 || store_writer_decls(&w, r->trace, err) != 0 ||

@@ -87,7 +87,23 @@ typedef struct store_writer {
     int64_t run;
     sqlite3_stmt *ins_stmt, *ins_str, *ins_queue, *ins_buffer, *ins_expect, *ins_expect_kv,
         *del_meta, *ins_meta, *upd_time, *upd_run;
-    uint32_t n_strs, n_queues, n_buffers, n_expects; /* written so far */
+    uint32_t n_queues, n_buffers, n_expects;         /* written so far */
+    /* The run's strings table is written on demand: db holds what is in it
+     * (ids are the table's), str_map a source string id's db id and
+     * tpl_map its label template's (STORE_TPL_ARGS: with numbers); both
+     * UINT32_MAX when not known yet. */
+    trace *db;
+    uint32_t n_db_written;
+    uint32_t *str_map, *tpl_map;
+    uint32_t cap_map;
+    /* The source trace's strings as of the last store_writer_decls (their
+     * bytes never move: traces keep them in arenas), so that the recorder's
+     * writer thread reads no array that producers may grow meanwhile. */
+    const char **src;
+    uint32_t *src_len;
+    uint32_t n_src, cap_src;
+    char *tpl_buf;
+    size_t cap_tpl;
     uint64_t n_stmts;                                 /* written so far */
     uint64_t *sizes;                                  /* buffer sizes, for the body encoding */
     uint32_t cap_sizes;
@@ -97,12 +113,34 @@ typedef struct store_writer {
 
 int store_writer_init(store_writer *w, trace_store *st, int64_t run, trace_error *err);
 void store_writer_fini(store_writer *w);
-/* Writes t's strings, queues, buffers and expectations not written yet. */
+/* Writes t's queues, buffers and expectations not written yet (and takes
+ * note of its new strings: statements may refer to those only after). */
 int store_writer_decls(store_writer *w, const trace *t, trace_error *err);
 /* Replaces the run's metadata with t's. */
 int store_writer_meta(store_writer *w, const trace *t, trace_error *err);
-/* Inserts statement s with sequence number seq (s->seq is ignored). */
-int store_writer_stmt(store_writer *w, uint64_t seq, const trace_stmt *s, trace_error *err);
+/* Label templates (store_label.c): a label's decimal numbers go into the
+ * statement body as varints and its string holds STORE_TPL_MARK where each
+ * was, so that labels that differ only by indices ("L17.qkv.k40213") share
+ * one string. A run of digits is a number when it has at most 18 digits and
+ * no leading zero; a label holding STORE_TPL_MARK itself is kept whole. */
+#define STORE_TPL_MARK '\x01'
+#define STORE_TPL_ARGS 0x80000000u  /* tpl_map: the template takes numbers */
+#define STORE_MAX_LARGS 64
+/* Splits label (len bytes) into its template (written to *tpl, *tpl_len; a
+ * malloc'd buffer of *cap bytes, grown as needed) and numbers. Returns how
+ * many numbers (0: the label is kept whole), or -1 when out of memory. */
+int store_label_split(const char *label, size_t len, char **tpl, size_t *cap, size_t *tpl_len,
+                      uint64_t *args, uint32_t max_args);
+/* Formats a template and its numbers back into the label (NUL-terminated, in
+ * *buf of *cap bytes, grown as needed). Returns its length, or -1 when the
+ * numbers do not match the marks or memory runs out. */
+int64_t store_label_join(const char *tpl, size_t tpl_len, const uint64_t *args, uint32_t n_args,
+                         char **buf, size_t *cap);
+
+/* Inserts statement s with sequence number seq (s->seq is ignored); t is
+ * the trace its string ids belong to. */
+int store_writer_stmt(store_writer *w, const trace *t, uint64_t seq, const trace_stmt *s,
+                      trace_error *err);
 /* Updates the times of an already written statement. */
 int store_writer_time(store_writer *w, uint64_t seq, int64_t t, int64_t dur, trace_error *err);
 /* Stores the run's counts (and status when non-NULL). */

@@ -11,6 +11,8 @@
  */
 #include "store_int.h"
 
+#include <pthread.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,6 +27,16 @@ typedef struct store_reader {
     uint64_t next_min;      /* the next seq must be at least this */
     int body_shift;         /* header >> body_shift = n_access (body_version) */
     uint64_t body_flags;    /* the optional fields its layout knows */
+    uint32_t n_db_strs;     /* the run's strings (the trace's first ids) */
+    uint64_t largs[STORE_MAX_LARGS];  /* the current statement's label numbers */
+    uint32_t n_largs;
+    char *label_buf;        /* a label joined from its template */
+    size_t cap_label;
+    bool lazy;              /* labels with numbers come as TRACE_LABEL_LAZY */
+    sqlite3_stmt *q_label;  /* one statement's label and body, for a lazy label */
+    struct pipeline *pipe;  /* lazy readers: rows decoded on a second thread */
+    bool pipe_finished;     /* the pipeline read to the end */
+    uint64_t handed;        /* seq after the last statement next() handed out */
     bool began;             /* we opened the read transaction: end it */
     trace_access *acc;
     uint32_t cap_acc;
@@ -97,6 +109,7 @@ static int load_strings(store_reader *sr, trace_error *err)
                            err);
         }
     }
+    sr->n_db_strs = sr->t->n_strs;
     return finish(sr, q, rc, "strings", err);
 }
 
@@ -286,7 +299,7 @@ static const char *decode_body(store_reader *sr, const uint8_t *p, const uint8_t
             return "bad arg";
         if (s->kind == TRACE_SYNC && v >= 1 && v <= TRACE_SYNC_ALL)
             s->sync_scope = (trace_sync_scope)v;
-        else if (s->kind == TRACE_COLLECTIVE && v >= 1 && v <= t->n_strs)
+        else if (s->kind == TRACE_COLLECTIVE && v >= 1 && v <= sr->n_db_strs)
             s->coll_kind = (uint32_t)(v - 1);
         else
             return "bad arg";
@@ -295,6 +308,15 @@ static const char *decode_body(store_reader *sr, const uint8_t *p, const uint8_t
         if (store_varint_get(&p, end, &v) || v > UINT32_MAX)
             return "bad line";
         s->line = (uint32_t)v;
+    }
+    sr->n_largs = 0;
+    if (h & STORE_BODY_LARGS) {
+        if (store_varint_get(&p, end, &v) || v == 0 || v > STORE_MAX_LARGS)
+            return "bad label numbers";
+        sr->n_largs = (uint32_t)v;
+        for (uint32_t i = 0; i < sr->n_largs; i++)
+            if (store_varint_get(&p, end, &sr->largs[i]))
+                return "bad label numbers";
     }
     /* Every attribute takes at least two bytes. */
     if (grow_pools(sr, n_acc, (uint64_t)(end - p) / 2)) {
@@ -328,7 +350,7 @@ static const char *decode_body(store_reader *sr, const uint8_t *p, const uint8_t
     uint32_t n_attr = 0;
     while (p < end) {
         uint64_t k;
-        if (store_varint_get(&p, end, &k) || store_varint_get(&p, end, &v) || k >= t->n_strs ||
+        if (store_varint_get(&p, end, &k) || store_varint_get(&p, end, &v) || k >= sr->n_db_strs ||
             v >= t->n_strs)
             return "bad attribute";
         sr->attr[n_attr++] = (trace_attr){ (uint32_t)k, (uint32_t)v };
@@ -371,9 +393,11 @@ static int64_t value_time(sqlite3_stmt *q, int col)
     return sqlite3_value_type(v) == SQLITE_NULL ? TRACE_TIME_NONE : sqlite3_value_int64(v);
 }
 
-static int reader_next(void *ctx, trace_stmt *s, trace_error *err)
+/* The next row, decoded (one thread at a time: the caller, or the
+ * pipeline's producer). Pointers into sr's pools stay valid until the next
+ * call. */
+static int row_next(store_reader *sr, trace_stmt *s, trace_error *err)
 {
-    store_reader *sr = ctx;
     sqlite3_stmt *q = sr->q;
     const trace *t = sr->t;
     int rc = sqlite3_step(q);
@@ -387,6 +411,7 @@ static int reader_next(void *ctx, trace_stmt *s, trace_error *err)
     uint64_t id = (uint64_t)sqlite3_column_int64(q, 0);
     uint32_t kind;
     trace_stmt_init(s);
+    sr->n_largs = 0;            /* set by decode_body, when there is a body */
     s->seq = id & STORE_SEQ_MASK;
     if ((int64_t)(id >> STORE_SEQ_BITS) != sr->run || s->seq < sr->next_min) {
         bad = "seq out of order";
@@ -402,7 +427,7 @@ static int reader_next(void *ctx, trace_stmt *s, trace_error *err)
         goto bad_row;
     }
     s->kind = (trace_kind)kind;
-    if (!value_id(q, 3, t->n_strs, &s->label)) {
+    if (!value_id(q, 3, sr->n_db_strs, &s->label)) {
         bad = "bad label";
         goto bad_row;
     }
@@ -426,7 +451,7 @@ static int reader_next(void *ctx, trace_stmt *s, trace_error *err)
             goto bad_row;
     }
     /* object's meaning depends on the kind (and a sync's scope, from the body). */
-    uint32_t obj_limit = t->n_strs;
+    uint32_t obj_limit = sr->n_db_strs;
     if (s->kind == TRACE_ALLOC || s->kind == TRACE_FREE)
         obj_limit = t->n_buffers;
     else if (s->kind == TRACE_SYNC && s->sync_scope == TRACE_SYNC_QUEUE)
@@ -439,6 +464,29 @@ static int reader_next(void *ctx, trace_stmt *s, trace_error *err)
         bad = "a copy without its two accesses";
         goto bad_row;
     }
+    if (sr->n_largs) {
+        /* the label is a template with numbers: join them (store_label.c),
+         * now or when asked */
+        if (s->label == TRACE_NONE || s->label >= sr->n_db_strs) {
+            bad = "label numbers without a label";
+            goto bad_row;
+        }
+        if (sr->lazy) {
+            s->label = TRACE_LABEL_LAZY;
+            return 1;
+        }
+        int64_t len = store_label_join(t->strs[s->label], t->str_len[s->label], sr->largs,
+                                       sr->n_largs, &sr->label_buf, &sr->cap_label);
+        if (len < 0) {
+            bad = "label numbers that do not fit the label";
+            goto bad_row;
+        }
+        s->label = trace_intern(sr->t, sr->label_buf, (size_t)len);
+        if (s->label == TRACE_NONE) {
+            trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", sr->st->path);
+            return -1;
+        }
+    }
     return 1;
 bad_row:
     trace_error_set(err, TRACE_ECORRUPT, "%s: table statements: run %lld seq %llu: %s",
@@ -446,11 +494,239 @@ bad_row:
     return -1;
 }
 
+/* ------------------------------------------------------------------ */
+/* The pipeline: SQLite steps and bodies decode on a second thread.    */
+
+/*
+ * Reading a run costs about as much as checking it, so a lazy reader (one
+ * that interns nothing while it reads: labels stay TRACE_LABEL_LAZY) reads
+ * ahead on a producer thread into batches of statements, which next() hands
+ * out while the consumer works on the previous batch. The producer alone
+ * uses the database connection while it runs; everything that touches the
+ * connection otherwise (a lazy label, a rewind, close) stops and joins it
+ * first. Errors travel in the batch, at their place in the stream.
+ */
+#define PIPE_BATCH 4096
+#define PIPE_BATCHES 3
+
+typedef struct pipe_batch {
+    trace_stmt *stmts;
+    uint32_t n, pos;
+    trace_access *acc;
+    uint64_t n_acc, cap_acc;
+    trace_attr *attr;
+    uint64_t n_attr, cap_attr;
+    int status;             /* after the last statement: 1 more, 0 end, -1 err */
+    trace_error err;
+} pipe_batch;
+
+typedef struct pipeline {
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    pipe_batch batch[PIPE_BATCHES];
+    uint32_t full_head, n_full;     /* ring of batches ready for the consumer */
+    uint32_t n_free;                /* batches the producer may fill */
+    pipe_batch *cur;                /* the consumer's */
+    bool running, stop, done;
+} pipeline;
+
+static int batch_push(pipe_batch *b, const trace_stmt *s)
+{
+    if (b->n_acc + s->n_access > b->cap_acc) {
+        uint64_t cap = b->cap_acc ? b->cap_acc * 2 : 8192;
+        while (cap < b->n_acc + s->n_access)
+            cap *= 2;
+        trace_access *a = realloc(b->acc, cap * sizeof *a);
+        if (!a)
+            return -1;
+        b->acc = a;
+        b->cap_acc = cap;
+    }
+    if (b->n_attr + s->n_attr > b->cap_attr) {
+        uint64_t cap = b->cap_attr ? b->cap_attr * 2 : 1024;
+        while (cap < b->n_attr + s->n_attr)
+            cap *= 2;
+        trace_attr *a = realloc(b->attr, cap * sizeof *a);
+        if (!a)
+            return -1;
+        b->attr = a;
+        b->cap_attr = cap;
+    }
+    trace_stmt *d = &b->stmts[b->n++];
+    *d = *s;
+    /* offsets now, pointers when handed out: the pools may still move */
+    d->access = (const trace_access *)(uintptr_t)b->n_acc;
+    d->attr = (const trace_attr *)(uintptr_t)b->n_attr;
+    if (s->n_access)            /* memcpy with NULL is undefined even for 0 bytes */
+        memcpy(b->acc + b->n_acc, s->access, s->n_access * sizeof *b->acc);
+    if (s->n_attr)
+        memcpy(b->attr + b->n_attr, s->attr, s->n_attr * sizeof *b->attr);
+    b->n_acc += s->n_access;
+    b->n_attr += s->n_attr;
+    return 0;
+}
+
+static void *pipe_produce(void *arg)
+{
+    store_reader *sr = arg;
+    pipeline *pp = sr->pipe;
+    uint32_t next = 0;                  /* the batch it fills next */
+    for (;;) {
+        pthread_mutex_lock(&pp->lock);
+        while (!pp->n_free && !pp->stop)
+            pthread_cond_wait(&pp->changed, &pp->lock);
+        bool stop = pp->stop;
+        if (!stop)
+            pp->n_free--;
+        pthread_mutex_unlock(&pp->lock);
+        if (stop)
+            break;
+        pipe_batch *b = &pp->batch[next];
+        next = (next + 1) % PIPE_BATCHES;
+        b->n = b->pos = 0;
+        b->n_acc = b->n_attr = 0;
+        b->status = 1;
+        while (b->n < PIPE_BATCH) {
+            trace_stmt s;
+            int rc = row_next(sr, &s, &b->err);
+            if (rc == 1 && batch_push(b, &s) != 0) {
+                trace_error_set(&b->err, TRACE_ENOMEM, "%s: out of memory", sr->st->path);
+                rc = -1;
+            }
+            if (rc != 1) {
+                b->status = rc;
+                break;
+            }
+        }
+        pthread_mutex_lock(&pp->lock);
+        pp->n_full++;
+        bool last = b->status != 1;
+        if (last)
+            pp->done = true;
+        pthread_cond_broadcast(&pp->changed);
+        pthread_mutex_unlock(&pp->lock);
+        if (last)
+            break;
+    }
+    return NULL;
+}
+
+static int pipe_start(store_reader *sr, trace_error *err)
+{
+    pipeline *pp = calloc(1, sizeof *pp);
+    if (!pp)
+        return trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", sr->st->path), -1;
+    for (int i = 0; i < PIPE_BATCHES; i++)
+        if (!(pp->batch[i].stmts = malloc(PIPE_BATCH * sizeof *pp->batch[i].stmts))) {
+            for (int k = 0; k < i; k++)
+                free(pp->batch[k].stmts);
+            free(pp);
+            return trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", sr->st->path), -1;
+        }
+    pthread_mutex_init(&pp->lock, NULL);
+    pthread_cond_init(&pp->changed, NULL);
+    pp->n_free = PIPE_BATCHES;
+    sr->pipe = pp;
+    if (pthread_create(&pp->thread, NULL, pipe_produce, sr) != 0) {
+        sr->pipe = NULL;
+        pthread_mutex_destroy(&pp->lock);
+        pthread_cond_destroy(&pp->changed);
+        for (int i = 0; i < PIPE_BATCHES; i++)
+            free(pp->batch[i].stmts);
+        free(pp);
+        return 1;               /* no thread: read on this one */
+    }
+    pp->running = true;
+    return 0;
+}
+
+/* Stops and joins the producer and frees the pipeline (the connection is
+ * this thread's again). */
+static void pipe_stop(store_reader *sr)
+{
+    pipeline *pp = sr->pipe;
+    if (!pp)
+        return;
+    if (pp->running) {
+        pthread_mutex_lock(&pp->lock);
+        pp->stop = true;
+        pthread_cond_broadcast(&pp->changed);
+        pthread_mutex_unlock(&pp->lock);
+        pthread_join(pp->thread, NULL);
+    }
+    pthread_mutex_destroy(&pp->lock);
+    pthread_cond_destroy(&pp->changed);
+    for (int i = 0; i < PIPE_BATCHES; i++) {
+        free(pp->batch[i].stmts);
+        free(pp->batch[i].acc);
+        free(pp->batch[i].attr);
+    }
+    free(pp);
+    sr->pipe = NULL;
+}
+
+static int pipe_next(store_reader *sr, trace_stmt *s, trace_error *err);
+
+static int reader_next(void *ctx, trace_stmt *s, trace_error *err)
+{
+    store_reader *sr = ctx;
+    int rc = pipe_next(sr, s, err);
+    if (rc == 1)
+        sr->handed = s->seq + 1;
+    return rc;
+}
+
+/* The next statement: from the pipeline when lazy, else from this thread. */
+static int pipe_next(store_reader *sr, trace_stmt *s, trace_error *err)
+{
+    if (!sr->lazy)
+        return row_next(sr, s, err);
+    if (!sr->pipe) {
+        if (sr->pipe_finished)
+            return 0;
+        int rc = pipe_start(sr, err);
+        if (rc < 0)
+            return -1;
+        if (rc > 0)
+            return row_next(sr, s, err);
+    }
+    pipeline *pp = sr->pipe;
+    pipe_batch *b = pp->cur;
+    if (!b || b->pos == b->n) {
+        if (b && b->status != 1) {
+            int st = b->status;
+            if (st < 0 && err)
+                *err = b->err;
+            pipe_stop(sr);      /* the producer is done; the connection is ours */
+            sr->pipe_finished = st == 0;
+            return st;
+        }
+        pthread_mutex_lock(&pp->lock);
+        if (b)
+            pp->n_free++;       /* give the consumed batch back */
+        while (!pp->n_full)
+            pthread_cond_wait(&pp->changed, &pp->lock);
+        b = pp->cur = &pp->batch[pp->full_head];
+        pp->full_head = (pp->full_head + 1) % PIPE_BATCHES;
+        pp->n_full--;
+        pthread_cond_broadcast(&pp->changed);
+        pthread_mutex_unlock(&pp->lock);
+        if (b->pos == b->n)
+            return pipe_next(sr, s, err);       /* an empty last batch */
+    }
+    *s = b->stmts[b->pos++];
+    s->access = s->n_access ? b->acc + (uintptr_t)s->access : NULL;
+    s->attr = s->n_attr ? b->attr + (uintptr_t)s->attr : NULL;
+    return 1;
+}
+
 static void reader_close(void *ctx)
 {
     store_reader *sr = ctx;
     if (!sr)
         return;
+    pipe_stop(sr);
     if (sr->q)
         end_snapshot(sr);
     sqlite3_finalize(sr->q);
@@ -458,19 +734,72 @@ static void reader_close(void *ctx)
         sqlite3_exec(sr->st->db, "COMMIT", NULL, NULL, NULL);
     free(sr->acc);
     free(sr->attr);
+    free(sr->label_buf);
+    sqlite3_finalize(sr->q_label);
     if (sr->owns_store)
         trace_store_close(sr->st);
     free(sr);
 }
 
-/* Runs the statement query again, over the statements the first pass read
- * (a recorder may have appended more since). */
+/* A lazy label: statement seq's row once more, its body decoded for the
+ * label numbers only. */
+static int reader_label(void *ctx, uint64_t seq, uint32_t *label, trace_error *err)
+{
+    store_reader *sr = ctx;
+    pipe_stop(sr);              /* the connection is this thread's */
+    if (!sr->q_label &&
+        sqlite3_prepare_v2(sr->st->db, "SELECT label, body FROM statements WHERE id = ?1", -1,
+                           &sr->q_label, NULL) != SQLITE_OK)
+        return store_fail(sr->st, sqlite3_errcode(sr->st->db), "statements", NULL, err);
+    sqlite3_bind_int64(sr->q_label, 1, (int64_t)((uint64_t)sr->run << STORE_SEQ_BITS | seq));
+    int rc = sqlite3_step(sr->q_label);
+    const char *bad = "no such statement";
+    if (rc == SQLITE_ROW) {
+        trace_stmt s;
+        trace_stmt_init(&s);
+        int oom = 0;
+        sqlite3_value *body = sqlite3_column_value(sr->q_label, 1);
+        const uint8_t *p = sqlite3_value_blob(body);
+        int len = sqlite3_value_bytes(body);
+        uint32_t tpl = (uint32_t)sqlite3_column_int64(sr->q_label, 0);
+        bool lazy = sr->lazy;
+        sr->lazy = false;
+        bad = p ? decode_body(sr, p, p + len, &s, &oom) : "no label numbers";
+        sr->lazy = lazy;
+        if (!bad && (!sr->n_largs || tpl >= sr->n_db_strs))
+            bad = "no label numbers";
+        int64_t n = bad ? -1
+                        : store_label_join(sr->t->strs[tpl], sr->t->str_len[tpl], sr->largs,
+                                           sr->n_largs, &sr->label_buf, &sr->cap_label);
+        if (!bad && n < 0)
+            bad = "label numbers that do not fit the label";
+        if (!bad)
+            *label = trace_intern(sr->t, sr->label_buf, (size_t)n);
+        if (oom || (!bad && *label == TRACE_NONE)) {
+            sqlite3_reset(sr->q_label);
+            return trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", sr->st->path), -1;
+        }
+    }
+    sqlite3_reset(sr->q_label);
+    if (bad)
+        return trace_error_set(err, TRACE_ECORRUPT, "%s: table statements: run %lld seq %llu: %s",
+                               sr->st->path, (long long)sr->run, (unsigned long long)seq, bad),
+               -1;
+    return 0;
+}
+
+/* Runs the statement query again, over the statements handed out so far
+ * (a recorder may have appended more since; a pipeline may have read
+ * ahead). */
 static int reader_rewind(void *ctx, trace_error *err)
 {
     store_reader *sr = ctx;
+    pipe_stop(sr);
+    sr->pipe_finished = false;
     sqlite3_reset(sr->q);
-    sqlite3_bind_int64(sr->q, 2, (int64_t)(((uint64_t)sr->run << STORE_SEQ_BITS) + sr->next_min));
+    sqlite3_bind_int64(sr->q, 2, (int64_t)(((uint64_t)sr->run << STORE_SEQ_BITS) + sr->handed));
     sr->next_min = 0;
+    sr->handed = 0;
     if (!sr->began && sqlite3_get_autocommit(sr->st->db)) {
         if (store_exec(sr->st, "BEGIN", NULL, err) != 0)
             return -1;
@@ -479,9 +808,10 @@ static int reader_rewind(void *ctx, trace_error *err)
     return 0;
 }
 
-static const trace_reader_iface store_reader_iface = { reader_next, reader_close, reader_rewind };
+static const trace_reader_iface store_reader_iface = { reader_next, reader_close, reader_rewind,
+                                                       reader_label };
 
-static int open_reader(trace_store *st, bool owns_store, int64_t run, trace_reader *r,
+static int open_reader(trace_store *st, bool owns_store, bool lazy, int64_t run, trace_reader *r,
                        trace_error *err)
 {
     memset(r, 0, sizeof *r);
@@ -493,6 +823,7 @@ static int open_reader(trace_store *st, bool owns_store, int64_t run, trace_read
     }
     sr->st = st;
     sr->owns_store = owns_store;
+    sr->lazy = lazy;
     r->iface = &store_reader_iface;
     r->ctx = sr;
     r->owns_trace = true;
@@ -508,7 +839,8 @@ static int open_reader(trace_store *st, bool owns_store, int64_t run, trace_read
     int bv = store_body_version(st, sr->run);
     sr->body_shift = STORE_BODY_SHIFT(bv);
     /* label arguments come with label templates (a later body layout) */
-    sr->body_flags = STORE_BODY_BY | STORE_BODY_COUNT | STORE_BODY_ARG | STORE_BODY_LINE;
+    sr->body_flags = STORE_BODY_BY | STORE_BODY_COUNT | STORE_BODY_ARG | STORE_BODY_LINE |
+                     (bv >= 2 ? STORE_BODY_LARGS : 0);
     /* The declarations and the statements come from one snapshot (a
      * recorder may be appending): a read transaction, unless the caller
      * already holds one. */
@@ -520,8 +852,11 @@ static int open_reader(trace_store *st, bool owns_store, int64_t run, trace_read
     if (load_strings(sr, err) || load_queues(sr, err) || load_buffers(sr, err) ||
         load_expectations(sr, err) || load_meta(sr, err) ||
         prepare_run(sr,
-                    "SELECT id, queue, kind, label, object, t, dur, body"
-                    " FROM statements WHERE id >= ?1 AND id < ?2 ORDER BY id",
+                    /* a lazy reader serves the checker, which ignores times */
+                    sr->lazy ? "SELECT id, queue, kind, label, object, NULL, NULL, body"
+                               " FROM statements WHERE id >= ?1 AND id < ?2 ORDER BY id"
+                             : "SELECT id, queue, kind, label, object, t, dur, body"
+                               " FROM statements WHERE id >= ?1 AND id < ?2 ORDER BY id",
                     "statements", &sr->q, err))
         goto fail;
     sqlite3_bind_int64(sr->q, 1, (int64_t)((uint64_t)sr->run << STORE_SEQ_BITS));
@@ -539,7 +874,12 @@ void store_reader_adopt(trace_reader *r)
 
 int trace_store_reader(trace_store *st, int64_t run, trace_reader *r, trace_error *err)
 {
-    return open_reader(st, false, run, r, err);
+    return open_reader(st, false, false, run, r, err);
+}
+
+int trace_store_reader_lazy(trace_store *st, int64_t run, trace_reader *r, trace_error *err)
+{
+    return open_reader(st, false, true, run, r, err);
 }
 
 int trace_store_open_reader(const char *path, int64_t run, trace_reader *r, trace_error *err)
@@ -548,5 +888,5 @@ int trace_store_open_reader(const char *path, int64_t run, trace_reader *r, trac
     trace_store *st = store_open_readonly(path, err);
     if (!st)
         return -1;
-    return open_reader(st, true, run, r, err);
+    return open_reader(st, true, false, run, r, err);
 }

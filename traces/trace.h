@@ -41,6 +41,10 @@
 #include <stdio.h>
 
 #define TRACE_NONE UINT32_MAX
+/* A statement's label that a lazy reader has not resolved yet (see
+ * trace_reader_label): it has one, but building it costs what a checker
+ * need not pay unless it reports the statement. */
+#define TRACE_LABEL_LAZY (UINT32_MAX - 1)
 #define TRACE_TEXT_VERSION 1
 
 /* ------------------------------------------------------------------ */
@@ -338,7 +342,7 @@ typedef struct trace_expect {
  * are not copied: the caller keeps them alive (the trace keeps them in its
  * string table). */
 typedef struct trace_strmap {
-    uint32_t *slots;        /* value + 1; 0 = empty */
+    uint64_t *slots;        /* key hash << 32 | value + 1; 0 = empty */
     const char **keys;
     uint32_t *key_len;
     uint32_t cap, count;
@@ -363,11 +367,15 @@ uint64_t trace_hash(const void *data, size_t len);
 /* The trace: declarations (and, for in-memory traces, statements).    */
 
 typedef struct trace {
-    /* String table: strs[id] is NUL-terminated, str_len[id] its length. */
+    /* String table: strs[id] is NUL-terminated, str_len[id] its length. The
+     * bytes live in arena chunks (never moved, freed with the trace). */
     char **strs;
     uint32_t *str_len;
     uint32_t n_strs, cap_strs;
     trace_strmap str_ids;
+    char **arena_chunks;
+    uint32_t n_arena_chunks;
+    size_t arena_used, arena_cap;
 
     trace_queue *queues;
     uint32_t n_queues, cap_queues;
@@ -470,6 +478,12 @@ typedef struct trace_reader_iface {
      * Returns 0, or -1 with err filled. NULL: the input can be read only
      * once (a pipe). */
     int (*rewind)(void *ctx, trace_error *err);
+    /* The label of statement seq, interned into the reader's trace, for a
+     * statement next() gave as TRACE_LABEL_LAZY. May reuse the buffers of
+     * the statement next() gave last: call it for that statement or after
+     * you are done with it. Returns 0 or -1 with err. NULL: the reader never
+     * gives lazy labels. */
+    int (*label)(void *ctx, uint64_t seq, uint32_t *label, trace_error *err);
 } trace_reader_iface;
 
 typedef struct trace_reader {
@@ -485,6 +499,9 @@ int trace_reader_next(trace_reader *r, trace_stmt *out, trace_error *err);
 /* Starts r again at its first statement (see the iface). Returns 0, or -1
  * with err filled (also when r cannot be read twice). */
 int trace_reader_rewind(trace_reader *r, trace_error *err);
+/* Resolves *label when it is TRACE_LABEL_LAZY (statement seq of r); leaves
+ * any other value alone. Returns 0 or -1 with err. */
+int trace_reader_label(trace_reader *r, uint64_t seq, uint32_t *label, trace_error *err);
 /* Closes the context and frees what the reader owns. Safe on a zeroed reader. */
 void trace_reader_close(trace_reader *r);
 
@@ -671,6 +688,10 @@ int trace_store_run(trace_store *st, int64_t run, trace_run_info **out, trace_er
  * run's declarations and streams its statements in seq order; it keeps st
  * open (the caller closes st after the reader). */
 int trace_store_reader(trace_store *st, int64_t run, trace_reader *r, trace_error *err);
+/* The same for consumers that need order and accesses only: labels built
+ * from templates come as TRACE_LABEL_LAZY, times are not read, and rows are
+ * read and decoded ahead on a second thread. */
+int trace_store_reader_lazy(trace_store *st, int64_t run, trace_reader *r, trace_error *err);
 /* Opens the database at path read-only and a reader over run `run` (0: the
  * latest) that owns the store: closing the reader closes the database. */
 int trace_store_open_reader(const char *path, int64_t run, trace_reader *r,
@@ -742,6 +763,9 @@ typedef struct trace_source_opts {
                              * formats that hold one trace */
     bool write_results;     /* a syncsim database is opened so that results (findings,
                              * checks) can be stored, where the file can be written */
+    bool lazy_labels;       /* statements may carry TRACE_LABEL_LAZY (trace_reader_label)
+                             * and, from a database, no times: for consumers that need
+                             * order and accesses only (the checker) */
     const char *companion;  /* a second input that some formats take (a PyTorch
                              * execution trace beside its Kineto trace); NULL */
 } trace_source_opts;

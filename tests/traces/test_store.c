@@ -480,6 +480,56 @@ static void test_store_failed_import_leaves_nothing(void **state)
     trace_free(t);
 }
 
+/* Labels come back byte for byte through their templates: numbers, leading
+ * zeros (kept as text), numbers too long for a u64, more numbers than a body
+ * takes, and the template mark itself. Labels that differ only by numbers
+ * share one string in the database. */
+static void test_store_label_templates_round_trip(void **state)
+{
+    fixture *f = *state;
+    trace_error err = { 0 };
+    static const char *const labels[] = {
+        "L17.qkv.k40213", "L18.qkv.k40214", "L007.x.0", "0", "00", "k1234567890123456789",
+        "a1b2c3d4e5f6g7h8i9j10k11l12m13n14o15p16q17r18s19t20u21v22w23x24y25z26a27b28c29d30"
+        "e31f32g33h34i35j36k37l38m39n40o41p42q43r44s45t46u47v48w49x50y51z52a53b54c55d56e57"
+        "f58g59h60i61j62k63l64m65n66",
+        "mark\x01here7", "no digits", "999999999999999999",
+    };
+    size_t n = sizeof labels / sizeof labels[0];
+    trace *t = trace_new();
+    uint32_t q = trace_add_queue(t, trace_intern_cstr(t, "h"), TRACE_QUEUE_HOST, TRACE_NONE);
+    for (size_t i = 0; i < n; i++) {
+        trace_stmt s;
+        trace_stmt_init(&s);
+        s.queue = q;
+        s.kind = TRACE_OP;
+        s.label = trace_intern_cstr(t, labels[i]);
+        trace_append(t, &s);
+    }
+    assert_int_equal(import_memory(f->db, t, NULL, &err), 1);
+    trace_reader r;
+    assert_int_equal(trace_open_any(f->db, 0, &r, &err), 0);
+    trace_stmt s;
+    for (size_t i = 0; i < n; i++) {
+        assert_int_equal(trace_reader_next(&r, &s, &err), 1);
+        assert_string_equal(trace_str(r.trace, s.label), labels[i]);
+    }
+    assert_int_equal(trace_reader_next(&r, &s, &err), 0);
+    trace_reader_close(&r);
+    /* the two L1x.qkv labels are one template row: "L\x01.qkv.k\x01" */
+    trace_store *st = trace_store_open(f->db, false, &err);
+    sqlite3_stmt *c;
+    sqlite3_prepare_v2(trace_store_db(st),
+                       "SELECT count(*) FROM strings WHERE text = 'L' || char(1) || '.qkv.k' || "
+                       "char(1)",
+                       -1, &c, NULL);
+    assert_int_equal(sqlite3_step(c), SQLITE_ROW);
+    assert_int_equal(sqlite3_column_int(c, 0), 1);
+    sqlite3_finalize(c);
+    trace_store_close(st);
+    trace_free(t);
+}
+
 /* A check is stored typed, read back with the names of the run's reader,
  * replaced by the next check; a run never checked says so. */
 static void test_store_findings_round_trip_and_replace(void **state)
@@ -781,6 +831,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_store_corrupt_middle_is_ecorrupt, tmpdir_setup, tmpdir_teardown),
         cmocka_unit_test_setup_teardown(test_store_truncated_is_ecorrupt, tmpdir_setup, tmpdir_teardown),
         cmocka_unit_test_setup_teardown(test_store_failed_import_leaves_nothing, tmpdir_setup, tmpdir_teardown),
+        cmocka_unit_test_setup_teardown(test_store_label_templates_round_trip, tmpdir_setup,
+                                        tmpdir_teardown),
         cmocka_unit_test_setup_teardown(test_store_findings_round_trip_and_replace, tmpdir_setup,
                                         tmpdir_teardown),
         cmocka_unit_test_setup_teardown(test_store_graph_empty_for_imported_run, tmpdir_setup, tmpdir_teardown),
