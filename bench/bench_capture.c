@@ -5,7 +5,7 @@
  * measured the way a user meets it: the real `syncsim` commands, each in
  * its own process, timed wall-clock with its own peak RSS.
  *
- *   bench_capture [--stmts N] [--dir DIR] [--repeat-labels] [--report]
+ *   bench_capture [--stmts N] [--dir DIR] [--repeat-labels] [--report] [--keep]
  *
  * 1. writes N statements of the shape as a text trace (DIR/capture.trace);
  * 2. `syncsim import` it into DIR/capture.db: statements/s, bytes/statement
@@ -13,8 +13,9 @@
  * 3. `syncsim check` the database end to end: statements/s, peak RSS;
  * 4. with --report, `syncsim report` of the run (timeline included).
  * --repeat-labels gives every statement of a kind the same label (the kind
- * shape of the earlier benchmarks), for comparison. Every figure is
- * measured by this run.
+ * shape of the earlier benchmarks), for comparison. --keep leaves the files
+ * in DIR (to profile one command on them). Every figure is measured by this
+ * run.
  */
 #include "bench/shapes.h"
 
@@ -66,7 +67,7 @@ int main(int argc, char **argv)
 {
     uint64_t n = 2000000;
     const char *dir = "/tmp";
-    bool repeat = false, report = false;
+    bool repeat = false, report = false, keep = false;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--stmts") == 0 && i + 1 < argc)
             n = strtoull(argv[++i], NULL, 0);
@@ -76,9 +77,11 @@ int main(int argc, char **argv)
             repeat = true;
         else if (strcmp(argv[i], "--report") == 0)
             report = true;
+        else if (strcmp(argv[i], "--keep") == 0)
+            keep = true;
         else {
             fprintf(stderr, "usage: bench_capture [--stmts N] [--dir DIR] [--repeat-labels] "
-                            "[--report]\n");
+                            "[--report] [--keep]\n");
             return 2;
         }
     }
@@ -86,6 +89,10 @@ int main(int argc, char **argv)
     snprintf(text, sizeof text, "%s/capture.trace", dir);
     snprintf(db, sizeof db, "%s/capture.db", dir);
     snprintf(html, sizeof html, "%s/capture.html", dir);
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "bench_capture: %s: %s\n", dir, strerror(errno));
+        return 1;
+    }
     unlink(db);
 
     /* 1. the text trace */
@@ -133,8 +140,10 @@ int main(int argc, char **argv)
         printf("report:  %.2f s for %llu statements, peak RSS %ld KiB (exit %d)\n", wall,
                (unsigned long long)n, rss, st);
     }
-    unlink(text);
-    unlink(db);
-    unlink(html);
+    if (!keep) {
+        unlink(text);
+        unlink(db);
+        unlink(html);
+    }
     return 0;
 }

@@ -65,7 +65,8 @@ int cmd_import(int argc, char **argv)
     }
     trace_error err = { 0 };
     trace_source src;
-    if (cli_open("import", path, NULL, &src) != 0)
+    trace_source_opts o = { .lazy_labels = true };     /* copied as text, never interned */
+    if (cli_open("import", path, &o, &src) != 0)
         return 2;
     uint64_t n_stmts = 0;
     int64_t run = trace_store_import(db, &src.reader, name ? name : path, &n_stmts, &err);

@@ -719,11 +719,36 @@ int trace_reader_label(trace_reader *r, uint64_t seq, uint32_t *label, trace_err
 {
     if (*label != TRACE_LABEL_LAZY)
         return 0;
-    if (!r->iface->label)
+    const char *text;
+    size_t len;
+    trace_stmt s = { .seq = seq, .label = TRACE_LABEL_LAZY };
+    if (trace_reader_label_text(r, &s, &text, &len, err) != 0)
+        return -1;
+    if ((*label = trace_intern(r->trace, text, len)) == TRACE_NONE)
+        return trace_error_set(err, TRACE_ENOMEM, "%s: out of memory",
+                               r->source ? r->source : "trace"),
+               -1;
+    return 0;
+}
+
+int trace_reader_label_text(trace_reader *r, const trace_stmt *s, const char **text, size_t *len,
+                            trace_error *err)
+{
+    if (s->label == TRACE_NONE) {
+        *text = NULL;
+        *len = 0;
+        return 0;
+    }
+    if (s->label != TRACE_LABEL_LAZY) {
+        *text = trace_str(r->trace, s->label);
+        *len = r->trace->str_len[s->label];
+        return 0;
+    }
+    if (!r->iface->label_text)
         return trace_error_set(err, TRACE_EUSAGE, "%s: a lazy label from a reader that cannot "
                                "resolve it", r->source ? r->source : "trace"),
                -1;
-    return r->iface->label(r->ctx, seq, label, err);
+    return r->iface->label_text(r->ctx, s->seq, text, len, err);
 }
 
 void trace_reader_close(trace_reader *r)

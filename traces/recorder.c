@@ -196,7 +196,7 @@ static int write_batch(trace_recorder *rec, rec_batch *b, time_update *ups, size
         rec_stmt *r = &b->stmts[i];
         r->s.access = r->s.n_access ? b->acc + r->first_access : NULL;
         r->s.attr = r->s.n_attr ? b->attr + r->first_attr : NULL;
-        if (store_writer_stmt(w, rec->t, b->first_seq + i, &r->s, err) != 0)
+        if (store_writer_stmt(w, rec->t, b->first_seq + i, &r->s, NULL, 0, err) != 0)
             goto done;
     }
     for (size_t i = 0; i < n_ups; i++)

@@ -89,8 +89,7 @@ static bool text_sniff(const char *path, const unsigned char *head, size_t n)
 static int text_open(trace_source *src, const char *path, const trace_source_opts *o,
                      trace_error *err)
 {
-    (void)o;
-    return trace_text_open(path, &src->reader, err);
+    return trace_text_open_lazy(path, o->lazy_labels, &src->reader, err);
 }
 
 const trace_format trace_format_syncsim_db = {

@@ -1001,8 +1001,31 @@ static uint32_t db_str(store_writer *w, const trace *t, uint32_t id, bool *faile
     return w->str_map[id];
 }
 
-/* A label as the body stores it: its template's strings id (*largs and
- * *n_largs the numbers; 0 when the label is kept whole). */
+/* A label given as text (len bytes) as the body stores it: its template's
+ * strings id, *largs and *n_largs the numbers (0 when the label is kept
+ * whole). Sets *failed on error. */
+static uint32_t db_label_text(store_writer *w, const char *text, size_t len, uint64_t *largs,
+                              uint32_t *n_largs, bool *failed, trace_error *err)
+{
+    size_t tpl_len;
+    int n = store_label_split(text, len, &w->tpl_buf, &w->cap_tpl, &tpl_len, largs,
+                              STORE_MAX_LARGS);
+    if (n < 0) {
+        trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", w->st->path);
+        *failed = true;
+        return TRACE_NONE;
+    }
+    uint32_t d = n ? db_intern(w, w->tpl_buf, tpl_len, err) : db_intern(w, text, len, err);
+    if (d == TRACE_NONE) {
+        *failed = true;
+        return TRACE_NONE;
+    }
+    *n_largs = (uint32_t)n;
+    return d;
+}
+
+/* A label of t as the body stores it (see db_label_text); the template of
+ * each string is found once. */
 static uint32_t db_label(store_writer *w, const trace *t, uint32_t id, uint64_t *largs,
                          uint32_t *n_largs, bool *failed, trace_error *err)
 {
@@ -1019,6 +1042,13 @@ static uint32_t db_label(store_writer *w, const trace *t, uint32_t id, uint64_t 
     uint32_t known = w->tpl_map[id];
     if (known != UINT32_MAX && !(known & STORE_TPL_ARGS))
         return known;           /* kept whole */
+    if (known == UINT32_MAX) {
+        uint32_t d = db_label_text(w, w->src[id], w->src_len[id], largs, n_largs, failed, err);
+        if (d != TRACE_NONE)
+            w->tpl_map[id] = *n_largs ? d | STORE_TPL_ARGS : d;
+        return d;
+    }
+    /* a known template: only the numbers */
     size_t tpl_len;
     int n = store_label_split(w->src[id], w->src_len[id], &w->tpl_buf, &w->cap_tpl, &tpl_len,
                               largs, STORE_MAX_LARGS);
@@ -1027,19 +1057,8 @@ static uint32_t db_label(store_writer *w, const trace *t, uint32_t id, uint64_t 
         *failed = true;
         return TRACE_NONE;
     }
-    if (known != UINT32_MAX) {
-        *n_largs = (uint32_t)n;
-        return known & ~STORE_TPL_ARGS;
-    }
-    uint32_t d = n ? db_intern(w, w->tpl_buf, tpl_len, err)
-                   : db_intern(w, w->src[id], w->src_len[id], err);
-    if (d == TRACE_NONE) {
-        *failed = true;
-        return TRACE_NONE;
-    }
-    w->tpl_map[id] = n ? d | STORE_TPL_ARGS : d;
     *n_largs = (uint32_t)n;
-    return d;
+    return known & ~STORE_TPL_ARGS;
 }
 
 int store_writer_decls(store_writer *w, const trace *t, trace_error *err)
@@ -1243,7 +1262,7 @@ static int encode_body(store_writer *w, const trace_stmt *s, uint32_t coll_kind,
 }
 
 int store_writer_stmt(store_writer *w, const trace *t, uint64_t seq, const trace_stmt *s,
-                      trace_error *err)
+                      const char *label_text, size_t label_len, trace_error *err)
 {
     sqlite3_stmt *q = w->ins_stmt;
     size_t len;
@@ -1253,8 +1272,16 @@ int store_writer_stmt(store_writer *w, const trace *t, uint64_t seq, const trace
     /* string ids of t become the table's */
     bool failed = false;
     uint64_t largs[STORE_MAX_LARGS];
-    uint32_t n_largs;
-    uint32_t label = db_label(w, t, s->label, largs, &n_largs, &failed, err);
+    uint32_t n_largs = 0;
+    uint32_t label;
+    if (s->label == TRACE_LABEL_LAZY && label_text) {
+        label = db_label_text(w, label_text, label_len, largs, &n_largs, &failed, err);
+    } else if (s->label == TRACE_LABEL_LAZY) {
+        trace_error_set(err, TRACE_EUSAGE, "%s: a lazy label without its text", w->st->path);
+        return -1;
+    } else {
+        label = db_label(w, t, s->label, largs, &n_largs, &failed, err);
+    }
     bool object_is_str = s->kind == TRACE_RECORD || s->kind == TRACE_WAIT ||
                          s->kind == TRACE_BARRIER || s->kind == TRACE_SIGNAL ||
                          s->kind == TRACE_AWAIT || s->kind == TRACE_COLLECTIVE ||
@@ -1319,63 +1346,4 @@ int store_writer_run_row(store_writer *w, const char *status, trace_error *err)
     if (status)
         sqlite3_bind_text(q, 5, status, -1, SQLITE_STATIC);
     return step_reset(w, q, "runs", err);
-}
-
-/* ------------------------------------------------------------------ */
-/* Import.                                                             */
-
-static void remove_db_files(const char *path)
-{
-    char side[4096];
-    unlink(path);
-    snprintf(side, sizeof side, "%s-wal", path);
-    unlink(side);
-    snprintf(side, sizeof side, "%s-shm", path);
-    unlink(side);
-}
-
-int64_t trace_store_import(const char *path, trace_reader *r, const char *run_name,
-                           uint64_t *n_stmts, trace_error *err)
-{
-    bool existed = access(path, F_OK) == 0;
-    store_writer w = { 0 };
-    bool in_txn = false;
-    int64_t run = -1;
-    trace_store *st = trace_store_open(path, true, err);
-    if (!st)
-        goto fail;
-    if (store_exec(st, "BEGIN IMMEDIATE", NULL, err) != 0)
-        goto fail;
-    in_txn = true;
-    if (!run_name)
-        run_name = r->source ? r->source : "import";
-    run = store_new_run(st, run_name, "import", err);
-    if (run < 0 || store_writer_init(&w, st, run, err) != 0)
-        goto fail;
-    int rc;
-    trace_stmt s;
-    while ((rc = trace_reader_next(r, &s, err)) == 1) {
-        /* Text readers declare as they go: write what is new first. */
-        if (store_writer_decls(&w, r->trace, err) != 0 ||
-            store_writer_stmt(&w, r->trace, w.n_stmts, &s, err) != 0)
-            goto fail;
-    }
-    if (rc < 0 || store_writer_decls(&w, r->trace, err) != 0 ||
-        store_writer_meta(&w, r->trace, err) != 0 || store_writer_run_row(&w, "complete", err) != 0)
-        goto fail;
-    if (n_stmts)
-        *n_stmts = w.n_stmts;
-    store_writer_fini(&w);
-    if (store_exec(st, "COMMIT", NULL, err) != 0)
-        goto fail;
-    trace_store_close(st);
-    return run;
-fail:
-    store_writer_fini(&w);
-    if (in_txn)
-        sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
-    trace_store_close(st);
-    if (!existed)
-        remove_db_files(path);
-    return -1;
 }

@@ -138,9 +138,10 @@ int64_t store_label_join(const char *tpl, size_t tpl_len, const uint64_t *args, 
                          char **buf, size_t *cap);
 
 /* Inserts statement s with sequence number seq (s->seq is ignored); t is
- * the trace its string ids belong to. */
+ * the trace its string ids belong to. A TRACE_LABEL_LAZY label is given as
+ * label_text (label_len bytes). */
 int store_writer_stmt(store_writer *w, const trace *t, uint64_t seq, const trace_stmt *s,
-                      trace_error *err);
+                      const char *label_text, size_t label_len, trace_error *err);
 /* Updates the times of an already written statement. */
 int store_writer_time(store_writer *w, uint64_t seq, int64_t t, int64_t dur, trace_error *err);
 /* Stores the run's counts (and status when non-NULL). */

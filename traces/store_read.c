@@ -9,9 +9,8 @@
  * declarations (the invariants at the top of store.c), so a damaged file
  * gives ECORRUPT naming the database, table and row, never a crash.
  */
+#include "pipe.h"
 #include "store_int.h"
-
-#include <pthread.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +33,7 @@ typedef struct store_reader {
     size_t cap_label;
     bool lazy;              /* labels with numbers come as TRACE_LABEL_LAZY */
     sqlite3_stmt *q_label;  /* one statement's label and body, for a lazy label */
-    struct pipeline *pipe;  /* lazy readers: rows decoded on a second thread */
+    stmt_pipe *pipe;        /* lazy readers: rows decoded on a second thread */
     bool pipe_finished;     /* the pipeline read to the end */
     uint64_t handed;        /* seq after the last statement next() handed out */
     bool began;             /* we opened the read transaction: end it */
@@ -500,173 +499,48 @@ bad_row:
 /*
  * Reading a run costs about as much as checking it, so a lazy reader (one
  * that interns nothing while it reads: labels stay TRACE_LABEL_LAZY) reads
- * ahead on a producer thread into batches of statements, which next() hands
- * out while the consumer works on the previous batch. The producer alone
- * uses the database connection while it runs; everything that touches the
- * connection otherwise (a lazy label, a rewind, close) stops and joins it
- * first. Errors travel in the batch, at their place in the stream.
+ * ahead on a producer thread (pipe.h) while the consumer works on the
+ * previous batch. The producer alone uses the database connection while it
+ * runs; everything that touches the connection otherwise (a lazy label, a
+ * rewind, close) stops and joins it first, dropping what it read ahead.
  */
-#define PIPE_BATCH 4096
-#define PIPE_BATCHES 3
-
-typedef struct pipe_batch {
-    trace_stmt *stmts;
-    uint32_t n, pos;
-    trace_access *acc;
-    uint64_t n_acc, cap_acc;
-    trace_attr *attr;
-    uint64_t n_attr, cap_attr;
-    int status;             /* after the last statement: 1 more, 0 end, -1 err */
-    trace_error err;
-} pipe_batch;
-
-typedef struct pipeline {
-    pthread_t thread;
-    pthread_mutex_t lock;
-    pthread_cond_t changed;
-    pipe_batch batch[PIPE_BATCHES];
-    uint32_t full_head, n_full;     /* ring of batches ready for the consumer */
-    uint32_t n_free;                /* batches the producer may fill */
-    pipe_batch *cur;                /* the consumer's */
-    bool running, stop, done;
-} pipeline;
-
-static int batch_push(pipe_batch *b, const trace_stmt *s)
+static int pipe_fill(void *ctx, stmt_batch *b)
 {
-    if (b->n_acc + s->n_access > b->cap_acc) {
-        uint64_t cap = b->cap_acc ? b->cap_acc * 2 : 8192;
-        while (cap < b->n_acc + s->n_access)
-            cap *= 2;
-        trace_access *a = realloc(b->acc, cap * sizeof *a);
-        if (!a)
-            return -1;
-        b->acc = a;
-        b->cap_acc = cap;
-    }
-    if (b->n_attr + s->n_attr > b->cap_attr) {
-        uint64_t cap = b->cap_attr ? b->cap_attr * 2 : 1024;
-        while (cap < b->n_attr + s->n_attr)
-            cap *= 2;
-        trace_attr *a = realloc(b->attr, cap * sizeof *a);
-        if (!a)
-            return -1;
-        b->attr = a;
-        b->cap_attr = cap;
-    }
-    trace_stmt *d = &b->stmts[b->n++];
-    *d = *s;
-    /* offsets now, pointers when handed out: the pools may still move */
-    d->access = (const trace_access *)(uintptr_t)b->n_acc;
-    d->attr = (const trace_attr *)(uintptr_t)b->n_attr;
-    if (s->n_access)            /* memcpy with NULL is undefined even for 0 bytes */
-        memcpy(b->acc + b->n_acc, s->access, s->n_access * sizeof *b->acc);
-    if (s->n_attr)
-        memcpy(b->attr + b->n_attr, s->attr, s->n_attr * sizeof *b->attr);
-    b->n_acc += s->n_access;
-    b->n_attr += s->n_attr;
-    return 0;
-}
-
-static void *pipe_produce(void *arg)
-{
-    store_reader *sr = arg;
-    pipeline *pp = sr->pipe;
-    uint32_t next = 0;                  /* the batch it fills next */
-    for (;;) {
-        pthread_mutex_lock(&pp->lock);
-        while (!pp->n_free && !pp->stop)
-            pthread_cond_wait(&pp->changed, &pp->lock);
-        bool stop = pp->stop;
-        if (!stop)
-            pp->n_free--;
-        pthread_mutex_unlock(&pp->lock);
-        if (stop)
-            break;
-        pipe_batch *b = &pp->batch[next];
-        next = (next + 1) % PIPE_BATCHES;
-        b->n = b->pos = 0;
-        b->n_acc = b->n_attr = 0;
-        b->status = 1;
-        while (b->n < PIPE_BATCH) {
-            trace_stmt s;
-            int rc = row_next(sr, &s, &b->err);
-            if (rc == 1 && batch_push(b, &s) != 0) {
-                trace_error_set(&b->err, TRACE_ENOMEM, "%s: out of memory", sr->st->path);
-                rc = -1;
-            }
-            if (rc != 1) {
-                b->status = rc;
-                break;
-            }
+    store_reader *sr = ctx;
+    while (b->n < STMT_BATCH) {
+        trace_stmt s;
+        int rc = row_next(sr, &s, &b->err);
+        if (rc == 1 && stmt_batch_push(b, &s, NULL, 0) != 0) {
+            trace_error_set(&b->err, TRACE_ENOMEM, "%s: out of memory", sr->st->path);
+            rc = -1;
         }
-        pthread_mutex_lock(&pp->lock);
-        pp->n_full++;
-        bool last = b->status != 1;
-        if (last)
-            pp->done = true;
-        pthread_cond_broadcast(&pp->changed);
-        pthread_mutex_unlock(&pp->lock);
-        if (last)
-            break;
+        if (rc != 1)
+            return rc;
     }
-    return NULL;
+    return 1;
 }
 
-static int pipe_start(store_reader *sr, trace_error *err)
-{
-    pipeline *pp = calloc(1, sizeof *pp);
-    if (!pp)
-        return trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", sr->st->path), -1;
-    for (int i = 0; i < PIPE_BATCHES; i++)
-        if (!(pp->batch[i].stmts = malloc(PIPE_BATCH * sizeof *pp->batch[i].stmts))) {
-            for (int k = 0; k < i; k++)
-                free(pp->batch[k].stmts);
-            free(pp);
-            return trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", sr->st->path), -1;
-        }
-    pthread_mutex_init(&pp->lock, NULL);
-    pthread_cond_init(&pp->changed, NULL);
-    pp->n_free = PIPE_BATCHES;
-    sr->pipe = pp;
-    if (pthread_create(&pp->thread, NULL, pipe_produce, sr) != 0) {
-        sr->pipe = NULL;
-        pthread_mutex_destroy(&pp->lock);
-        pthread_cond_destroy(&pp->changed);
-        for (int i = 0; i < PIPE_BATCHES; i++)
-            free(pp->batch[i].stmts);
-        free(pp);
-        return 1;               /* no thread: read on this one */
-    }
-    pp->running = true;
-    return 0;
-}
-
-/* Stops and joins the producer and frees the pipeline (the connection is
- * this thread's again). */
+/* Stops and joins the producer (the connection is this thread's again). */
 static void pipe_stop(store_reader *sr)
 {
-    pipeline *pp = sr->pipe;
-    if (!pp)
-        return;
-    if (pp->running) {
-        pthread_mutex_lock(&pp->lock);
-        pp->stop = true;
-        pthread_cond_broadcast(&pp->changed);
-        pthread_mutex_unlock(&pp->lock);
-        pthread_join(pp->thread, NULL);
-    }
-    pthread_mutex_destroy(&pp->lock);
-    pthread_cond_destroy(&pp->changed);
-    for (int i = 0; i < PIPE_BATCHES; i++) {
-        free(pp->batch[i].stmts);
-        free(pp->batch[i].acc);
-        free(pp->batch[i].attr);
-    }
-    free(pp);
+    stmt_pipe_stop(sr->pipe);
     sr->pipe = NULL;
 }
 
-static int pipe_next(store_reader *sr, trace_stmt *s, trace_error *err);
+/* The next statement: from the pipeline when lazy, else from this thread. */
+static int pipe_next(store_reader *sr, trace_stmt *s, trace_error *err)
+{
+    if (!sr->lazy || sr->pipe_finished)
+        return sr->pipe_finished ? 0 : row_next(sr, s, err);
+    if (!sr->pipe && !(sr->pipe = stmt_pipe_start(pipe_fill, sr, false)))
+        return row_next(sr, s, err);    /* no thread: read on this one */
+    int rc = stmt_pipe_next(sr->pipe, s, NULL, NULL, NULL, err);
+    if (rc != 1) {
+        pipe_stop(sr);          /* the producer is done; the connection is ours */
+        sr->pipe_finished = rc == 0;
+    }
+    return rc;
+}
 
 static int reader_next(void *ctx, trace_stmt *s, trace_error *err)
 {
@@ -675,50 +549,6 @@ static int reader_next(void *ctx, trace_stmt *s, trace_error *err)
     if (rc == 1)
         sr->handed = s->seq + 1;
     return rc;
-}
-
-/* The next statement: from the pipeline when lazy, else from this thread. */
-static int pipe_next(store_reader *sr, trace_stmt *s, trace_error *err)
-{
-    if (!sr->lazy)
-        return row_next(sr, s, err);
-    if (!sr->pipe) {
-        if (sr->pipe_finished)
-            return 0;
-        int rc = pipe_start(sr, err);
-        if (rc < 0)
-            return -1;
-        if (rc > 0)
-            return row_next(sr, s, err);
-    }
-    pipeline *pp = sr->pipe;
-    pipe_batch *b = pp->cur;
-    if (!b || b->pos == b->n) {
-        if (b && b->status != 1) {
-            int st = b->status;
-            if (st < 0 && err)
-                *err = b->err;
-            pipe_stop(sr);      /* the producer is done; the connection is ours */
-            sr->pipe_finished = st == 0;
-            return st;
-        }
-        pthread_mutex_lock(&pp->lock);
-        if (b)
-            pp->n_free++;       /* give the consumed batch back */
-        while (!pp->n_full)
-            pthread_cond_wait(&pp->changed, &pp->lock);
-        b = pp->cur = &pp->batch[pp->full_head];
-        pp->full_head = (pp->full_head + 1) % PIPE_BATCHES;
-        pp->n_full--;
-        pthread_cond_broadcast(&pp->changed);
-        pthread_mutex_unlock(&pp->lock);
-        if (b->pos == b->n)
-            return pipe_next(sr, s, err);       /* an empty last batch */
-    }
-    *s = b->stmts[b->pos++];
-    s->access = s->n_access ? b->acc + (uintptr_t)s->access : NULL;
-    s->attr = s->n_attr ? b->attr + (uintptr_t)s->attr : NULL;
-    return 1;
 }
 
 static void reader_close(void *ctx)
@@ -742,8 +572,9 @@ static void reader_close(void *ctx)
 }
 
 /* A lazy label: statement seq's row once more, its body decoded for the
- * label numbers only. */
-static int reader_label(void *ctx, uint64_t seq, uint32_t *label, trace_error *err)
+ * label numbers only, joined into label_buf. */
+static int reader_label_text(void *ctx, uint64_t seq, const char **text, size_t *len,
+                             trace_error *err)
 {
     store_reader *sr = ctx;
     pipe_stop(sr);              /* the connection is this thread's */
@@ -754,17 +585,17 @@ static int reader_label(void *ctx, uint64_t seq, uint32_t *label, trace_error *e
     sqlite3_bind_int64(sr->q_label, 1, (int64_t)((uint64_t)sr->run << STORE_SEQ_BITS | seq));
     int rc = sqlite3_step(sr->q_label);
     const char *bad = "no such statement";
+    int oom = 0;
     if (rc == SQLITE_ROW) {
         trace_stmt s;
         trace_stmt_init(&s);
-        int oom = 0;
         sqlite3_value *body = sqlite3_column_value(sr->q_label, 1);
         const uint8_t *p = sqlite3_value_blob(body);
-        int len = sqlite3_value_bytes(body);
+        int n_body = sqlite3_value_bytes(body);
         uint32_t tpl = (uint32_t)sqlite3_column_int64(sr->q_label, 0);
         bool lazy = sr->lazy;
         sr->lazy = false;
-        bad = p ? decode_body(sr, p, p + len, &s, &oom) : "no label numbers";
+        bad = p ? decode_body(sr, p, p + n_body, &s, &oom) : "no label numbers";
         sr->lazy = lazy;
         if (!bad && (!sr->n_largs || tpl >= sr->n_db_strs))
             bad = "no label numbers";
@@ -773,14 +604,14 @@ static int reader_label(void *ctx, uint64_t seq, uint32_t *label, trace_error *e
                                            sr->n_largs, &sr->label_buf, &sr->cap_label);
         if (!bad && n < 0)
             bad = "label numbers that do not fit the label";
-        if (!bad)
-            *label = trace_intern(sr->t, sr->label_buf, (size_t)n);
-        if (oom || (!bad && *label == TRACE_NONE)) {
-            sqlite3_reset(sr->q_label);
-            return trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", sr->st->path), -1;
+        if (!bad) {
+            *text = sr->label_buf;
+            *len = (size_t)n;
         }
     }
     sqlite3_reset(sr->q_label);
+    if (oom)
+        return trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", sr->st->path), -1;
     if (bad)
         return trace_error_set(err, TRACE_ECORRUPT, "%s: table statements: run %lld seq %llu: %s",
                                sr->st->path, (long long)sr->run, (unsigned long long)seq, bad),
@@ -809,7 +640,7 @@ static int reader_rewind(void *ctx, trace_error *err)
 }
 
 static const trace_reader_iface store_reader_iface = { reader_next, reader_close, reader_rewind,
-                                                       reader_label };
+                                                       reader_label_text };
 
 static int open_reader(trace_store *st, bool owns_store, bool lazy, int64_t run, trace_reader *r,
                        trace_error *err)

@@ -8,8 +8,18 @@
  * the reader's own trace. Nothing per statement is kept: the statement's
  * accesses and attributes live in two arrays of the parser that the next
  * call overwrites, so memory grows with declarations and distinct strings
- * (every name, label and attribute value is interned), never with the
- * number of statements.
+ * (every name and attribute value is interned), never with the number of
+ * statements.
+ *
+ * Labels. Captured traces carry a distinct label on nearly every statement;
+ * interning them would make memory grow with the trace. Opened with lazy
+ * labels (trace_text_open_lazy), the parser gives TRACE_LABEL_LAZY and
+ * resolves a label only when asked (label_text): the current statement's
+ * from its line, any earlier one by reading its line again. For that it
+ * keeps a mark (byte offset and line) every MARK_EVERY statements, and a
+ * second parser, `look`, over the same file, which seeks to the mark
+ * before the statement and reads forward; the main parser's position is
+ * restored afterwards. Only a regular file gives lazy labels.
  *
  * A line goes through two steps:
  *
@@ -76,6 +86,14 @@ typedef struct stmt_lines {
     uint32_t n, cap;
 } stmt_lines;
 
+/* Where statement k * MARK_EVERY starts: its line's byte offset and number. */
+#define MARK_EVERY 1024
+
+typedef struct stmt_mark {
+    uint64_t offset;
+    uint32_t line;
+} stmt_mark;
+
 /* An expect value that names a statement by its line (Q@LINE, line=N). */
 typedef struct line_ref {
     uint32_t expect_line, col;
@@ -94,6 +112,8 @@ typedef struct text_parser {
     const char *line;           /* the current line, without its newline */
     size_t line_len;
     uint32_t lineno;
+    uint64_t pos;               /* byte offset just past the current line */
+    uint64_t line_start;        /* byte offset of the current line */
     /* Line of the first stream statement whose submitter was implied (no
      * by=), 0 when none: a second host queue may not be declared after it. */
     uint32_t implied_by_line;
@@ -115,11 +135,22 @@ typedef struct text_parser {
     uint32_t cap_buffer_line;
 
     uint64_t n_stmts;
+    uint64_t n_first;           /* statements of the first pass, after a rewind */
     stmt_lines stmt_lines;      /* lines that hold statements, as runs */
     line_ref *refs;             /* expect references, checked at the end */
     uint32_t n_refs, cap_refs;
     uint32_t header_line;       /* 0 until the header is read */
     bool replay;                /* read again after a rewind: statements only */
+
+    /* Lazy labels (see the top of the file). */
+    bool lazy;
+    char *cur_label;            /* the label of the statement given last */
+    size_t cur_len, cap_cur;
+    uint64_t cur_seq;
+    bool has_cur;
+    stmt_mark *marks;           /* marks[k]: statement k * MARK_EVERY */
+    uint32_t n_marks, cap_marks;
+    struct text_parser *look;   /* reads earlier lines again; shares t and f */
     bool done, failed;
     trace_error err;            /* the error, repeated after a failure */
 } text_parser;
@@ -210,13 +241,17 @@ static int read_line(text_parser *p)
         }
         p->line = p->linebuf;
         len = (size_t)n;
+        p->line_start = p->pos;
+        p->pos += (uint64_t)n;
     } else {
         if (p->text_pos >= p->text_len)
             return 0;
         const char *s = p->text + p->text_pos;
         const char *nl = memchr(s, '\n', p->text_len - p->text_pos);
         len = nl ? (size_t)(nl - s) + 1 : p->text_len - p->text_pos;
+        p->line_start = p->text_pos;
         p->text_pos += len;
+        p->pos = p->text_pos;
         p->line = s;
     }
     if (len && p->line[len - 1] == '\n')
@@ -909,6 +944,33 @@ static bool is_attr_word(text_parser *p, uint32_t i)
     return yes;
 }
 
+/* s's label: interned, or with lazy labels kept as text until asked for. */
+static int set_label(text_parser *p, const text_str *label, trace_stmt *s)
+{
+    if (p->lazy) {
+        /* copied: a quoted label lives in the scratch, which may move */
+        if (label->len >= p->cap_cur) {
+            size_t cap = p->cap_cur ? p->cap_cur : 64;
+            while (cap <= label->len)
+                cap *= 2;
+            char *nb = realloc(p->cur_label, cap);
+            if (!nb)
+                return nomem(p);
+            p->cur_label = nb;
+            p->cap_cur = cap;
+        }
+        memcpy(p->cur_label, label->s, label->len);
+        p->cur_label[label->len] = '\0';
+        p->cur_len = label->len;
+        p->has_cur = true;
+        s->label = TRACE_LABEL_LAZY;
+        return 0;
+    }
+    if ((s->label = intern(p, label)) == TRACE_NONE)
+        return nomem(p);
+    return 0;
+}
+
 /* Word i is a label: a name that does not look like an access. */
 static int label_word(text_parser *p, uint32_t i, trace_stmt *s)
 {
@@ -917,9 +979,7 @@ static int label_word(text_parser *p, uint32_t i, trace_stmt *s)
         return expected_word(p, i, "a label before the accesses");
     if (name_word(p, i, &label, "a label") != 0)
         return -1;
-    if ((s->label = intern(p, &label)) == TRACE_NONE)
-        return nomem(p);
-    return 0;
+    return set_label(p, &label, s);
 }
 
 /* Accesses from word i until the first attribute; returns the next word. */
@@ -980,8 +1040,8 @@ static int parse_attrs(text_parser *p, uint32_t i, trace_stmt *s)
                 return perr(p, kcol, "duplicate attribute 'label='");
             if (value.len == 0)
                 return perr(p, value.col, "expected a label after label=, found empty quotes");
-            if ((s->label = intern(p, &value)) == TRACE_NONE)
-                return nomem(p);
+            if (set_label(p, &value, s) != 0)
+                return -1;
         } else if (push_attr(p, intern(p, &key), intern(p, &value)) != 0) {
             return -1;
         }
@@ -1088,6 +1148,7 @@ static int parse_statement(text_parser *p, trace_stmt *s)
     trace_stmt_init(s);
     p->n_acc = 0;
     p->n_attr = 0;
+    p->has_cur = false;
     if (name_word(p, 0, &qname, "a declaration, an expect line or a queue name") != 0)
         return -1;
     if (find_queue(p, &qname, &s->queue) != 0)
@@ -1196,6 +1257,13 @@ static int parse_statement(text_parser *p, trace_stmt *s)
     s->attr = p->n_attr ? p->attr : NULL;
     s->seq = p->n_stmts++;
     s->line = p->lineno;
+    p->cur_seq = s->seq;
+    if (p->lazy && !p->replay && s->seq % MARK_EVERY == 0) {
+        if (grow((void **)&p->marks, &p->cap_marks, (uint64_t)p->n_marks + 1,
+                 sizeof *p->marks) != 0)
+            return nomem(p);
+        p->marks[p->n_marks++] = (stmt_mark){ p->line_start, p->lineno };
+    }
     return p->replay ? 0 : note_stmt_line(p);
 }
 
@@ -1279,10 +1347,13 @@ static void text_close(void *ctx)
     text_parser *p = ctx;
     if (!p)
         return;
+    text_close(p->look);
     if (p->close_f && p->f)
         fclose(p->f);
     free(p->name);
     free(p->text);
+    free(p->cur_label);
+    free(p->marks);
     free(p->linebuf);
     free(p->words);
     free(p->scratch);
@@ -1315,13 +1386,93 @@ static int text_rewind(void *ctx, trace_error *err)
         p->text_pos = 0;
     }
     p->lineno = 0;
+    p->pos = 0;
+    if (!p->replay)
+        p->n_first = p->n_stmts;
     p->n_stmts = 0;
+    p->has_cur = false;
     p->done = false;
     p->replay = true;
     return 0;
 }
 
-static const trace_reader_iface text_iface = { text_next, text_close, text_rewind };
+/* The parser that reads earlier lines again for label_text: p's trace and
+ * input, its own buffers, statements only. */
+static text_parser *look_parser(text_parser *p)
+{
+    if (p->look)
+        return p->look;
+    text_parser *l = calloc(1, sizeof *l);
+    if (!l || !(l->name = strdup(p->name))) {
+        free(l);
+        return NULL;
+    }
+    l->t = p->t;
+    l->f = p->f;                /* not closed by l */
+    l->header_line = p->header_line;
+    l->replay = true;
+    l->lazy = true;
+    return p->look = l;
+}
+
+/* Statement seq's label, read again from its line: the look parser seeks
+ * to the mark before it and parses forward; p's input position is put
+ * back. */
+static int label_again(text_parser *p, uint64_t seq, const char **text, size_t *len,
+                       trace_error *err)
+{
+    uint64_t k = seq / MARK_EVERY;
+    text_parser *l = look_parser(p);
+    if (!l)
+        return trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", p->name), -1;
+    const stmt_mark *m = &p->marks[k];
+    l->lineno = m->line - 1;
+    l->n_stmts = k * MARK_EVERY;
+    l->failed = l->done = false;
+    l->pos = m->offset;
+    if (fseeko(p->f, (off_t)m->offset, SEEK_SET) != 0)
+        return trace_error_set(err, TRACE_EIO, "%s: cannot read statement %llu's label again: %s",
+                               p->name, (unsigned long long)seq, strerror(errno)),
+               -1;
+    trace_stmt s;
+    int rc;
+    while ((rc = text_next(l, &s, err)) == 1 && s.seq < seq)
+        ;
+    if (fseeko(p->f, (off_t)p->pos, SEEK_SET) != 0)
+        return trace_error_set(err, TRACE_EIO, "%s: cannot seek back after reading a label: %s",
+                               p->name, strerror(errno)),
+               -1;
+    if (rc < 0)
+        return -1;
+    if (rc == 0 || s.seq != seq || !l->has_cur)
+        return trace_error_set(err, TRACE_ECORRUPT, "%s: statement %llu is not where it was: "
+                               "did the file change while it was read?",
+                               p->name, (unsigned long long)seq),
+               -1;
+    *text = l->cur_label;
+    *len = l->cur_len;
+    return 0;
+}
+
+static int text_label_text(void *ctx, uint64_t seq, const char **text, size_t *len,
+                           trace_error *err)
+{
+    text_parser *p = ctx;
+    if (p->has_cur && seq == p->cur_seq) {
+        *text = p->cur_label;
+        *len = p->cur_len;
+        return 0;
+    }
+    if (!p->lazy || seq >= (p->replay ? p->n_first : p->n_stmts))
+        return trace_error_set(err, TRACE_EUSAGE, "%s: statement %llu has no label to give "
+                               "(not read yet)",
+                               p->name, (unsigned long long)seq),
+               -1;
+    return label_again(p, seq, text, len, err);
+}
+
+static const trace_reader_iface text_iface = { text_next, text_close, text_rewind,
+                                               text_label_text };
 
 /* Makes the reader and its parser around an opened input (the parser owns
  * p's input from here on, even on failure). */
@@ -1346,6 +1497,11 @@ static int start_reader(text_parser *p, const char *source, trace_reader *r, tra
 
 int trace_text_open(const char *path, trace_reader *r, trace_error *err)
 {
+    return trace_text_open_lazy(path, false, r, err);
+}
+
+int trace_text_open_lazy(const char *path, bool lazy, trace_reader *r, trace_error *err)
+{
     memset(r, 0, sizeof *r);
     text_parser *p = calloc(1, sizeof *p);
     if (!p)
@@ -1367,6 +1523,10 @@ int trace_text_open(const char *path, trace_reader *r, trace_error *err)
         }
         p->name = strdup(path);
     }
+    /* A label is read again from its line: only a file that can seek back. */
+    struct stat sb;
+    p->lazy = lazy && fstat(fileno(p->f), &sb) == 0 && S_ISREG(sb.st_mode) &&
+              ftello(p->f) == 0;
     return start_reader(p, path, r, err);
 fail:
     text_close(p);

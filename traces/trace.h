@@ -478,12 +478,14 @@ typedef struct trace_reader_iface {
      * Returns 0, or -1 with err filled. NULL: the input can be read only
      * once (a pipe). */
     int (*rewind)(void *ctx, trace_error *err);
-    /* The label of statement seq, interned into the reader's trace, for a
-     * statement next() gave as TRACE_LABEL_LAZY. May reuse the buffers of
-     * the statement next() gave last: call it for that statement or after
-     * you are done with it. Returns 0 or -1 with err. NULL: the reader never
-     * gives lazy labels. */
-    int (*label)(void *ctx, uint64_t seq, uint32_t *label, trace_error *err);
+    /* The text of statement seq's label, for a statement next() gave as
+     * TRACE_LABEL_LAZY: *text (NUL-terminated) and *len, valid until the
+     * next call on the reader. Any statement read so far may be asked for,
+     * in any order. May reuse the buffers of the statement next() gave last:
+     * call it for that statement or after you are done with it. Returns 0
+     * or -1 with err. NULL: the reader never gives lazy labels. */
+    int (*label_text)(void *ctx, uint64_t seq, const char **text, size_t *len,
+                      trace_error *err);
 } trace_reader_iface;
 
 typedef struct trace_reader {
@@ -499,9 +501,15 @@ int trace_reader_next(trace_reader *r, trace_stmt *out, trace_error *err);
 /* Starts r again at its first statement (see the iface). Returns 0, or -1
  * with err filled (also when r cannot be read twice). */
 int trace_reader_rewind(trace_reader *r, trace_error *err);
-/* Resolves *label when it is TRACE_LABEL_LAZY (statement seq of r); leaves
- * any other value alone. Returns 0 or -1 with err. */
+/* Resolves *label when it is TRACE_LABEL_LAZY (statement seq of r),
+ * interning it into r's trace; leaves any other value alone. Returns 0 or
+ * -1 with err. */
 int trace_reader_label(trace_reader *r, uint64_t seq, uint32_t *label, trace_error *err);
+/* The text of s's label without interning it (what a writer that copies
+ * statements needs): *text NULL and *len 0 when s has none. A lazy label's
+ * text is valid until the next call on r. Returns 0 or -1 with err. */
+int trace_reader_label_text(trace_reader *r, const trace_stmt *s, const char **text, size_t *len,
+                            trace_error *err);
 /* Closes the context and frees what the reader owns. Safe on a zeroed reader. */
 void trace_reader_close(trace_reader *r);
 
@@ -615,6 +623,10 @@ void trace_pattern_print(FILE *out, const trace *t, const trace_pattern *p, bool
  * the file name used in messages; path "-" reads standard input. Errors
  * (file:line:col: expected ...) come from trace_reader_next. */
 int trace_text_open(const char *path, trace_reader *r, trace_error *err);
+/* The same; with lazy, labels come as TRACE_LABEL_LAZY and cost nothing
+ * until trace_reader_label(_text) asks for one (read again from its line).
+ * Standard input and other files that cannot seek give interned labels. */
+int trace_text_open_lazy(const char *path, bool lazy, trace_reader *r, trace_error *err);
 /* Same over a string in memory (copied); name is used in messages. */
 int trace_text_open_string(const char *name, const char *text, size_t len,
                            trace_reader *r, trace_error *err);
