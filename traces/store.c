@@ -104,6 +104,29 @@
  * which lets SQL read the body's first byte (the header, when below 0x80). */
 #define HEADER_BYTES "000102030405060708090A0B0C0D0E0F101112131415161718191A1B1C1D1E1F202122232425262728292A2B2C2D2E2F303132333435363738393A3B3C3D3E3F404142434445464748494A4B4C4D4E4F505152535455565758595A5B5C5D5E5F606162636465666768696A6B6C6D6E6F707172737475767778797A7B7C7D7E7F"
 
+/* The statement views, made again when a version-1 database is migrated.
+ * A label template shows its numbers as '#' (L#.qkv.k#: a family of
+ * labels); `syncsim export` gives labels whole. */
+#define STATEMENTS_VIEWS_SQL \
+    "CREATE VIEW statements_v AS SELECT s.id >> 40 AS run, s.id & 1099511627775 AS seq," \
+    " qn.text AS queue, k.word AS kind, replace(l.text, char(1), '#') AS label," \
+    " CASE WHEN s.kind IN (9, 10) THEN (SELECT bs.text FROM buffers b JOIN strings bs" \
+    "   ON bs.run = b.run AND bs.id = b.name WHERE b.run = s.id >> 40 AND b.idx = s.object)" \
+    "  WHEN s.kind = 4 AND s.object IS NULL THEN 'all'" \
+    /* sync S (no ARG flag in the body's first byte): object is a queue index */ \
+    "  WHEN s.kind = 4 AND ((coalesce(instr(X'" HEADER_BYTES "', substr(s.body, 1, 1)), 1) - 1) & 4) = 0" \
+    "   THEN (SELECT os.text FROM queues oq JOIN strings os ON os.run = oq.run" \
+    "   AND os.id = oq.name WHERE oq.run = s.id >> 40 AND oq.idx = s.object)" \
+    "  ELSE (SELECT o.text FROM strings o WHERE o.run = s.id >> 40 AND o.id = s.object) END" \
+    "  AS object," \
+    " s.t, s.dur, length(s.body) AS body_bytes" \
+    " FROM statements s JOIN kinds k ON k.id = s.kind" \
+    " LEFT JOIN queues q ON q.run = s.id >> 40 AND q.idx = s.queue" \
+    " LEFT JOIN strings qn ON qn.run = q.run AND qn.id = q.name" \
+    " LEFT JOIN strings l ON l.run = s.id >> 40 AND l.id = s.label;" \
+    "CREATE VIEW syncs_v AS SELECT * FROM statements_v WHERE kind IN" \
+    " ('record', 'wait', 'sync', 'barrier', 'signal', 'await', 'collective');"
+
 static const char schema_sql[] =
     "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;"
     "CREATE TABLE kinds(id INTEGER PRIMARY KEY, word TEXT NOT NULL);"
@@ -145,30 +168,13 @@ static const char schema_sql[] =
     " LEFT JOIN buffers pb ON pb.run = b.run AND pb.idx = b.parent"
     " LEFT JOIN strings p ON p.run = b.run AND p.id = pb.name"
     " LEFT JOIN strings d ON d.run = b.run AND d.id = b.device;"
-    "CREATE VIEW statements_v AS SELECT s.id >> 40 AS run, s.id & 1099511627775 AS seq,"
-    " qn.text AS queue, k.word AS kind, l.text AS label,"
-    " CASE WHEN s.kind IN (9, 10) THEN (SELECT bs.text FROM buffers b JOIN strings bs"
-    "   ON bs.run = b.run AND bs.id = b.name WHERE b.run = s.id >> 40 AND b.idx = s.object)"
-    "  WHEN s.kind = 4 AND s.object IS NULL THEN 'all'"
-    /* sync S (no ARG flag in the body's first byte): object is a queue index */
-    "  WHEN s.kind = 4 AND ((coalesce(instr(X'" HEADER_BYTES "', substr(s.body, 1, 1)), 1) - 1) & 4) = 0"
-    "   THEN (SELECT os.text FROM queues oq JOIN strings os ON os.run = oq.run"
-    "   AND os.id = oq.name WHERE oq.run = s.id >> 40 AND oq.idx = s.object)"
-    "  ELSE (SELECT o.text FROM strings o WHERE o.run = s.id >> 40 AND o.id = s.object) END"
-    "  AS object,"
-    " s.t, s.dur, length(s.body) AS body_bytes"
-    " FROM statements s JOIN kinds k ON k.id = s.kind"
-    " LEFT JOIN queues q ON q.run = s.id >> 40 AND q.idx = s.queue"
-    " LEFT JOIN strings qn ON qn.run = q.run AND qn.id = q.name"
-    " LEFT JOIN strings l ON l.run = s.id >> 40 AND l.id = s.label;"
     "CREATE VIEW expectations_v AS SELECT e.run, e.idx, e.kind, e.line,"
     " (SELECT group_concat(k.text || '=' || v.text, ' ') FROM (SELECT * FROM expectation_kv x"
     "   WHERE x.run = e.run AND x.expect = e.idx ORDER BY x.pos) kv"
     "  JOIN strings k ON k.run = kv.run AND k.id = kv.key"
     "  JOIN strings v ON v.run = kv.run AND v.id = kv.value) AS args"
     " FROM expectations e;"
-    "CREATE VIEW syncs_v AS SELECT * FROM statements_v WHERE kind IN"
-    " ('record', 'wait', 'sync', 'barrier', 'signal', 'await', 'collective');";
+    STATEMENTS_VIEWS_SQL;
 
 /* Tables the code relies on: their absence in a marked database is corruption. */
 static const char *const required_tables[] = {
@@ -442,10 +448,11 @@ static int check_schema(trace_store *st, trace_error *err)
  * and the result tables of version 2 are added. */
 static int migrate_v1(trace_store *st, trace_error *err)
 {
-    char sql[2048];
+    char sql[8192];
     snprintf(sql, sizeof sql,
              "ALTER TABLE runs ADD COLUMN body_version INTEGER NOT NULL DEFAULT 1;"
              "DROP TABLE findings;" STORE_RESULTS_SQL
+             "DROP VIEW syncs_v; DROP VIEW statements_v;" STATEMENTS_VIEWS_SQL ";"
              "UPDATE meta SET value = '%d' WHERE key = 'schema_version';"
              "PRAGMA user_version=%d;",
              TRACE_SCHEMA_VERSION, TRACE_SCHEMA_VERSION);
