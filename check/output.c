@@ -197,38 +197,53 @@ static bool same_group(const trace_finding *a, const trace_finding *b)
            a->first.queue == b->first.queue && a->second.queue == b->second.queue;
 }
 
-void check_report_print(FILE *out, const check_report *rep, bool incomplete)
+const char *check_verdict(char *buf, size_t cap, uint64_t statements, uint64_t found,
+                          bool incomplete, const trace_finding *f, size_t n)
 {
-    const trace *t = rep->t;
-    uint64_t found = rep->n + rep->dropped;
     if (found == 0) {
-        if (incomplete)
-            fprintf(out, "incomplete: %llu statements checked, no findings among them; the run "
-                         "is still recording or was interrupted, so it is not known to be "
-                         "clean\n",
-                    (unsigned long long)rep->ops);
-        else
-            fprintf(out, "clean: %llu statements, no findings\n", (unsigned long long)rep->ops);
-        return;
+        snprintf(buf, cap,
+                 incomplete ? "incomplete: %llu statements checked, no findings among them; the "
+                              "run is still recording or was interrupted, so it is not known "
+                              "to be clean"
+                            : "clean: %llu statements, no findings",
+                 (unsigned long long)statements);
+        return buf;
     }
     /* Kind words are the spec's ("wait-unrecorded"), so they are counted
      * rather than pluralised: "3 findings in 27 statements (race 2, hang 1)". */
-    fprintf(out, "%llu finding%s in %llu statements", (unsigned long long)found,
-            found == 1 ? "" : "s", (unsigned long long)rep->ops);
-    const char *sep = " (";
+    size_t len = 0;
+#define ADD(...) (len += (size_t)snprintf(buf + len, len < cap ? cap - len : 0, __VA_ARGS__))
+    ADD("%llu finding%s in %llu statements", (unsigned long long)found, found == 1 ? "" : "s",
+        (unsigned long long)statements);
+    if ((uint64_t)n < found)
+        ADD("; %zu of %llu shown (--max-findings)", n, (unsigned long long)found);
+    const char *sep = (uint64_t)n < found ? ": " : " (";
     for (int k = 0; k < TRACE_FINDING_COUNT; k++) {
-        size_t n = check_report_count_kind(rep, (trace_finding_kind)k);
-        if (n) {
-            fprintf(out, "%s%s %zu", sep, trace_finding_str((trace_finding_kind)k), n);
+        size_t c = 0;
+        for (size_t i = 0; i < n; i++)
+            c += f[i].kind == (trace_finding_kind)k;
+        if (c) {
+            ADD("%s%s %zu", sep, trace_finding_str((trace_finding_kind)k), c);
             sep = ", ";
         }
     }
-    fputc(')', out);
-    if (rep->dropped)
-        fprintf(out, "; %zu of %llu shown (--max-findings)", rep->n, (unsigned long long)found);
+    if ((uint64_t)n >= found)
+        ADD(")");
     if (incomplete)
-        fputs("; the run is incomplete (still recording or interrupted)", out);
-    fputc('\n', out);
+        ADD("; the run is incomplete (still recording or interrupted)");
+#undef ADD
+    return buf;
+}
+
+void check_report_print(FILE *out, const check_report *rep, bool incomplete)
+{
+    const trace *t = rep->t;
+    char verdict[512];
+    uint64_t found = rep->n + rep->dropped;
+    fprintf(out, "%s\n", check_verdict(verdict, sizeof verdict, rep->ops, found, incomplete,
+                                       rep->f, rep->n));
+    if (found == 0)
+        return;
     bool *shown = calloc(rep->n ? rep->n : 1, sizeof *shown);
     if (!shown)
         return;

@@ -153,10 +153,11 @@ int cmd_timeline(int argc, char **argv)
     }
     int rc = viz_timeline_render(tl, format, output, NULL, NULL, &err);
     if (rc == 0)
-        printf("%s: %zu boxes%s, %zu race%s%s\n", output, viz_timeline_boxes(tl),
+        printf("%s: %zu boxes%s, %zu race%s drawn%s%s%s\n", output, viz_timeline_boxes(tl),
                viz_timeline_merged(tl) ? " (sub-pixel boxes merged)" : "", viz_timeline_races(tl),
                viz_timeline_races(tl) == 1 ? "" : "s",
-               viz_timeline_timed(tl) ? "" : "; no times: laid out by submission order");
+               viz_timeline_timed(tl) ? "" : "; no times: laid out by submission order",
+               *viz_timeline_verdict(tl) ? "; " : "", viz_timeline_verdict(tl));
     viz_timeline_free(tl);
     if (rc != 0)
         return cli_error("timeline", "%s", err.msg);

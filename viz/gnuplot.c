@@ -404,6 +404,8 @@ int viz_timeline_write_gnuplot(const viz_timeline *tl, FILE *script, FILE *data,
                       tl->n_devices == 1 ? "" : "s");
     n += snprintf(sub + n, sizeof sub - (size_t)n, "; %zu race%s%s", tl->n_races,
                   tl->n_races == 1 ? "" : "s", tl->n_races ? " (red)" : "");
+    if (tl->verdict[0])
+        n += snprintf(sub + n, sizeof sub - (size_t)n, "\n%s", tl->verdict);
     if (!tl->timed)
         n += snprintf(sub + n, sizeof sub - (size_t)n,
                       "\nno observed times (t=): statements laid out in submission order");

@@ -241,29 +241,14 @@ static void write_findings(FILE *out, const trace *t, const trace_check_info *in
     }
     fputs("</p>\n", out);
     check_status st = check_status_of(info->findings, info->incomplete);
-    if (st == CHECK_CLEAN) {
-        fputs("<p class=\"clean\">clean: no races, hangs, unrecorded waits, mismatches or uses "
-              "after free</p>\n",
-              out);
+    static const char *const cls[] = { "clean", "race", "incomplete" };
+    char verdict[512];
+    fprintf(out, "<p class=\"%s\">", cls[st]);
+    viz_html_escape(out, check_verdict(verdict, sizeof verdict, info->statements, info->findings,
+                                       info->incomplete, f, n));
+    fputs("</p>\n", out);
+    if (st != CHECK_FINDINGS)
         return;
-    }
-    if (st == CHECK_INCOMPLETE) {
-        fputs("<p class=\"incomplete\">incomplete: no findings among the statements checked, "
-              "but the run was still recording or was interrupted, so it is not known to be "
-              "clean</p>\n",
-              out);
-        return;
-    }
-    size_t races = 0;
-    for (size_t i = 0; i < n; i++)
-        races += f[i].kind == TRACE_FINDING_RACE;
-    fprintf(out, "<p class=\"race\">%llu finding%s (%zu race%s)%s</p>\n",
-            (unsigned long long)info->findings, info->findings == 1 ? "" : "s", races,
-            races == 1 ? "" : "s", info->incomplete ? "; the run is incomplete" : "");
-    if ((uint64_t)n < info->findings)
-        fprintf(out, "<p class=\"note\">%zu of %llu shown: the check kept %zu "
-                     "(--max-findings).</p>\n",
-                n, (unsigned long long)info->findings, n);
     fputs("<table>\n<tr><th>#</th><th>kind</th><th>what</th><th>first</th><th>second</th>"
           "<th>fix</th></tr>\n",
           out);
@@ -426,7 +411,7 @@ static void read_derived(trace_store *st, const char *db, int64_t run, derived *
     size_t n = 0;
     if (!x->tl || run_pass(&r, &x->st, x->tl, &err) != 0 ||
         trace_store_load_check(st, x->d.id, r.trace, &x->check, &f, &n, &err) != 0 ||
-        viz_timeline_add_findings(x->tl, r.trace, f, n) != 0) {
+        viz_timeline_add_findings(x->tl, r.trace, &x->check, f, n) != 0) {
         snprintf(x->error, sizeof x->error, "%s", err.msg[0] ? err.msg : "out of memory");
         viz_timeline_free(x->tl);
         x->tl = NULL;
@@ -614,7 +599,7 @@ int viz_report_write(const char *db, const viz_report_opts *o, const char *out_p
         goto done;
     if (tl) {
         snprintf(tl->title, sizeof tl->title, "%s, run %lld", db, (long long)run);
-        if (viz_timeline_add_findings(tl, t, f, n_f) != 0) {
+        if (viz_timeline_add_findings(tl, t, &check, f, n_f) != 0) {
             trace_error_set(err, TRACE_ENOMEM, "out of memory");
             goto done;
         }

@@ -475,8 +475,11 @@ int viz_timeline_add_race(viz_timeline *tl, uint64_t first_seq, uint64_t second_
     return 0;
 }
 
-int viz_timeline_add_findings(viz_timeline *tl, const trace *t, const trace_finding *f, size_t n)
+int viz_timeline_add_findings(viz_timeline *tl, const trace *t, const trace_check_info *info,
+                              const trace_finding *f, size_t n)
 {
+    check_verdict(tl->verdict, sizeof tl->verdict, info ? info->statements : tl->n_items,
+                  info ? info->findings : n, info && info->incomplete, f, n);
     for (size_t i = 0; i < n; i++) {
         const trace_finding *x = &f[i];
         bool race = x->kind == TRACE_FINDING_RACE, uaf = x->kind == TRACE_FINDING_USE_AFTER_FREE;
@@ -549,7 +552,7 @@ int viz_timeline_from_source(trace_source *src, const viz_timeline_opts *o, viz_
             viz_timeline_free(tl);
             return -1;
         }
-        int rc = viz_timeline_add_findings(tl, src->reader.trace, f, n);
+        int rc = viz_timeline_add_findings(tl, src->reader.trace, &info, f, n);
         trace_findings_free(f, n);
         if (rc != 0) {
             viz_timeline_free(tl);
@@ -575,6 +578,11 @@ int viz_timeline_open(const char *path, int64_t run, const viz_timeline_opts *o,
 size_t viz_timeline_boxes(const viz_timeline *tl)
 {
     return tl->n_boxes;
+}
+
+const char *viz_timeline_verdict(const viz_timeline *tl)
+{
+    return tl->verdict;
 }
 
 size_t viz_timeline_races(const viz_timeline *tl)

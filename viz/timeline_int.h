@@ -78,6 +78,7 @@ struct viz_timeline {
 
     char source[256];
     char title[512];
+    char verdict[512];      /* the check's, in its words (check_verdict) */
 };
 
 /* Start and end of item `seq` in x units (ns or slots). */

@@ -95,9 +95,14 @@ int viz_timeline_collect(trace_reader *r, const viz_timeline_opts *o, viz_timeli
 int viz_timeline_add_race(viz_timeline *tl, uint64_t first_seq, uint64_t second_seq,
                           const char *label);
 
-/* Adds the races and uses after free among findings f[0..n) (names from t).
- * Returns 0 or -1 (memory). */
-int viz_timeline_add_findings(viz_timeline *tl, const trace *t, const trace_finding *f, size_t n);
+/* Adds the races and uses after free among findings f[0..n) (names from t)
+ * and, from info (the check they come from; NULL: f is all there is), the
+ * verdict the picture states (check_verdict): how many were found, how
+ * many are shown, whether the run is incomplete. Returns 0 or -1 (memory). */
+int viz_timeline_add_findings(viz_timeline *tl, const trace *t, const trace_check_info *info,
+                              const trace_finding *f, size_t n);
+/* That verdict; "" before viz_timeline_add_findings. */
+const char *viz_timeline_verdict(const viz_timeline *tl);
 
 /* The findings of a source: those `check` stored for its run (info says
  * when and with what result), else -- never checked, or not a database --
