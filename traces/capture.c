@@ -379,6 +379,12 @@ uint32_t capture_stream(capture *c, int64_t proc, int64_t device, int64_t stream
 int capture_stream_kind(capture *c, int64_t proc, int64_t device, int64_t stream,
                         cap_stream_kind kind)
 {
+    if (device == CAP_NONE) {   /* every device's stream of that id seen so far */
+        for (uint64_t i = 0; i < c->n_streams; i++)
+            if (c->streams[i].proc == proc && c->streams[i].stream == stream)
+                c->streams[i].kind = kind;
+        return 0;
+    }
     uint32_t s = capture_stream(c, proc, device, stream);
     if (s == TRACE_NONE)
         return -1;

@@ -146,7 +146,8 @@ uint32_t capture_host(capture *c, int64_t pid, int64_t tid);
 /* The stream (proc, device, stream); TRACE_NONE: out of memory. proc is the
  * process key that correlation ids are unique in. */
 uint32_t capture_stream(capture *c, int64_t proc, int64_t device, int64_t stream);
-/* Says how stream (proc, device, stream) was created (nsys). 0 or -1. */
+/* Says how stream (proc, device, stream) was created (nsys). device
+ * CAP_NONE: the streams of that id on every device seen so far. 0 or -1. */
 int capture_stream_kind(capture *c, int64_t proc, int64_t device, int64_t stream,
                         cap_stream_kind kind);
 

@@ -319,7 +319,7 @@ static bool kineto_sniff(const char *path, const unsigned char *head, size_t n)
     (void)path;
     char text[TRACE_SNIFF_BYTES + 1];
     size_t len = json_sniff_text(head, n, text, sizeof text);
-    if (len < 2 || text[0] != '{' || strstr(text, "\"syncsim\""))
+    if (len < 2 || text[0] != '{' || trace_format_chrome.sniff(path, head, n))
         return false;
     return strstr(text, "\"traceEvents\"") || strstr(text, "\"schemaVersion\"") ||
            strstr(text, "\"deviceProperties\"");
