@@ -309,7 +309,7 @@ int json_stream(const char *path, const json_handler *h, trace_error *err)
         int zerr;
         const char *zmsg = gzerror(gz, &zerr);
         if (n < 0 || (zerr != Z_OK && zerr != Z_STREAM_END)) {
-            trace_error_set(err, TRACE_ECORRUPT, "%s: corrupt or truncated gzip data after %llu "
+            trace_error_set(err, TRACE_ECORRUPT, "%s: corrupt or truncated gzip data after %llu decompressed "
                             "bytes (%s)", path, (unsigned long long)offset,
                             zmsg && *zmsg ? zmsg : "read error");
             goto done;
