@@ -152,6 +152,74 @@ static void map3_free(map3 *m)
     memset(m, 0, sizeof *m);
 }
 
+/* Correlation id -> call: CUPTI hands out correlation ids densely from 1 in
+ * each process, so a vector per process indexed by id is the map; ids past
+ * CORR_DENSE (or below 0) go to a hash map. */
+#define CORR_DENSE (UINT64_C(1) << 26)
+
+typedef struct corr_vec {
+    int64_t proc;
+    uint32_t *slots;            /* call + 1; 0 = none */
+    uint64_t cap;
+} corr_vec;
+
+typedef struct corr_index {
+    corr_vec *procs;
+    uint32_t n_procs;
+    map3 sparse;
+} corr_index;
+
+static uint32_t corr_get(const corr_index *x, int64_t proc, int64_t corr)
+{
+    if (corr >= 0 && (uint64_t)corr < CORR_DENSE) {
+        for (uint32_t i = 0; i < x->n_procs; i++)
+            if (x->procs[i].proc == proc)
+                return (uint64_t)corr < x->procs[i].cap ? x->procs[i].slots[corr] - 1 : TRACE_NONE;
+        return TRACE_NONE;
+    }
+    return map3_get(&x->sparse, (key3){ proc, corr, 0 });
+}
+
+static int corr_put(corr_index *x, int64_t proc, int64_t corr, uint32_t v)
+{
+    if (corr < 0 || (uint64_t)corr >= CORR_DENSE)
+        return map3_put(&x->sparse, (key3){ proc, corr, 0 }, v);
+    corr_vec *cv = NULL;
+    for (uint32_t i = 0; i < x->n_procs && !cv; i++)
+        if (x->procs[i].proc == proc)
+            cv = &x->procs[i];
+    if (!cv) {
+        corr_vec *n = realloc(x->procs, (x->n_procs + 1) * sizeof *n);
+        if (!n)
+            return -1;
+        x->procs = n;
+        cv = &x->procs[x->n_procs++];
+        *cv = (corr_vec){ proc, NULL, 0 };
+    }
+    if ((uint64_t)corr >= cv->cap) {
+        uint64_t cap = cv->cap ? cv->cap : 1024;
+        while (cap <= (uint64_t)corr)
+            cap *= 2;
+        uint32_t *n = realloc(cv->slots, cap * sizeof *n);
+        if (!n)
+            return -1;
+        memset(n + cv->cap, 0, (cap - cv->cap) * sizeof *n);
+        cv->slots = n;
+        cv->cap = cap;
+    }
+    cv->slots[corr] = v + 1;
+    return 0;
+}
+
+static void corr_free(corr_index *x)
+{
+    for (uint32_t i = 0; i < x->n_procs; i++)
+        free(x->procs[i].slots);
+    free(x->procs);
+    map3_free(&x->sparse);
+    memset(x, 0, sizeof *x);
+}
+
 /* Appends one element to a growing array; returns its index or -1. */
 static int64_t push(void **arr, uint64_t *n, uint64_t *cap, size_t elem)
 {
@@ -289,7 +357,7 @@ struct capture {
     map3 stream_ids;
     cap_api *apis;
     uint64_t n_apis, cap_apis;
-    map3 api_ids;               /* (proc, corr) -> api */
+    corr_index api_ids;         /* (proc, corr) -> api */
     cap_gpu *gpus;
     uint64_t n_gpus, cap_gpus;
     cap_sync *syncs;
@@ -325,7 +393,7 @@ void capture_free(capture *c)
     free(c->streams);
     map3_free(&c->stream_ids);
     free(c->apis);
-    map3_free(&c->api_ids);
+    corr_free(&c->api_ids);
     free(c->gpus);
     free(c->syncs);
     free(c->recs);
@@ -398,7 +466,7 @@ int capture_api(capture *c, uint32_t host, int64_t proc, int64_t t0, int64_t t1,
     if (t1 < t0)
         t1 = t0;
     if (corr != CAP_NONE) {
-        uint32_t old = map3_get(&c->api_ids, (key3){ proc, corr, 0 });
+        uint32_t old = corr_get(&c->api_ids, proc, corr);
         if (old != TRACE_NONE) {
             cap_api *a = &c->apis[old];
             if (t0 <= a->t0 && t1 >= a->t1) {   /* the enclosing row of the two */
@@ -413,7 +481,7 @@ int capture_api(capture *c, uint32_t host, int64_t proc, int64_t t0, int64_t t1,
     if (i < 0)
         return -1;
     c->apis[i] = (cap_api){ host, proc, t0, t1, corr, name, ROLE_OTHER, false };
-    if (corr != CAP_NONE && map3_put(&c->api_ids, (key3){ proc, corr, 0 }, (uint32_t)i) != 0)
+    if (corr != CAP_NONE && corr_put(&c->api_ids, proc, corr, (uint32_t)i) != 0)
         return -1;
     return 0;
 }
@@ -500,16 +568,31 @@ typedef struct item {
     uint32_t iter;              /* iter= value string id; TRACE_NONE */
 } item;
 
+/* Host time before the call of an item (see sweep_hosts). */
+typedef struct gap {
+    uint32_t host, label, iter;
+    int64_t t, dur;
+} gap;
+
 typedef struct builder {
     capture *c;
-    trace *t, *body;
-    const cap_accesses *et;
+    trace *t;
+    cap_accesses *et;
     item *items;
     uint64_t n, cap;
     map3 waited;                /* (proc, event name id) of emitted waits */
     map3 recorded;              /* (proc, record corr) of emitted records */
     uint64_t unbound_waits, queries, orphan_syncs;
     bool multi_proc;
+    /* host time: gaps[gap_at[i] - 1] goes right before items[i] */
+    struct gap *gaps;
+    uint64_t n_gaps, cap_gaps;
+    uint32_t *gap_at;
+    int64_t *op_rf;             /* per GPU activity: the ET op giving its accesses */
+    map3 size_of;               /* storage -> index in sizes */
+    uint64_t *sizes, n_sizes;   /* root size per storage */
+    trace_access acc[256];      /* the statement handed out last */
+    trace_attr attrs[4];
     uint32_t s_host, s_iter, s_bytes, s_implicit, s_assumed, s_record, s_cudafree, s_legacy;
     trace_error *err;
 } builder;
@@ -544,7 +627,7 @@ static const cap_api *api_of(const capture *c, int64_t proc, int64_t corr)
 {
     if (!valid_id(corr))
         return NULL;
-    uint32_t i = map3_get(&c->api_ids, (key3){ proc, corr, 0 });
+    uint32_t i = corr_get(&c->api_ids, proc, corr);
     return i == TRACE_NONE ? NULL : &c->apis[i];
 }
 
@@ -850,18 +933,51 @@ static int add_record_items(builder *b)
     return 0;
 }
 
-static int item_cmp(const void *pa, const void *pb)
+
+/* Sorts the items into submission order: small keys are sorted, then the
+ * items moved once (an item is four times a key). */
+typedef struct sort_key {
+    int64_t t, corr, start;
+    uint32_t sub, idx;
+} sort_key;
+
+static int key_cmp(const void *pa, const void *pb)
 {
-    const item *a = pa, *b = pb;
-    if (a->key_t != b->key_t)
-        return a->key_t < b->key_t ? -1 : 1;
-    if (a->key_corr != b->key_corr)
-        return a->key_corr < b->key_corr ? -1 : 1;
-    if (a->key_sub != b->key_sub)
-        return a->key_sub < b->key_sub ? -1 : 1;
-    /* several activities of one call (a graph launch): by start */
+    const sort_key *a = pa, *b = pb;
     if (a->t != b->t)
         return a->t < b->t ? -1 : 1;
+    if (a->corr != b->corr)
+        return a->corr < b->corr ? -1 : 1;
+    if (a->sub != b->sub)
+        return a->sub < b->sub ? -1 : 1;
+    if (a->start != b->start)   /* several activities of one call: by start */
+        return a->start < b->start ? -1 : 1;
+    return a->idx < b->idx ? -1 : a->idx > b->idx;
+}
+
+static int sort_items(builder *b)
+{
+    if (b->n < 2)
+        return 0;
+    if (b->n >= UINT32_MAX)
+        return oom(b);
+    sort_key *keys = malloc(b->n * sizeof *keys);
+    item *out = keys ? malloc(b->n * sizeof *out) : NULL;
+    if (!out) {
+        free(keys);
+        return oom(b);
+    }
+    for (uint64_t i = 0; i < b->n; i++) {
+        const item *it = &b->items[i];
+        keys[i] = (sort_key){ it->key_t, it->key_corr, it->t, it->key_sub, (uint32_t)i };
+    }
+    qsort(keys, b->n, sizeof *keys, key_cmp);
+    for (uint64_t i = 0; i < b->n; i++)
+        out[i] = b->items[keys[i].idx];
+    free(keys);
+    free(b->items);
+    b->items = out;
+    b->cap = b->n;
     return 0;
 }
 
@@ -907,7 +1023,7 @@ static int add_legacy_syncs(builder *b)
                                   .key_sub = it->key_sub, .host = it->host,
                                   .flags = ITEM_IMPLICIT_LEGACY, .label = TRACE_NONE,
                                   .object = ev, .t = TRACE_TIME_NONE, .dur = TRACE_TIME_NONE,
-                                  .api_t0 = CAP_NONE, .api_t1 = CAP_NONE, .gpu = TRACE_NONE,
+                                  .api_t0 = it->api_t0, .api_t1 = it->api_t1, .gpu = TRACE_NONE,
                                   .iter = TRACE_NONE };
                     out[r] = base;
                     out[r].kind = TRACE_RECORD;
@@ -1030,7 +1146,8 @@ static int sweep_hosts(builder *b, int64_t *op_rf)
         const char *num;
         steps = profiler_step(trace_str(b->t, c->ranges[i].name), &num);
     }
-    qsort(c->ranges, c->n_ranges, sizeof *c->ranges, range_cmp);
+    if (c->n_ranges)
+        qsort(c->ranges, c->n_ranges, sizeof *c->ranges, range_cmp);
     /* items of each host, in order: counting sort by host */
     uint64_t nh = c->n_hosts;
     uint64_t *start = calloc(nh + 1, sizeof *start), *order = malloc((b->n + 1) * sizeof *order);
@@ -1038,7 +1155,8 @@ static int sweep_hosts(builder *b, int64_t *op_rf)
     const cap_range **stack = malloc((c->n_ranges + 1) * sizeof *stack);
     uint32_t *stack_iter = malloc((c->n_ranges + 1) * sizeof *stack_iter);
     int rc = -1;
-    if (!start || !order || !iter_of || !stack || !stack_iter) {
+    b->gap_at = calloc(b->n + 1, sizeof *b->gap_at);
+    if (!start || !order || !iter_of || !stack || !stack_iter || !b->gap_at) {
         oom(b);
         goto done;
     }
@@ -1126,17 +1244,13 @@ static int sweep_hosts(builder *b, int64_t *op_rf)
                         label = stack[d]->name;
                         break;
                     }
-                item g = { .key_t = call_t0, .key_corr = call_corr, .key_sub = SUB_GAP,
-                           .host = (uint32_t)h, .stream = TRACE_NONE, .kind = TRACE_OP,
-                           .flags = ITEM_ON_HOST, .label = label, .object = CAP_NONE,
-                           .t = prev_end, .dur = gap_end - prev_end, .api_t0 = CAP_NONE,
-                           .api_t1 = CAP_NONE, .gpu = TRACE_NONE, .iter = cur_iter };
-                int64_t gi = PUSH(b->items, b->n, b->cap);
-                if (gi < 0) {
+                int64_t gi = PUSH(b->gaps, b->n_gaps, b->cap_gaps);
+                if (gi < 0 || b->n_gaps >= UINT32_MAX) {
                     oom(b);
                     goto done;
                 }
-                b->items[gi] = g;
+                b->gaps[gi] = (gap){ (uint32_t)h, label, cur_iter, prev_end, gap_end - prev_end };
+                b->gap_at[idx] = (uint32_t)gi + 1;
             }
             prev_call = call_t0;
             if (prev_end == CAP_NONE || call_t1 > prev_end)
@@ -1381,93 +1495,81 @@ static int gpu_accesses(builder *b, const item *it, int64_t rf, const map3 *size
     return *n ? 1 : 0;
 }
 
-static int emit(builder *b, const int64_t *op_rf)
+/* Fills *s with item it (accesses and attributes in b's buffers, valid
+ * until the next call). Declares the buffers it uses first. 0 or -1. */
+static int emit_one(builder *b, const item *it, trace_stmt *s)
 {
     capture *c = b->c;
-    map3 size_of = { 0 };
-    uint64_t *sizes = NULL, n_sizes = 0, with_accesses = 0;
-    trace_access acc[256];
-    trace_attr attrs[4];
-    int rc = -1;
-    if (b->et && storage_sizes(b, op_rf, &size_of, &sizes, &n_sizes) != 0)
-        goto done;
-    for (uint64_t i = 0; i < b->n; i++) {
-        const item *it = &b->items[i];
-        trace_stmt s;
-        trace_stmt_init(&s);
-        s.kind = (trace_kind)it->kind;
-        s.queue = (it->flags & ITEM_ON_HOST) ? c->hosts[it->host].queue
-                                             : c->streams[it->stream].queue;
-        if (!(it->flags & ITEM_ON_HOST) && it->host != TRACE_NONE)
-            s.by = c->hosts[it->host].queue;
-        s.label = it->label;
-        s.t = it->t;
-        s.dur = it->dur;
-        uint32_t na = 0;
-        switch (it->kind) {
-        case TRACE_RECORD:
-        case TRACE_WAIT:
-            s.object = (uint32_t)it->object;
-            break;
-        case TRACE_SYNC:
-            s.sync_scope = (trace_sync_scope)it->scope;
-            if (it->scope == TRACE_SYNC_QUEUE) {
-                s.object = c->streams[it->stream].queue;
-            } else if (it->scope == TRACE_SYNC_DEVICE) {
-                s.object = device_name(b, c->hosts[it->host].pid, it->object);
-                if (s.object == TRACE_NONE) {
-                    oom(b);
-                    goto done;
-                }
-            }
-            break;
-        default:
-            break;
+    trace_stmt_init(s);
+    s->kind = (trace_kind)it->kind;
+    s->queue = (it->flags & ITEM_ON_HOST) ? c->hosts[it->host].queue
+                                          : c->streams[it->stream].queue;
+    if (!(it->flags & ITEM_ON_HOST) && it->host != TRACE_NONE)
+        s->by = c->hosts[it->host].queue;
+    s->label = it->label;
+    s->t = it->t;
+    s->dur = it->dur;
+    uint32_t na = 0;
+    trace_attr *attrs = b->attrs;
+    switch (it->kind) {
+    case TRACE_RECORD:
+    case TRACE_WAIT:
+        s->object = (uint32_t)it->object;
+        break;
+    case TRACE_SYNC:
+        s->sync_scope = (trace_sync_scope)it->scope;
+        if (it->scope == TRACE_SYNC_QUEUE) {
+            s->object = c->streams[it->stream].queue;
+        } else if (it->scope == TRACE_SYNC_DEVICE) {
+            s->object = device_name(b, c->hosts[it->host].pid, it->object);
+            if (s->object == TRACE_NONE)
+                return oom(b);
         }
-        if (it->gpu != TRACE_NONE) {
-            uint32_t n;
-            int r = gpu_accesses(b, it, op_rf[it->gpu], &size_of, sizes, acc,
-                                 sizeof acc / sizeof acc[0], &n);
-            if (r < 0)
-                goto done;
-            with_accesses += r == 1;
-            s.access = acc;
-            s.n_access = n;
-            const cap_gpu *g = &c->gpus[it->gpu];
-            if (g->bytes && (g->kind == CAP_MEMCPY || g->kind == CAP_MEMSET)) {
-                attrs[na].key = b->s_bytes;
-                attrs[na++].value = intern_fmt(b->t, "%llu", (unsigned long long)g->bytes);
-            }
-        }
-        if (it->flags & ITEM_ASSUMED)
-            attrs[na++] = (trace_attr){ b->s_assumed, b->s_record };
-        if (it->flags & ITEM_IMPLICIT_FREE)
-            attrs[na++] = (trace_attr){ b->s_implicit, b->s_cudafree };
-        if (it->flags & ITEM_IMPLICIT_LEGACY)
-            attrs[na++] = (trace_attr){ b->s_implicit, b->s_legacy };
-        if (it->iter != TRACE_NONE)
-            attrs[na++] = (trace_attr){ b->s_iter, it->iter };
-        for (uint32_t k = 0; k < na; k++)
-            if (attrs[k].value == TRACE_NONE) {
-                oom(b);
-                goto done;
-            }
-        s.attr = attrs;
-        s.n_attr = na;
-        if (trace_append(b->body, &s) != 0) {
-            oom(b);
-            goto done;
+        break;
+    default:
+        break;
+    }
+    if (it->gpu != TRACE_NONE) {
+        uint32_t n;
+        if (gpu_accesses(b, it, b->op_rf[it->gpu], &b->size_of, b->sizes, b->acc,
+                         sizeof b->acc / sizeof b->acc[0], &n) < 0)
+            return -1;
+        s->access = b->acc;
+        s->n_access = n;
+        const cap_gpu *g = &c->gpus[it->gpu];
+        if (g->bytes && (g->kind == CAP_MEMCPY || g->kind == CAP_MEMSET)) {
+            attrs[na].key = b->s_bytes;
+            attrs[na++].value = intern_fmt(b->t, "%llu", (unsigned long long)g->bytes);
         }
     }
-    if (trace_set_meta(b->t, "accesses", with_accesses ? "execution-trace" : "none") != 0) {
-        oom(b);
-        goto done;
-    }
-    rc = 0;
-done:
-    map3_free(&size_of);
-    free(sizes);
-    return rc;
+    if (it->flags & ITEM_ASSUMED)
+        attrs[na++] = (trace_attr){ b->s_assumed, b->s_record };
+    if (it->flags & ITEM_IMPLICIT_FREE)
+        attrs[na++] = (trace_attr){ b->s_implicit, b->s_cudafree };
+    if (it->flags & ITEM_IMPLICIT_LEGACY)
+        attrs[na++] = (trace_attr){ b->s_implicit, b->s_legacy };
+    if (it->iter != TRACE_NONE)
+        attrs[na++] = (trace_attr){ b->s_iter, it->iter };
+    for (uint32_t k = 0; k < na; k++)
+        if (attrs[k].value == TRACE_NONE)
+            return oom(b);
+    s->attr = attrs;
+    s->n_attr = na;
+    return 0;
+}
+
+/* Before the statements: root sizes of the ET storages, and whether any
+ * access will come from the ET (run metadata accesses=). */
+static int prepare_accesses(builder *b)
+{
+    bool any = false;
+    for (uint64_t g = 0; g < b->c->n_gpus && !any; g++)
+        any = b->op_rf[g] != CAP_NONE;
+    if (trace_set_meta(b->t, "accesses", any ? "execution-trace" : "none") != 0)
+        return oom(b);
+    if (b->et && storage_sizes(b, b->op_rf, &b->size_of, &b->sizes, &b->n_sizes) != 0)
+        return -1;
+    return 0;
 }
 
 static int set_counts(builder *b)
@@ -1499,69 +1601,88 @@ static int set_counts(builder *b)
     return 0;
 }
 
-int capture_build(capture *c, const cap_accesses *et, trace *body, trace_error *err)
+static void builder_free(builder *b)
 {
-    builder b = { .c = c, .t = c->t, .body = body, .et = et, .err = err };
-    int64_t *op_rf = NULL;
-    int rc = -1;
-    b.s_host = trace_intern_cstr(b.t, "host");
-    b.s_iter = trace_intern_cstr(b.t, "iter");
-    b.s_bytes = trace_intern_cstr(b.t, "bytes");
-    b.s_implicit = trace_intern_cstr(b.t, "implicit");
-    b.s_assumed = trace_intern_cstr(b.t, "assumed");
-    b.s_record = trace_intern_cstr(b.t, "record");
-    b.s_cudafree = trace_intern_cstr(b.t, "cudaFree");
-    b.s_legacy = trace_intern_cstr(b.t, "legacy-stream");
-    if (b.s_host == TRACE_NONE || b.s_iter == TRACE_NONE || b.s_bytes == TRACE_NONE ||
-        b.s_implicit == TRACE_NONE || b.s_assumed == TRACE_NONE || b.s_record == TRACE_NONE ||
-        b.s_cudafree == TRACE_NONE || b.s_legacy == TRACE_NONE) {
-        oom(&b);
-        goto done;
-    }
-    for (uint64_t i = 0; i < c->n_streams && !b.multi_proc; i++)
-        b.multi_proc = c->streams[i].proc != c->streams[0].proc;
+    free(b->op_rf);
+    free(b->items);
+    free(b->gaps);
+    free(b->gap_at);
+    free(b->sizes);
+    map3_free(&b->size_of);
+    map3_free(&b->waited);
+    map3_free(&b->recorded);
+}
+
+/* Builds the items; returns 0 or -1 with b->err. */
+static int build(builder *b)
+{
+    capture *c = b->c;
+    b->s_host = trace_intern_cstr(b->t, "host");
+    b->s_iter = trace_intern_cstr(b->t, "iter");
+    b->s_bytes = trace_intern_cstr(b->t, "bytes");
+    b->s_implicit = trace_intern_cstr(b->t, "implicit");
+    b->s_assumed = trace_intern_cstr(b->t, "assumed");
+    b->s_record = trace_intern_cstr(b->t, "record");
+    b->s_cudafree = trace_intern_cstr(b->t, "cudaFree");
+    b->s_legacy = trace_intern_cstr(b->t, "legacy-stream");
+    if (b->s_host == TRACE_NONE || b->s_iter == TRACE_NONE || b->s_bytes == TRACE_NONE ||
+        b->s_implicit == TRACE_NONE || b->s_assumed == TRACE_NONE || b->s_record == TRACE_NONE ||
+        b->s_cudafree == TRACE_NONE || b->s_legacy == TRACE_NONE)
+        return oom(b);
+    for (uint64_t i = 0; i < c->n_streams && !b->multi_proc; i++)
+        b->multi_proc = c->streams[i].proc != c->streams[0].proc;
     for (uint64_t i = 0; i < c->n_apis; i++)
         c->apis[i].role = (uint8_t)role_of(trace_str(c->t, c->apis[i].name));
-    op_rf = malloc((c->n_gpus + 1) * sizeof *op_rf);
-    if (!op_rf) {
-        oom(&b);
-        goto done;
-    }
+    b->op_rf = malloc((c->n_gpus + 1) * sizeof *b->op_rf);
+    if (!b->op_rf)
+        return oom(b);
     for (uint64_t i = 0; i < c->n_gpus; i++)
-        op_rf[i] = CAP_NONE;
-    if (add_gpu_items(&b) != 0 || add_sync_items(&b) != 0 || add_call_items(&b) != 0 ||
-        add_record_items(&b) != 0)
-        goto done;
-    qsort(b.items, b.n, sizeof *b.items, item_cmp);
-    if (add_legacy_syncs(&b) != 0 || sweep_hosts(&b, op_rf) != 0)
-        goto done;
-    qsort(b.items, b.n, sizeof *b.items, item_cmp);
-    if (declare_queues(&b) != 0 || emit(&b, op_rf) != 0 || set_counts(&b) != 0)
-        goto done;
-    rc = 0;
-done:
-    free(op_rf);
-    free(b.items);
-    map3_free(&b.waited);
-    map3_free(&b.recorded);
-    return rc;
+        b->op_rf[i] = CAP_NONE;
+    if (add_gpu_items(b) != 0 || add_sync_items(b) != 0 || add_call_items(b) != 0 ||
+        add_record_items(b) != 0 || sort_items(b) != 0 || add_legacy_syncs(b) != 0 ||
+        sweep_hosts(b, b->op_rf) != 0 || declare_queues(b) != 0 || prepare_accesses(b) != 0 ||
+        set_counts(b) != 0)
+        return -1;
+    /* what only the build needed */
+    map3_free(&b->waited);
+    map3_free(&b->recorded);
+    return 0;
 }
 
 /* ------------------------------------------------------------------ */
-/* The reader: statements of body, declarations of t; owns both.       */
+/* The reader: statements made one at a time from the sorted items, so  */
+/* that no second copy of the trace is held.                           */
 
 typedef struct capture_rd {
-    trace *body;
-    uint64_t next;
+    builder b;
+    uint64_t i;                 /* next item */
+    uint64_t seq;
+    bool gap_done;              /* the host time before items[i] was handed out */
 } capture_rd;
 
 static int capture_next(void *ctx, trace_stmt *out, trace_error *err)
 {
-    (void)err;
     capture_rd *r = ctx;
-    if (r->next >= r->body->n_stmts)
+    builder *b = &r->b;
+    b->err = err;
+    if (r->i >= b->n)
         return 0;
-    trace_stmt_at(r->body, r->next++, out);
+    if (!r->gap_done && b->gap_at && b->gap_at[r->i]) {
+        const gap *g = &b->gaps[b->gap_at[r->i] - 1];
+        item host_time = { .host = g->host, .stream = TRACE_NONE, .kind = TRACE_OP,
+                           .flags = ITEM_ON_HOST, .label = g->label, .object = CAP_NONE,
+                           .t = g->t, .dur = g->dur, .api_t0 = CAP_NONE, .api_t1 = CAP_NONE,
+                           .gpu = TRACE_NONE, .iter = g->iter };
+        r->gap_done = true;
+        if (emit_one(b, &host_time, out) != 0)
+            return -1;
+    } else {
+        if (emit_one(b, &b->items[r->i], out) != 0)
+            return -1;
+        r->i++;
+        r->gap_done = false;
+    }
+    out->seq = r->seq++;
     return 1;
 }
 
@@ -1570,27 +1691,95 @@ static void capture_close(void *ctx)
     capture_rd *r = ctx;
     if (!r)
         return;
-    trace_free(r->body);
+    builder_free(&r->b);
+    et_free(r->b.et);
+    capture_free(r->b.c);
     free(r);
 }
 
 static int capture_rewind(void *ctx, trace_error *err)
 {
     (void)err;
-    ((capture_rd *)ctx)->next = 0;
+    capture_rd *r = ctx;
+    r->i = 0;
+    r->seq = 0;
+    r->gap_done = false;
     return 0;
 }
 
 static const trace_reader_iface capture_iface = { capture_next, capture_close, capture_rewind };
 
-int capture_reader(trace_reader *r, trace *t, trace *body, const char *path)
+int capture_open_reader(capture *c, cap_accesses *et, trace_reader *r, const char *path,
+                        trace_error *err)
+{
+    capture_rd *rd = calloc(1, sizeof *rd);
+    if (!rd)
+        return trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", c->path), -1;
+    rd->b = (builder){ .c = c, .t = c->t, .et = et, .err = err };
+    if (build(&rd->b) != 0) {
+        builder_free(&rd->b);
+        free(rd);
+        return -1;
+    }
+    /* the calls were joined: only what statements need stays */
+    free(c->apis);
+    c->apis = NULL;
+    c->n_apis = c->cap_apis = 0;
+    corr_free(&c->api_ids);
+    memset(r, 0, sizeof *r);
+    r->iface = &capture_iface;
+    r->ctx = rd;
+    r->trace = c->t;
+    r->owns_trace = true;
+    r->source = path ? strdup(path) : NULL;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* A reader over a trace's statements held in memory in a second trace   */
+/* (import_chrome.c): owns both.                                       */
+
+typedef struct body_rd {
+    trace *body;
+    uint64_t next;
+} body_rd;
+
+static int body_next(void *ctx, trace_stmt *out, trace_error *err)
+{
+    (void)err;
+    body_rd *r = ctx;
+    if (r->next >= r->body->n_stmts)
+        return 0;
+    trace_stmt_at(r->body, r->next++, out);
+    return 1;
+}
+
+static void body_close(void *ctx)
+{
+    body_rd *r = ctx;
+    if (!r)
+        return;
+    trace_free(r->body);
+    free(r);
+}
+
+static int body_rewind(void *ctx, trace_error *err)
+{
+    (void)err;
+    ((body_rd *)ctx)->next = 0;
+    return 0;
+}
+
+static const trace_reader_iface body_iface = { body_next, body_close, body_rewind };
+
+int capture_body_reader(trace_reader *r, trace *t, trace *body, const char *path)
 {
     memset(r, 0, sizeof *r);
-    capture_rd *rd = calloc(1, sizeof *rd);
+    body_rd *rd = calloc(1, sizeof *rd);
     if (!rd)
         return -1;
     rd->body = body;
-    r->iface = &capture_iface;
+    r->iface = &body_iface;
     r->ctx = rd;
     r->trace = t;
     r->owns_trace = true;

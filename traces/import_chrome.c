@@ -301,7 +301,7 @@ static int chrome_open(trace_source *src, const char *path, const trace_source_o
         trace_error_set(err, TRACE_ENOTTRACE, "%s: not a syncsim Chrome trace", path);
         goto fail;
     }
-    if (capture_reader(&src->reader, t, body, path) != 0) {
+    if (capture_body_reader(&src->reader, t, body, path) != 0) {
         trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", path);
         goto fail;
     }

@@ -189,15 +189,17 @@ uint64_t cap_accesses_ops(const cap_accesses *a);
 /* Counts the importer reports as run metadata ("capture.kernels", ...). */
 int capture_count(capture *c, const char *key, uint64_t n);
 
-/* Builds the statements into body (strings and declarations in the
- * capture's trace) and sets the run metadata. et may be NULL. Returns 0 or
- * -1 with err. */
-int capture_build(capture *c, const cap_accesses *et, trace *body, trace_error *err);
+/* Builds the trace and makes r a reader over it that owns the capture, et
+ * (may be NULL) and the capture's trace: statements are made as r is read,
+ * so no second copy of the trace is held. Sets the run metadata. Returns 0,
+ * or -1 with err (then nothing is taken over). */
+int capture_open_reader(capture *c, cap_accesses *et, trace_reader *r, const char *path,
+                        trace_error *err);
 
 /* A reader over the statements of body with the declarations of t: owns both
  * (closing it frees them). Returns 0, or -1 when out of memory (nothing
  * taken over). */
-int capture_reader(trace_reader *r, trace *t, trace *body, const char *path);
+int capture_body_reader(trace_reader *r, trace *t, trace *body, const char *path);
 
 /* The CUDA/HIP API name without its version or default-stream suffix
  * (cudaLaunchKernel_v7000 -> cudaLaunchKernel, ..._ptsz -> ...), into buf. */

@@ -296,7 +296,8 @@ static int flow_cmp(const void *pa, const void *pb)
  * them (same pid, tid and ts). */
 static int resolve_pending(kineto *k)
 {
-    qsort(k->flows, k->n_flow_ends, sizeof *k->flows, flow_cmp);
+    if (k->n_flow_ends)
+        qsort(k->flows, k->n_flow_ends, sizeof *k->flows, flow_cmp);
     for (size_t i = 0; i < k->n_pending; i++) {
         pending_gpu *p = &k->pending[i];
         flow_end key = { p->pid, p->tid, p->ts, 0 };
@@ -328,11 +329,11 @@ static bool kineto_sniff(const char *path, const unsigned char *head, size_t n)
 static int kineto_open(trace_source *src, const char *path, const trace_source_opts *o,
                        trace_error *err)
 {
-    trace *t = trace_new(), *body = trace_new();
+    trace *t = trace_new();
     capture *c = t ? capture_new(t, path) : NULL;
     cap_accesses *et = NULL;
     kineto k = { .c = c, .t = t, .path = path, .schema = CAP_NONE };
-    if (!t || !body || !c) {
+    if (!t || !c) {
         trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", path);
         goto fail;
     }
@@ -372,14 +373,8 @@ static int kineto_open(trace_source *src, const char *path, const trace_source_o
         trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", path);
         goto fail;
     }
-    if (capture_build(c, et, body, err) != 0)
+    if (capture_open_reader(c, et, &src->reader, path, err) != 0)
         goto fail;
-    if (capture_reader(&src->reader, t, body, path) != 0) {
-        trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", path);
-        goto fail;
-    }
-    capture_free(c);
-    et_free(et);
     free(k.pending);
     free(k.flows);
     return 0;
@@ -389,7 +384,6 @@ fail:
     free(k.pending);
     free(k.flows);
     trace_free(t);
-    trace_free(body);
     return -1;
 }
 

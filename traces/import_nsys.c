@@ -482,12 +482,12 @@ static int nsys_open(trace_source *src, const char *path, const trace_source_opt
                      trace_error *err)
 {
     (void)o;
-    trace *t = trace_new(), *body = trace_new();
+    trace *t = trace_new();
     nsys n = { .path = path, .t = t, .err = err, .only_pid = CAP_NONE };
     char *uri = uri_of(path);
     char version[64];
     int rc = -1;
-    if (!t || !body || !uri || !(n.c = capture_new(t, path))) {
+    if (!t || !uri || !(n.c = capture_new(t, path))) {
         trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", path);
         goto done;
     }
@@ -503,13 +503,14 @@ static int nsys_open(trace_source *src, const char *path, const trace_source_opt
         trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", path);
         goto done;
     }
-    if (capture_build(n.c, NULL, body, err) != 0)
+    sqlite3_finalize(n.str_q);  /* the tables are read: close before building */
+    n.str_q = NULL;
+    sqlite3_close(n.db);
+    n.db = NULL;
+    if (capture_open_reader(n.c, NULL, &src->reader, path, err) != 0)
         goto done;
-    if (capture_reader(&src->reader, t, body, path) != 0) {
-        trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", path);
-        goto done;
-    }
-    t = body = NULL;            /* the reader owns them */
+    n.c = NULL;
+    t = NULL;                   /* the reader owns them */
     rc = 0;
 done:
     sqlite3_finalize(n.str_q);
@@ -519,7 +520,6 @@ done:
     free(n.str_cache);
     free(uri);
     trace_free(t);
-    trace_free(body);
     return rc;
 }
 
