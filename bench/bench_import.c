@@ -282,7 +282,7 @@ static void drop(const char *path)
     if (getenv("BENCH_IMPORT_KEEP"))
         printf("  kept %s\n", path);
     else
-        drop(path);
+        unlink(path);
 }
 
 int main(int argc, char **argv)
