@@ -273,7 +273,11 @@ static void measure(const char *what, const char *shape_name, const char *path, 
     int status;
     struct rusage ru;
     wait4(pid, &status, 0, &ru);
-    printf("  peak RSS %6.1f MiB\n", ru.ru_maxrss / 1024.0);
+    double cpu = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 + ru.ru_stime.tv_sec +
+                 ru.ru_stime.tv_usec * 1e-6;
+    /* CPU time too: on a shared machine the wall clock counts other loads */
+    printf("  cpu %6.3f s (%5.2f M %s/cpu-s)  peak RSS %6.1f MiB\n", cpu, events / cpu / 1e6,
+           unit, ru.ru_maxrss / 1024.0);
 }
 
 /* Removes a generated capture, unless BENCH_IMPORT_KEEP is set (to profile it). */

@@ -791,7 +791,8 @@ static int add_sync_items(builder *b)
             /* the stream is unknown, the device is not */
             __attribute__((fallthrough));
         case ROLE_DEVICE_SYNC:
-            if (add_host_sync(b, a, s->corr, device != CAP_NONE ? TRACE_SYNC_DEVICE : TRACE_SYNC_ALL,
+            if (add_host_sync(b, a, s->corr,
+                              device != CAP_NONE ? TRACE_SYNC_DEVICE : TRACE_SYNC_ALL,
                               TRACE_NONE, device, 0) != 0)
                 return -1;
             break;
@@ -935,7 +936,8 @@ static int add_record_items(builder *b)
 
 
 /* Sorts the items into submission order: small keys are sorted, then the
- * items moved once (an item is four times a key). */
+ * items moved in place along the permutation's cycles (an item is three
+ * times a key, and no second array of items is touched). */
 typedef struct sort_key {
     int64_t t, corr, start;
     uint32_t sub, idx;
@@ -962,22 +964,32 @@ static int sort_items(builder *b)
     if (b->n >= UINT32_MAX)
         return oom(b);
     sort_key *keys = malloc(b->n * sizeof *keys);
-    item *out = keys ? malloc(b->n * sizeof *out) : NULL;
-    if (!out) {
-        free(keys);
+    if (!keys)
         return oom(b);
-    }
     for (uint64_t i = 0; i < b->n; i++) {
         const item *it = &b->items[i];
         keys[i] = (sort_key){ it->key_t, it->key_corr, it->t, it->key_sub, (uint32_t)i };
     }
     qsort(keys, b->n, sizeof *keys, key_cmp);
-    for (uint64_t i = 0; i < b->n; i++)
-        out[i] = b->items[keys[i].idx];
+    /* apply the permutation in place, cycle by cycle: items[i] becomes
+     * items[keys[i].idx]; a visited position gets idx = UINT32_MAX */
+    for (uint64_t i = 0; i < b->n; i++) {
+        if (keys[i].idx == UINT32_MAX || keys[i].idx == i)
+            continue;
+        item first = b->items[i];
+        uint64_t at = i;
+        for (;;) {
+            uint64_t from = keys[at].idx;
+            keys[at].idx = UINT32_MAX;
+            if (from == i) {
+                b->items[at] = first;
+                break;
+            }
+            b->items[at] = b->items[from];
+            at = from;
+        }
+    }
     free(keys);
-    free(b->items);
-    b->items = out;
-    b->cap = b->n;
     return 0;
 }
 
@@ -1436,6 +1448,11 @@ static int storage_sizes(builder *b, const int64_t *op_rf, map3 *size_of, uint64
     return 0;
 }
 
+static uint64_t root_size(const map3 *size_of, const uint64_t *sizes, const cap_tensor *t)
+{
+    return sizes[map3_get(size_of, (key3){ t->storage, 0, 0 })];
+}
+
 /* The accesses of a GPU activity: its op's tensors (a kernel or memset:
  * those on its device; a copy: the first read and the first write, cut to
  * one length), else placeholders for a copy. n is set; returns 0 or -1. */
@@ -1461,8 +1478,8 @@ static int gpu_accesses(builder *b, const item *it, int64_t rf, const map3 *size
                 len = dst->hi - dst->lo;
             if (g->bytes && g->bytes < len)
                 len = g->bytes;
-            uint32_t vs = tensor_view(b, src, sizes[map3_get(size_of, (key3){ src->storage, 0, 0 })]);
-            uint32_t vd = tensor_view(b, dst, sizes[map3_get(size_of, (key3){ dst->storage, 0, 0 })]);
+            uint32_t vs = tensor_view(b, src, root_size(size_of, sizes, src));
+            uint32_t vd = tensor_view(b, dst, root_size(size_of, sizes, dst));
             if (vs == TRACE_NONE || vd == TRACE_NONE)
                 return oom(b);
             acc[0] = (trace_access){ vs, TRACE_R, TRACE_REF_RANGE, 0, len };
@@ -1472,8 +1489,9 @@ static int gpu_accesses(builder *b, const item *it, int64_t rf, const map3 *size
         }
         int64_t sd = g->src_device != CAP_NONE ? g->src_device : st->device;
         int64_t dd = g->dst_device != CAP_NONE ? g->dst_device : st->device;
-        uint32_t bs = space_buffer(b, g->src == CAP_MEM_UNKNOWN ? CAP_MEM_DEVICE : g->src, st->proc, sd);
-        uint32_t bd = space_buffer(b, g->dst == CAP_MEM_UNKNOWN ? CAP_MEM_DEVICE : g->dst, st->proc, dd);
+        cap_mem ms = g->src == CAP_MEM_UNKNOWN ? CAP_MEM_DEVICE : g->src;
+        cap_mem md = g->dst == CAP_MEM_UNKNOWN ? CAP_MEM_DEVICE : g->dst;
+        uint32_t bs = space_buffer(b, ms, st->proc, sd), bd = space_buffer(b, md, st->proc, dd);
         if (bs == TRACE_NONE || bd == TRACE_NONE)
             return oom(b);
         acc[0] = (trace_access){ bs, TRACE_R, TRACE_REF_RANGE, 0, 0 };
@@ -1486,7 +1504,7 @@ static int gpu_accesses(builder *b, const item *it, int64_t rf, const map3 *size
             continue;           /* a kernel touches its own device's memory */
         if (g->kind == CAP_MEMSET && !(ts[k].mode & TRACE_W))
             continue;
-        uint32_t v = tensor_view(b, &ts[k], sizes[map3_get(size_of, (key3){ ts[k].storage, 0, 0 })]);
+        uint32_t v = tensor_view(b, &ts[k], root_size(size_of, sizes, &ts[k]));
         if (v == TRACE_NONE)
             return oom(b);
         acc[(*n)++] = (trace_access){ v, ts[k].mode, TRACE_REF_WHOLE, 0,
@@ -1631,8 +1649,18 @@ static int build(builder *b)
         return oom(b);
     for (uint64_t i = 0; i < c->n_streams && !b->multi_proc; i++)
         b->multi_proc = c->streams[i].proc != c->streams[0].proc;
-    for (uint64_t i = 0; i < c->n_apis; i++)
-        c->apis[i].role = (uint8_t)role_of(trace_str(c->t, c->apis[i].name));
+    /* roles by name: a capture has few distinct call names */
+    uint8_t *role_by_name = malloc((size_t)b->t->n_strs + 1);
+    if (!role_by_name)
+        return oom(b);
+    memset(role_by_name, 0xff, (size_t)b->t->n_strs + 1);
+    for (uint64_t i = 0; i < c->n_apis; i++) {
+        uint32_t nm = c->apis[i].name;
+        if (nm < b->t->n_strs && role_by_name[nm] == 0xff)
+            role_by_name[nm] = (uint8_t)role_of(trace_str(c->t, nm));
+        c->apis[i].role = nm < b->t->n_strs ? role_by_name[nm] : ROLE_OTHER;
+    }
+    free(role_by_name);
     b->op_rf = malloc((c->n_gpus + 1) * sizeof *b->op_rf);
     if (!b->op_rf)
         return oom(b);

@@ -180,7 +180,10 @@ static int on_scalar(json_parse *p, json_type type, const char *s, size_t len)
 
 static int cb_null(void *ctx) { return on_scalar(ctx, JSON_NULL, NULL, 0); }
 static int cb_bool(void *ctx, int b) { return on_scalar(ctx, b ? JSON_TRUE : JSON_FALSE, NULL, 0); }
-static int cb_number(void *ctx, const char *s, size_t len) { return on_scalar(ctx, JSON_NUMBER, s, len); }
+static int cb_number(void *ctx, const char *s, size_t len)
+{
+    return on_scalar(ctx, JSON_NUMBER, s, len);
+}
 static int cb_string(void *ctx, const unsigned char *s, size_t len)
 {
     return on_scalar(ctx, JSON_STRING, (const char *)s, len);
@@ -309,9 +312,9 @@ int json_stream(const char *path, const json_handler *h, trace_error *err)
         int zerr;
         const char *zmsg = gzerror(gz, &zerr);
         if (n < 0 || (zerr != Z_OK && zerr != Z_STREAM_END)) {
-            trace_error_set(err, TRACE_ECORRUPT, "%s: corrupt or truncated gzip data after %llu decompressed "
-                            "bytes (%s)", path, (unsigned long long)offset,
-                            zmsg && *zmsg ? zmsg : "read error");
+            trace_error_set(err, TRACE_ECORRUPT,
+                            "%s: corrupt or truncated gzip data after %llu decompressed bytes (%s)",
+                            path, (unsigned long long)offset, zmsg && *zmsg ? zmsg : "read error");
             goto done;
         }
         if (n == 0)

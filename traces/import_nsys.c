@@ -491,8 +491,10 @@ static int nsys_open(trace_source *src, const char *path, const trace_source_opt
         trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", path);
         goto done;
     }
-    if (sqlite3_open_v2(uri, &n.db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL) != SQLITE_OK) {
-        trace_error_set(err, TRACE_EIO, "%s: %s", path, n.db ? sqlite3_errmsg(n.db) : "cannot open");
+    if (sqlite3_open_v2(uri, &n.db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX,
+                        NULL) != SQLITE_OK) {
+        trace_error_set(err, TRACE_EIO, "%s: %s", path,
+                        n.db ? sqlite3_errmsg(n.db) : "cannot open");
         goto done;
     }
     if (check_version(&n, version, sizeof version) != 0 || read_tables(&n) != 0)
