@@ -1,6 +1,8 @@
 /*
- * cmd_import.c -- `syncsim import FILE [-o DB] [--name NAME]`: a trace (text,
- * or a run of another database) becomes a new run of a database.
+ * cmd_import.c -- `syncsim import FILE [--et ET] [-o DB] [--name NAME]`: a
+ * trace (text, a run of another database, or a capture syncsim reads: an
+ * Nsight Systems export, a PyTorch profiler trace with its execution trace)
+ * becomes a new run of a database.
  */
 #include "cli.h"
 #include "traces/trace.h"
@@ -14,19 +16,28 @@
 void cmd_import_help(FILE *out)
 {
     fprintf(out,
-            "usage: syncsim import FILE.trace [-o DB] [--name NAME]\n"
+            "usage: syncsim import FILE [--et ET] [-o DB] [--name NAME]\n"
             "\n"
-            "Reads a text trace (or the latest run of another trace database) and stores\n"
-            "it as a new run of DB, which is created when missing. Prints the run id and\n"
-            "the statement count. On bad input nothing is written.\n"
+            "Reads a trace in any format syncsim reads and stores it as a new run of DB,\n"
+            "which is created when missing. Prints the run id and the statement count.\n"
+            "On bad input nothing is written. The format is told by the content:\n");
+    for (const trace_format *const *f = trace_formats(); *f; f++)
+        fprintf(out, "  %-14s %s\n", (*f)->name, (*f)->summary);
+    fprintf(out,
+            "Captures map onto the trace model as docs/importers.md says; one without byte\n"
+            "ranges is ordering-only (run metadata accesses=none).\n"
             "\n"
             "Options:\n"
             "  -o, --output DB   the database (default ./" CLI_DEFAULT_DB ")\n"
             "  -n, --name NAME   the run's name (default: the file name)\n"
+            "  -e, --et ET       a PyTorch execution trace to join to a Kineto trace (by\n"
+            "                    rf_id): its kernels and copies get byte-range accesses\n"
             "\n"
             "Examples:\n"
             "  syncsim import litmus/event-chain-clean.trace\n"
-            "  syncsim import run.trace -o traces.db --name baseline\n");
+            "  syncsim import run.trace -o traces.db --name baseline\n"
+            "  syncsim import report.sqlite -o traces.db\n"
+            "  syncsim import trace.json.gz --et et.json.gz -o traces.db\n");
 }
 
 int cmd_import(int argc, char **argv)
@@ -34,18 +45,22 @@ int cmd_import(int argc, char **argv)
     static const struct option longopts[] = {
         { "output", required_argument, NULL, 'o' },
         { "name", required_argument, NULL, 'n' },
+        { "et", required_argument, NULL, 'e' },
         { NULL, 0, NULL, 0 },
     };
-    const char *db = CLI_DEFAULT_DB, *name = NULL;
+    const char *db = CLI_DEFAULT_DB, *name = NULL, *et = NULL;
     int c;
     opterr = 0; /* one error line: ours */
-    while ((c = getopt_long(argc, argv, ":o:n:", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":o:n:e:", longopts, NULL)) != -1) {
         switch (c) {
         case 'o':
             db = optarg;
             break;
         case 'n':
             name = optarg;
+            break;
+        case 'e':
+            et = optarg;
             break;
         case ':':
             return cli_usage_error("import", "option '%s' needs a value", argv[optind - 1]);
@@ -65,8 +80,9 @@ int cmd_import(int argc, char **argv)
     }
     trace_error err = { 0 };
     trace_source src;
-    trace_source_opts o = { .lazy_labels = true };     /* copied as text, never interned */
-    if (cli_open("import", path, &o, &src) != 0)
+    /* labels are copied as text, never interned */
+    trace_source_opts so = { .companion = et, .lazy_labels = true };
+    if (cli_open("import", path, &so, &src) != 0)
         return 2;
     uint64_t n_stmts = 0;
     int64_t run = trace_store_import(db, &src.reader, name ? name : path, &n_stmts, &err);

@@ -105,6 +105,9 @@ const trace_format trace_format_text = {
 /* Every format syncsim reads, one line each, most specific first. */
 static const trace_format *const formats[] = {
     &trace_format_syncsim_db,
+    &trace_format_nsys,
+    &trace_format_chrome,
+    &trace_format_kineto,
     &trace_format_text,
     NULL,
 };

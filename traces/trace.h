@@ -909,4 +909,39 @@ int trace_store_save_check(trace_store *st, int64_t run, const trace *t,
 int trace_store_load_check(trace_store *st, int64_t run, trace *t, trace_check_info *info,
                            trace_finding **out, size_t *n, trace_error *err);
 
+/* ------------------------------------------------------------------ */
+/* Captured traces: importers of profiler captures and the Chrome       */
+/* exporter (traces/import_*.c, traces/capture.c, traces/export_chrome.c; */
+/* docs/importers.md says how each maps onto the trace model).          */
+
+/* Nsight Systems SQLite exports (schemas 2.x and 3.x). */
+extern const trace_format trace_format_nsys;
+/* PyTorch profiler (Kineto) JSON, plain or gzipped; companion: an
+ * execution trace whose byte ranges the kernels and copies get. */
+extern const trace_format trace_format_kineto;
+/* syncsim's own Chrome trace export, read back exactly. */
+extern const trace_format trace_format_chrome;
+
+/* Writes r as Chrome Trace Event JSON (Perfetto, chrome://tracing): one
+ * track per queue, grouped by device and host; statements as complete
+ * events (label, kind and attributes in args); flows for record -> wait and
+ * submission -> stream statement. The file reads back as format "chrome"
+ * with every queue, buffer, statement, attribute and time. Returns 0 or -1
+ * with err. Does not close r. The caller may add findings with
+ * trace_chrome_findings() before trace_chrome_end(). */
+typedef struct trace_chrome trace_chrome;
+trace_chrome *trace_chrome_begin(FILE *out, trace_reader *r, trace_error *err);
+/* Findings f[0..n) as instant events on the queue of their second side (a
+ * race's later access) at its time, args.finding written by json (check's
+ * one JSON writer of a finding; traces/ does not word findings). Their
+ * seqs refer to the statements written, their ids to r's trace
+ * (trace_store_load_check interns them there). Returns 0 or -1. */
+typedef void (*trace_finding_json_fn)(FILE *out, const trace *t, const trace_finding *f);
+int trace_chrome_findings(trace_chrome *w, const trace_finding *f, size_t n,
+                          trace_finding_json_fn json, trace_error *err);
+/* Closes the JSON document and frees w (also on error). Returns 0 or -1. */
+int trace_chrome_end(trace_chrome *w, trace_error *err);
+/* trace_chrome_begin + trace_chrome_end: the statements without findings. */
+int trace_chrome_write(FILE *out, trace_reader *r, trace_error *err);
+
 #endif

@@ -1,0 +1,1816 @@
+/*
+ * capture.c -- what a captured GPU program did, mapped onto the trace model.
+ *
+ * Profilers (Nsight Systems, the PyTorch profiler) record the same things in
+ * different files: API calls on host threads (with a correlation id), the
+ * GPU work those calls launched (kernels, copies, memsets on streams, with
+ * the same id), synchronisation rows (what a sync call waited for), event
+ * records, and ranges (framework ops, annotations, NVTX). The importers
+ * parse their files into a `capture` and capture_build() writes the trace,
+ * so that every mapping rule lives here, once (docs/importers.md says them
+ * for users):
+ *
+ *   queues      one host queue per (process, thread) that issued anything,
+ *               "host.PID.TID"; one stream queue per (process, device,
+ *               stream), "gpuD.sS", on device "gpuD" ("pP." in front of
+ *               both when several processes launched GPU work).
+ *   submission  a GPU activity is submitted by= the host thread of the API
+ *               call with its correlation id, at the call's start; its t=
+ *               and dur= are the observed GPU start and duration. Work
+ *               whose call is missing has no submitter and sits at its
+ *               start time.
+ *   order       statements are sorted by submission time, then correlation
+ *               id (CUPTI hands them out in call order), then their place
+ *               within one call. So a stream's statements keep their launch
+ *               order and a sync covers exactly what was launched before it.
+ *   host time   between two calls that made statements, a host thread ran
+ *               code the capture does not describe: it becomes a host `op`
+ *               named after the innermost range around it ("host" when
+ *               none), so that replay keeps the host's own time.
+ *   copies      a memcpy is a `copy`; without byte ranges its accesses are
+ *               empty ranges of one placeholder buffer per memory space
+ *               (mem.host, mem.pinned, mem.gpuD), which order nothing and
+ *               race with nothing. A synchronous copy call (no "Async" in
+ *               its name) or any copy from or to pageable memory blocks the
+ *               host: the copy, then `sync` on its stream.
+ *   syncs       stream and device synchronize calls are `sync STREAM` and
+ *               `sync device=D` (the API name decides, not CUPTI's sync
+ *               type, which some versions report wrongly); an event
+ *               synchronize is a host `wait` on the event; a stream wait is a
+ *               stream `wait` submitted by the caller. Queries (event or
+ *               stream) block nothing and are not statements. cudaFree
+ *               synchronises the device implicitly: `sync device=D`
+ *               with implicit=cudaFree.
+ *   events      an event is "evID"; its record is placed on the stream
+ *               and at the call where the capture says it was recorded
+ *               (an nsys CUDA_EVENT row, a Kineto sync row's record
+ *               correlation). Where only the recording stream is known, the
+ *               record is assumed right before the wait (assumed=record).
+ *               A wait whose record is unknown is left out and counted
+ *               (capture.unbound_waits).
+ *   legacy stream  where the capture says which streams are blocking and
+ *               which is the legacy default stream (nsys), the implicit
+ *               synchronisation between them is written out as record/wait
+ *               pairs (implicit=legacy-stream).
+ *   iterations  ProfilerStep#N ranges give iter=N; without them, the
+ *               outermost range whose name repeats on its thread gives
+ *               iter=NAME#K to the statements inside its K-th occurrence.
+ *   accesses    with an execution trace, a kernel, copy or memset gets the
+ *               byte ranges of the innermost op around its launch call
+ *               that has tensors (one root buffer per storage, one view per
+ *               tensor range): run metadata accesses=execution-trace.
+ *               Otherwise accesses=none: the trace is ordering-only.
+ */
+#include "import_int.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ */
+/* A map from three integers to an index.                              */
+
+typedef struct key3 {
+    int64_t a, b, c;
+} key3;
+
+typedef struct map3 {
+    key3 *keys;
+    uint32_t *vals;             /* value + 1; 0 = empty */
+    uint32_t cap, count;
+} map3;
+
+static uint64_t key3_hash(key3 k)
+{
+    uint64_t h = (uint64_t)k.a * 0x9e3779b97f4a7c15ull;
+    h ^= (uint64_t)k.b + 0x7f4a7c159e3779b9ull + (h << 6) + (h >> 2);
+    h ^= (uint64_t)k.c * 0xbf58476d1ce4e5b9ull + (h << 6) + (h >> 2);
+    h ^= h >> 31;
+    return h * 0x94d049bb133111ebull;
+}
+
+static uint32_t map3_get(const map3 *m, key3 k)
+{
+    if (!m->cap)
+        return TRACE_NONE;
+    uint32_t i = (uint32_t)(key3_hash(k) & (m->cap - 1));
+    while (m->vals[i]) {
+        const key3 *e = &m->keys[i];
+        if (e->a == k.a && e->b == k.b && e->c == k.c)
+            return m->vals[i] - 1;
+        i = (i + 1) & (m->cap - 1);
+    }
+    return TRACE_NONE;
+}
+
+static int map3_put(map3 *m, key3 k, uint32_t v);
+
+static int map3_grow(map3 *m)
+{
+    uint32_t ncap = m->cap ? m->cap * 2 : 1024;
+    if (ncap < m->cap)
+        return -1;
+    map3 n = { calloc(ncap, sizeof *n.keys), calloc(ncap, sizeof *n.vals), ncap, 0 };
+    if (!n.keys || !n.vals) {
+        free(n.keys);
+        free(n.vals);
+        return -1;
+    }
+    for (uint32_t i = 0; i < m->cap; i++)
+        if (m->vals[i])
+            map3_put(&n, m->keys[i], m->vals[i] - 1);
+    free(m->keys);
+    free(m->vals);
+    *m = n;
+    return 0;
+}
+
+static int map3_put(map3 *m, key3 k, uint32_t v)
+{
+    if ((uint64_t)(m->count + 1) * 4 > (uint64_t)m->cap * 3 && map3_grow(m) != 0)
+        return -1;
+    uint32_t i = (uint32_t)(key3_hash(k) & (m->cap - 1));
+    while (m->vals[i]) {
+        const key3 *e = &m->keys[i];
+        if (e->a == k.a && e->b == k.b && e->c == k.c) {
+            m->vals[i] = v + 1;
+            return 0;
+        }
+        i = (i + 1) & (m->cap - 1);
+    }
+    m->keys[i] = k;
+    m->vals[i] = v + 1;
+    m->count++;
+    return 0;
+}
+
+static void map3_free(map3 *m)
+{
+    free(m->keys);
+    free(m->vals);
+    memset(m, 0, sizeof *m);
+}
+
+/* Correlation id -> call: CUPTI hands out correlation ids densely from 1 in
+ * each process, so a vector per process indexed by id is the map; ids past
+ * CORR_DENSE (or below 0) go to a hash map. */
+#define CORR_DENSE (UINT64_C(1) << 26)
+
+typedef struct corr_vec {
+    int64_t proc;
+    uint32_t *slots;            /* call + 1; 0 = none */
+    uint64_t cap;
+} corr_vec;
+
+typedef struct corr_index {
+    corr_vec *procs;
+    uint32_t n_procs;
+    map3 sparse;
+} corr_index;
+
+static uint32_t corr_get(const corr_index *x, int64_t proc, int64_t corr)
+{
+    if (corr >= 0 && (uint64_t)corr < CORR_DENSE) {
+        for (uint32_t i = 0; i < x->n_procs; i++)
+            if (x->procs[i].proc == proc)
+                return (uint64_t)corr < x->procs[i].cap ? x->procs[i].slots[corr] - 1 : TRACE_NONE;
+        return TRACE_NONE;
+    }
+    return map3_get(&x->sparse, (key3){ proc, corr, 0 });
+}
+
+static int corr_put(corr_index *x, int64_t proc, int64_t corr, uint32_t v)
+{
+    if (corr < 0 || (uint64_t)corr >= CORR_DENSE)
+        return map3_put(&x->sparse, (key3){ proc, corr, 0 }, v);
+    corr_vec *cv = NULL;
+    for (uint32_t i = 0; i < x->n_procs && !cv; i++)
+        if (x->procs[i].proc == proc)
+            cv = &x->procs[i];
+    if (!cv) {
+        corr_vec *n = realloc(x->procs, (x->n_procs + 1) * sizeof *n);
+        if (!n)
+            return -1;
+        x->procs = n;
+        cv = &x->procs[x->n_procs++];
+        *cv = (corr_vec){ proc, NULL, 0 };
+    }
+    if ((uint64_t)corr >= cv->cap) {
+        uint64_t cap = cv->cap ? cv->cap : 1024;
+        while (cap <= (uint64_t)corr)
+            cap *= 2;
+        uint32_t *n = realloc(cv->slots, cap * sizeof *n);
+        if (!n)
+            return -1;
+        memset(n + cv->cap, 0, (cap - cv->cap) * sizeof *n);
+        cv->slots = n;
+        cv->cap = cap;
+    }
+    cv->slots[corr] = v + 1;
+    return 0;
+}
+
+static void corr_free(corr_index *x)
+{
+    for (uint32_t i = 0; i < x->n_procs; i++)
+        free(x->procs[i].slots);
+    free(x->procs);
+    map3_free(&x->sparse);
+    memset(x, 0, sizeof *x);
+}
+
+/* Appends one element to a growing array; returns its index or -1. */
+static int64_t push(void **arr, uint64_t *n, uint64_t *cap, size_t elem)
+{
+    if (*n == *cap) {
+        uint64_t ncap = *cap ? *cap * 2 : 256;
+        void *p = realloc(*arr, ncap * elem);
+        if (!p)
+            return -1;
+        *arr = p;
+        *cap = ncap;
+    }
+    return (int64_t)(*n)++;
+}
+#define PUSH(arr, n, cap) push((void **)&(arr), &(n), &(cap), sizeof *(arr))
+
+/* ------------------------------------------------------------------ */
+/* API roles: the one table of what a call's name means.               */
+
+typedef enum {
+    ROLE_OTHER = 0,
+    ROLE_COPY_SYNC,             /* a synchronous copy call */
+    ROLE_STREAM_SYNC,
+    ROLE_DEVICE_SYNC,
+    ROLE_EVENT_SYNC,
+    ROLE_QUERY,                 /* event or stream query: blocks nothing */
+    ROLE_RECORD,
+    ROLE_STREAM_WAIT,
+    ROLE_FREE,                  /* frees that synchronise the device */
+} api_role;
+
+static const struct {
+    const char *name;
+    api_role role;
+} api_roles[] = {
+    { "cudaStreamSynchronize", ROLE_STREAM_SYNC }, { "cuStreamSynchronize", ROLE_STREAM_SYNC },
+    { "hipStreamSynchronize", ROLE_STREAM_SYNC },  { "cudaDeviceSynchronize", ROLE_DEVICE_SYNC },
+    { "cudaThreadSynchronize", ROLE_DEVICE_SYNC }, { "cuCtxSynchronize", ROLE_DEVICE_SYNC },
+    { "hipDeviceSynchronize", ROLE_DEVICE_SYNC },  { "cudaEventSynchronize", ROLE_EVENT_SYNC },
+    { "cuEventSynchronize", ROLE_EVENT_SYNC },     { "hipEventSynchronize", ROLE_EVENT_SYNC },
+    { "cudaEventQuery", ROLE_QUERY },              { "cuEventQuery", ROLE_QUERY },
+    { "hipEventQuery", ROLE_QUERY },               { "cudaStreamQuery", ROLE_QUERY },
+    { "cuStreamQuery", ROLE_QUERY },               { "hipStreamQuery", ROLE_QUERY },
+    { "cudaEventRecord", ROLE_RECORD },            { "cudaEventRecordWithFlags", ROLE_RECORD },
+    { "cuEventRecord", ROLE_RECORD },              { "cuEventRecordWithFlags", ROLE_RECORD },
+    { "hipEventRecord", ROLE_RECORD },             { "hipEventRecordWithFlags", ROLE_RECORD },
+    { "cudaStreamWaitEvent", ROLE_STREAM_WAIT },   { "cuStreamWaitEvent", ROLE_STREAM_WAIT },
+    { "hipStreamWaitEvent", ROLE_STREAM_WAIT },    { "cudaFree", ROLE_FREE },
+    { "cudaFreeHost", ROLE_FREE },                 { "cuMemFree", ROLE_FREE },
+    { "cuMemFreeHost", ROLE_FREE },                { "hipFree", ROLE_FREE },
+    { "hipHostFree", ROLE_FREE },                  { "hipFreeHost", ROLE_FREE },
+};
+
+const char *capture_api_base(const char *name, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%s", name);
+    for (;;) {
+        size_t n = strlen(buf);
+        size_t d = n;
+        while (d > 0 && buf[d - 1] >= '0' && buf[d - 1] <= '9')
+            d--;
+        if (d < n && d >= 2 && buf[d - 1] == 'v' && buf[d - 2] == '_') {
+            buf[d - 2] = '\0';  /* _v7000 */
+            continue;
+        }
+        if (n > 5 && (strcmp(buf + n - 5, "_ptsz") == 0 || strcmp(buf + n - 5, "_ptds") == 0)) {
+            buf[n - 5] = '\0';
+            continue;
+        }
+        return buf;
+    }
+}
+
+static api_role role_of(const char *name)
+{
+    char base[128];
+    capture_api_base(name, base, sizeof base);
+    for (size_t i = 0; i < sizeof api_roles / sizeof api_roles[0]; i++)
+        if (strcmp(api_roles[i].name, base) == 0)
+            return api_roles[i].role;
+    if ((strncmp(base, "cudaMemcpy", 10) == 0 || strncmp(base, "cuMemcpy", 8) == 0 ||
+         strncmp(base, "hipMemcpy", 9) == 0) &&
+        !strstr(base, "Async"))
+        return ROLE_COPY_SYNC;
+    return ROLE_OTHER;
+}
+
+/* ------------------------------------------------------------------ */
+/* The capture.                                                        */
+
+typedef struct cap_host {
+    int64_t pid, tid;
+    uint32_t queue;             /* trace queue, TRACE_NONE until declared */
+    int64_t device;             /* the device it launched on; -2: several */
+} cap_host;
+
+typedef struct cap_stream {
+    int64_t proc, device, stream;
+    cap_stream_kind kind;
+    uint32_t queue;
+} cap_stream;
+
+typedef struct cap_api {
+    uint32_t host;
+    int64_t proc, t0, t1, corr;
+    uint32_t name;
+    uint8_t role;
+    bool has_sync;              /* a sync row refers to it */
+} cap_api;
+
+typedef struct cap_range {
+    uint32_t host;
+    int64_t t0, t1;
+    uint32_t name;
+    int64_t rf;
+    bool op;
+} cap_range;
+
+typedef struct cap_rec {
+    int64_t proc, corr, device, stream, event;
+} cap_rec;
+
+typedef struct cap_count {
+    char *key;
+    uint64_t n;
+} cap_count;
+
+struct capture {
+    trace *t;
+    char *path;
+    cap_host *hosts;
+    uint64_t n_hosts, cap_hosts;
+    map3 host_ids;
+    cap_stream *streams;
+    uint64_t n_streams, cap_streams;
+    map3 stream_ids;
+    cap_api *apis;
+    uint64_t n_apis, cap_apis;
+    corr_index api_ids;         /* (proc, corr) -> api */
+    cap_gpu *gpus;
+    uint64_t n_gpus, cap_gpus;
+    cap_sync *syncs;
+    uint64_t n_syncs, cap_syncs;
+    cap_rec *recs;
+    uint64_t n_recs, cap_recs;
+    cap_range *ranges;
+    uint64_t n_ranges, cap_ranges;
+    cap_count *counts;
+    uint64_t n_counts, cap_counts;
+};
+
+capture *capture_new(trace *t, const char *path)
+{
+    capture *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->t = t;
+    c->path = strdup(path ? path : "capture");
+    if (!c->path) {
+        free(c);
+        return NULL;
+    }
+    return c;
+}
+
+void capture_free(capture *c)
+{
+    if (!c)
+        return;
+    free(c->hosts);
+    map3_free(&c->host_ids);
+    free(c->streams);
+    map3_free(&c->stream_ids);
+    free(c->apis);
+    corr_free(&c->api_ids);
+    free(c->gpus);
+    free(c->syncs);
+    free(c->recs);
+    free(c->ranges);
+    for (uint64_t i = 0; i < c->n_counts; i++)
+        free(c->counts[i].key);
+    free(c->counts);
+    free(c->path);
+    free(c);
+}
+
+trace *capture_trace(capture *c)
+{
+    return c->t;
+}
+
+uint32_t capture_host(capture *c, int64_t pid, int64_t tid)
+{
+    key3 k = { pid, tid, 0 };
+    uint32_t h = map3_get(&c->host_ids, k);
+    if (h != TRACE_NONE)
+        return h;
+    if (c->n_hosts >= UINT32_MAX - 1)
+        return TRACE_NONE;
+    int64_t i = PUSH(c->hosts, c->n_hosts, c->cap_hosts);
+    if (i < 0)
+        return TRACE_NONE;
+    c->hosts[i] = (cap_host){ pid, tid, TRACE_NONE, -1 };
+    if (map3_put(&c->host_ids, k, (uint32_t)i) != 0)
+        return TRACE_NONE;
+    return (uint32_t)i;
+}
+
+uint32_t capture_stream(capture *c, int64_t proc, int64_t device, int64_t stream)
+{
+    key3 k = { proc, device, stream };
+    uint32_t s = map3_get(&c->stream_ids, k);
+    if (s != TRACE_NONE)
+        return s;
+    if (c->n_streams >= UINT32_MAX - 1)
+        return TRACE_NONE;
+    int64_t i = PUSH(c->streams, c->n_streams, c->cap_streams);
+    if (i < 0)
+        return TRACE_NONE;
+    c->streams[i] = (cap_stream){ proc, device, stream, CAP_STREAM_UNKNOWN, TRACE_NONE };
+    if (map3_put(&c->stream_ids, k, (uint32_t)i) != 0)
+        return TRACE_NONE;
+    return (uint32_t)i;
+}
+
+int capture_stream_kind(capture *c, int64_t proc, int64_t device, int64_t stream,
+                        cap_stream_kind kind)
+{
+    if (device == CAP_NONE) {   /* every device's stream of that id seen so far */
+        for (uint64_t i = 0; i < c->n_streams; i++)
+            if (c->streams[i].proc == proc && c->streams[i].stream == stream)
+                c->streams[i].kind = kind;
+        return 0;
+    }
+    uint32_t s = capture_stream(c, proc, device, stream);
+    if (s == TRACE_NONE)
+        return -1;
+    c->streams[s].kind = kind;
+    return 0;
+}
+
+int capture_api(capture *c, uint32_t host, int64_t proc, int64_t t0, int64_t t1, int64_t corr,
+                uint32_t name)
+{
+    if (t1 < t0)
+        t1 = t0;
+    if (corr != CAP_NONE) {
+        uint32_t old = corr_get(&c->api_ids, proc, corr);
+        if (old != TRACE_NONE) {
+            cap_api *a = &c->apis[old];
+            if (t0 <= a->t0 && t1 >= a->t1) {   /* the enclosing row of the two */
+                a->t0 = t0;
+                a->t1 = t1;
+                a->host = host;
+            }
+            return 0;
+        }
+    }
+    int64_t i = PUSH(c->apis, c->n_apis, c->cap_apis);
+    if (i < 0)
+        return -1;
+    c->apis[i] = (cap_api){ host, proc, t0, t1, corr, name, ROLE_OTHER, false };
+    if (corr != CAP_NONE && corr_put(&c->api_ids, proc, corr, (uint32_t)i) != 0)
+        return -1;
+    return 0;
+}
+
+int capture_gpu(capture *c, const cap_gpu *g)
+{
+    int64_t i = PUSH(c->gpus, c->n_gpus, c->cap_gpus);
+    if (i < 0)
+        return -1;
+    c->gpus[i] = *g;
+    if (c->gpus[i].t1 < c->gpus[i].t0)
+        c->gpus[i].t1 = c->gpus[i].t0;
+    return 0;
+}
+
+int capture_sync(capture *c, const cap_sync *s)
+{
+    int64_t i = PUSH(c->syncs, c->n_syncs, c->cap_syncs);
+    if (i < 0)
+        return -1;
+    c->syncs[i] = *s;
+    return 0;
+}
+
+int capture_record(capture *c, int64_t proc, int64_t corr, int64_t device, int64_t stream,
+                   int64_t event)
+{
+    int64_t i = PUSH(c->recs, c->n_recs, c->cap_recs);
+    if (i < 0)
+        return -1;
+    c->recs[i] = (cap_rec){ proc, corr, device, stream, event };
+    return 0;
+}
+
+int capture_range(capture *c, uint32_t host, int64_t t0, int64_t t1, uint32_t name,
+                  int64_t rf_id, bool op)
+{
+    if (t1 < t0)
+        return 0;
+    int64_t i = PUSH(c->ranges, c->n_ranges, c->cap_ranges);
+    if (i < 0)
+        return -1;
+    c->ranges[i] = (cap_range){ host, t0, t1, name, rf_id, op };
+    return 0;
+}
+
+int capture_count(capture *c, const char *key, uint64_t n)
+{
+    for (uint64_t i = 0; i < c->n_counts; i++)
+        if (strcmp(c->counts[i].key, key) == 0) {
+            c->counts[i].n += n;
+            return 0;
+        }
+    int64_t i = PUSH(c->counts, c->n_counts, c->cap_counts);
+    if (i < 0)
+        return -1;
+    c->counts[i].key = strdup(key);
+    c->counts[i].n = n;
+    return c->counts[i].key ? 0 : -1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Building: items are the statements to be, sorted at the end.       */
+
+enum { ITEM_ON_HOST = 1, ITEM_ASSUMED = 2, ITEM_IMPLICIT_FREE = 4, ITEM_IMPLICIT_LEGACY = 8 };
+
+/* Places within one call: the host time before it, an assumed record, the
+ * call's statement, the host sync of a blocking copy. */
+enum { SUB_GAP = 0, SUB_ASSUMED = 1, SUB_MAIN = 2, SUB_BLOCK = 3 };
+
+typedef struct item {
+    int64_t key_t, key_corr;
+    uint32_t key_sub;
+    uint32_t host;              /* executing (on host) or submitting host; TRACE_NONE */
+    uint32_t stream;            /* stream index (stream items; sync QUEUE target) */
+    uint8_t kind;               /* trace_kind */
+    uint8_t flags;
+    uint8_t scope;              /* trace_sync_scope */
+    uint32_t label;             /* string id */
+    int64_t object;             /* event: string id; sync DEVICE: device index */
+    int64_t t, dur;
+    int64_t api_t0, api_t1;     /* the call it came from (host time); CAP_NONE */
+    uint32_t gpu;               /* gpu activity (accesses); TRACE_NONE */
+    uint32_t iter;              /* iter= value string id; TRACE_NONE */
+} item;
+
+/* Host time before the call of an item (see sweep_hosts). */
+typedef struct gap {
+    uint32_t host, label, iter;
+    int64_t t, dur;
+} gap;
+
+typedef struct builder {
+    capture *c;
+    trace *t;
+    cap_accesses *et;
+    item *items;
+    uint64_t n, cap;
+    map3 waited;                /* (proc, event name id) of emitted waits */
+    map3 recorded;              /* (proc, record corr) of emitted records */
+    uint64_t unbound_waits, queries, orphan_syncs;
+    bool multi_proc;
+    /* host time: gaps[gap_at[i] - 1] goes right before items[i] */
+    struct gap *gaps;
+    uint64_t n_gaps, cap_gaps;
+    uint32_t *gap_at;
+    int64_t *op_rf;             /* per GPU activity: the ET op giving its accesses */
+    map3 size_of;               /* storage -> index in sizes */
+    uint64_t *sizes, n_sizes;   /* root size per storage */
+    trace_access acc[256];      /* the statement handed out last */
+    trace_attr attrs[4];
+    uint32_t s_host, s_iter, s_bytes, s_implicit, s_assumed, s_record, s_cudafree, s_legacy;
+    trace_error *err;
+} builder;
+
+static int oom(builder *b)
+{
+    trace_error_set(b->err, TRACE_ENOMEM, "%s: out of memory", b->c->path);
+    return -1;
+}
+
+static item *new_item(builder *b)
+{
+    int64_t i = PUSH(b->items, b->n, b->cap);
+    if (i < 0)
+        return NULL;
+    item *it = &b->items[i];
+    memset(it, 0, sizeof *it);
+    it->host = it->stream = it->gpu = it->iter = it->label = TRACE_NONE;
+    it->object = CAP_NONE;
+    it->t = it->dur = TRACE_TIME_NONE;
+    it->api_t0 = it->api_t1 = CAP_NONE;
+    return it;
+}
+
+static bool valid_id(int64_t v)
+{
+    /* -1 and unsigned -1 (4294967295) mean "unknown" in the captures */
+    return v != CAP_NONE && v >= 0 && v != 4294967295LL && v != (int64_t)UINT64_MAX;
+}
+
+static const cap_api *api_of(const capture *c, int64_t proc, int64_t corr)
+{
+    if (!valid_id(corr))
+        return NULL;
+    uint32_t i = corr_get(&c->api_ids, proc, corr);
+    return i == TRACE_NONE ? NULL : &c->apis[i];
+}
+
+/* The event's name: "evID", "ev.cCORR" when only the record's correlation
+ * is known; with a process prefix when several processes. */
+static uint32_t event_name(builder *b, int64_t proc, int64_t event, int64_t record_corr)
+{
+    char buf[96];
+    char pre[32] = "";
+    if (b->multi_proc)
+        snprintf(pre, sizeof pre, "p%lld.", (long long)proc);
+    if (valid_id(event))
+        snprintf(buf, sizeof buf, "%sev%lld", pre, (long long)event);
+    else
+        snprintf(buf, sizeof buf, "%sev.c%lld", pre, (long long)record_corr);
+    return trace_intern_cstr(b->t, buf);
+}
+
+/* The device a host's device-wide call refers to: the one it launched on;
+ * CAP_NONE when it launched on several or none. */
+static int64_t host_device(const builder *b, uint32_t host)
+{
+    int64_t d = b->c->hosts[host].device;
+    return d >= 0 ? d : CAP_NONE;
+}
+
+/* Pass 1: the GPU activities and the host syncs of blocking copies. */
+static int add_gpu_items(builder *b)
+{
+    capture *c = b->c;
+    for (uint64_t i = 0; i < c->n_gpus; i++) {
+        const cap_gpu *g = &c->gpus[i];
+        const cap_stream *s = &c->streams[g->stream];
+        const cap_api *a = api_of(c, s->proc, g->corr);
+        item *it = new_item(b);
+        if (!it)
+            return oom(b);
+        it->kind = g->kind == CAP_MEMCPY ? TRACE_COPY : TRACE_OP;
+        it->stream = g->stream;
+        it->label = g->name;
+        it->t = g->t0;
+        it->dur = g->t1 - g->t0;
+        it->gpu = (uint32_t)i;
+        it->key_t = a ? a->t0 : g->t0;
+        it->key_corr = g->corr;
+        it->key_sub = SUB_MAIN;
+        if (!a)
+            continue;
+        it->host = a->host;
+        it->api_t0 = a->t0;
+        it->api_t1 = a->t1;
+        cap_host *h = &c->hosts[a->host];
+        h->device = h->device == -1 || h->device == s->device ? s->device : -2;
+        bool pageable = g->kind == CAP_MEMCPY &&
+                        (g->src == CAP_MEM_PAGEABLE || g->dst == CAP_MEM_PAGEABLE);
+        if (g->kind == CAP_MEMCPY && (a->role == ROLE_COPY_SYNC || pageable)) {
+            item *sy = new_item(b);
+            if (!sy)
+                return oom(b);
+            *sy = (item){ .key_t = a->t0, .key_corr = g->corr, .key_sub = SUB_BLOCK,
+                          .host = a->host, .stream = g->stream, .kind = TRACE_SYNC,
+                          .flags = ITEM_ON_HOST, .scope = TRACE_SYNC_QUEUE,
+                          .label = TRACE_NONE, .object = CAP_NONE, .t = a->t0,
+                          .dur = a->t1 - a->t0, .api_t0 = a->t0, .api_t1 = a->t1,
+                          .gpu = TRACE_NONE, .iter = TRACE_NONE };
+        }
+    }
+    return 0;
+}
+
+/* A host sync statement for call a. */
+static int add_host_sync(builder *b, const cap_api *a, int64_t corr, trace_sync_scope scope,
+                         uint32_t stream, int64_t device, uint8_t flags)
+{
+    item *it = new_item(b);
+    if (!it)
+        return oom(b);
+    it->kind = TRACE_SYNC;
+    it->flags = ITEM_ON_HOST | flags;
+    it->host = a->host;
+    it->scope = (uint8_t)scope;
+    it->stream = stream;
+    it->object = device;
+    it->key_t = a->t0;
+    it->key_corr = corr;
+    it->key_sub = SUB_MAIN;
+    it->t = a->t0;
+    it->dur = a->t1 - a->t0;
+    it->api_t0 = a->t0;
+    it->api_t1 = a->t1;
+    return 0;
+}
+
+/* The record that wait row s binds to, when the capture says where it was. */
+static int add_record_for(builder *b, const cap_sync *s, const cap_api *wait_call,
+                          uint32_t name)
+{
+    capture *c = b->c;
+    if (!valid_id(s->record_stream))
+        return 0;               /* nsys: records come from its CUDA_EVENT rows */
+    uint32_t stream = capture_stream(c, s->proc, s->device, s->record_stream);
+    if (stream == TRACE_NONE)
+        return oom(b);
+    const cap_api *rec = api_of(c, s->proc, s->record_corr);
+    item *it;
+    if (rec) {
+        key3 k = { s->proc, s->record_corr, 0 };
+        if (map3_get(&b->recorded, k) != TRACE_NONE)
+            return 0;
+        if (map3_put(&b->recorded, k, 0) != 0 || !(it = new_item(b)))
+            return oom(b);
+        it->host = rec->host;
+        it->key_t = rec->t0;
+        it->key_corr = s->record_corr;
+        it->key_sub = SUB_MAIN;
+        it->api_t0 = rec->t0;
+        it->api_t1 = rec->t1;
+    } else {
+        if (!(it = new_item(b)))
+            return oom(b);
+        it->host = wait_call->host;
+        it->key_t = wait_call->t0;
+        it->key_corr = wait_call->corr;
+        it->key_sub = SUB_ASSUMED;
+        it->flags = ITEM_ASSUMED;
+    }
+    it->kind = TRACE_RECORD;
+    it->stream = stream;
+    it->object = name;
+    return 0;
+}
+
+/* Pass 2: synchronisation rows, joined to their calls. */
+static int add_sync_items(builder *b)
+{
+    capture *c = b->c;
+    for (uint64_t i = 0; i < c->n_syncs; i++) {
+        const cap_sync *s = &c->syncs[i];
+        cap_api *a = (cap_api *)api_of(c, s->proc, s->corr);
+        if (!a) {
+            b->orphan_syncs++;
+            continue;
+        }
+        a->has_sync = true;
+        api_role role = (api_role)a->role;
+        if (role == ROLE_OTHER || role == ROLE_FREE) {
+            static const api_role by_kind[] = { ROLE_OTHER, ROLE_EVENT_SYNC, ROLE_STREAM_WAIT,
+                                                ROLE_STREAM_SYNC, ROLE_DEVICE_SYNC };
+            role = (unsigned)s->kind < 5 ? by_kind[s->kind] : ROLE_OTHER;
+        }
+        int64_t device = valid_id(s->device) ? s->device : host_device(b, a->host);
+        switch (role) {
+        case ROLE_STREAM_SYNC:
+            if (valid_id(s->stream) && valid_id(s->device)) {
+                uint32_t st = capture_stream(c, s->proc, s->device, s->stream);
+                if (st == TRACE_NONE || add_host_sync(b, a, s->corr, TRACE_SYNC_QUEUE, st,
+                                                      CAP_NONE, 0) != 0)
+                    return oom(b);
+                break;
+            }
+            /* the stream is unknown, the device is not */
+            __attribute__((fallthrough));
+        case ROLE_DEVICE_SYNC:
+            if (add_host_sync(b, a, s->corr,
+                              device != CAP_NONE ? TRACE_SYNC_DEVICE : TRACE_SYNC_ALL,
+                              TRACE_NONE, device, 0) != 0)
+                return -1;
+            break;
+        case ROLE_QUERY:
+            b->queries++;
+            break;
+        case ROLE_EVENT_SYNC:
+        case ROLE_STREAM_WAIT: {
+            if (role == ROLE_STREAM_WAIT && !(valid_id(s->stream) && valid_id(s->device))) {
+                b->unbound_waits++;
+                break;
+            }
+            if (!valid_id(s->event) && !valid_id(s->record_corr)) {
+                b->unbound_waits++;
+                break;
+            }
+            uint32_t name = event_name(b, s->proc, s->event, s->record_corr);
+            if (name == TRACE_NONE)
+                return oom(b);
+            if (add_record_for(b, s, a, name) != 0)
+                return -1;
+            item *it = new_item(b);
+            if (!it || map3_put(&b->waited, (key3){ s->proc, name, 0 }, 0) != 0)
+                return oom(b);
+            it->kind = TRACE_WAIT;
+            it->object = name;
+            it->host = a->host;
+            it->key_t = a->t0;
+            it->key_corr = s->corr;
+            it->key_sub = SUB_MAIN;
+            it->api_t0 = a->t0;
+            it->api_t1 = a->t1;
+            if (role == ROLE_EVENT_SYNC) {
+                it->flags = ITEM_ON_HOST;
+                it->t = a->t0;
+                it->dur = a->t1 - a->t0;
+            } else {
+                it->stream = capture_stream(c, s->proc, s->device, s->stream);
+                if (it->stream == TRACE_NONE)
+                    return oom(b);
+            }
+            break;
+        }
+        default:
+            break;
+        }
+    }
+    return 0;
+}
+
+/* Pass 3: sync calls without a sync row (captures without them, ROCm). */
+static int add_call_items(builder *b)
+{
+    capture *c = b->c;
+    for (uint64_t i = 0; i < c->n_apis; i++) {
+        const cap_api *a = &c->apis[i];
+        if (a->has_sync)
+            continue;
+        switch (a->role) {
+        case ROLE_FREE: {
+            /* The free's own time is host work (driver work that can take
+             * seconds): an op as long as the call, then the implicit sync. */
+            item *op = new_item(b);
+            if (!op)
+                return oom(b);
+            op->kind = TRACE_OP;
+            op->flags = ITEM_ON_HOST;
+            op->host = a->host;
+            op->label = a->name;
+            op->key_t = a->t0;
+            op->key_corr = a->corr;
+            op->key_sub = SUB_MAIN;
+            op->t = a->t0;
+            op->dur = a->t1 - a->t0;
+            op->api_t0 = a->t0;
+            op->api_t1 = a->t1;
+            int64_t d = host_device(b, a->host);
+            if (add_host_sync(b, a, a->corr, d != CAP_NONE ? TRACE_SYNC_DEVICE : TRACE_SYNC_ALL,
+                              TRACE_NONE, d, ITEM_IMPLICIT_FREE) != 0)
+                return -1;
+            item *sy = &b->items[b->n - 1];
+            sy->key_sub = SUB_BLOCK;
+            sy->t = a->t1;
+            sy->dur = 0;
+            break;
+        }
+        case ROLE_STREAM_SYNC:  /* which stream is not said: the whole device */
+        case ROLE_DEVICE_SYNC: {
+            int64_t d = host_device(b, a->host);
+            if (add_host_sync(b, a, a->corr, d != CAP_NONE ? TRACE_SYNC_DEVICE : TRACE_SYNC_ALL,
+                              TRACE_NONE, d, 0) != 0)
+                return -1;
+            break;
+        }
+        case ROLE_EVENT_SYNC:
+        case ROLE_STREAM_WAIT:
+            b->unbound_waits++;
+            break;
+        case ROLE_QUERY:
+            b->queries++;
+            break;
+        default:
+            break;
+        }
+    }
+    return 0;
+}
+
+/* Pass 4: records the device side reported (nsys), of events waited on. */
+static int add_record_items(builder *b)
+{
+    capture *c = b->c;
+    for (uint64_t i = 0; i < c->n_recs; i++) {
+        const cap_rec *r = &c->recs[i];
+        if (!valid_id(r->event) || !valid_id(r->stream))
+            continue;
+        uint32_t name = event_name(b, r->proc, r->event, CAP_NONE);
+        if (name == TRACE_NONE)
+            return oom(b);
+        if (map3_get(&b->waited, (key3){ r->proc, name, 0 }) == TRACE_NONE)
+            continue;
+        const cap_api *a = api_of(c, r->proc, r->corr);
+        if (!a)
+            continue;
+        item *it = new_item(b);
+        uint32_t st = capture_stream(c, r->proc, r->device, r->stream);
+        if (!it || st == TRACE_NONE)
+            return oom(b);
+        it->kind = TRACE_RECORD;
+        it->stream = st;
+        it->object = name;
+        it->host = a->host;
+        it->key_t = a->t0;
+        it->key_corr = r->corr;
+        it->key_sub = SUB_MAIN;
+        it->api_t0 = a->t0;
+        it->api_t1 = a->t1;
+    }
+    return 0;
+}
+
+
+/* Sorts the items into submission order: small keys are sorted, then the
+ * items moved in place along the permutation's cycles (an item is three
+ * times a key, and no second array of items is touched). */
+typedef struct sort_key {
+    int64_t t, corr, start;
+    uint32_t sub, idx;
+} sort_key;
+
+static int key_cmp(const void *pa, const void *pb)
+{
+    const sort_key *a = pa, *b = pb;
+    if (a->t != b->t)
+        return a->t < b->t ? -1 : 1;
+    if (a->corr != b->corr)
+        return a->corr < b->corr ? -1 : 1;
+    if (a->sub != b->sub)
+        return a->sub < b->sub ? -1 : 1;
+    if (a->start != b->start)   /* several activities of one call: by start */
+        return a->start < b->start ? -1 : 1;
+    return a->idx < b->idx ? -1 : a->idx > b->idx;
+}
+
+static int sort_items(builder *b)
+{
+    if (b->n < 2)
+        return 0;
+    if (b->n >= UINT32_MAX)
+        return oom(b);
+    sort_key *keys = malloc(b->n * sizeof *keys);
+    if (!keys)
+        return oom(b);
+    for (uint64_t i = 0; i < b->n; i++) {
+        const item *it = &b->items[i];
+        keys[i] = (sort_key){ it->key_t, it->key_corr, it->t, it->key_sub, (uint32_t)i };
+    }
+    qsort(keys, b->n, sizeof *keys, key_cmp);
+    /* apply the permutation in place, cycle by cycle: items[i] becomes
+     * items[keys[i].idx]; a visited position gets idx = UINT32_MAX */
+    for (uint64_t i = 0; i < b->n; i++) {
+        if (keys[i].idx == UINT32_MAX || keys[i].idx == i)
+            continue;
+        item first = b->items[i];
+        uint64_t at = i;
+        for (;;) {
+            uint64_t from = keys[at].idx;
+            keys[at].idx = UINT32_MAX;
+            if (from == i) {
+                b->items[at] = first;
+                break;
+            }
+            b->items[at] = b->items[from];
+            at = from;
+        }
+    }
+    free(keys);
+    return 0;
+}
+
+/* Pass 5 (after sorting): the legacy default stream's implicit
+ * synchronisation with the blocking streams of its device, as record/wait
+ * pairs before each statement that needs one. Only where the capture says
+ * how streams were created. */
+static int add_legacy_syncs(builder *b)
+{
+    capture *c = b->c;
+    bool any_legacy = false, any_blocking = false;
+    for (uint64_t s = 0; s < c->n_streams; s++) {
+        any_legacy |= c->streams[s].kind == CAP_STREAM_LEGACY;
+        any_blocking |= c->streams[s].kind == CAP_STREAM_BLOCKING;
+    }
+    if (!any_legacy || !any_blocking)
+        return 0;
+    /* dirty[s]: work submitted to s since its last implicit record */
+    uint8_t *dirty = calloc(c->n_streams + 1, 1);
+    item *out = NULL;
+    uint64_t n_out = 0, cap_out = 0, serial = 0;
+    if (!dirty)
+        return oom(b);
+    for (uint64_t i = 0; i < b->n; i++) {
+        const item *it = &b->items[i];
+        if (!(it->flags & ITEM_ON_HOST) && it->stream != TRACE_NONE &&
+            (it->kind == TRACE_OP || it->kind == TRACE_COPY)) {
+            const cap_stream *s = &c->streams[it->stream];
+            if (s->kind == CAP_STREAM_LEGACY || s->kind == CAP_STREAM_BLOCKING) {
+                for (uint64_t o = 0; o < c->n_streams; o++) {
+                    const cap_stream *os = &c->streams[o];
+                    bool pair = (s->kind == CAP_STREAM_LEGACY ? os->kind == CAP_STREAM_BLOCKING
+                                                              : os->kind == CAP_STREAM_LEGACY);
+                    if (!pair || !dirty[o] || os->proc != s->proc || os->device != s->device)
+                        continue;
+                    char name[64];
+                    snprintf(name, sizeof name, "legacy.%llu", (unsigned long long)serial++);
+                    uint32_t ev = trace_intern_cstr(b->t, name);
+                    int64_t r = PUSH(out, n_out, cap_out), w = PUSH(out, n_out, cap_out);
+                    if (ev == TRACE_NONE || r < 0 || w < 0)
+                        goto fail;
+                    item base = { .key_t = it->key_t, .key_corr = it->key_corr,
+                                  .key_sub = it->key_sub, .host = it->host,
+                                  .flags = ITEM_IMPLICIT_LEGACY, .label = TRACE_NONE,
+                                  .object = ev, .t = TRACE_TIME_NONE, .dur = TRACE_TIME_NONE,
+                                  .api_t0 = it->api_t0, .api_t1 = it->api_t1, .gpu = TRACE_NONE,
+                                  .iter = TRACE_NONE };
+                    out[r] = base;
+                    out[r].kind = TRACE_RECORD;
+                    out[r].stream = (uint32_t)o;
+                    out[w] = base;
+                    out[w].kind = TRACE_WAIT;
+                    out[w].stream = it->stream;
+                    dirty[o] = 0;
+                }
+                dirty[it->stream] = 1;
+            }
+        }
+        int64_t k = PUSH(out, n_out, cap_out);
+        if (k < 0)
+            goto fail;
+        out[k] = *it;
+    }
+    free(dirty);
+    free(b->items);
+    b->items = out;
+    b->n = n_out;
+    b->cap = cap_out;
+    return 0;
+fail:
+    free(dirty);
+    free(out);
+    return oom(b);
+}
+
+/* ------------------------------------------------------------------ */
+/* Per host: host time, iterations and accesses (a sweep over ranges). */
+
+static int range_cmp(const void *pa, const void *pb)
+{
+    const cap_range *a = pa, *b = pb;
+    if (a->host != b->host)
+        return a->host < b->host ? -1 : 1;
+    if (a->t0 != b->t0)
+        return a->t0 < b->t0 ? -1 : 1;
+    if (a->t1 != b->t1)
+        return a->t1 > b->t1 ? -1 : 1;  /* the enclosing one first */
+    return 0;
+}
+
+/* ProfilerStep#N -> N. */
+static bool profiler_step(const char *name, const char **num)
+{
+    if (strncmp(name, "ProfilerStep#", 13) != 0 || !name[13])
+        return false;
+    *num = name + 13;
+    return true;
+}
+
+/* The iteration ranges of one host's ranges [r0, r1): ProfilerStep ranges
+ * when the capture has any, else ranges whose name repeats on the thread;
+ * the outermost of these. Marks them in sel[] and sets their iter value. */
+static int select_iterations(builder *b, const cap_range *r, uint64_t n, bool steps,
+                             uint32_t *iter_of)
+{
+    map3 seen = { 0 };
+    int rc = 0;
+    for (uint64_t i = 0; i < n; i++)
+        iter_of[i] = TRACE_NONE;
+    if (!steps) {
+        for (uint64_t i = 0; i < n; i++) {
+            if (r[i].op)
+                continue;
+            key3 k = { r[i].name, 0, 0 };
+            uint32_t v = map3_get(&seen, k);
+            if (map3_put(&seen, k, v == TRACE_NONE ? 1 : v + 1) != 0)
+                goto fail;
+        }
+    }
+    map3 occ = { 0 };
+    int64_t open_end = INT64_MIN;
+    for (uint64_t i = 0; i < n; i++) {
+        const char *name = trace_str(b->t, r[i].name), *num;
+        bool is_step = profiler_step(name, &num);
+        uint32_t times = steps ? 0 : map3_get(&seen, (key3){ r[i].name, 0, 0 });
+        if (steps ? !is_step : (r[i].op || times == TRACE_NONE || times < 2))
+            continue;           /* annotations mark iterations, framework ops do not */
+        if (r[i].t0 <= open_end)
+            continue;           /* inside a selected one: the outermost wins */
+        char buf[600];
+        if (is_step) {
+            snprintf(buf, sizeof buf, "%s", num);
+        } else {
+            key3 k = { r[i].name, 1, 0 };
+            uint32_t v = map3_get(&occ, k);
+            v = v == TRACE_NONE ? 1 : v + 1;
+            if (map3_put(&occ, k, v) != 0) {
+                map3_free(&occ);
+                goto fail;
+            }
+            snprintf(buf, sizeof buf, "%.500s#%u", name, v);
+        }
+        iter_of[i] = trace_intern_cstr(b->t, buf);
+        if (iter_of[i] == TRACE_NONE) {
+            map3_free(&occ);
+            goto fail;
+        }
+        open_end = r[i].t1;
+    }
+    map3_free(&occ);
+    map3_free(&seen);
+    return rc;
+fail:
+    map3_free(&seen);
+    return oom(b);
+}
+
+/* Adds the host-time ops, iter= values and ET accesses (through it->gpu's
+ * op: stored in gpu_op[]). ops_rf[i]: the rf_id of the op around item i's
+ * launch that has tensors, or CAP_NONE. */
+static int sweep_hosts(builder *b, int64_t *op_rf)
+{
+    capture *c = b->c;
+    bool steps = false;
+    for (uint64_t i = 0; i < c->n_ranges && !steps; i++) {
+        const char *num;
+        steps = profiler_step(trace_str(b->t, c->ranges[i].name), &num);
+    }
+    if (c->n_ranges)
+        qsort(c->ranges, c->n_ranges, sizeof *c->ranges, range_cmp);
+    /* items of each host, in order: counting sort by host */
+    uint64_t nh = c->n_hosts;
+    uint64_t *start = calloc(nh + 1, sizeof *start), *order = malloc((b->n + 1) * sizeof *order);
+    uint32_t *iter_of = malloc((c->n_ranges + 1) * sizeof *iter_of);
+    const cap_range **stack = malloc((c->n_ranges + 1) * sizeof *stack);
+    uint32_t *stack_iter = malloc((c->n_ranges + 1) * sizeof *stack_iter);
+    int rc = -1;
+    b->gap_at = calloc(b->n + 1, sizeof *b->gap_at);
+    if (!start || !order || !iter_of || !stack || !stack_iter || !b->gap_at) {
+        oom(b);
+        goto done;
+    }
+    for (uint64_t i = 0; i < b->n; i++)
+        if (b->items[i].host != TRACE_NONE)
+            start[b->items[i].host + 1]++;
+    for (uint64_t h = 0; h < nh; h++)
+        start[h + 1] += start[h];
+    {
+        uint64_t *fill = calloc(nh + 1, sizeof *fill);
+        if (!fill) {
+            oom(b);
+            goto done;
+        }
+        for (uint64_t i = 0; i < b->n; i++) {
+            uint32_t h = b->items[i].host;
+            if (h != TRACE_NONE)
+                order[start[h] + fill[h]++] = i;
+        }
+        free(fill);
+    }
+    uint64_t r_at = 0, n_items = b->n;
+    for (uint64_t h = 0; h < nh; h++) {
+        while (r_at < c->n_ranges && c->ranges[r_at].host < h)
+            r_at++;
+        uint64_t r_end = r_at;
+        while (r_end < c->n_ranges && c->ranges[r_end].host == h)
+            r_end++;
+        const cap_range *rs = c->ranges + r_at;
+        uint64_t nr = r_end - r_at;
+        if (select_iterations(b, rs, nr, steps, iter_of) != 0)
+            goto done;
+        uint64_t depth = 0, next_r = 0;
+        int64_t prev_end = CAP_NONE, prev_call = CAP_NONE;
+        uint32_t cur_iter = TRACE_NONE;
+        for (uint64_t k = start[h]; k < start[h + 1]; k++) {
+            uint64_t idx = order[k];
+            int64_t at = b->items[idx].api_t0 != CAP_NONE ? b->items[idx].api_t0
+                                                          : b->items[idx].key_t;
+            /* ranges that started by `at` are open; closed ones leave */
+            while (next_r < nr && rs[next_r].t0 <= at) {
+                while (depth && stack[depth - 1]->t1 < rs[next_r].t0)
+                    depth--;
+                stack_iter[depth] = iter_of[next_r];
+                stack[depth++] = &rs[next_r++];
+            }
+            while (depth && stack[depth - 1]->t1 < at)
+                depth--;
+            cur_iter = TRACE_NONE;
+            for (uint64_t d = 0; d < depth && cur_iter == TRACE_NONE; d++)
+                cur_iter = stack_iter[d];
+            b->items[idx].iter = cur_iter;
+            /* the op around the launch that has tensors */
+            if (b->et && b->items[idx].gpu != TRACE_NONE) {
+                for (uint64_t d = depth; d-- > 0;) {
+                    uint32_t nt;
+                    if (stack[d]->op && cap_accesses_of(b->et, stack[d]->rf, &nt) && nt) {
+                        op_rf[b->items[idx].gpu] = stack[d]->rf;
+                        break;
+                    }
+                }
+            }
+            /* host time since the previous call that made a statement (the
+             * items array may move below: copy what is needed) */
+            int64_t call_t0 = b->items[idx].api_t0, call_t1 = b->items[idx].api_t1;
+            int64_t call_corr = b->items[idx].key_corr;
+            if (call_t0 == CAP_NONE || call_t0 == prev_call)
+                continue;
+            /* A call that only submits (a launch) costs the host its whole
+             * duration (lazy module loading can take seconds): the host time
+             * runs to its end. A blocking call's own time is the wait, which
+             * its statement stands for: the host time stops at its start. */
+            bool blocks = false;
+            for (uint64_t k2 = k; k2 < start[h + 1] && !blocks; k2++) {
+                const item *o = &b->items[order[k2]];
+                if (o->api_t0 != call_t0 || o->key_corr != call_corr)
+                    break;
+                blocks = o->flags & ITEM_ON_HOST;
+            }
+            int64_t gap_end = blocks ? call_t0 : call_t1;
+            if (prev_end != CAP_NONE && gap_end > prev_end) {
+                uint32_t label = b->s_host;
+                for (uint64_t d = depth; d-- > 0;)
+                    if (stack[d]->t1 >= call_t0) {
+                        label = stack[d]->name;
+                        break;
+                    }
+                int64_t gi = PUSH(b->gaps, b->n_gaps, b->cap_gaps);
+                if (gi < 0 || b->n_gaps >= UINT32_MAX) {
+                    oom(b);
+                    goto done;
+                }
+                b->gaps[gi] = (gap){ (uint32_t)h, label, cur_iter, prev_end, gap_end - prev_end };
+                b->gap_at[idx] = (uint32_t)gi + 1;
+            }
+            prev_call = call_t0;
+            if (prev_end == CAP_NONE || call_t1 > prev_end)
+                prev_end = call_t1;
+        }
+        r_at = r_end;
+    }
+    (void)n_items;
+    rc = 0;
+done:
+    free(start);
+    free(order);
+    free(iter_of);
+    free(stack);
+    free(stack_iter);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* Declarations and statements.                                        */
+
+static uint32_t intern_fmt(trace *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static uint32_t intern_fmt(trace *t, const char *fmt, ...)
+{
+    char buf[160];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    return trace_intern_cstr(t, buf);
+}
+
+static uint32_t device_name(builder *b, int64_t proc, int64_t device)
+{
+    return b->multi_proc ? intern_fmt(b->t, "p%lld.gpu%lld", (long long)proc, (long long)device)
+                         : intern_fmt(b->t, "gpu%lld", (long long)device);
+}
+
+static int declare_queues(builder *b)
+{
+    capture *c = b->c;
+    bool *used_h = calloc(c->n_hosts + 1, 1), *used_s = calloc(c->n_streams + 1, 1);
+    if (!used_h || !used_s) {
+        free(used_h);
+        free(used_s);
+        return oom(b);
+    }
+    for (uint64_t i = 0; i < b->n; i++) {
+        const item *it = &b->items[i];
+        if (it->host != TRACE_NONE)
+            used_h[it->host] = true;
+        if (it->stream != TRACE_NONE)
+            used_s[it->stream] = true;
+    }
+    int rc = 0;
+    for (uint64_t h = 0; h < c->n_hosts && rc == 0; h++) {
+        if (!used_h[h])
+            continue;
+        uint32_t name = intern_fmt(b->t, "host.%lld.%lld", (long long)c->hosts[h].pid,
+                                   (long long)c->hosts[h].tid);
+        c->hosts[h].queue = name == TRACE_NONE ? TRACE_NONE
+                                               : trace_add_queue(b->t, name, TRACE_QUEUE_HOST,
+                                                                 TRACE_NONE);
+        if (c->hosts[h].queue == TRACE_NONE)
+            rc = -1;
+    }
+    for (uint64_t s = 0; s < c->n_streams && rc == 0; s++) {
+        if (!used_s[s])
+            continue;
+        const cap_stream *st = &c->streams[s];
+        uint32_t dev = device_name(b, st->proc, st->device);
+        uint32_t name = b->multi_proc
+                            ? intern_fmt(b->t, "p%lld.gpu%lld.s%lld", (long long)st->proc,
+                                         (long long)st->device, (long long)st->stream)
+                            : intern_fmt(b->t, "gpu%lld.s%lld", (long long)st->device,
+                                         (long long)st->stream);
+        c->streams[s].queue = dev == TRACE_NONE || name == TRACE_NONE
+                                  ? TRACE_NONE
+                                  : trace_add_queue(b->t, name, TRACE_QUEUE_STREAM, dev);
+        if (c->streams[s].queue == TRACE_NONE)
+            rc = -1;
+    }
+    free(used_h);
+    free(used_s);
+    if (rc != 0)
+        trace_error_set(b->err, TRACE_ENOMEM, "%s: out of memory, or a queue named twice",
+                        c->path);
+    return rc;
+}
+
+/* The placeholder buffer of a memory space. */
+static uint32_t space_buffer(builder *b, cap_mem mem, int64_t proc, int64_t device)
+{
+    char name[96];
+    if (mem == CAP_MEM_DEVICE && device >= 0) {
+        if (b->multi_proc)
+            snprintf(name, sizeof name, "mem.p%lld.gpu%lld", (long long)proc, (long long)device);
+        else
+            snprintf(name, sizeof name, "mem.gpu%lld", (long long)device);
+    } else {
+        snprintf(name, sizeof name, "%s", mem == CAP_MEM_PINNED ? "mem.pinned" : "mem.host");
+        mem = mem == CAP_MEM_PINNED ? CAP_MEM_PINNED : CAP_MEM_PAGEABLE;
+    }
+    uint32_t buf = trace_find_buffer(b->t, name, strlen(name));
+    if (buf != TRACE_NONE)
+        return buf;
+    uint32_t id = trace_intern_cstr(b->t, name);
+    if (id == TRACE_NONE)
+        return TRACE_NONE;
+    if (mem == CAP_MEM_DEVICE && device >= 0) {
+        uint32_t dev = device_name(b, proc, device);
+        return dev == TRACE_NONE ? TRACE_NONE
+                                 : trace_add_root_buffer(b->t, id, 1, TRACE_LOC_DEVICE, dev, false);
+    }
+    return trace_add_root_buffer(b->t, id, 1, TRACE_LOC_HOST, TRACE_NONE, mem == CAP_MEM_PINNED);
+}
+
+/* The view of an ET tensor: one root per storage, one view per tensor
+ * range. Sizes: roots span every range seen (et_root_size). */
+static uint32_t tensor_view(builder *b, const cap_tensor *ten, uint64_t root_size)
+{
+    char root[64], view[128];
+    snprintf(root, sizeof root, "st%lld", (long long)ten->storage);
+    uint32_t r = trace_find_buffer(b->t, root, strlen(root));
+    if (r == TRACE_NONE) {
+        uint32_t id = trace_intern_cstr(b->t, root);
+        if (id == TRACE_NONE)
+            return TRACE_NONE;
+        if (ten->device >= 0) {
+            uint32_t dev = device_name(b, 0, ten->device);
+            r = dev == TRACE_NONE ? TRACE_NONE
+                                  : trace_add_root_buffer(b->t, id, root_size, TRACE_LOC_DEVICE,
+                                                          dev, false);
+        } else {
+            r = trace_add_root_buffer(b->t, id, root_size, TRACE_LOC_HOST, TRACE_NONE, false);
+        }
+        if (r == TRACE_NONE)
+            return TRACE_NONE;
+    }
+    snprintf(view, sizeof view, "t%lld.s%lld", (long long)ten->tensor, (long long)ten->storage);
+    uint32_t v = trace_find_buffer(b->t, view, strlen(view));
+    if (v != TRACE_NONE && b->t->buffers[v].offset == ten->lo &&
+        b->t->buffers[v].size == ten->hi - ten->lo)
+        return v;
+    if (v != TRACE_NONE)    /* the same tensor id over another range */
+        snprintf(view, sizeof view, "t%lld.s%lld.b%llu-%llu", (long long)ten->tensor,
+                 (long long)ten->storage, (unsigned long long)ten->lo,
+                 (unsigned long long)ten->hi);
+    v = trace_find_buffer(b->t, view, strlen(view));
+    if (v != TRACE_NONE)
+        return v;
+    uint32_t id = trace_intern_cstr(b->t, view);
+    if (id == TRACE_NONE || ten->hi <= ten->lo)
+        return TRACE_NONE;
+    return trace_add_view(b->t, id, r, ten->lo, ten->hi - ten->lo);
+}
+
+/* Root sizes: the end of the furthest range of each storage over the
+ * accesses the trace will use. */
+static int storage_sizes(builder *b, const int64_t *op_rf, map3 *size_of, uint64_t **sizes,
+                         uint64_t *n_sizes)
+{
+    uint64_t cap = 0;
+    for (uint64_t g = 0; g < b->c->n_gpus; g++) {
+        if (op_rf[g] == CAP_NONE)
+            continue;
+        uint32_t nt;
+        const cap_tensor *ts = cap_accesses_of(b->et, op_rf[g], &nt);
+        for (uint32_t k = 0; k < nt; k++) {
+            key3 key = { ts[k].storage, 0, 0 };
+            uint32_t i = map3_get(size_of, key);
+            if (i == TRACE_NONE) {
+                int64_t j = push((void **)sizes, n_sizes, &cap, sizeof **sizes);
+                if (j < 0 || map3_put(size_of, key, (uint32_t)j) != 0)
+                    return oom(b);
+                (*sizes)[j] = 0;
+                i = (uint32_t)j;
+            }
+            if (ts[k].hi > (*sizes)[i])
+                (*sizes)[i] = ts[k].hi;
+        }
+    }
+    return 0;
+}
+
+static uint64_t root_size(const map3 *size_of, const uint64_t *sizes, const cap_tensor *t)
+{
+    return sizes[map3_get(size_of, (key3){ t->storage, 0, 0 })];
+}
+
+/* The accesses of a GPU activity: its op's tensors (a kernel or memset:
+ * those on its device; a copy: the first read and the first write, cut to
+ * one length), else placeholders for a copy. n is set; returns 0 or -1. */
+static int gpu_accesses(builder *b, const item *it, int64_t rf, const map3 *size_of,
+                        const uint64_t *sizes, trace_access *acc, uint32_t cap, uint32_t *n)
+{
+    const cap_gpu *g = &b->c->gpus[it->gpu];
+    const cap_stream *st = &b->c->streams[g->stream];
+    *n = 0;
+    uint32_t nt = 0;
+    const cap_tensor *ts = rf != CAP_NONE ? cap_accesses_of(b->et, rf, &nt) : NULL;
+    if (g->kind == CAP_MEMCPY) {
+        const cap_tensor *src = NULL, *dst = NULL;
+        for (uint32_t k = 0; k < nt; k++) {
+            if ((ts[k].mode & TRACE_W) && !dst)
+                dst = &ts[k];
+            else if (ts[k].mode == TRACE_R && !src)
+                src = &ts[k];
+        }
+        if (src && dst) {
+            uint64_t len = src->hi - src->lo;
+            if (dst->hi - dst->lo < len)
+                len = dst->hi - dst->lo;
+            if (g->bytes && g->bytes < len)
+                len = g->bytes;
+            uint32_t vs = tensor_view(b, src, root_size(size_of, sizes, src));
+            uint32_t vd = tensor_view(b, dst, root_size(size_of, sizes, dst));
+            if (vs == TRACE_NONE || vd == TRACE_NONE)
+                return oom(b);
+            acc[0] = (trace_access){ vs, TRACE_R, TRACE_REF_RANGE, 0, len };
+            acc[1] = (trace_access){ vd, TRACE_W, TRACE_REF_RANGE, 0, len };
+            *n = 2;
+            return 1;
+        }
+        int64_t sd = g->src_device != CAP_NONE ? g->src_device : st->device;
+        int64_t dd = g->dst_device != CAP_NONE ? g->dst_device : st->device;
+        cap_mem ms = g->src == CAP_MEM_UNKNOWN ? CAP_MEM_DEVICE : g->src;
+        cap_mem md = g->dst == CAP_MEM_UNKNOWN ? CAP_MEM_DEVICE : g->dst;
+        uint32_t bs = space_buffer(b, ms, st->proc, sd), bd = space_buffer(b, md, st->proc, dd);
+        if (bs == TRACE_NONE || bd == TRACE_NONE)
+            return oom(b);
+        acc[0] = (trace_access){ bs, TRACE_R, TRACE_REF_RANGE, 0, 0 };
+        acc[1] = (trace_access){ bd, TRACE_W, TRACE_REF_RANGE, 0, 0 };
+        *n = 2;
+        return 0;
+    }
+    for (uint32_t k = 0; k < nt && *n < cap; k++) {
+        if (ts[k].device != st->device)
+            continue;           /* a kernel touches its own device's memory */
+        if (g->kind == CAP_MEMSET && !(ts[k].mode & TRACE_W))
+            continue;
+        uint32_t v = tensor_view(b, &ts[k], root_size(size_of, sizes, &ts[k]));
+        if (v == TRACE_NONE)
+            return oom(b);
+        acc[(*n)++] = (trace_access){ v, ts[k].mode, TRACE_REF_WHOLE, 0,
+                                      ts[k].hi - ts[k].lo };
+    }
+    return *n ? 1 : 0;
+}
+
+/* Fills *s with item it (accesses and attributes in b's buffers, valid
+ * until the next call). Declares the buffers it uses first. 0 or -1. */
+static int emit_one(builder *b, const item *it, trace_stmt *s)
+{
+    capture *c = b->c;
+    trace_stmt_init(s);
+    s->kind = (trace_kind)it->kind;
+    s->queue = (it->flags & ITEM_ON_HOST) ? c->hosts[it->host].queue
+                                          : c->streams[it->stream].queue;
+    if (!(it->flags & ITEM_ON_HOST) && it->host != TRACE_NONE)
+        s->by = c->hosts[it->host].queue;
+    s->label = it->label;
+    s->t = it->t;
+    s->dur = it->dur;
+    uint32_t na = 0;
+    trace_attr *attrs = b->attrs;
+    switch (it->kind) {
+    case TRACE_RECORD:
+    case TRACE_WAIT:
+        s->object = (uint32_t)it->object;
+        break;
+    case TRACE_SYNC:
+        s->sync_scope = (trace_sync_scope)it->scope;
+        if (it->scope == TRACE_SYNC_QUEUE) {
+            s->object = c->streams[it->stream].queue;
+        } else if (it->scope == TRACE_SYNC_DEVICE) {
+            s->object = device_name(b, c->hosts[it->host].pid, it->object);
+            if (s->object == TRACE_NONE)
+                return oom(b);
+        }
+        break;
+    default:
+        break;
+    }
+    if (it->gpu != TRACE_NONE) {
+        uint32_t n;
+        if (gpu_accesses(b, it, b->op_rf[it->gpu], &b->size_of, b->sizes, b->acc,
+                         sizeof b->acc / sizeof b->acc[0], &n) < 0)
+            return -1;
+        s->access = b->acc;
+        s->n_access = n;
+        const cap_gpu *g = &c->gpus[it->gpu];
+        if (g->bytes && (g->kind == CAP_MEMCPY || g->kind == CAP_MEMSET)) {
+            attrs[na].key = b->s_bytes;
+            attrs[na++].value = intern_fmt(b->t, "%llu", (unsigned long long)g->bytes);
+        }
+    }
+    if (it->flags & ITEM_ASSUMED)
+        attrs[na++] = (trace_attr){ b->s_assumed, b->s_record };
+    if (it->flags & ITEM_IMPLICIT_FREE)
+        attrs[na++] = (trace_attr){ b->s_implicit, b->s_cudafree };
+    if (it->flags & ITEM_IMPLICIT_LEGACY)
+        attrs[na++] = (trace_attr){ b->s_implicit, b->s_legacy };
+    if (it->iter != TRACE_NONE)
+        attrs[na++] = (trace_attr){ b->s_iter, it->iter };
+    for (uint32_t k = 0; k < na; k++)
+        if (attrs[k].value == TRACE_NONE)
+            return oom(b);
+    s->attr = attrs;
+    s->n_attr = na;
+    return 0;
+}
+
+/* Before the statements: root sizes of the ET storages, and whether any
+ * access will come from the ET (run metadata accesses=). */
+static int prepare_accesses(builder *b)
+{
+    bool any = false;
+    for (uint64_t g = 0; g < b->c->n_gpus && !any; g++)
+        any = b->op_rf[g] != CAP_NONE;
+    if (trace_set_meta(b->t, "accesses", any ? "execution-trace" : "none") != 0)
+        return oom(b);
+    if (b->et && storage_sizes(b, b->op_rf, &b->size_of, &b->sizes, &b->n_sizes) != 0)
+        return -1;
+    return 0;
+}
+
+static int set_counts(builder *b)
+{
+    capture *c = b->c;
+    uint64_t k = 0, m = 0, s = 0;
+    for (uint64_t i = 0; i < c->n_gpus; i++) {
+        k += c->gpus[i].kind == CAP_KERNEL;
+        m += c->gpus[i].kind == CAP_MEMCPY;
+        s += c->gpus[i].kind == CAP_MEMSET;
+    }
+    struct { const char *key; uint64_t n; } fixed[] = {
+        { "capture.kernels", k }, { "capture.memcpy", m }, { "capture.memset", s },
+        { "capture.api_calls", c->n_apis }, { "capture.sync_rows", c->n_syncs },
+        { "capture.queries", b->queries }, { "capture.unbound_waits", b->unbound_waits },
+        { "capture.sync_rows_without_call", b->orphan_syncs },
+    };
+    char v[32];
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) {
+        snprintf(v, sizeof v, "%llu", (unsigned long long)fixed[i].n);
+        if (trace_set_meta(b->t, fixed[i].key, v) != 0)
+            return oom(b);
+    }
+    for (uint64_t i = 0; i < c->n_counts; i++) {
+        snprintf(v, sizeof v, "%llu", (unsigned long long)c->counts[i].n);
+        if (trace_set_meta(b->t, c->counts[i].key, v) != 0)
+            return oom(b);
+    }
+    return 0;
+}
+
+static void builder_free(builder *b)
+{
+    free(b->op_rf);
+    free(b->items);
+    free(b->gaps);
+    free(b->gap_at);
+    free(b->sizes);
+    map3_free(&b->size_of);
+    map3_free(&b->waited);
+    map3_free(&b->recorded);
+}
+
+/* Builds the items; returns 0 or -1 with b->err. */
+static int build(builder *b)
+{
+    capture *c = b->c;
+    b->s_host = trace_intern_cstr(b->t, "host");
+    b->s_iter = trace_intern_cstr(b->t, "iter");
+    b->s_bytes = trace_intern_cstr(b->t, "bytes");
+    b->s_implicit = trace_intern_cstr(b->t, "implicit");
+    b->s_assumed = trace_intern_cstr(b->t, "assumed");
+    b->s_record = trace_intern_cstr(b->t, "record");
+    b->s_cudafree = trace_intern_cstr(b->t, "cudaFree");
+    b->s_legacy = trace_intern_cstr(b->t, "legacy-stream");
+    if (b->s_host == TRACE_NONE || b->s_iter == TRACE_NONE || b->s_bytes == TRACE_NONE ||
+        b->s_implicit == TRACE_NONE || b->s_assumed == TRACE_NONE || b->s_record == TRACE_NONE ||
+        b->s_cudafree == TRACE_NONE || b->s_legacy == TRACE_NONE)
+        return oom(b);
+    for (uint64_t i = 0; i < c->n_streams && !b->multi_proc; i++)
+        b->multi_proc = c->streams[i].proc != c->streams[0].proc;
+    /* roles by name: a capture has few distinct call names */
+    uint8_t *role_by_name = malloc((size_t)b->t->n_strs + 1);
+    if (!role_by_name)
+        return oom(b);
+    memset(role_by_name, 0xff, (size_t)b->t->n_strs + 1);
+    for (uint64_t i = 0; i < c->n_apis; i++) {
+        uint32_t nm = c->apis[i].name;
+        if (nm < b->t->n_strs && role_by_name[nm] == 0xff)
+            role_by_name[nm] = (uint8_t)role_of(trace_str(c->t, nm));
+        c->apis[i].role = nm < b->t->n_strs ? role_by_name[nm] : ROLE_OTHER;
+    }
+    free(role_by_name);
+    b->op_rf = malloc((c->n_gpus + 1) * sizeof *b->op_rf);
+    if (!b->op_rf)
+        return oom(b);
+    for (uint64_t i = 0; i < c->n_gpus; i++)
+        b->op_rf[i] = CAP_NONE;
+    if (add_gpu_items(b) != 0 || add_sync_items(b) != 0 || add_call_items(b) != 0 ||
+        add_record_items(b) != 0 || sort_items(b) != 0 || add_legacy_syncs(b) != 0 ||
+        sweep_hosts(b, b->op_rf) != 0 || declare_queues(b) != 0 || prepare_accesses(b) != 0 ||
+        set_counts(b) != 0)
+        return -1;
+    /* what only the build needed */
+    map3_free(&b->waited);
+    map3_free(&b->recorded);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* The reader: statements made one at a time from the sorted items, so  */
+/* that no second copy of the trace is held.                           */
+
+typedef struct capture_rd {
+    builder b;
+    uint64_t i;                 /* next item */
+    uint64_t seq;
+    bool gap_done;              /* the host time before items[i] was handed out */
+} capture_rd;
+
+static int capture_next(void *ctx, trace_stmt *out, trace_error *err)
+{
+    capture_rd *r = ctx;
+    builder *b = &r->b;
+    b->err = err;
+    if (r->i >= b->n)
+        return 0;
+    if (!r->gap_done && b->gap_at && b->gap_at[r->i]) {
+        const gap *g = &b->gaps[b->gap_at[r->i] - 1];
+        item host_time = { .host = g->host, .stream = TRACE_NONE, .kind = TRACE_OP,
+                           .flags = ITEM_ON_HOST, .label = g->label, .object = CAP_NONE,
+                           .t = g->t, .dur = g->dur, .api_t0 = CAP_NONE, .api_t1 = CAP_NONE,
+                           .gpu = TRACE_NONE, .iter = g->iter };
+        r->gap_done = true;
+        if (emit_one(b, &host_time, out) != 0)
+            return -1;
+    } else {
+        if (emit_one(b, &b->items[r->i], out) != 0)
+            return -1;
+        r->i++;
+        r->gap_done = false;
+    }
+    out->seq = r->seq++;
+    return 1;
+}
+
+static void capture_close(void *ctx)
+{
+    capture_rd *r = ctx;
+    if (!r)
+        return;
+    builder_free(&r->b);
+    et_free(r->b.et);
+    capture_free(r->b.c);
+    free(r);
+}
+
+static int capture_rewind(void *ctx, trace_error *err)
+{
+    (void)err;
+    capture_rd *r = ctx;
+    r->i = 0;
+    r->seq = 0;
+    r->gap_done = false;
+    return 0;
+}
+
+static const trace_reader_iface capture_iface = { capture_next, capture_close, capture_rewind };
+
+int capture_open_reader(capture *c, cap_accesses *et, trace_reader *r, const char *path,
+                        trace_error *err)
+{
+    capture_rd *rd = calloc(1, sizeof *rd);
+    if (!rd)
+        return trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", c->path), -1;
+    rd->b = (builder){ .c = c, .t = c->t, .et = et, .err = err };
+    if (build(&rd->b) != 0) {
+        builder_free(&rd->b);
+        free(rd);
+        return -1;
+    }
+    /* the calls were joined: only what statements need stays */
+    free(c->apis);
+    c->apis = NULL;
+    c->n_apis = c->cap_apis = 0;
+    corr_free(&c->api_ids);
+    memset(r, 0, sizeof *r);
+    r->iface = &capture_iface;
+    r->ctx = rd;
+    r->trace = c->t;
+    r->owns_trace = true;
+    r->source = path ? strdup(path) : NULL;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* A reader over a trace's statements held in memory in a second trace   */
+/* (import_chrome.c): owns both.                                       */
+
+typedef struct body_rd {
+    trace *body;
+    uint64_t next;
+} body_rd;
+
+static int body_next(void *ctx, trace_stmt *out, trace_error *err)
+{
+    (void)err;
+    body_rd *r = ctx;
+    if (r->next >= r->body->n_stmts)
+        return 0;
+    trace_stmt_at(r->body, r->next++, out);
+    return 1;
+}
+
+static void body_close(void *ctx)
+{
+    body_rd *r = ctx;
+    if (!r)
+        return;
+    trace_free(r->body);
+    free(r);
+}
+
+static int body_rewind(void *ctx, trace_error *err)
+{
+    (void)err;
+    ((body_rd *)ctx)->next = 0;
+    return 0;
+}
+
+static const trace_reader_iface body_iface = { body_next, body_close, body_rewind };
+
+int capture_body_reader(trace_reader *r, trace *t, trace *body, const char *path)
+{
+    memset(r, 0, sizeof *r);
+    body_rd *rd = calloc(1, sizeof *rd);
+    if (!rd)
+        return -1;
+    rd->body = body;
+    r->iface = &body_iface;
+    r->ctx = rd;
+    r->trace = t;
+    r->owns_trace = true;
+    r->source = path ? strdup(path) : NULL;
+    return 0;
+}

@@ -1,0 +1,319 @@
+/*
+ * import_et.c -- the PyTorch execution trace (ET): which bytes each op
+ * read and wrote, joined to a Kineto trace by record-function id.
+ *
+ * An ET is one JSON object, {"schema": "1.0.1", "pid": ..., "nodes": [...]};
+ * the nodes are streamed. A node is an op: its "rf_id" (a top-level key in
+ * schema 1.0.x, an entry of "attrs" in later ones) equals the Kineto
+ * cpu_op's "Record function id" (or "External id" in older traces); its
+ * "op_schema" marks the arguments it mutates with an alias annotation
+ * ("aten::add_(Tensor(a!) self, ...)"); its "inputs" and "outputs" (arrays,
+ * or objects with "values" in later schemas) hold tensors as
+ * [tensor id, storage id, offset, numel, itemsize, device], alone or in
+ * lists.
+ *
+ * The rule (issue 11): an op writes a tensor that is one of its outputs or
+ * that its schema marks mutable (kept as rw: a mutating op reads too), and
+ * reads its other tensor inputs. A tensor's bytes are [offset * itemsize,
+ * (offset + numel) * itemsize) of its storage: contiguous. A strided view
+ * spans more than numel elements; its range here is the contiguous one
+ * (docs/importers.md says so). The result is a map rf_id -> tensors that
+ * capture.c gives to the kernels and copies the op launched.
+ */
+#include "import_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct et_op {
+    int64_t rf;
+    uint64_t first;             /* into tensors */
+    uint32_t n;
+} et_op;
+
+struct cap_accesses {
+    et_op *ops;                 /* open-addressing table on rf (rf + 1; 0 = empty) */
+    uint64_t cap_ops, n_ops;
+    cap_tensor *tensors;
+    uint64_t n_tensors, cap_tensors;
+};
+
+typedef struct et_parse {
+    cap_accesses *a;
+    const char *path;
+    bool have_schema;
+    uint64_t n_nodes;
+} et_parse;
+
+static uint64_t rf_slot(const cap_accesses *a, int64_t rf)
+{
+    uint64_t h = (uint64_t)rf * 0x9e3779b97f4a7c15ull;
+    return (h ^ (h >> 29)) & (a->cap_ops - 1);
+}
+
+const cap_tensor *cap_accesses_of(const cap_accesses *a, int64_t rf, uint32_t *n)
+{
+    *n = 0;
+    if (!a || !a->cap_ops)
+        return NULL;
+    for (uint64_t i = rf_slot(a, rf);; i = (i + 1) & (a->cap_ops - 1)) {
+        const et_op *o = &a->ops[i];
+        if (o->rf == 0)
+            return NULL;
+        if (o->rf == rf + 1) {
+            *n = o->n;
+            return a->tensors + o->first;
+        }
+    }
+}
+
+uint64_t cap_accesses_ops(const cap_accesses *a)
+{
+    return a ? a->n_ops : 0;
+}
+
+static int ops_grow(cap_accesses *a)
+{
+    uint64_t ncap = a->cap_ops ? a->cap_ops * 2 : 1024;
+    et_op *n = calloc(ncap, sizeof *n);
+    if (!n)
+        return -1;
+    et_op *old = a->ops;
+    uint64_t ocap = a->cap_ops;
+    a->ops = n;
+    a->cap_ops = ncap;
+    for (uint64_t i = 0; i < ocap; i++) {
+        if (!old[i].rf)
+            continue;
+        uint64_t j = rf_slot(a, old[i].rf - 1);
+        while (a->ops[j].rf)
+            j = (j + 1) & (ncap - 1);
+        a->ops[j] = old[i];
+    }
+    free(old);
+    return 0;
+}
+
+/* Bit k set: schema argument k is mutated (an alias annotation with '!'). */
+static uint64_t mutable_args(const json_val *schema)
+{
+    if (!schema || schema->type != JSON_STRING)
+        return 0;
+    const char *s = memchr(schema->s, '(', schema->len), *end = schema->s + schema->len;
+    if (!s)
+        return 0;
+    uint64_t mask = 0;
+    int arg = 0, depth = 0;
+    bool bang = false, star_only = true;
+    for (s++; s < end && arg < 64; s++) {
+        char ch = *s;
+        if ((ch == ',' || ch == ')') && depth == 0) {
+            if (bang)
+                mask |= 1ull << arg;
+            if (!star_only)
+                arg++;          /* the keyword-only marker "*" is no argument */
+            bang = false;
+            star_only = true;
+            if (ch == ')')
+                break;
+            continue;
+        }
+        if (ch == '(' || ch == '[')
+            depth++;
+        else if ((ch == ')' || ch == ']') && depth > 0)
+            depth--;
+        else if (ch == '!')
+            bang = true;
+        if (ch != ' ' && ch != '*')
+            star_only = false;
+    }
+    return mask;
+}
+
+/* A tensor value: [tensor id, storage id, offset, numel, itemsize, device]. */
+static bool tensor_of(const json_val *v, cap_tensor *out)
+{
+    if (!v || v->type != JSON_ARRAY || v->n_child < 6)
+        return false;
+    int64_t f[5];
+    const json_val *c = v->child;
+    for (int i = 0; i < 5; i++, c = c->next)
+        if (c->type != JSON_NUMBER || !json_int(c, &f[i]))
+            return false;
+    if (c->type != JSON_STRING)
+        return false;
+    if (f[1] < 0 || f[2] < 0 || f[3] <= 0 || f[4] <= 0)
+        return false;           /* no storage, or nothing in it */
+    uint64_t lo, hi, span;
+    if (__builtin_mul_overflow((uint64_t)f[2], (uint64_t)f[4], &lo) ||
+        __builtin_mul_overflow((uint64_t)f[3], (uint64_t)f[4], &span) ||
+        __builtin_add_overflow(lo, span, &hi) || hi > (UINT64_C(1) << 62))
+        return false;
+    int64_t device;
+    if (c->len >= 4 && memcmp(c->s, "cuda", 4) == 0) {
+        device = 0;
+        if (c->len > 5 && c->s[4] == ':') {
+            device = 0;
+            for (size_t i = 5; i < c->len; i++) {
+                if (c->s[i] < '0' || c->s[i] > '9' || device > 1000000)
+                    return false;
+                device = device * 10 + (c->s[i] - '0');
+            }
+        }
+    } else if (c->len == 3 && memcmp(c->s, "cpu", 3) == 0) {
+        device = -1;
+    } else {
+        return false;           /* meta, or a device syncsim does not model */
+    }
+    *out = (cap_tensor){ .storage = f[1], .tensor = f[0], .lo = lo, .hi = hi,
+                         .device = device, .mode = 0 };
+    return true;
+}
+
+/* Adds a tensor to the op being read (tensors[first..]), merging modes of
+ * one byte range. */
+static int add_tensor(cap_accesses *a, uint64_t first, const cap_tensor *t, uint8_t mode)
+{
+    for (uint64_t i = first; i < a->n_tensors; i++) {
+        cap_tensor *o = &a->tensors[i];
+        if (o->storage == t->storage && o->lo == t->lo && o->hi == t->hi) {
+            o->mode |= mode;
+            return 0;
+        }
+    }
+    if (a->n_tensors == a->cap_tensors) {
+        uint64_t cap = a->cap_tensors ? a->cap_tensors * 2 : 4096;
+        cap_tensor *n = realloc(a->tensors, cap * sizeof *n);
+        if (!n)
+            return -1;
+        a->tensors = n;
+        a->cap_tensors = cap;
+    }
+    a->tensors[a->n_tensors] = *t;
+    a->tensors[a->n_tensors++].mode = mode;
+    return 0;
+}
+
+/* The tensors of one value (a tensor, or a list of them). */
+static int add_value(cap_accesses *a, uint64_t first, const json_val *v, uint8_t mode)
+{
+    cap_tensor t;
+    if (tensor_of(v, &t))
+        return add_tensor(a, first, &t, mode);
+    if (v && v->type == JSON_ARRAY)
+        for (const json_val *c = v->child; c; c = c->next)
+            if (tensor_of(c, &t) && add_tensor(a, first, &t, mode) != 0)
+                return -1;
+    return 0;
+}
+
+/* The values of "inputs"/"outputs": an array, or {"values": [...]}. */
+static const json_val *values_of(const json_val *node, const char *key)
+{
+    const json_val *v = json_get(node, key);
+    if (v && v->type == JSON_OBJECT)
+        v = json_get(v, "values");
+    return v && v->type == JSON_ARRAY ? v : NULL;
+}
+
+/* A node attribute: a top-level key, or an entry of "attrs". */
+static const json_val *attr_of(const json_val *node, const char *key)
+{
+    const json_val *v = json_get(node, key);
+    if (v)
+        return v;
+    const json_val *attrs = json_get(node, "attrs");
+    if (!attrs || attrs->type != JSON_ARRAY)
+        return NULL;
+    for (const json_val *c = attrs->child; c; c = c->next)
+        if (json_is(json_get(c, "name"), key))
+            return json_get(c, "value");
+    return NULL;
+}
+
+static int et_member(void *ctx, const json_val *v, trace_error *err)
+{
+    et_parse *p = ctx;
+    if (v->key_len != 6 || memcmp(v->key, "schema", 6) != 0)
+        return 0;
+    p->have_schema = true;
+    if (v->type != JSON_STRING || v->len < 4 || v->s[0] != '1' || v->s[1] != '.' ||
+        (v->s[2] != '0' && v->s[2] != '1') || v->s[3] != '.')
+        return trace_error_set(err, TRACE_EVERSION,
+                               "%s: execution trace schema \"%.*s\", this build reads 1.0.x and "
+                               "1.1.x",
+                               p->path, (int)(v->len > 40 ? 40 : v->len), v->s ? v->s : ""),
+               -1;
+    return 0;
+}
+
+static int et_node(void *ctx, const json_val *node, trace_error *err)
+{
+    et_parse *p = ctx;
+    cap_accesses *a = p->a;
+    if (node->type != JSON_OBJECT)
+        return 0;
+    p->n_nodes++;
+    int64_t rf;
+    if (!json_int(attr_of(node, "rf_id"), &rf) || rf < 0 || rf == INT64_MAX)
+        return 0;
+    uint32_t n;
+    if (cap_accesses_of(a, rf, &n))
+        return 0;               /* one op per rf_id: the first */
+    if ((a->n_ops + 1) * 4 > a->cap_ops * 3 && ops_grow(a) != 0)
+        goto oom;
+    uint64_t first = a->n_tensors;
+    uint64_t mut = mutable_args(attr_of(node, "op_schema"));
+    bool allocates = json_get(node, "name") && json_get(node, "name")->type == JSON_STRING &&
+                     strncmp(json_get(node, "name")->s, "aten::empty", 11) == 0;
+    const json_val *in = values_of(node, "inputs"), *out = values_of(node, "outputs");
+    if (!allocates) {           /* an allocation writes nothing */
+        int k = 0;
+        for (const json_val *v = in ? in->child : NULL; v; v = v->next, k++)
+            if (add_value(a, first, v, k < 64 && (mut >> k & 1) ? TRACE_RW : TRACE_R) != 0)
+                goto oom;
+        for (const json_val *v = out ? out->child : NULL; v; v = v->next)
+            if (add_value(a, first, v, TRACE_W) != 0)
+                goto oom;
+    }
+    uint64_t i = rf_slot(a, rf);
+    while (a->ops[i].rf)
+        i = (i + 1) & (a->cap_ops - 1);
+    a->ops[i] = (et_op){ rf + 1, first, (uint32_t)(a->n_tensors - first) };
+    a->n_ops++;
+    return 0;
+oom:
+    return trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", p->path), -1;
+}
+
+cap_accesses *et_load(const char *path, trace_error *err)
+{
+    cap_accesses *a = calloc(1, sizeof *a);
+    et_parse p = { .a = a, .path = path };
+    if (!a) {
+        trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", path);
+        return NULL;
+    }
+    json_handler h = { "nodes", et_member, et_node, &p };
+    if (json_stream(path, &h, err) != 0)
+        goto fail;
+    if (!p.have_schema || !p.n_nodes) {
+        trace_error_set(err, TRACE_ENOTTRACE,
+                        "%s: not a PyTorch execution trace (expected an object with \"schema\" "
+                        "and \"nodes\")", path);
+        goto fail;
+    }
+    return a;
+fail:
+    et_free(a);
+    return NULL;
+}
+
+void et_free(cap_accesses *a)
+{
+    if (!a)
+        return;
+    free(a->ops);
+    free(a->tensors);
+    free(a);
+}

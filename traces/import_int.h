@@ -1,0 +1,216 @@
+/*
+ * import_int.h -- what the importers of captured traces (import_*.c) share
+ * and nobody else sees:
+ *
+ *   - import_json.c: a streaming JSON reader over plain or gzipped files
+ *     (zlib's gzread, yajl's callbacks) that hands over one element of a
+ *     large array at a time as a small tree, so that memory follows the
+ *     biggest element, never the document;
+ *   - capture.c: the capture model (API calls on host threads, GPU work on
+ *     streams, synchronisation rows, event records, ranges) and the one
+ *     mapping of it onto the trace model (docs/importers.md). Every
+ *     importer fills a capture and lets capture_build() write statements,
+ *     so that a rule ("a blocking copy is a copy and a host sync") has one
+ *     home;
+ *   - import_et.c: the PyTorch execution trace (byte ranges per op), read
+ *     beside a Kineto trace.
+ */
+#ifndef SYNCSIM_IMPORT_INT_H
+#define SYNCSIM_IMPORT_INT_H
+
+#include "trace.h"
+
+/* ------------------------------------------------------------------ */
+/* JSON (import_json.c).                                               */
+
+typedef enum {
+    JSON_NULL, JSON_FALSE, JSON_TRUE, JSON_NUMBER, JSON_STRING, JSON_ARRAY, JSON_OBJECT,
+} json_type;
+
+/* A value of an element tree. Strings and numbers point into the tree's
+ * arena (numbers are kept as written, so that "1712867402348289.123" loses
+ * no digit). Children are linked in document order. */
+typedef struct json_val {
+    json_type type;
+    const char *key;        /* member name in an object, else NULL */
+    size_t key_len;
+    const char *s;          /* string bytes or number text */
+    size_t len;
+    struct json_val *child, *last, *next;
+    size_t n_child;
+} json_val;
+
+/* What json_stream calls. The tree and its strings live until the callback
+ * returns. A callback returns 0 to go on, -1 to stop (err filled). */
+typedef struct json_handler {
+    /* The member of the top-level object whose array is streamed element by
+     * element ("traceEvents", "nodes"); a top-level array is streamed too. */
+    const char *array_key;
+    /* Each other top-level member, as one tree (keep them small). NULL: skipped. */
+    int (*on_member)(void *ctx, const json_val *v, trace_error *err);
+    /* Each element of the streamed array. */
+    int (*on_element)(void *ctx, const json_val *v, trace_error *err);
+    void *ctx;
+} json_handler;
+
+/* Streams the JSON document in path (gzip or plain, by content). Returns 0,
+ * or -1 with err: one line naming the file and what is wrong (a truncated or
+ * corrupt gzip stream, invalid JSON at a byte offset, a callback's error). */
+int json_stream(const char *path, const json_handler *h, trace_error *err);
+
+/* Lookups on a tree: the member called key (NULL when absent). */
+const json_val *json_get(const json_val *obj, const char *key);
+/* The value as an integer: numbers (a fraction is cut), and strings holding
+ * one. False when absent or not a number. */
+bool json_int(const json_val *v, int64_t *out);
+/* A time in microseconds (number or string, with up to three decimals of
+ * nanoseconds kept exactly) as nanoseconds. */
+bool json_us_to_ns(const json_val *v, int64_t *out);
+/* True when v is a string equal to s. */
+bool json_is(const json_val *v, const char *s);
+
+/* Inflates the first bytes of a gzip file's head into out (for sniffing);
+ * returns the bytes produced, 0 when head is not gzip. */
+size_t json_gunzip_head(const unsigned char *head, size_t n, unsigned char *out, size_t cap);
+/* The first non-blank byte of a (possibly gzipped) head and the text
+ * around it, for the JSON formats' sniffs: fills text (NUL-terminated). */
+size_t json_sniff_text(const unsigned char *head, size_t n, char *text, size_t cap);
+
+/* ------------------------------------------------------------------ */
+/* The capture model (capture.c).                                      */
+
+typedef struct capture capture;
+
+/* What a GPU activity is. */
+typedef enum { CAP_KERNEL = 0, CAP_MEMCPY = 1, CAP_MEMSET = 2 } cap_gpu_kind;
+
+/* Where the bytes of a copy live. */
+typedef enum {
+    CAP_MEM_UNKNOWN = 0,
+    CAP_MEM_PAGEABLE = 1,   /* host memory, not page-locked */
+    CAP_MEM_PINNED = 2,     /* page-locked host memory */
+    CAP_MEM_DEVICE = 3,     /* device memory (of src_device / dst_device) */
+    CAP_MEM_HOST = 4,       /* host memory, page-locked or not: not said */
+} cap_mem;
+
+/* What a synchronisation row says happened (CUPTI's types). */
+typedef enum {
+    CAP_SYNC_UNKNOWN = 0,
+    CAP_SYNC_EVENT = 1,         /* cudaEventSynchronize (or a query) */
+    CAP_SYNC_STREAM_WAIT = 2,   /* cudaStreamWaitEvent */
+    CAP_SYNC_STREAM = 3,        /* cudaStreamSynchronize */
+    CAP_SYNC_CONTEXT = 4,       /* cudaDeviceSynchronize */
+} cap_sync_kind;
+
+/* How a stream was created (nsys knows; Kineto does not). */
+typedef enum {
+    CAP_STREAM_UNKNOWN = 0,
+    CAP_STREAM_BLOCKING = 1,    /* created without cudaStreamNonBlocking */
+    CAP_STREAM_NONBLOCKING = 2,
+    CAP_STREAM_LEGACY = 3,      /* the legacy default (NULL) stream */
+} cap_stream_kind;
+
+#define CAP_NONE INT64_MIN     /* an absent integer field */
+
+typedef struct cap_gpu {
+    uint32_t stream;            /* capture_stream() index */
+    cap_gpu_kind kind;
+    int64_t t0, t1;             /* ns */
+    int64_t corr;
+    uint32_t name;              /* string id (kernel name, "Memcpy HtoD", ...) */
+    uint64_t bytes;             /* copies and memsets; 0 unknown */
+    cap_mem src, dst;           /* copies */
+    int64_t src_device, dst_device; /* copies between devices; CAP_NONE: the stream's */
+} cap_gpu;
+
+typedef struct cap_sync {
+    int64_t proc;               /* process key of the correlation */
+    int64_t corr;
+    cap_sync_kind kind;
+    int64_t device;
+    int64_t stream;             /* the stream synchronised or the waiting stream; CAP_NONE */
+    int64_t event;              /* event id; CAP_NONE */
+    int64_t record_stream;      /* where the event was recorded, when said; CAP_NONE */
+    int64_t record_corr;        /* the cudaEventRecord's correlation, when said; CAP_NONE */
+    int64_t t0, t1;
+} cap_sync;
+
+/* Creates a capture whose declarations and strings go into t (the trace the
+ * reader will own). NULL when out of memory. */
+capture *capture_new(trace *t, const char *path);
+void capture_free(capture *c);
+trace *capture_trace(capture *c);
+
+/* The host thread (pid, tid), created on first use; TRACE_NONE: out of memory. */
+uint32_t capture_host(capture *c, int64_t pid, int64_t tid);
+/* The stream (proc, device, stream); TRACE_NONE: out of memory. proc is the
+ * process key that correlation ids are unique in. */
+uint32_t capture_stream(capture *c, int64_t proc, int64_t device, int64_t stream);
+/* Says how stream (proc, device, stream) was created (nsys). device
+ * CAP_NONE: the streams of that id on every device seen so far. 0 or -1. */
+int capture_stream_kind(capture *c, int64_t proc, int64_t device, int64_t stream,
+                        cap_stream_kind kind);
+
+/* A runtime or driver API call on host `host`, in process key proc. name is
+ * a string id; versioned names (cudaLaunchKernel_v7000) are fine. A second
+ * call with the same (proc, corr) is the same call seen twice (nsys 2.x
+ * lists an outer and a nested row): the enclosing one is kept. corr may be
+ * CAP_NONE (a call that launched nothing). Returns 0 or -1 (out of memory). */
+int capture_api(capture *c, uint32_t host, int64_t proc, int64_t t0, int64_t t1, int64_t corr,
+                uint32_t name);
+int capture_gpu(capture *c, const cap_gpu *g);
+int capture_sync(capture *c, const cap_sync *s);
+/* An event record seen on the device side (nsys CUDA_EVENT rows). */
+int capture_record(capture *c, int64_t proc, int64_t corr, int64_t device, int64_t stream,
+                   int64_t event);
+
+/* A range on a host thread: a Kineto cpu_op or user annotation, an NVTX
+ * range. rf_id: the op's record-function id (CAP_NONE for annotations), which
+ * an execution trace is joined on. op: a framework op (else an annotation). */
+int capture_range(capture *c, uint32_t host, int64_t t0, int64_t t1, uint32_t name,
+                  int64_t rf_id, bool op);
+
+/* Byte ranges per op, from an execution trace (import_et.c). */
+typedef struct cap_tensor {
+    int64_t storage;            /* storage id: one root buffer per storage */
+    int64_t tensor;             /* tensor id: one view per tensor range */
+    uint64_t lo, hi;            /* bytes in the storage */
+    int64_t device;             /* -1: host memory, else the device index */
+    uint8_t mode;               /* trace_mode */
+} cap_tensor;
+
+typedef struct cap_accesses cap_accesses;
+/* The tensors of the op whose rf_id is rf: NULL when the execution trace
+ * has no such op; an op without tensors gives a non-NULL pointer, *n = 0. */
+const cap_tensor *cap_accesses_of(const cap_accesses *a, int64_t rf, uint32_t *n);
+/* The number of ops (rf_ids) in the execution trace. */
+uint64_t cap_accesses_ops(const cap_accesses *a);
+
+/* Counts the importer reports as run metadata ("capture.kernels", ...). */
+int capture_count(capture *c, const char *key, uint64_t n);
+
+/* Builds the trace and makes r a reader over it that owns the capture, et
+ * (may be NULL) and the capture's trace: statements are made as r is read,
+ * so no second copy of the trace is held. Sets the run metadata. Returns 0,
+ * or -1 with err (then nothing is taken over). */
+int capture_open_reader(capture *c, cap_accesses *et, trace_reader *r, const char *path,
+                        trace_error *err);
+
+/* A reader over the statements of body with the declarations of t: owns both
+ * (closing it frees them). Returns 0, or -1 when out of memory (nothing
+ * taken over). */
+int capture_body_reader(trace_reader *r, trace *t, trace *body, const char *path);
+
+/* The CUDA/HIP API name without its version or default-stream suffix
+ * (cudaLaunchKernel_v7000 -> cudaLaunchKernel, ..._ptsz -> ...), into buf. */
+const char *capture_api_base(const char *name, char *buf, size_t cap);
+
+/* ------------------------------------------------------------------ */
+/* The execution trace (import_et.c).                                  */
+
+/* Reads the ET at path. Returns the accesses, or NULL with err (bad JSON,
+ * an unknown schema version, out of memory). */
+cap_accesses *et_load(const char *path, trace_error *err);
+void et_free(cap_accesses *a);
+
+#endif

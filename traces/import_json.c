@@ -1,0 +1,490 @@
+/*
+ * import_json.c -- streaming JSON for the importers, plain or gzipped.
+ *
+ * Captures are large (a Kineto trace of a training step holds millions of
+ * events), so no importer may hold a document. zlib's gzread inflates the
+ * file in 256 KiB chunks (a plain file passes through gzread unchanged) and
+ * yajl's callbacks parse them; this file turns the callbacks into one small
+ * tree per element of the streamed array ("traceEvents", "nodes") and per
+ * other top-level member, built in an arena that is reset after each. Memory
+ * is therefore bounded by the largest element, whatever the document's size.
+ *
+ * Every byte is untrusted: nesting is bounded (JSON_MAX_DEPTH), a tree's
+ * arena is bounded (JSON_MAX_ELEMENT), and every failure -- a truncated or
+ * corrupt gzip stream, invalid JSON, a callback's refusal -- ends in one
+ * line that names the file and the byte offset.
+ */
+#include "import_int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yajl/yajl_parse.h>
+#include <zlib.h>
+
+#define JSON_CHUNK (256u * 1024u)
+#define JSON_MAX_DEPTH 64
+#define JSON_MAX_ELEMENT (64u * 1024u * 1024u)
+
+/* A bump allocator in blocks; reset keeps the first block. */
+typedef struct arena_block {
+    struct arena_block *next;
+    size_t used, cap;
+    char data[];
+} arena_block;
+
+typedef struct arena {
+    arena_block *head;
+    size_t total;
+} arena;
+
+static void *arena_alloc(arena *a, size_t n)
+{
+    n = (n + 7) & ~(size_t)7;
+    if (!a->head || a->head->used + n > a->head->cap) {
+        size_t cap = n > 65536 ? n : 65536;
+        if (a->total + cap > JSON_MAX_ELEMENT)
+            return NULL;
+        arena_block *b = malloc(sizeof *b + cap);
+        if (!b)
+            return NULL;
+        b->next = a->head;
+        b->used = 0;
+        b->cap = cap;
+        a->head = b;
+        a->total += cap;
+    }
+    void *p = a->head->data + a->head->used;
+    a->head->used += n;
+    return p;
+}
+
+static void arena_reset(arena *a)
+{
+    while (a->head && a->head->next) {
+        arena_block *n = a->head->next;
+        a->total -= a->head->cap;
+        free(a->head);
+        a->head = n;
+    }
+    if (a->head)
+        a->head->used = 0;
+}
+
+static void arena_free(arena *a)
+{
+    while (a->head) {
+        arena_block *n = a->head->next;
+        free(a->head);
+        a->head = n;
+    }
+    a->total = 0;
+}
+
+/* The parser's state: where in the document the next value goes. */
+typedef struct json_parse {
+    const json_handler *h;
+    trace_error *err;
+    bool failed;                /* err is filled */
+    arena ar;
+    int depth;                  /* containers open around the next value */
+    bool top_is_array;          /* the document is an array of elements */
+    bool in_stream;             /* inside the streamed array */
+    const char *pending_key;    /* the member name for the next value */
+    size_t pending_len;
+    bool top_key_streamed;      /* the pending top-level member is array_key */
+    json_val *stack[JSON_MAX_DEPTH]; /* open containers of the current tree */
+    int tree_base;              /* depth at which the current tree starts */
+    json_val *root;             /* the tree being built */
+    const char *path;
+} json_parse;
+
+static int fail_oom(json_parse *p)
+{
+    if (!p->failed)
+        trace_error_set(p->err, TRACE_ENOMEM,
+                        "%s: an element larger than %u MiB, or out of memory", p->path,
+                        JSON_MAX_ELEMENT >> 20);
+    p->failed = true;
+    return 0;
+}
+
+/* Hands over a finished tree: an element of the streamed array, or a
+ * top-level member. */
+static int deliver(json_parse *p, json_val *v)
+{
+    int rc = 0;
+    if (p->in_stream) {
+        if (p->h->on_element)
+            rc = p->h->on_element(p->h->ctx, v, p->err);
+    } else if (p->h->on_member) {
+        rc = p->h->on_member(p->h->ctx, v, p->err);
+    }
+    p->root = NULL;
+    arena_reset(&p->ar);
+    if (rc != 0) {
+        p->failed = true;
+        return 0;
+    }
+    return 1;
+}
+
+/* Adds a scalar or a new container to the current tree; returns it. */
+static json_val *add_value(json_parse *p, json_type type, const char *s, size_t len)
+{
+    json_val *v = arena_alloc(&p->ar, sizeof *v);
+    if (!v)
+        return NULL;
+    memset(v, 0, sizeof *v);
+    v->type = type;
+    if (s) {
+        char *copy = arena_alloc(&p->ar, len + 1);
+        if (!copy)
+            return NULL;
+        memcpy(copy, s, len);
+        copy[len] = '\0';
+        v->s = copy;
+        v->len = len;
+    }
+    v->key = p->pending_key;
+    v->key_len = p->pending_len;
+    p->pending_key = NULL;
+    if (p->root && p->depth > p->tree_base) {
+        json_val *parent = p->stack[p->depth - 1];
+        if (parent->last)
+            parent->last->next = v;
+        else
+            parent->child = v;
+        parent->last = v;
+        parent->n_child++;
+    } else {
+        p->root = v;
+    }
+    return v;
+}
+
+static int on_scalar(json_parse *p, json_type type, const char *s, size_t len)
+{
+    if (p->failed)
+        return 0;
+    if (p->depth == 0)
+        return 1;           /* a document that is a scalar: the handler finds nothing */
+    bool starts = !p->root;
+    if (starts)
+        p->tree_base = p->depth;
+    json_val *v = add_value(p, type, s, len);
+    if (!v)
+        return fail_oom(p);
+    return starts ? deliver(p, v) : 1;
+}
+
+static int cb_null(void *ctx) { return on_scalar(ctx, JSON_NULL, NULL, 0); }
+static int cb_bool(void *ctx, int b) { return on_scalar(ctx, b ? JSON_TRUE : JSON_FALSE, NULL, 0); }
+static int cb_number(void *ctx, const char *s, size_t len)
+{
+    return on_scalar(ctx, JSON_NUMBER, s, len);
+}
+static int cb_string(void *ctx, const unsigned char *s, size_t len)
+{
+    return on_scalar(ctx, JSON_STRING, (const char *)s, len);
+}
+
+/* Depths: 0 outside everything; the document's object or array is opened
+ * at depth 0. The streamed array's elements start at depth 2 (depth 1 for a
+ * document that is an array), other top-level members at depth 1. */
+static int open_container(json_parse *p, json_type type)
+{
+    if (p->failed)
+        return 0;
+    if (p->depth >= JSON_MAX_DEPTH - 1) {
+        trace_error_set(p->err, TRACE_ESYNTAX, "%s: JSON nested deeper than %d levels", p->path,
+                        JSON_MAX_DEPTH);
+        p->failed = true;
+        return 0;
+    }
+    if (p->depth == 0) {
+        p->top_is_array = type == JSON_ARRAY;
+        p->in_stream = p->top_is_array;
+        p->depth = 1;
+        return 1;
+    }
+    if (!p->top_is_array && p->depth == 1 && !p->root && type == JSON_ARRAY &&
+        p->top_key_streamed) {
+        p->in_stream = true;
+        p->pending_key = NULL;
+        p->depth = 2;
+        return 1;
+    }
+    if (!p->root)
+        p->tree_base = p->depth;
+    json_val *v = add_value(p, type, NULL, 0);
+    if (!v)
+        return fail_oom(p);
+    p->stack[p->depth++] = v;
+    return 1;
+}
+
+static int close_container(json_parse *p)
+{
+    if (p->failed)
+        return 0;
+    p->depth--;
+    if (p->depth == 0)
+        return 1;           /* the document */
+    if (p->in_stream && !p->top_is_array && p->depth == 1 && !p->root) {
+        p->in_stream = false;   /* the streamed array ends */
+        return 1;
+    }
+    if (p->root && p->depth == p->tree_base)
+        return deliver(p, p->stack[p->depth]);
+    return 1;
+}
+
+static int cb_start_map(void *ctx) { return open_container(ctx, JSON_OBJECT); }
+static int cb_end_map(void *ctx) { return close_container(ctx); }
+static int cb_start_array(void *ctx) { return open_container(ctx, JSON_ARRAY); }
+static int cb_end_array(void *ctx) { return close_container(ctx); }
+
+static int cb_map_key(void *ctx, const unsigned char *key, size_t len)
+{
+    json_parse *p = ctx;
+    if (p->failed)
+        return 0;
+    if (!p->top_is_array && p->depth == 1) {
+        const char *ak = p->h->array_key;
+        p->top_key_streamed = ak && strlen(ak) == len && memcmp(ak, key, len) == 0;
+    }
+    char *copy = arena_alloc(&p->ar, len + 1);
+    if (!copy)
+        return fail_oom(p);
+    memcpy(copy, key, len);
+    copy[len] = '\0';
+    p->pending_key = copy;
+    p->pending_len = len;
+    return 1;
+}
+
+static const yajl_callbacks callbacks = {
+    cb_null, cb_bool, NULL, NULL, cb_number, cb_string, cb_start_map,
+    cb_map_key, cb_end_map, cb_start_array, cb_end_array,
+};
+
+/* One line from yajl's message: no newlines, no caret. */
+static void yajl_message(yajl_handle y, const unsigned char *buf, size_t n, char *out, size_t cap)
+{
+    unsigned char *m = yajl_get_error(y, 0, buf, n);
+    snprintf(out, cap, "%s", m ? (const char *)m : "parse error");
+    if (m)
+        yajl_free_error(y, m);
+    for (char *c = out; *c; c++)
+        if (*c == '\n' || *c == '\r')
+            *c = ' ';
+    size_t l = strlen(out);
+    while (l && out[l - 1] == ' ')
+        out[--l] = '\0';
+}
+
+int json_stream(const char *path, const json_handler *h, trace_error *err)
+{
+    json_parse p = { .h = h, .err = err, .path = path };
+    unsigned char *buf = malloc(JSON_CHUNK);
+    gzFile gz = NULL;
+    yajl_handle y = NULL;
+    int rc = -1;
+    if (!buf) {
+        trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", path);
+        goto done;
+    }
+    gz = gzopen(path, "rb");
+    if (!gz) {
+        trace_error_set(err, TRACE_EIO, "%s: %s", path, errno ? strerror(errno) : "cannot open");
+        goto done;
+    }
+    gzbuffer(gz, JSON_CHUNK);
+    y = yajl_alloc(&callbacks, NULL, &p);
+    if (!y) {
+        trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", path);
+        goto done;
+    }
+    uint64_t offset = 0;
+    for (;;) {
+        int n = gzread(gz, buf, JSON_CHUNK);
+        int zerr;
+        const char *zmsg = gzerror(gz, &zerr);
+        if (n < 0 || (zerr != Z_OK && zerr != Z_STREAM_END)) {
+            trace_error_set(err, TRACE_ECORRUPT,
+                            "%s: corrupt or truncated gzip data after %llu decompressed bytes (%s)",
+                            path, (unsigned long long)offset, zmsg && *zmsg ? zmsg : "read error");
+            goto done;
+        }
+        if (n == 0)
+            break;
+        yajl_status st = yajl_parse(y, buf, (size_t)n);
+        if (st != yajl_status_ok) {
+            if (!p.failed) {
+                char m[256];
+                yajl_message(y, buf, (size_t)n, m, sizeof m);
+                trace_error_set(err, TRACE_ESYNTAX, "%s: invalid JSON at byte %llu: %s", path,
+                                (unsigned long long)(offset + yajl_get_bytes_consumed(y)), m);
+            }
+            goto done;
+        }
+        offset += (uint64_t)n;
+    }
+    if (yajl_complete_parse(y) != yajl_status_ok) {
+        if (!p.failed)
+            trace_error_set(err, TRACE_ESYNTAX, "%s: invalid JSON: the document ends early, "
+                            "after %llu bytes (a truncated file?)", path,
+                            (unsigned long long)offset);
+        goto done;
+    }
+    if (offset == 0) {
+        trace_error_set(err, TRACE_ESYNTAX, "%s: empty file, expected JSON", path);
+        goto done;
+    }
+    rc = 0;
+done:
+    if (y)
+        yajl_free(y);
+    if (gz)
+        gzclose_r(gz);
+    free(buf);
+    arena_free(&p.ar);
+    return rc;
+}
+
+const json_val *json_get(const json_val *obj, const char *key)
+{
+    if (!obj || obj->type != JSON_OBJECT)
+        return NULL;
+    size_t len = strlen(key);
+    for (const json_val *c = obj->child; c; c = c->next)
+        if (c->key_len == len && memcmp(c->key, key, len) == 0)
+            return c;
+    return NULL;
+}
+
+bool json_is(const json_val *v, const char *s)
+{
+    return v && v->type == JSON_STRING && v->len == strlen(s) && memcmp(v->s, s, v->len) == 0;
+}
+
+bool json_int(const json_val *v, int64_t *out)
+{
+    if (!v || (v->type != JSON_NUMBER && v->type != JSON_STRING) || !v->len)
+        return false;
+    const char *s = v->s;
+    bool neg = *s == '-';
+    if (neg)
+        s++;
+    if (*s < '0' || *s > '9')
+        return false;
+    uint64_t n = 0;
+    for (; *s >= '0' && *s <= '9'; s++) {
+        if (n > (UINT64_MAX - 9) / 10)
+            return false;
+        n = n * 10 + (uint64_t)(*s - '0');
+    }
+    if (*s == '.') {            /* a fraction is cut, an exponent is refused */
+        s++;
+        while (*s >= '0' && *s <= '9')
+            s++;
+    }
+    if (*s)
+        return false;
+    if (neg) {
+        if (n > (uint64_t)INT64_MAX + 1)
+            return false;
+        *out = n == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)n;
+    } else {
+        /* 18446744073709551615 and the like: unsigned -1 in some captures */
+        *out = n > (uint64_t)INT64_MAX ? (int64_t)(n - (uint64_t)INT64_MAX - 1) + INT64_MIN
+                                       : (int64_t)n;
+    }
+    return true;
+}
+
+bool json_us_to_ns(const json_val *v, int64_t *out)
+{
+    if (!v || (v->type != JSON_NUMBER && v->type != JSON_STRING) || !v->len)
+        return false;
+    const char *s = v->s;
+    bool neg = *s == '-';
+    if (neg)
+        s++;
+    if (*s < '0' || *s > '9')
+        return false;
+    int64_t us = 0;
+    for (; *s >= '0' && *s <= '9'; s++) {
+        if (us > (INT64_MAX / 1000 - 9) / 10)
+            return false;
+        us = us * 10 + (*s - '0');
+    }
+    int64_t frac = 0;
+    int digits = 0;
+    if (*s == '.') {
+        s++;
+        for (; *s >= '0' && *s <= '9'; s++) {
+            if (digits < 3)
+                frac = frac * 10 + (*s - '0');
+            else if (digits == 3 && *s >= '5')
+                frac++;         /* round to the nanosecond */
+            digits++;
+        }
+        for (int d = digits; d < 3; d++)
+            frac *= 10;
+    }
+    if (*s == 'e' || *s == 'E') {   /* 1.7e+15: rare; take it through a double */
+        double d = strtod(v->s, NULL);
+        if (!(d > -9.2e15 && d < 9.2e15))
+            return false;
+        *out = (int64_t)(d * 1000.0 + (d < 0 ? -0.5 : 0.5));
+        return true;
+    }
+    if (*s)
+        return false;
+    int64_t ns = us * 1000 + frac;
+    *out = neg ? -ns : ns;
+    return true;
+}
+
+size_t json_gunzip_head(const unsigned char *head, size_t n, unsigned char *out, size_t cap)
+{
+    if (n < 3 || head[0] != 0x1f || head[1] != 0x8b || head[2] != 8)
+        return 0;
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK)
+        return 0;
+    z.next_in = (unsigned char *)head;
+    z.avail_in = (uInt)n;
+    z.next_out = out;
+    z.avail_out = (uInt)cap;
+    inflate(&z, Z_SYNC_FLUSH);  /* as much as the head gives; errors leave what was made */
+    size_t got = cap - z.avail_out;
+    inflateEnd(&z);
+    return got;
+}
+
+size_t json_sniff_text(const unsigned char *head, size_t n, char *text, size_t cap)
+{
+    unsigned char *tmp = malloc(cap);
+    if (!tmp || cap < 2) {
+        free(tmp);
+        if (cap)
+            text[0] = '\0';
+        return 0;
+    }
+    size_t got = json_gunzip_head(head, n, tmp, cap - 1);
+    const unsigned char *src = got ? tmp : head;
+    size_t len = got ? got : (n < cap - 1 ? n : cap - 1);
+    size_t i = 0;
+    while (i < len && (src[i] == ' ' || src[i] == '\t' || src[i] == '\n' || src[i] == '\r'))
+        i++;
+    size_t k = 0;
+    for (; i < len; i++)
+        text[k++] = src[i] ? (char)src[i] : ' ';
+    text[k] = '\0';
+    free(tmp);
+    return k;
+}
