@@ -72,13 +72,17 @@ const char *check_race_word(uint8_t type);
 typedef enum { CHECK_CLEAN = 0, CHECK_FINDINGS = 1, CHECK_INCOMPLETE = 2 } check_status;
 check_status check_status_of(uint64_t findings, bool incomplete);
 const char *check_status_str(check_status st);
+/* False when t records only ordering (run metadata accesses=none: a capture
+ * without byte ranges), where races and uses after free cannot be seen. */
+bool check_sees_races(const trace *t);
 /* The verdict in one line, the words every command and picture uses:
  * "clean: 27 statements, no findings", "incomplete: ...", or "3 findings in
  * 27 statements (race 2, hang 1)", with "; 1 of 3 shown (--max-findings)"
- * when fewer than found are at hand (f[0..n): those, counted by kind) and
- * "; the run is incomplete ..." when it is. Writes into buf (cap bytes). */
-const char *check_verdict(char *buf, size_t cap, uint64_t statements, uint64_t found,
-                          bool incomplete, const trace_finding *f, size_t n);
+ * when fewer than found are at hand (f[0..n): those, counted by kind),
+ * "; the run is incomplete ..." when it is, and what was not checked when
+ * t records only ordering. Writes into buf (cap bytes). */
+const char *check_verdict(char *buf, size_t cap, const trace *t, uint64_t statements,
+                          uint64_t found, bool incomplete, const trace_finding *f, size_t n);
 
 /* The --json form: one object (format syncsim-findings, version 1) with the
  * status, the statements checked, each finding (check_finding_print_json)

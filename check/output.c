@@ -158,9 +158,10 @@ void check_print_json(FILE *out, const trace *t, const char *trace_name, uint64_
     check_status st = check_status_of(n + dropped, incomplete);
     fputs("{\"format\": \"syncsim-findings\", \"version\": 1,\n \"trace\": ", out);
     trace_json_str(out, trace_name ? trace_name : "");
-    fprintf(out, ", \"status\": \"%s\", \"complete\": %s, \"ops\": %llu,\n \"findings\": [",
+    fprintf(out, ", \"status\": \"%s\", \"complete\": %s, \"races_checked\": %s, "
+                 "\"ops\": %llu,\n \"findings\": [",
             check_status_str(st), incomplete ? "false" : "true",
-            (unsigned long long)statements);
+            check_sees_races(t) ? "true" : "false", (unsigned long long)statements);
     for (size_t i = 0; i < n; i++) {
         fputs(i ? ",\n  " : "\n  ", out);
         check_finding_print_json(out, t, &f[i]);
@@ -197,22 +198,36 @@ static bool same_group(const trace_finding *a, const trace_finding *b)
            a->first.queue == b->first.queue && a->second.queue == b->second.queue;
 }
 
-const char *check_verdict(char *buf, size_t cap, uint64_t statements, uint64_t found,
-                          bool incomplete, const trace_finding *f, size_t n)
+bool check_sees_races(const trace *t)
 {
+    const char *a = t ? trace_get_meta(t, "accesses") : NULL;
+    return !a || strcmp(a, "none") != 0;
+}
+
+const char *check_verdict(char *buf, size_t cap, const trace *t, uint64_t statements,
+                          uint64_t found, bool incomplete, const trace_finding *f, size_t n)
+{
+    size_t len = 0;
+#define ADD(...) (len += (size_t)snprintf(buf + len, len < cap ? cap - len : 0, __VA_ARGS__))
+    bool races = check_sees_races(t);
     if (found == 0) {
-        snprintf(buf, cap,
-                 incomplete ? "incomplete: %llu statements checked, no findings among them; the "
-                              "run is still recording or was interrupted, so it is not known "
-                              "to be clean"
-                            : "clean: %llu statements, no findings",
-                 (unsigned long long)statements);
+        if (incomplete)
+            ADD("incomplete: %llu statements checked, no findings among them; the run is still "
+                "recording or was interrupted, so it is not known to be clean",
+                (unsigned long long)statements);
+        else if (!races)
+            ADD("clean (ordering only): %llu statements, no hangs, unrecorded waits or "
+                "mismatches", (unsigned long long)statements);
+        else
+            ADD("clean: %llu statements, no findings", (unsigned long long)statements);
+        if (!races)
+            ADD("; the capture has no byte ranges (accesses=none), so races and uses after "
+                "free were not checked (a PyTorch capture gets them from its execution trace: "
+                "import --et)");
         return buf;
     }
     /* Kind words are the spec's ("wait-unrecorded"), so they are counted
      * rather than pluralised: "3 findings in 27 statements (race 2, hang 1)". */
-    size_t len = 0;
-#define ADD(...) (len += (size_t)snprintf(buf + len, len < cap ? cap - len : 0, __VA_ARGS__))
     ADD("%llu finding%s in %llu statements", (unsigned long long)found, found == 1 ? "" : "s",
         (unsigned long long)statements);
     if ((uint64_t)n < found)
@@ -231,6 +246,8 @@ const char *check_verdict(char *buf, size_t cap, uint64_t statements, uint64_t f
         ADD(")");
     if (incomplete)
         ADD("; the run is incomplete (still recording or interrupted)");
+    if (!races)
+        ADD("; races and uses after free were not checked (no byte ranges: accesses=none)");
 #undef ADD
     return buf;
 }
@@ -240,7 +257,7 @@ void check_report_print(FILE *out, const check_report *rep, bool incomplete)
     const trace *t = rep->t;
     char verdict[512];
     uint64_t found = rep->n + rep->dropped;
-    fprintf(out, "%s\n", check_verdict(verdict, sizeof verdict, rep->ops, found, incomplete,
+    fprintf(out, "%s\n", check_verdict(verdict, sizeof verdict, t, rep->ops, found, incomplete,
                                        rep->f, rep->n));
     if (found == 0)
         return;

@@ -16,10 +16,11 @@ void cmd_info_help(FILE *out)
     fprintf(out,
             "usage: syncsim info [TRACE|DB] [--run N] [--json]\n"
             "\n"
-            "Summarises a trace database or a text trace. For a database, lists its runs\n"
-            "(id, name, source, status, statements; a run whose producer died stays\n"
-            "'recording'), then describes run N (default: the latest): queues, buffers,\n"
-            "statements by kind, synchronisations, and the time span when times exist.\n"
+            "Summarises a trace database, a text trace or a capture (docs/importers.md).\n"
+            "For a database, lists its runs (id, name, source, status, statements; a run\n"
+            "whose producer died stays 'recording'), then describes run N (default: the\n"
+            "latest): queues, buffers, statements by kind, synchronisations, and the time\n"
+            "span when times exist.\n"
             "\n"
             "Options:\n"
             "  -r, --run N   the run to describe (default: the latest)\n"
@@ -63,7 +64,8 @@ static int collect(trace_reader *r, info_stats *s, trace_error *err)
 static const trace_kind sync_kinds[] = { TRACE_RECORD, TRACE_WAIT,  TRACE_SYNC,      TRACE_BARRIER,
                                          TRACE_SIGNAL, TRACE_AWAIT, TRACE_COLLECTIVE };
 
-static void print_text(FILE *out, const char *path, const trace_run_info *runs, size_t n_runs,
+static void print_text(FILE *out, const char *path, const trace_format *fmt,
+                       const trace_run_info *runs, size_t n_runs,
                        int64_t run, const trace *t, const info_stats *s)
 {
     if (runs) {
@@ -78,7 +80,8 @@ static void print_text(FILE *out, const char *path, const trace_run_info *runs, 
         fprintf(out, "  (* = the run shown below; --run N picks another)\n");
         fprintf(out, "run %lld:\n", (long long)run);
     } else {
-        fprintf(out, "%s: text trace\n", path);
+        fprintf(out, "%s: %s\n", path,
+                fmt == &trace_format_text ? "text trace" : fmt->name);
     }
     fprintf(out, "  queues: %u (%u host, %u stream)\n", t->n_queues, t->n_host_queues,
             t->n_queues - t->n_host_queues);
@@ -125,12 +128,15 @@ static void print_text(FILE *out, const char *path, const trace_run_info *runs, 
                 trace_str(t, t->meta[i].value));
 }
 
-static void print_json(FILE *out, const char *path, const trace_run_info *runs, size_t n_runs,
+static void print_json(FILE *out, const char *path, const trace_format *fmt,
+                       const trace_run_info *runs, size_t n_runs,
                        int64_t run, const trace *t, const info_stats *s)
 {
     fprintf(out, "{\"format\": \"syncsim-info\", \"version\": 1, \"path\": ");
     trace_json_str(out, path);
-    fprintf(out, ", \"kind\": \"%s\"", runs ? "database" : "text");
+    fprintf(out, ", \"kind\": \"%s\", \"input_format\": ",
+            runs ? "database" : fmt == &trace_format_text ? "text" : "capture");
+    trace_json_str(out, fmt->name);
     if (runs) {
         fprintf(out, ", \"runs\": [");
         for (size_t i = 0; i < n_runs; i++) {
@@ -221,9 +227,9 @@ int cmd_info(int argc, char **argv)
         collect(&src.reader, &s, &err) != 0)
         goto fail;
     if (json)
-        print_json(stdout, path, src.store ? runs : NULL, n_runs, src.run, src.reader.trace, &s);
+        print_json(stdout, path, src.format, src.store ? runs : NULL, n_runs, src.run, src.reader.trace, &s);
     else
-        print_text(stdout, path, src.store ? runs : NULL, n_runs, src.run, src.reader.trace, &s);
+        print_text(stdout, path, src.format, src.store ? runs : NULL, n_runs, src.run, src.reader.trace, &s);
     status = 0;
 fail:
     if (status != 0)

@@ -244,7 +244,7 @@ static void write_findings(FILE *out, const trace *t, const trace_check_info *in
     static const char *const cls[] = { "clean", "race", "incomplete" };
     char verdict[512];
     fprintf(out, "<p class=\"%s\">", cls[st]);
-    viz_html_escape(out, check_verdict(verdict, sizeof verdict, info->statements, info->findings,
+    viz_html_escape(out, check_verdict(verdict, sizeof verdict, t, info->statements, info->findings,
                                        info->incomplete, f, n));
     fputs("</p>\n", out);
     if (st != CHECK_FINDINGS)

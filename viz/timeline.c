@@ -478,7 +478,7 @@ int viz_timeline_add_race(viz_timeline *tl, uint64_t first_seq, uint64_t second_
 int viz_timeline_add_findings(viz_timeline *tl, const trace *t, const trace_check_info *info,
                               const trace_finding *f, size_t n)
 {
-    check_verdict(tl->verdict, sizeof tl->verdict, info ? info->statements : tl->n_items,
+    check_verdict(tl->verdict, sizeof tl->verdict, t, info ? info->statements : tl->n_items,
                   info ? info->findings : n, info && info->incomplete, f, n);
     for (size_t i = 0; i < n; i++) {
         const trace_finding *x = &f[i];
