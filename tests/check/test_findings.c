@@ -47,7 +47,7 @@ static void test_findings_json_has_the_spec_fields(void **state)
     char *j = capture_json(rep);
     assert_non_null(strstr(j, "{\"format\": \"syncsim-findings\", \"version\": 1,"));
     assert_non_null(strstr(j, "\"trace\": \"x.trace\", \"status\": \"findings\", "
-                              "\"complete\": true, \"ops\": 8"));
+                              "\"complete\": true, \"races_checked\": true, \"ops\": 8"));
     assert_non_null(strstr(j, "{\"kind\": \"race\", \"type\": \"RAW\", \"buffer\": \"A\", \"root\": "
                               "\"A\", \"range\": [0, 4096]"));
     assert_non_null(strstr(j, "\"first\": {\"queue\": \"s0\", \"label\": \"mm0\", \"line\": 3, "
@@ -349,6 +349,36 @@ static void test_findings_incomplete_is_never_clean(void **state)
     trace_free(t);
 }
 
+/* A capture without byte ranges is never called plainly clean: races
+ * were not checked, and the verdict and the JSON say so. */
+static void test_findings_ordering_only_says_what_was_not_checked(void **state)
+{
+    (void)state;
+    trace *t = tb_new();
+    tb_host(t, "h");
+    tb_stream(t, "s0", "0");
+    tb_stmt(t, "s0", TRACE_OP, "kernel", NULL, NULL);
+    tb_sync(t, "h", "s0");
+    assert_int_equal(trace_set_meta(t, "accesses", "none"), 0);
+    check_report *rep = tb_check(t);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    check_report_print(f, rep, false);
+    check_report_print_json(f, rep, "cap.json", false);
+    fclose(f);
+    assert_null(strstr(buf, "clean:"));
+    assert_non_null(strstr(buf, "clean (ordering only): 2 statements, no hangs, unrecorded "
+                                "waits or mismatches"));
+    assert_non_null(strstr(buf, "races and uses after free were not checked"));
+    assert_non_null(strstr(buf, "\"status\": \"clean\", \"complete\": true, "
+                                "\"races_checked\": false"));
+    free(buf);
+    assert_false(check_sees_races(t));
+    check_report_free(rep);
+    trace_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -367,6 +397,7 @@ int main(void)
         cmocka_unit_test(test_findings_barrier_mismatch_json),
         cmocka_unit_test(test_findings_human_output_groups_races),
         cmocka_unit_test(test_findings_incomplete_is_never_clean),
+        cmocka_unit_test(test_findings_ordering_only_says_what_was_not_checked),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
