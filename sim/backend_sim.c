@@ -162,8 +162,8 @@ static int queue_copy(sim_world *w, int d, sched_tensor *src, sched_tensor *dst)
     int engine;
     it.n_links = (int8_t)path(w, place_of(src), place_of(dst), it.links, &engine);
     it.engine = (int16_t)engine;
-    w->host_t += w->m.api_call_ns;
-    w->host_busy += w->m.api_call_ns;
+    w->host_t += sim_cost_submit(&w->m, TRACE_COPY);
+    w->host_busy += sim_cost_submit(&w->m, TRACE_COPY);
     it.rob = sim_rob_reserve(w, &s);
     return sim_submit(w, d, &it);
 }
@@ -183,8 +183,8 @@ static int record_on(sim_world *w, int d, uint32_t ev, uint32_t name, uint64_t g
     trace_stmt s = stmt(w, w->streams[d].queue, TRACE_RECORD);
     s.object = name;
     sim_item it = { .kind = SIM_IT_RECORD, .event = ev, .gen = gen };
-    w->host_t += w->m.event_record_ns;
-    w->host_busy += w->m.event_record_ns;
+    w->host_t += sim_cost_submit(&w->m, TRACE_RECORD);
+    w->host_busy += sim_cost_submit(&w->m, TRACE_RECORD);
     it.rob = sim_rob_reserve(w, &s);
     return sim_submit(w, d, &it);
 }
@@ -194,8 +194,8 @@ static int wait_on(sim_world *w, int d, uint32_t ev, uint32_t name, uint64_t gen
     trace_stmt s = stmt(w, w->streams[d].queue, TRACE_WAIT);
     s.object = name;
     sim_item it = { .kind = SIM_IT_WAIT, .event = ev, .gen = gen };
-    w->host_t += w->m.api_call_ns;
-    w->host_busy += w->m.api_call_ns;
+    w->host_t += sim_cost_submit(&w->m, TRACE_WAIT);
+    w->host_busy += sim_cost_submit(&w->m, TRACE_WAIT);
     it.rob = sim_rob_reserve(w, &s);
     return sim_submit(w, d, &it);
 }
@@ -251,16 +251,16 @@ static int sim_copy_sync(sched_backend *b, sched_tensor *src, sched_tensor *dst)
     uint64_t bytes = sched_tensor_nbytes(dst);
     int rc = 0;
     if (n == 0) {
-        int64_t dt = (int64_t)((double)bytes / w->m.cpu_mem_gbps);
+        int64_t dt = sim_cost_copy(&w->m, true, SIM_PATH_NONE, bytes);
         w->host_t += dt;
         w->host_busy += dt;
     } else {
         /* ggml's blocking set/get: a copy on a per-thread stream and a sync of
          * that stream only; the scheduler made the source ready before. */
         rc = sim_host_transfer(w, links, n, bytes);
+        w->host_t += sim_cost_unblock(&w->m, TRACE_COPY, true);
+        w->host_busy += sim_cost_unblock(&w->m, TRACE_COPY, true);
     }
-    w->host_t += w->m.host_copy_ns;
-    w->host_busy += w->m.host_copy_ns;
     sim_rob_done(w, pos, t0, w->host_t - t0);
     w->stats.host_syncs++;
     return rc;
@@ -276,8 +276,8 @@ static int gpu_synchronize(sched_backend *b)
     int64_t t0 = w->host_t;
     uint64_t pos = sim_rob_reserve(w, &s);
     int rc = sim_block_stream(w, d);
-    w->host_t += w->m.sync_ns;
-    w->host_busy += w->m.sync_ns;
+    w->host_t += sim_cost_unblock(&w->m, TRACE_SYNC, true);
+    w->host_busy += sim_cost_unblock(&w->m, TRACE_SYNC, true);
     sim_rob_done(w, pos, t0, w->host_t - t0);
     w->stats.host_syncs++;
     return rc;
@@ -330,8 +330,8 @@ static int gpu_event_synchronize(sched_backend *b, sched_event *ev)
     int64_t t0 = w->host_t;
     uint64_t pos = sim_rob_reserve(w, &s);
     int rc = sim_block_event(w, (uint32_t)(uintptr_t)ev->ctx, ev->n_records);
-    w->host_t += w->m.event_sync_ns;
-    w->host_busy += w->m.event_sync_ns;
+    w->host_t += sim_cost_unblock(&w->m, TRACE_WAIT, true);
+    w->host_busy += sim_cost_unblock(&w->m, TRACE_WAIT, true);
     sim_rob_done(w, pos, t0, w->host_t - t0);
     w->stats.host_syncs++;
     return rc;
@@ -340,24 +340,18 @@ static int gpu_event_synchronize(sched_backend *b, sched_event *ev)
 /* ------------------------------------------------------------------ */
 /* Compute.                                                            */
 
-static int64_t roofline_ns(double flops, double flops_per_ns, double bytes, double bytes_per_ns)
-{
-    double a = flops / flops_per_ns, b = bytes / bytes_per_ns;
-    return (int64_t)(a > b ? a : b);
-}
-
 /* Whether an op runs at the f16 peak: a mul_mat of f16/bf16 weights. */
 static bool node_f16(const sched_graph *g, const sched_tensor *t)
 {
     return t->op == SCHED_OP_MUL_MAT && g->tensors[t->src[0]].type != SCHED_F32;
 }
 
-static int64_t gpu_node_ns(const sim_model *m, const sched_graph *g, const sched_tensor *t)
+/* An op of the graph on a stream (host: false) or the host's pool. */
+static int64_t node_ns(const sim_model *m, bool host, const sched_graph *g, const sched_tensor *t)
 {
+    uint64_t flops = sched_node_flops(g, t);
     bool half = node_f16(g, t);
-    double peak = (half ? m->gpu_tflops_f16 : m->gpu_tflops_f32) * 1e3;
-    return m->kernel_overhead_ns + roofline_ns((double)sched_node_flops(g, t), peak,
-                                               (double)sched_node_bytes(g, t), m->gpu_mem_gbps);
+    return sim_cost_op(m, host, half ? 0 : flops, half ? flops : 0, sched_node_bytes(g, t), -1);
 }
 
 static uint32_t node_accesses(sim_world *w, const sched_exec *x, int32_t ni, trace_access *acc)
@@ -403,8 +397,8 @@ static int queue_kernel(sim_world *w, int d, uint32_t label, const trace_access 
     s.attr = attr;
     s.n_attr = n_attr;
     sim_item it = { .kind = SIM_IT_KERNEL, .dur = dur };
-    w->host_t += w->m.launch_ns;
-    w->host_busy += w->m.launch_ns;
+    w->host_t += sim_cost_submit(&w->m, TRACE_OP);
+    w->host_busy += sim_cost_submit(&w->m, TRACE_OP);
     it.rob = sim_rob_reserve(w, &s);
     return sim_submit(w, d, &it);
 }
@@ -449,25 +443,15 @@ static int gpu_all_reduce(sched_backend *b, const sched_exec *x, int32_t ni)
         acc[0] = acc_of(w, src, TRACE_R);
         acc[1] = (trace_access){ scratch->trace_id, TRACE_W, TRACE_REF_RANGE, 0, wire };
         snprintf(label, sizeof label, "%s.to_bf16", t->name);
-        int64_t dur = w->m.kernel_overhead_ns +
-                      roofline_ns(0, 1, (double)(bytes + wire), w->m.gpu_mem_gbps);
+        int64_t dur = sim_cost_op(&w->m, false, 0, 0, bytes + wire, -1);
         if (queue_kernel(w, d, w->sink.iface->intern(w->sink.ctx, label), acc, 2, attr, n_attr,
                          dur) != 0)
             return -1;
     }
-    /* alpha-beta */
-    double bw = w->m.p2p_gbps;
     int rounds = 0;
     while ((1 << rounds) < n)
         rounds++;
-    int64_t cost;
-    if (n == 1)
-        cost = 0;
-    else if (butterfly)
-        cost = w->m.allreduce_base_ns + rounds * (w->m.allreduce_step_ns + (int64_t)((double)wire / bw));
-    else
-        cost = w->m.allreduce_base_ns + 2 * (n - 1) * w->m.allreduce_step_ns +
-               (int64_t)(2.0 * (n - 1) / n * (double)wire / bw);
+    int64_t cost = sim_cost_allreduce(&w->m, (uint64_t)n, wire, butterfly);
     /* Bytes this rank sends, for the per-link summary. */
     if (n > 1) {
         if (butterfly) {
@@ -504,8 +488,8 @@ static int gpu_all_reduce(sched_backend *b, const sched_exec *x, int32_t ni)
     it.coll = sim_coll_instance(w, gen, n, cost);
     if (it.coll == TRACE_NONE)
         return -1;
-    w->host_t += w->m.launch_ns;
-    w->host_busy += w->m.launch_ns;
+    w->host_t += sim_cost_submit(&w->m, TRACE_COLLECTIVE);
+    w->host_busy += sim_cost_submit(&w->m, TRACE_COLLECTIVE);
     it.rob = sim_rob_reserve(w, &s);
     if (sim_submit(w, d, &it) != 0)
         return -1;
@@ -513,8 +497,7 @@ static int gpu_all_reduce(sched_backend *b, const sched_exec *x, int32_t ni)
         acc[0] = (trace_access){ scratch->trace_id, TRACE_R, TRACE_REF_RANGE, 0, wire };
         acc[1] = acc_of(w, t, TRACE_W);
         snprintf(label, sizeof label, "%s.from_bf16", t->name);
-        int64_t dur = w->m.kernel_overhead_ns +
-                      roofline_ns(0, 1, (double)(bytes + wire), w->m.gpu_mem_gbps);
+        int64_t dur = sim_cost_op(&w->m, false, 0, 0, bytes + wire, -1);
         if (queue_kernel(w, d, w->sink.iface->intern(w->sink.ctx, label), acc, 2, attr, n_attr,
                          dur) != 0)
             return -1;
@@ -541,7 +524,7 @@ static int gpu_graph_compute(sched_backend *b, const sched_exec *x)
         uint32_t n = node_accesses(w, x, ni, acc);
         uint32_t n_attr = node_cost_attrs(w, x, ni, acc, n, attr);
         if (queue_kernel(w, d, w->sink.iface->intern(w->sink.ctx, t->name), acc, n, attr, n_attr,
-                         gpu_node_ns(&w->m, x->graph, t)) != 0)
+                         node_ns(&w->m, false, x->graph, t)) != 0)
             return -1;
     }
     return 0;
@@ -550,8 +533,6 @@ static int gpu_graph_compute(sched_backend *b, const sched_exec *x)
 static int cpu_graph_compute(sched_backend *b, const sched_exec *x)
 {
     sim_world *w = ctx_of(b)->w;
-    const sim_model *m = &w->m;
-    int64_t barrier = m->cpu_threads > m->cpu_cores ? m->oversub_barrier_ns : m->spin_barrier_ns;
     for (int k = 0; k < x->n_nodes; k++) {
         int32_t ni = x->nodes[k];
         sched_tensor *t = &x->graph->tensors[ni];
@@ -566,8 +547,7 @@ static int cpu_graph_compute(sched_backend *b, const sched_exec *x)
         s.n_access = n;
         s.attr = attr;
         s.n_attr = node_cost_attrs(w, x, ni, acc, n, attr);
-        int64_t dur = barrier + roofline_ns((double)sched_node_flops(x->graph, t), m->cpu_gflops,
-                                            (double)sched_node_bytes(x->graph, t), m->cpu_mem_gbps);
+        int64_t dur = node_ns(&w->m, true, x->graph, t);
         uint64_t pos = sim_rob_reserve(w, &s);
         sim_rob_done(w, pos, w->host_t, dur);
         w->host_t += dur;

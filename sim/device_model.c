@@ -1,49 +1,10 @@
 /*
- * device_model.c -- the cost model and its files.
+ * device_model.c -- device model files: sim/devices/NAME.dev.
  *
- * The cost model, in prose (numbers: sim/devices/NAME.dev, DESIGN.md):
- *
- *   Host.  One host thread runs the scheduler. Every API call costs host
- *   time: a kernel launch launch_ns, an async copy or other call
- *   api_call_ns, an event record event_record_ns. A sync blocks the host
- *   until the stream drains, then costs sync_ns more (the round trip; ~10
- *   us on Linux, ~30 us under WDDM); waiting for an event costs
- *   event_sync_ns after the event completes. A blocking copy performed by
- *   the host (cudaMemcpy) waits for the transfer and costs host_copy_ns.
- *   CPU kernels run on the host: roofline over cpu_gflops and cpu_mem_gbps
- *   with cpu_threads threads on cpu_cores cores; each op ends in a thread
- *   pool barrier that costs spin_barrier_ns while threads <= cores and
- *   oversub_barrier_ns when oversubscribed (a spinning thread burns the
- *   slice the thread holding progress needs).
- *
- *   GPU.  A kernel starts when its stream reaches it, no earlier than its
- *   launch, and runs kernel_overhead_ns + max(flops / peak, bytes /
- *   gpu_mem_gbps): peak is gpu_tflops_f16 for f16/bf16 weights, else
- *   gpu_tflops_f32. An event wait on a stream costs event_wait_device_ns.
- *
- *   Copies.  A copy occupies its stream and the copy engine of its
- *   direction, then moves bytes over its links after copy_latency_ns:
- *   host->device over the device's PCIe down link (h2d_gbps), device->host
- *   over its up link (d2h_gbps), device->device over NVLink (p2p_gbps per
- *   direction, when nvlink = 1) or over the source's up link and the
- *   destination's down link capped at p2p_gbps. Concurrent transfers share
- *   each link's bandwidth fairly: a transfer's rate is the minimum over
- *   its links of bandwidth / transfers on that link, recomputed whenever a
- *   transfer starts or ends.
- *
- *   Collectives.  An all-reduce of B bytes over n devices starts when
- *   every participant's stream reached it and takes, alpha-beta:
- *     ring:      allreduce_base_ns + 2(n-1) allreduce_step_ns + 2(n-1)/n B / p2p
- *     butterfly: allreduce_base_ns + log2(n) (allreduce_step_ns + B / p2p)
- *   BF16 compression converts f32 to bf16 first (a kernel), halving B,
- *   and back after (another kernel).
- *
- *   Traces.  What a trace cannot show, the simulated backend records as
- *   statement attributes, so that `replay --durations model` prices every
- *   statement as above (sim/replay.c): flops= / flops_f16= (an op's FLOPs
- *   at the f32 / f16 peak), bytes= (what an op moves when that is not what
- *   it accesses: get_rows), overhead_ns= (host code's fixed cost in place
- *   of a barrier: set_inputs, sample) and algorithm=butterfly.
+ * A device model is the numbers of the cost model (cost.c, where the
+ * formulas and their prose live): the host's API costs, the CPU, the
+ * GPUs, the links and the collectives of one machine; the key table below
+ * says what each number means.
  *
  * The file format: `[section]` headers, `key = value` lines, `#` comments.
  * Every key of every section is required; an unknown key, a missing key or

@@ -52,6 +52,41 @@ int sim_model_parse(const char *name, const char *text, sim_model *out, trace_er
 const char *sim_devices_dir(void);
 
 /* ------------------------------------------------------------------ */
+/* The cost model (cost.c): the simulated backend and replay price      */
+/* statements with these, so a replay of a simulated run matches it.    */
+
+/* Where a copy's bytes travel. */
+typedef enum {
+    SIM_PATH_NONE = 0,              /* no link: host to host, or within one device */
+    SIM_PATH_H2D = 1,               /* host memory to a device */
+    SIM_PATH_D2H = 2,               /* a device to host memory */
+    SIM_PATH_P2P = 3,               /* one device to another */
+} sim_path;
+
+/* Host time of submitting a statement of kind to a stream. */
+int64_t sim_cost_submit(const sim_model *m, trace_kind kind);
+/* Fixed cost of a blocking statement after what it waits for ended: sync,
+ * wait (on the host or a stream), a blocking copy by the host; 0 else. */
+int64_t sim_cost_unblock(const sim_model *m, trace_kind kind, bool host);
+/* The thread pool's barrier after a host op. */
+int64_t sim_cost_host_barrier(const sim_model *m);
+/* An op: overhead + max(compute, memory); host: on the CPU backend's pool,
+ * else on a stream. flops_half run at the half-precision peak. overhead_ns
+ * < 0: the model's (kernel overhead, or the pool's barrier). */
+int64_t sim_cost_op(const sim_model *m, bool host, uint64_t flops, uint64_t flops_half,
+                    uint64_t bytes, int64_t overhead_ns);
+/* The bandwidth of a path when nothing else uses its links (GB/s = B/ns). */
+double sim_cost_link_gbps(const sim_model *m, sim_path path);
+/* Nanoseconds to move bytes at gbps, rounded up to when the last byte lands. */
+int64_t sim_cost_transfer_ns(uint64_t bytes, double gbps);
+/* A copy alone on its links: latency + transfer, + host_copy_ns when the
+ * host performs it; a copy over no link: latency on a stream, its bytes at
+ * cpu_mem_gbps + host_copy_ns on the host. */
+int64_t sim_cost_copy(const sim_model *m, bool host, sim_path path, uint64_t bytes);
+/* An all-reduce of wire_bytes per rank over n ranks (ring, or butterfly). */
+int64_t sim_cost_allreduce(const sim_model *m, uint64_t n, uint64_t wire_bytes, bool butterfly);
+
+/* ------------------------------------------------------------------ */
 /* The engine and the world.                                           */
 
 typedef struct sim_world sim_world;

@@ -154,7 +154,7 @@ static void stream_try_start(sim_world *w, int si)
             sim_event_state *ev = &w->events[it->event];
             if (ev->completed >= it->gen) {
                 s->blocked = false;
-                run_item(w, si, w->m.event_wait_device_ns);
+                run_item(w, si, sim_cost_unblock(&w->m, TRACE_WAIT, false));
                 return;
             }
             if (!s->blocked) {
@@ -457,7 +457,7 @@ const char *sim_world_link_name(const sim_world *w, int link)
 int sim_world_host_op(sim_world *w, const char *label, const trace_access *acc, uint32_t n_acc,
                       int64_t overhead_ns, uint64_t bytes)
 {
-    int64_t dur_ns = overhead_ns + (int64_t)((double)bytes / w->m.cpu_mem_gbps);
+    int64_t dur_ns = sim_cost_op(&w->m, true, 0, 0, bytes, overhead_ns);
     trace_attr attr[SIM_MAX_ATTR];
     trace_stmt s;
     trace_stmt_init(&s);
