@@ -26,48 +26,30 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static uint32_t null_queue(void *c, const char *n, trace_queue_kind k, const char *d)
-{
-    (void)c, (void)n, (void)k, (void)d;
-    return 0;
-}
-static uint32_t null_buffer(void *c, const char *n, uint64_t s, trace_loc l, const char *d, bool p)
-{
-    (void)c, (void)n, (void)s, (void)l, (void)d, (void)p;
-    return 0;
-}
-static uint32_t null_view(void *c, const char *n, uint32_t p, uint64_t o, uint64_t s)
-{
-    (void)c, (void)n, (void)p, (void)o, (void)s;
-    return 0;
-}
-static uint32_t null_intern(void *c, const char *s)
-{
-    (void)c, (void)s;
-    return 0;
-}
-static uint64_t null_append(void *c, const trace_stmt *s)
-{
-    (void)s;
-    return (*(uint64_t *)c)++;
-}
+static const sched_family *const families[] = { &sim_family, NULL };
 
 static int run(const char *what, sched_sink sink, int tokens, int prompt)
 {
-    sim_run_opts o = { .model = LLAMA32, .devices = "h100-pcie", .policy = "events", .n_copies = 2,
-                       .tokens = tokens, .prompt = prompt, .sink = sink };
-    sim_run_result r;
+    sched_run_opts o = { .model = LLAMA32, .devices = "h100-pcie", .policy = "events",
+                         .n_copies = 2, .tokens = tokens, .prompt = prompt };
+    sched_run *r = NULL;
+    sched_run_result res;
     trace_error err = { 0 };
+    if (sched_run_prepare(&o, families, &r, &err) != 0) {
+        fprintf(stderr, "bench_sim: %s\n", err.msg);
+        return 1;
+    }
     double t0 = now_s();
-    int rc = sim_run(&o, &r, &err);
+    int rc = sched_run_exec(r, sink, &res, &err);
     double dt = now_s() - t0;
+    sched_run_free(r);
     if (rc != 0) {
         fprintf(stderr, "bench_sim: %s\n", err.msg);
         return 1;
     }
     printf("%-34s %9llu statements in %7.3f s: %6.2f M statements/s (%.3f ms/token simulated)\n",
-           what, (unsigned long long)r.stats.n_stmts, dt, (double)r.stats.n_stmts / dt / 1e6,
-           r.ns_per_token / 1e6);
+           what, (unsigned long long)res.n_stmts, dt, (double)res.n_stmts / dt / 1e6,
+           res.ns_per_token / 1e6);
     return 0;
 }
 
@@ -80,13 +62,8 @@ int main(int argc, char **argv)
     else
         snprintf(db, sizeof db, "/tmp/bench_sim_%d.db", (int)getpid());
 
-    static const sched_sink_iface null_iface = {
-        .queue = null_queue, .buffer = null_buffer, .view = null_view, .intern = null_intern,
-        .append = null_append,
-    };
-    uint64_t count = 0;
     printf("model %s on h100-pcie (2 GPUs), policy events, 2 copies\n", LLAMA32);
-    if (run("simulator only (null sink)", (sched_sink){ &null_iface, &count }, tokens, 0) != 0)
+    if (run("simulator only (null sink)", sched_sink_null(), tokens, 0) != 0)
         return 1;
     trace *t = trace_new();
     if (run("simulator + in-memory trace", sched_sink_memory(t), tokens, 0) != 0)

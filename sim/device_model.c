@@ -13,17 +13,100 @@
 #include "sim.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #ifndef SYNCSIM_DEVICES_DIR
 #define SYNCSIM_DEVICES_DIR "sim/devices"
 #endif
 
-const char *sim_devices_dir(void) { return SYNCSIM_DEVICES_DIR; }
+static bool is_dir(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/*
+ * Where the shipped device models are, first found of:
+ *   1. $SYNCSIM_DATA_DIR/devices (the user's override);
+ *   2. next to the binary: BINDIR/../share/syncsim/devices (an installed
+ *      copy, cmake --install) or BINDIR/share/syncsim/devices (a build
+ *      tree, which the build fills), so a moved clone or install works;
+ *   3. the source tree the binary was built from.
+ */
+const char *sim_devices_dir(void)
+{
+    static char dir[PATH_MAX + 64];
+    const char *env = getenv("SYNCSIM_DATA_DIR");
+    if (env && *env) {
+        snprintf(dir, sizeof dir, "%s/devices", env);
+        return dir;
+    }
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash) {
+            *slash = '\0';
+            snprintf(dir, sizeof dir, "%s/../share/syncsim/devices", exe);
+            if (is_dir(dir))
+                return dir;
+            snprintf(dir, sizeof dir, "%s/share/syncsim/devices", exe);
+            if (is_dir(dir))
+                return dir;
+        }
+    }
+    return SYNCSIM_DEVICES_DIR;
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+void sim_models_list(char *buf, size_t cap)
+{
+    buf[0] = '\0';
+    DIR *d = opendir(sim_devices_dir());
+    char *names[64];
+    int n = 0;
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d)) && n < 64) {
+            size_t len = strlen(e->d_name);
+            if (len > 4 && strcmp(e->d_name + len - 4, ".dev") == 0 &&
+                (names[n] = strndup(e->d_name, len - 4)))
+                n++;
+        }
+        closedir(d);
+    }
+    qsort(names, (size_t)n, sizeof *names, name_cmp);
+    size_t used = 0;
+    for (int i = 0; i < n; i++) {
+        if (used < cap)
+            used += (size_t)snprintf(buf + used, cap - used, "%s, ", names[i]);
+        free(names[i]);
+    }
+    if (used < cap)
+        snprintf(buf + used, cap - used, "or a .dev file");
+}
+
+bool sim_model_exists(const char *name)
+{
+    if (strchr(name, '/') || (strlen(name) > 4 && strcmp(name + strlen(name) - 4, ".dev") == 0))
+        return true;
+    char path[PATH_MAX + 128];
+    snprintf(path, sizeof path, "%s/%s.dev", sim_devices_dir(), name);
+    return access(path, R_OK) == 0;
+}
 
 typedef enum { KEY_INT, KEY_I64, KEY_DOUBLE } key_type;
 
@@ -181,7 +264,10 @@ int sim_model_load(const char *spec, sim_model *out, trace_error *err)
     snprintf(base, sizeof base, "%.479s", spec);
     int gpus = 0;
     char *colon = strrchr(base, ':');
-    if (colon && strncmp(colon, ":gpus=", 6) == 0) {
+    if (colon && !strchr(colon, '/')) {
+        if (strncmp(colon, ":gpus=", 6) != 0)
+            return trace_error_set(err, TRACE_EUSAGE, "devices '%s': unknown option '%s' for a "
+                                   "device model (expected MODEL[:gpus=N])", spec, colon + 1), -1;
         char *end;
         long v = strtol(colon + 6, &end, 10);
         if (*end || v < 1 || v > 16)
@@ -189,16 +275,25 @@ int sim_model_load(const char *spec, sim_model *out, trace_error *err)
         gpus = (int)v;
         *colon = '\0';
     }
-    char path[480];
-    if (strchr(base, '/') || strstr(base, ".dev"))
-        snprintf(path, sizeof path, "%.479s", base);
+    char path[PATH_MAX + 200];
+    bool named = !strchr(base, '/') && !strstr(base, ".dev");
+    if (named)
+        snprintf(path, sizeof path, "%s/%.160s.dev", sim_devices_dir(), base);
     else
-        snprintf(path, sizeof path, "%.300s/%.160s.dev", sim_devices_dir(), base);
+        snprintf(path, sizeof path, "%.479s", base);
+    if (is_dir(path))
+        return trace_error_set(err, TRACE_EUSAGE, "%s: is a directory, not a device model file",
+                               path), -1;
     FILE *f = fopen(path, "rb");
-    if (!f)
-        return trace_error_set(err, TRACE_EIO, "%s: cannot open device model (%s); shipped: "
-                               "h100-pcie, h100-sxm, rtx4090-pcie4, rtx4090-windows, cpu-2core",
-                               path, strerror(errno)), -1;
+    if (!f) {
+        char names[512];
+        sim_models_list(names, sizeof names);
+        if (named)
+            return trace_error_set(err, TRACE_EIO, "devices '%s': no device model %s (expected "
+                                   "%s)", spec, path, names), -1;
+        return trace_error_set(err, TRACE_EIO, "%s: cannot open device model (%s)", path,
+                               strerror(errno)), -1;
+    }
     char *text = NULL;
     size_t len = 0, cap = 0;
     char chunk[4096];

@@ -13,7 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "sim/sim.h"
+#include "sim_test_util.h"
 
 #define SMALL_LLAMA \
     "llama:n_layer=4,n_embd=256,n_head=4,n_head_kv=2,n_ff=512,n_vocab=1000,n_ctx=128,ubatch=16"
@@ -32,13 +32,10 @@ static trace *simulate_policy(const char *model, const char *devices, const char
 {
     trace *t = trace_new();
     assert_non_null(t);
-    sim_run_opts o = { .model = model, .devices = devices, .policy = policy, .n_copies = 2,
-                       .tokens = tokens, .prompt = prompt, .allreduce = allreduce,
-                       .sink = sched_sink_memory(t) };
-    sim_run_result res;
-    trace_error err = { 0 };
-    if (sim_run(&o, &res, &err) != 0)
-        fail_msg("sim_run %s on %s: %s", model ? model : "llama", devices, err.msg);
+    sched_run_opts o = { .model = model, .devices = devices, .policy = policy, .n_copies = 2,
+                         .tokens = tokens, .prompt = prompt, .allreduce = allreduce };
+    sched_run_result res;
+    sched_run_free(sim_test_run(&o, t, &res));
     return t;
 }
 
