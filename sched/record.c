@@ -1066,8 +1066,6 @@ static void wrapped_free(wrapped *w)
 {
     if (!w)
         return;
-    if (w->inner && w->inner->rec == w->rec)
-        w->inner->rec = NULL;
     free(w->worker_q);
     free(w->tickets);
     free(w->x_acc);

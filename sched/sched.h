@@ -605,7 +605,8 @@ typedef struct sched_rec_opts {
 /* A recording into o->sink; declares the `host` queue. NULL when out of memory. */
 sched_rec *sched_rec_new(const sched_rec_opts *o);
 /* Passes every statement still held on (without times where it has none)
- * and frees rec and its wrappers (not the backends they wrap). */
+ * and frees rec and its wrappers (not the backends they wrap, which must
+ * have no work in flight and report nothing more). */
 void sched_rec_free(sched_rec *rec);
 /* The backend the scheduler drives in place of inner (not owned; its
  * stream queue, and worker queues, are declared now). Owned by rec. NULL
