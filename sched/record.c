@@ -63,6 +63,7 @@
 #define REC_ATTR 6
 #define REC_SMALL 4096                  /* numbers interned once, by value */
 #define REC_GRAPHS 8
+#define REC_SLOTS 8                     /* pipeline slots (sched_options.n_copies <= 8) */
 
 /* A statement in flight: ids of the recording's own trace. */
 typedef struct rec_slot {
@@ -87,6 +88,10 @@ typedef struct graph_cache {
     const sched_tensor *tensors;
     int32_t n;
     node_info *info;
+    /* Per pipeline slot, each node's accesses (REC_ACC a node) and their
+     * number (0: not made yet): they depend on the slot alone. */
+    trace_access *acc[REC_SLOTS];
+    uint8_t *n_acc[REC_SLOTS];
 } graph_cache;
 
 typedef struct wrapped {
@@ -137,6 +142,7 @@ struct sched_rec {
     int n_gc;
     sched_ticket cur;               /* the ticket of the call in progress */
     trace_pattern *observer;
+    trace_stmt blank;               /* trace_stmt_init's, copied into new statements */
 };
 
 static void lock(sched_rec *r)
@@ -489,7 +495,7 @@ static rec_slot *stmt(sched_rec *r, uint32_t queue, bool stream, trace_kind kind
     *pos = reserve(r, &slot);
     if (*pos == SCHED_NO_TICKET)
         return NULL;
-    trace_stmt_init(&slot->s);
+    slot->s = r->blank;
     slot->s.queue = queue;
     slot->s.kind = kind;
     if (stream)
@@ -541,6 +547,18 @@ static void set_access(rec_slot *slot, const trace_access *acc, uint32_t n)
 
 static uint32_t view_of(sched_rec *r, sched_tensor *t) { return sched_tensor_view(&r->self, t); }
 
+static void cache_free(graph_cache *gc)
+{
+    free(gc->info);
+    gc->info = NULL;
+    for (int c = 0; c < REC_SLOTS; c++) {
+        free(gc->acc[c]);
+        free(gc->n_acc[c]);
+        gc->acc[c] = NULL;
+        gc->n_acc[c] = NULL;
+    }
+}
+
 /* The cache of the graph x runs; NULL when out of memory. Keyed by the
  * graph, its scheduler and its tensor array, which outlive the runs. */
 static graph_cache *cache_of(sched_rec *r, const sched_exec *x)
@@ -552,7 +570,7 @@ static graph_cache *cache_of(sched_rec *r, const sched_exec *x)
             return &r->gc[i];
     int slot = r->n_gc < REC_GRAPHS ? r->n_gc++ : 0;
     graph_cache *gc = &r->gc[slot];
-    free(gc->info);
+    cache_free(gc);
     gc->info = calloc((size_t)g->n_tensors + 1, sizeof *gc->info);
     gc->g = gc->info ? g : NULL;
     gc->sched = x->sched;
@@ -590,6 +608,33 @@ static uint32_t node_accesses(sched_rec *r, const sched_exec *x, int32_t node, t
     }
     acc[n++] = (trace_access){ view_of(r, t), TRACE_W, TRACE_REF_WHOLE, 0, sched_tensor_nbytes(t) };
     return n;
+}
+
+/* The accesses of node in x's slot: from the graph's cache (made on first
+ * use), else made into tmp. */
+static uint32_t accesses_of(sched_rec *r, graph_cache *gc, const sched_exec *x, int32_t node,
+                            trace_access *tmp, const trace_access **out)
+{
+    int c = x->cur_copy;
+    if (c >= 0 && c < REC_SLOTS && !gc->acc[c]) {
+        gc->acc[c] = malloc(((size_t)gc->n + 1) * REC_ACC * sizeof *gc->acc[c]);
+        gc->n_acc[c] = calloc((size_t)gc->n + 1, sizeof *gc->n_acc[c]);
+        if (!gc->acc[c] || !gc->n_acc[c]) {
+            free(gc->acc[c]);
+            free(gc->n_acc[c]);
+            gc->acc[c] = NULL;
+            gc->n_acc[c] = NULL;
+        }
+    }
+    if (c < 0 || c >= REC_SLOTS || !gc->acc[c]) {
+        *out = tmp;
+        return node_accesses(r, x, node, tmp);
+    }
+    trace_access *a = &gc->acc[c][(size_t)node * REC_ACC];
+    if (!gc->n_acc[c][node])
+        gc->n_acc[c][node] = (uint8_t)node_accesses(r, x, node, a);
+    *out = a;
+    return gc->n_acc[c][node];
 }
 
 static node_info *info_of(sched_rec *r, graph_cache *gc, const sched_graph *g, int32_t node,
@@ -983,8 +1028,9 @@ static int w_graph_compute(sched_backend *b, const sched_exec *x)
         const sched_tensor *t = &x->graph->tensors[node];
         if (t->op == SCHED_OP_NONE || sched_op_is_view(t->op))
             continue;
-        trace_access acc[REC_ACC];
-        uint32_t n = node_accesses(r, x, node, acc);
+        trace_access tmp[REC_ACC];
+        const trace_access *acc;
+        uint32_t n = accesses_of(r, gc, x, node, tmp, &acc);
         if (w->n_workers > 0) {
             memcpy(&w->x_acc[k * REC_ACC], acc, n * sizeof *acc);
             w->x_nacc[k] = (uint8_t)n;
@@ -1034,6 +1080,7 @@ sched_rec *sched_rec_new(const sched_rec_opts *o)
     r->cur = SCHED_NO_TICKET;
     r->split = -1;
     r->self = (sched_sink){ &self_iface, r };
+    trace_stmt_init(&r->blank);
     pthread_mutexattr_t ma;
     pthread_mutexattr_init(&ma);
     pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
@@ -1084,7 +1131,7 @@ void sched_rec_free(sched_rec *r)
     for (int i = 0; i < r->n_w; i++)
         wrapped_free(r->w[i]);
     for (int i = 0; i < r->n_gc; i++)
-        free(r->gc[i].info);
+        cache_free(&r->gc[i]);
     free(r->ring);
     free(r->str_map);
     free(r->buf_map);

@@ -285,8 +285,13 @@ typedef struct sched_sink {
 sched_sink sched_sink_memory(trace *t);
 /* A sink into the SQLite recorder (not owned). */
 sched_sink sched_sink_recorder(trace_recorder *rec);
-/* A sink that keeps nothing (benchmarks: the cost of producing a trace). */
-sched_sink sched_sink_null(void);
+/* A sink that keeps nothing but counts, numbering what it is given as a
+ * fresh trace would (benchmarks: what producing a trace costs). */
+typedef struct sched_null_sink {
+    uint32_t strings, queues, buffers;
+    uint64_t stmts;
+} sched_null_sink;
+sched_sink sched_sink_null(sched_null_sink *counts);
 /* Declares the trace view of a tensor on first use and returns it. */
 uint32_t sched_tensor_view(sched_sink *sink, sched_tensor *t);
 

@@ -242,7 +242,8 @@ static void test_cpustream_allreduce_rendezvous_matches_reference(void **state)
                                  .tokens = 3, .prompt = 4, .allreduce = strategies[k],
                                  .bf16_min = 16, .options = opts, .n_options = 2 };
             real_test_outcome out;
-            real_test_run(&o, sched_sink_null(), &out);
+            sched_null_sink nulls;
+            real_test_run(&o, sched_sink_null(&nulls), &out);
             if (out.rc != 0)
                 fail_msg("%s %s: %s", devices[d], strategies[k], out.msg);
             assert_false(out.verdict);
