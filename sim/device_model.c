@@ -92,11 +92,12 @@ void sim_models_list(char *buf, size_t cap)
     size_t used = 0;
     for (int i = 0; i < n; i++) {
         if (used < cap)
-            used += (size_t)snprintf(buf + used, cap - used, "%s, ", names[i]);
+            used += (size_t)snprintf(buf + used, cap - used, "%s%s", i ? ", " : "", names[i]);
         free(names[i]);
     }
     if (used < cap)
-        snprintf(buf + used, cap - used, "or a .dev file");
+        snprintf(buf + used, cap - used, "%s%s, or a .dev file", n ? " in " : "none in ",
+                 sim_devices_dir());
 }
 
 bool sim_model_exists(const char *name)

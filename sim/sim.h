@@ -54,7 +54,7 @@ int sim_model_parse(const char *name, const char *text, sim_model *out, trace_er
  * share/syncsim/devices next to the binary (installed, or the build tree),
  * else the source tree's sim/devices. */
 const char *sim_devices_dir(void);
-/* The shipped models' names, "a, b, ... or a .dev file", into buf. */
+/* The shipped models' names and folder, "a, b in DIR, or a .dev file". */
 void sim_models_list(char *buf, size_t cap);
 /* Whether name is a shipped model, or names a file (has '/' or ends .dev). */
 bool sim_model_exists(const char *name);
