@@ -88,7 +88,9 @@ void cmd_run_help(FILE *out)
             "exactly); 'outputs DIFFER from the reference' means more, or a NaN on one side: a\n"
             "synchronisation bug manifested (exit status 1). Run `syncsim check DB` on the run\n"
             "either way: it finds races whether or not they changed the numbers. Bad input is one\n"
-            "line naming what is wrong (exit status 2; nothing is recorded).\n"
+            "line naming what is wrong (exit status 2; nothing is recorded). Progress goes to\n"
+            "stderr: a bar on a terminal, for long runs; else a line every 5 s (every\n"
+            "$SYNCSIM_PROGRESS_MS milliseconds when set).\n"
             "\n"
             "  --model SPEC     KIND[:key=value,...]; KIND llama (layer split), tp (tensor split,\n"
             "                   all-reduces; on real devices every rank a cpustream) or mlp; keys\n"
@@ -234,6 +236,9 @@ int cmd_run(int argc, char **argv)
         return cli_usage_error("run", "unexpected argument '%s'", argv[optind]);
     o.options = values;
     o.progress = isatty(2) ? SCHED_PROGRESS_BAR : SCHED_PROGRESS_LINES;
+    const char *every = getenv("SYNCSIM_PROGRESS_MS");
+    if (every && cli_parse_u64(every, &v) == 0 && v > 0 && v < 86400000)
+        o.progress_ms = (int)v;
 
     /* Everything is checked before a run is created in the database. */
     trace_error err = { 0 };

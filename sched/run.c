@@ -300,8 +300,9 @@ static void progress(exec *x, bool last)
     int64_t t = wall_ns(), elapsed = t - x->t0;
     if (mode == SCHED_PROGRESS_BAR) {
         /* Only long runs: at least 50 evaluations or one second in. */
-        if (x->total < 50 && elapsed < 1000000000 && !last)
+        if (last ? !x->lines : x->total < 50 && elapsed < 1000000000)
             return;
+        x->lines = true;
         int width = 40, fill = x->total ? x->done * width / x->total : width;
         fprintf(stderr, "\r[%.*s%*s] %d/%d evaluations", fill,
                 "########################################", width - fill, "", x->done, x->total);
@@ -309,10 +310,10 @@ static void progress(exec *x, bool last)
             fputc('\n', stderr);
         return;
     }
-    /* Not a terminal: a line once the run has taken 2 s, then every 5 s. */
-    if (elapsed < 2000000000 || (!last && t - x->last_line < 5000000000))
-        return;
-    if (last && !x->lines)
+    /* Not a terminal (a log): a line every interval, once one has passed,
+     * and the last one if any was printed. */
+    int64_t every = (int64_t)(x->r->o.progress_ms > 0 ? x->r->o.progress_ms : 5000) * 1000000;
+    if (last ? !x->lines : t - (x->lines ? x->last_line : x->t0) < every)
         return;
     x->last_line = t;
     x->lines = true;
@@ -661,7 +662,7 @@ int sched_run_exec(sched_run *r, sched_sink sink, sched_run_result *res, trace_e
         const char *why = r->m.iface->error ? r->m.iface->error(r->m.ctx) : NULL;
         if (why)
             trace_error_set(err, TRACE_EUSAGE, "%s", why);
-        if (r->o.progress == SCHED_PROGRESS_BAR && x.done)
+        if (r->o.progress == SCHED_PROGRESS_BAR && x.lines)
             fputc('\n', stderr);
     } else {
         progress(&x, true);

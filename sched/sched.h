@@ -707,7 +707,7 @@ typedef struct sched_spec {
 typedef enum {
     SCHED_PROGRESS_NONE = 0,
     SCHED_PROGRESS_BAR = 1,         /* a terminal: a bar redrawn in place, long runs only */
-    SCHED_PROGRESS_LINES = 2,       /* a log: a line once 2 s in, then every 5 s */
+    SCHED_PROGRESS_LINES = 2,       /* a log: a line every progress_ms (once one has passed) */
 } sched_progress;
 
 /* What the run asks of its machine (every field defaulted by the driver). */
@@ -724,6 +724,7 @@ typedef struct sched_run_opts {
     const sched_option_value *options;  /* machine options (--barrier ...) */
     int n_options;
     sched_progress progress;        /* on stderr (default: none) */
+    int progress_ms;                /* SCHED_PROGRESS_LINES: between lines (0: 5000) */
 } sched_run_opts;
 
 /* A machine: { iface; ctx }. */
