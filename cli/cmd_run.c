@@ -97,31 +97,52 @@ void cmd_run_help(FILE *out)
             "                   n_layer n_embd n_head n_head_kv n_ff n_vocab n_ctx ubatch dtype\n"
             "                   (default: llama, a small 8-layer model)\n"
             "  --graph FILE     a graph file (docs/graph-format.md) instead of a model\n"
-            "  --devices SPEC   what runs it: comma-separated items of one machine, one of\n",
+            "  --devices SPEC   what runs it: comma-separated items of one machine, each one of\n",
             REAL_RUN_TOLERANCE);
-    sched_family_help(out, cli_run_families);
+    for (int f = 0; cli_run_families[f]; f++) {
+        const sched_family_iface *fi = cli_run_families[f]->iface;
+        char text[1024];
+        size_t used = (size_t)snprintf(text, sizeof text, "%s", fi->summary);
+        if (fi->default_spec && used < sizeof text)
+            used += (size_t)snprintf(text + used, sizeof text - used, " (default %s)",
+                                     fi->default_spec);
+        if (fi->list && used < sizeof text) {
+            char names[512];
+            fi->list(cli_run_families[f], names, sizeof names);
+            if (names[0])
+                snprintf(text + used, sizeof text - used, ": %s", names);
+        }
+        fprintf(out, "                   %-18s ", fi->syntax);
+        wrapped(out, text, 38);
+    }
     fprintf(out, "  --policy NAME    the sync policy (default events):\n");
-    for (int i = 0; sched_policies[i]; i++)
-        fprintf(out, "                   %-18s %s\n", sched_policies[i]->name,
-                sched_policies[i]->summary);
+    for (int i = 0; sched_policies[i]; i++) {
+        fprintf(out, "                   %-18s ", sched_policies[i]->name);
+        wrapped(out, sched_policies[i]->summary, 38);
+    }
     fprintf(out, "  --copies N       pipeline copy slots, 1 to 8 (default 2)\n"
                  "  --tokens N       decode tokens (default 16; 0: the prompt only)\n"
                  "  --prompt N       prompt tokens, evaluated in ubatches (default 64)\n"
                  "  --allreduce NAME the all-reduce of tensor-split models (on real devices every\n"
                  "                   strategy computes the same sum, bf16 rounds it, the reference too):\n");
-    for (int i = 0; i < SCHED_ALLREDUCE_COUNT; i++)
-        fprintf(out, "                   %-18s %s\n", sched_allreduce_str((sched_allreduce)i),
-                sched_allreduce_help((sched_allreduce)i));
+    for (int i = 0; i < SCHED_ALLREDUCE_COUNT; i++) {
+        fprintf(out, "                   %-18s ", sched_allreduce_str((sched_allreduce)i));
+        wrapped(out, sched_allreduce_help((sched_allreduce)i), 38);
+    }
     fprintf(out, "  --bf16-min N     elements from which bf16 compresses (default 32768)\n");
     for (int i = 0; i < n_fopt; i++) {
         char head[64], help[768];
         snprintf(head, sizeof head, "--%s %s", fopt[i]->name, fopt[i]->arg);
         fopt[i]->help(help, sizeof help);
-        fprintf(out, "  %-16s ", head);
+        if (strlen(head) > 16)
+            fprintf(out, "  %s\n%19s", head, "");
+        else
+            fprintf(out, "  %-16s ", head);
         wrapped(out, help, 19);
     }
-    fprintf(out, "  -o DB            the database (default ./" CLI_DEFAULT_DB ")\n\nPattern letters: ");
-    wrapped(out, trace_pattern_legend, 16);
+    fprintf(out, "  -o DB            the database (default ./" CLI_DEFAULT_DB ")\n\n"
+                 "Pattern letters (traces/pattern.c):\n  ");
+    wrapped(out, trace_pattern_legend, 2);
     fprintf(out,
             "\nExamples:\n"
             "  syncsim run\n"

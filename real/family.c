@@ -35,12 +35,12 @@ int64_t real_now_ns(void)
 
 static void help_barrier(char *buf, size_t cap)
 {
-    size_t used = (size_t)snprintf(buf, cap, "real: the cpu pool's barrier:");
+    size_t used = (size_t)snprintf(buf, cap, "real: the cpu pool's barrier,");
     for (int k = 0; k < REAL_BARRIER_COUNT && used < cap; k++)
-        used += (size_t)snprintf(buf + used, cap - used, "%s %s (%s)%s", k ? "," : "",
+        used += (size_t)snprintf(buf + used, cap - used, "%s %s%s: %s", k ? ";" : "",
                                  real_barrier_str((real_barrier_kind)k),
-                                 real_barrier_help((real_barrier_kind)k),
-                                 k == REAL_BARRIER_HYBRID ? ", the default" : "");
+                                 k == REAL_BARRIER_HYBRID ? " (default)" : "",
+                                 real_barrier_help((real_barrier_kind)k));
 }
 
 static void help_threads(char *buf, size_t cap)

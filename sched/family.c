@@ -107,20 +107,3 @@ int sched_spec_parse(const char *text, const sched_family *const *families, sche
         return trace_error_set(err, TRACE_EUSAGE, "devices '%s': no device", text), -1;
     return 0;
 }
-
-void sched_family_help(FILE *out, const sched_family *const *families)
-{
-    for (int i = 0; families[i]; i++) {
-        const sched_family_iface *f = families[i]->iface;
-        char dflt[96] = "";
-        if (f->default_spec)
-            snprintf(dflt, sizeof dflt, " (default %s)", f->default_spec);
-        fprintf(out, "                   %-18s %s%s\n", f->syntax, f->summary, dflt);
-        if (f->list) {
-            char names[512];
-            f->list(families[i], names, sizeof names);
-            if (names[0])
-                fprintf(out, "                   %-18s %s\n", "", names);
-        }
-    }
-}

@@ -818,9 +818,6 @@ const sched_family *sched_family_find(const sched_family *const *families, const
  * listing what it takes. */
 int sched_spec_parse(const char *text, const sched_family *const *families, sched_spec *out,
                      trace_error *err);
-/* What --devices takes, from the families: one line each ("  cpustream[:N]
- * ...: summary"), for help. */
-void sched_family_help(FILE *out, const sched_family *const *families);
 
 /* ------------------------------------------------------------------ */
 /* The `run` driver (run.c).                                           */
