@@ -47,6 +47,8 @@ struct sim_engine {
     int n_links, cap_links;
     sim_xfer *xfers;
     int n_xfers, cap_xfers;
+    int *free_xfers;        /* finished transfers' slots, reused */
+    int n_free, cap_free;
     int *active;            /* indices of active transfers */
     int n_active, cap_active;
 };
