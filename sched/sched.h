@@ -23,9 +23,10 @@
  * pointers); the scheduler never knows whether it drives a simulated or a
  * real device. Three layers around it, each in one file:
  *
- *   record.c  sched_rec wraps backends: the scheduler drives the wrapped
- *             ones, and every call becomes trace statements in one place
- *             (a backend only reports when its work ran: sched_rec_done);
+ *   record.c  sched_rec wraps backends (record_wrap.c): the scheduler
+ *             drives the wrapped ones, and every call becomes trace
+ *             statements in one place (a backend only reports when its
+ *             work ran: sched_rec_done);
  *   run.c     the `run` driver: a model or graph file, prompt ubatches and
  *             decode tokens the way llama.cpp drives ggml, on any machine;
  *   family.c  backend families (sim device models, cpu, cpustream, ...):
@@ -579,7 +580,7 @@ int sched_record_graph(const sched *s, sched_sink *sink, int64_t id_base);
 int sched_alloc_overlaps(const sched *s);
 
 /* ------------------------------------------------------------------ */
-/* Recording: sched_rec wraps backends (record.c).                     */
+/* Recording: sched_rec wraps backends (record.c, record_wrap.c).      */
 
 /*
  * The scheduler drives wrapped backends; each call becomes its trace
