@@ -142,7 +142,7 @@ static double llama_tokens_per_s(real_barrier_kind kind, int threads, int tokens
     o.threads = threads;
     sched_backend **be = NULL;
     size_t nb = 0;
-    if (real_backends_create("cpu", &o, NULL, &be, &nb, err, sizeof err) != 0) {
+    if (real_backends_create("cpu", &o, &be, &nb, err, sizeof err) != 0) {
         fprintf(stderr, "bench_barrier: %s\n", err);
         return -1;
     }

@@ -1,13 +1,23 @@
 /*
- * bench_sim.c -- how fast the simulator runs.
+ * bench_sim.c -- how fast the simulator records.
  *
- *   1. simulated statements per second of wall time on a run of at least
- *      1 M statements, with a sink that drops them (the simulator alone)
- *      and with an in-memory trace (simulator + trace model);
- *   2. the wall time of a 32-layer llama on 2 simulated GPUs for 1000
- *      decode tokens recorded into a SQLite database, as `syncsim run`.
+ * A 32-layer llama on two simulated H100s (events, 2 copies), through the
+ * `run` driver (sched/run.c) exactly as `syncsim run` drives it:
  *
- * usage: bench_sim [TOKENS_FOR_1] [DB]   (defaults 1500, a temp file)
+ *   1. statements per second of wall time, decode only (TOKENS tokens, at
+ *      least 1 M statements), into the null sink: the simulator, the
+ *      recording and the sync pattern, without a store -- REPEAT times,
+ *      worst and median;
+ *   2. the same into an in-memory trace (the trace model's appends);
+ *   3. the same into SQLite through the recorder, to a closed database --
+ *      REPEAT times, worst and median;
+ *   4. the recorder alone: the statements of 2 appended into a fresh
+ *      database and closed, no simulator: the ceiling of 3 (the store's
+ *      writer thread) on this machine;
+ *   5. the wall time of the 32-layer, 1000-token run with a 512-token
+ *      prompt recorded into SQLite, database closed.
+ *
+ * usage: bench_sim [TOKENS] [DB] [REPEAT]   (defaults 1500, a temp file, 5)
  */
 #include "sim/sim.h"
 
@@ -18,6 +28,7 @@
 #include <unistd.h>
 
 #define LLAMA32 "llama:n_layer=32,n_embd=4096,n_head=32,n_head_kv=8,n_ff=11008,n_vocab=32000,n_ctx=2048,ubatch=256"
+#define MAX_REPEAT 32
 
 static double now_s(void)
 {
@@ -26,75 +37,63 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static uint32_t null_queue(void *c, const char *n, trace_queue_kind k, const char *d)
+static const sched_family *const families[] = { &sim_family, NULL };
+
+static void remove_db(const char *db)
 {
-    (void)c, (void)n, (void)k, (void)d;
-    return 0;
-}
-static uint32_t null_buffer(void *c, const char *n, uint64_t s, trace_loc l, const char *d, bool p)
-{
-    (void)c, (void)n, (void)s, (void)l, (void)d, (void)p;
-    return 0;
-}
-static uint32_t null_view(void *c, const char *n, uint32_t p, uint64_t o, uint64_t s)
-{
-    (void)c, (void)n, (void)p, (void)o, (void)s;
-    return 0;
-}
-static uint32_t null_intern(void *c, const char *s)
-{
-    (void)c, (void)s;
-    return 0;
-}
-static uint64_t null_append(void *c, const trace_stmt *s)
-{
-    (void)s;
-    return (*(uint64_t *)c)++;
+    char side[300];
+    unlink(db);
+    snprintf(side, sizeof side, "%s-wal", db);
+    unlink(side);
+    snprintf(side, sizeof side, "%s-shm", db);
+    unlink(side);
 }
 
-static int run(const char *what, sched_sink sink, int tokens, int prompt)
+/* One run into sink; its statements, and the seconds the run took. */
+static int run(sched_sink sink, int tokens, int prompt, uint64_t *n_stmts, double *secs)
 {
-    sim_run_opts o = { .model = LLAMA32, .devices = "h100-pcie", .policy = "events", .n_copies = 2,
-                       .tokens = tokens, .prompt = prompt, .sink = sink };
-    sim_run_result r;
+    sched_run_opts o = { .model = LLAMA32, .devices = "h100-pcie", .policy = "events",
+                         .n_copies = 2, .tokens = tokens, .prompt = prompt };
+    sched_run *r = NULL;
+    sched_run_result res;
     trace_error err = { 0 };
-    double t0 = now_s();
-    int rc = sim_run(&o, &r, &err);
-    double dt = now_s() - t0;
-    if (rc != 0) {
+    if (sched_run_prepare(&o, families, &r, &err) != 0) {
         fprintf(stderr, "bench_sim: %s\n", err.msg);
         return 1;
     }
-    printf("%-34s %9llu statements in %7.3f s: %6.2f M statements/s (%.3f ms/token simulated)\n",
-           what, (unsigned long long)r.stats.n_stmts, dt, (double)r.stats.n_stmts / dt / 1e6,
-           r.ns_per_token / 1e6);
+    double t0 = now_s();
+    int rc = sched_run_exec(r, sink, &res, &err);
+    *secs = now_s() - t0;
+    *n_stmts = res.n_stmts;
+    sched_run_free(r);
+    if (rc != 0)
+        fprintf(stderr, "bench_sim: %s\n", err.msg);
+    return rc;
+}
+
+/* One run into a fresh database, closed; the seconds from open to closed. */
+static int run_sqlite(const char *db, int tokens, int prompt, uint64_t *n_stmts, double *secs)
+{
+    remove_db(db);
+    trace_error err = { 0 };
+    trace_recorder_opts ro = { .run_name = "bench", .source = "sim" };
+    double t0 = now_s();
+    trace_recorder *rec = trace_recorder_open(db, &ro, &err);
+    double ignored;
+    if (!rec || run(sched_sink_recorder(rec), tokens, prompt, n_stmts, &ignored) != 0 ||
+        trace_recorder_close(rec, &err) != 0) {
+        fprintf(stderr, "bench_sim: %s\n", err.msg);
+        return 1;
+    }
+    *secs = now_s() - t0;
     return 0;
 }
 
-int main(int argc, char **argv)
+/* The statements of t appended into a fresh database, closed: seconds. */
+static int recorder_alone(const trace *t, const char *db, double *secs)
 {
-    int tokens = argc > 1 ? atoi(argv[1]) : 1500;
-    char db[256];
-    if (argc > 2)
-        snprintf(db, sizeof db, "%s", argv[2]);
-    else
-        snprintf(db, sizeof db, "/tmp/bench_sim_%d.db", (int)getpid());
-
-    static const sched_sink_iface null_iface = {
-        .queue = null_queue, .buffer = null_buffer, .view = null_view, .intern = null_intern,
-        .append = null_append,
-    };
-    uint64_t count = 0;
-    printf("model %s on h100-pcie (2 GPUs), policy events, 2 copies\n", LLAMA32);
-    if (run("simulator only (null sink)", (sched_sink){ &null_iface, &count }, tokens, 0) != 0)
-        return 1;
-    trace *t = trace_new();
-    if (run("simulator + in-memory trace", sched_sink_memory(t), tokens, 0) != 0)
-        return 1;
-    trace_free(t);
-
+    remove_db(db);
     trace_error err = { 0 };
-    unlink(db);
     trace_recorder_opts ro = { .run_name = "bench", .source = "sim" };
     double t0 = now_s();
     trace_recorder *rec = trace_recorder_open(db, &ro, &err);
@@ -102,15 +101,101 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_sim: %s\n", err.msg);
         return 1;
     }
-    if (run("32 layers, 1000 tokens -> SQLite", sched_sink_recorder(rec), 1000, 512) != 0)
-        return 1;
+    /* Strings first, in order, so that every id of t is the recorder's. */
+    for (uint32_t i = 0; i < t->n_strs; i++)
+        trace_recorder_intern(rec, t->strs[i]);
+    for (uint32_t q = 0; q < t->n_queues; q++)
+        trace_recorder_queue(rec, trace_str(t, t->queues[q].name), t->queues[q].kind,
+                             t->queues[q].device == TRACE_NONE ? NULL
+                                                               : trace_str(t, t->queues[q].device));
+    for (uint32_t b = 0; b < t->n_buffers; b++) {
+        const trace_buffer *tb = &t->buffers[b];
+        if (tb->parent == TRACE_NONE)
+            trace_recorder_buffer(rec, trace_str(t, tb->name), tb->size, tb->loc,
+                                  tb->device == TRACE_NONE ? NULL : trace_str(t, tb->device),
+                                  tb->pinned);
+        else
+            trace_recorder_view(rec, trace_str(t, tb->name), tb->parent, tb->offset, tb->size);
+    }
+    for (uint64_t i = 0; i < t->n_stmts; i++) {
+        trace_stmt s;
+        trace_stmt_at(t, i, &s);
+        trace_recorder_append(rec, &s);
+    }
     if (trace_recorder_close(rec, &err) != 0) {
         fprintf(stderr, "bench_sim: %s\n", err.msg);
         return 1;
     }
-    printf("wall time of the 32-layer, 2-device, 1000-token run with its database closed: %.3f s\n",
-           now_s() - t0);
+    *secs = now_s() - t0;
+    return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Prints REPEAT rates (M statements/s), then the worst and the median. */
+static void summary(const char *what, double *rate, int n)
+{
+    printf("%-40s", what);
+    for (int i = 0; i < n; i++)
+        printf(" %.2f", rate[i]);
+    qsort(rate, (size_t)n, sizeof *rate, cmp_double);
+    printf("  -> worst %.2f, median %.2f M statements/s\n", rate[0], rate[n / 2]);
+}
+
+int main(int argc, char **argv)
+{
+    int tokens = argc > 1 ? atoi(argv[1]) : 1500;
+    int repeat = argc > 3 ? atoi(argv[3]) : 5;
+    if (repeat < 1 || repeat > MAX_REPEAT)
+        repeat = 5;
+    char db[256];
+    if (argc > 2)
+        snprintf(db, sizeof db, "%s", argv[2]);
+    else
+        snprintf(db, sizeof db, "/tmp/bench_sim_%d.db", (int)getpid());
+
+    printf("model %s on h100-pcie (2 GPUs), policy events, 2 copies, %d decode tokens\n", LLAMA32,
+           tokens);
+    double rate[MAX_REPEAT], secs;
+    uint64_t n = 0;
+    for (int i = 0; i < repeat; i++) {
+        sched_null_sink nulls;
+        if (run(sched_sink_null(&nulls), tokens, 0, &n, &secs) != 0)
+            return 1;
+        rate[i] = (double)n / secs / 1e6;
+    }
+    printf("%llu statements a run\n", (unsigned long long)n);
+    summary("simulator, null sink:", rate, repeat);
+
+    trace *t = trace_new();
+    if (run(sched_sink_memory(t), tokens, 0, &n, &secs) != 0)
+        return 1;
+    printf("%-40s %.2f M statements/s\n", "simulator, in-memory trace:", (double)n / secs / 1e6);
+
+    for (int i = 0; i < repeat; i++) {
+        if (run_sqlite(db, tokens, 0, &n, &secs) != 0)
+            return 1;
+        rate[i] = (double)n / secs / 1e6;
+    }
+    summary("simulator -> SQLite, database closed:", rate, repeat);
+
+    for (int i = 0; i < repeat; i++) {
+        if (recorder_alone(t, db, &secs) != 0)
+            return 1;
+        rate[i] = (double)t->n_stmts / secs / 1e6;
+    }
+    summary("recorder alone (no simulator):", rate, repeat);
+    trace_free(t);
+
+    if (run_sqlite(db, 1000, 512, &n, &secs) != 0)
+        return 1;
+    printf("32 layers, 1000 tokens, 512-token prompt -> SQLite: %llu statements, %.3f s with "
+           "the database closed\n", (unsigned long long)n, secs);
     if (argc <= 2)
-        unlink(db);
+        remove_db(db);
     return 0;
 }

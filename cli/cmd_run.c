@@ -1,112 +1,182 @@
 /*
- * cmd_run.c -- `syncsim run`: schedule a model or graph on simulated
- * devices, record the run, print what it cost.
+ * cmd_run.c -- `syncsim run`: options, then the driver (sched/run.c).
+ *
+ * Everything a run is given is checked by the driver against the tables
+ * that define it (policies, all-reduces, the backend families of
+ * cli/run_families.c and their options) before a run is created in the
+ * database; the help lists them from those tables too.
  */
 #include "cli.h"
 #include "real/real.h"
-#include "sim/sim.h"
+#include "run_families.h"
 
+#include <errno.h>
 #include <getopt.h>
+#include <libgen.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+/* The machine options of every family (--barrier, ...), each once. */
+static int family_options(const sched_option **out, int cap)
+{
+    int n = 0;
+    for (int f = 0; cli_run_families[f]; f++) {
+        const sched_option *opt = cli_run_families[f]->iface->options;
+        for (int j = 0; opt && opt[j].name; j++) {
+            bool seen = false;
+            for (int k = 0; k < n && !seen; k++)
+                seen = strcmp(out[k]->name, opt[j].name) == 0;
+            if (!seen && n < cap)
+                out[n++] = &opt[j];
+        }
+    }
+    return n;
+}
+
+/* Prints text wrapped at 95 columns, every line after the first indented. */
+static void wrapped(FILE *out, const char *text, int indent)
+{
+    int col = indent;
+    const char *p = text;
+    while (*p) {
+        const char *e = p;
+        while (*e && *e != ' ')
+            e++;
+        int len = (int)(e - p);
+        if (col > indent && col + 1 + len > 95) {
+            fprintf(out, "\n%*s", indent, "");
+            col = indent;
+        } else if (col > indent) {
+            fputc(' ', out);
+            col++;
+        }
+        fprintf(out, "%.*s", len, p);
+        col += len;
+        p = *e ? e + 1 : e;
+    }
+    fputc('\n', out);
+}
 
 void cmd_run_help(FILE *out)
 {
+    const sched_option *fopt[32];
+    int n_fopt = family_options(fopt, 32);
+    fprintf(out, "usage: syncsim run [--model SPEC | --graph FILE] [--devices SPEC] [--policy NAME]\n"
+                 "                   [--copies N] [--tokens N] [--prompt N] [--allreduce NAME]\n"
+                 "                   [--bf16-min ELEMENTS]");
+    for (int i = 0; i < n_fopt; i++)
+        fprintf(out, "%s[--%s %s]", i % 3 == 0 ? "\n                   " : " ", fopt[i]->name,
+                fopt[i]->arg);
+    fprintf(out, " [-o DB]\n\n");
     fprintf(out,
-            "usage: syncsim run [--model SPEC | --graph FILE] [--devices MODEL|SPEC] [--policy NAME]\n"
-            "                   [--copies N] [--tokens N] [--prompt N] [--allreduce ring|butterfly|bf16]\n"
-            "                   [--bf16-min ELEMENTS] [--barrier NAME] [--threads N]\n"
-            "                   [--trace-level stream|thread] [--seed N] [-o DB]\n"
-            "\n"
             "Schedules a graph the way ggml's backend scheduler does (assignment passes, splits,\n"
-            "split-input copies in N pipeline slots, a sync policy) on a simulated machine, records\n"
-            "every call and completion as a new run of DB, and prints the simulated time per token\n"
-            "and for the prompt, syncs per token and the pattern of host calls, bytes per link and\n"
-            "the utilisation of each device.\n"
+            "split-input copies in N pipeline slots, a sync policy) and records every call and\n"
+            "completion as a new run of DB. The prompt is evaluated in ubatches back to back, then\n"
+            "each decode token. It prints the time per token and of the prompt, host syncs per\n"
+            "token and the sync pattern of the last evaluation, as the recorded trace says.\n"
             "\n"
-            "With a real device spec (cpu, cpustream, docs/real-backends.md) the schedule runs for\n"
-            "real on the CPU, on real data: it prints the wall time per token and for the prompt,\n"
-            "syncs per token and the pattern, and the max absolute and relative error of the output\n"
-            "of every evaluation against a reference (the same graphs on one cpu thread,\n"
-            "sequentially). Outputs are read asynchronously, one host tensor per evaluation, with a\n"
-            "synchronize every 64 evaluations and at the end of the prompt and of the decode (a sync\n"
-            "after every token would hide the broken policies' races). 'outputs match' means a max\n"
-            "relative error of at most %g (a correct schedule matches exactly); 'outputs DIFFER\n"
-            "from the reference' means more, or a NaN on one side: a synchronisation bug manifested\n"
-            "(exit status 1). Run `syncsim check DB` on the run either way: it finds races whether\n"
-            "or not they changed the numbers. A malformed spec is one line naming the spec and the\n"
-            "item at fault (exit status 2; nothing is recorded).\n"
+            "On a simulated machine (a device model) the times are simulated, and it adds the\n"
+            "bytes each link moved and each device's utilisation. On real devices (cpu,\n"
+            "cpustream, docs/real-backends.md) the schedule runs for real on real data, timed on\n"
+            "the wall clock: every evaluation's output is read asynchronously (a synchronize every\n"
+            "64 evaluations and at the end of the prompt and of the decode; a sync after every\n"
+            "token would hide the broken policies' races) and compared with a reference (the same\n"
+            "graphs on one cpu thread, sequentially), which is left out of the times and said.\n"
+            "'outputs match' means a max relative error of at most %g (a correct schedule matches\n"
+            "exactly); 'outputs DIFFER from the reference' means more, or a NaN on one side: a\n"
+            "synchronisation bug manifested (exit status 1). Run `syncsim check DB` on the run\n"
+            "either way: it finds races whether or not they changed the numbers. Bad input is one\n"
+            "line naming what is wrong (exit status 2; nothing is recorded). Progress goes to\n"
+            "stderr: a bar on a terminal, for long runs; else a line every 5 s (every\n"
+            "$SYNCSIM_PROGRESS_MS milliseconds when set).\n"
             "\n"
             "  --model SPEC     KIND[:key=value,...]; KIND llama (layer split), tp (tensor split,\n"
             "                   all-reduces; on real devices every rank a cpustream) or mlp; keys\n"
             "                   n_layer n_embd n_head n_head_kv n_ff n_vocab n_ctx ubatch dtype\n"
             "                   (default: llama, a small 8-layer model)\n"
             "  --graph FILE     a graph file (docs/graph-format.md) instead of a model\n"
-            "  --devices MODEL  a device model: h100-pcie (default), h100-sxm, rtx4090-pcie4,\n"
-            "                   rtx4090-windows, cpu-2core, or a .dev file; append :gpus=N\n"
-            "  --devices SPEC   real backends: cpustream[:N] devices then cpu, with key=value\n"
-            "                   options after a device (jitter=DUR seed=N threads=N mem=SIZE), e.g.\n"
-            "                   cpu, cpustream:2,cpu, cpustream:2,jitter=200us,seed=7,cpu\n"
-            "  --policy NAME    full, relaxed, events (default), async-user-inputs, no-split-wait\n"
-            "  --copies N       pipeline copy slots (default 2)\n"
-            "  --tokens N       decode tokens (default 16)\n"
-            "  --prompt N       prompt tokens, evaluated in ubatches (default 64)\n"
-            "  --allreduce S    all-reduce of tensor-split models (default ring); on real devices\n"
-            "                   ring and butterfly compute the same sum, bf16 rounds it through bf16\n"
-            "                   (the reference too); a rank waiting 10 s for the others fails the\n"
-            "                   run: the schedule hangs\n"
-            "  --bf16-min N     elements from which bf16 compresses (default 32768)\n"
-            "  --barrier NAME   real: the cpu pool's barrier: spin, futex, hybrid (default), pthread\n"
-            "  --threads N      real: cpu pool threads (default: the CPUs this process may use)\n"
-            "  --trace-level L  real: stream (default) or thread (each pool thread a host queue with\n"
-            "                   its node chunks and the pool's barriers, so check verifies them;\n"
-            "                   split is another name for stream)\n"
-            "  --seed N         real: weights, inputs and the default jitter seed (default 1)\n"
-            "  -o DB            the database (default ./" CLI_DEFAULT_DB ")\n"
-            "\n"
-            "Pattern letters: s sync, e host waits for an event, w stream waits for an event,\n"
-            "r record, a async copy, c blocking copy, g graph launch; '|' separates splits.\n"
-            "\n"
-            "Examples:\n"
+            "  --devices SPEC   what runs it: comma-separated items of one machine, each one of\n",
+            REAL_RUN_TOLERANCE);
+    for (int f = 0; cli_run_families[f]; f++) {
+        const sched_family_iface *fi = cli_run_families[f]->iface;
+        char text[1024];
+        size_t used = (size_t)snprintf(text, sizeof text, "%s", fi->summary);
+        if (fi->default_spec && used < sizeof text)
+            used += (size_t)snprintf(text + used, sizeof text - used, " (default %s)",
+                                     fi->default_spec);
+        if (fi->list && used < sizeof text) {
+            char names[512];
+            fi->list(cli_run_families[f], names, sizeof names);
+            if (names[0])
+                snprintf(text + used, sizeof text - used, ": %s", names);
+        }
+        fprintf(out, "                   %-18s ", fi->syntax);
+        wrapped(out, text, 38);
+    }
+    fprintf(out, "  --policy NAME    the sync policy (default events):\n");
+    for (int i = 0; sched_policies[i]; i++) {
+        fprintf(out, "                   %-18s ", sched_policies[i]->name);
+        wrapped(out, sched_policies[i]->summary, 38);
+    }
+    fprintf(out, "  --copies N       pipeline copy slots, 1 to 8 (default 2)\n"
+                 "  --tokens N       decode tokens (default 16; 0: the prompt only)\n"
+                 "  --prompt N       prompt tokens, evaluated in ubatches (default 64)\n"
+                 "  --allreduce NAME the all-reduce of tensor-split models (on real devices every\n"
+                 "                   strategy computes the same sum, bf16 rounds it, the reference too):\n");
+    for (int i = 0; i < SCHED_ALLREDUCE_COUNT; i++) {
+        fprintf(out, "                   %-18s ", sched_allreduce_str((sched_allreduce)i));
+        wrapped(out, sched_allreduce_help((sched_allreduce)i), 38);
+    }
+    fprintf(out, "  --bf16-min N     elements from which bf16 compresses (default 32768)\n");
+    for (int i = 0; i < n_fopt; i++) {
+        char head[64], help[768];
+        snprintf(head, sizeof head, "--%s %s", fopt[i]->name, fopt[i]->arg);
+        fopt[i]->help(help, sizeof help);
+        if (strlen(head) > 16)
+            fprintf(out, "  %s\n%19s", head, "");
+        else
+            fprintf(out, "  %-16s ", head);
+        wrapped(out, help, 19);
+    }
+    fprintf(out, "  -o DB            the database (default ./" CLI_DEFAULT_DB ")\n\n"
+                 "Pattern letters (traces/pattern.c):\n  ");
+    wrapped(out, trace_pattern_legend, 2);
+    fprintf(out,
+            "\nExamples:\n"
             "  syncsim run\n"
             "  syncsim run --model llama:n_layer=32,n_embd=4096 --policy relaxed --devices rtx4090-windows\n"
             "  syncsim run --model tp --devices h100-sxm --allreduce bf16\n"
             "  syncsim run --model llama:n_layer=2,n_embd=128 --devices cpustream:2,jitter=200us,seed=7,cpu \\\n"
-            "              --policy async-user-inputs --tokens 8 --prompt 16 -o real.db; syncsim check real.db\n",
-            REAL_RUN_TOLERANCE);
+            "              --policy async-user-inputs --tokens 8 --prompt 16 -o real.db; syncsim check real.db\n");
 }
 
-static void human_bytes(uint64_t b, char *buf, size_t cap)
+/* Where the database goes: a path whose directory exists. Returns 0, or
+ * prints what is wrong and returns 2. */
+static int check_db_path(const char *db)
 {
-    if (b >= (1ull << 30))
-        snprintf(buf, cap, "%.2f GiB", (double)b / (1ull << 30));
-    else if (b >= (1ull << 20))
-        snprintf(buf, cap, "%.2f MiB", (double)b / (1ull << 20));
-    else if (b >= 1024)
-        snprintf(buf, cap, "%.1f KiB", (double)b / 1024);
-    else
-        snprintf(buf, cap, "%llu B", (unsigned long long)b);
-}
-
-/* The real-backend path: check the inputs, record, print the summary. */
-/* Checks the names a run is given before a run is created in the database.
- * Returns 0, or the usage error's exit status. */
-static int check_names(const char *policy, const char *allreduce)
-{
-    if (policy && !sched_policy_find(policy))
-        return cli_usage_error("run", "unknown policy '%s' (expected %s)", policy,
-                               sched_policy_names());
-    if (allreduce && !sched_allreduce_known(allreduce))
-        return cli_usage_error("run", "unknown all-reduce '%s' (expected " SCHED_ALLREDUCE_NAMES ")",
-                               allreduce);
+    if (!*db)
+        return cli_error("run", "-o: an empty path (expected a database file)");
+    struct stat st;
+    if (stat(db, &st) == 0 && S_ISDIR(st.st_mode))
+        return cli_error("run", "-o %s: is a directory, not a database file", db);
+    char copy[4096];
+    snprintf(copy, sizeof copy, "%s", db);
+    const char *dir = dirname(copy);
+    if (stat(dir, &st) != 0)
+        return cli_error("run", "-o %s: cannot create it: no directory %s", db, dir);
+    if (!S_ISDIR(st.st_mode))
+        return cli_error("run", "-o %s: cannot create it: %s is not a directory", db, dir);
+    if (access(db, F_OK) != 0 && access(dir, W_OK) != 0)
+        return cli_error("run", "-o %s: cannot create it in %s: %s", db, dir, strerror(errno));
     return 0;
 }
 
-/* Closes the run's recorder after the simulated or real run returned rc
- * (err its error). Returns -1 when the run succeeded and was closed, else
- * the exit status, having printed why: 2 for bad input or a failed close,
- * 1 for a run that failed part-way (its partial run stays). */
+/* Closes the run's recorder after the run returned rc (err its error).
+ * Returns -1 when the run succeeded and was closed, else the exit status,
+ * having printed why: 2 for a failed close, 1 for a run that failed
+ * part-way (its partial run stays). */
 static int close_run(trace_recorder *rec, int rc, const trace_error *err, const char *db,
                      int64_t *run_id)
 {
@@ -117,104 +187,33 @@ static int close_run(trace_recorder *rec, int rc, const trace_error *err, const 
     if (rc == 0)
         return -1;
     cli_error("run", "%s", err->msg);
-    if (rc == 2)
-        return 2;
     fprintf(stderr, "syncsim run: the partial run is run %lld of %s\n", (long long)*run_id, db);
     return 1;
 }
 
-/* A run's name says what ran where: "MODEL POLICY on DEVICES". */
-static const char *run_name(char *buf, size_t cap, const char *model, const char *graph_file,
-                            const char *policy, const char *devices, const char *default_devices)
-{
-    snprintf(buf, cap, "%s %s on %s", graph_file ? graph_file : model ? model : "llama",
-             policy ? policy : "events", devices ? devices : default_devices);
-    return buf;
-}
-
-static int run_real(real_run_opts *o, const char *db)
-{
-    /* Check the inputs before a run is created in the database. */
-    char ebuf[512];
-    if (real_spec_check(o->devices, NULL, ebuf, sizeof ebuf) != 0)
-        return cli_error("run", "%s", ebuf);
-    int bad = check_names(o->policy, o->allreduce);
-    if (bad)
-        return bad;
-    trace_error err = { 0 };
-    if (o->graph_file) {
-        sched_graph *g = sched_graph_parse_file(o->graph_file, &err);
-        if (!g)
-            return cli_error("run", "%s", err.msg);
-        sched_graph_free(g);
-    } else {
-        sched_model_params p;
-        if (sched_model_parse(o->model ? o->model : "llama", &p, ebuf, sizeof ebuf) != 0)
-            return cli_error("run", "%s", ebuf);
-    }
-
-    char name[512];
-    trace_recorder_opts rop = { .run_name = run_name(name, sizeof name, o->model, o->graph_file,
-                                                     o->policy, o->devices, "cpu"),
-                                .source = "real" };
-    trace_recorder *rec = trace_recorder_open(db, &rop, &err);
-    if (!rec)
-        return cli_error("run", "%s", err.msg);
-    o->rec = rec;
-    o->progress = isatty(2);
-    real_run_result r;
-    int rc = real_run(o, &r, &err);
-    int64_t run_id;
-    int status = close_run(rec, rc, &err, db, &run_id);
-    if (status >= 0)
-        return status;
-    printf("%s\n", r.desc);
-    printf("policy %s, %d copies: %d splits, %d split inputs; run %lld in %s\n",
-           o->policy ? o->policy : "events", r.n_copies, r.n_splits, r.n_inputs,
-           (long long)run_id, db);
-    if (r.prompt_tokens > 0)
-        printf("prompt: %d tokens in %d ubatches: %.3f ms wall (%.1f tokens/s)\n", r.prompt_tokens,
-               r.n_ubatches, (double)r.prompt_ns / 1e6,
-               r.prompt_ns > 0 ? r.prompt_tokens * 1e9 / (double)r.prompt_ns : 0.0);
-    printf("decode: %d tokens: %.3f ms/token wall (%.1f tokens/s), %.2f syncs/token\n", r.tokens,
-           r.ns_per_token / 1e6, r.ns_per_token > 0 ? 1e9 / r.ns_per_token : 0.0,
-           r.syncs_per_token);
-    printf("pattern (decode): %s\n", r.pattern);
-    if (r.prompt_pattern[0])
-        printf("pattern (prompt): %s\n", r.prompt_pattern);
-    printf("max abs error %.3g, max rel error %.3g against the reference (cpu, sequential): "
-           "%llu values of %llu evaluations\n",
-           r.err.max_abs, r.err.max_rel, (unsigned long long)r.err.n,
-           (unsigned long long)r.n_evals);
-    if (r.err.n_nan)
-        printf("%llu values are NaN on one side only\n", (unsigned long long)r.err.n_nan);
-    if (r.differ) {
-        printf("outputs DIFFER from the reference (max rel error above %g): a synchronisation "
-               "bug manifested; see `syncsim check %s`\n", REAL_RUN_TOLERANCE, db);
-        return 1;
-    }
-    printf("outputs match%s (tolerance %g relative)\n", r.err.max_abs == 0 ? " exactly" : "",
-           REAL_RUN_TOLERANCE);
-    return 0;
-}
+enum { OPT_FAMILY = 1000 };
 
 int cmd_run(int argc, char **argv)
 {
-    static const struct option longopts[] = {
+    static const struct option common[] = {
         { "model", required_argument, NULL, 'm' },  { "graph", required_argument, NULL, 'g' },
         { "devices", required_argument, NULL, 'd' }, { "policy", required_argument, NULL, 'p' },
         { "copies", required_argument, NULL, 'c' }, { "tokens", required_argument, NULL, 't' },
         { "prompt", required_argument, NULL, 'P' }, { "allreduce", required_argument, NULL, 'a' },
         { "bf16-min", required_argument, NULL, 'b' }, { "output", required_argument, NULL, 'o' },
-        { "barrier", required_argument, NULL, 'B' }, { "threads", required_argument, NULL, 'T' },
-        { "trace-level", required_argument, NULL, 'L' }, { "seed", required_argument, NULL, 'S' },
-        { NULL, 0, NULL, 0 },
     };
-    const char *barrier = NULL, *real_only = NULL;
-    int threads = 0;
-    real_trace_level level = REAL_TRACE_STREAM;
-    uint64_t seed = 1;
-    sim_run_opts o = { .tokens = -1, .prompt = -1 };
+    enum { N_COMMON = sizeof common / sizeof common[0] };
+    const sched_option *fopt[32];
+    int n_fopt = family_options(fopt, 32);
+    struct option longopts[N_COMMON + 32 + 1];
+    memcpy(longopts, common, sizeof common);
+    for (int i = 0; i < n_fopt; i++)
+        longopts[N_COMMON + i] = (struct option){ fopt[i]->name, required_argument, NULL,
+                                                  OPT_FAMILY + i };
+    longopts[N_COMMON + n_fopt] = (struct option){ NULL, 0, NULL, 0 };
+
+    sched_run_opts o = { .tokens = -1, .prompt = -1 };
+    sched_option_value values[32];
     const char *db = CLI_DEFAULT_DB;
     unsigned long long v;
     int c;
@@ -246,119 +245,44 @@ int cmd_run(int argc, char **argv)
                 return cli_usage_error("run", "--bf16-min expects a positive count, got '%s'", optarg);
             o.bf16_min = (int64_t)v;
             break;
-        case 'B':
-            if (real_barrier_parse(optarg) < 0)
-                return cli_usage_error("run", "unknown barrier '%s' (expected spin, futex, hybrid "
-                                       "or pthread)", optarg);
-            barrier = optarg;
-            real_only = "--barrier";
-            break;
-        case 'T':
-            if (cli_parse_u64(optarg, &v) || v < 1 || v > 256)
-                return cli_usage_error("run", "--threads expects 1 to 256, got '%s'", optarg);
-            threads = (int)v;
-            real_only = "--threads";
-            break;
-        case 'L':
-            if (strcmp(optarg, "stream") == 0 || strcmp(optarg, "split") == 0)
-                level = REAL_TRACE_STREAM;
-            else if (strcmp(optarg, "thread") == 0)
-                level = REAL_TRACE_THREAD;
-            else
-                return cli_usage_error("run", "--trace-level expects stream or thread, got '%s'",
-                                       optarg);
-            real_only = "--trace-level";
-            break;
-        case 'S':
-            if (cli_parse_u64(optarg, &v))
-                return cli_usage_error("run", "--seed expects a non-negative integer, got '%s'",
-                                       optarg);
-            seed = (uint64_t)v;
-            real_only = "--seed";
-            break;
         default:
+            if (c >= OPT_FAMILY && c < OPT_FAMILY + n_fopt) {
+                values[o.n_options++] = (sched_option_value){ fopt[c - OPT_FAMILY]->name, optarg };
+                break;
+            }
             return cli_usage_error("run", "unknown option");
         }
     }
     if (optind < argc)
         return cli_usage_error("run", "unexpected argument '%s'", argv[optind]);
-    if (o.model && o.graph_file)
-        return cli_usage_error("run", "give --model or --graph, not both");
-    if (real_spec_is_real(o.devices)) {
-        real_run_opts ro = { .model = o.model, .graph_file = o.graph_file, .devices = o.devices,
-                             .policy = o.policy, .n_copies = o.n_copies, .tokens = o.tokens,
-                             .prompt = o.prompt, .barrier = barrier, .threads = threads,
-                             .trace_level = level, .seed = seed, .allreduce = o.allreduce,
-                             .allreduce_bf16_min = o.bf16_min };
-        return run_real(&ro, db);
-    }
-    if (real_only)
-        return cli_usage_error("run", "%s applies to real devices only (--devices cpu, "
-                               "cpustream:N,cpu, ...)", real_only);
+    o.options = values;
+    o.progress = isatty(2) ? SCHED_PROGRESS_BAR : SCHED_PROGRESS_LINES;
+    const char *every = getenv("SYNCSIM_PROGRESS_MS");
+    if (every && cli_parse_u64(every, &v) == 0 && v > 0 && v < 86400000)
+        o.progress_ms = (int)v;
 
-    /* Check the inputs before a run is created in the database. */
+    /* Everything is checked before a run is created in the database. */
     trace_error err = { 0 };
-    sim_model m;
-    if (sim_model_load(o.devices ? o.devices : "h100-pcie", &m, &err) != 0)
+    sched_run *run = NULL;
+    if (sched_run_prepare(&o, cli_run_families, &run, &err) != 0)
         return cli_error("run", "%s", err.msg);
-    int bad = check_names(o.policy, o.allreduce);
-    if (bad)
+    int bad = check_db_path(db);
+    if (bad) {
+        sched_run_free(run);
         return bad;
-    sched_model_params p;
-    char perr[512];
-    if (!o.graph_file && sched_model_parse(o.model ? o.model : "llama", &p, perr, sizeof perr) != 0)
-        return cli_error("run", "%s", perr);
-    if (o.graph_file) {
-        sched_graph *g = sched_graph_parse_file(o.graph_file, &err);
-        if (!g)
-            return cli_error("run", "%s", err.msg);
-        sched_graph_free(g);
     }
-
-    char name[512];
-    trace_recorder_opts ro = { .run_name = run_name(name, sizeof name, o.model, o.graph_file,
-                                                    o.policy, o.devices, "h100-pcie"),
-                               .source = "sim" };
+    trace_recorder_opts ro = { .run_name = sched_run_name(run), .source = sched_run_source(run) };
     trace_recorder *rec = trace_recorder_open(db, &ro, &err);
-    if (!rec)
+    if (!rec) {
+        sched_run_free(run);
         return cli_error("run", "%s", err.msg);
-    o.sink = sched_sink_recorder(rec);
-    o.progress = isatty(2);
-    sim_run_result r;
-    int rc = sim_run(&o, &r, &err);
+    }
+    sched_run_result res;
+    int rc = sched_run_exec(run, sched_sink_recorder(rec), &res, &err);
     int64_t run_id;
     int status = close_run(rec, rc, &err, db, &run_id);
-    if (status >= 0)
-        return status;
-    const sim_stats *st = &r.stats;
-    printf("%s\n", r.desc);
-    printf("policy %s, %d copies: %d splits, %d split inputs; run %lld in %s (%llu statements)\n",
-           o.policy ? o.policy : "events", r.n_copies, r.n_splits, r.n_inputs, (long long)run_id, db,
-           (unsigned long long)st->n_stmts);
-    if (r.prompt_tokens > 0)
-        printf("prompt: %d tokens in %d ubatches: %.3f ms simulated\n", r.prompt_tokens,
-               r.n_ubatches, (double)r.prompt_ns / 1e6);
-    printf("decode: %.3f ms/token simulated (%.1f tokens/s), %llu syncs/token\n",
-           r.ns_per_token / 1e6, r.ns_per_token > 0 ? 1e9 / r.ns_per_token : 0.0,
-           (unsigned long long)r.syncs_per_token);
-    printf("pattern (decode): %s\n", r.pattern);
-    if (r.prompt_pattern[0])
-        printf("pattern (prompt): %s\n", r.prompt_pattern);
-    printf("bytes per link:");
-    int shown = 0;
-    for (int l = 0; l < st->n_links; l++) {
-        if (!st->link_bytes[l])
-            continue;
-        char hb[32];
-        human_bytes(st->link_bytes[l], hb, sizeof hb);
-        printf("%s %s %s", shown++ ? "," : "", r.link_names[l], hb);
-    }
-    printf("%s\n", shown ? "" : " none");
-    double span = st->end_ns > 0 ? (double)st->end_ns : 1;
-    printf("utilisation over %.3f ms: host %.1f%%", span / 1e6, 100.0 * (double)st->host_busy_ns / span);
-    for (int d = 0; d < r.n_gpus && d < 16; d++)
-        printf(", gpu%d %.1f%% (compute %.1f%%)", d, 100.0 * (double)st->gpu_busy_ns[d] / span,
-               100.0 * (double)st->gpu_compute_ns[d] / span);
-    printf("\n");
-    return 0;
+    if (status < 0)
+        status = sched_run_print(run, &res, stdout, db, run_id);
+    sched_run_free(run);
+    return status;
 }

@@ -8,16 +8,17 @@
  * needs no synchronize and no events (as ggml's CPU backend); copies are
  * the host's (copy_sync).
  *
- * Recording: at trace level `stream` one host op per node, with the time
- * from its start to the barrier after it. At level `thread` each pool
- * thread is a host queue (thread 0 is `host`): per node, one op per
- * non-empty chunk (label NODE#i, writing only that chunk's bytes), and a
- * `barrier cpu.pool count=N` for each barrier crossing, the start and end
- * of the job included (the pool's idle and final barriers order the
- * workers after the host's earlier statements and the host's later ones
- * after the workers). The checker then verifies the pool's own barrier
- * placement; the test-only option skip_barrier_after drops one barrier
- * and its statements, and the chunks race.
+ * What it reports to a recording (sched/record.c): at trace level
+ * `stream` each node's time, from its start to the barrier after it
+ * (thread 0's view). At level `thread` its pool threads are worker queues
+ * (thread 0 is `host`): per node, each non-empty chunk of each thread
+ * (sched_rec_chunk: the recording narrows the node's write to it), and
+ * every barrier crossing, the start and end of the job included (the
+ * pool's idle and final barriers order the workers after the host's
+ * earlier statements and the host's later ones after the workers). The
+ * checker then verifies the pool's own barrier placement; the test-only
+ * option skip_barrier_after drops one barrier and its statement, and the
+ * chunks race.
  */
 #include "real_int.h"
 
@@ -30,18 +31,14 @@ typedef struct cpu_backend {
     real_ctx *rc;
     real_pool *pool;
     int n_threads;
-    uint32_t *thread_q;             /* queue per pool thread; [0] = host */
-    uint32_t barrier_name;
+    bool thread_level;              /* trace level thread: chunks and barriers */
     /* The job being run (set by the host before real_pool_run). */
     const sched_exec *x;
     real_kernel_args *args;
-    int32_t *nodes;                 /* compute nodes of the job */
+    int *entry;                     /* compute node k is entry entry[k] of x->nodes */
     int n_nodes;
-    trace_access *acc;              /* per node: SCHED_MAX_SRC + 1 accesses */
-    int *n_acc;
     int64_t *t_start, *t_end;       /* per node, thread 0's view */
     int cap_nodes;
-    bool thread_level;
     real_status status;
 } cpu_backend;
 
@@ -66,8 +63,7 @@ static bool cpu_supports_op(sched_backend *b, const sched_graph *g, const sched_
 static sched_buffer *cpu_buffer_alloc(sched_backend *b, const char *name, uint64_t size,
                                       sched_buffer_usage usage)
 {
-    cpu_backend *cb = b->ctx;
-    return real_buffer_new(b, cb->rc, name, size, usage, true, NULL);
+    return real_buffer_new(b, name, size, usage, true);
 }
 
 static void cpu_buffer_free(sched_backend *b, sched_buffer *buf)
@@ -80,91 +76,30 @@ static void cpu_buffer_free(sched_backend *b, sched_buffer *buf)
  * synchronised its backend). */
 static int cpu_copy_sync(sched_backend *b, sched_tensor *src, sched_tensor *dst)
 {
-    cpu_backend *cb = b->ctx;
-    real_ctx *c = cb->rc;
+    (void)b;
     void *s = real_tensor_data(src), *d = real_tensor_data(dst);
     if (!s || !d)
         return -1;
     uint64_t n = sched_tensor_nbytes(src) < sched_tensor_nbytes(dst) ? sched_tensor_nbytes(src)
                                                                       : sched_tensor_nbytes(dst);
-    int64_t t0 = real_now_ns();
     memcpy(d, s, n);
-    int64_t t1 = real_now_ns();
-    if (c->recording) {
-        trace_stmt st;
-        trace_stmt_init(&st);
-        trace_access acc[2];
-        uint32_t vs = real_rec_tensor(c, src), vd = real_rec_tensor(c, dst);
-        if (vs == TRACE_NONE || vd == TRACE_NONE)
-            return 0;
-        acc[0] = (trace_access){ vs, TRACE_R, n == sched_tensor_nbytes(src) ? TRACE_REF_WHOLE : TRACE_REF_RANGE, 0, n };
-        acc[1] = (trace_access){ vd, TRACE_W, n == sched_tensor_nbytes(dst) ? TRACE_REF_WHOLE : TRACE_REF_RANGE, 0, n };
-        char label[SCHED_NAME_MAX + 8];
-        snprintf(label, sizeof label, "cpy:%s", dst->name);
-        trace_attr attrs[2];
-        st.queue = c->host_q;
-        st.kind = TRACE_COPY;
-        st.label = real_rec_intern(c, label);
-        st.access = acc;
-        st.n_access = 2;
-        st.attr = attrs;
-        st.n_attr = real_rec_attrs(c, attrs, -1);
-        st.t = t0;
-        st.dur = t1 - t0;
-        real_rec_append(c, &st);
-    }
     return 0;
 }
 
-static void record_barrier(cpu_backend *cb, int ith, int64_t t0, int64_t t1)
+static int cpu_workers(sched_backend *b)
 {
-    trace_stmt st;
-    trace_stmt_init(&st);
-    st.queue = cb->thread_q[ith];
-    st.kind = TRACE_BARRIER;
-    st.object = cb->barrier_name;
-    st.count = (uint64_t)cb->n_threads;
-    st.t = t0;
-    st.dur = t1 - t0;
-    real_rec_append(cb->rc, &st);
-}
-
-static void record_chunk(cpu_backend *cb, int k, int ith, int nth, int64_t t0, int64_t t1)
-{
-    real_ctx *c = cb->rc;
-    uint64_t lo, hi;
-    real_kernel_chunk(&cb->args[k], ith, nth, &lo, &hi);
-    if (lo >= hi)
-        return;
-    trace_access acc[SCHED_MAX_SRC + 1];
-    int n = cb->n_acc[k];
-    memcpy(acc, &cb->acc[k * (SCHED_MAX_SRC + 1)], (size_t)n * sizeof *acc);
-    /* The write is the last access: narrow it to this chunk. */
-    if (n > 0 && acc[n - 1].mode == TRACE_W) {
-        acc[n - 1].form = TRACE_REF_RANGE;
-        acc[n - 1].lo = lo;
-        acc[n - 1].hi = hi;
-    }
-    char label[SCHED_NAME_MAX + 16];
-    snprintf(label, sizeof label, "%s#%d", cb->x->graph->tensors[cb->nodes[k]].name, ith);
-    trace_stmt st;
-    trace_stmt_init(&st);
-    st.queue = cb->thread_q[ith];
-    st.kind = TRACE_OP;
-    st.label = real_rec_intern(c, label);
-    st.access = acc;
-    st.n_access = (uint32_t)n;
-    st.t = t0;
-    st.dur = t1 - t0;
-    real_rec_append(c, &st);
+    cpu_backend *cb = b->ctx;
+    return cb->thread_level ? cb->n_threads - 1 : 0;
 }
 
 static void cpu_job(void *arg, int ith, int nth)
 {
     cpu_backend *cb = arg;
     bool tl = cb->thread_level;
-    if (tl)
-        record_barrier(cb, ith, real_now_ns(), real_now_ns());   /* the start crossing */
+    if (tl) {
+        int64_t t = real_now_ns();
+        sched_rec_barrier(&cb->base, ith, t, 0);        /* the start crossing */
+    }
     for (int k = 0; k < cb->n_nodes; k++) {
         int64_t t0 = real_now_ns();
         if (ith == 0)
@@ -172,20 +107,24 @@ static void cpu_job(void *arg, int ith, int nth)
         if (real_kernel_run(&cb->args[k], ith, nth) != REAL_OK && ith == 0)
             cb->status = REAL_EUNSUPPORTED;
         int64_t t1 = real_now_ns();
-        if (tl)
-            record_chunk(cb, k, ith, nth, t0, t1);
-        if (k + 1 < cb->n_nodes) {
-            if (k != cb->rc->opt.skip_barrier_after) {
-                real_pool_barrier(cb->pool);
-                if (tl)
-                    record_barrier(cb, ith, t1, real_now_ns());
-            }
+        if (tl) {
+            uint64_t lo, hi;
+            real_kernel_chunk(&cb->args[k], ith, nth, &lo, &hi);
+            if (lo < hi)
+                sched_rec_chunk(&cb->base, cb->entry[k], ith, lo, hi, t0, t1 - t0);
+        }
+        if (k + 1 < cb->n_nodes && k != cb->rc->opt.skip_barrier_after) {
+            real_pool_barrier(cb->pool);
+            if (tl)
+                sched_rec_barrier(&cb->base, ith, t1, real_now_ns() - t1);
         }
         if (ith == 0)
             cb->t_end[k] = real_now_ns();
     }
-    if (tl)
-        record_barrier(cb, ith, real_now_ns(), real_now_ns());   /* the end crossing */
+    if (tl) {
+        int64_t t = real_now_ns();
+        sched_rec_barrier(&cb->base, ith, t, 0);        /* the end crossing */
+    }
 }
 
 static int ensure_nodes(cpu_backend *cb, int n)
@@ -196,22 +135,16 @@ static int ensure_nodes(cpu_backend *cb, int n)
     real_kernel_args *a = realloc(cb->args, (size_t)cap * sizeof *a);
     if (a)
         cb->args = a;
-    int32_t *nd = realloc(cb->nodes, (size_t)cap * sizeof *nd);
-    if (nd)
-        cb->nodes = nd;
-    trace_access *acc = realloc(cb->acc, (size_t)cap * (SCHED_MAX_SRC + 1) * sizeof *acc);
-    if (acc)
-        cb->acc = acc;
-    int *na = realloc(cb->n_acc, (size_t)cap * sizeof *na);
-    if (na)
-        cb->n_acc = na;
+    int *e = realloc(cb->entry, (size_t)cap * sizeof *e);
+    if (e)
+        cb->entry = e;
     int64_t *ts = realloc(cb->t_start, (size_t)cap * sizeof *ts);
     if (ts)
         cb->t_start = ts;
     int64_t *te = realloc(cb->t_end, (size_t)cap * sizeof *te);
     if (te)
         cb->t_end = te;
-    if (!a || !nd || !acc || !na || !ts || !te)
+    if (!a || !e || !ts || !te)
         return -1;
     cb->cap_nodes = cap;
     return 0;
@@ -224,7 +157,7 @@ static int ensure_nodes(cpu_backend *cb, int n)
 static int allreduce_args(real_ctx *c, const sched_exec *x, int32_t node, real_kernel_args *a)
 {
     int rank, n;
-    real_coll_group_of(x->graph, node, &rank, &n);
+    sched_exec_group(x, node, &rank, &n);
     const sched_tensor *t = &x->graph->tensors[node];
     if (n > 1) {
         char msg[256];
@@ -234,8 +167,7 @@ static int allreduce_args(real_ctx *c, const sched_exec *x, int32_t node, real_k
         real_fail(c, msg);
         return -1;
     }
-    a->bf16_wire = x->allreduce && strcmp(x->allreduce, "bf16") == 0 &&
-                   sched_tensor_nelements(&x->graph->tensors[t->src[0]]) >= x->allreduce_bf16_min;
+    a->bf16_wire = sched_exec_bf16(x, node);
     return 0;
 }
 
@@ -243,7 +175,6 @@ static int cpu_graph_compute(sched_backend *b, const sched_exec *x)
 {
     cpu_backend *cb = b->ctx;
     real_ctx *c = cb->rc;
-    c->cur_eval = x->eval;
     if (ensure_nodes(cb, x->n_nodes) != 0)
         return -1;
     cb->x = x;
@@ -255,35 +186,20 @@ static int cpu_graph_compute(sched_backend *b, const sched_exec *x)
         if (t->op == SCHED_OP_NONE || sched_op_is_view(t->op))
             continue;
         int k = cb->n_nodes;
-        int n = real_node_args(c, x, node, &cb->args[k], &cb->acc[k * (SCHED_MAX_SRC + 1)], true);
-        if (n < 0)
+        if (real_node_args(x, node, &cb->args[k]) != 0)
             return -1;
         if (t->op == SCHED_OP_ALL_REDUCE && allreduce_args(c, x, node, &cb->args[k]) != 0)
             return -1;
-        cb->n_acc[k] = n;
-        cb->nodes[k] = node;
+        cb->entry[k] = i;
         cb->n_nodes++;
     }
-    cb->thread_level = c->recording && c->opt.trace_level == REAL_TRACE_THREAD;
     if (cb->n_nodes > 0)
         real_pool_run(cb->pool, cpu_job, cb);
-    if (c->recording && !cb->thread_level) {
-        trace_attr attrs[2];
-        uint32_t n_attr = real_rec_attrs(c, attrs, x->split);
-        for (int k = 0; k < cb->n_nodes; k++) {
-            trace_stmt st;
-            trace_stmt_init(&st);
-            st.queue = c->host_q;
-            st.kind = TRACE_OP;
-            st.label = real_rec_intern(c, x->graph->tensors[cb->nodes[k]].name);
-            st.access = &cb->acc[k * (SCHED_MAX_SRC + 1)];
-            st.n_access = (uint32_t)cb->n_acc[k];
-            st.attr = attrs;
-            st.n_attr = n_attr;
-            st.t = cb->t_start[k];
-            st.dur = cb->t_end[k] - cb->t_start[k];
-            real_rec_append(c, &st);
-        }
+    for (int k = 0; x->tickets && !cb->thread_level && k < cb->n_nodes; k++) {
+        /* An all_reduce of one rank stands for its conversions too. */
+        const sched_ticket *tk = &x->tickets[3 * cb->entry[k]];
+        for (int part = 0; part < 3; part++)
+            sched_rec_done(b, tk[part], cb->t_start[k], cb->t_end[k] - cb->t_start[k]);
     }
     return cb->status == REAL_OK ? 0 : -1;
 }
@@ -296,6 +212,7 @@ static const sched_backend_iface cpu_iface = {
     .buffer_free = cpu_buffer_free,
     .copy_sync = cpu_copy_sync,
     .graph_compute = cpu_graph_compute,
+    .workers = cpu_workers,
 };
 
 sched_backend *real_cpu_new(real_ctx *c, int threads, real_barrier_kind barrier, char *err,
@@ -310,25 +227,14 @@ sched_backend *real_cpu_new(real_ctx *c, int threads, real_barrier_kind barrier,
     cb->base.ctx = cb;
     cb->rc = c;
     cb->n_threads = threads > 0 ? threads : real_cpus_allowed();
+    cb->thread_level = c->opt.trace_level == REAL_TRACE_THREAD;
     cb->pool = real_pool_new(cb->n_threads, barrier);
-    cb->thread_q = calloc((size_t)cb->n_threads, sizeof *cb->thread_q);
-    if (!cb->pool || !cb->thread_q) {
+    if (!cb->pool) {
         snprintf(err, errlen, "cpu: cannot start a pool of %d threads", cb->n_threads);
-        goto fail;
-    }
-    cb->thread_q[0] = c->host_q;
-    if (c->recording && c->opt.trace_level == REAL_TRACE_THREAD) {
-        for (int i = 1; i < cb->n_threads; i++) {
-            char name[32];
-            snprintf(name, sizeof name, "cpu.t%d", i);
-            cb->thread_q[i] = real_rec_queue(c, name, TRACE_QUEUE_HOST, NULL);
-        }
-        cb->barrier_name = real_rec_intern(c, "cpu.pool");
+        real_cpu_free(&cb->base);
+        return NULL;
     }
     return &cb->base;
-fail:
-    real_cpu_free(&cb->base);
-    return NULL;
 }
 
 void real_cpu_free(sched_backend *b)
@@ -337,11 +243,8 @@ void real_cpu_free(sched_backend *b)
         return;
     cpu_backend *cb = b->ctx;
     real_pool_free(cb->pool);
-    free(cb->thread_q);
     free(cb->args);
-    free(cb->nodes);
-    free(cb->acc);
-    free(cb->n_acc);
+    free(cb->entry);
     free(cb->t_start);
     free(cb->t_end);
     free(cb);

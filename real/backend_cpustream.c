@@ -27,20 +27,20 @@
  * does without synchronising now happens at a random point of the queue's
  * progress, so a missing sync produces wrong numbers, not just a finding.
  *
- * Every command is recorded when submitted, on this device's stream queue
- * (`csN`, by=host), and gets its observed time when the worker finishes it.
+ * A recording (sched/record.c) makes each call's statements on this
+ * device's stream queue (`csN`) when the host submits it; the worker
+ * reports each one's observed time with its ticket when it finishes it.
  *
  * All-reduce: a COMPUTE command's all_reduce node joins the rendezvous of
  * its group (collective.c) on the worker, which blocks this queue until
- * every rank's device reached it, as a collective blocks a CUDA stream. It
- * is recorded like the simulated backend's: `collective tp allreduce
- * size=N r:SRC w:DST` (algorithm=butterfly for butterfly), and with the
- * bf16 strategy above the threshold `NODE.to_bf16` (SRC into this device's
- * bf16 scratch), `collective tp allreduce_bf16 size=N rw:SCRATCH` (the sum
- * of every rank's scratch, rounded to bf16, back into it) and
- * `NODE.from_bf16` (the scratch into DST). After a failure of the set (a
- * rendezvous timed out) the worker skips its remaining kernels, and
- * synchronize, event_synchronize and graph_compute return -1.
+ * every rank's device reached it, as a collective blocks a CUDA stream.
+ * With the bf16 strategy above the threshold it goes through the wire
+ * buffer the scheduler gave the split: SRC converted into it, the sum of
+ * every rank's wire rounded to bf16 back into it, then converted into DST
+ * (the recording's NODE.to_bf16, `collective tp allreduce_bf16` and
+ * NODE.from_bf16). After a failure of the set (a rendezvous timed out)
+ * the worker skips its remaining kernels, and synchronize,
+ * event_synchronize and graph_compute return -1.
  */
 #include "real_int.h"
 
@@ -57,17 +57,17 @@ typedef struct cs_cmd {
     struct cs_cmd *next;
     /* COMPUTE */
     real_kernel_args *args;
-    uint64_t *seqs;
+    sched_ticket *tickets;          /* per node: its statement */
     real_allreduce **ar;            /* per node: NULL, or the all_reduce it is */
     int n_nodes;
     /* COPY */
     void *dst;
     const void *src;
     uint64_t bytes;
-    uint64_t seq;
+    sched_ticket stmt;              /* COPY, RECORD, WAIT: its statement */
     /* RECORD / WAIT */
     real_event *ev;
-    uint64_t ticket;
+    uint64_t ticket;                /* the record number */
 } cs_cmd;
 
 typedef struct cs_dev {
@@ -75,7 +75,6 @@ typedef struct cs_dev {
     real_ctx *rc;
     int index;
     char name[16], qname[16];
-    uint32_t queue;
     pthread_t worker;
     bool started;
     pthread_mutex_t lock;
@@ -89,12 +88,6 @@ typedef struct cs_dev {
     uint64_t mem_cap, mem_used;
     /* The job the worker runs on its pool. */
     cs_cmd *job;
-    /* Internal events for copies from this device to device i. */
-    real_event *to_dev[REAL_MAX_BACKENDS];
-    /* bf16 all-reduce scratch buffers (one per size; the in-order queue
-     * uses one at a time), made by the host at submission. */
-    sched_buffer *scratch[8];
-    int n_scratch;
     /* The all-reduce in progress: set by pool thread 0, read by the others
      * after a pool barrier. */
     int64_t ar_gen;
@@ -114,13 +107,15 @@ static bool cs_supports_op(sched_backend *b, const sched_graph *g, const sched_t
     return real_kernel_supports(g, t);
 }
 
+static const char *cs_trace_name(sched_backend *b) { return ((cs_dev *)b->ctx)->qname; }
+
 static sched_buffer *cs_buffer_alloc(sched_backend *b, const char *name, uint64_t size,
                                      sched_buffer_usage usage)
 {
     cs_dev *d = b->ctx;
     if (d->mem_used + size > d->mem_cap)
         return NULL;
-    sched_buffer *buf = real_buffer_new(b, d->rc, name, size, usage, false, d->qname);
+    sched_buffer *buf = real_buffer_new(b, name, size, usage, false);
     if (buf)
         d->mem_used += size;
     return buf;
@@ -186,7 +181,7 @@ static void run_allreduce(cs_dev *d, real_allreduce *ar, int ith, int nth)
             convert_chunk(&ar->src, &ar->wire, ith, nth);
         pool_sync(d, nth);
         if (ith == 0)
-            real_rec_set_time(c, ar->seq_to, t0, real_now_ns() - t0);
+            sched_rec_done(&d->base, ar->to_wire, t0, real_now_ns() - t0);
     }
     int64_t t1 = real_now_ns();
     const real_tensor *mine = ar->bf16 ? &ar->wire : &ar->src;
@@ -210,7 +205,7 @@ static void run_allreduce(cs_dev *d, real_allreduce *ar, int ith, int nth)
         if (real_coll_depart(c, ar, d->ar_gen) == 0 && ar->bf16)
             memcpy(ar->wire.data, ar->sum, (size_t)sched_dtype_size(SCHED_BF16) *
                    (size_t)(ar->wire.ne[0] * ar->wire.ne[1] * ar->wire.ne[2] * ar->wire.ne[3]));
-        real_rec_set_time(c, ar->seq_coll, t1, real_now_ns() - t1);
+        sched_rec_done(&d->base, ar->coll, t1, real_now_ns() - t1);
     }
     if (ar->bf16) {
         pool_sync(d, nth);
@@ -219,7 +214,7 @@ static void run_allreduce(cs_dev *d, real_allreduce *ar, int ith, int nth)
             convert_chunk(&ar->wire, &ar->dst, ith, nth);
         pool_sync(d, nth);
         if (ith == 0)
-            real_rec_set_time(c, ar->seq_from, t2, real_now_ns() - t2);
+            sched_rec_done(&d->base, ar->from_wire, t2, real_now_ns() - t2);
     }
 }
 
@@ -238,7 +233,7 @@ static void compute_job(void *arg, int ith, int nth)
             real_kernel_run(&cmd->args[k], ith, nth);
         pool_sync(d, nth);
         if (ith == 0)
-            real_rec_set_time(d->rc, cmd->seqs[k], t0, real_now_ns() - t0);
+            sched_rec_done(&d->base, cmd->tickets[k], t0, real_now_ns() - t0);
     }
 }
 
@@ -253,7 +248,7 @@ static void run_cmd(cs_dev *d, cs_cmd *cmd)
         break;
     case CMD_COPY:
         memcpy(cmd->dst, cmd->src, cmd->bytes);
-        real_rec_set_time(c, cmd->seq, t0, real_now_ns() - t0);
+        sched_rec_done(&d->base, cmd->stmt, t0, real_now_ns() - t0);
         break;
     case CMD_RECORD:
         pthread_mutex_lock(&c->ev_lock);
@@ -261,14 +256,14 @@ static void run_cmd(cs_dev *d, cs_cmd *cmd)
             cmd->ev->completed = cmd->ticket;
         pthread_cond_broadcast(&c->ev_cond);
         pthread_mutex_unlock(&c->ev_lock);
-        real_rec_set_time(c, cmd->seq, t0, 0);
+        sched_rec_done(&d->base, cmd->stmt, t0, 0);
         break;
     case CMD_WAIT:
         pthread_mutex_lock(&c->ev_lock);
         while (cmd->ev->completed < cmd->ticket)
             pthread_cond_wait(&c->ev_cond, &c->ev_lock);
         pthread_mutex_unlock(&c->ev_lock);
-        real_rec_set_time(c, cmd->seq, t0, real_now_ns() - t0);
+        sched_rec_done(&d->base, cmd->stmt, t0, real_now_ns() - t0);
         break;
     }
 }
@@ -282,7 +277,7 @@ static void free_cmd(cs_cmd *cmd)
     }
     free(cmd->ar);
     free(cmd->args);
-    free(cmd->seqs);
+    free(cmd->tickets);
     free(cmd);
 }
 
@@ -334,35 +329,9 @@ static void drain(cs_dev *d)
     pthread_mutex_unlock(&d->lock);
 }
 
-/* ------------------------------------------------------------------ */
-/* Recording helpers.                                                  */
-
-static uint64_t rec_stmt(cs_dev *d, uint32_t queue, trace_kind kind, uint32_t label,
-                         uint32_t object, trace_access *acc, uint32_t n_acc, int split)
-{
-    real_ctx *c = d->rc;
-    if (!c->recording)
-        return UINT64_MAX;
-    trace_attr attrs[2];
-    trace_stmt st;
-    trace_stmt_init(&st);
-    st.queue = queue;
-    st.kind = kind;
-    st.label = label;
-    st.object = object;
-    st.access = acc;
-    st.n_access = n_acc;
-    st.attr = attrs;
-    st.n_attr = real_rec_attrs(c, attrs, split);
-    if (queue != c->host_q)
-        st.by = c->host_q;
-    return real_rec_append(c, &st);
-}
-
 /* A COPY of src into dst queued on device q (which performs it). */
-static int enqueue_copy(cs_dev *q, sched_tensor *src, sched_tensor *dst, const char *what)
+static int enqueue_copy(cs_dev *q, sched_tensor *src, sched_tensor *dst)
 {
-    real_ctx *c = q->rc;
     void *s = real_tensor_data(src), *dd = real_tensor_data(dst);
     if (!s || !dd)
         return -1;
@@ -375,48 +344,24 @@ static int enqueue_copy(cs_dev *q, sched_tensor *src, sched_tensor *dst, const c
     cmd->src = s;
     cmd->dst = dd;
     cmd->bytes = n;
-    cmd->seq = UINT64_MAX;
-    if (c->recording) {
-        uint32_t vs = real_rec_tensor(c, src), vd = real_rec_tensor(c, dst);
-        if (vs != TRACE_NONE && vd != TRACE_NONE) {
-            trace_access acc[2] = {
-                { vs, TRACE_R, n == sched_tensor_nbytes(src) ? TRACE_REF_WHOLE : TRACE_REF_RANGE, 0, n },
-                { vd, TRACE_W, n == sched_tensor_nbytes(dst) ? TRACE_REF_WHOLE : TRACE_REF_RANGE, 0, n },
-            };
-            char label[SCHED_NAME_MAX + 16];
-            snprintf(label, sizeof label, "%s:%s", what, dst->name);
-            cmd->seq = rec_stmt(q, q->queue, TRACE_COPY, real_rec_intern(c, label), TRACE_NONE,
-                                acc, 2, -1);
-        }
-    }
+    cmd->stmt = sched_rec_ticket(&q->base);
     enqueue(q, cmd);
     return 0;
 }
 
-static int enqueue_record(cs_dev *d, real_event *ev)
+static int enqueue_event(cs_dev *d, real_event *ev, cmd_kind kind)
 {
     cs_cmd *cmd = calloc(1, sizeof *cmd);
     if (!cmd)
         return -1;
-    ev->issued++;
-    ev->base.n_records++;
-    cmd->kind = CMD_RECORD;
+    if (kind == CMD_RECORD) {
+        ev->issued++;
+        ev->base.n_records++;
+    }
+    cmd->kind = kind;
     cmd->ev = ev;
-    cmd->ticket = ev->issued;
-    cmd->seq = rec_stmt(d, d->queue, TRACE_RECORD, TRACE_NONE, ev->name_str, NULL, 0, -1);
-    enqueue(d, cmd);
-    return 0;
-}
-
-static int enqueue_wait(cs_dev *d, real_event *ev)
-{
-    cs_cmd *cmd = calloc(1, sizeof *cmd);
-    if (!cmd)
-        return -1;
-    cmd->kind = CMD_WAIT;
-    cmd->ev = ev;
-    cmd->ticket = ev->issued;   /* the most recent record; 0: none, no wait */
-    cmd->seq = rec_stmt(d, d->queue, TRACE_WAIT, TRACE_NONE, ev->name_str, NULL, 0, -1);
+    cmd->ticket = ev->issued;   /* a wait: the most recent record; 0: none, no wait */
+    cmd->stmt = sched_rec_ticket(&d->base);
     enqueue(d, cmd);
     return 0;
 }
@@ -426,29 +371,22 @@ static int enqueue_wait(cs_dev *d, real_event *ev)
 
 static int cs_set_async(sched_backend *b, sched_tensor *src, sched_tensor *dst)
 {
-    return enqueue_copy(b->ctx, src, dst, "set");
+    return enqueue_copy(b->ctx, src, dst);
 }
 
 static int cs_get_async(sched_backend *b, sched_tensor *src, sched_tensor *dst)
 {
-    return enqueue_copy(b->ctx, src, dst, "get");
+    return enqueue_copy(b->ctx, src, dst);
 }
 
-static int cs_copy_async(sched_backend *b, sched_backend *src_b, sched_tensor *src,
+/* A copy on this queue from or to host memory (the cpu's) or another
+ * device's: all of it is host-addressable. */
+static int cs_copy_async(sched_backend *b, sched_backend *other, sched_tensor *src,
                          sched_tensor *dst)
 {
-    cs_dev *d = b->ctx;
-    if (real_is_cpu(src_b))
-        return enqueue_copy(d, src, dst, "h2d") == 0 ? 1 : -1;
-    if (!real_is_cs(src_b) || src_b == b)
+    if (!real_is_cpu(other) && !real_is_cs(other))
         return 0;
-    cs_dev *s = src_b->ctx;
-    if (enqueue_copy(s, src, dst, "p2p") != 0)
-        return -1;
-    real_event *ev = s->to_dev[d->index];
-    if (enqueue_record(s, ev) != 0 || enqueue_wait(d, ev) != 0)
-        return -1;
-    return 1;
+    return enqueue_copy(b->ctx, src, dst) == 0 ? 1 : -1;
 }
 
 static int cs_copy_sync(sched_backend *b, sched_tensor *src, sched_tensor *dst)
@@ -460,127 +398,42 @@ static int cs_copy_sync(sched_backend *b, sched_tensor *src, sched_tensor *dst)
     return cpu->iface->copy_sync(cpu, src, dst);
 }
 
-static void host_block_stmt(real_ctx *c, trace_kind kind, uint32_t object, trace_sync_scope scope,
-                            int64_t t0, int64_t t1)
-{
-    if (!c->recording)
-        return;
-    trace_attr attrs[2];
-    trace_stmt st;
-    trace_stmt_init(&st);
-    st.queue = c->host_q;
-    st.kind = kind;
-    st.object = object;
-    st.sync_scope = scope;
-    st.attr = attrs;
-    st.n_attr = real_rec_attrs(c, attrs, -1);
-    st.t = t0;
-    st.dur = t1 - t0;
-    real_rec_append(c, &st);
-}
-
 static int cs_synchronize(sched_backend *b)
 {
     cs_dev *d = b->ctx;
-    int64_t t0 = real_now_ns();
     drain(d);
-    host_block_stmt(d->rc, TRACE_SYNC, d->queue, TRACE_SYNC_QUEUE, t0, real_now_ns());
     return real_failed(d->rc) ? -1 : 0;
 }
 
-/* This device's bf16 scratch of at least bytes; NULL when out of memory. */
-static sched_buffer *scratch_for(cs_dev *d, uint64_t bytes)
-{
-    for (int i = 0; i < d->n_scratch; i++)
-        if (d->scratch[i]->size >= bytes)
-            return d->scratch[i];
-    if (d->n_scratch == (int)(sizeof d->scratch / sizeof d->scratch[0]))
-        return NULL;
-    char name[64];
-    snprintf(name, sizeof name, "allreduce_bf16.cs%d.%d", d->index, d->n_scratch);
-    sched_buffer *buf = real_buffer_new(&d->base, d->rc, name, bytes, SCHED_BUFFER_COMPUTE, false,
-                                        d->qname);
-    if (buf)
-        d->scratch[d->n_scratch++] = buf;
-    return buf;
-}
-
-/* Resolves and records all_reduce node `node` of x as *out (owned by the
- * command). acc/n_acc: real_node_args' accesses (r:SRC, w:DST). */
-static int prepare_allreduce(cs_dev *d, const sched_exec *x, int32_t node,
-                             const real_kernel_args *a, trace_access *acc, int n_acc,
+/* Resolves all_reduce node entry k of x (kernel arguments a) as *out
+ * (owned by the command). */
+static int prepare_allreduce(const sched_exec *x, int k, const real_kernel_args *a,
                              real_allreduce **out)
 {
-    real_ctx *c = d->rc;
+    int32_t node = x->nodes[k];
     const sched_tensor *t = &x->graph->tensors[node];
     real_allreduce *ar = calloc(1, sizeof *ar);
     if (!ar)
         return -1;
     *out = ar;
     ar->group = t->param;
-    real_coll_group_of(x->graph, node, &ar->rank, &ar->n_ranks);
+    sched_exec_group(x, node, &ar->rank, &ar->n_ranks);
     ar->src = a->src[0];
     ar->dst = a->dst;
-    int64_t ne = sched_tensor_nelements(&x->graph->tensors[t->src[0]]);
-    const char *strategy = x->allreduce ? x->allreduce : "ring";
-    ar->bf16 = strcmp(strategy, "bf16") == 0 && ne >= x->allreduce_bf16_min;
-    ar->butterfly = strcmp(strategy, "butterfly") == 0;
-    ar->seq_to = ar->seq_coll = ar->seq_from = UINT64_MAX;
-    uint64_t wire = (uint64_t)ne * sched_dtype_size(SCHED_BF16);
-    sched_buffer *scratch = NULL;
+    ar->bf16 = sched_exec_bf16(x, node) && x->wire;
+    const sched_ticket *tk = x->tickets ? &x->tickets[3 * k] : NULL;
+    ar->coll = tk ? tk[0] : SCHED_NO_TICKET;
+    ar->to_wire = tk ? tk[1] : SCHED_NO_TICKET;
+    ar->from_wire = tk ? tk[2] : SCHED_NO_TICKET;
     if (ar->bf16) {
-        scratch = scratch_for(d, wire);
+        int64_t ne = sched_tensor_nelements(&x->graph->tensors[t->src[0]]);
+        uint64_t wire = (uint64_t)ne * sched_dtype_size(SCHED_BF16);
         ar->sum = malloc(wire ? wire : 1);
-        if (!scratch || !ar->sum)
+        if (!ar->sum || !x->wire->ctx || x->wire->size < wire)
             return -1;
         ar->wire = ar->src;
         ar->wire.type = SCHED_BF16;
-        ar->wire.data = scratch->ctx;
-    }
-    if (!c->recording || n_acc != 2)
-        return 0;
-    trace_access wacc[2];
-    char label[SCHED_NAME_MAX + 16];
-    trace_access sacc = { scratch ? scratch->trace_id : TRACE_NONE, TRACE_W, TRACE_REF_RANGE, 0, wire };
-    if (ar->bf16) {
-        wacc[0] = acc[0];
-        wacc[1] = sacc;
-        snprintf(label, sizeof label, "%s.to_bf16", t->name);
-        ar->seq_to = rec_stmt(d, d->queue, TRACE_OP, real_rec_intern(c, label), TRACE_NONE, wacc,
-                              2, x->split);
-    }
-    trace_attr attrs[3];
-    trace_stmt st;
-    trace_stmt_init(&st);
-    st.queue = d->queue;
-    st.by = c->host_q;
-    st.kind = TRACE_COLLECTIVE;
-    st.object = real_rec_intern(c, "tp");
-    st.coll_kind = real_rec_intern(c, ar->bf16 ? "allreduce_bf16" : "allreduce");
-    st.count = (uint64_t)ar->n_ranks;      /* size=N: the participants */
-    st.label = real_rec_intern(c, t->name);
-    if (ar->bf16) {
-        wacc[0] = sacc;
-        wacc[0].mode = TRACE_RW;
-        st.access = wacc;
-        st.n_access = 1;
-    } else {
-        st.access = acc;
-        st.n_access = 2;
-    }
-    st.attr = attrs;
-    st.n_attr = real_rec_attrs(c, attrs, x->split);
-    if (ar->butterfly && ar->n_ranks > 1)
-        attrs[st.n_attr++] = (trace_attr){ real_rec_intern(c, "algorithm"),
-                                           real_rec_intern(c, "butterfly") };
-    ar->seq_coll = real_rec_append(c, &st);
-    if (ar->bf16) {
-        wacc[0] = sacc;
-        wacc[0].mode = TRACE_R;
-        wacc[1] = acc[1];
-        snprintf(label, sizeof label, "%s.from_bf16", t->name);
-        ar->seq_from = rec_stmt(d, d->queue, TRACE_OP, real_rec_intern(c, label), TRACE_NONE,
-                                wacc, 2, x->split);
+        ar->wire.data = x->wire->ctx;
     }
     return 0;
 }
@@ -588,39 +441,28 @@ static int prepare_allreduce(cs_dev *d, const sched_exec *x, int32_t node,
 static int cs_graph_compute(sched_backend *b, const sched_exec *x)
 {
     cs_dev *d = b->ctx;
-    real_ctx *c = d->rc;
-    if (real_failed(c))
+    if (real_failed(d->rc))
         return -1;
-    c->cur_eval = x->eval;
     cs_cmd *cmd = calloc(1, sizeof *cmd);
     if (!cmd)
         return -1;
     cmd->kind = CMD_COMPUTE;
     cmd->args = calloc((size_t)x->n_nodes + 1, sizeof *cmd->args);
-    cmd->seqs = calloc((size_t)x->n_nodes + 1, sizeof *cmd->seqs);
+    cmd->tickets = calloc((size_t)x->n_nodes + 1, sizeof *cmd->tickets);
     cmd->ar = calloc((size_t)x->n_nodes + 1, sizeof *cmd->ar);
-    if (!cmd->args || !cmd->seqs || !cmd->ar)
+    if (!cmd->args || !cmd->tickets || !cmd->ar)
         goto fail;
     for (int i = 0; i < x->n_nodes; i++) {
         int32_t node = x->nodes[i];
         const sched_tensor *t = &x->graph->tensors[node];
         if (t->op == SCHED_OP_NONE || sched_op_is_view(t->op))
             continue;
-        trace_access acc[SCHED_MAX_SRC + 1];
-        int k = cmd->n_nodes;
-        int n = real_node_args(c, x, node, &cmd->args[k], acc, true);
-        if (n < 0)
+        int k = cmd->n_nodes++;
+        if (real_node_args(x, node, &cmd->args[k]) != 0)
             goto fail;
-        if (t->op == SCHED_OP_ALL_REDUCE) {
-            cmd->n_nodes++;
-            cmd->seqs[k] = UINT64_MAX;
-            if (prepare_allreduce(d, x, node, &cmd->args[k], acc, n, &cmd->ar[k]) != 0)
-                goto fail;
-            continue;
-        }
-        cmd->seqs[k] = rec_stmt(d, d->queue, TRACE_OP, real_rec_intern(c, t->name), TRACE_NONE,
-                                acc, (uint32_t)n, x->split);
-        cmd->n_nodes++;
+        cmd->tickets[k] = x->tickets ? x->tickets[3 * i] : SCHED_NO_TICKET;
+        if (t->op == SCHED_OP_ALL_REDUCE && prepare_allreduce(x, i, &cmd->args[k], &cmd->ar[k]) != 0)
+            goto fail;
     }
     enqueue(d, cmd);
     return 0;
@@ -631,15 +473,13 @@ fail:
 
 static sched_event *cs_event_new(sched_backend *b, const char *name)
 {
-    cs_dev *d = b->ctx;
+    (void)name;
     real_event *ev = calloc(1, sizeof *ev);
     if (!ev)
         return NULL;
     ev->base.backend = b;
     ev->base.ctx = ev;
-    snprintf(ev->name, sizeof ev->name, "%s", name);
-    ev->name_str = real_rec_intern(d->rc, name);
-    ev->base.name = ev->name_str;
+    ev->base.name = TRACE_NONE;
     return &ev->base;
 }
 
@@ -651,12 +491,12 @@ static void cs_event_free(sched_backend *b, sched_event *ev)
 
 static int cs_event_record(sched_backend *b, sched_event *ev)
 {
-    return enqueue_record(b->ctx, ev->ctx);
+    return enqueue_event(b->ctx, ev->ctx, CMD_RECORD);
 }
 
 static int cs_event_wait(sched_backend *b, sched_event *ev)
 {
-    return enqueue_wait(b->ctx, ev->ctx);
+    return enqueue_event(b->ctx, ev->ctx, CMD_WAIT);
 }
 
 static int cs_event_synchronize(sched_backend *b, sched_event *sev)
@@ -664,19 +504,18 @@ static int cs_event_synchronize(sched_backend *b, sched_event *sev)
     cs_dev *d = b->ctx;
     real_ctx *c = d->rc;
     real_event *ev = sev->ctx;
-    int64_t t0 = real_now_ns();
     uint64_t ticket = ev->issued;
     pthread_mutex_lock(&c->ev_lock);
     while (ev->completed < ticket)
         pthread_cond_wait(&c->ev_cond, &c->ev_lock);
     pthread_mutex_unlock(&c->ev_lock);
-    host_block_stmt(c, TRACE_WAIT, ev->name_str, TRACE_SYNC_QUEUE, t0, real_now_ns());
     return real_failed(c) ? -1 : 0;
 }
 
 static const sched_backend_iface cs_iface = {
     .get_name = cs_get_name,
     .device_kind = cs_kind,
+    .trace_name = cs_trace_name,
     .supports_op = cs_supports_op,
     .buffer_alloc = cs_buffer_alloc,
     .buffer_free = cs_buffer_free,
@@ -712,15 +551,6 @@ sched_backend *real_cs_new(real_ctx *c, const real_cs_params *p, char *err, size
     pthread_mutex_init(&d->lock, NULL);
     pthread_cond_init(&d->cv_work, NULL);
     pthread_cond_init(&d->cv_idle, NULL);
-    d->queue = real_rec_queue(c, d->qname, TRACE_QUEUE_STREAM, d->qname);
-    for (int i = 0; i < REAL_MAX_BACKENDS; i++) {
-        char name[48];
-        snprintf(name, sizeof name, "cs%d.to.cs%d", p->index, i);
-        sched_event *ev = cs_event_new(&d->base, name);
-        if (!ev)
-            goto fail;
-        d->to_dev[i] = ev->ctx;
-    }
     /* Barrier of its pool: hybrid (it shares the CPUs with everything else). */
     d->pool = real_pool_new(p->threads > 0 ? p->threads : 1, REAL_BARRIER_HYBRID);
     if (!d->pool)
@@ -748,10 +578,6 @@ void real_cs_free(sched_backend *b)
         pthread_join(d->worker, NULL);
     }
     real_pool_free(d->pool);
-    for (int i = 0; i < REAL_MAX_BACKENDS; i++)
-        free(d->to_dev[i]);
-    for (int i = 0; i < d->n_scratch; i++)
-        real_buffer_free(d->scratch[i]);
     pthread_mutex_destroy(&d->lock);
     pthread_cond_destroy(&d->cv_work);
     pthread_cond_destroy(&d->cv_idle);

@@ -38,6 +38,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -59,8 +60,8 @@ struct real_barrier {
     pthread_barrier_t pb;
 };
 
-static const struct { const char *word; } barrier_info[] = {
-#define REAL_BARRIER_INFO(name, word, text) { word },
+static const struct { const char *word, *text; } barrier_info[] = {
+#define REAL_BARRIER_INFO(name, word, text) { word, text },
     REAL_BARRIER_MAP(REAL_BARRIER_INFO)
 #undef REAL_BARRIER_INFO
 };
@@ -76,6 +77,24 @@ int real_barrier_parse(const char *word)
         if (strcmp(word, barrier_info[i].word) == 0)
             return i;
     return -1;
+}
+
+const char *real_barrier_names(void)
+{
+    static char names[128];
+    if (!names[0]) {
+        size_t used = 0;
+        for (int i = 0; i < REAL_BARRIER_COUNT && used < sizeof names; i++)
+            used += (size_t)snprintf(names + used, sizeof names - used, "%s%s",
+                                     i == 0 ? "" : i + 1 < REAL_BARRIER_COUNT ? ", " : " or ",
+                                     barrier_info[i].word);
+    }
+    return names;
+}
+
+const char *real_barrier_help(real_barrier_kind k)
+{
+    return (unsigned)k < REAL_BARRIER_COUNT ? barrier_info[k].text : "?";
 }
 
 int real_cpus_allowed(void)

@@ -102,20 +102,6 @@ const char *real_backends_error(sched_backend **backends, size_t n)
     return c && atomic_load(&c->failed) ? c->fail_msg : NULL;
 }
 
-void real_coll_group_of(const sched_graph *g, int32_t node, int *rank, int *n)
-{
-    int32_t group = g->tensors[node].param;
-    *rank = 0;
-    *n = 0;
-    for (int32_t i = 0; i < g->n_tensors; i++) {
-        if (g->tensors[i].op != SCHED_OP_ALL_REDUCE || g->tensors[i].param != group)
-            continue;
-        if (i < node)
-            (*rank)++;
-        (*n)++;
-    }
-}
-
 /* The slot of group; NULL when out of memory. Under coll_lock. */
 static real_coll_slot *slot_of(real_ctx *c, int32_t group)
 {

@@ -2,7 +2,7 @@
  * real.h -- real backends on the CPU: f32 kernels, a thread pool with
  * selectable barriers, and an emulated asynchronous device (cpustream).
  *
- * Three layers, one file each (docs/real-backends.md):
+ * One concept a file (docs/real-backends.md):
  *
  *   barrier.c   spin, futex, hybrid (spin for an adaptive budget, then
  *               sleep on a futex) and pthread barriers;
@@ -11,6 +11,8 @@
  *   kernels.c   one f32 kernel per op of sched/ (f16/bf16 storage
  *               converted on load and store), each computing the chunk
  *               ith of nth of its destination;
+ *   node.c      a node of a split as kernel arguments;
+ *   buffer.c    host-addressable buffers shared by both backends;
  *   backend_cpu.c        `cpu`: a synchronous backend running each split on
  *                        the pool, one barrier between nodes;
  *   backend_cpustream.c  `cpustream`: an emulated device with its own
@@ -18,13 +20,18 @@
  *                        thread, real events and optional seeded jitter;
  *   collective.c  the all-reduce rendezvous of the ranks of a
  *               tensor-split graph, with a timeout for schedules that hang;
- *   backends.c  device specs, weights and inputs, the reference run and
- *               the error of outputs against it.
+ *   spec.c      device specs, and the set of backends they make;
+ *   values.c    deterministic weights and inputs;
+ *   reference.c the reference run (the whole graph on one thread) and the
+ *               error of outputs against it;
+ *   family.c    the `cpu` and `cpustream` backend families of `run` and
+ *               their machine: this computer, on the wall clock.
  *
- * Every backend implements sched_backend_iface and records what it does
- * (queues, buffers, views, op/copy/record/wait/sync/barrier statements with
- * CLOCK_MONOTONIC times) through a sched_sink, the same way the simulated
- * backend does, so the checker verifies real runs too.
+ * Backends implement sched_backend_iface and record nothing themselves:
+ * wrapped by a recording (sched/record.c), they report the observed
+ * CLOCK_MONOTONIC times of what they ran (sched_rec_done), and at trace
+ * level `thread` the pool's chunks and barriers, so the checker verifies
+ * real runs too.
  */
 #ifndef SYNCSIM_REAL_H
 #define SYNCSIM_REAL_H
@@ -41,10 +48,6 @@
 
 #define REAL_STATUS_MAP(X)                                   \
     X(OK, "ok")                                              \
-    X(ENOMEM, "out of memory")                               \
-    X(ESPEC, "malformed device spec")                        \
-    X(EUSAGE, "invalid argument")                            \
-    X(ETHREAD, "cannot start a thread")                      \
     X(EUNSUPPORTED, "unsupported op or type")
 
 typedef enum {
@@ -74,6 +77,10 @@ typedef enum {
 const char *real_barrier_str(real_barrier_kind k);
 /* -1 when the word names no barrier. */
 int real_barrier_parse(const char *word);
+/* Their words for a message, from the table: "spin, futex, hybrid or pthread". */
+const char *real_barrier_names(void);
+/* What a barrier does, one line (help). */
+const char *real_barrier_help(real_barrier_kind k);
 
 typedef struct real_barrier real_barrier;
 
@@ -160,7 +167,7 @@ float real_load_f32(const real_tensor *t, int64_t e);
 void real_store_f32(const real_tensor *t, int64_t e, float v);
 
 /* ------------------------------------------------------------------ */
-/* Backends (backend_cpu.c, backend_cpustream.c, backends.c).          */
+/* Backends (backend_cpu.c, backend_cpustream.c, spec.c, values.c).    */
 
 typedef enum {
     REAL_TRACE_STREAM = 0,  /* host and stream queues, one op per node */
@@ -174,7 +181,6 @@ typedef struct real_options {
     real_trace_level trace_level;
     int64_t jitter_ns;          /* cpustream default jitter (a spec's jitter= wins) */
     uint64_t seed;              /* cpustream default seed (a spec's seed= wins) */
-    sched_sink *sink;           /* where to record; NULL: the recorder below, or none */
     /* Test only: the cpu pool skips the barrier after the node at this
      * position of a split (0 = first node); -1: never. Its chunks race. */
     int skip_barrier_after;
@@ -195,20 +201,13 @@ void real_options_default(real_options *o);
  *
  * A KEY=VALUE applies to the devices of the ITEM before it
  * ("cpustream:2,jitter=200us,seed=7,cpu,threads=2"). A spec without "cpu"
- * gets one appended. Recording goes to opt->sink, else to rec (thread-safe;
- * rec also receives the observed times of asynchronous statements), else
- * nowhere. On success returns 0 and *out (n backends; free with
- * real_backends_free); on error -1 with a one-line message in errbuf.
+ * gets one appended. The backends record nothing unless wrapped by a
+ * recording (sched_rec_wrap). On success returns 0 and *out (n backends;
+ * free with real_backends_free); on error -1 with a one-line message in
+ * errbuf.
  */
-int real_backends_create(const char *spec, const real_options *opt, trace_recorder *rec,
-                         sched_backend ***out, size_t *n, char *errbuf, size_t errlen);
-/* Parses a device spec without creating anything: 0 and *n_devices (the
- * cpustream devices, may be NULL), or -1 with real_backends_create's
- * one-line message. */
-int real_spec_check(const char *spec, int *n_devices, char *errbuf, size_t errlen);
-/* Whether a --devices word names real backends (starts with "cpu", which
- * covers "cpustream"), as opposed to a simulated device model. */
-bool real_spec_is_real(const char *spec);
+int real_backends_create(const char *spec, const real_options *opt, sched_backend ***out,
+                         size_t *n, char *errbuf, size_t errlen);
 /* Waits for every device, stops their threads and frees backends, their
  * buffers and the array. */
 void real_backends_free(sched_backend **backends, size_t n);
@@ -223,23 +222,25 @@ const char *real_backends_error(sched_backend **backends, size_t n);
 void *real_tensor_data(const sched_tensor *t);
 
 /* Fills every weight and cache of a bound graph (sched_weights_bind) with
- * deterministic values from their names and seed; records one host op per
- * buffer. Returns 0 or -1. */
+ * deterministic values from their names and seed. Returns 0 or -1. */
 int real_init_weights(sched_backend **backends, size_t n, sched_graph *g, uint64_t seed);
-/* Writes every user input of the planned graph g for evaluation eval (host
- * ops on the `host` queue): token ids, positions eval*T+t, a causal mask,
- * other inputs uniform in [-1, 1]. Same values as the reference's. */
+/* Writes every user input of the planned graph g for evaluation eval:
+ * token ids, positions eval*T+t, a causal mask, other inputs uniform in
+ * [-1, 1]. Same values as the reference's. */
 int real_set_inputs(sched_backend **backends, size_t n, sched_graph *g, uint64_t eval,
                     uint64_t seed);
-/* A host tensor shaped like `like` (buffer from the cpu backend, declared in
- * the trace as name), for sched_get_output or get_async. Free with
- * real_host_tensor_free. NULL when out of memory. */
+/* A host tensor shaped like `like` (buffer from the cpu backend, the last),
+ * for sched_get_output or get_async. Free with real_host_tensor_free. NULL
+ * when out of memory. */
 sched_tensor *real_host_tensor_new(sched_backend **backends, size_t n, const sched_tensor *like,
                                    const char *name);
 void real_host_tensor_free(sched_backend **backends, size_t n, sched_tensor *t);
-/* The host reads t (a host tensor) as f32 into out (nelements floats):
- * records `host op read.NAME r:T`. Returns 0 or -1. */
-int real_read_output(sched_backend **backends, size_t n, const sched_tensor *t, float *out);
+/* The host reads t (a host tensor) as f32 into out (nelements floats). */
+int real_read_output(const sched_tensor *t, float *out);
+/* Deterministic values (values.c), shared with the reference. */
+void real_fill_weight(const sched_tensor *t, void *data, uint64_t seed);
+void real_fill_input(const sched_graph *g, const sched_tensor *t, void *data, uint64_t eval,
+                     uint64_t seed);
 
 /* ------------------------------------------------------------------ */
 /* The reference: the whole graph on one cpu thread, sequentially.     */
@@ -280,59 +281,23 @@ typedef struct real_error {
 void real_compare_outputs(const float *out, const float *ref, size_t n, real_error *e);
 
 /* ------------------------------------------------------------------ */
-/* The `run` driver on real backends (run.c).                          */
+/* The backend families of `run` (family.c).                           */
 
 /* Outputs whose max relative error against the reference exceeds this (or
  * with a NaN on one side only) DIFFER from it. A correctly synchronised run
  * matches exactly; the tolerance only keeps the verdict robust. */
 #define REAL_RUN_TOLERANCE 1e-4
 
-typedef struct real_run_opts {
-    const char *model;              /* "llama:..." (NULL: llama defaults) */
-    const char *graph_file;         /* a graph file instead of a model */
-    const char *devices;            /* a real device spec (NULL: "cpu") */
-    const char *policy;             /* NULL: events */
-    int n_copies;                   /* 0: 2 */
-    int tokens;                     /* decode tokens (-1: 16) */
-    int prompt;                     /* prompt tokens (-1: 64) */
-    const char *barrier;            /* the cpu pool's barrier (NULL: hybrid) */
-    int threads;                    /* cpu pool threads (0: the CPUs allowed) */
-    real_trace_level trace_level;
-    uint64_t seed;                  /* weights, inputs; default jitter seed */
-    trace_recorder *rec;            /* where the run is recorded (NULL: nowhere) */
-    bool progress;                  /* a progress bar on stderr */
-    int window;                     /* evaluations in flight between reads (0: 64) */
-    const char *allreduce;          /* tp: ring (NULL), butterfly or bf16 */
-    int64_t allreduce_bf16_min;     /* bf16 from this many elements (0: 32768) */
-    int64_t allreduce_timeout_ms;   /* a rank waiting longer: the run fails as hung (0: 10 s) */
-} real_run_opts;
-
-typedef struct real_run_result {
-    int prompt_tokens, n_ubatches, tokens;
-    int64_t prompt_ns;              /* wall time of the prompt (issue to last output) */
-    int64_t decode_ns;              /* of all decode tokens */
-    double ns_per_token;
-    double syncs_per_token;         /* host syncs and event syncs per decode token */
-    char pattern[512];              /* the last decode evaluation's pattern string */
-    char prompt_pattern[512];
-    int n_splits, n_inputs, n_copies;
-    int n_devices;                  /* cpustream devices */
-    int cpu_threads;
-    uint64_t n_evals;               /* evaluations compared with the reference */
-    real_error err;                 /* every evaluation's output against the reference */
-    bool differ;                    /* err above REAL_RUN_TOLERANCE */
-    char desc[256];                 /* model and machine, one line */
-} real_run_result;
-
-/* Runs a model on real backends, records it through o->rec, and compares the
- * output of every evaluation (prompt ubatches and decode tokens) with the
- * reference (the same graphs on one cpu thread, sequentially, same weights,
- * caches and inputs). Outputs are read pipelined: get_async into one host
- * tensor per evaluation, a synchronize every o->window evaluations and at
- * the end of the prompt and of the decode. Returns 0, 2 for bad input (err
- * filled; nothing recorded when it is detected before the backends start),
- * 1 when the run failed. A run whose outputs differ returns 0 with
- * res->differ set. */
-int real_run(const real_run_opts *o, real_run_result *res, trace_error *err);
+/* `cpustream[:N]` and `cpu`: devices of this computer. A run on them
+ * computes for real, times on the wall clock, reads every evaluation's
+ * output asynchronously and compares it with the reference (the same
+ * graphs on one cpu thread, sequentially, same weights, caches and
+ * inputs); outputs that differ make the run's verdict 1. */
+extern const sched_family real_cpustream_family;
+extern const sched_family real_cpu_family;
+/* What a machine these families opened found against the reference: the
+ * error of every output checked, and *n_evals the evaluations; NULL for
+ * any other machine. */
+const real_error *real_machine_error(const sched_machine *m, uint64_t *n_evals);
 
 #endif

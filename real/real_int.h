@@ -11,17 +11,10 @@
 
 #define REAL_MAX_BACKENDS 16
 
-/* One set of backends made by real_backends_create: they share the host
- * queue, the recording lock and the events' lock. */
+/* One set of backends made by real_backends_create: they share the events'
+ * lock and the all-reduce rendezvous. */
 typedef struct real_ctx {
     real_options opt;
-    sched_sink sink;
-    bool recording;
-    trace_recorder *rec;            /* for observed times; may be NULL */
-    pthread_mutex_t rec_lock;       /* sinks are not all thread-safe */
-    uint32_t host_q;                /* the `host` queue */
-    uint64_t cur_eval;              /* the host's current evaluation (token=) */
-    int cur_split;
     /* Events: one lock and condition for every event of the set. */
     pthread_mutex_t ev_lock;
     pthread_cond_t ev_cond;
@@ -50,30 +43,13 @@ typedef struct real_event {
     sched_event base;
     uint64_t issued;                /* records queued (host side) */
     uint64_t completed;             /* records executed (under ev_lock) */
-    uint32_t name_str;              /* the name, interned in the trace */
-    char name[SCHED_NAME_MAX];
 } real_event;
 
 int64_t real_now_ns(void);
 
-/* Recording (record.c): all under rec_lock; no-ops when not recording. */
-uint64_t real_rec_append(real_ctx *c, trace_stmt *s);
-void real_rec_set_time(real_ctx *c, uint64_t seq, int64_t t, int64_t dur);
-uint32_t real_rec_intern(real_ctx *c, const char *s);
-uint32_t real_rec_queue(real_ctx *c, const char *name, trace_queue_kind kind, const char *device);
-uint32_t real_rec_root(real_ctx *c, const char *name, uint64_t size, bool host, const char *device);
-uint32_t real_rec_view_of(real_ctx *c, uint32_t parent, const char *name, uint64_t off, uint64_t size);
-/* The trace view of a tensor (declared on first use); TRACE_NONE if none. */
-uint32_t real_rec_tensor(real_ctx *c, sched_tensor *t);
-/* Fills attrs with token= and split= of the current evaluation; returns n. */
-uint32_t real_rec_attrs(real_ctx *c, trace_attr *attrs, int split);
-
-/* Kernel arguments of node `node` of x, sources through x->src_of, and the
- * trace accesses of the whole node (reads of each source, write of dst):
- * acc must hold SCHED_MAX_SRC + 1. Returns the number of accesses (0 when
- * not recording), or -1 when a tensor has no memory. */
-int real_node_args(real_ctx *c, const sched_exec *x, int32_t node, real_kernel_args *a,
-                   trace_access *acc, bool record);
+/* Kernel arguments of node `node` of x, sources through x->src_of (node.c).
+ * Returns 0, or -1 when a tensor has no memory. */
+int real_node_args(const sched_exec *x, int32_t node, real_kernel_args *a);
 
 /* All-reduce (collective.c). One rank's all_reduce node, resolved when the
  * host submits it (the rank is the node's position among the nodes of its
@@ -81,22 +57,21 @@ int real_node_args(real_ctx *c, const sched_exec *x, int32_t node, real_kernel_a
 typedef struct real_allreduce {
     int32_t group;
     int rank, n_ranks;
-    bool bf16;                      /* through the bf16 wire scratch */
-    bool butterfly;
+    bool bf16;                      /* through the bf16 wire */
     real_tensor src, dst;           /* this rank's partial sum and result */
-    real_tensor wire;               /* bf16: this rank's scratch (shape of src) */
+    real_tensor wire;               /* bf16: this rank's wire (shape of src) */
     void *sum;                      /* bf16: the sum before it lands in wire (owned) */
-    uint64_t seq_to, seq_coll, seq_from;    /* recorded statements (UINT64_MAX: none) */
+    sched_ticket to_wire, coll, from_wire;  /* statements to report */
 } real_allreduce;
 
 void real_coll_init(real_ctx *c);
 void real_coll_destroy(real_ctx *c);
 /* Rank ar->rank joins its next generation of ar->group, publishing t (its
- * source, or its bf16 scratch), and blocks until all ar->n_ranks ranks
- * have: then ranks[0..n) are every rank's t, in rank order, and it returns
- * the generation. -1 on timeout (c->opt.allreduce_timeout_ns; the set
- * fails with a message naming the ranks waited for), a mismatch between
- * the ranks, or a set that failed already. */
+ * source, or its bf16 wire), and blocks until all ar->n_ranks ranks have:
+ * then ranks[0..n) are every rank's t, in rank order, and it returns the
+ * generation. -1 on timeout (c->opt.allreduce_timeout_ns; the set fails
+ * with a message naming the ranks waited for), a mismatch between the
+ * ranks, or a set that failed already. */
 int64_t real_coll_arrive(real_ctx *c, const real_allreduce *ar, const real_tensor *t,
                          real_tensor *ranks);
 /* After reading the others' tensors: blocks until every rank has read
@@ -106,8 +81,6 @@ int real_coll_depart(real_ctx *c, const real_allreduce *ar, int64_t gen);
  * rank waiting at a rendezvous. */
 void real_fail(real_ctx *c, const char *msg);
 bool real_failed(real_ctx *c);
-/* The group of all_reduce node `node` of g: *rank and *n. */
-void real_coll_group_of(const sched_graph *g, int32_t node, int *rank, int *n);
 
 /* Backends. */
 sched_backend *real_cpu_new(real_ctx *c, int threads, real_barrier_kind barrier, char *err,
@@ -128,14 +101,28 @@ bool real_is_cpu(const sched_backend *b);
 int real_cpu_threads(const sched_backend *b);
 real_ctx *real_ctx_of(const sched_backend *b);
 
-/* Buffers shared by both backends. */
-sched_buffer *real_buffer_new(sched_backend *b, real_ctx *c, const char *name, uint64_t size,
-                              sched_buffer_usage usage, bool host, const char *device);
+/* Buffers shared by both backends (buffer.c). */
+sched_buffer *real_buffer_new(sched_backend *b, const char *name, uint64_t size,
+                              sched_buffer_usage usage, bool host);
 void real_buffer_free(sched_buffer *buf);
 
-/* Deterministic values (backends.c), shared with the reference. */
-void real_fill_weight(const sched_tensor *t, void *data, uint64_t seed);
-void real_fill_input(const sched_graph *g, const sched_tensor *t, void *data, uint64_t eval,
-                     uint64_t seed);
+/* The device spec (spec.c): the devices a checked spec makes. */
+typedef struct real_spec_item {
+    bool cpu;
+    int count;
+    real_cs_params cs;
+    int threads;
+} real_spec_item;
+
+/* The items of spec (of the cpu and cpustream families), options applied,
+ * a cpu appended when missing. Returns the number of items, or -1 with
+ * one line naming the spec in err. */
+int real_spec_items(const sched_spec *spec, const real_options *o, real_spec_item *items,
+                    char *err, size_t errlen);
+/* The backends of a parsed spec: as real_backends_create. */
+int real_set_create(const sched_spec *spec, const real_options *opt, sched_backend ***out,
+                    size_t *n, char *errbuf, size_t errlen);
+/* The cpu and cpustream families, NULL-terminated (a spec given as text). */
+extern const sched_family *const real_families[];
 
 #endif

@@ -324,6 +324,41 @@ uint64_t sched_node_bytes(const sched_graph *g, const sched_tensor *t)
     return bytes;
 }
 
+bool sched_node_half(const sched_graph *g, const sched_tensor *t)
+{
+    return t->op == SCHED_OP_MUL_MAT && g->tensors[t->src[0]].type != SCHED_F32;
+}
+
+void sched_allreduce_group(const sched_graph *g, int32_t node, int *rank, int *n)
+{
+    int32_t group = g->tensors[node].param;
+    *rank = 0;
+    *n = 0;
+    for (int32_t i = 0; i < g->n_tensors; i++) {
+        if (g->tensors[i].op != SCHED_OP_ALL_REDUCE || g->tensors[i].param != group)
+            continue;
+        if (i < node)
+            (*rank)++;
+        (*n)++;
+    }
+}
+
+sched_graph *sched_graph_copy(const sched_graph *g)
+{
+    sched_graph *c = sched_graph_new(g->name);
+    if (!c)
+        return NULL;
+    c->tensors = malloc(((size_t)g->n_tensors + 1) * sizeof *c->tensors);
+    if (!c->tensors) {
+        free(c);
+        return NULL;
+    }
+    memcpy(c->tensors, g->tensors, (size_t)g->n_tensors * sizeof *c->tensors);
+    c->n_tensors = g->n_tensors;
+    c->cap_tensors = g->n_tensors + 1;
+    return c;
+}
+
 void sched_tensor_shape_str(const sched_tensor *t, char *buf, size_t cap)
 {
     size_t n = 0;

@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define MAX_TOKENS 16
 
@@ -237,9 +238,14 @@ fail:
 
 sched_graph *sched_graph_parse_file(const char *path, trace_error *err)
 {
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        trace_error_set(err, TRACE_EIO, "%s: is a directory, not a graph file", path);
+        return NULL;
+    }
     FILE *f = fopen(path, "rb");
     if (!f) {
-        trace_error_set(err, TRACE_EIO, "%s: %s", path, strerror(errno));
+        trace_error_set(err, TRACE_EIO, "%s: cannot open the graph file (%s)", path, strerror(errno));
         return NULL;
     }
     char *text = NULL;

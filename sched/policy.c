@@ -1,10 +1,12 @@
 /*
  * policy.c -- the sync policies, as data.
  *
- * Each row says where the scheduler puts host syncs (s), event
- * synchronisations (e), event waits (w) and records (r) around the input
- * copies (a async, c blocking) and the graph launch (g) of a split. The
- * scheduler (sched.c) interprets the row; it has no branch per policy.
+ * Each row says where the scheduler puts host syncs and event
+ * synchronisations (the host blocks: s), stream-side event waits (w) and
+ * records (r) around the input copies (a async, c blocking) and the graph
+ * launch (g) of a split; the letters are the sync pattern's
+ * (traces/pattern.c), read from the trace a run records. The scheduler
+ * (sched.c) interprets the row; it has no branch per policy.
  *
  *   full               sassassasg per split of three inputs: a sync before
  *                      and after every copy (ggml before the async rework).
@@ -102,12 +104,32 @@ const char *sched_policy_names(void)
     return names;
 }
 
-const char *const sched_allreduces[] = { "ring", "butterfly", "bf16", NULL };
+static const struct { const char *word, *help; } allreduce_info[] = {
+#define SCHED_ALLREDUCE_INFO(name, word, text) { word, text },
+    SCHED_ALLREDUCE_MAP(SCHED_ALLREDUCE_INFO)
+#undef SCHED_ALLREDUCE_INFO
+};
 
-bool sched_allreduce_known(const char *name)
+const char *sched_allreduce_str(sched_allreduce a) { return allreduce_info[a].word; }
+const char *sched_allreduce_help(sched_allreduce a) { return allreduce_info[a].help; }
+
+int sched_allreduce_parse(const char *word)
 {
-    for (int i = 0; sched_allreduces[i]; i++)
-        if (strcmp(sched_allreduces[i], name) == 0)
-            return true;
-    return false;
+    for (int i = 0; i < SCHED_ALLREDUCE_COUNT; i++)
+        if (strcmp(allreduce_info[i].word, word) == 0)
+            return i;
+    return -1;
+}
+
+const char *sched_allreduce_names(void)
+{
+    static char names[128];
+    if (!names[0]) {
+        size_t used = 0;
+        for (int i = 0; i < SCHED_ALLREDUCE_COUNT && used < sizeof names; i++)
+            used += (size_t)snprintf(names + used, sizeof names - used, "%s%s",
+                                     i == 0 ? "" : i + 1 < SCHED_ALLREDUCE_COUNT ? ", " : " or ",
+                                     allreduce_info[i].word);
+    }
+    return names;
 }

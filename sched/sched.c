@@ -7,10 +7,16 @@
  *   1. its input copies for slot cur_copy, each guarded as the policy
  *      says (a sync, or the slot's event: the host waits for it before a
  *      blocking copy, the copying queue waits for it before an async one);
+ *      a copy from another device runs on the source's stream after the
+ *      work that produced it and hands over with an event the split's
+ *      stream waits for (ggml-cuda's cpy_tensor_async);
  *   2. the graph launch (asynchronous where the backend is);
  *   3. the record of the (backend, slot) event.
  * cur_copy then rotates, so with n_copies > 1 the next evaluation's copies
  * go to other slots while this one's may still be read.
+ *
+ * What the calls add up to (the sync pattern, syncs per token) is read
+ * from the trace they make (sched_rec, traces/pattern.c), not counted here.
  */
 #include "sched_int.h"
 
@@ -123,12 +129,8 @@ sched *sched_new(sched_backend **backends, int n_backends, const sched_options *
         s->opts = *opts;
     if (!s->opts.name)
         s->opts.name = "g";
-    if (!s->opts.allreduce)
-        s->opts.allreduce = "ring";
     if (s->opts.allreduce_bf16_min <= 0)
         s->opts.allreduce_bf16_min = 32768;
-    if (s->opts.n_ranks <= 0)
-        s->opts.n_ranks = 1;
     s->policy = s->opts.policy ? s->opts.policy : sched_policy_find("events");
     s->n_copies = s->opts.n_copies > 0 ? s->opts.n_copies : 1;
     if (s->n_copies > SCHED_MAX_COPIES)
@@ -160,8 +162,13 @@ void sched_free(sched *s)
         for (int c = 0; c < SCHED_MAX_COPIES; c++)
             if (s->events[b][c] && be->iface->event_free)
                 be->iface->event_free(be, s->events[b][c]);
+        for (int d = 0; d < s->n_backends; d++)
+            if (s->xfer[b][d] && be->iface->event_free)
+                be->iface->event_free(be, s->xfer[b][d]);
         if (s->arena[b] && be->iface->buffer_free)
             be->iface->buffer_free(be, s->arena[b]);
+        if (s->wire[b] && be->iface->buffer_free)
+            be->iface->buffer_free(be, s->wire[b]);
     }
     if (s->graph) {
         sched_backend *cpu = s->backends[s->n_backends - 1];
@@ -176,7 +183,8 @@ void sched_free(sched *s)
     free(s->order);
     free(s->allocs);
     free(s->copy_map);
-    free(s->pattern);
+    free(s->ar_rank);
+    free(s->ar_n);
     free(s);
 }
 
@@ -200,6 +208,51 @@ sched_status sched_assign(sched *s, sched_graph *g, char *err, size_t err_cap)
     if (st != SCHED_OK)
         return st;
     return sched_assign_passes(s, g, err, err_cap);
+}
+
+/* Each all_reduce node's rank and group size, and per backend a wire
+ * buffer for its bf16 all-reduces (the largest one's bf16 bytes). */
+static sched_status plan_allreduce(sched *s, char *err, size_t err_cap)
+{
+    const sched_graph *g = s->graph;
+    free(s->ar_rank);
+    free(s->ar_n);
+    s->ar_rank = calloc((size_t)g->n_tensors + 1, sizeof *s->ar_rank);
+    s->ar_n = calloc((size_t)g->n_tensors + 1, sizeof *s->ar_n);
+    if (!s->ar_rank || !s->ar_n)
+        return SCHED_ENOMEM;
+    uint64_t wire[SCHED_MAX_BACKENDS] = { 0 };
+    for (int32_t i = 0; i < g->n_tensors; i++) {
+        const sched_tensor *t = &g->tensors[i];
+        if (t->op != SCHED_OP_ALL_REDUCE)
+            continue;
+        int rank, n;
+        sched_allreduce_group(g, i, &rank, &n);
+        s->ar_rank[i] = (int16_t)rank;
+        s->ar_n[i] = (int16_t)n;
+        int64_t ne = sched_tensor_nelements(&g->tensors[t->src[0]]);
+        if (s->opts.allreduce == SCHED_ALLREDUCE_BF16 && ne >= s->opts.allreduce_bf16_min &&
+            t->backend >= 0) {
+            uint64_t bytes = (uint64_t)ne * sched_dtype_size(SCHED_BF16);
+            if (bytes > wire[t->backend])
+                wire[t->backend] = bytes;
+        }
+    }
+    for (int b = 0; b < s->n_backends; b++) {
+        if (!wire[b] || (s->wire[b] && s->wire[b]->size >= wire[b]))
+            continue;
+        sched_backend *be = s->backends[b];
+        if (s->wire[b] && be->iface->buffer_free)
+            be->iface->buffer_free(be, s->wire[b]);
+        char name[SCHED_NAME_MAX];
+        snprintf(name, sizeof name, "%.20s.allreduce_bf16.%.24s", s->opts.name, bname(be));
+        s->wire[b] = be->iface->buffer_alloc(be, name, wire[b], SCHED_BUFFER_COMPUTE);
+        if (!s->wire[b]) {
+            snprintf(err, err_cap, "cannot allocate the bf16 all-reduce buffer on %s", bname(be));
+            return SCHED_EBACKEND;
+        }
+    }
+    return SCHED_OK;
 }
 
 sched_status sched_plan(sched *s, sched_graph *g, char *err, size_t err_cap)
@@ -243,6 +296,8 @@ sched_status sched_plan(sched *s, sched_graph *g, char *err, size_t err_cap)
             t->offset = g->tensors[t->view_src].offset + t->view_offs;
         }
     }
+    if ((st = plan_allreduce(s, err, err_cap)) != SCHED_OK)
+        return st;
     /* (source, backend) -> first copy, for src_of. */
     free(s->copy_map);
     s->copy_map = malloc((size_t)s->n_orig * (size_t)s->n_backends * sizeof *s->copy_map);
@@ -267,26 +322,23 @@ sched_backend *sched_backend_at(const sched *s, int i) { return s->backends[i]; 
 int sched_n_backends(const sched *s) { return s->n_backends; }
 const sched_policy *sched_get_policy(const sched *s) { return s->policy; }
 sched_graph *sched_get_graph(const sched *s) { return s->graph; }
-const char *sched_last_pattern(const sched *s) { return s->pattern ? s->pattern : ""; }
-uint64_t sched_count(const sched *s, char what) { return s->counts[(unsigned char)what & 127]; }
+
+void sched_exec_group(const sched_exec *x, int32_t node, int *rank, int *n)
+{
+    const sched *s = x->sched;
+    *rank = s->ar_rank[node];
+    *n = s->ar_n[node];
+}
+
+bool sched_exec_bf16(const sched_exec *x, int32_t node)
+{
+    const sched_tensor *t = &x->graph->tensors[node];
+    return x->allreduce == SCHED_ALLREDUCE_BF16 &&
+           sched_tensor_nelements(&x->graph->tensors[t->src[0]]) >= x->allreduce_bf16_min;
+}
 
 /* ------------------------------------------------------------------ */
 /* Running.                                                            */
-
-static void emit(sched *s, char c)
-{
-    s->counts[(unsigned char)c & 127]++;
-    if (s->pattern_len + 2 > s->pattern_cap) {
-        size_t cap = s->pattern_cap ? s->pattern_cap * 2 : 64;
-        char *n = realloc(s->pattern, cap);
-        if (!n)
-            return;                 /* the pattern is diagnostics only */
-        s->pattern = n;
-        s->pattern_cap = cap;
-    }
-    s->pattern[s->pattern_len++] = c;
-    s->pattern[s->pattern_len] = '\0';
-}
 
 static int32_t exec_src_of(const sched_exec *x, int32_t node, int i)
 {
@@ -309,7 +361,6 @@ static sched_status sync_backend(sched *s, int b)
     sched_backend *be = s->backends[b];
     if (!be->iface->synchronize)
         return SCHED_OK;            /* synchronous backend: nothing in flight */
-    emit(s, 's');
     return call(be->iface->synchronize(be));
 }
 
@@ -324,14 +375,54 @@ static sched_status wait_previous(sched *s, int b)
     sched_backend *be = s->backends[b], *pb = s->backends[prev];
     sched_event *ev = s->last_event[prev];
     if (s->policy->record_after_split && ev) {
-        if (be->iface->synchronize && be->iface->event_wait) {
-            emit(s, 'w');
+        if (be->iface->synchronize && be->iface->event_wait)
             return call(be->iface->event_wait(be, ev));
-        }
-        emit(s, 'e');
         return call(pb->iface->event_synchronize(pb, ev));
     }
     return sync_backend(s, prev);
+}
+
+/* Whether backend b has a stream and events (an asynchronous device). */
+static bool is_async_device(const sched *s, int b)
+{
+    const sched_backend_iface *i = s->backends[b]->iface;
+    return i->synchronize && i->event_new && i->event_record && i->event_wait;
+}
+
+/* The event a copy from device a to device b hands over with. */
+static sched_event *xfer_event(sched *s, int a, int b)
+{
+    if (!s->xfer[a][b]) {
+        sched_backend *be = s->backends[a];
+        char name[SCHED_NAME_MAX];
+        snprintf(name, sizeof name, "%.20s.xfer.%.18s>%.18s", s->opts.name, bname(be),
+                 bname(s->backends[b]));
+        s->xfer[a][b] = be->iface->event_new(be, name);
+    }
+    return s->xfer[a][b];
+}
+
+/* An asynchronous copy of src (on backend sb) into dst (on b): 1 queued,
+ * 0 declined, -1 error. Between two devices it runs on the source's
+ * stream, after the work that produced src, and b's stream waits for the
+ * hand-over event; from host memory b's stream pulls it. */
+static int copy_async(sched *s, int sb, int b, sched_tensor *src, sched_tensor *dst)
+{
+    sched_backend *be = s->backends[b], *sbe = s->backends[sb];
+    if (sb != b && is_async_device(s, sb) && is_async_device(s, b) && sbe->iface->copy_async) {
+        sched_event *ev = xfer_event(s, sb, b);
+        if (!ev)
+            return -1;
+        int rc = sbe->iface->copy_async(sbe, be, src, dst);
+        if (rc != 1)
+            return rc;
+        if (sbe->iface->event_record(sbe, ev) != 0 || be->iface->event_wait(be, ev) != 0)
+            return -1;
+        return 1;
+    }
+    if (!be->iface->copy_async)
+        return 0;
+    return be->iface->copy_async(be, sbe, src, dst);
 }
 
 /* Step 1: one input copy with its guards. */
@@ -359,11 +450,9 @@ static sched_status copy_input(sched *s, const sched_split *sp, int j)
              * the host waits for a copy it makes itself; otherwise the queue
              * that runs the copy (the source's, when it has events) waits. */
             if (mode == SCHED_COPY_BLOCKING) {
-                emit(s, 'e');
                 st = call(be->iface->event_synchronize(be, ev));
             } else {
                 sched_backend *waiter = (!user && has_events(s, sb)) ? sbe : be;
-                emit(s, 'w');
                 st = call(waiter->iface->event_wait(waiter, ev));
             }
         }
@@ -374,24 +463,19 @@ static sched_status copy_input(sched *s, const sched_split *sp, int j)
     bool done = false;
     if (mode == SCHED_COPY_ASYNC) {
         if (user && be->iface->set_async) {
-            emit(s, 'a');
             st = call(be->iface->set_async(be, src, dst));
             done = true;
-        } else if (!user && be->iface->copy_async) {
-            int rc = be->iface->copy_async(be, sbe, src, dst);
+        } else if (!user) {
+            int rc = copy_async(s, sb, b, src, dst);
             if (rc < 0)
                 return SCHED_EBACKEND;
-            if (rc == 1) {
-                emit(s, 'a');
-                done = true;
-            }
+            done = rc == 1;
         }
     }
     if (!done) {
         /* Blocking: the source must be complete, the host copies. */
         if (!user && (st = sync_backend(s, sb)) != SCHED_OK)
             return st;
-        emit(s, 'c');
         st = call(be->iface->copy_sync(be, src, dst));
     }
     if (st == SCHED_OK && s->policy->after_copy == SCHED_GUARD_SYNC)
@@ -403,16 +487,13 @@ sched_status sched_graph_compute(sched *s, uint64_t eval)
 {
     if (!s->graph || !s->splits)
         return SCHED_EUSAGE;
-    s->pattern_len = 0;
-    if (s->pattern)
-        s->pattern[0] = '\0';
     sched_status st = SCHED_OK;
     for (int i = 0; i < s->n_splits && st == SCHED_OK; i++) {
         const sched_split *sp = &s->splits[i];
         int b = sp->backend;
         sched_backend *be = s->backends[b];
-        if (i > 0)
-            emit(s, '|');
+        if (be->iface->split_begin)
+            be->iface->split_begin(be, i, eval);
         if (sp->n_inputs == 0 && sp->wait_prev && s->policy->wait_if_no_inputs)
             st = wait_previous(s, b);
         if (st == SCHED_OK && sp->n_inputs > 0 && s->policy->sync_before_inputs)
@@ -427,17 +508,18 @@ sched_status sched_graph_compute(sched *s, uint64_t eval)
             .graph = s->graph, .nodes = sp->nodes, .n_nodes = sp->n_nodes, .split = i,
             .cur_copy = s->cur_copy, .eval = eval, .src_of = exec_src_of, .sched = s,
             .allreduce = s->opts.allreduce, .allreduce_bf16_min = s->opts.allreduce_bf16_min,
-            .n_ranks = s->opts.n_ranks,
+            .wire = s->wire[b],
         };
-        emit(s, 'g');
         st = call(be->iface->graph_compute(be, &x));
         if (st == SCHED_OK && s->policy->record_after_split && s->events[b][s->cur_copy]) {
-            emit(s, 'r');
             st = call(be->iface->event_record(be, s->events[b][s->cur_copy]));
             s->last_event[b] = s->events[b][s->cur_copy];
         }
         s->last_split_backend = b;
     }
+    sched_backend *first = s->backends[0];
+    if (first->iface->split_begin)
+        first->iface->split_begin(first, -1, eval);
     s->cur_copy = (s->cur_copy + 1) % s->n_copies;
     s->n_evals++;
     return st;
@@ -468,6 +550,15 @@ sched_status sched_get_output(sched *s, int32_t t, sched_tensor *dst)
     if (st != SCHED_OK)
         return st;
     return call(be->iface->copy_sync(s->backends[s->n_backends - 1], src, dst));
+}
+
+sched_status sched_get_output_async(sched *s, int32_t t, sched_tensor *dst)
+{
+    sched_tensor *src = &s->graph->tensors[t];
+    sched_backend *be = s->backends[src->backend];
+    if (be->iface->get_async)
+        return call(be->iface->get_async(be, src, dst));
+    return sched_get_output(s, t, dst);
 }
 
 /* ------------------------------------------------------------------ */

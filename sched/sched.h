@@ -1,5 +1,6 @@
 /*
- * sched.h -- the graph model, the backend interface and the scheduler.
+ * sched.h -- the graph model, the backend interface, the scheduler, the
+ * recording of backends and the `run` driver.
  *
  * A graph is a list of tensors in execution order: leafs (weights, the KV
  * cache, user inputs) and nodes (ops over earlier tensors). The scheduler
@@ -20,8 +21,19 @@
  *
  * Backends plug in through sched_backend_iface (one struct of function
  * pointers); the scheduler never knows whether it drives a simulated or a
- * real device. Backends record what they do through a sched_sink, which
- * writes either an in-memory trace or the SQLite recorder.
+ * real device. Three layers around it, each in one file:
+ *
+ *   record.c  sched_rec wraps backends (record_wrap.c): the scheduler
+ *             drives the wrapped ones, and every call becomes trace
+ *             statements in one place (a backend only reports when its
+ *             work ran: sched_rec_done);
+ *   run.c     the `run` driver: a model or graph file, prompt ubatches and
+ *             decode tokens the way llama.cpp drives ggml, on any machine;
+ *   family.c  backend families (sim device models, cpu, cpustream, ...):
+ *             how a --devices spec names devices and opens their machine.
+ *
+ * Allowed dependencies: sched -> traces only. sim/ and real/ implement
+ * backends, machines and families; cli/run_families.c lists the families.
  */
 #ifndef SYNCSIM_SCHED_H
 #define SYNCSIM_SCHED_H
@@ -39,12 +51,9 @@
 #define SCHED_STATUS_MAP(X)                                    \
     X(OK, "ok")                                                \
     X(ENOMEM, "out of memory")                                 \
-    X(ESYNTAX, "malformed graph")                              \
     X(EUSAGE, "invalid argument")                              \
     X(EUNSUPPORTED, "no backend supports the op")              \
-    X(EBACKEND, "backend call failed")                         \
-    X(EHANG, "the schedule can never complete")                \
-    X(EIO, "input/output error")
+    X(EBACKEND, "backend call failed")
 
 typedef enum {
 #define SCHED_STATUS_ENUM(name, msg) SCHED_##name,
@@ -199,6 +208,15 @@ uint64_t sched_tensor_nbytes(const sched_tensor *t);
 /* FLOPs and bytes moved to and from memory by a node (0 for leafs and views). */
 uint64_t sched_node_flops(const sched_graph *g, const sched_tensor *t);
 uint64_t sched_node_bytes(const sched_graph *g, const sched_tensor *t);
+/* Whether a node computes at half precision (a mul_mat of f16 or bf16
+ * weights): device models price its FLOPs at their f16 peak. */
+bool sched_node_half(const sched_graph *g, const sched_tensor *t);
+/* The all_reduce group of node (its param): *rank, its position among the
+ * group's nodes in graph order, and *n, their number. O(tensors). */
+void sched_allreduce_group(const sched_graph *g, int32_t node, int *rank, int *n);
+/* A deep copy of g (a fresh graph to evaluate elsewhere: the reference of
+ * a real run), before any planning. NULL when out of memory. */
+sched_graph *sched_graph_copy(const sched_graph *g);
 /* "4096x32 f16" */
 void sched_tensor_shape_str(const sched_tensor *t, char *buf, size_t cap);
 
@@ -236,7 +254,7 @@ sched_graph *sched_graph_parse_string(const char *name, const char *text, trace_
 int sched_graph_write(FILE *out, const sched_graph *g);
 
 /* ------------------------------------------------------------------ */
-/* The trace sink: where backends record.                              */
+/* The trace sink: where a recording goes.                              */
 
 typedef struct sched_sink_iface {
     /* Declarations and statements, as trace_recorder_*: return the index or
@@ -247,6 +265,9 @@ typedef struct sched_sink_iface {
     uint32_t (*view)(void *ctx, const char *name, uint32_t parent, uint64_t offset, uint64_t size);
     uint32_t (*intern)(void *ctx, const char *s);
     uint64_t (*append)(void *ctx, const trace_stmt *s);
+    /* The times of a statement appended without them (a real device's work
+     * completes after the host submitted it). NULL: such times are lost. */
+    void (*set_time)(void *ctx, uint64_t seq, int64_t t, int64_t dur);
     /* Run metadata. NULL: metadata is dropped. */
     int (*meta)(void *ctx, const char *key, const char *value);
     /* The split graph. NULL: it is not stored. */
@@ -260,10 +281,18 @@ typedef struct sched_sink {
     void *ctx;
 } sched_sink;
 
-/* A sink into an in-memory trace (not owned); the split graph is dropped. */
+/* A sink into an in-memory trace (not owned); the split graph is dropped,
+ * and so are times learnt after a statement was appended. */
 sched_sink sched_sink_memory(trace *t);
 /* A sink into the SQLite recorder (not owned). */
 sched_sink sched_sink_recorder(trace_recorder *rec);
+/* A sink that keeps nothing but counts, numbering what it is given as a
+ * fresh trace would (benchmarks: what producing a trace costs). */
+typedef struct sched_null_sink {
+    uint32_t strings, queues, buffers;
+    uint64_t stmts;
+} sched_null_sink;
+sched_sink sched_sink_null(sched_null_sink *counts);
 /* Declares the trace view of a tensor on first use and returns it. */
 uint32_t sched_tensor_view(sched_sink *sink, sched_tensor *t);
 
@@ -281,11 +310,33 @@ typedef enum {
     SCHED_BUFFER_HOST = 2,          /* user inputs and outputs (host memory) */
 } sched_buffer_usage;
 
+/* The all-reduce strategies of tensor-split models: one table gives the
+ * enum, the word and the help text. */
+#define SCHED_ALLREDUCE_MAP(X)                                                       \
+    X(RING, "ring", "2(n-1) steps around a ring of the devices (default)")           \
+    X(BUTTERFLY, "butterfly", "log2(n) rounds of pairwise exchange and add")        \
+    X(BF16, "bf16", "a ring on bf16 data from a size on (--bf16-min): half the bytes")
+
+typedef enum {
+#define SCHED_ALLREDUCE_ENUM(name, word, text) SCHED_ALLREDUCE_##name,
+    SCHED_ALLREDUCE_MAP(SCHED_ALLREDUCE_ENUM)
+#undef SCHED_ALLREDUCE_ENUM
+    SCHED_ALLREDUCE_COUNT
+} sched_allreduce;
+
+const char *sched_allreduce_str(sched_allreduce a);
+const char *sched_allreduce_help(sched_allreduce a);
+/* -1 when the word names no strategy. */
+int sched_allreduce_parse(const char *word);
+/* Their words for a message, from the table: "ring, butterfly or bf16". */
+const char *sched_allreduce_names(void);
+
 struct sched_buffer {
-    sched_backend *backend;         /* the backend that allocated it */
+    sched_backend *backend;         /* the backend the scheduler allocated it from */
     uint64_t size;
     sched_buffer_usage usage;
     bool host;                      /* host memory (CPU backend, user inputs) */
+    bool pinned;                    /* page-locked host memory */
     uint32_t trace_id;              /* root buffer index in the trace */
     char name[SCHED_NAME_MAX];
     void *ctx;                      /* backend data */
@@ -293,10 +344,15 @@ struct sched_buffer {
 
 typedef struct sched_event {
     sched_backend *backend;         /* the backend whose queue records it */
-    uint32_t name;                  /* interned event name */
-    uint64_t n_records;             /* how often it was recorded */
+    uint32_t name;                  /* interned event name (set by sched_rec) */
+    uint64_t n_records;             /* how often it was recorded (the backend counts) */
     void *ctx;
 } sched_event;
+
+/* A statement sched_rec made for a backend call, whose times the backend
+ * reports (sched_rec_done). */
+typedef uint64_t sched_ticket;
+#define SCHED_NO_TICKET UINT64_MAX
 
 /* What graph_compute runs: nodes of one split, with sources redirected to
  * the split-input copies of slot cur_copy. */
@@ -309,47 +365,67 @@ typedef struct sched_exec {
     uint64_t eval;                  /* evaluation counter (token / ubatch) */
     /* Source i of node n as the split reads it (its copy when it is a split input). */
     int32_t (*src_of)(const struct sched_exec *x, int32_t node, int i);
-    const void *sched;              /* for src_of */
-    /* All-reduce: strategy name ("ring", "butterfly", "bf16") and the BF16 threshold. */
-    const char *allreduce;
+    const void *sched;              /* for src_of and sched_exec_group */
+    /* All-reduce: the strategy, the BF16 threshold (elements), and the
+     * split's backend's wire buffer for bf16 (NULL when none runs bf16). */
+    sched_allreduce allreduce;
     int64_t allreduce_bf16_min;
-    int n_ranks;                    /* devices taking part in each all_reduce */
+    sched_buffer *wire;
+    /* Recording (sched_rec): per entry k of nodes[], tickets[3k] is the
+     * node's op or collective, tickets[3k+1] and [3k+2] the bf16
+     * conversions into and out of the wire; SCHED_NO_TICKET where none.
+     * NULL when the backend is not recorded. */
+    const sched_ticket *tickets;
 } sched_exec;
+
+/* All_reduce node of x: its rank and the size of its group. O(1). */
+void sched_exec_group(const sched_exec *x, int32_t node, int *rank, int *n);
+/* Whether all_reduce node of x goes through the bf16 wire (strategy bf16
+ * and at least allreduce_bf16_min elements). */
+bool sched_exec_bf16(const sched_exec *x, int32_t node);
 
 typedef struct sched_backend_iface {
     /* Short name ("GPU0", "CPU"). Required. */
     const char *(*get_name)(sched_backend *b);
     /* Device kind. Required. */
     sched_device_kind (*device_kind)(sched_backend *b);
+    /* The name of its device in the trace: its stream queue and device
+     * memory ("gpu0", "cs0"), or for a backend that runs on the host, the
+     * prefix of its worker queues. NULL: the lower-cased get_name. */
+    const char *(*trace_name)(sched_backend *b);
     /* Whether the backend can run node t. NULL: it supports every op. */
     bool (*supports_op)(sched_backend *b, const sched_graph *g, const sched_tensor *t);
     /* Whether the backend computes on buf directly (a buffer of another backend).
      * NULL: only its own buffers. */
     bool (*supports_buffer)(sched_backend *b, const sched_buffer *buf);
-    /* Allocates a buffer of size bytes (declared in the trace as a root buffer
-     * named name). Returns NULL when out of memory. Required. */
+    /* Allocates a buffer of size bytes named name; sets host and pinned.
+     * Returns NULL when out of memory. Required. */
     sched_buffer *(*buffer_alloc)(sched_backend *b, const char *name, uint64_t size,
                                   sched_buffer_usage usage);
     /* Frees a buffer from buffer_alloc. NULL: buffers live until the backend is freed. */
     void (*buffer_free)(sched_backend *b, sched_buffer *buf);
-    /* Host memory src -> dst on this backend, queued asynchronously. NULL: the
+    /* Host memory src -> dst on this backend, queued on its stream. NULL: the
      * scheduler uses copy_sync. */
     int (*set_async)(sched_backend *b, sched_tensor *src, sched_tensor *dst);
-    /* dst (host memory) <- src on this backend, queued asynchronously. NULL:
+    /* dst (host memory) <- src on this backend, queued on its stream. NULL:
      * the scheduler synchronises and uses copy_sync. */
     int (*get_async)(sched_backend *b, sched_tensor *src, sched_tensor *dst);
-    /* Copies src (on backend src_b) into dst (on b) asynchronously such that
-     * work later queued on b sees it. Returns 1 when done, 0 when declined
-     * (the scheduler then synchronises and uses copy_sync), -1 on error.
-     * NULL: always declines. */
-    int (*copy_async)(sched_backend *b, sched_backend *src_b, sched_tensor *src, sched_tensor *dst);
+    /* Queues on b's stream, after the work queued there so far, a copy of
+     * src into dst, one of which lives on `other` (host memory, or another
+     * device). Returns 1 when queued, 0 when declined (the scheduler then
+     * synchronises and uses copy_sync), -1 on error. The scheduler makes
+     * src ready for b's stream first: a copy between two devices runs on
+     * the source's stream and hands over with an event (ggml-cuda's
+     * cpy_tensor_async). NULL: always declines. */
+    int (*copy_async)(sched_backend *b, sched_backend *other, sched_tensor *src, sched_tensor *dst);
     /* A blocking copy performed by the host: returns when dst holds src. Required. */
     int (*copy_sync)(sched_backend *b, sched_tensor *src, sched_tensor *dst);
     /* Blocks the host until everything queued on the backend is done. NULL:
-     * the backend is synchronous (graph_compute returns when done). */
+     * the backend is synchronous (graph_compute returns when done; its work
+     * runs on the host thread and has no stream). */
     int (*synchronize)(sched_backend *b);
     /* Queues the nodes of one split (asynchronous where the backend can be).
-     * Required. */
+     * Reports each node's times (x->tickets) when it knows them. Required. */
     int (*graph_compute)(sched_backend *b, const sched_exec *x);
     /* Events, all or none. NULL: the scheduler falls back to synchronize. */
     sched_event *(*event_new)(sched_backend *b, const char *name);
@@ -360,11 +436,26 @@ typedef struct sched_backend_iface {
     int (*event_wait)(sched_backend *b, sched_event *ev);
     /* The host blocks until ev completes. */
     int (*event_synchronize)(sched_backend *b, sched_event *ev);
+    /* What the scheduler does next belongs to split `split` of evaluation
+     * `eval` (its input copies, its graph, its record; -1: to no split,
+     * after the last). Called on the split's backend. NULL: nothing to do
+     * (a recording marks the statements split= and token=). */
+    void (*split_begin)(sched_backend *b, int split, uint64_t eval);
+    /* Recording at a finer grain than the scheduler sees: the threads
+     * besides the host that run this (host) backend's nodes, each a host
+     * queue of the trace ("cpu.t1", ...). When > 0 the backend reports each
+     * node as per-thread chunks and the pool's barrier crossings
+     * (sched_rec_chunk, sched_rec_barrier) instead of one op per node.
+     * NULL: 0. */
+    int (*workers)(sched_backend *b);
 } sched_backend_iface;
 
 struct sched_backend {
     const sched_backend_iface *iface;
     void *ctx;
+    /* The recording this backend reports to (set by sched_rec_wrap on the
+     * backend it wraps); NULL when not recorded. */
+    struct sched_rec *rec;
 };
 
 /* ------------------------------------------------------------------ */
@@ -402,12 +493,6 @@ const sched_policy *sched_policy_find(const char *name);
 /* The policy names for a message: "full, relaxed, ... or no-split-wait". */
 const char *sched_policy_names(void);
 
-/* The all-reduce strategies of tensor-split models, NULL-terminated:
- * ring, butterfly, bf16. */
-extern const char *const sched_allreduces[];
-bool sched_allreduce_known(const char *name);
-/* Their names for a message: "ring, butterfly or bf16". */
-#define SCHED_ALLREDUCE_NAMES "ring, butterfly or bf16"
 
 /* ------------------------------------------------------------------ */
 /* The scheduler.                                                      */
@@ -429,9 +514,8 @@ typedef struct sched_options {
     const char *name;               /* prefix of the trace names it declares; NULL: "g" */
     const sched_policy *policy;     /* NULL: events */
     int n_copies;                   /* 0: 1 */
-    const char *allreduce;          /* NULL: ring */
+    sched_allreduce allreduce;      /* 0: ring */
     int64_t allreduce_bf16_min;     /* 0: 32768 elements */
-    int n_ranks;                    /* devices in each all_reduce (tp); 0: 1 */
 } sched_options;
 
 /* backends in priority order, the CPU last (it must support every op).
@@ -475,20 +559,17 @@ const sched_policy *sched_get_policy(const sched *s);
 sched_graph *sched_get_graph(const sched *s);
 
 /* Runs one evaluation (eval: the token or ubatch number put in the trace):
- * every split in order under the policy, then rotates cur_copy. The host
- * calls of the evaluation make its pattern string (s sync, e event sync,
- * w event wait, r record, a async copy, c blocking copy, g graph, '|'
- * between splits). */
+ * every split in order under the policy, then rotates cur_copy. */
 sched_status sched_graph_compute(sched *s, uint64_t eval);
 /* Waits for every backend (llama_synchronize). */
 sched_status sched_synchronize(sched *s);
 /* Copies the output tensor t into the host tensor dst (get_async where the
  * backend has it, then a synchronize of that backend). */
 sched_status sched_get_output(sched *s, int32_t t, sched_tensor *dst);
-/* The pattern of the last evaluation; counts of each pattern letter over
- * all calls (outputs and synchronize included). */
-const char *sched_last_pattern(const sched *s);
-uint64_t sched_count(const sched *s, char what);
+/* Queues the copy of output t into the host tensor dst without waiting
+ * (get_async); a backend without get_async copies at once, as
+ * sched_get_output. dst may be read after the next sched_synchronize. */
+sched_status sched_get_output_async(sched *s, int32_t t, sched_tensor *dst);
 
 /* Stores the split graph (nodes with backend and cause, edges, splits) in
  * the sink; node ids are id_base + tensor index. Returns 0 or -1. */
@@ -497,5 +578,286 @@ int sched_record_graph(const sched *s, sched_sink *sink, int64_t id_base);
 /* Checks that no two tensors that are live at the same time overlap in an
  * arena; returns the number of overlapping pairs (tests). */
 int sched_alloc_overlaps(const sched *s);
+
+/* ------------------------------------------------------------------ */
+/* Recording: sched_rec wraps backends (record.c, record_wrap.c).      */
+
+/*
+ * The scheduler drives wrapped backends; each call becomes its trace
+ * statements here and nowhere else (queues, buffers, tensor views, labels,
+ * split=, token=, cost attributes, the bf16 all-reduce's conversions, the
+ * statements' order and times). A backend only reports what only it
+ * knows: when its work ran (sched_rec_done with the ticket of the call)
+ * and, at a finer grain, its worker threads' chunks (sched_rec_chunk).
+ */
+typedef struct sched_rec sched_rec;
+
+typedef struct sched_rec_opts {
+    sched_sink sink;                /* where the statements go (not owned) */
+    /* true: statements wait, in submission order, until they have their
+     * times, so the sink gets each one once and complete (a simulated clock
+     * knows every time before the run ends). false: they go to the sink
+     * when the call that made them returns and get their times later
+     * through sink.set_time (real devices, whose work may never end). */
+    bool hold;
+    /* Backends report from threads other than the host's: take a lock. */
+    bool threaded;
+    /* The host's clock in ns (simulated or CLOCK_MONOTONIC): the times of
+     * the statements the host executes. Required. */
+    int64_t (*now)(void *ctx);
+    void *now_ctx;
+} sched_rec_opts;
+
+/* A recording into o->sink; declares the `host` queue. NULL when out of memory. */
+sched_rec *sched_rec_new(const sched_rec_opts *o);
+/* Passes every statement still held on (without times where it has none)
+ * and frees rec and its wrappers (not the backends they wrap, which must
+ * have no work in flight and report nothing more). */
+void sched_rec_free(sched_rec *rec);
+/* The backend the scheduler drives in place of inner (not owned; its
+ * stream queue, and worker queues, are declared now). Owned by rec. NULL
+ * when out of memory or more than 16 backends. */
+sched_backend *sched_rec_wrap(sched_rec *rec, sched_backend *inner);
+/* A sink that declares through rec: for sched_weights_new,
+ * sched_record_graph, sched_tensor_view and metadata. Owned by rec. */
+sched_sink *sched_rec_sink(sched_rec *rec);
+/* The evaluation (token=) of the statements that follow. */
+void sched_rec_set_eval(sched_rec *rec, uint64_t eval);
+/* A host op of the program itself (set_inputs, sample): label, what it
+ * accesses, what a device model prices it by -- a fixed cost (overhead_ns=;
+ * < 0: none) and the bytes it moves (bytes= when they are not the bytes it
+ * accesses; < 0: those) -- and when it ran. Returns 0 or -1. */
+int sched_rec_host_op(sched_rec *rec, const char *label, const trace_access *acc, uint32_t n_acc,
+                      int64_t overhead_ns, int64_t bytes, int64_t t, int64_t dur);
+/* Feeds every statement from now on, in submission order, to p (the sync
+ * pattern of traces/pattern.c); NULL stops. p is not owned. */
+void sched_rec_observe(sched_rec *rec, trace_pattern *p);
+/* The declarations and strings of the statements rec made (what an
+ * observer reads them with), and the `host` queue. */
+const trace *sched_rec_trace(const sched_rec *rec);
+uint32_t sched_rec_host(const sched_rec *rec);
+/* Statements made so far. */
+uint64_t sched_rec_count(const sched_rec *rec);
+/* Passes every held statement on (without times where it has none). */
+void sched_rec_flush(sched_rec *rec);
+
+/* Backend side. The ticket of the statement rec made for the call of b in
+ * progress (set_async, get_async, copy_async, event_record, event_wait):
+ * report its times with sched_rec_done once known. SCHED_NO_TICKET when b
+ * is not recorded. */
+sched_ticket sched_rec_ticket(const sched_backend *b);
+/* The times of a ticket's statement on the run's clock (ns). Thread-safe;
+ * nothing for SCHED_NO_TICKET or an unrecorded backend. */
+void sched_rec_done(const sched_backend *b, sched_ticket tk, int64_t t, int64_t dur);
+/* Worker level (iface.workers > 0), during graph_compute: thread `thread`
+ * (0 is the host) computed bytes [lo, hi) of the output of node entry k of
+ * the exec in progress; and crossed the pool's barrier. Thread-safe. */
+void sched_rec_chunk(const sched_backend *b, int k, int thread, uint64_t lo, uint64_t hi,
+                     int64_t t, int64_t dur);
+void sched_rec_barrier(const sched_backend *b, int thread, int64_t t, int64_t dur);
+
+/* ------------------------------------------------------------------ */
+/* Machines and backend families (family.c).                           */
+
+/*
+ * A machine is a host and its devices under one clock: a simulated one
+ * (sim/: a device model on the discrete-event engine) or this computer
+ * (real/: cpu, cpustream, and CUDA where built). The `run` driver (run.c)
+ * asks it for backends and lets it do the host's own work of the program
+ * (fill weights and inputs, or spend their simulated time; check outputs).
+ *
+ * A backend family is one kind of device a --devices spec names: `cpu`,
+ * `cpustream[:N]`, a device model file. Families register in one table
+ * (cli/run_families.c) that `run --help`, its errors and the driver read.
+ * Families of one machine share a spec ("cpustream:2,jitter=200us,cpu");
+ * the first item's family checks and opens the machine for all of them.
+ */
+
+/* A run option a machine takes beyond the common ones (--barrier NAME). */
+typedef struct sched_option {
+    const char *name;               /* "barrier": the option --barrier */
+    const char *arg;                /* "NAME", for the usage line */
+    /* Writes the help text (values from their own table) into buf. */
+    void (*help)(char *buf, size_t cap);
+} sched_option;
+
+/* A given run option. */
+typedef struct sched_option_value {
+    const char *name, *value;
+} sched_option_value;
+
+#define SCHED_SPEC_MAX_ITEMS 16
+#define SCHED_SPEC_MAX_OPTS 8
+
+typedef struct sched_family sched_family;
+
+/* One item of a spec: WORD[:ARG] and the KEY=VALUE words after it. */
+typedef struct sched_spec_item {
+    const sched_family *family;
+    char word[128], arg[64];
+    struct { char key[32], value[64]; } opt[SCHED_SPEC_MAX_OPTS];
+    int n_opt;
+} sched_spec_item;
+
+typedef struct sched_spec {
+    char text[256];                 /* as given, for messages */
+    sched_spec_item item[SCHED_SPEC_MAX_ITEMS];
+    int n_items;
+} sched_spec;
+
+typedef enum {
+    SCHED_PROGRESS_NONE = 0,
+    SCHED_PROGRESS_BAR = 1,         /* a terminal: a bar redrawn in place, long runs only */
+    SCHED_PROGRESS_LINES = 2,       /* a log: a line every progress_ms (once one has passed) */
+} sched_progress;
+
+/* What the run asks of its machine (every field defaulted by the driver). */
+typedef struct sched_run_opts {
+    const char *model;              /* "KIND[:key=value,...]" (NULL: llama) */
+    const char *graph_file;         /* a graph file instead of a model */
+    const char *devices;            /* a --devices spec (NULL: the table's default) */
+    const char *policy;             /* NULL: events */
+    const char *allreduce;          /* NULL: ring */
+    int n_copies;                   /* 0: 2 */
+    int tokens;                     /* decode tokens (-1: 16) */
+    int prompt;                     /* prompt tokens (-1: 64) */
+    int64_t bf16_min;               /* bf16 all-reduce from this many elements (0: 32768) */
+    const sched_option_value *options;  /* machine options (--barrier ...) */
+    int n_options;
+    sched_progress progress;        /* on stderr (default: none) */
+    int progress_ms;                /* SCHED_PROGRESS_LINES: between lines (0: 5000) */
+} sched_run_opts;
+
+/* A machine: { iface; ctx }. */
+typedef struct sched_machine_iface {
+    const char *clock;              /* the word for its times: "simulated", "wall" */
+    bool hold, threaded;            /* recording, see sched_rec_opts */
+    /* The host's clock (ns). Required. */
+    int64_t (*now)(void *ctx);
+    /* Its backends in priority order, the CPU last; owned by the machine.
+     * Required. */
+    int (*backends)(void *ctx, sched_backend ***out);
+    /* The run's graphs (prompt may be NULL), before they are planned. NULL:
+     * nothing to do (a real machine copies them for its reference). */
+    int (*adopt)(void *ctx, const sched_graph *prompt, const sched_graph *decode,
+                 trace_error *err);
+    /* Gives weight (or cache) t its values. NULL: weights have none. */
+    int (*fill_weight)(void *ctx, sched_tensor *t);
+    /* Writes the user inputs of g for evaluation eval. NULL: inputs have none. */
+    int (*fill_inputs)(void *ctx, sched_graph *g, uint64_t eval);
+    /* The host spends the simulated time of the program's own code: a fixed
+     * cost and bytes through memory (cost.c prices it). NULL: the host's
+     * own work takes the time it takes. */
+    void (*host_work)(void *ctx, int64_t overhead_ns, uint64_t bytes);
+    /* Checks output out of evaluation eval of phase (0 prompt, 1 decode).
+     * Set: every evaluation's output is read asynchronously into a window
+     * of host tensors and checked after each synchronize, the time it takes
+     * left out of the run's times. NULL: outputs are read as llama.cpp does
+     * (the last prompt ubatch's, then every token's, each with a sync) and
+     * the host samples. Returns 0, or -1 with err. */
+    int (*check_output)(void *ctx, int phase, uint64_t eval, const sched_tensor *out,
+                        trace_error *err);
+    /* Runs every device to the end. Returns 0, or -1 when one never gets
+     * there (a hang). NULL: nothing is left once synchronized. */
+    int (*finish)(void *ctx);
+    /* Why a backend call failed, one line; NULL when it does not know. NULL:
+     * never knows. */
+    const char *(*error)(void *ctx);
+    /* Adds its run metadata (devices, threads, seed, ...). NULL: none. */
+    void (*meta)(void *ctx, sched_sink *sink);
+    /* The machine in words: "h100-pcie (2 GPUs + CPU)". Required. */
+    void (*describe)(void *ctx, char *buf, size_t cap);
+    /* Prints its lines of the result (bytes per link, errors against the
+     * reference) and returns 0, or 1 when the run's outputs are wrong.
+     * NULL: none. */
+    int (*report)(void *ctx, FILE *out, const char *db);
+    void (*free)(void *ctx);
+} sched_machine_iface;
+
+typedef struct sched_machine {
+    const sched_machine_iface *iface;
+    void *ctx;
+} sched_machine;
+
+/* What a spec's machine is, found before anything is created. */
+typedef struct sched_machine_info {
+    int n_devices;                  /* accelerators (GPUs, cpustream devices); 0: the CPU alone */
+} sched_machine_info;
+
+typedef struct sched_family_iface {
+    const char *name;               /* "cpustream": how a spec names it */
+    const char *syntax;             /* "cpustream[:N]", for help and errors */
+    const char *summary;            /* one line, for help */
+    const char *machine;            /* its machine ("real", "simulated"): families of one machine share a spec */
+    const char *source;             /* what made a run, in the database: "sim", "real" */
+    const char *default_spec;       /* the spec of a run given none; NULL */
+    const sched_option *options;    /* run options its machine takes, {NULL}-terminated; NULL: none */
+    /* Whether spec word names this family's devices. NULL: word == name. */
+    bool (*claims)(const sched_family *f, const char *word);
+    /* The words it takes beyond its name (shipped device models), comma
+     * separated, into buf. NULL: none. */
+    void (*list)(const sched_family *f, char *buf, size_t cap);
+    /* Checks the spec (every item is of this machine) and the run options
+     * without creating anything; fills info. Returns 0, or -1 with one line
+     * naming the spec and what is wrong. Required. */
+    int (*check)(const sched_family *f, const sched_spec *spec, const sched_run_opts *o,
+                 sched_machine_info *info, trace_error *err);
+    /* Opens the machine of a checked spec. Returns 0, or -1 with err. Required. */
+    int (*open)(const sched_family *f, const sched_spec *spec, const sched_run_opts *o,
+                sched_machine *out, trace_error *err);
+} sched_family_iface;
+
+struct sched_family {
+    const sched_family_iface *iface;
+    const void *ctx;
+};
+
+/* The family of spec word (families: NULL-terminated); NULL when none. */
+const sched_family *sched_family_find(const sched_family *const *families, const char *word);
+/* Parses a spec: items "WORD[:ARG]" and their "KEY=VALUE" words, each
+ * word's family found. Returns 0, or -1 with one line naming the spec and
+ * listing what it takes. */
+int sched_spec_parse(const char *text, const sched_family *const *families, sched_spec *out,
+                     trace_error *err);
+
+/* ------------------------------------------------------------------ */
+/* The `run` driver (run.c).                                           */
+
+typedef struct sched_run sched_run;
+
+typedef struct sched_run_result {
+    char desc[384];                 /* model and machine, one line */
+    const char *policy;
+    int n_copies, n_splits, n_inputs;
+    int prompt_tokens, n_ubatches, tokens;
+    int64_t prompt_ns, decode_ns;   /* machine clock; checking outputs left out */
+    int64_t wall_ns;                /* the whole run on the wall clock */
+    int64_t check_ns;               /* of which checking outputs */
+    double ns_per_token;
+    double syncs_per_token;         /* host-blocking statements per decode token */
+    char pattern[512];              /* the last decode token's sync pattern */
+    char prompt_pattern[512];       /* the last prompt ubatch's */
+    uint64_t n_stmts;
+} sched_run_result;
+
+/* Checks everything a run is given (names from their tables, the spec, the
+ * options, the model or graph file, read once) and builds its graphs;
+ * nothing is recorded. Returns 0, or 2 with one line in err. */
+int sched_run_prepare(const sched_run_opts *o, const sched_family *const *families,
+                      sched_run **out, trace_error *err);
+/* "MODEL POLICY on DEVICES" and the machine's source, for the database. */
+const char *sched_run_name(const sched_run *r);
+const char *sched_run_source(const sched_run *r);
+/* Runs it, recording into sink. Returns 0, or 1 when the run failed
+ * part-way (err: one line). */
+int sched_run_exec(sched_run *r, sched_sink sink, sched_run_result *res, trace_error *err);
+/* Prints the result (db and run_id name where it was recorded). Returns
+ * the run's verdict: 0, or 1 when its outputs are wrong. */
+int sched_run_print(const sched_run *r, const sched_run_result *res, FILE *out, const char *db,
+                    int64_t run_id);
+/* The machine the run opened (its iface is NULL before sched_run_exec), for
+ * what only its kind knows (sim_machine_world). */
+const sched_machine *sched_run_machine(const sched_run *r);
+void sched_run_free(sched_run *r);
 
 #endif

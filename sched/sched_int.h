@@ -46,10 +46,14 @@ struct sched {
     sched_event *events[SCHED_MAX_BACKENDS][SCHED_MAX_COPIES];
     sched_event *last_event[SCHED_MAX_BACKENDS]; /* most recently recorded */
     int last_split_backend;         /* backend of the previous split run, -1 */
+    /* The event a copy from device a to device b hands over with; made on
+     * first use. */
+    sched_event *xfer[SCHED_MAX_BACKENDS][SCHED_MAX_BACKENDS];
 
-    char *pattern;
-    size_t pattern_len, pattern_cap;
-    uint64_t counts[128];
+    /* All-reduce: per tensor, its rank and group size (all_reduce nodes);
+     * per backend, the wire buffer of its bf16 all-reduces (NULL: none). */
+    int16_t *ar_rank, *ar_n;
+    sched_buffer *wire[SCHED_MAX_BACKENDS];
 };
 
 /* assign.c */

@@ -1,23 +1,20 @@
 /*
  * backend_sim.c -- the simulated backend: sched_backend_iface on a world.
  *
- * GPU backends queue kernels, copies, records and waits on their stream
- * (`gpuN`); the CPU backend runs its kernels on the host thread (`host`
- * ops), as ggml's CPU backend does. Every call becomes a statement: the
- * host's own (sync, wait, blocking copy, CPU op) with the host's times,
- * a stream's with the times the engine gives it. Accesses name the views
- * of tensors (allocator slots) so that the checker sees reuse.
+ * GPU backends queue kernels, copies, records and waits on their stream;
+ * the CPU backend runs its kernels on the host thread, as ggml's CPU
+ * backend does. Every call costs the host its API cost, and every item is
+ * priced by the cost model (cost.c) from the graph: an op by its FLOPs
+ * (at the f16 peak when it computes at half precision), the bytes it moves
+ * and the model's overhead; a copy by its path; an all-reduce by the
+ * alpha-beta model over its group. The recording that wraps these
+ * backends (sched/record.c) writes the statements and the very attributes
+ * those prices come from, so `replay --durations model` prices them alike;
+ * this file only reports when each one ran (sched_rec_done).
  *
- * copy_async follows ggml-cuda: a GPU -> GPU copy runs on the source's
- * stream, which records an event the destination's stream waits for; a
- * host -> GPU copy (from the CPU backend's arena) runs on the
- * destination's stream (it pulls), like Vulkan's. The CPU declines.
- *
- * Ops and collectives also carry what the device model priced them by and
- * the trace cannot show (sim_cost_attrs): their FLOPs, the bytes they move
- * when these are not the bytes they access (get_rows reads a few rows of
- * the table it names), the all-reduce algorithm. `replay --durations
- * model` reads them back (sim/replay.c, docs/device-model.md).
+ * copy_async queues the copy on this backend's stream whatever the other
+ * side (the scheduler runs a copy between GPUs on the source's stream and
+ * hands it over with an event); the CPU has none.
  */
 #include "sim_int.h"
 
@@ -27,6 +24,7 @@
 static sim_backend_ctx *ctx_of(sched_backend *b) { return b->ctx; }
 
 static const char *sim_name(sched_backend *b) { return ctx_of(b)->name; }
+static const char *sim_trace_name(sched_backend *b) { return ctx_of(b)->trace_name; }
 
 static sched_device_kind gpu_kind(sched_backend *b)
 {
@@ -51,25 +49,18 @@ static sched_buffer *sim_buffer_alloc(sched_backend *b, const char *name, uint64
                                       sched_buffer_usage usage)
 {
     sim_backend_ctx *c = ctx_of(b);
-    sim_world *w = c->w;
-    sched_buffer *buf = calloc(1, sizeof *buf);
+    sim_buffer *buf = calloc(1, sizeof *buf);
     if (!buf)
         return NULL;
-    buf->backend = b;
-    buf->size = size ? size : 1;
-    buf->usage = usage;
-    buf->host = c->device < 0;
-    snprintf(buf->name, sizeof buf->name, "%s", name);
-    char dev[16];
-    snprintf(dev, sizeof dev, "gpu%d", c->device);
-    buf->trace_id = w->sink.iface->buffer(w->sink.ctx, name, buf->size,
-                                          buf->host ? TRACE_LOC_HOST : TRACE_LOC_DEVICE,
-                                          buf->host ? NULL : dev, buf->host);
-    if (buf->trace_id == TRACE_NONE) {
-        free(buf);
-        return NULL;
-    }
-    return buf;
+    buf->base.backend = b;
+    buf->base.size = size ? size : 1;
+    buf->base.usage = usage;
+    buf->base.host = c->device < 0;
+    buf->base.pinned = c->device < 0;
+    buf->base.trace_id = TRACE_NONE;
+    snprintf(buf->base.name, sizeof buf->base.name, "%s", name);
+    buf->device = c->device;
+    return &buf->base;
 }
 
 static void sim_buffer_free(sched_backend *b, sched_buffer *buf)
@@ -78,50 +69,13 @@ static void sim_buffer_free(sched_backend *b, sched_buffer *buf)
     free(buf);
 }
 
-/* ------------------------------------------------------------------ */
-/* Statements.                                                         */
-
-uint32_t sim_cost_attrs(sim_world *w, trace_attr *attr, uint32_t n, uint64_t flops, bool f16,
-                        uint64_t bytes, const trace_access *acc, uint32_t n_acc,
-                        int64_t overhead_ns)
-{
-    uint64_t accessed = 0;
-    for (uint32_t i = 0; i < n_acc && i < SIM_MAX_ACC; i++)
-        accessed += acc[i].hi - acc[i].lo;
-    if (flops > 0 && n < SIM_MAX_ATTR)
-        attr[n++] = (trace_attr){ f16 ? w->id_flops_f16 : w->id_flops, sim_num(w, flops) };
-    if (bytes != accessed && n < SIM_MAX_ATTR)
-        attr[n++] = (trace_attr){ w->id_bytes, sim_num(w, bytes) };
-    if (overhead_ns >= 0 && n < SIM_MAX_ATTR)
-        attr[n++] = (trace_attr){ w->id_overhead_ns, sim_num(w, (uint64_t)overhead_ns) };
-    return n;
-}
-
-static trace_access acc_of(sim_world *w, sched_tensor *t, uint8_t mode)
-{
-    trace_access a = { .buffer = sched_tensor_view(&w->sink, t), .mode = mode,
-                       .form = TRACE_REF_WHOLE, .lo = 0, .hi = sched_tensor_nbytes(t) };
-    return a;
-}
-
-static trace_stmt stmt(sim_world *w, uint32_t queue, trace_kind kind)
-{
-    trace_stmt s;
-    trace_stmt_init(&s);
-    (void)w;
-    s.queue = queue;
-    s.kind = kind;
-    return s;
-}
-
 /* Where a tensor's bytes are: a GPU index, or -1 for host memory. */
 static int place_of(const sched_tensor *t)
 {
-    if (!t->buffer || t->buffer->host)
-        return -1;
-    return ((sim_backend_ctx *)t->buffer->backend->ctx)->device;
+    return t->buffer ? ((const sim_buffer *)t->buffer)->device : -1;
 }
 
+/* The links and copy engine of a copy between places; returns the links. */
 static int path(sim_world *w, int from, int to, int *links, int *engine)
 {
     if (from < 0 && to >= 0) {
@@ -149,136 +103,67 @@ static int path(sim_world *w, int from, int to, int *links, int *engine)
     return 0;
 }
 
-/* Queues a copy src -> dst on GPU d's stream. */
-static int queue_copy(sim_world *w, int d, sched_tensor *src, sched_tensor *dst)
+/* The host submits an item of kind to GPU d's stream. */
+static int submit(sim_world *w, int d, trace_kind kind, sim_item *it)
 {
-    trace_access acc[2] = { acc_of(w, src, TRACE_R), acc_of(w, dst, TRACE_W) };
-    trace_stmt s = stmt(w, w->streams[d].queue, TRACE_COPY);
-    s.label = w->sink.iface->intern(w->sink.ctx, dst->name);
-    s.access = acc;
-    s.n_access = 2;
+    sim_host_spend(w, sim_cost_submit(&w->m, kind));
+    return sim_submit(w, d, it);
+}
+
+/* Queues a copy src -> dst on GPU d's stream. */
+static int queue_copy(sched_backend *b, sched_tensor *src, sched_tensor *dst)
+{
+    sim_world *w = ctx_of(b)->w;
     sim_item it = { .kind = SIM_IT_COPY, .dur = w->m.copy_latency_ns,
-                    .bytes = sched_tensor_nbytes(dst) };
+                    .bytes = sched_tensor_nbytes(dst), .ticket = sched_rec_ticket(b) };
     int engine;
     it.n_links = (int8_t)path(w, place_of(src), place_of(dst), it.links, &engine);
     it.engine = (int16_t)engine;
-    w->host_t += w->m.api_call_ns;
-    w->host_busy += w->m.api_call_ns;
-    it.rob = sim_rob_reserve(w, &s);
-    return sim_submit(w, d, &it);
+    return submit(w, ctx_of(b)->device, TRACE_COPY, &it);
 }
 
 static int gpu_set_async(sched_backend *b, sched_tensor *src, sched_tensor *dst)
 {
-    return queue_copy(ctx_of(b)->w, ctx_of(b)->device, src, dst);
+    return queue_copy(b, src, dst);
 }
 
 static int gpu_get_async(sched_backend *b, sched_tensor *src, sched_tensor *dst)
 {
-    return queue_copy(ctx_of(b)->w, ctx_of(b)->device, src, dst);
+    return queue_copy(b, src, dst);
 }
 
-static int record_on(sim_world *w, int d, uint32_t ev, uint32_t name, uint64_t gen)
-{
-    trace_stmt s = stmt(w, w->streams[d].queue, TRACE_RECORD);
-    s.object = name;
-    sim_item it = { .kind = SIM_IT_RECORD, .event = ev, .gen = gen };
-    w->host_t += w->m.event_record_ns;
-    w->host_busy += w->m.event_record_ns;
-    it.rob = sim_rob_reserve(w, &s);
-    return sim_submit(w, d, &it);
-}
-
-static int wait_on(sim_world *w, int d, uint32_t ev, uint32_t name, uint64_t gen)
-{
-    trace_stmt s = stmt(w, w->streams[d].queue, TRACE_WAIT);
-    s.object = name;
-    sim_item it = { .kind = SIM_IT_WAIT, .event = ev, .gen = gen };
-    w->host_t += w->m.api_call_ns;
-    w->host_busy += w->m.api_call_ns;
-    it.rob = sim_rob_reserve(w, &s);
-    return sim_submit(w, d, &it);
-}
-
-/* The event of GPU s -> GPU d copies, made on first use. */
-static struct sim_xfer_event *xfer_event(sim_world *w, int s, int d)
-{
-    if (!w->xfer_ev_ready) {
-        w->xfer_ev_ready = true;
-        for (int a = 0; a < w->n_gpus; a++)
-            for (int c = 0; c < w->n_gpus; c++) {
-                char name[48];
-                snprintf(name, sizeof name, "xfer.gpu%d>gpu%d", a, c);
-                w->xfer_ev[a][c].ev = sim_event_alloc(w);
-                w->xfer_ev[a][c].name = w->sink.iface->intern(w->sink.ctx, name);
-            }
-    }
-    return &w->xfer_ev[s][d];
-}
-
-static int gpu_copy_async(sched_backend *b, sched_backend *src_b, sched_tensor *src,
+static int gpu_copy_async(sched_backend *b, sched_backend *other, sched_tensor *src,
                           sched_tensor *dst)
 {
-    sim_world *w = ctx_of(b)->w;
-    int d = ctx_of(b)->device, s = ctx_of(src_b)->device;
-    if (s < 0 || place_of(src) < 0)
-        return queue_copy(w, d, src, dst) == 0 ? 1 : -1;   /* pull from host memory */
-    if (s == d)
-        return queue_copy(w, d, src, dst) == 0 ? 1 : -1;
-    struct sim_xfer_event *xe = xfer_event(w, s, d);
-    if (queue_copy(w, s, src, dst) != 0)
-        return -1;
-    xe->n++;
-    if (record_on(w, s, xe->ev, xe->name, xe->n) != 0 || wait_on(w, d, xe->ev, xe->name, xe->n) != 0)
-        return -1;
-    return 1;
+    (void)other;
+    return queue_copy(b, src, dst) == 0 ? 1 : -1;
 }
 
 /* The host copies; returns when done. */
 static int sim_copy_sync(sched_backend *b, sched_tensor *src, sched_tensor *dst)
 {
     sim_world *w = ctx_of(b)->w;
-    trace_access acc[2] = { acc_of(w, src, TRACE_R), acc_of(w, dst, TRACE_W) };
-    trace_stmt s = stmt(w, w->host_q, TRACE_COPY);
-    s.label = w->sink.iface->intern(w->sink.ctx, dst->name);
-    s.access = acc;
-    s.n_access = 2;
-    int64_t t0 = w->host_t;
-    uint64_t pos = sim_rob_reserve(w, &s);
     int links[3], engine;
-    int from = place_of(src), to = place_of(dst);
-    int n = path(w, from, to, links, &engine);
+    int n = path(w, place_of(src), place_of(dst), links, &engine);
     uint64_t bytes = sched_tensor_nbytes(dst);
     int rc = 0;
-    if (n == 0) {
-        int64_t dt = (int64_t)((double)bytes / w->m.cpu_mem_gbps);
-        w->host_t += dt;
-        w->host_busy += dt;
-    } else {
-        /* ggml's blocking set/get: a copy on a per-thread stream and a sync of
-         * that stream only; the scheduler made the source ready before. */
-        rc = sim_host_transfer(w, links, n, bytes);
-    }
-    w->host_t += w->m.host_copy_ns;
-    w->host_busy += w->m.host_copy_ns;
-    sim_rob_done(w, pos, t0, w->host_t - t0);
     w->stats.host_syncs++;
+    if (n == 0) {
+        sim_host_spend(w, sim_cost_copy(&w->m, true, SIM_PATH_NONE, bytes));
+        return 0;
+    }
+    /* ggml's blocking set/get: a copy on a per-thread stream and a sync of
+     * that stream only; the scheduler made the source ready before. */
+    rc = sim_host_transfer(w, links, n, bytes);
+    sim_host_spend(w, sim_cost_unblock(&w->m, TRACE_COPY, true));
     return rc;
 }
 
 static int gpu_synchronize(sched_backend *b)
 {
     sim_world *w = ctx_of(b)->w;
-    int d = ctx_of(b)->device;
-    trace_stmt s = stmt(w, w->host_q, TRACE_SYNC);
-    s.sync_scope = TRACE_SYNC_QUEUE;
-    s.object = w->streams[d].queue;
-    int64_t t0 = w->host_t;
-    uint64_t pos = sim_rob_reserve(w, &s);
-    int rc = sim_block_stream(w, d);
-    w->host_t += w->m.sync_ns;
-    w->host_busy += w->m.sync_ns;
-    sim_rob_done(w, pos, t0, w->host_t - t0);
+    int rc = sim_block_stream(w, ctx_of(b)->device);
+    sim_host_spend(w, sim_cost_unblock(&w->m, TRACE_SYNC, true));
     w->stats.host_syncs++;
     return rc;
 }
@@ -288,12 +173,13 @@ static int gpu_synchronize(sched_backend *b)
 
 static sched_event *gpu_event_new(sched_backend *b, const char *name)
 {
+    (void)name;
     sim_world *w = ctx_of(b)->w;
     sched_event *ev = calloc(1, sizeof *ev);
     if (!ev)
         return NULL;
     ev->backend = b;
-    ev->name = w->sink.iface->intern(w->sink.ctx, name);
+    ev->name = TRACE_NONE;
     uint32_t id = sim_event_alloc(w);
     if (id == TRACE_NONE) {
         free(ev);
@@ -311,28 +197,24 @@ static void gpu_event_free(sched_backend *b, sched_event *ev)
 
 static int gpu_event_record(sched_backend *b, sched_event *ev)
 {
-    sim_world *w = ctx_of(b)->w;
     ev->n_records++;
-    return record_on(w, ctx_of(b)->device, (uint32_t)(uintptr_t)ev->ctx, ev->name, ev->n_records);
+    sim_item it = { .kind = SIM_IT_RECORD, .event = (uint32_t)(uintptr_t)ev->ctx,
+                    .gen = ev->n_records, .ticket = sched_rec_ticket(b) };
+    return submit(ctx_of(b)->w, ctx_of(b)->device, TRACE_RECORD, &it);
 }
 
 static int gpu_event_wait(sched_backend *b, sched_event *ev)
 {
-    sim_world *w = ctx_of(b)->w;
-    return wait_on(w, ctx_of(b)->device, (uint32_t)(uintptr_t)ev->ctx, ev->name, ev->n_records);
+    sim_item it = { .kind = SIM_IT_WAIT, .event = (uint32_t)(uintptr_t)ev->ctx,
+                    .gen = ev->n_records, .ticket = sched_rec_ticket(b) };
+    return submit(ctx_of(b)->w, ctx_of(b)->device, TRACE_WAIT, &it);
 }
 
 static int gpu_event_synchronize(sched_backend *b, sched_event *ev)
 {
     sim_world *w = ctx_of(b)->w;
-    trace_stmt s = stmt(w, w->host_q, TRACE_WAIT);
-    s.object = ev->name;
-    int64_t t0 = w->host_t;
-    uint64_t pos = sim_rob_reserve(w, &s);
     int rc = sim_block_event(w, (uint32_t)(uintptr_t)ev->ctx, ev->n_records);
-    w->host_t += w->m.event_sync_ns;
-    w->host_busy += w->m.event_sync_ns;
-    sim_rob_done(w, pos, t0, w->host_t - t0);
+    sim_host_spend(w, sim_cost_unblock(&w->m, TRACE_WAIT, true));
     w->stats.host_syncs++;
     return rc;
 }
@@ -340,138 +222,46 @@ static int gpu_event_synchronize(sched_backend *b, sched_event *ev)
 /* ------------------------------------------------------------------ */
 /* Compute.                                                            */
 
-static int64_t roofline_ns(double flops, double flops_per_ns, double bytes, double bytes_per_ns)
+/* An op of the graph on a stream (host: false) or the host's pool. */
+static int64_t node_ns(const sim_model *m, bool host, const sched_graph *g, const sched_tensor *t)
 {
-    double a = flops / flops_per_ns, b = bytes / bytes_per_ns;
-    return (int64_t)(a > b ? a : b);
+    uint64_t flops = sched_node_flops(g, t);
+    bool half = sched_node_half(g, t);
+    return sim_cost_op(m, host, half ? 0 : flops, half ? flops : 0, sched_node_bytes(g, t), -1);
 }
 
-/* Whether an op runs at the f16 peak: a mul_mat of f16/bf16 weights. */
-static bool node_f16(const sched_graph *g, const sched_tensor *t)
+static int queue_kernel(sched_backend *b, int64_t dur, sched_ticket ticket)
 {
-    return t->op == SCHED_OP_MUL_MAT && g->tensors[t->src[0]].type != SCHED_F32;
+    sim_item it = { .kind = SIM_IT_KERNEL, .dur = dur, .ticket = ticket };
+    return submit(ctx_of(b)->w, ctx_of(b)->device, TRACE_OP, &it);
 }
 
-static int64_t gpu_node_ns(const sim_model *m, const sched_graph *g, const sched_tensor *t)
-{
-    bool half = node_f16(g, t);
-    double peak = (half ? m->gpu_tflops_f16 : m->gpu_tflops_f32) * 1e3;
-    return m->kernel_overhead_ns + roofline_ns((double)sched_node_flops(g, t), peak,
-                                               (double)sched_node_bytes(g, t), m->gpu_mem_gbps);
-}
-
-static uint32_t node_accesses(sim_world *w, const sched_exec *x, int32_t ni, trace_access *acc)
-{
-    sched_tensor *t = &x->graph->tensors[ni];
-    uint32_t n = 0;
-    int n_src = t->op == SCHED_OP_CPY ? 1 : SCHED_MAX_SRC;
-    for (int i = 0; i < n_src; i++) {
-        int32_t si = x->src_of(x, ni, i);
-        if (si < 0)
-            continue;
-        acc[n++] = acc_of(w, &x->graph->tensors[si], TRACE_R);
-    }
-    acc[n++] = acc_of(w, t, TRACE_W);
-    return n;
-}
-
-/* split= and token=; returns their count. */
-static uint32_t node_attrs(sim_world *w, const sched_exec *x, trace_attr *attr)
-{
-    attr[0] = (trace_attr){ w->id_split, sim_num(w, (uint64_t)x->split) };
-    attr[1] = (trace_attr){ w->id_token, sim_num(w, x->eval) };
-    return 2;
-}
-
-/* split=, token= and the cost attributes of node ni; returns their count. */
-static uint32_t node_cost_attrs(sim_world *w, const sched_exec *x, int32_t ni,
-                                const trace_access *acc, uint32_t n_acc, trace_attr *attr)
-{
-    const sched_tensor *t = &x->graph->tensors[ni];
-    uint32_t n = node_attrs(w, x, attr);
-    return sim_cost_attrs(w, attr, n, sched_node_flops(x->graph, t), node_f16(x->graph, t),
-                          sched_node_bytes(x->graph, t), acc, n_acc, -1);
-}
-
-static int queue_kernel(sim_world *w, int d, uint32_t label, const trace_access *acc, uint32_t n,
-                        const trace_attr *attr, uint32_t n_attr, int64_t dur)
-{
-    trace_stmt s = stmt(w, w->streams[d].queue, TRACE_OP);
-    s.label = label;
-    s.access = acc;
-    s.n_access = n;
-    s.attr = attr;
-    s.n_attr = n_attr;
-    sim_item it = { .kind = SIM_IT_KERNEL, .dur = dur };
-    w->host_t += w->m.launch_ns;
-    w->host_busy += w->m.launch_ns;
-    it.rob = sim_rob_reserve(w, &s);
-    return sim_submit(w, d, &it);
-}
-
-static sched_buffer *scratch_for(sim_world *w, sched_backend *b, int d, uint64_t bytes)
-{
-    if (w->scratch[d] && w->scratch[d]->size >= bytes)
-        return w->scratch[d];
-    char name[48];
-    snprintf(name, sizeof name, "allreduce_bf16.gpu%d.%d", d, w->scratch_serial++);
-    sched_buffer *buf = sim_buffer_alloc(b, name, bytes, SCHED_BUFFER_COMPUTE);
-    if (buf) {
-        free(w->scratch[d]);
-        w->scratch[d] = buf;
-    }
-    return buf;
-}
-
-/* One rank's part of an all-reduce: a `collective` statement timed by the
- * alpha-beta model, with BF16 conversion kernels around it above the
- * threshold. */
-static int gpu_all_reduce(sched_backend *b, const sched_exec *x, int32_t ni)
+/* One rank's part of an all-reduce (node entry k of x): the collective,
+ * timed by the alpha-beta model, with bf16 conversion kernels around it
+ * when it goes through the wire. */
+static int gpu_all_reduce(sched_backend *b, const sched_exec *x, int k)
 {
     sim_world *w = ctx_of(b)->w;
     int d = ctx_of(b)->device;
-    sched_tensor *t = &x->graph->tensors[ni];
-    sched_tensor *src = &x->graph->tensors[x->src_of(x, ni, 0)];
-    int n = x->n_ranks > 1 ? x->n_ranks : 1;
+    int32_t node = x->nodes[k];
+    const sched_tensor *src = &x->graph->tensors[x->src_of(x, node, 0)];
+    int rank, n;
+    sched_exec_group(x, node, &rank, &n);
+    if (n < 1)
+        n = 1;
     uint64_t bytes = sched_tensor_nbytes(src);
-    bool bf16 = strcmp(x->allreduce, "bf16") == 0 && sched_tensor_nelements(src) >= x->allreduce_bf16_min;
-    bool butterfly = strcmp(x->allreduce, "butterfly") == 0;
-    uint64_t wire = bf16 ? bytes / 2 : bytes;
-    trace_attr attr[SIM_MAX_ATTR];
-    uint32_t n_attr = node_attrs(w, x, attr);
-    trace_access acc[2];
-    sched_buffer *scratch = NULL;
-    char label[96];
-    if (bf16) {
-        scratch = scratch_for(w, b, d, wire);
-        if (!scratch)
-            return -1;
-        acc[0] = acc_of(w, src, TRACE_R);
-        acc[1] = (trace_access){ scratch->trace_id, TRACE_W, TRACE_REF_RANGE, 0, wire };
-        snprintf(label, sizeof label, "%s.to_bf16", t->name);
-        int64_t dur = w->m.kernel_overhead_ns +
-                      roofline_ns(0, 1, (double)(bytes + wire), w->m.gpu_mem_gbps);
-        if (queue_kernel(w, d, w->sink.iface->intern(w->sink.ctx, label), acc, 2, attr, n_attr,
-                         dur) != 0)
-            return -1;
-    }
-    /* alpha-beta */
-    double bw = w->m.p2p_gbps;
-    int rounds = 0;
-    while ((1 << rounds) < n)
-        rounds++;
-    int64_t cost;
-    if (n == 1)
-        cost = 0;
-    else if (butterfly)
-        cost = w->m.allreduce_base_ns + rounds * (w->m.allreduce_step_ns + (int64_t)((double)wire / bw));
-    else
-        cost = w->m.allreduce_base_ns + 2 * (n - 1) * w->m.allreduce_step_ns +
-               (int64_t)(2.0 * (n - 1) / n * (double)wire / bw);
+    bool bf16 = sched_exec_bf16(x, node) && x->wire;
+    bool butterfly = x->allreduce == SCHED_ALLREDUCE_BUTTERFLY;
+    uint64_t wire = bf16 ? (uint64_t)sched_tensor_nelements(src) * sched_dtype_size(SCHED_BF16)
+                         : bytes;
+    const sched_ticket *tk = x->tickets ? &x->tickets[3 * k] : NULL;
+    int64_t convert = sim_cost_op(&w->m, false, 0, 0, bytes + wire, -1);
+    if (bf16 && queue_kernel(b, convert, tk ? tk[1] : SCHED_NO_TICKET) != 0)
+        return -1;
     /* Bytes this rank sends, for the per-link summary. */
     if (n > 1) {
         if (butterfly) {
-            for (int r = 0; r < rounds; r++) {
+            for (int r = 0; (1 << r) < n; r++) {
                 int peer = d ^ (1 << r);
                 if (peer < w->n_gpus)
                     w->e.links[w->link_p2p[d][peer]].bytes += wire;
@@ -480,68 +270,30 @@ static int gpu_all_reduce(sched_backend *b, const sched_exec *x, int32_t ni)
             w->e.links[w->link_p2p[d][(d + 1) % n]].bytes += (uint64_t)(2.0 * (n - 1) / n * (double)wire);
         }
     }
-    trace_stmt s = stmt(w, w->streams[d].queue, TRACE_COLLECTIVE);
-    s.object = w->id_tp;
-    s.coll_kind = bf16 ? w->id_allreduce_bf16 : w->id_allreduce;
-    s.count = (uint64_t)n;          /* size=N: the communicator's participants */
-    s.label = w->sink.iface->intern(w->sink.ctx, t->name);
-    if (bf16) {
-        acc[0] = (trace_access){ scratch->trace_id, TRACE_RW, TRACE_REF_RANGE, 0, wire };
-        s.n_access = 1;
-    } else {
-        acc[0] = acc_of(w, src, TRACE_R);
-        acc[1] = acc_of(w, t, TRACE_W);
-        s.n_access = 2;
-    }
-    s.access = acc;
-    s.attr = attr;
-    s.n_attr = n_attr;
-    /* The ring is replay's default; the trace names any other algorithm. */
-    if (butterfly && n > 1)
-        attr[s.n_attr++] = (trace_attr){ w->id_algorithm, w->id_butterfly };
     uint32_t gen = w->streams[d].coll_gen++;
-    sim_item it = { .kind = SIM_IT_COLL };
-    it.coll = sim_coll_instance(w, gen, n, cost);
-    if (it.coll == TRACE_NONE)
+    sim_item it = { .kind = SIM_IT_COLL, .ticket = tk ? tk[0] : SCHED_NO_TICKET };
+    it.coll = sim_coll_instance(w, gen, n, sim_cost_allreduce(&w->m, (uint64_t)n, wire, butterfly));
+    if (it.coll == TRACE_NONE || submit(w, d, TRACE_COLLECTIVE, &it) != 0)
         return -1;
-    w->host_t += w->m.launch_ns;
-    w->host_busy += w->m.launch_ns;
-    it.rob = sim_rob_reserve(w, &s);
-    if (sim_submit(w, d, &it) != 0)
+    if (bf16 && queue_kernel(b, convert, tk ? tk[2] : SCHED_NO_TICKET) != 0)
         return -1;
-    if (bf16) {
-        acc[0] = (trace_access){ scratch->trace_id, TRACE_R, TRACE_REF_RANGE, 0, wire };
-        acc[1] = acc_of(w, t, TRACE_W);
-        snprintf(label, sizeof label, "%s.from_bf16", t->name);
-        int64_t dur = w->m.kernel_overhead_ns +
-                      roofline_ns(0, 1, (double)(bytes + wire), w->m.gpu_mem_gbps);
-        if (queue_kernel(w, d, w->sink.iface->intern(w->sink.ctx, label), acc, 2, attr, n_attr,
-                         dur) != 0)
-            return -1;
-    }
     return 0;
 }
 
 static int gpu_graph_compute(sched_backend *b, const sched_exec *x)
 {
     sim_world *w = ctx_of(b)->w;
-    int d = ctx_of(b)->device;
     for (int k = 0; k < x->n_nodes; k++) {
-        int32_t ni = x->nodes[k];
-        sched_tensor *t = &x->graph->tensors[ni];
-        if (sched_op_is_view(t->op))
+        const sched_tensor *t = &x->graph->tensors[x->nodes[k]];
+        if (t->op == SCHED_OP_NONE || sched_op_is_view(t->op))
             continue;
         if (t->op == SCHED_OP_ALL_REDUCE) {
-            if (gpu_all_reduce(b, x, ni) != 0)
+            if (gpu_all_reduce(b, x, k) != 0)
                 return -1;
             continue;
         }
-        trace_access acc[SCHED_MAX_SRC + 1];
-        trace_attr attr[SIM_MAX_ATTR];
-        uint32_t n = node_accesses(w, x, ni, acc);
-        uint32_t n_attr = node_cost_attrs(w, x, ni, acc, n, attr);
-        if (queue_kernel(w, d, w->sink.iface->intern(w->sink.ctx, t->name), acc, n, attr, n_attr,
-                         gpu_node_ns(&w->m, x->graph, t)) != 0)
+        if (queue_kernel(b, node_ns(&w->m, false, x->graph, t),
+                         x->tickets ? x->tickets[3 * k] : SCHED_NO_TICKET) != 0)
             return -1;
     }
     return 0;
@@ -550,28 +302,14 @@ static int gpu_graph_compute(sched_backend *b, const sched_exec *x)
 static int cpu_graph_compute(sched_backend *b, const sched_exec *x)
 {
     sim_world *w = ctx_of(b)->w;
-    const sim_model *m = &w->m;
-    int64_t barrier = m->cpu_threads > m->cpu_cores ? m->oversub_barrier_ns : m->spin_barrier_ns;
     for (int k = 0; k < x->n_nodes; k++) {
-        int32_t ni = x->nodes[k];
-        sched_tensor *t = &x->graph->tensors[ni];
-        if (sched_op_is_view(t->op))
+        const sched_tensor *t = &x->graph->tensors[x->nodes[k]];
+        if (t->op == SCHED_OP_NONE || sched_op_is_view(t->op))
             continue;
-        trace_access acc[SCHED_MAX_SRC + 1];
-        trace_attr attr[SIM_MAX_ATTR];
-        uint32_t n = node_accesses(w, x, ni, acc);
-        trace_stmt s = stmt(w, w->host_q, TRACE_OP);
-        s.label = w->sink.iface->intern(w->sink.ctx, t->name);
-        s.access = acc;
-        s.n_access = n;
-        s.attr = attr;
-        s.n_attr = node_cost_attrs(w, x, ni, acc, n, attr);
-        int64_t dur = barrier + roofline_ns((double)sched_node_flops(x->graph, t), m->cpu_gflops,
-                                            (double)sched_node_bytes(x->graph, t), m->cpu_mem_gbps);
-        uint64_t pos = sim_rob_reserve(w, &s);
-        sim_rob_done(w, pos, w->host_t, dur);
-        w->host_t += dur;
-        w->host_busy += dur;
+        int64_t dur = node_ns(&w->m, true, x->graph, t);
+        if (x->tickets)
+            sched_rec_done(b, x->tickets[3 * k], w->host_t, dur);
+        sim_host_spend(w, dur);
     }
     return 0;
 }
@@ -579,8 +317,7 @@ static int cpu_graph_compute(sched_backend *b, const sched_exec *x)
 static const sched_backend_iface gpu_iface = {
     .get_name = sim_name,
     .device_kind = gpu_kind,
-    .supports_op = NULL,
-    .supports_buffer = NULL,
+    .trace_name = sim_trace_name,
     .buffer_alloc = sim_buffer_alloc,
     .buffer_free = sim_buffer_free,
     .set_async = gpu_set_async,
@@ -600,6 +337,7 @@ static const sched_backend_iface gpu_iface = {
 static const sched_backend_iface cpu_iface = {
     .get_name = sim_name,
     .device_kind = cpu_kind,
+    .trace_name = sim_trace_name,
     .supports_op = cpu_supports_op,
     .buffer_alloc = sim_buffer_alloc,
     .buffer_free = sim_buffer_free,
@@ -613,12 +351,16 @@ void sim_backends_init(sim_world *w)
         sim_backend_ctx *c = &w->ctxs[d];
         c->w = w;
         c->device = d < w->n_gpus ? d : -1;
-        if (d < w->n_gpus)
+        if (d < w->n_gpus) {
             snprintf(c->name, sizeof c->name, "GPU%d", d);
-        else
+            snprintf(c->trace_name, sizeof c->trace_name, "gpu%d", d);
+        } else {
             snprintf(c->name, sizeof c->name, "CPU");
+            snprintf(c->trace_name, sizeof c->trace_name, "cpu");
+        }
         w->backends[d].iface = d < w->n_gpus ? &gpu_iface : &cpu_iface;
         w->backends[d].ctx = c;
+        w->backends[d].rec = NULL;
         w->backend_ptrs[d] = &w->backends[d];
     }
 }

@@ -1,49 +1,10 @@
 /*
- * device_model.c -- the cost model and its files.
+ * device_model.c -- device model files: sim/devices/NAME.dev.
  *
- * The cost model, in prose (numbers: sim/devices/NAME.dev, DESIGN.md):
- *
- *   Host.  One host thread runs the scheduler. Every API call costs host
- *   time: a kernel launch launch_ns, an async copy or other call
- *   api_call_ns, an event record event_record_ns. A sync blocks the host
- *   until the stream drains, then costs sync_ns more (the round trip; ~10
- *   us on Linux, ~30 us under WDDM); waiting for an event costs
- *   event_sync_ns after the event completes. A blocking copy performed by
- *   the host (cudaMemcpy) waits for the transfer and costs host_copy_ns.
- *   CPU kernels run on the host: roofline over cpu_gflops and cpu_mem_gbps
- *   with cpu_threads threads on cpu_cores cores; each op ends in a thread
- *   pool barrier that costs spin_barrier_ns while threads <= cores and
- *   oversub_barrier_ns when oversubscribed (a spinning thread burns the
- *   slice the thread holding progress needs).
- *
- *   GPU.  A kernel starts when its stream reaches it, no earlier than its
- *   launch, and runs kernel_overhead_ns + max(flops / peak, bytes /
- *   gpu_mem_gbps): peak is gpu_tflops_f16 for f16/bf16 weights, else
- *   gpu_tflops_f32. An event wait on a stream costs event_wait_device_ns.
- *
- *   Copies.  A copy occupies its stream and the copy engine of its
- *   direction, then moves bytes over its links after copy_latency_ns:
- *   host->device over the device's PCIe down link (h2d_gbps), device->host
- *   over its up link (d2h_gbps), device->device over NVLink (p2p_gbps per
- *   direction, when nvlink = 1) or over the source's up link and the
- *   destination's down link capped at p2p_gbps. Concurrent transfers share
- *   each link's bandwidth fairly: a transfer's rate is the minimum over
- *   its links of bandwidth / transfers on that link, recomputed whenever a
- *   transfer starts or ends.
- *
- *   Collectives.  An all-reduce of B bytes over n devices starts when
- *   every participant's stream reached it and takes, alpha-beta:
- *     ring:      allreduce_base_ns + 2(n-1) allreduce_step_ns + 2(n-1)/n B / p2p
- *     butterfly: allreduce_base_ns + log2(n) (allreduce_step_ns + B / p2p)
- *   BF16 compression converts f32 to bf16 first (a kernel), halving B,
- *   and back after (another kernel).
- *
- *   Traces.  What a trace cannot show, the simulated backend records as
- *   statement attributes, so that `replay --durations model` prices every
- *   statement as above (sim/replay.c): flops= / flops_f16= (an op's FLOPs
- *   at the f32 / f16 peak), bytes= (what an op moves when that is not what
- *   it accesses: get_rows), overhead_ns= (host code's fixed cost in place
- *   of a barrier: set_inputs, sample) and algorithm=butterfly.
+ * A device model is the numbers of the cost model (cost.c, where the
+ * formulas and their prose live): the host's API costs, the CPU, the
+ * GPUs, the links and the collectives of one machine; the key table below
+ * says what each number means.
  *
  * The file format: `[section]` headers, `key = value` lines, `#` comments.
  * Every key of every section is required; an unknown key, a missing key or
@@ -52,17 +13,101 @@
 #include "sim.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #ifndef SYNCSIM_DEVICES_DIR
 #define SYNCSIM_DEVICES_DIR "sim/devices"
 #endif
 
-const char *sim_devices_dir(void) { return SYNCSIM_DEVICES_DIR; }
+static bool is_dir(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/*
+ * Where the shipped device models are, first found of:
+ *   1. $SYNCSIM_DATA_DIR/devices (the user's override);
+ *   2. next to the binary: BINDIR/../share/syncsim/devices (an installed
+ *      copy, cmake --install) or BINDIR/share/syncsim/devices (a build
+ *      tree, which the build fills), so a moved clone or install works;
+ *   3. the source tree the binary was built from.
+ */
+const char *sim_devices_dir(void)
+{
+    static char dir[PATH_MAX + 64];
+    const char *env = getenv("SYNCSIM_DATA_DIR");
+    if (env && *env) {
+        snprintf(dir, sizeof dir, "%s/devices", env);
+        return dir;
+    }
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash) {
+            *slash = '\0';
+            snprintf(dir, sizeof dir, "%s/../share/syncsim/devices", exe);
+            if (is_dir(dir))
+                return dir;
+            snprintf(dir, sizeof dir, "%s/share/syncsim/devices", exe);
+            if (is_dir(dir))
+                return dir;
+        }
+    }
+    return SYNCSIM_DEVICES_DIR;
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+void sim_models_list(char *buf, size_t cap)
+{
+    buf[0] = '\0';
+    DIR *d = opendir(sim_devices_dir());
+    char *names[64];
+    int n = 0;
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d)) && n < 64) {
+            size_t len = strlen(e->d_name);
+            if (len > 4 && strcmp(e->d_name + len - 4, ".dev") == 0 &&
+                (names[n] = strndup(e->d_name, len - 4)))
+                n++;
+        }
+        closedir(d);
+    }
+    qsort(names, (size_t)n, sizeof *names, name_cmp);
+    size_t used = 0;
+    for (int i = 0; i < n; i++) {
+        if (used < cap)
+            used += (size_t)snprintf(buf + used, cap - used, "%s%s", i ? ", " : "", names[i]);
+        free(names[i]);
+    }
+    if (used < cap)
+        snprintf(buf + used, cap - used, "%s%s, or a .dev file", n ? " in " : "none in ",
+                 sim_devices_dir());
+}
+
+bool sim_model_exists(const char *name)
+{
+    if (strchr(name, '/') || (strlen(name) > 4 && strcmp(name + strlen(name) - 4, ".dev") == 0))
+        return true;
+    char path[PATH_MAX + 128];
+    snprintf(path, sizeof path, "%s/%s.dev", sim_devices_dir(), name);
+    return access(path, R_OK) == 0;
+}
 
 typedef enum { KEY_INT, KEY_I64, KEY_DOUBLE } key_type;
 
@@ -220,7 +265,10 @@ int sim_model_load(const char *spec, sim_model *out, trace_error *err)
     snprintf(base, sizeof base, "%.479s", spec);
     int gpus = 0;
     char *colon = strrchr(base, ':');
-    if (colon && strncmp(colon, ":gpus=", 6) == 0) {
+    if (colon && !strchr(colon, '/')) {
+        if (strncmp(colon, ":gpus=", 6) != 0)
+            return trace_error_set(err, TRACE_EUSAGE, "devices '%s': unknown option '%s' for a "
+                                   "device model (expected MODEL[:gpus=N])", spec, colon + 1), -1;
         char *end;
         long v = strtol(colon + 6, &end, 10);
         if (*end || v < 1 || v > 16)
@@ -228,16 +276,25 @@ int sim_model_load(const char *spec, sim_model *out, trace_error *err)
         gpus = (int)v;
         *colon = '\0';
     }
-    char path[480];
-    if (strchr(base, '/') || strstr(base, ".dev"))
-        snprintf(path, sizeof path, "%.479s", base);
+    char path[PATH_MAX + 200];
+    bool named = !strchr(base, '/') && !strstr(base, ".dev");
+    if (named)
+        snprintf(path, sizeof path, "%s/%.160s.dev", sim_devices_dir(), base);
     else
-        snprintf(path, sizeof path, "%.300s/%.160s.dev", sim_devices_dir(), base);
+        snprintf(path, sizeof path, "%.479s", base);
+    if (is_dir(path))
+        return trace_error_set(err, TRACE_EUSAGE, "%s: is a directory, not a device model file",
+                               path), -1;
     FILE *f = fopen(path, "rb");
-    if (!f)
-        return trace_error_set(err, TRACE_EIO, "%s: cannot open device model (%s); shipped: "
-                               "h100-pcie, h100-sxm, rtx4090-pcie4, rtx4090-windows, cpu-2core",
-                               path, strerror(errno)), -1;
+    if (!f) {
+        char names[512];
+        sim_models_list(names, sizeof names);
+        if (named)
+            return trace_error_set(err, TRACE_EIO, "devices '%s': no device model %s (expected "
+                                   "%s)", spec, path, names), -1;
+        return trace_error_set(err, TRACE_EIO, "%s: cannot open device model (%s)", path,
+                               strerror(errno)), -1;
+    }
     char *text = NULL;
     size_t len = 0, cap = 0;
     char chunk[4096];

@@ -23,6 +23,7 @@ void sim_engine_release(sim_engine *e)
     free(e->heap);
     free(e->links);
     free(e->xfers);
+    free(e->free_xfers);
     free(e->active);
     memset(e, 0, sizeof *e);
 }
@@ -118,7 +119,7 @@ static int rebalance(sim_engine *e)
 
 int sim_engine_xfer_start(sim_engine *e, const int *links, int n_links, uint64_t bytes, int owner)
 {
-    if (e->n_xfers == e->cap_xfers) {
+    if (e->n_free == 0 && e->n_xfers == e->cap_xfers) {
         int cap = e->cap_xfers ? e->cap_xfers * 2 : 64;
         sim_xfer *n = realloc(e->xfers, (size_t)cap * sizeof *n);
         if (!n)
@@ -134,9 +135,13 @@ int sim_engine_xfer_start(sim_engine *e, const int *links, int n_links, uint64_t
         e->active = n;
         e->cap_active = cap;
     }
-    int id = e->n_xfers++;
+    /* A finished transfer's slot is reused: its version keeps counting, so
+     * the events still queued for the old transfer are ignored. */
+    int id = e->n_free ? e->free_xfers[--e->n_free] : e->n_xfers++;
     sim_xfer *x = &e->xfers[id];
+    uint32_t version = x->version;
     memset(x, 0, sizeof *x);
+    x->version = version;
     x->left = (double)bytes;
     x->last = e->now;
     x->n_links = n_links > 3 ? 3 : n_links;
@@ -152,9 +157,10 @@ int sim_engine_xfer_start(sim_engine *e, const int *links, int n_links, uint64_t
     if (x->n_links == 0) {
         /* No link: done at once. */
         x->rate = INFINITY;
-        x->version = 1;
-        return sim_engine_push(e, e->now, SIM_EV_XFER, (uint32_t)id, 1) == 0 ? id : -1;
+        x->version++;
+        return sim_engine_push(e, e->now, SIM_EV_XFER, (uint32_t)id, x->version) == 0 ? id : -1;
     }
+    x->rate = 0;                    /* rebalance gives it its first rate and event */
     return rebalance(e) == 0 ? id : -1;
 }
 
@@ -168,6 +174,16 @@ bool sim_engine_xfer_event(sim_engine *e, const sim_heap_ev *ev)
     x->done_at = e->now;
     for (int l = 0; l < x->n_links; l++)
         e->links[x->links[l]].n_active--;
+    if (e->n_free == e->cap_free) {
+        int cap = e->cap_free ? e->cap_free * 2 : 16;
+        int *f = realloc(e->free_xfers, (size_t)cap * sizeof *f);
+        if (f) {
+            e->free_xfers = f;
+            e->cap_free = cap;
+        }
+    }
+    if (e->n_free < e->cap_free)
+        e->free_xfers[e->n_free++] = (int)ev->a;
     for (int k = 0; k < e->n_active; k++)
         if (e->active[k] == (int)ev->a) {
             e->active[k] = e->active[--e->n_active];

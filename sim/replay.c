@@ -16,30 +16,14 @@
  * Durations: with durations_recorded, op, copy and collective statements
  * keep their dur= (the last collective participant's dur is the
  * collective's cost); blocking statements are always recomputed: they end
- * when what they wait for ends, plus the model's fixed cost (sync_ns,
- * event_sync_ns, event_wait_device_ns). Otherwise every statement is
- * priced by the cost model of device_model.c, exactly as `syncsim run`
- * priced it, from what the trace says (docs/device-model.md):
- *
- *   op        overhead + max(flops / peak, bytes / bandwidth). On a stream:
- *             kernel_overhead_ns, gpu_tflops_f32 for flops=, gpu_tflops_f16
- *             for flops_f16=, gpu_mem_gbps. On a host: the thread pool's
- *             barrier (spin_barrier_ns, or oversub_barrier_ns when
- *             cpu_threads > cpu_cores), cpu_gflops, cpu_mem_gbps. bytes= is
- *             what the op moves; without it, the bytes it accesses (a
- *             get_rows accesses the whole table but moves a few rows: the
- *             simulator says so with bytes=). overhead_ns= replaces the
- *             overhead (host code that is no backend's op: set_inputs,
- *             sample). Without flops= an op is priced by its bytes alone.
- *   copy      over the link between its source's and destination's roots:
- *             h2d_gbps, d2h_gbps, p2p_gbps (over PCIe: also capped by the
- *             source's d2h and the destination's h2d link), plus
- *             copy_latency_ns; a blocking copy on the host adds
- *             host_copy_ns. A copy that crosses no link (host to host,
- *             within one device) costs copy_latency_ns on a stream and its
- *             bytes at cpu_mem_gbps plus host_copy_ns on the host.
- *   collective  alpha-beta over its size= participants: the ring by
- *             default, algorithm=butterfly otherwise; size=1 costs nothing.
+ * when what they wait for ends, plus the model's fixed cost. Otherwise
+ * every statement is priced by the cost model (cost.c, the formulas and
+ * their inputs) from what the trace says: an op by its flops=,
+ * flops_f16=, bytes= (else the bytes it accesses) and overhead_ns=, a
+ * copy by the path between the places of its source and destination, a
+ * collective by its size= participants, its wire bytes and algorithm=.
+ * The simulated backend records exactly those attributes, so a simulated
+ * run replays with the prices it ran with.
  *
  * What replay does not model: concurrent copies sharing a link's bandwidth
  * and a direction's copy engine (the simulator does). Runs that overlap
@@ -48,7 +32,6 @@
 #include "sim_int.h"
 
 #include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -130,19 +113,6 @@ static bool attr_is(const trace *t, const trace_stmt *s, const char *key, const 
     return false;
 }
 
-static int64_t api_cost(const sim_model *m, const trace_stmt *s)
-{
-    switch (s->kind) {
-    case TRACE_OP:
-    case TRACE_COLLECTIVE:
-        return m->launch_ns;
-    case TRACE_RECORD:
-        return m->event_record_ns;
-    default:
-        return m->api_call_ns;
-    }
-}
-
 /* Where a buffer's root lives: a device name id, or TRACE_NONE for host memory. */
 static uint32_t place_of(const trace *t, uint32_t buffer)
 {
@@ -150,19 +120,20 @@ static uint32_t place_of(const trace *t, uint32_t buffer)
     return root->loc == TRACE_LOC_DEVICE ? root->device : TRACE_NONE;
 }
 
-static double min3(double a, double b, double c)
+/* The path of a copy from the places of its two accesses. */
+static sim_path path_of(const trace *t, const trace_stmt *s)
 {
-    double m = a < b ? a : b;
-    return m < c ? m : c;
+    uint32_t from = place_of(t, s->access[0].buffer), to = place_of(t, s->access[1].buffer);
+    if (from == TRACE_NONE && to != TRACE_NONE)
+        return SIM_PATH_H2D;
+    if (from != TRACE_NONE && to == TRACE_NONE)
+        return SIM_PATH_D2H;
+    if (from != TRACE_NONE && from != to)
+        return SIM_PATH_P2P;
+    return SIM_PATH_NONE;
 }
 
-/* Nanoseconds as an integer, truncated like the simulator's; a
- * hand-written attribute cannot push a time past a million seconds (and
- * the sums after it past int64_t). */
-#define NS_MAX 1e15
-static int64_t ns_of(double ns) { return ns < NS_MAX ? (int64_t)ns : (int64_t)NS_MAX; }
-
-/* An op: overhead + roofline (the prose above). */
+/* An op, priced from its attributes (cost.c). */
 static int64_t op_dur(const trace *t, const sim_model *m, const trace_stmt *s, bool host)
 {
     uint64_t bytes, flops = 0, flops_f16 = 0, overhead;
@@ -171,61 +142,25 @@ static int64_t op_dur(const trace *t, const sim_model *m, const trace_stmt *s, b
     attr_u64(t, s, "flops", &flops);
     attr_u64(t, s, "flops_f16", &flops_f16);
     bool fixed = attr_u64(t, s, "overhead_ns", &overhead);
-    double compute, memory;
-    if (host) {
-        if (!fixed)
-            overhead = (uint64_t)(m->cpu_threads > m->cpu_cores ? m->oversub_barrier_ns
-                                                                 : m->spin_barrier_ns);
-        compute = ((double)flops + (double)flops_f16) / m->cpu_gflops;
-        memory = (double)bytes / m->cpu_mem_gbps;
-    } else {
-        if (!fixed)
-            overhead = (uint64_t)m->kernel_overhead_ns;
-        compute = (double)flops / (m->gpu_tflops_f32 * 1e3) +
-                  (double)flops_f16 / (m->gpu_tflops_f16 * 1e3);
-        memory = (double)bytes / m->gpu_mem_gbps;
-    }
-    return ns_of((double)overhead) + ns_of(compute > memory ? compute : memory);
+    return sim_cost_op(m, host, flops, flops_f16, bytes,
+                       fixed ? (overhead > (uint64_t)INT64_MAX / 2 ? INT64_MAX / 2 : (int64_t)overhead)
+                             : -1);
 }
 
-/* A copy: latency + bytes over the link between source and destination. */
+/* A copy: over the path between its source's and destination's roots. */
 static int64_t copy_dur(const trace *t, const sim_model *m, const trace_stmt *s, bool host)
 {
     if (s->n_access < 2)
-        return m->copy_latency_ns + (host ? m->host_copy_ns : 0);
-    uint64_t n = s->access[0].hi - s->access[0].lo;
-    uint32_t from = place_of(t, s->access[0].buffer), to = place_of(t, s->access[1].buffer);
-    double bw;
-    if (from == TRACE_NONE && to != TRACE_NONE)
-        bw = m->h2d_gbps;
-    else if (from != TRACE_NONE && to == TRACE_NONE)
-        bw = m->d2h_gbps;
-    else if (from != TRACE_NONE && from != to)
-        bw = m->nvlink ? m->p2p_gbps : min3(m->d2h_gbps, m->h2d_gbps, m->p2p_gbps);
-    else if (host)          /* no link: the host copies through its memory */
-        return ns_of((double)n / m->cpu_mem_gbps) + m->host_copy_ns;
-    else
-        return m->copy_latency_ns;
-    /* The engine finishes a transfer on the nanosecond its last byte lands. */
-    double xfer = ceil((double)n / bw - 1e-9);
-    return m->copy_latency_ns + ns_of(xfer) + (host ? m->host_copy_ns : 0);
+        return m->copy_latency_ns + sim_cost_unblock(m, TRACE_COPY, host);
+    return sim_cost_copy(m, host, path_of(t, s), s->access[0].hi - s->access[0].lo);
 }
 
-/* A collective's cost once every participant arrived (alpha-beta). */
+/* A collective's cost once every participant arrived. */
 static int64_t collective_dur(const trace *t, const sim_model *m, const trace_stmt *s)
 {
-    if (s->count == 1)
-        return 0;
-    uint64_t n = s->count > 1 ? s->count : 2;
-    double b = s->n_access ? (double)(s->access[0].hi - s->access[0].lo) : 0;
-    if (attr_is(t, s, "algorithm", "butterfly")) {
-        int64_t rounds = 0;
-        while ((1ull << rounds) < n)
-            rounds++;
-        return m->allreduce_base_ns + rounds * (m->allreduce_step_ns + (int64_t)(b / m->p2p_gbps));
-    }
-    return m->allreduce_base_ns + 2 * (int64_t)(n - 1) * m->allreduce_step_ns +
-           (int64_t)(2.0 * (double)(n - 1) / (double)n * b / m->p2p_gbps);
+    uint64_t n = s->count ? s->count : 2;
+    uint64_t b = s->n_access ? s->access[0].hi - s->access[0].lo : 0;
+    return sim_cost_allreduce(m, n, b, attr_is(t, s, "algorithm", "butterfly"));
 }
 
 static int64_t model_dur(const replay *rp, const trace_stmt *s, bool host)
@@ -332,11 +267,11 @@ static bool try_time(replay *rp, int64_t i)
             break;
         }
         r->start = ready;
-        r->end = (dep_end > ready ? dep_end : ready) + (host ? m->event_sync_ns : m->event_wait_device_ns);
+        r->end = (dep_end > ready ? dep_end : ready) + sim_cost_unblock(m, TRACE_WAIT, host);
         break;
     case TRACE_SYNC:
         r->start = ready;
-        r->end = (dep_end > ready ? dep_end : ready) + m->sync_ns;
+        r->end = (dep_end > ready ? dep_end : ready) + sim_cost_unblock(m, TRACE_SYNC, host);
         break;
     case TRACE_AWAIT:
         if (r->dep < 0)
@@ -456,7 +391,7 @@ int sim_replay(trace_reader *rd, const sim_replay_opts *o, sim_replay_result *re
         } else {
             uint32_t h = trace_submitter(t, s);
             if (h != TRACE_NONE) {
-                rp.api_since[h] += api_cost(o->model, s);
+                rp.api_since[h] += sim_cost_submit(o->model, s->kind);
                 r->sub_after = rp.last_host[h];
                 r->sub_offset = rp.api_since[h];
             }

@@ -1,14 +1,16 @@
 /*
  * sim.h -- the simulated device model: a discrete-event engine, device
- * model files, the simulated backend, the `run` driver and replay.
+ * model files, the cost model, the simulated backend and machine, and
+ * replay.
  *
- * A sim_world is one simulated machine: a host thread (the `host` queue)
- * that pays a cost for every API call and blocks on syncs, and GPUs, each
- * with one in-order stream (`gpuN` queue), a compute engine, a copy engine
- * per direction and PCIe links (plus NVLink where the model has it) whose
- * bandwidth is shared fairly between concurrent transfers. Time is integer
- * nanoseconds. The world records every call and completion through a
- * sched_sink with its simulated start (t=) and duration (dur=).
+ * A sim_world is one simulated machine: a host thread that pays a cost for
+ * every API call and blocks on syncs, and GPUs, each with one in-order
+ * stream, a compute engine, a copy engine per direction and PCIe links
+ * (plus NVLink where the model has it) whose bandwidth is shared fairly
+ * between concurrent transfers. Time is integer nanoseconds. Its backends
+ * implement sched_backend_iface; wrapped by a recording (sched_rec) they
+ * report when each statement ran, in simulated time. sim_family is the
+ * backend family of `run --devices MODEL` (family.c).
  */
 #ifndef SYNCSIM_SIM_H
 #define SYNCSIM_SIM_H
@@ -24,7 +26,7 @@
 
 typedef struct sim_model {
     char name[64];
-    char path[512];
+    char path[4352];
     int gpus;                       /* [machine] */
     /* [host] */
     int64_t launch_ns, api_call_ns, sync_ns, event_record_ns, event_sync_ns, host_copy_ns;
@@ -48,8 +50,49 @@ typedef struct sim_model {
 int sim_model_load(const char *spec, sim_model *out, trace_error *err);
 /* Parses model text (name is used in messages). */
 int sim_model_parse(const char *name, const char *text, sim_model *out, trace_error *err);
-/* The folder of the shipped models. */
+/* The folder of the shipped models: $SYNCSIM_DATA_DIR/devices, else
+ * share/syncsim/devices next to the binary (installed, or the build tree),
+ * else the source tree's sim/devices. */
 const char *sim_devices_dir(void);
+/* The shipped models' names and folder, "a, b in DIR, or a .dev file". */
+void sim_models_list(char *buf, size_t cap);
+/* Whether name is a shipped model, or names a file (has '/' or ends .dev). */
+bool sim_model_exists(const char *name);
+
+/* ------------------------------------------------------------------ */
+/* The cost model (cost.c): the simulated backend and replay price      */
+/* statements with these, so a replay of a simulated run matches it.    */
+
+/* Where a copy's bytes travel. */
+typedef enum {
+    SIM_PATH_NONE = 0,              /* no link: host to host, or within one device */
+    SIM_PATH_H2D = 1,               /* host memory to a device */
+    SIM_PATH_D2H = 2,               /* a device to host memory */
+    SIM_PATH_P2P = 3,               /* one device to another */
+} sim_path;
+
+/* Host time of submitting a statement of kind to a stream. */
+int64_t sim_cost_submit(const sim_model *m, trace_kind kind);
+/* Fixed cost of a blocking statement after what it waits for ended: sync,
+ * wait (on the host or a stream), a blocking copy by the host; 0 else. */
+int64_t sim_cost_unblock(const sim_model *m, trace_kind kind, bool host);
+/* The thread pool's barrier after a host op. */
+int64_t sim_cost_host_barrier(const sim_model *m);
+/* An op: overhead + max(compute, memory); host: on the CPU backend's pool,
+ * else on a stream. flops_half run at the half-precision peak. overhead_ns
+ * < 0: the model's (kernel overhead, or the pool's barrier). */
+int64_t sim_cost_op(const sim_model *m, bool host, uint64_t flops, uint64_t flops_half,
+                    uint64_t bytes, int64_t overhead_ns);
+/* The bandwidth of a path when nothing else uses its links (GB/s = B/ns). */
+double sim_cost_link_gbps(const sim_model *m, sim_path path);
+/* Nanoseconds to move bytes at gbps, rounded up to when the last byte lands. */
+int64_t sim_cost_transfer_ns(uint64_t bytes, double gbps);
+/* A copy alone on its links: latency + transfer, + host_copy_ns when the
+ * host performs it; a copy over no link: latency on a stream, its bytes at
+ * cpu_mem_gbps + host_copy_ns on the host. */
+int64_t sim_cost_copy(const sim_model *m, bool host, sim_path path, uint64_t bytes);
+/* An all-reduce of wire_bytes per rank over n ranks (ring, or butterfly). */
+int64_t sim_cost_allreduce(const sim_model *m, uint64_t n, uint64_t wire_bytes, bool butterfly);
 
 /* ------------------------------------------------------------------ */
 /* The engine and the world.                                           */
@@ -63,25 +106,22 @@ typedef struct sim_stats {
     int64_t gpu_compute_ns[16];
     uint64_t link_bytes[64];        /* per link (sim_world_link_name) */
     int n_links;
-    uint64_t n_stmts;
-    uint64_t host_syncs;            /* host-blocking sync statements */
+    uint64_t host_syncs;            /* host-blocking calls */
 } sim_stats;
 
-/* A world of model m recording through sink (not owned). NULL when out of memory. */
-sim_world *sim_world_new(const sim_model *m, sched_sink sink);
+/* A world of model m. NULL when out of memory. */
+sim_world *sim_world_new(const sim_model *m);
 void sim_world_free(sim_world *w);
 /* Backends: GPUs in order, the CPU last. Owned by the world. */
 int sim_world_backends(sim_world *w, sched_backend ***out);
 /* The host's current time. */
 int64_t sim_world_now(const sim_world *w);
-/* A host op (the user's code, not a backend's): label and accesses; costs
- * overhead_ns plus bytes at cpu_mem_gbps of host time, and records
- * overhead_ns= (and bytes= when they differ from the accesses') so that
- * replay prices it the same way. */
-int sim_world_host_op(sim_world *w, const char *label, const trace_access *acc, uint32_t n_acc,
-                      int64_t overhead_ns, uint64_t bytes);
-/* Runs every queue to completion and commits the remaining statements.
- * Returns 0, or -1 when a queue can never complete (a hang). */
+/* The host runs code of the program (not a backend's): a fixed cost plus
+ * bytes through memory, priced by the cost model (sim_cost_op on the host
+ * with overhead_ns). */
+void sim_world_host_work(sim_world *w, int64_t overhead_ns, uint64_t bytes);
+/* Runs every queue to completion. Returns 0, or -1 when a queue can never
+ * complete (a hang). */
 int sim_world_finish(sim_world *w);
 /* Set when a host wait could never complete (the schedule hangs). */
 bool sim_world_hung(const sim_world *w);
@@ -105,40 +145,14 @@ int sim_engine_timer(sim_engine *e, int64_t at, int tag);
 int sim_engine_drain(sim_engine *e, int64_t *xfer_done_at, int max_xfer, int *order, int max_order);
 
 /* ------------------------------------------------------------------ */
-/* The `run` driver.                                                   */
+/* The backend family of device models (family.c).                     */
 
-typedef struct sim_run_opts {
-    const char *model;              /* "llama:..." (NULL: llama defaults) */
-    const char *graph_file;         /* a graph file instead of a model */
-    const char *devices;            /* device spec (NULL: h100-pcie) */
-    const char *policy;             /* NULL: events */
-    int n_copies;                   /* 0: 2 */
-    int tokens;                     /* decode tokens (default 16) */
-    int prompt;                     /* prompt tokens (default 64) */
-    const char *allreduce;          /* ring | butterfly | bf16 */
-    int64_t bf16_min;
-    sched_sink sink;                /* where the trace goes */
-    bool progress;                  /* a progress bar on stderr */
-} sim_run_opts;
-
-typedef struct sim_run_result {
-    sim_stats stats;
-    int prompt_tokens, n_ubatches;
-    int64_t prompt_ns;              /* simulated time of the prompt */
-    int64_t decode_ns;              /* of all decode tokens */
-    double ns_per_token;
-    uint64_t syncs_per_token;       /* host syncs and event syncs per decode token */
-    char pattern[512];              /* the last decode evaluation's pattern string */
-    char prompt_pattern[512];
-    char link_names[64][32];
-    int n_splits, n_inputs, n_copies;
-    int n_gpus;
-    char desc[256];                 /* model and machine, one line */
-} sim_run_result;
-
-/* Runs a model on the machine and records it. Returns 0, 2 for bad input
- * (err filled, nothing recorded yet), 1 when the run failed. */
-int sim_run(const sim_run_opts *o, sim_run_result *res, trace_error *err);
+/* `--devices MODEL[:gpus=N]`: a simulated machine from a device model of
+ * the shipped data (sim_devices_dir) or a .dev file. */
+extern const sched_family sim_family;
+/* The world of a machine sim_family opened (its stats, link names); NULL
+ * for any other machine. */
+const sim_world *sim_machine_world(const sched_machine *m);
 
 /* ------------------------------------------------------------------ */
 /* Replay.                                                             */

@@ -47,6 +47,8 @@ struct sim_engine {
     int n_links, cap_links;
     sim_xfer *xfers;
     int n_xfers, cap_xfers;
+    int *free_xfers;        /* finished transfers' slots, reused */
+    int n_free, cap_free;
     int *active;            /* indices of active transfers */
     int n_active, cap_active;
 };
@@ -66,12 +68,10 @@ bool sim_engine_xfer_event(sim_engine *e, const sim_heap_ev *ev);
 /* The world (world.c), used by the simulated backend (backend_sim.c). */
 
 #define SIM_MAX_GPUS 16
-#define SIM_MAX_ACC 6
-#define SIM_MAX_ATTR 4     /* split, token and two cost attributes */
 
 typedef enum { SIM_IT_KERNEL, SIM_IT_COPY, SIM_IT_RECORD, SIM_IT_WAIT, SIM_IT_COLL } sim_item_kind;
 
-/* One statement queued on a stream. */
+/* One piece of work queued on a stream. */
 typedef struct sim_item {
     uint8_t kind;
     int8_t n_links;
@@ -84,7 +84,7 @@ typedef struct sim_item {
     uint32_t event;         /* record/wait: sim event index */
     uint64_t gen;           /* record: the record number; wait: the one it waits for */
     uint32_t coll;          /* collective instance */
-    uint64_t rob;           /* its statement in the reorder buffer */
+    sched_ticket ticket;    /* its statement: report its times when done */
 } sim_item;
 
 typedef struct sim_stream {
@@ -92,7 +92,6 @@ typedef struct sim_stream {
     uint64_t head, tail, cap;   /* ring: positions are absolute, cap a power of two */
     bool busy, blocked;
     int64_t kick_at;
-    uint32_t queue;             /* trace queue index */
     int64_t busy_ns, compute_ns;
     uint32_t coll_gen;          /* collectives reached so far */
 } sim_stream;
@@ -109,27 +108,24 @@ typedef struct sim_coll {
     int64_t cost;
 } sim_coll;
 
-/* A statement waiting for its times before it goes to the sink in order. */
-typedef struct sim_pending {
-    trace_stmt s;
-    trace_access acc[SIM_MAX_ACC];
-    trace_attr attr[SIM_MAX_ATTR];
-    bool done;
-} sim_pending;
-
 typedef struct sim_backend_ctx {
     struct sim_world *w;
     int device;                 /* GPU index, -1 for the CPU */
-    char name[16];
+    char name[16], trace_name[16];
 } sim_backend_ctx;
+
+/* A simulated buffer knows where its bytes are (its backend is whichever
+ * the scheduler drives, a recording's wrapper perhaps). */
+typedef struct sim_buffer {
+    sched_buffer base;
+    int device;                 /* GPU index, -1 for host memory */
+} sim_buffer;
 
 struct sim_world {
     sim_model m;
-    sched_sink sink;
     sim_engine e;
     int n_gpus;
     int64_t host_t, host_busy;
-    uint32_t host_q;
     sim_stream streams[SIM_MAX_GPUS];
     int copy_busy[SIM_MAX_GPUS * 3];        /* stream using each copy engine, -1 */
     int *copy_waiters[SIM_MAX_GPUS * 3];
@@ -138,8 +134,6 @@ struct sim_world {
     uint32_t n_events, cap_events;
     sim_coll *colls;
     uint32_t n_colls, cap_colls;
-    sim_pending *rob;
-    uint64_t rob_head, rob_tail, rob_cap;
     int link_down[SIM_MAX_GPUS], link_up[SIM_MAX_GPUS];
     int link_p2p[SIM_MAX_GPUS][SIM_MAX_GPUS];
     char link_names[64][32];
@@ -150,23 +144,8 @@ struct sim_world {
     sched_backend backends[SIM_MAX_GPUS + 1];
     sched_backend *backend_ptrs[SIM_MAX_GPUS + 1];
     sim_backend_ctx ctxs[SIM_MAX_GPUS + 1];
-    sched_buffer *scratch[SIM_MAX_GPUS];    /* bf16 all-reduce staging */
-    int scratch_serial;
-    /* The event of GPU s -> GPU d copies (ggml-cuda's copy event). */
-    struct sim_xfer_event { uint32_t ev, name; uint64_t n; } xfer_ev[SIM_MAX_GPUS][SIM_MAX_GPUS];
-    bool xfer_ev_ready;
-    uint32_t num_ids[4096];                 /* interned small numbers, +1 */
-    uint32_t id_split, id_token, id_tp, id_allreduce, id_allreduce_bf16;
-    /* Cost attributes (docs/device-model.md, "What replay needs"). */
-    uint32_t id_flops, id_flops_f16, id_bytes, id_overhead_ns, id_algorithm, id_butterfly;
 };
 
-/* Reserves the next statement (submission order); returns its position. */
-uint64_t sim_rob_reserve(struct sim_world *w, const trace_stmt *s);
-sim_pending *sim_rob_at(struct sim_world *w, uint64_t pos);
-void sim_rob_done(struct sim_world *w, uint64_t pos, int64_t t, int64_t dur);
-/* Interned decimal number. */
-uint32_t sim_num(struct sim_world *w, uint64_t v);
 /* Queues an item on GPU d's stream (ready = host time). */
 int sim_submit(struct sim_world *w, int d, sim_item *it);
 /* Host blocking: until GPU d's stream drained / event gen completed / the
@@ -176,15 +155,9 @@ int sim_block_event(struct sim_world *w, uint32_t ev, uint64_t gen);
 int sim_host_transfer(struct sim_world *w, const int *links, int n_links, uint64_t bytes);
 uint32_t sim_event_alloc(struct sim_world *w);
 uint32_t sim_coll_instance(struct sim_world *w, uint32_t gen, int n_ranks, int64_t cost);
+/* The host spends dt of its time. */
+void sim_host_spend(struct sim_world *w, int64_t dt);
 /* backend_sim.c */
 void sim_backends_init(struct sim_world *w);
-/* Appends to attr[n..] the attributes replay prices an op or collective by
- * (docs/device-model.md): flops= (or flops_f16= when f16 is set) when flops
- * > 0; bytes= when bytes differs from what acc[0..n_acc) covers; overhead_ns=
- * when overhead_ns >= 0 (a fixed cost the device model does not know).
- * Stops at SIM_MAX_ATTR; returns the new count. */
-uint32_t sim_cost_attrs(struct sim_world *w, trace_attr *attr, uint32_t n, uint64_t flops,
-                        bool f16, uint64_t bytes, const trace_access *acc, uint32_t n_acc,
-                        int64_t overhead_ns);
 
 #endif

@@ -1,7 +1,6 @@
 /*
  * world.c -- a simulated machine: the host timeline, GPU streams, copy
- * engines, events and collectives on top of the engine, and the reorder
- * buffer that hands statements to the sink in submission order.
+ * engines, events and collectives on top of the engine.
  *
  * The host is the program that runs the scheduler: each backend call
  * advances host time by its API cost and queues items on streams with
@@ -12,83 +11,18 @@
  * ahead of an event it waits for, the engine's clock never passes the
  * host's at a submission.
  *
- * Statements are reserved in submission order; a stream statement gets
- * its t= and dur= when it completes. The reorder buffer passes statements
- * to the sink once every earlier one has its times, so the sink sees
- * submission order with times, as a recorder would.
+ * An item reports the times of its statement (its ticket, from the
+ * recording that wraps the backends: sched_rec_done) when it completes:
+ * the stream reached it at t0 and it ended now. The recording holds
+ * statements in submission order until they have their times, so the
+ * trace is in submission order with simulated times, as a recorder would
+ * have them from a device.
  */
 #include "sim_int.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ------------------------------------------------------------------ */
-/* Reorder buffer.                                                     */
-
-static void rob_commit(sim_world *w)
-{
-    while (w->rob_head < w->rob_tail) {
-        sim_pending *p = &w->rob[w->rob_head & (w->rob_cap - 1)];
-        if (!p->done)
-            break;
-        p->s.access = p->s.n_access ? p->acc : NULL;
-        p->s.attr = p->s.n_attr ? p->attr : NULL;
-        w->sink.iface->append(w->sink.ctx, &p->s);
-        w->stats.n_stmts++;
-        w->rob_head++;
-    }
-}
-
-uint64_t sim_rob_reserve(sim_world *w, const trace_stmt *s)
-{
-    if (w->rob_tail - w->rob_head == w->rob_cap) {
-        uint64_t cap = w->rob_cap ? w->rob_cap * 2 : 1024;
-        sim_pending *n = malloc(cap * sizeof *n);
-        if (!n)
-            abort();                /* out of memory mid-simulation: nothing sane to do */
-        for (uint64_t i = w->rob_head; i < w->rob_tail; i++)
-            n[i & (cap - 1)] = w->rob[i & (w->rob_cap - 1)];
-        free(w->rob);
-        w->rob = n;
-        w->rob_cap = cap;
-    }
-    uint64_t pos = w->rob_tail++;
-    sim_pending *p = &w->rob[pos & (w->rob_cap - 1)];
-    p->s = *s;
-    p->s.n_access = s->n_access > SIM_MAX_ACC ? SIM_MAX_ACC : s->n_access;
-    p->s.n_attr = s->n_attr > SIM_MAX_ATTR ? SIM_MAX_ATTR : s->n_attr;
-    if (p->s.n_access)
-        memcpy(p->acc, s->access, p->s.n_access * sizeof *p->acc);
-    if (p->s.n_attr)
-        memcpy(p->attr, s->attr, p->s.n_attr * sizeof *p->attr);
-    p->done = false;
-    return pos;
-}
-
-sim_pending *sim_rob_at(sim_world *w, uint64_t pos) { return &w->rob[pos & (w->rob_cap - 1)]; }
-
-void sim_rob_done(sim_world *w, uint64_t pos, int64_t t, int64_t dur)
-{
-    sim_pending *p = sim_rob_at(w, pos);
-    p->s.t = t;
-    p->s.dur = dur;
-    p->done = true;
-    if (pos == w->rob_head)
-        rob_commit(w);
-}
-
-uint32_t sim_num(sim_world *w, uint64_t v)
-{
-    if (v < 4096 && w->num_ids[v])
-        return w->num_ids[v] - 1;
-    char buf[24];
-    snprintf(buf, sizeof buf, "%" PRIu64, v);
-    uint32_t id = w->sink.iface->intern(w->sink.ctx, buf);
-    if (v < 4096)
-        w->num_ids[v] = id + 1;
-    return id;
-}
 
 /* ------------------------------------------------------------------ */
 /* Streams.                                                            */
@@ -141,7 +75,7 @@ static void stream_try_start(sim_world *w, int si)
             sim_event_state *ev = &w->events[it->event];
             if (it->gen > ev->completed)
                 ev->completed = it->gen;
-            sim_rob_done(w, it->rob, w->e.now, 0);
+            sched_rec_done(&w->backends[si], it->ticket, w->e.now, 0);
             s->head++;
             for (int k = 0; k < ev->n_waiters; k++) {
                 w->streams[ev->waiters[k]].blocked = false;
@@ -154,7 +88,7 @@ static void stream_try_start(sim_world *w, int si)
             sim_event_state *ev = &w->events[it->event];
             if (ev->completed >= it->gen) {
                 s->blocked = false;
-                run_item(w, si, w->m.event_wait_device_ns);
+                run_item(w, si, sim_cost_unblock(&w->m, TRACE_WAIT, false));
                 return;
             }
             if (!s->blocked) {
@@ -209,7 +143,7 @@ static void item_done(sim_world *w, int si)
     sim_item *it = &s->items[s->head & (s->cap - 1)];
     s->busy = false;
     s->busy_ns += w->e.now - it->t0;
-    sim_rob_done(w, it->rob, it->t0, w->e.now - it->t0);
+    sched_rec_done(&w->backends[si], it->ticket, it->t0, w->e.now - it->t0);
     if (it->kind == SIM_IT_COPY) {
         int e = it->engine;
         w->copy_busy[e] = -1;
@@ -382,20 +316,15 @@ static int add_link(sim_world *w, double gbps, const char *fmt, int a, int b)
     return id;
 }
 
-sim_world *sim_world_new(const sim_model *m, sched_sink sink)
+sim_world *sim_world_new(const sim_model *m)
 {
     sim_world *w = calloc(1, sizeof *w);
     if (!w)
         return NULL;
     w->m = *m;
-    w->sink = sink;
     w->n_gpus = m->gpus < SIM_MAX_GPUS ? m->gpus : SIM_MAX_GPUS;
     sim_engine_init(&w->e);
-    w->host_q = sink.iface->queue(sink.ctx, "host", TRACE_QUEUE_HOST, NULL);
     for (int d = 0; d < w->n_gpus; d++) {
-        char name[16];
-        snprintf(name, sizeof name, "gpu%d", d);
-        w->streams[d].queue = sink.iface->queue(sink.ctx, name, TRACE_QUEUE_STREAM, name);
         w->streams[d].kick_at = -1;
         w->link_down[d] = add_link(w, m->h2d_gbps, "gpu%d.h2d", d, 0);
         w->link_up[d] = add_link(w, m->d2h_gbps, "gpu%d.d2h", d, 0);
@@ -406,17 +335,6 @@ sim_world *sim_world_new(const sim_model *m, sched_sink sink)
     for (int k = 0; k < SIM_MAX_GPUS * 3; k++)
         w->copy_busy[k] = -1;
     w->host_xfer = -1;
-    w->id_split = sink.iface->intern(sink.ctx, "split");
-    w->id_token = sink.iface->intern(sink.ctx, "token");
-    w->id_tp = sink.iface->intern(sink.ctx, "tp");
-    w->id_allreduce = sink.iface->intern(sink.ctx, "allreduce");
-    w->id_allreduce_bf16 = sink.iface->intern(sink.ctx, "allreduce_bf16");
-    w->id_flops = sink.iface->intern(sink.ctx, "flops");
-    w->id_flops_f16 = sink.iface->intern(sink.ctx, "flops_f16");
-    w->id_bytes = sink.iface->intern(sink.ctx, "bytes");
-    w->id_overhead_ns = sink.iface->intern(sink.ctx, "overhead_ns");
-    w->id_algorithm = sink.iface->intern(sink.ctx, "algorithm");
-    w->id_butterfly = sink.iface->intern(sink.ctx, "butterfly");
     sim_backends_init(w);
     return w;
 }
@@ -425,17 +343,14 @@ void sim_world_free(sim_world *w)
 {
     if (!w)
         return;
-    for (int d = 0; d < SIM_MAX_GPUS; d++) {
+    for (int d = 0; d < SIM_MAX_GPUS; d++)
         free(w->streams[d].items);
-        free(w->scratch[d]);
-    }
     for (int k = 0; k < SIM_MAX_GPUS * 3; k++)
         free(w->copy_waiters[k]);
     for (uint32_t i = 0; i < w->n_events; i++)
         free(w->events[i].waiters);
     free(w->events);
     free(w->colls);
-    free(w->rob);
     sim_engine_release(&w->e);
     free(w);
 }
@@ -454,25 +369,15 @@ const char *sim_world_link_name(const sim_world *w, int link)
     return link >= 0 && link < 64 ? w->link_names[link] : "";
 }
 
-int sim_world_host_op(sim_world *w, const char *label, const trace_access *acc, uint32_t n_acc,
-                      int64_t overhead_ns, uint64_t bytes)
+void sim_host_spend(sim_world *w, int64_t dt)
 {
-    int64_t dur_ns = overhead_ns + (int64_t)((double)bytes / w->m.cpu_mem_gbps);
-    trace_attr attr[SIM_MAX_ATTR];
-    trace_stmt s;
-    trace_stmt_init(&s);
-    s.queue = w->host_q;
-    s.kind = TRACE_OP;
-    s.label = w->sink.iface->intern(w->sink.ctx, label);
-    s.access = acc;
-    s.n_access = n_acc;
-    s.attr = attr;
-    s.n_attr = sim_cost_attrs(w, attr, 0, 0, false, bytes, acc, n_acc, overhead_ns);
-    uint64_t pos = sim_rob_reserve(w, &s);
-    sim_rob_done(w, pos, w->host_t, dur_ns);
-    w->host_t += dur_ns;
-    w->host_busy += dur_ns;
-    return 0;
+    w->host_t += dt;
+    w->host_busy += dt;
+}
+
+void sim_world_host_work(sim_world *w, int64_t overhead_ns, uint64_t bytes)
+{
+    sim_host_spend(w, sim_cost_op(&w->m, true, 0, 0, bytes, overhead_ns));
 }
 
 int sim_world_finish(sim_world *w)
@@ -481,18 +386,6 @@ int sim_world_finish(sim_world *w)
     for (int d = 0; d < w->n_gpus; d++)
         if (sim_block_stream(w, d) != 0)
             rc = -1;
-    if (rc != 0) {
-        /* A hang: commit what ran, with no times for what never did. */
-        for (uint64_t i = w->rob_head; i < w->rob_tail; i++) {
-            sim_pending *p = sim_rob_at(w, i);
-            if (!p->done) {
-                p->s.t = TRACE_TIME_NONE;
-                p->s.dur = TRACE_TIME_NONE;
-                p->done = true;
-            }
-        }
-    }
-    rob_commit(w);
     if (w->host_t > w->stats.end_ns)
         w->stats.end_ns = w->host_t;
     return rc;

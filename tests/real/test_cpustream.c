@@ -15,7 +15,7 @@
 #include <cmocka.h>
 
 #include "check/check.h"
-#include "real/real.h"
+#include "real_test_util.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -24,8 +24,9 @@
 
 typedef struct fixture {
     trace *tr;
-    sched_sink sink;
-    sched_backend **be;
+    sched_rec *rec;
+    sched_backend **inner;          /* the set */
+    sched_backend *be[4];           /* recorded: what the tests drive */
     size_t n;
     sched_tensor *t[16];
     int n_t;
@@ -35,17 +36,18 @@ static int setup(void **state)
 {
     fixture *f = calloc(1, sizeof *f);
     f->tr = trace_new();
-    f->sink = sched_sink_memory(f->tr);
     real_options o;
     real_options_default(&o);
-    o.sink = &f->sink;
     o.threads = 1;
     char err[256];
-    if (real_backends_create("cpustream:2,jitter=2ms,seed=3,cpu", &o, NULL, &f->be, &f->n, err,
+    if (real_backends_create("cpustream:2,jitter=2ms,seed=3,cpu", &o, &f->inner, &f->n, err,
                              sizeof err) != 0) {
         print_error("%s\n", err);
         return -1;
     }
+    f->rec = real_test_rec(sched_sink_memory(f->tr));
+    for (size_t i = 0; i < f->n; i++)
+        f->be[i] = sched_rec_wrap(f->rec, f->inner[i]);
     *state = f;
     return 0;
 }
@@ -58,7 +60,8 @@ static int teardown(void **state)
         b->backend->iface->buffer_free(b->backend, b);
         free(f->t[i]);
     }
-    real_backends_free(f->be, f->n);
+    real_backends_free(f->inner, f->n);
+    sched_rec_free(f->rec);
     trace_free(f->tr);
     free(f);
     return 0;
@@ -139,22 +142,38 @@ static void test_cpustream_wait_orders_other_queue(void **state)
     cs0->iface->event_free(cs0, ev);
 }
 
+/* A copy between devices the way the scheduler makes it: on the source's
+ * queue, after the work that produced it, handed over with an event. */
+static void peer_copy(sched_backend *from, sched_backend *to, sched_event *ev, sched_tensor *src,
+                      sched_tensor *dst)
+{
+    assert_int_equal(from->iface->copy_async(from, to, src, dst), 1);
+    assert_int_equal(from->iface->event_record(from, ev), 0);
+    assert_int_equal(to->iface->event_wait(to, ev), 0);
+}
+
 static void test_cpustream_copy_async_between_devices(void **state)
 {
     fixture *f = *state;
     sched_backend *cs0 = f->be[0], *cs1 = f->be[1], *cpu = f->be[2];
     sched_tensor *x = tensor(f, 2, "hx"), *a = tensor(f, 0, "da"), *b = tensor(f, 1, "db");
     sched_tensor *z = tensor(f, 2, "hz");
+    sched_event *ev = cs0->iface->event_new(cs0, "xfer");
     fill(x, 9);
     assert_int_equal(cs0->iface->set_async(cs0, x, a), 0);
-    /* Runs on cs0's queue after the upload; cs1 waits for it. */
-    assert_int_equal(cs1->iface->copy_async(cs1, cs0, a, b), 1);
+    /* Runs on cs0's queue after the upload (2 ms of jitter per command);
+     * cs1 waits for it before reading b. */
+    peer_copy(cs0, cs1, ev, a, b);
     assert_int_equal(cs1->iface->get_async(cs1, b, z), 0);
     assert_int_equal(cs1->iface->synchronize(cs1), 0);
     expect_filled(z, 9);
+    /* A copy to or from a backend that is not ours is declined. */
+    sched_backend alien = { cs0->iface, NULL, NULL };
+    assert_int_equal(f->inner[0]->iface->copy_async(f->inner[0], &alien, a, b), 0);
     /* The cpu has no async copies: the scheduler syncs and copies itself. */
     assert_null(cpu->iface->copy_async);
     assert_null(cpu->iface->synchronize);
+    cs0->iface->event_free(cs0, ev);
 }
 
 static void test_cpustream_trace_of_synchronised_copies_is_clean(void **state)
@@ -163,13 +182,20 @@ static void test_cpustream_trace_of_synchronised_copies_is_clean(void **state)
     sched_backend *cs0 = f->be[0], *cs1 = f->be[1];
     sched_tensor *x = tensor(f, 2, "tx"), *a = tensor(f, 0, "ta"), *b = tensor(f, 1, "tb");
     sched_tensor *y = tensor(f, 2, "ty");
+    sched_event *ev = cs0->iface->event_new(cs0, "xfer");
     fill(x, 1);
     assert_int_equal(cs0->iface->set_async(cs0, x, a), 0);
-    assert_int_equal(cs1->iface->copy_async(cs1, cs0, a, b), 1);
+    peer_copy(cs0, cs1, ev, a, b);
     assert_int_equal(cs1->iface->get_async(cs1, b, y), 0);
     assert_int_equal(cs1->iface->synchronize(cs1), 0);
     assert_int_equal(cs0->iface->synchronize(cs0), 0);
-    assert_int_equal(real_read_output(f->be, f->n, y, (float[NB / 4]){ 0 }), 0);
+    /* The host reads y: ordered after the syncs. */
+    trace_access read = { y->trace_view, TRACE_R, TRACE_REF_WHOLE, 0, NB };
+    assert_int_equal(real_read_output(y, (float[NB / 4]){ 0 }), 0);
+    assert_int_equal(sched_rec_host_op(f->rec, "read:ty", &read, 1, -1, -1, 0, 0), 0);
+    cs0->iface->event_free(cs0, ev);
+    sched_rec_flush(f->rec);
+    assert_int_equal(f->tr->n_stmts, 8);   /* set, copy, record, wait, get, 2 syncs, read */
     trace_reader r;
     trace_reader_memory(&r, f->tr);
     check_report *rep = NULL;
@@ -190,12 +216,12 @@ static void test_cpustream_spec_errors_name_the_problem(void **state)
     sched_backend **be;
     size_t n;
     char err[256];
-    assert_int_equal(real_backends_create("gpu:2", NULL, NULL, &be, &n, err, sizeof err), -1);
+    assert_int_equal(real_backends_create("gpu:2", NULL, &be, &n, err, sizeof err), -1);
     assert_non_null(strstr(err, "unknown device 'gpu'"));
-    assert_int_equal(real_backends_create("cpustream:2,jitter=fast", NULL, NULL, &be, &n, err, sizeof err), -1);
+    assert_int_equal(real_backends_create("cpustream:2,jitter=fast", NULL, &be, &n, err, sizeof err), -1);
     assert_non_null(strstr(err, "jitter"));
-    assert_int_equal(real_backends_create("cpu,cpustream", NULL, NULL, &be, &n, err, sizeof err), -1);
-    assert_int_equal(real_backends_create("cpustream", NULL, NULL, &be, &n, err, sizeof err), 0);
+    assert_int_equal(real_backends_create("cpu,cpustream", NULL, &be, &n, err, sizeof err), -1);
+    assert_int_equal(real_backends_create("cpustream", NULL, &be, &n, err, sizeof err), 0);
     assert_int_equal(n, 2);        /* the cpu is appended */
     assert_string_equal(be[0]->iface->get_name(be[0]), "CS0");
     assert_string_equal(be[1]->iface->get_name(be[1]), "CPU");
@@ -211,15 +237,18 @@ static void test_cpustream_allreduce_rendezvous_matches_reference(void **state)
     const char *strategies[] = { "ring", "bf16" };
     for (int d = 0; d < 2; d++)
         for (int k = 0; k < 2; k++) {
-            real_run_opts o = { .model = TP_MODEL, .devices = devices[d], .policy = "events",
-                                .tokens = 3, .prompt = 4, .threads = 2, .seed = 2,
-                                .allreduce = strategies[k], .allreduce_bf16_min = 16 };
-            real_run_result res;
-            trace_error err = { 0 };
-            if (real_run(&o, &res, &err) != 0)
-                fail_msg("%s %s: %s", devices[d], strategies[k], err.msg);
-            assert_false(res.differ);
-            assert_true(res.err.max_abs == 0.0);
+            sched_option_value opts[] = { { "threads", "2" }, { "seed", "2" } };
+            sched_run_opts o = { .model = TP_MODEL, .devices = devices[d], .policy = "events",
+                                 .tokens = 3, .prompt = 4, .allreduce = strategies[k],
+                                 .bf16_min = 16, .options = opts, .n_options = 2 };
+            real_test_outcome out;
+            sched_null_sink nulls;
+            real_test_run(&o, sched_sink_null(&nulls), &out);
+            if (out.rc != 0)
+                fail_msg("%s %s: %s", devices[d], strategies[k], out.msg);
+            assert_false(out.verdict);
+            assert_true(out.n_evals >= 4);
+            assert_true(out.err.max_abs == 0.0);
         }
 }
 
@@ -234,7 +263,7 @@ static void test_cpustream_allreduce_missing_rank_times_out(void **state)
     sched_backend **be;
     size_t nb;
     char err[256];
-    assert_int_equal(real_backends_create("cpustream:2,cpu", &o, NULL, &be, &nb, err, sizeof err), 0);
+    assert_int_equal(real_backends_create("cpustream:2,cpu", &o, &be, &nb, err, sizeof err), 0);
     sched_graph *g = sched_graph_new("ar");
     int64_t ne[1] = { 64 };
     int32_t x = sched_graph_leaf(g, "x", SCHED_F32, 1, ne, SCHED_FLAG_INPUT);
@@ -258,7 +287,7 @@ static void test_cpustream_allreduce_missing_rank_times_out(void **state)
     assert_true(split >= 0);
     const sched_split *sp = sched_get_split(s, split);
     sched_exec x0 = { .graph = g, .nodes = sp->nodes, .n_nodes = sp->n_nodes, .split = split,
-                      .allreduce = "ring", .allreduce_bf16_min = 32768, .n_ranks = 2 };
+                      .sched = s, .allreduce = SCHED_ALLREDUCE_RING, .allreduce_bf16_min = 32768 };
     assert_null(real_backends_error(be, nb));
     assert_int_equal(be[0]->iface->graph_compute(be[0], &x0), 0);
     assert_int_equal(be[0]->iface->synchronize(be[0]), -1);

@@ -24,7 +24,7 @@
 #include <cmocka.h>
 
 #include "check/check.h"
-#include "real/real.h"
+#include "real_test_util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,8 +39,24 @@ typedef struct run_result {
     real_error err;
     size_t races;
     size_t findings;
-    char pattern[256];
 } run_result;
+
+/* The host writes the inputs of evaluation eval, recorded (one host op). */
+static void set_inputs(sched_rec *rec, sched_backend **be, size_t nb, sched_graph *g,
+                       uint64_t eval, uint64_t seed)
+{
+    trace_access acc[8];
+    uint32_t n = 0;
+    for (int32_t i = 0; i < g->n_tensors && n < 8; i++) {
+        sched_tensor *t = &g->tensors[i];
+        if ((t->flags & SCHED_FLAG_INPUT) && t->op == SCHED_OP_NONE)
+            acc[n++] = (trace_access){ sched_tensor_view(sched_rec_sink(rec), t), TRACE_W,
+                                       TRACE_REF_WHOLE, 0, sched_tensor_nbytes(t) };
+    }
+    sched_rec_set_eval(rec, eval);
+    assert_int_equal(real_set_inputs(be, nb, g, eval, seed), 0);
+    assert_int_equal(sched_rec_host_op(rec, "set_inputs", acc, n, -1, -1, 0, 0), 0);
+}
 
 static size_t check_memory(trace *tr, size_t *races)
 {
@@ -66,21 +82,23 @@ static void run_llama(const char *policy, uint64_t seed, run_result *res)
     char err[256];
     assert_int_equal(sched_model_parse(MODEL, &p, err, sizeof err), 0);
     trace *tr = trace_new();
-    sched_sink sink = sched_sink_memory(tr);
     real_options o;
     real_options_default(&o);
-    o.sink = &sink;
     char spec[128];
     snprintf(spec, sizeof spec, "cpustream:2,jitter=300us,seed=%llu,cpu,threads=2",
              (unsigned long long)seed);
-    sched_backend **be;
+    sched_backend **inner, *be[4];
     size_t nb;
-    if (real_backends_create(spec, &o, NULL, &be, &nb, err, sizeof err) != 0)
+    if (real_backends_create(spec, &o, &inner, &nb, err, sizeof err) != 0)
         fail_msg("%s", err);
+    sched_rec *rec = real_test_rec(sched_sink_memory(tr));
+    assert_non_null(rec);
+    for (size_t i = 0; i < nb; i++)
+        assert_non_null(be[i] = sched_rec_wrap(rec, inner[i]));
     sched_graph *g = sched_model_build(&p, TOKENS);
     sched_graph *rg = sched_model_build(&p, TOKENS);
     assert_non_null(g);
-    sched_weights *w = sched_weights_new(be, (int)nb, g, &sink);
+    sched_weights *w = sched_weights_new(be, (int)nb, g, sched_rec_sink(rec));
     assert_non_null(w);
     assert_int_equal(sched_weights_bind(w, g), 0);
     sched_options so = { .policy = sched_policy_find(policy), .n_copies = 2 };
@@ -102,14 +120,13 @@ static void run_llama(const char *policy, uint64_t seed, run_result *res)
         assert_non_null(host_out[e]);
     }
     for (int e = 0; e < EVALS; e++) {
-        assert_int_equal(real_set_inputs(be, nb, g, (uint64_t)e, 11), 0);
+        set_inputs(rec, be, nb, g, (uint64_t)e, 11);
         assert_int_equal(sched_graph_compute(s, (uint64_t)e), SCHED_OK);
         if (ob->iface->get_async)
             assert_int_equal(ob->iface->get_async(ob, ot, host_out[e]), 0);
         else
             assert_int_equal(sched_get_output(s, out, host_out[e]), SCHED_OK);
     }
-    snprintf(res->pattern, sizeof res->pattern, "%s", sched_last_pattern(s));
     assert_int_equal(sched_synchronize(s), SCHED_OK);
 
     real_ref *ref = real_ref_new(rg, 11);
@@ -122,21 +139,26 @@ static void run_llama(const char *policy, uint64_t seed, run_result *res)
         const float *want = real_ref_tensor(ref, "result_output", &rn);
         assert_non_null(want);
         assert_int_equal(rn, n);
-        assert_int_equal(real_read_output(be, nb, host_out[e], got), 0);
+        assert_int_equal(real_read_output(host_out[e], got), 0);
+        trace_access read = { host_out[e]->trace_view, TRACE_R, TRACE_REF_WHOLE, 0,
+                              sched_tensor_nbytes(host_out[e]) };
+        assert_int_equal(sched_rec_host_op(rec, "read", &read, 1, -1, -1, 0, 0), 0);
         real_compare_outputs(got, want, n, &res->err);
     }
+    sched_rec_flush(rec);
     res->findings = check_memory(tr, &res->races);
     if (getenv("REAL_TEST_VERBOSE"))
-        fprintf(stderr, "%s seed %llu: max abs %.3g rel %.3g, %zu findings (%zu races), %s\n",
+        fprintf(stderr, "%s seed %llu: max abs %.3g rel %.3g, %zu findings (%zu races)\n",
                 policy, (unsigned long long)seed, res->err.max_abs, res->err.max_rel,
-                res->findings, res->races, res->pattern);
+                res->findings, res->races);
     free(got);
     real_ref_free(ref);
     for (int e = 0; e < EVALS; e++)
         real_host_tensor_free(be, nb, host_out[e]);
     sched_free(s);
     sched_weights_free(w);
-    real_backends_free(be, nb);
+    real_backends_free(inner, nb);
+    sched_rec_free(rec);
     sched_graph_free(g);
     sched_graph_free(rg);
     trace_free(tr);
@@ -206,10 +228,13 @@ static size_t pool_trace_races(int skip_barrier_after, size_t *findings)
     o.trace_level = REAL_TRACE_THREAD;
     o.skip_barrier_after = skip_barrier_after;
     o.threads = 2;
-    sched_backend **be;
+    sched_backend **inner, *be[1];
     size_t nb;
     char err[256];
-    assert_int_equal(real_backends_create("cpu", &o, rec, &be, &nb, err, sizeof err), 0);
+    assert_int_equal(real_backends_create("cpu", &o, &inner, &nb, err, sizeof err), 0);
+    sched_rec *sr = real_test_rec(sched_sink_recorder(rec));
+    be[0] = sched_rec_wrap(sr, inner[0]);
+    assert_non_null(be[0]);
     /* x -> rms_norm (row chunks) -> mul_mat (reads every row) */
     sched_graph *g = sched_graph_new("pool");
     int64_t xe[2] = { 64, 8 }, we[2] = { 64, 64 };
@@ -219,19 +244,19 @@ static size_t pool_trace_races(int skip_barrier_after, size_t *findings)
     int32_t mm = sched_graph_op(g, "mm", SCHED_OP_MUL_MAT, (int32_t[]){ wt, n1 }, 2);
     assert_true(mm >= 0);
     g->tensors[mm].flags |= SCHED_FLAG_OUTPUT;
-    sched_sink sink = sched_sink_recorder(rec);
-    sched_weights *w = sched_weights_new(be, (int)nb, g, &sink);
+    sched_weights *w = sched_weights_new(be, (int)nb, g, sched_rec_sink(sr));
     assert_int_equal(sched_weights_bind(w, g), 0);
     sched *s = sched_new(be, (int)nb, NULL);
     assert_int_equal(sched_plan(s, g, err, sizeof err), SCHED_OK);
-    assert_int_equal(real_init_weights(be, nb, g, 1), 0);
+    assert_int_equal(real_init_weights(inner, nb, g, 1), 0);
     for (int e = 0; e < 2; e++) {
-        assert_int_equal(real_set_inputs(be, nb, g, (uint64_t)e, 1), 0);
+        set_inputs(sr, inner, nb, g, (uint64_t)e, 1);
         assert_int_equal(sched_graph_compute(s, (uint64_t)e), SCHED_OK);
     }
     sched_free(s);
     sched_weights_free(w);
-    real_backends_free(be, nb);
+    real_backends_free(inner, nb);
+    sched_rec_free(sr);
     sched_graph_free(g);
     assert_int_equal(trace_recorder_close(rec, &terr), 0);
 

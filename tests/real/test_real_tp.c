@@ -1,6 +1,7 @@
 /*
  * test_real_tp.c -- tensor-parallel models on real devices: the
- * cross-device all-reduce (real/collective.c) end to end through real_run.
+ * cross-device all-reduce (real/collective.c) end to end through the `run`
+ * driver (sched/run.c) on the real families.
  *
  * A tiny tp model on `cpustream:2,cpu` and `cpustream:4,cpu`, with the
  * ring, butterfly and bf16 strategies, under `events` and `full`: the
@@ -22,7 +23,7 @@
 #include <cmocka.h>
 
 #include "check/check.h"
-#include "real/real.h"
+#include "real_test_util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,9 +41,7 @@ typedef struct tp_case {
 } tp_case;
 
 typedef struct tp_outcome {
-    int rc;
-    real_run_result res;
-    char msg[768];
+    real_test_outcome run;
     size_t findings, hangs, collectives, bf16_ops;
 } tp_outcome;
 
@@ -56,7 +55,7 @@ static void unlink_db(const char *path)
     unlink(side);
 }
 
-/* Runs c through real_run into a fresh database, then checks its trace. */
+/* Runs c through the driver into a fresh database, then checks its trace. */
 static void run_tp(const tp_case *c, tp_outcome *out)
 {
     memset(out, 0, sizeof *out);
@@ -68,12 +67,15 @@ static void run_tp(const tp_case *c, tp_outcome *out)
     trace_error terr = { 0 };
     trace_recorder *rec = trace_recorder_open(path, &(trace_recorder_opts){ .run_name = "tp" }, &terr);
     assert_non_null(rec);
-    real_run_opts o = { .model = c->graph_file ? NULL : MODEL, .graph_file = c->graph_file,
-                        .devices = c->devices, .policy = c->policy, .tokens = 3, .prompt = 4,
-                        .threads = 2, .seed = 3, .rec = rec, .allreduce = c->allreduce,
-                        .allreduce_bf16_min = c->bf16_min, .allreduce_timeout_ms = c->timeout_ms };
-    out->rc = real_run(&o, &out->res, &terr);
-    snprintf(out->msg, sizeof out->msg, "%s", terr.msg);
+    char timeout[32];
+    snprintf(timeout, sizeof timeout, "%lld", (long long)(c->timeout_ms ? c->timeout_ms : 10000));
+    sched_option_value opts[] = { { "threads", "2" }, { "seed", "3" },
+                                  { "allreduce-timeout", timeout } };
+    sched_run_opts o = { .model = c->graph_file ? NULL : MODEL, .graph_file = c->graph_file,
+                         .devices = c->devices, .policy = c->policy, .tokens = 3, .prompt = 4,
+                         .allreduce = c->allreduce, .bf16_min = c->bf16_min, .options = opts,
+                         .n_options = 3 };
+    real_test_run(&o, sched_sink_recorder(rec), &out->run);
     assert_int_equal(trace_recorder_close(rec, &terr), 0);
 
     trace_reader r;
@@ -106,15 +108,16 @@ static void expect_match_and_clean(const tp_case *c, int n_ranks)
 {
     tp_outcome out;
     run_tp(c, &out);
-    if (out.rc != 0)
-        fail_msg("%s %s %s: rc %d: %s", c->devices, c->policy, c->allreduce, out.rc, out.msg);
-    assert_int_equal(out.res.n_devices, n_ranks);
-    assert_true(out.res.n_evals >= 4);
-    assert_false(out.res.differ);
-    assert_true(out.res.err.max_abs == 0.0);
+    if (out.run.rc != 0)
+        fail_msg("%s %s %s: rc %d: %s", c->devices, c->policy, c->allreduce, out.run.rc,
+                 out.run.msg);
+    assert_true(strstr(out.run.res.desc, n_ranks == 2 ? "2 cpustream devices" : "4 cpustream devices"));
+    assert_true(out.run.n_evals >= 4);
+    assert_false(out.run.verdict);
+    assert_true(out.run.err.max_abs == 0.0);
     assert_int_equal(out.findings, 0);
     /* 2 layers x 2 all_reduces x ranks, per evaluation. */
-    assert_int_equal(out.collectives, (size_t)(4 * n_ranks) * out.res.n_evals);
+    assert_int_equal(out.collectives, (size_t)(4 * n_ranks) * out.run.n_evals);
     if (c->allreduce && strcmp(c->allreduce, "bf16") == 0)
         assert_int_equal(out.bf16_ops, 2 * out.collectives);
     else
@@ -207,10 +210,10 @@ static void test_real_tp_hanging_schedule_fails_after_timeout(void **state)
     clock_gettime(CLOCK_MONOTONIC, &t1);
     unlink(path);
     double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-    assert_int_equal(out.rc, 1);
-    assert_non_null(strstr(out.msg, "all_reduce group 0: rank 0 waited 0.2s for ranks 1"));
-    assert_non_null(strstr(out.msg, "the schedule hangs"));
-    assert_null(strchr(out.msg, '\n'));
+    assert_int_equal(out.run.rc, 1);
+    assert_non_null(strstr(out.run.msg, "all_reduce group 0: rank 0 waited 0.2s for ranks 1"));
+    assert_non_null(strstr(out.run.msg, "the schedule hangs"));
+    assert_null(strchr(out.run.msg, '\n'));
     assert_true(secs < 5.0);
     assert_true(out.collectives >= 1);
     assert_true(out.hangs >= 1);

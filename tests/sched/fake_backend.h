@@ -160,7 +160,7 @@ static uint32_t null_view(void *c, const char *n, uint32_t p, uint64_t o, uint64
 }
 
 /* A sink that only answers declarations (the fake backends record nothing). */
-static sched_sink fake_sink(void)
+static inline sched_sink fake_sink(void)
 {
     static const sched_sink_iface iface = { .view = null_view };
     return (sched_sink){ &iface, NULL };

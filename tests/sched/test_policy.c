@@ -1,6 +1,11 @@
 /* test_policy.c -- each sync policy's pattern string on a two-split graph:
  * split 0 on GPU0 with three user inputs, split 1 on GPU1 with one input
- * from GPU0; and the no-input wait that no-split-wait drops. */
+ * from GPU0; and the no-input wait that no-split-wait drops. The pattern
+ * is read from the statements a recording (sched_rec) makes of the
+ * scheduler's calls, in the alphabet of traces/pattern.c: s the host
+ * blocks (a sync or an event synchronize), c a blocking copy, a an async
+ * copy, g a graph launch, r a record, w a stream's wait. A copy from GPU0
+ * to GPU1 runs on GPU0's stream and hands over with an event (a r w). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,10 +19,21 @@ static int64_t v64[1] = { 64 };
 
 typedef struct run {
     fake_set f;
+    sched_backend *be[4];           /* the recorded ones */
+    sched_rec *rec;
+    trace *t;
+    trace_pattern *p;
+    char pattern[256];
     sched_graph *g;
     sched_weights *w;
     sched *s;
 } run;
+
+static int64_t no_clock(void *ctx)
+{
+    (void)ctx;
+    return 0;
+}
 
 static void two_split_graph(sched_graph *g)
 {
@@ -42,14 +58,21 @@ static void start(run *r, const char *policy, void (*build)(sched_graph *))
 {
     memset(r, 0, sizeof *r);
     fake_set_init(&r->f, 2);
+    r->t = trace_new();
+    sched_rec_opts ro = { .sink = sched_sink_memory(r->t), .now = no_clock };
+    r->rec = sched_rec_new(&ro);
+    assert_non_null(r->rec);
+    for (int i = 0; i < r->f.n; i++)
+        assert_non_null(r->be[i] = sched_rec_wrap(r->rec, r->f.ptr[i]));
+    r->p = trace_pattern_new();
+    sched_rec_observe(r->rec, r->p);
     r->g = sched_graph_new("t");
     build(r->g);
-    sched_sink sink = fake_sink();
-    r->w = sched_weights_new(r->f.ptr, r->f.n, r->g, &sink);
+    r->w = sched_weights_new(r->be, r->f.n, r->g, sched_rec_sink(r->rec));
     assert_int_equal(sched_weights_bind(r->w, r->g), 0);
     sched_options o = { .n_copies = 2, .policy = sched_policy_find(policy) };
     assert_non_null(o.policy);
-    r->s = sched_new(r->f.ptr, r->f.n, &o);
+    r->s = sched_new(r->be, r->f.n, &o);
     char err[256];
     assert_int_equal(sched_plan(r->s, r->g, err, sizeof err), SCHED_OK);
 }
@@ -59,6 +82,9 @@ static void stop(run *r)
     sched_free(r->s);
     sched_weights_free(r->w);
     sched_graph_free(r->g);
+    sched_rec_free(r->rec);
+    trace_pattern_free(r->p);
+    trace_free(r->t);
 }
 
 /* The pattern of evaluation n (0-based) after running n + 1 evaluations. */
@@ -66,7 +92,11 @@ static const char *pattern_of(run *r, int n)
 {
     for (int i = 0; i <= n; i++)
         assert_int_equal(sched_graph_compute(r->s, (uint64_t)i), SCHED_OK);
-    return sched_last_pattern(r->s);
+    trace_pattern_iter it;
+    assert_int_equal(trace_pattern_last(r->p, sched_rec_host(r->rec), &it), 0);
+    assert_string_equal(it.iter, n == 0 ? "0" : n == 1 ? "1" : "2");
+    snprintf(r->pattern, sizeof r->pattern, "%s", it.before);
+    return r->pattern;
 }
 
 static void test_policy_full_is_sassassasg(void **state)
@@ -75,7 +105,7 @@ static void test_policy_full_is_sassassasg(void **state)
     run r;
     start(&r, "full", two_split_graph);
     assert_int_equal(sched_n_splits(r.s), 2);
-    assert_string_equal(pattern_of(&r, 0), "sassassasg|sasg");
+    assert_string_equal(pattern_of(&r, 0), "sassassasg|sarwsg");
     stop(&r);
 }
 
@@ -84,7 +114,7 @@ static void test_policy_relaxed_is_saaasg(void **state)
     (void)state;
     run r;
     start(&r, "relaxed", two_split_graph);
-    assert_string_equal(pattern_of(&r, 0), "saaasg|sasg");
+    assert_string_equal(pattern_of(&r, 0), "saaasg|sarwsg");
     stop(&r);
 }
 
@@ -93,11 +123,12 @@ static void test_policy_events_waits_for_slot_events(void **state)
     (void)state;
     run r;
     start(&r, "events", two_split_graph);
-    /* Slots are fresh for the first two evaluations: nothing to wait for. */
-    assert_string_equal(pattern_of(&r, 0), "cccgr|agr");
+    /* Slots are fresh for the first two evaluations: nothing to wait for.
+     * GPU1's input runs on GPU0's stream and hands over (a r w). */
+    assert_string_equal(pattern_of(&r, 0), "cccgr|arwgr");
     stop(&r);
     start(&r, "events", two_split_graph);
-    assert_string_equal(pattern_of(&r, 2), "ecececgr|wagr");
+    assert_string_equal(pattern_of(&r, 2), "scscscgr|warwgr");
     stop(&r);
 }
 
@@ -106,7 +137,7 @@ static void test_policy_async_user_inputs_drops_the_host_wait(void **state)
     (void)state;
     run r;
     start(&r, "async-user-inputs", two_split_graph);
-    assert_string_equal(pattern_of(&r, 2), "wawawagr|wagr");
+    assert_string_equal(pattern_of(&r, 2), "wawawagr|warwgr");
     stop(&r);
 }
 
@@ -127,13 +158,13 @@ static void test_policy_no_split_wait_drops_the_previous_split_wait(void **state
     (void)state;
     run r;
     start(&r, "events", cpu_first_graph);
-    assert_string_equal(pattern_of(&r, 1), "eg|agr");
+    assert_string_equal(pattern_of(&r, 1), "s|agr");
     stop(&r);
     start(&r, "no-split-wait", cpu_first_graph);
-    assert_string_equal(pattern_of(&r, 1), "g|agr");
+    assert_string_equal(pattern_of(&r, 1), "agr");
     stop(&r);
     start(&r, "full", cpu_first_graph);
-    assert_string_equal(pattern_of(&r, 1), "sg|sasg");
+    assert_string_equal(pattern_of(&r, 1), "s|sasg");
     stop(&r);
 }
 

@@ -8,7 +8,7 @@
 #include <cmocka.h>
 
 #include "check/check.h"
-#include "sim/sim.h"
+#include "sim_test_util.h"
 
 #define SMALL_LLAMA "llama:n_layer=4,n_embd=256,n_head=4,n_head_kv=2,n_ff=512,n_vocab=1000,n_ctx=128,ubatch=16"
 #define SMALL_TP "tp:n_layer=2,n_embd=1024,n_head=8,n_head_kv=4,n_ff=2048,n_vocab=1000,n_ctx=128,ubatch=64"
@@ -16,7 +16,9 @@
 typedef struct outcome {
     trace *t;
     check_report *rep;
-    sim_run_result res;
+    sched_run *run;
+    sched_run_result res;
+    const sim_world *world;
 } outcome;
 
 static void run_checked(outcome *o, const char *model, const char *devices, const char *policy,
@@ -24,13 +26,12 @@ static void run_checked(outcome *o, const char *model, const char *devices, cons
 {
     memset(o, 0, sizeof *o);
     o->t = trace_new();
-    sim_run_opts opts = { .model = model, .devices = devices, .policy = policy, .n_copies = 2,
-                          .tokens = tokens, .prompt = prompt, .allreduce = allreduce,
-                          .sink = sched_sink_memory(o->t) };
+    sched_run_opts opts = { .model = model, .devices = devices, .policy = policy, .n_copies = 2,
+                            .tokens = tokens, .prompt = prompt, .allreduce = allreduce };
     trace_error err = { 0 };
-    int rc = sim_run(&opts, &o->res, &err);
-    if (rc != 0)
-        fail_msg("sim_run: %s", err.msg);
+    o->run = sim_test_run(&opts, o->t, &o->res);
+    o->world = sim_machine_world(sched_run_machine(o->run));
+    assert_non_null(o->world);
     trace_reader r;
     trace_reader_memory(&r, o->t);
     check_options co = { 0 };
@@ -41,6 +42,7 @@ static void run_checked(outcome *o, const char *model, const char *devices, cons
 static void done(outcome *o)
 {
     check_report_free(o->rep);
+    sched_run_free(o->run);
     trace_free(o->t);
 }
 
@@ -69,7 +71,7 @@ static void test_run_events_and_full_are_clean(void **state)
             check_report_print(stderr, o.rep, false);
             fail_msg("policy %s is not clean", clean[i]);
         }
-        assert_true(o.res.stats.n_stmts > 100);
+        assert_true(o.res.n_stmts > 100);
         done(&o);
     }
 }
@@ -143,9 +145,10 @@ static void test_run_tensor_parallel_allreduces_are_clean(void **state)
             check_report_print(stderr, o.rep, false);
             fail_msg("all-reduce %s is not clean", kinds[i]);
         }
-        for (int l = 0; l < o.res.stats.n_links; l++)
-            if (strncmp(o.res.link_names[l], "nvlink", 6) == 0)
-                link_bytes[i] += o.res.stats.link_bytes[l];
+        const sim_stats *st = sim_world_stats(o.world);
+        for (int l = 0; l < st->n_links; l++)
+            if (strncmp(sim_world_link_name(o.world, l), "nvlink", 6) == 0)
+                link_bytes[i] += st->link_bytes[l];
         done(&o);
     }
     /* 64 tokens x 1024 = 65536 elements >= 32768: bf16 halves the bytes. */

@@ -1,0 +1,404 @@
+/*
+ * family.c -- `run --devices cpustream[:N],...,cpu`: this computer.
+ *
+ * Two backend families, one machine. `cpustream[:N]` items and one `cpu`
+ * (appended when missing) make a set of real backends (spec.c); the
+ * machine runs on the wall clock (CLOCK_MONOTONIC), its devices report
+ * from their own threads, and what they submitted goes to the trace at
+ * once (a run that hangs for real or is killed keeps it), with observed
+ * times when the work finishes.
+ *
+ * A run computes for real on deterministic weights and inputs
+ * (values.c), and checks every evaluation's output against the reference
+ * (reference.c: the same graphs, copied before planning, on one thread,
+ * sequentially; the prompt's and the decode's share their KV cache as the
+ * run's do). The driver reads the outputs pipelined and leaves the
+ * checking time out of the run's times; the verdict is "outputs match"
+ * or, when a synchronisation bug manifested, "outputs DIFFER" (1).
+ */
+#include "real_int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+int64_t real_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* ------------------------------------------------------------------ */
+/* Run options of the machine.                                         */
+
+static void help_barrier(char *buf, size_t cap)
+{
+    size_t used = (size_t)snprintf(buf, cap, "real: the cpu pool's barrier,");
+    for (int k = 0; k < REAL_BARRIER_COUNT && used < cap; k++)
+        used += (size_t)snprintf(buf + used, cap - used, "%s %s%s: %s", k ? ";" : "",
+                                 real_barrier_str((real_barrier_kind)k),
+                                 k == REAL_BARRIER_HYBRID ? " (default)" : "",
+                                 real_barrier_help((real_barrier_kind)k));
+}
+
+static void help_threads(char *buf, size_t cap)
+{
+    snprintf(buf, cap, "real: cpu pool threads, 1 to 256 (default: the CPUs this process may use)");
+}
+
+static void help_trace_level(char *buf, size_t cap)
+{
+    snprintf(buf, cap, "real: stream (default) or thread (each pool thread a host queue with "
+             "its node chunks and the pool's barriers, so check verifies them; split is another "
+             "name for stream)");
+}
+
+static void help_seed(char *buf, size_t cap)
+{
+    snprintf(buf, cap, "real: weights, inputs and the default jitter seed (default 1)");
+}
+
+static void help_timeout(char *buf, size_t cap)
+{
+    snprintf(buf, cap, "real: how long a rank waits at an all-reduce before the run fails as "
+             "hung (default 10000)");
+}
+
+static const sched_option real_options_list[] = {
+    { "barrier", "NAME", help_barrier },
+    { "threads", "N", help_threads },
+    { "trace-level", "L", help_trace_level },
+    { "seed", "N", help_seed },
+    { "allreduce-timeout", "MS", help_timeout },
+    { NULL, NULL, NULL },
+};
+
+static int parse_u64(const char *s, unsigned long long *out)
+{
+    if (!s || !*s || *s == '-')
+        return -1;
+    char *end;
+    errno = 0;
+    *out = strtoull(s, &end, 10);
+    return errno || *end ? -1 : 0;
+}
+
+/* The run's options into o (and the seed); 0, or -1 with err. */
+static int options_of(const sched_run_opts *ro, real_options *o, uint64_t *seed, trace_error *err)
+{
+    real_options_default(o);
+    *seed = 1;
+    for (int i = 0; i < ro->n_options; i++) {
+        const char *name = ro->options[i].name, *v = ro->options[i].value;
+        unsigned long long n;
+        if (strcmp(name, "barrier") == 0) {
+            int k = real_barrier_parse(v);
+            if (k < 0)
+                return trace_error_set(err, TRACE_EUSAGE, "unknown barrier '%s' (expected %s)", v,
+                                       real_barrier_names()), -1;
+            o->barrier = (real_barrier_kind)k;
+        } else if (strcmp(name, "threads") == 0) {
+            if (parse_u64(v, &n) || n < 1 || n > 256)
+                return trace_error_set(err, TRACE_EUSAGE, "--threads expects 1 to 256, got '%s'",
+                                       v), -1;
+            o->threads = (int)n;
+        } else if (strcmp(name, "trace-level") == 0) {
+            if (strcmp(v, "stream") == 0 || strcmp(v, "split") == 0)
+                o->trace_level = REAL_TRACE_STREAM;
+            else if (strcmp(v, "thread") == 0)
+                o->trace_level = REAL_TRACE_THREAD;
+            else
+                return trace_error_set(err, TRACE_EUSAGE, "--trace-level expects stream or thread, "
+                                       "got '%s'", v), -1;
+        } else if (strcmp(name, "seed") == 0) {
+            if (parse_u64(v, &n))
+                return trace_error_set(err, TRACE_EUSAGE, "--seed expects a non-negative integer, "
+                                       "got '%s'", v), -1;
+            *seed = n;
+        } else if (strcmp(name, "allreduce-timeout") == 0) {
+            if (parse_u64(v, &n) || n < 1 || n > 86400000)
+                return trace_error_set(err, TRACE_EUSAGE, "--allreduce-timeout expects "
+                                       "milliseconds from 1, got '%s'", v), -1;
+            o->allreduce_timeout_ns = (int64_t)n * 1000000;
+        }
+    }
+    o->seed = *seed;
+    return 0;
+}
+
+static int real_check(const sched_family *f, const sched_spec *spec, const sched_run_opts *ro,
+                      sched_machine_info *info, trace_error *err)
+{
+    (void)f;
+    real_options o;
+    uint64_t seed;
+    if (options_of(ro, &o, &seed, err) != 0)
+        return -1;
+    real_spec_item items[REAL_MAX_BACKENDS];
+    char msg[512];
+    int n = real_spec_items(spec, &o, items, msg, sizeof msg);
+    if (n < 0)
+        return trace_error_set(err, TRACE_EUSAGE, "%s", msg), -1;
+    info->n_devices = 0;
+    for (int i = 0; i < n; i++)
+        info->n_devices += items[i].cpu ? 0 : items[i].count;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* The machine.                                                        */
+
+typedef struct real_machine {
+    real_options o;
+    uint64_t seed;
+    char spec[256];
+    sched_backend **be;
+    size_t nb;
+    int n_cs;
+    sched_allreduce allreduce;
+    int64_t bf16_min;
+    sched_graph *rg[2];             /* the reference's copies of the run's graphs */
+    int32_t out[2];
+    real_ref *ref[2];
+    float *got;
+    size_t cap_got;
+    real_error err;
+    uint64_t n_evals;
+} real_machine;
+
+static int64_t m_now(void *ctx)
+{
+    (void)ctx;
+    return real_now_ns();
+}
+
+static int m_backends(void *ctx, sched_backend ***out)
+{
+    real_machine *rm = ctx;
+    *out = rm->be;
+    return (int)rm->nb;
+}
+
+static int32_t output_of(const sched_graph *g)
+{
+    for (int32_t i = g->n_tensors - 1; i >= 0; i--)
+        if (g->tensors[i].flags & SCHED_FLAG_OUTPUT)
+            return i;
+    return -1;
+}
+
+static int m_adopt(void *ctx, const sched_graph *prompt, const sched_graph *decode, trace_error *err)
+{
+    real_machine *rm = ctx;
+    const sched_graph *g[2] = { prompt, decode };
+    for (int k = 0; k < 2; k++) {
+        if (!g[k])
+            continue;
+        if (!(rm->rg[k] = sched_graph_copy(g[k])))
+            return trace_error_set(err, TRACE_ENOMEM, "out of memory for the reference"), -1;
+        rm->out[k] = output_of(rm->rg[k]);
+        rm->ref[k] = k == 0 ? real_ref_new(rm->rg[k], rm->seed)
+                            : real_ref_new_shared(rm->rg[k], rm->seed, rm->ref[0]);
+        if (!rm->ref[k])
+            return trace_error_set(err, TRACE_ENOMEM, "out of memory for the reference"), -1;
+        real_ref_set_allreduce(rm->ref[k], sched_allreduce_str(rm->allreduce), rm->bf16_min);
+    }
+    return 0;
+}
+
+static int m_fill_weight(void *ctx, sched_tensor *t)
+{
+    real_machine *rm = ctx;
+    void *d = real_tensor_data(t);
+    if (!d)
+        return -1;
+    real_fill_weight(t, d, rm->seed);
+    return 0;
+}
+
+static int m_fill_inputs(void *ctx, sched_graph *g, uint64_t eval)
+{
+    real_machine *rm = ctx;
+    return real_set_inputs(rm->be, rm->nb, g, eval, rm->seed);
+}
+
+static int m_check_output(void *ctx, int phase, uint64_t eval, const sched_tensor *out,
+                          trace_error *err)
+{
+    real_machine *rm = ctx;
+    real_ref *ref = rm->ref[phase];
+    if (!ref || real_ref_eval(ref, eval) != 0)
+        return trace_error_set(err, TRACE_EUSAGE, "the reference cannot evaluate the graph"), -1;
+    size_t n = 0;
+    const float *want = real_ref_tensor(ref, rm->rg[phase]->tensors[rm->out[phase]].name, &n);
+    if (n > rm->cap_got) {
+        float *g = realloc(rm->got, n * sizeof *g);
+        if (!g)
+            return trace_error_set(err, TRACE_ENOMEM, "out of memory"), -1;
+        rm->got = g;
+        rm->cap_got = n;
+    }
+    if (!want || n != (size_t)sched_tensor_nelements(out) || real_read_output(out, rm->got) != 0)
+        return trace_error_set(err, TRACE_EUSAGE, "cannot read output %s", out->name), -1;
+    real_compare_outputs(rm->got, want, n, &rm->err);
+    rm->n_evals++;
+    return 0;
+}
+
+static const char *m_error(void *ctx)
+{
+    real_machine *rm = ctx;
+    return real_backends_error(rm->be, rm->nb);
+}
+
+static int cpu_threads(const real_machine *rm)
+{
+    return rm->nb ? real_cpu_threads(rm->be[rm->nb - 1]) : 0;
+}
+
+static void m_meta(void *ctx, sched_sink *sink)
+{
+    real_machine *rm = ctx;
+    if (!sink->iface->meta)
+        return;
+    char buf[32];
+    sink->iface->meta(sink->ctx, "devices", rm->spec);
+    sink->iface->meta(sink->ctx, "barrier", real_barrier_str(rm->o.barrier));
+    snprintf(buf, sizeof buf, "%d", cpu_threads(rm));
+    sink->iface->meta(sink->ctx, "threads", buf);
+    snprintf(buf, sizeof buf, "%llu", (unsigned long long)rm->seed);
+    sink->iface->meta(sink->ctx, "seed", buf);
+    sink->iface->meta(sink->ctx, "trace_level",
+                      rm->o.trace_level == REAL_TRACE_THREAD ? "thread" : "stream");
+}
+
+static void m_describe(void *ctx, char *buf, size_t cap)
+{
+    real_machine *rm = ctx;
+    char devices[64] = "";
+    if (rm->n_cs)
+        snprintf(devices, sizeof devices, "%d cpustream %s + ", rm->n_cs,
+                 rm->n_cs == 1 ? "device" : "devices");
+    int threads = cpu_threads(rm);
+    snprintf(buf, cap, "%s (%sCPU, %d %s, %s barrier)", rm->spec, devices, threads,
+             threads == 1 ? "thread" : "threads", real_barrier_str(rm->o.barrier));
+}
+
+static int m_report(void *ctx, FILE *out, const char *db)
+{
+    real_machine *rm = ctx;
+    const real_error *e = &rm->err;
+    fprintf(out, "max abs error %.3g, max rel error %.3g against the reference (cpu, sequential): "
+            "%llu values of %llu %s\n", e->max_abs, e->max_rel, (unsigned long long)e->n,
+            (unsigned long long)rm->n_evals, rm->n_evals == 1 ? "evaluation" : "evaluations");
+    if (e->n_nan)
+        fprintf(out, "%llu %s NaN on one side only\n", (unsigned long long)e->n_nan,
+                e->n_nan == 1 ? "value is" : "values are");
+    if (e->n_nan > 0 || e->max_rel > REAL_RUN_TOLERANCE) {
+        fprintf(out, "outputs DIFFER from the reference (max rel error above %g): a "
+                "synchronisation bug manifested; see `syncsim check %s`\n", REAL_RUN_TOLERANCE, db);
+        return 1;
+    }
+    fprintf(out, "outputs match%s (tolerance %g relative)\n", e->max_abs == 0 ? " exactly" : "",
+            REAL_RUN_TOLERANCE);
+    return 0;
+}
+
+static void m_free(void *ctx)
+{
+    real_machine *rm = ctx;
+    real_ref_free(rm->ref[1]);
+    real_ref_free(rm->ref[0]);
+    sched_graph_free(rm->rg[0]);
+    sched_graph_free(rm->rg[1]);
+    real_backends_free(rm->be, rm->nb);
+    free(rm->got);
+    free(rm);
+}
+
+static const sched_machine_iface machine_iface = {
+    .clock = "wall",
+    .hold = false,
+    .threaded = true,
+    .now = m_now,
+    .backends = m_backends,
+    .adopt = m_adopt,
+    .fill_weight = m_fill_weight,
+    .fill_inputs = m_fill_inputs,
+    .check_output = m_check_output,
+    .error = m_error,
+    .meta = m_meta,
+    .describe = m_describe,
+    .report = m_report,
+    .free = m_free,
+};
+
+static int real_open(const sched_family *f, const sched_spec *spec, const sched_run_opts *ro,
+                     sched_machine *out, trace_error *err)
+{
+    (void)f;
+    real_machine *rm = calloc(1, sizeof *rm);
+    if (!rm)
+        return trace_error_set(err, TRACE_ENOMEM, "out of memory"), -1;
+    if (options_of(ro, &rm->o, &rm->seed, err) != 0) {
+        free(rm);
+        return -1;
+    }
+    snprintf(rm->spec, sizeof rm->spec, "%s", spec->text);
+    int ar = sched_allreduce_parse(ro->allreduce ? ro->allreduce : "ring");
+    rm->allreduce = ar < 0 ? SCHED_ALLREDUCE_RING : (sched_allreduce)ar;
+    rm->bf16_min = ro->bf16_min > 0 ? ro->bf16_min : 32768;
+    char msg[512];
+    if (real_set_create(spec, &rm->o, &rm->be, &rm->nb, msg, sizeof msg) != 0) {
+        free(rm);
+        return trace_error_set(err, TRACE_EUSAGE, "%s", msg), -1;
+    }
+    for (size_t i = 0; i < rm->nb; i++)
+        rm->n_cs += real_is_cs(rm->be[i]);
+    *out = (sched_machine){ &machine_iface, rm };
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* The families.                                                       */
+
+static const sched_family_iface cpustream_iface = {
+    .name = "cpustream",
+    .syntax = "cpustream[:N]",
+    .summary = "N emulated asynchronous devices (a queue and a worker thread each); options "
+               "after it: jitter=DUR seed=N threads=N mem=SIZE",
+    .machine = "real",
+    .source = "real",
+    .options = real_options_list,
+    .check = real_check,
+    .open = real_open,
+};
+
+static const sched_family_iface cpu_iface = {
+    .name = "cpu",
+    .syntax = "cpu",
+    .summary = "the CPU's thread pool, synchronous, last (appended when missing); option "
+               "threads=N",
+    .machine = "real",
+    .source = "real",
+    .options = real_options_list,
+    .check = real_check,
+    .open = real_open,
+};
+
+const sched_family real_cpustream_family = { &cpustream_iface, NULL };
+const sched_family real_cpu_family = { &cpu_iface, NULL };
+
+const sched_family *const real_families[] = { &real_cpustream_family, &real_cpu_family, NULL };
+
+const real_error *real_machine_error(const sched_machine *m, uint64_t *n_evals)
+{
+    if (!m || m->iface != &machine_iface)
+        return NULL;
+    const real_machine *rm = m->ctx;
+    if (n_evals)
+        *n_evals = rm->n_evals;
+    return &rm->err;
+}

@@ -1,0 +1,286 @@
+/*
+ * reference.c -- the reference run, and the error of outputs against it.
+ *
+ * A run on real backends must be comparable with a reference: every value
+ * it starts from is a pure function of names, evaluations and the seed
+ * (values.c), so the reference gives its own copy of the graph the same
+ * weights, caches and inputs, and runs every node of the whole graph in
+ * order on one thread with the same kernels. Since a kernel's result does
+ * not depend on how it is chunked, a correctly synchronised run matches
+ * it exactly, and any difference comes from an ordering bug (or a kernel
+ * bug: the kernel tests rule that out).
+ */
+#include "real_int.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct real_ref {
+    sched_graph *g;
+    uint64_t seed;
+    void **data;            /* per tensor: its bytes (views point into their source) */
+    void **owned;
+    float **f32;            /* per tensor: f32 copy made on request */
+    bool bf16;              /* all_reduce strategy bf16 */
+    int64_t bf16_min;
+    /* Scratch of real_ref_eval, per tensor. */
+    bool *done;
+    uint8_t *pend;          /* of a base tensor: PEND_R / PEND_W by a deferred node */
+};
+
+#define PEND_R 1u
+#define PEND_W 2u
+
+real_ref *real_ref_new(sched_graph *g, uint64_t seed)
+{
+    return real_ref_new_shared(g, seed, NULL);
+}
+
+real_ref *real_ref_new_shared(sched_graph *g, uint64_t seed, real_ref *share)
+{
+    real_ref *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    r->g = g;
+    r->seed = seed;
+    size_t nt = (size_t)g->n_tensors;
+    r->data = calloc(nt, sizeof *r->data);
+    r->owned = calloc(nt, sizeof *r->owned);
+    r->f32 = calloc(nt, sizeof *r->f32);
+    r->done = calloc(nt ? nt : 1, sizeof *r->done);
+    r->pend = calloc(nt ? nt : 1, sizeof *r->pend);
+    if (!r->data || !r->owned || !r->f32 || !r->done || !r->pend)
+        goto fail;
+    for (int32_t i = 0; i < g->n_tensors; i++) {
+        const sched_tensor *t = &g->tensors[i];
+        if (t->view_src >= 0)
+            continue;
+        if (share && (t->flags & (SCHED_FLAG_WEIGHT | SCHED_FLAG_CACHE))) {
+            int32_t j = sched_graph_find(share->g, t->name);
+            if (j >= 0 && share->data[j] &&
+                sched_tensor_nbytes(&share->g->tensors[j]) == sched_tensor_nbytes(t)) {
+                r->data[i] = share->data[j];
+                continue;
+            }
+        }
+        r->owned[i] = calloc(1, sched_tensor_nbytes(t) + 64);
+        if (!r->owned[i])
+            goto fail;
+        r->data[i] = r->owned[i];
+        if (t->flags & (SCHED_FLAG_WEIGHT | SCHED_FLAG_CACHE))
+            real_fill_weight(t, r->data[i], seed);
+    }
+    for (int32_t i = 0; i < g->n_tensors; i++) {
+        const sched_tensor *t = &g->tensors[i];
+        if (t->view_src >= 0)
+            r->data[i] = (char *)r->data[t->view_src] + t->view_offs;
+    }
+    return r;
+fail:
+    real_ref_free(r);
+    return NULL;
+}
+
+void real_ref_free(real_ref *r)
+{
+    if (!r)
+        return;
+    for (int32_t i = 0; r->owned && i < r->g->n_tensors; i++)
+        free(r->owned[i]);
+    for (int32_t i = 0; r->f32 && i < r->g->n_tensors; i++)
+        free(r->f32[i]);
+    free(r->owned);
+    free(r->f32);
+    free(r->data);
+    free(r->done);
+    free(r->pend);
+    free(r);
+}
+
+void real_ref_set_allreduce(real_ref *r, const char *strategy, int64_t bf16_min)
+{
+    r->bf16 = strategy && strcmp(strategy, "bf16") == 0;
+    r->bf16_min = bf16_min > 0 ? bf16_min : 32768;
+}
+
+static real_tensor ref_tensor(const real_ref *r, int32_t i)
+{
+    const sched_tensor *t = &r->g->tensors[i];
+    return (real_tensor){ t->type, { t->ne[0], t->ne[1], t->ne[2], t->ne[3] }, r->data[i] };
+}
+
+/* The tensor whose bytes t names (itself unless a view). */
+static int32_t base_of(const sched_graph *g, int32_t i)
+{
+    while (g->tensors[i].view_src >= 0)
+        i = g->tensors[i].view_src;
+    return i;
+}
+
+/* Runs node i (not an all_reduce of more than one rank). */
+static int ref_node(real_ref *r, int32_t i)
+{
+    const sched_tensor *t = &r->g->tensors[i];
+    real_kernel_args a = { .op = t->op, .param = t->param };
+    a.dst = ref_tensor(r, i);
+    for (int k = 0; k < SCHED_MAX_SRC; k++) {
+        if (t->src[k] < 0)
+            continue;
+        a.src[k] = ref_tensor(r, t->src[k]);
+        a.n_src = k + 1;
+    }
+    if (t->op == SCHED_OP_ALL_REDUCE)
+        a.bf16_wire = r->bf16 && sched_tensor_nelements(&r->g->tensors[t->src[0]]) >= r->bf16_min;
+    return real_kernel_run(&a, 0, 1) == REAL_OK ? 0 : -1;
+}
+
+/* Whether every member of node i's all_reduce group has its source; if so,
+ * runs them all (each the sum of every member's source in rank order, i.e.
+ * graph order) and marks them done. 1 ran, 0 not ready, -1 error. */
+static int ref_group(real_ref *r, int32_t i)
+{
+    const sched_graph *g = r->g;
+    int32_t group = g->tensors[i].param;
+    int32_t members[REAL_MAX_BACKENDS];
+    real_tensor srcs[REAL_MAX_BACKENDS];
+    int n = 0;
+    for (int32_t k = 0; k < g->n_tensors; k++) {
+        const sched_tensor *t = &g->tensors[k];
+        if (t->op != SCHED_OP_ALL_REDUCE || t->param != group)
+            continue;
+        if (n == REAL_MAX_BACKENDS)
+            return -1;
+        int32_t src = base_of(g, t->src[0]);
+        if (!r->done[src] || (r->pend[src] & PEND_W))
+            return 0;
+        members[n] = k;
+        srcs[n++] = ref_tensor(r, t->src[0]);
+    }
+    for (int m = 0; m < n; m++) {
+        const sched_tensor *t = &g->tensors[members[m]];
+        real_kernel_args a = { .op = t->op, .param = t->param, .ranks = srcs, .n_ranks = n };
+        a.dst = ref_tensor(r, members[m]);
+        a.src[0] = srcs[m];
+        a.n_src = 1;
+        a.bf16_wire = r->bf16 && sched_tensor_nelements(&g->tensors[t->src[0]]) >= r->bf16_min;
+        if (real_kernel_run(&a, 0, 1) != REAL_OK)
+            return -1;
+        r->done[members[m]] = true;
+    }
+    return 1;
+}
+
+/*
+ * Evaluation order. Nodes run in graph order, except that an all_reduce
+ * runs only once every rank of its group has its source, and then all of
+ * the group's ranks run at once (in a tensor-split graph rank 0's
+ * all_reduce and the nodes after it come before rank 1's part). A node
+ * that cannot run yet is deferred, and so is every later node that reads
+ * bytes a deferred node writes, or writes bytes a deferred node reads or
+ * writes (a cpy into the KV cache); passes repeat until all nodes ran.
+ * A graph without all_reduce runs in one pass, in graph order.
+ */
+int real_ref_eval(real_ref *r, uint64_t eval)
+{
+    sched_graph *g = r->g;
+    for (int32_t i = 0; i < g->n_tensors; i++) {
+        const sched_tensor *t = &g->tensors[i];
+        if ((t->flags & SCHED_FLAG_INPUT) && t->op == SCHED_OP_NONE)
+            real_fill_input(g, t, r->data[i], eval, r->seed);
+        r->done[i] = t->op == SCHED_OP_NONE || sched_op_is_view(t->op);
+    }
+    for (int32_t left = g->n_tensors;;) {
+        memset(r->pend, 0, (size_t)g->n_tensors * sizeof *r->pend);
+        int32_t ran = 0, remaining = 0;
+        for (int32_t i = 0; i < g->n_tensors; i++) {
+            if (r->done[i])
+                continue;
+            const sched_tensor *t = &g->tensors[i];
+            int32_t wb[2] = { base_of(g, i), -1 };
+            if (t->op == SCHED_OP_CPY && t->src[1] >= 0)
+                wb[1] = base_of(g, t->src[1]);
+            bool ready = true;
+            for (int k = 0; k < SCHED_MAX_SRC; k++) {
+                if (t->src[k] < 0)
+                    continue;
+                int32_t b = base_of(g, t->src[k]);
+                if (!r->done[b] || (r->pend[b] & PEND_W))
+                    ready = false;
+            }
+            for (int k = 0; k < 2; k++)
+                if (wb[k] >= 0 && r->pend[wb[k]])
+                    ready = false;
+            int rc = 0;
+            if (ready && t->op == SCHED_OP_ALL_REDUCE)
+                rc = ref_group(r, i);
+            else if (ready)
+                rc = ref_node(r, i) == 0 ? 1 : -1;
+            if (rc < 0)
+                return -1;
+            if (rc > 0) {
+                r->done[i] = true;
+                ran++;
+                continue;
+            }
+            remaining++;
+            for (int k = 0; k < SCHED_MAX_SRC; k++)
+                if (t->src[k] >= 0)
+                    r->pend[base_of(g, t->src[k])] |= PEND_R;
+            for (int k = 0; k < 2; k++)
+                if (wb[k] >= 0)
+                    r->pend[wb[k]] |= PEND_W;
+        }
+        if (remaining == 0)
+            break;
+        if (ran == 0 || --left < 0)
+            return -1;              /* a group that can never complete */
+    }
+    for (int32_t i = 0; i < g->n_tensors; i++) {
+        free(r->f32[i]);
+        r->f32[i] = NULL;
+    }
+    return 0;
+}
+
+const float *real_ref_tensor(const real_ref *r, const char *name, size_t *n)
+{
+    int32_t i = sched_graph_find(r->g, name);
+    if (i < 0)
+        return NULL;
+    const sched_tensor *t = &r->g->tensors[i];
+    int64_t ne = sched_tensor_nelements(t);
+    if (!r->f32[i]) {
+        r->f32[i] = malloc((size_t)ne * sizeof(float));
+        if (!r->f32[i])
+            return NULL;
+        real_tensor rt = { t->type, { t->ne[0], t->ne[1], t->ne[2], t->ne[3] }, r->data[i] };
+        for (int64_t e = 0; e < ne; e++)
+            r->f32[i][e] = real_load_f32(&rt, e);
+    }
+    if (n)
+        *n = (size_t)ne;
+    return r->f32[i];
+}
+
+void real_compare_outputs(const float *out, const float *ref, size_t n, real_error *e)
+{
+    for (size_t i = 0; i < n; i++) {
+        bool na = isnan(out[i]), nb = isnan(ref[i]);
+        e->n++;
+        if (na != nb) {
+            e->n_nan++;
+            continue;
+        }
+        if (na)
+            continue;
+        double d = fabs((double)out[i] - (double)ref[i]);
+        if (isinf(out[i]) && out[i] == ref[i])
+            d = 0;
+        if (d > e->max_abs)
+            e->max_abs = d;
+        if (fabs((double)ref[i]) > e->max_ref && !isinf(ref[i]))
+            e->max_ref = fabs((double)ref[i]);
+    }
+    e->max_rel = e->max_ref > 0 ? e->max_abs / e->max_ref : e->max_abs;
+}
