@@ -1,9 +1,8 @@
 /*
  * io.c -- what commands read and write, in one place: the trace argument
  * (through the one door, traces/source.c, with ./syncsim.db as the default)
- * and output files, which are written beside their destination and renamed
- * over it at the end, so that a failed command leaves nothing half-written,
- * and which may never replace the command's own input or a trace database.
+ * and output files, written whole or not at all (traces/outfile.c), which
+ * may never replace the command's own input or a trace database.
  */
 #include "cli.h"
 
@@ -66,47 +65,23 @@ FILE *cli_output_open(const char *cmd, const char *output, char **tmp)
     *tmp = NULL;
     if (!output || strcmp(output, "-") == 0)
         return stdout;
-    size_t len = strlen(output) + 16;
-    char *t = malloc(len);
-    if (!t) {
-        cli_error(cmd, "out of memory");
-        return NULL;
-    }
-    snprintf(t, len, "%s.tmpXXXXXX", output);
-    int fd = mkstemp(t);
-    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-    if (!f) {
-        int e = errno;
-        if (fd >= 0) {
-            close(fd);
-            unlink(t);
-        }
-        free(t);
-        cli_error(cmd, "%s: %s", output, strerror(e));
-        return NULL;
-    }
-    *tmp = t;
+    trace_error err = { 0 };
+    FILE *f = trace_out_open(output, tmp, &err);
+    if (!f)
+        cli_error(cmd, "%s", err.msg);
     return f;
 }
 
 int cli_output_close(const char *cmd, FILE *f, const char *output, char *tmp, bool ok)
 {
-    int status = 0;
     if (f == stdout) {
         if (fflush(stdout) != 0 && ok)
-            status = cli_error(cmd, "standard output: %s", strerror(errno));
-        return ok ? status : 2;
+            return cli_error(cmd, "standard output: %s", strerror(errno));
+        return ok ? 0 : 2;
     }
-    if (fclose(f) != 0 && ok) {
-        status = cli_error(cmd, "%s: %s", output, strerror(errno));
-        ok = false;
-    }
-    if (ok && rename(tmp, output) != 0) {
-        status = cli_error(cmd, "%s: %s", output, strerror(errno));
-        ok = false;
-    }
-    if (!ok)
-        unlink(tmp);
-    free(tmp);
-    return ok ? 0 : (status ? status : 2);
+    trace_error err = { 0 };
+    bool was_ok = ok;
+    if (trace_out_close(f, output, tmp, ok, &err) == 0)
+        return 0;
+    return was_ok ? cli_error(cmd, "%s", err.msg) : 2;
 }

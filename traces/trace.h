@@ -641,6 +641,19 @@ int trace_text_parse_string(const char *name, const char *text, size_t len,
 int trace_text_write(FILE *out, trace_reader *r, trace_error *err);
 
 /* ------------------------------------------------------------------ */
+/* Output files (traces/outfile.c): written whole or not at all.       */
+
+/* Opens a temporary file beside path to write (*tmp its name, the
+ * caller's until trace_out_close). NULL with err on failure. */
+FILE *trace_out_open(const char *path, char **tmp, trace_error *err);
+/* Closes f and, when ok and the close succeeded, renames tmp over path;
+ * otherwise removes tmp. Frees tmp. Returns 0, or -1 with err (not
+ * touched when ok was false on entry: the caller's error stands). */
+int trace_out_close(FILE *f, const char *path, char *tmp, bool ok, trace_error *err);
+/* Writes data[0..len) to path that way. Returns 0 or -1 with err. */
+int trace_out_write(const char *path, const void *data, size_t len, trace_error *err);
+
+/* ------------------------------------------------------------------ */
 /* The SQLite store (traces/store.c) and the recorder (traces/recorder.c). */
 
 #define TRACE_SCHEMA_VERSION 2

@@ -624,7 +624,7 @@ int viz_timeline_render(const viz_timeline *tl, const char *format, const char *
     if (viz_read_file(out_path, &pic, &pic_len, err) != 0)
         goto cleanup;
     if (path) {
-        rc = viz_write_file(path, pic, pic_len, err);
+        rc = trace_out_write(path, pic, pic_len, err);
         free(pic);
     } else {
         *data = pic;

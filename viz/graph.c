@@ -432,7 +432,7 @@ int viz_graph_render(const trace_graph *g, const viz_graph_opts *o, const char *
     }
     if (strcmp(format, "dot") == 0) {
         if (path) {
-            rc = viz_write_file(path, text, text_len, err);
+            rc = trace_out_write(path, text, text_len, err);
             free(text);
             return rc;
         }
@@ -468,7 +468,7 @@ int viz_graph_render(const trace_graph *g, const viz_graph_opts *o, const char *
     }
     gvFreeLayout(gvc, ag);
     if (path) {
-        rc = viz_write_file(path, out, out_len, err);
+        rc = trace_out_write(path, out, out_len, err);
     } else {
         *data = malloc((size_t)out_len + 1);
         if (!*data) {

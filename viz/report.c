@@ -640,7 +640,7 @@ int viz_report_write(const char *db, const viz_report_opts *o, const char *out_p
         goto done;
     }
     out = NULL;
-    rc = viz_write_file(out_path, page, page_len, err);
+    rc = trace_out_write(out_path, page, page_len, err);
 done:
     if (out)
         fclose(out);

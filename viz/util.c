@@ -1,6 +1,7 @@
 /*
- * util.c -- what the pictures and the report share: files written whole or
- * not at all, HTML escaping, and SVG made fit for inlining in a page.
+ * util.c -- what the pictures and the report share: reading a file whole,
+ * HTML escaping, and SVG made fit for inlining in a page (they write their
+ * files whole or not at all with trace_out_write).
  *
  * Inlining several SVG documents in one HTML page puts their ids in one
  * namespace: Graphviz names its groups "graph0", "node1", gnuplot its
@@ -13,43 +14,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-
-int viz_commit_file(const char *tmp, const char *path, trace_error *err)
-{
-    if (rename(tmp, path) != 0) {
-        trace_error_set(err, TRACE_EIO, "%s: cannot write: %s", path, strerror(errno));
-        remove(tmp);
-        return -1;
-    }
-    return 0;
-}
-
-int viz_write_file(const char *path, const char *data, size_t len, trace_error *err)
-{
-    size_t n = strlen(path) + 32;
-    char *tmp = malloc(n);
-    if (!tmp)
-        return trace_error_set(err, TRACE_ENOMEM, "out of memory"), -1;
-    snprintf(tmp, n, "%s.tmp.%d", path, (int)getpid());
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        trace_error_set(err, TRACE_EIO, "%s: cannot write: %s", path, strerror(errno));
-        free(tmp);
-        return -1;
-    }
-    bool ok = fwrite(data, 1, len, f) == len;
-    ok = (fclose(f) == 0) && ok;
-    int rc = -1;
-    if (!ok) {
-        remove(tmp);
-        trace_error_set(err, TRACE_EIO, "%s: write failed (disk full?)", path);
-    } else {
-        rc = viz_commit_file(tmp, path, err);
-    }
-    free(tmp);
-    return rc;
-}
 
 int viz_read_file(const char *path, char **data, size_t *len, trace_error *err)
 {

@@ -177,11 +177,6 @@ void viz_quote_escape(FILE *out, const char *s);
  * prolog and doctype, every id and reference to one prefixed with prefix
  * so that several inline pictures cannot clash. */
 void viz_svg_inline(FILE *out, const char *data, size_t len, const char *prefix);
-/* Renames tmp to path; on failure removes tmp and fills err. */
-int viz_commit_file(const char *tmp, const char *path, trace_error *err);
-/* Writes data[0..len) to path through a temporary file renamed into place.
- * Returns 0 or -1 with err. */
-int viz_write_file(const char *path, const char *data, size_t len, trace_error *err);
 /* Reads a whole file into *data (malloc'd, NUL-terminated). Returns 0 or -1. */
 int viz_read_file(const char *path, char **data, size_t *len, trace_error *err);
 
