@@ -42,6 +42,11 @@ static uint64_t mem_append(void *ctx, const trace_stmt *s)
     return t->n_stmts - 1;
 }
 
+static void mem_set_time(void *ctx, uint64_t seq, int64_t t, int64_t dur)
+{
+    trace_set_time(ctx, seq, t, dur);
+}
+
 static int mem_meta(void *ctx, const char *key, const char *value)
 {
     return trace_set_meta(ctx, key, value);
@@ -49,7 +54,7 @@ static int mem_meta(void *ctx, const char *key, const char *value)
 
 static const sched_sink_iface memory_iface = {
     .queue = mem_queue, .buffer = mem_buffer, .view = mem_view, .intern = mem_intern,
-    .append = mem_append, .meta = mem_meta,
+    .append = mem_append, .set_time = mem_set_time, .meta = mem_meta,
 };
 
 sched_sink sched_sink_memory(trace *t) { return (sched_sink){ &memory_iface, t }; }

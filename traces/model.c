@@ -590,6 +590,14 @@ void trace_access_root(const trace *t, const trace_access *a, uint32_t *root,
     *hi = b->root_offset + a->hi;
 }
 
+void trace_set_time(trace *t, uint64_t i, int64_t start, int64_t dur)
+{
+    if (i >= t->n_stmts)
+        return;
+    t->stmts[i].s.t = start;
+    t->stmts[i].s.dur = dur;
+}
+
 int trace_append(trace *t, const trace_stmt *s)
 {
     if (grow((void **)&t->stmts, &t->cap_stmts, t->n_stmts + 1, sizeof *t->stmts) != 0)
@@ -817,6 +825,14 @@ int trace_reader_load(trace_reader *r, trace **out, trace_error *err)
                         r->source ? r->source : "trace");
         trace_reader_close(r);
         return -1;
+    }
+    if (r->iface == &memory_iface) {
+        /* its statements are already in the trace it reads (and appending
+         * them to it again would never end) */
+        r->owns_trace = false;
+        trace_reader_close(r);
+        *out = dst;
+        return 0;
     }
     while ((rc = trace_reader_next(r, &s, err)) == 1) {
         if (trace_reader_label(r, s.seq, &s.label, err) != 0) {

@@ -450,6 +450,9 @@ void trace_access_root(const trace *t, const trace_access *a, uint32_t *root,
  * statement; s->seq is ignored and set to the statement's index. Returns 0
  * or -1 when out of memory. */
 int trace_append(trace *t, const trace_stmt *s);
+/* Sets the observed time of statement i (known only when it ended: a
+ * real device's work). Out-of-range i is ignored. */
+void trace_set_time(trace *t, uint64_t i, int64_t start, int64_t dur);
 /* Fills *out with in-memory statement i; pointers stay valid until the next
  * trace_append. */
 void trace_stmt_at(const trace *t, uint64_t i, trace_stmt *out);

@@ -125,6 +125,31 @@ static void test_model_append_and_read_back(void **state)
     trace_free(t);
 }
 
+/* Loading a reader over a trace that it owns gives that trace: its
+ * statements are already there (appending them again never ended). */
+static void test_model_load_of_a_memory_reader_is_its_trace(void **state)
+{
+    (void)state;
+    trace *t = trace_new();
+    uint32_t h = trace_add_queue(t, trace_intern_cstr(t, "h"), TRACE_QUEUE_HOST, TRACE_NONE);
+    for (int i = 0; i < 3; i++) {
+        trace_stmt s;
+        trace_stmt_init(&s);
+        s.queue = h;
+        s.kind = TRACE_OP;
+        assert_int_equal(trace_append(t, &s), 0);
+    }
+    trace_reader r;
+    trace_reader_memory(&r, t);
+    r.owns_trace = true;
+    trace *loaded = NULL;
+    trace_error err;
+    assert_int_equal(trace_reader_load(&r, &loaded, &err), 0);
+    assert_ptr_equal(loaded, t);
+    assert_int_equal(loaded->n_stmts, 3);
+    trace_free(loaded);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -134,6 +159,7 @@ int main(void)
         cmocka_unit_test(test_model_view_of_view_resolves_to_root),
         cmocka_unit_test(test_model_submitter_defaults_to_only_host),
         cmocka_unit_test(test_model_append_and_read_back),
+        cmocka_unit_test(test_model_load_of_a_memory_reader_is_its_trace),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
