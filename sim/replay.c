@@ -4,14 +4,16 @@
  * Every statement gets a new start and end that honour every
  * happens-before edge of the trace format: queue order; submission (a
  * stream statement starts no earlier than its host reached it, having
- * paid the model's API cost for each call since its last statement);
- * event waits (bound to the most recent record before them in the file);
- * host syncs (after everything submitted to the target before them);
- * collectives and barriers (a generation starts when its last participant
- * arrives); flags (an await after its signal). Statements are taken in
- * file order into per-queue FIFOs; a queue's head is timed as soon as
- * what it depends on is, so a collective whose peers come later in the
- * file simply waits. What never becomes ready is a hang.
+ * paid the model's API cost for each call since its last statement); and
+ * what the binder (traces/bind.c, the checker's and the timeline's too)
+ * says each statement depends on: an event wait on the record it binds
+ * to, a host sync on the last statement of every stream it covers, a
+ * barrier or collective on its generation (which ends when its last
+ * participant arrives; an extra arrival synchronises nothing), an await
+ * on every signal of its flag. Statements are taken in file order into
+ * per-queue FIFOs; a queue's head is timed as soon as what it depends on
+ * is, so a collective whose peers come later in the file simply waits.
+ * What never becomes ready is a hang.
  *
  * Durations: with durations_recorded, op, copy and collective statements
  * keep their dur= (the last collective participant's dur is the
@@ -36,6 +38,7 @@
 #include <string.h>
 
 #define UNTIMED INT64_MIN
+#define NO_GEN UINT32_MAX
 
 typedef struct rp_stmt {
     int64_t start, end;
@@ -43,7 +46,7 @@ typedef struct rp_stmt {
     int64_t sub_offset;     /* API cost paid since then, its own included */
     int64_t dep;            /* wait: bound record; sync: last statement of the target;
                              * await: the signal */
-    uint32_t gen;           /* collective/barrier generation index */
+    uint32_t gen;           /* collective/barrier generation index; NO_GEN: none */
     bool dropped;
 } rp_stmt;
 
@@ -72,10 +75,9 @@ typedef struct replay {
     int64_t *last_on;       /* last statement appended per queue */
     rp_gen *gens;
     uint32_t n_gens, cap_gens;
-    /* event name -> last record; flag name -> signal */
-    int64_t *last_record;   /* by string id */
-    int64_t *signal_of;     /* by string id */
-    int64_t **sync_deps;    /* sync device/all: statements to wait for */
+    uint32_t **gen_of;      /* by string id: generation k's index in gens */
+    uint64_t *n_gen_of;
+    int64_t **sync_deps;    /* sync device/all, await: statements to wait for */
 } replay;
 
 static uint64_t access_bytes(const trace_stmt *s)
@@ -200,28 +202,48 @@ static int push_q(replay *rp, uint32_t q, int64_t i)
     return 0;
 }
 
+/* Generation k of barrier or communicator `object`, made when first met. */
 static rp_gen *gen_for(replay *rp, uint32_t object, uint64_t k, uint32_t *idx)
 {
-    for (uint32_t g = 0; g < rp->n_gens; g++)
-        if (rp->gens[g].object == object && rp->gens[g].k == k) {
-            *idx = g;
-            return &rp->gens[g];
-        }
-    if (rp->n_gens == rp->cap_gens) {
-        uint32_t cap = rp->cap_gens ? rp->cap_gens * 2 : 64;
-        rp_gen *n = realloc(rp->gens, cap * sizeof *n);
-        if (!n)
-            return NULL;
-        rp->gens = n;
-        rp->cap_gens = cap;
+    uint64_t *n = &rp->n_gen_of[object];
+    if (k < *n) {
+        *idx = rp->gen_of[object][k];
+        return &rp->gens[*idx];
     }
-    *idx = rp->n_gens;
-    rp_gen *g = &rp->gens[rp->n_gens++];
-    memset(g, 0, sizeof *g);
-    g->object = object;
-    g->k = k;
-    g->latest = INT64_MIN;
-    return g;
+    uint32_t *ids = realloc(rp->gen_of[object], (k + 1) * sizeof *ids);
+    if (!ids)
+        return NULL;
+    rp->gen_of[object] = ids;
+    for (; *n <= k; (*n)++) {
+        if (rp->n_gens == rp->cap_gens) {
+            uint32_t cap = rp->cap_gens ? rp->cap_gens * 2 : 64;
+            rp_gen *ng = realloc(rp->gens, cap * sizeof *ng);
+            if (!ng)
+                return NULL;
+            rp->gens = ng;
+            rp->cap_gens = cap;
+        }
+        rp_gen *g = &rp->gens[rp->n_gens];
+        memset(g, 0, sizeof *g);
+        g->object = object;
+        g->k = *n;
+        g->latest = INT64_MIN;
+        ids[*n] = rp->n_gens++;
+    }
+    *idx = ids[k];
+    return &rp->gens[*idx];
+}
+
+/* A -1-terminated copy of deps[0..n) (seqs are indices here). */
+static int64_t *dep_list(const uint64_t *deps, uint32_t n)
+{
+    int64_t *d = malloc(((size_t)n + 1) * sizeof *d);
+    if (!d)
+        return NULL;
+    for (uint32_t k = 0; k < n; k++)
+        d[k] = (int64_t)deps[k];
+    d[n] = -1;
+    return d;
 }
 
 /* Tries to time statement i (its queue predecessor is timed). */
@@ -274,13 +296,17 @@ static bool try_time(replay *rp, int64_t i)
         r->end = (dep_end > ready ? dep_end : ready) + sim_cost_unblock(m, TRACE_SYNC, host);
         break;
     case TRACE_AWAIT:
-        if (r->dep < 0)
-            return false;           /* the flag is not set (yet) */
+        if (!rp->sync_deps[i] || rp->sync_deps[i][0] < 0)
+            return false;           /* no signal of its flag: it never returns */
         r->start = ready;
         r->end = dep_end > ready ? dep_end : ready;
         break;
     case TRACE_COLLECTIVE:
     case TRACE_BARRIER: {
+        if (r->gen == NO_GEN) {     /* an extra arrival: passes through */
+            r->start = r->end = ready;
+            break;
+        }
         rp_gen *g = &rp->gens[r->gen];
         if (r->start == UNTIMED) {  /* arrive once */
             r->start = ready;
@@ -343,13 +369,13 @@ int sim_replay(trace_reader *rd, const sim_replay_opts *o, sim_replay_result *re
     rp.api_since = calloc(nq + 1, sizeof *rp.api_since);
     rp.last_on = calloc(nq + 1, sizeof *rp.last_on);
     rp.fifo_head_pos = calloc(nq + 1, sizeof *rp.fifo_head_pos);
-    rp.last_record = malloc(((size_t)t->n_strs + 1) * sizeof *rp.last_record);
-    rp.signal_of = malloc(((size_t)t->n_strs + 1) * sizeof *rp.signal_of);
+    rp.gen_of = calloc((size_t)t->n_strs + 1, sizeof *rp.gen_of);
+    rp.n_gen_of = calloc((size_t)t->n_strs + 1, sizeof *rp.n_gen_of);
     rp.sync_deps = calloc(rp.n + 1, sizeof *rp.sync_deps);
-    uint64_t *gen_count = calloc(((size_t)t->n_strs + 1) * (nq + 1), sizeof *gen_count);
+    trace_binder *bind = trace_binder_new(TRACE_BIND_FLAGS);
     if (!rp.s || !rp.r || !rp.q_list || !rp.q_n || !rp.q_cap || !rp.q_end || !rp.last_host ||
-        !rp.api_since || !rp.last_on || !rp.fifo_head_pos || !rp.last_record || !rp.signal_of ||
-        !rp.sync_deps || !gen_count) {
+        !rp.api_since || !rp.last_on || !rp.fifo_head_pos || !rp.gen_of || !rp.n_gen_of ||
+        !rp.sync_deps || !bind) {
         trace_error_set(err, TRACE_ENOMEM, "out of memory");
         goto done;
     }
@@ -357,16 +383,16 @@ int sim_replay(trace_reader *rd, const sim_replay_opts *o, sim_replay_result *re
         rp.last_host[q] = -1;
         rp.last_on[q] = -1;
     }
-    for (uint32_t k = 0; k <= t->n_strs; k++)
-        rp.last_record[k] = rp.signal_of[k] = -1;
     int64_t t_min = INT64_MAX, t_max = INT64_MIN;
     /* Pass 1: bindings, submission points and generations, in file order. */
     for (uint64_t i = 0; i < rp.n; i++) {
         trace_stmt_at(t, i, &rp.s[i]);
+        rp.s[i].seq = i;            /* what the binder answers in */
         const trace_stmt *s = &rp.s[i];
         rp_stmt *r = &rp.r[i];
         r->start = r->end = UNTIMED;
         r->dep = -1;
+        r->gen = NO_GEN;
         r->sub_after = -1;
         if (s->t != TRACE_TIME_NONE) {
             if (s->t < t_min)
@@ -396,39 +422,39 @@ int sim_replay(trace_reader *rd, const sim_replay_opts *o, sim_replay_result *re
                 r->sub_offset = rp.api_since[h];
             }
         }
+        trace_bind bd;
+        if (trace_binder_feed(bind, s, &bd) != 0) {
+            trace_error_set(err, TRACE_ENOMEM, "out of memory");
+            goto done;
+        }
         switch (s->kind) {
-        case TRACE_RECORD:
-            rp.last_record[s->object] = (int64_t)i;
-            break;
         case TRACE_WAIT:
-            r->dep = rp.last_record[s->object];
+            r->dep = bd.record == TRACE_NO_SEQ ? -1 : (int64_t)bd.record;
             break;
-        case TRACE_SIGNAL:
-            rp.signal_of[s->object] = (int64_t)i;
-            break;
-        case TRACE_SYNC:
-            if (s->sync_scope == TRACE_SYNC_QUEUE) {
-                r->dep = rp.last_on[s->object];
-            } else {
-                int64_t *deps = malloc((nq + 1) * sizeof *deps);
-                if (!deps)
-                    goto done;
-                uint32_t nd = 0;
-                for (uint32_t q = 0; q < nq; q++)
-                    if (t->queues[q].kind == TRACE_QUEUE_STREAM && rp.last_on[q] >= 0 &&
-                        (s->sync_scope == TRACE_SYNC_ALL || t->queues[q].device == s->object))
-                        deps[nd++] = rp.last_on[q];
-                deps[nd] = -1;
-                rp.sync_deps[i] = deps;
+        case TRACE_SYNC: {
+            int64_t *deps = malloc((nq + 1) * sizeof *deps);
+            if (!deps) {
+                trace_error_set(err, TRACE_ENOMEM, "out of memory");
+                goto done;
             }
+            uint32_t nd = 0;
+            for (uint32_t q = 0; q < nq; q++)
+                if (rp.last_on[q] >= 0 && trace_sync_covers(t, s, q))
+                    deps[nd++] = rp.last_on[q];
+            deps[nd] = -1;
+            rp.sync_deps[i] = deps;
             break;
+        }
         case TRACE_COLLECTIVE:
         case TRACE_BARRIER: {
-            uint64_t *cnt = &gen_count[(size_t)s->object * (nq + 1) + s->queue];
-            rp_gen *g = gen_for(&rp, s->object, (*cnt)++, &r->gen);
-            if (!g)
+            if (bd.gen_role == TRACE_GEN_EXTRA)
+                break;
+            rp_gen *g = gen_for(&rp, s->object, bd.gen, &r->gen);
+            if (!g) {
+                trace_error_set(err, TRACE_ENOMEM, "out of memory");
                 goto done;
-            g->count = s->count ? s->count : 1;
+            }
+            g->count = bd.gen_count ? bd.gen_count : 1;
             g->cost = (o->durations_recorded && s->kind == TRACE_COLLECTIVE) ? -1 : 0;
             break;
         }
@@ -439,10 +465,18 @@ int sim_replay(trace_reader *rd, const sim_replay_opts *o, sim_replay_result *re
         if (push_q(&rp, s->queue, (int64_t)i) != 0)
             goto done;
     }
-    /* Awaits bind to their flag's signal wherever it stands. */
-    for (uint64_t i = 0; i < rp.n; i++)
-        if (rp.s[i].kind == TRACE_AWAIT && !rp.r[i].dropped)
-            rp.r[i].dep = rp.signal_of[rp.s[i].object];
+    /* Awaits: after every signal of their flag, wherever it stands (rule 6). */
+    for (uint64_t i = 0; i < rp.n; i++) {
+        if (rp.s[i].kind != TRACE_AWAIT || rp.r[i].dropped)
+            continue;
+        const uint64_t *sig, *aw;
+        uint32_t n_sig, n_aw;
+        trace_binder_flag(bind, rp.s[i].object, &sig, &n_sig, &aw, &n_aw);
+        if (!(rp.sync_deps[i] = dep_list(sig, n_sig))) {
+            trace_error_set(err, TRACE_ENOMEM, "out of memory");
+            goto done;
+        }
+    }
     /* Pass 2: advance queues until nothing moves. */
     uint64_t timed = 0, todo = rp.n - res->n_dropped;
     bool moved = true;
@@ -544,9 +578,14 @@ done:
     if (rp.q_list)
         for (uint32_t q = 0; q < nq; q++)
             free(rp.q_list[q]);
+    if (rp.gen_of)
+        for (uint32_t k = 0; k <= t->n_strs; k++)
+            free(rp.gen_of[k]);
+    free(rp.gen_of);
+    free(rp.n_gen_of);
+    trace_binder_free(bind);
     free(rp.gens);
     free(rp.sync_deps);
-    free(gen_count);
     free(rp.s);
     free(rp.r);
     free(rp.q_list);
@@ -557,8 +596,6 @@ done:
     free(rp.api_since);
     free(rp.last_on);
     free(rp.fifo_head_pos);
-    free(rp.last_record);
-    free(rp.signal_of);
     if (own)
         trace_free(t);
     return rc;

@@ -215,6 +215,88 @@ static int64_t priced(const char *devices, const char *text, const char *label)
 /* h100-pcie: kernel_overhead 2000 ns, 2000 GB/s, 51 / 756 TFLOP/s f32 / f16;
  * host: 16 threads on 32 cores (spin barrier 100 ns), 1500 GFLOP/s, 200 GB/s;
  * links h2d 55, d2h 52, p2p 40 GB/s; copy latency 2000 ns, host copy 6000 ns. */
+/* Replays text; *start and *end of the k-th statement with label (or,
+ * label NULL, of kind) in the result. */
+static void replayed_span(const char *text, const char *label, trace_kind kind, int k,
+                          int64_t *start, int64_t *end)
+{
+    trace *t = NULL;
+    trace_error err = { 0 };
+    if (trace_text_parse_string("span.trace", text, strlen(text), &t, &err) != 0)
+        fail_msg("parse: %s", err.msg);
+    sim_model m;
+    assert_int_equal(sim_model_load("h100-pcie", &m, &err), 0);
+    trace *out = trace_new();
+    sched_sink sink = sched_sink_memory(out);
+    sim_replay_opts o = { .model = &m, .out = &sink };
+    sim_replay_result r;
+    trace_reader rd;
+    trace_reader_memory(&rd, t);
+    if (sim_replay(&rd, &o, &r, &err) != 0)
+        fail_msg("sim_replay: %s", err.msg);
+    *start = *end = -1;
+    for (uint64_t i = 0; i < out->n_stmts; i++) {
+        trace_stmt s;
+        trace_stmt_at(out, i, &s);
+        bool match = label ? s.label != TRACE_NONE && strcmp(trace_str(out, s.label), label) == 0
+                           : s.kind == kind;
+        if (match && k-- == 0) {
+            *start = s.t;
+            *end = s.t + s.dur;
+        }
+    }
+    trace_free(out);
+    trace_free(t);
+    assert_true(*start >= 0);
+}
+
+#define TWO_HOSTS "syncsim-trace 1\n" \
+                  "queue host host\n" \
+                  "queue h1 host\n" \
+                  "queue h2 host\n" \
+                  "queue gpu0 stream device=gpu0\n" \
+                  "buffer a size=2000000 device=gpu0\n" \
+                  "buffer h size=2000000 host\n" \
+                  "buffer h2 size=2000000 host\n"
+
+/* Rule 6, as the checker reads it: an await returns after every signal of
+ * its flag, not only after the last one in the file. */
+static void test_replay_await_follows_every_signal(void **state)
+{
+    (void)state;
+    const char *text = TWO_HOSTS
+        "h1 op slow r:h w:h2\n"
+        "h1 signal f\n"
+        "host signal f\n"
+        "gpu0 await f by=host\n"
+        "gpu0 op k r:a w:a by=host\n";
+    int64_t slow_start, slow_end, k_start, k_end;
+    replayed_span(text, "slow", TRACE_OP, 0, &slow_start, &slow_end);
+    replayed_span(text, "k", TRACE_OP, 0, &k_start, &k_end);
+    if (k_start < slow_end)
+        fail_msg("k starts at %lld, before the signal after slow (%lld)", (long long)k_start,
+                 (long long)slow_end);
+}
+
+/* An arrival beyond a barrier's count synchronises nothing (the checker
+ * reports it as barrier-mismatch): the others do not wait for it. */
+static void test_replay_extra_barrier_arrival_orders_nothing(void **state)
+{
+    (void)state;
+    const char *text = TWO_HOSTS
+        "host barrier b count=2\n"
+        "h1 barrier b count=2\n"
+        "h2 op slow r:h w:h2\n"
+        "h2 barrier b count=2\n"
+        "host op after r:h\n";
+    int64_t slow_start, slow_end, a_start, a_end;
+    replayed_span(text, "slow", TRACE_OP, 0, &slow_start, &slow_end);
+    replayed_span(text, "after", TRACE_OP, 0, &a_start, &a_end);
+    if (a_start >= slow_end)
+        fail_msg("after starts at %lld, waiting for the extra arrival after slow (%lld)",
+                 (long long)a_start, (long long)slow_end);
+}
+
 static void test_replay_hand_written_ops_are_priced_by_bytes_unless_told(void **state)
 {
     (void)state;
@@ -355,6 +437,8 @@ int main(void)
         cmocka_unit_test(test_replay_hand_written_copies_take_their_link),
         cmocka_unit_test(test_replay_hand_written_collectives_are_alpha_beta),
         cmocka_unit_test(test_replay_run_names_its_source_run),
+        cmocka_unit_test(test_replay_await_follows_every_signal),
+        cmocka_unit_test(test_replay_extra_barrier_arrival_orders_nothing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
