@@ -138,7 +138,15 @@ void check_finding_print_json(FILE *out, const trace *t, const trace_finding *f)
         fputs(", \"at\": ", out);
         json_ref(out, t, &f->second, false);
         break;
-    default:
+    default:                    /* a kind without fields of its own */
+        if (about->object && f->object != TRACE_NONE) {
+            fprintf(out, ", \"%s\": ", about->object);
+            trace_json_str(out, trace_str(t, f->object));
+        }
+        if (f->second.seq != TRACE_NO_SEQ) {
+            fputs(", \"at\": ", out);
+            json_ref(out, t, &f->second, true);
+        }
         break;
     }
     if (f->text) {

@@ -68,8 +68,8 @@ int trace_kind_parse(const char *word, size_t len)
 }
 
 static const trace_finding_info finding_table[] = {
-#define TRACE_FINDING_ROW(name, word, object, keys, required, summary) \
-    { word, object, keys, required, summary },
+#define TRACE_FINDING_ROW(name, word, object, expect, summary) \
+    { word, object, expect, summary },
     TRACE_FINDING_MAP(TRACE_FINDING_ROW)
 #undef TRACE_FINDING_ROW
 };

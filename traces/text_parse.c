@@ -710,28 +710,51 @@ static int parse_buffer_decl(text_parser *p)
 /* ------------------------------------------------------------------ */
 /* Expectations.                                                       */
 
-/* Keys each finding kind takes; `required` ones must appear. */
+/* The keys an expect line of one kind takes, read from the finding table
+ * (trace.h: "type=RAW|WAR|WAW first=LABEL [buffer=NAME]"): required unless
+ * in brackets; a key the table names twice may repeat. */
+#define EXPECT_KEYS 4
+
 typedef struct expect_rule {
-    const char *keys[4];
-    unsigned required;      /* bit k: keys[k] required */
-    bool repeat;            /* keys[0] may repeat (hang queue=) */
-    const char *usage;
+    const char *key[EXPECT_KEYS];
+    size_t len[EXPECT_KEYS];
+    uint32_t n;
+    unsigned required, repeat;      /* bit k: key k */
+    char usage[160];                /* "expect race type=... first=..." */
 } expect_rule;
 
-static const expect_rule expect_rules[TRACE_FINDING_COUNT] = {
-    [TRACE_FINDING_CLEAN] = { { NULL }, 0, false, "expect clean" },
-    [TRACE_FINDING_RACE] = { { "type", "first", "second", "buffer" }, 7, false,
-                             "expect race type=RAW|WAR|WAW first=LABEL second=LABEL [buffer=NAME]" },
-    [TRACE_FINDING_WAIT_UNRECORDED] = { { "event" }, 1, false, "expect wait-unrecorded event=E" },
-    [TRACE_FINDING_HANG] = { { "queue" }, 1, true, "expect hang queue=Q [queue=Q2 ...]" },
-    [TRACE_FINDING_COLLECTIVE_MISMATCH] = { { "comm" }, 1, false,
-                                            "expect collective-mismatch comm=COMM" },
-    [TRACE_FINDING_BARRIER_MISMATCH] = { { "barrier" }, 1, false,
-                                         "expect barrier-mismatch barrier=B" },
-    [TRACE_FINDING_USE_AFTER_FREE] = { { "buffer", "second" }, 3, false,
-                                       "expect use-after-free buffer=B second=LABEL" },
-    [TRACE_FINDING_REDUNDANT_SYNC] = { { "line" }, 1, false, "expect redundant-sync line=N" },
-};
+static void expect_rule_of(trace_finding_kind kind, expect_rule *r)
+{
+    const char *e = trace_finding_about(kind)->expect;
+    memset(r, 0, sizeof *r);
+    snprintf(r->usage, sizeof r->usage, "expect %s%s%s", trace_finding_str(kind), *e ? " " : "",
+             e);
+    while (*e) {
+        while (*e == ' ')
+            e++;
+        bool optional = *e == '[';
+        e += optional;
+        const char *eq = e;
+        while (*eq && *eq != '=' && *eq != ' ')
+            eq++;
+        if (*eq == '=') {
+            size_t len = (size_t)(eq - e);
+            uint32_t k = 0;
+            while (k < r->n && !(r->len[k] == len && memcmp(r->key[k], e, len) == 0))
+                k++;
+            if (k < r->n) {
+                r->repeat |= 1u << k;
+            } else if (r->n < EXPECT_KEYS) {
+                r->key[r->n] = e;
+                r->len[r->n] = len;
+                r->required |= optional ? 0 : 1u << r->n;
+                r->n++;
+            }
+        }
+        while (*e && *e != ' ')
+            e++;
+    }
+}
 
 static int push_attr(text_parser *p, uint32_t key, uint32_t value)
 {
@@ -791,7 +814,8 @@ static int parse_expect(text_parser *p)
     if (kind < 0)
         return perr(p, kw->col, "unknown finding '%.*s'; expected %s", SHOW(kw->len), kw->s,
                     trace_finding_list());
-    const expect_rule *rule = &expect_rules[kind];
+    expect_rule rule_of, *rule = &rule_of;
+    expect_rule_of((trace_finding_kind)kind, rule);
     unsigned seen = 0;
     p->n_attr = 0;
     for (uint32_t i = 2; i < p->n_words; i++) {
@@ -802,15 +826,15 @@ static int parse_expect(text_parser *p)
         if (key_value(p, i, &key, &value, &vc, "key=value") != 0)
             return -1;
         int k = -1;
-        for (int j = 0; j < 4 && rule->keys[j]; j++)
-            if (strlen(rule->keys[j]) == key.len && memcmp(rule->keys[j], key.s, key.len) == 0)
-                k = j;
+        for (uint32_t j = 0; j < rule->n; j++)
+            if (rule->len[j] == key.len && memcmp(rule->key[j], key.s, key.len) == 0)
+                k = (int)j;
         if (k < 0)
             return perr(p, key.col, "unknown key '%.*s' for expect %s; usage: %s", SHOW(key.len),
                         key.s, trace_finding_str(kind), rule->usage);
-        if ((seen & (1u << k)) && !(rule->repeat && k == 0))
-            return perr(p, key.col, "duplicate key '%s=' in expect %s", rule->keys[k],
-                        trace_finding_str(kind));
+        if ((seen & (1u << k)) && !(rule->repeat & (1u << k)))
+            return perr(p, key.col, "duplicate key '%.*s=' in expect %s", (int)rule->len[k],
+                        rule->key[k], trace_finding_str(kind));
         seen |= 1u << k;
         if (kind == TRACE_FINDING_RACE && k == 0 && !value.quoted &&
             !(value.len == 3 && (memcmp(value.s, "RAW", 3) == 0 || memcmp(value.s, "WAR", 3) == 0 ||
@@ -841,10 +865,10 @@ static int parse_expect(text_parser *p)
         if (push_attr(p, intern(p, &key), intern(p, &value)) != 0)
             return -1;
     }
-    for (int j = 0; j < 4 && rule->keys[j]; j++)
+    for (uint32_t j = 0; j < rule->n; j++)
         if ((rule->required & (1u << j)) && !(seen & (1u << j)))
-            return perr(p, kw->col, "expect %s needs %s=; usage: %s", trace_finding_str(kind),
-                        rule->keys[j], rule->usage);
+            return perr(p, kw->col, "expect %s needs %.*s=; usage: %s", trace_finding_str(kind),
+                        (int)rule->len[j], rule->key[j], rule->usage);
     if (trace_add_expect(p->t, kind, p->lineno, p->attr, p->n_attr) != 0)
         return nomem(p);
     return 0;

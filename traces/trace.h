@@ -221,29 +221,31 @@ void trace_stmt_init(trace_stmt *s);
 /*
  * Finding kinds: the one table. Each entry gives the kind's word (expect
  * lines, JSON, the store), the key naming its object in JSON and expect
- * lines (NULL: none), the keys its expect line takes (a trailing '*': may
- * repeat), which of those are required (bit k: the k-th key), and one line
+ * lines (NULL: none), what its expect line takes after the word, as the
+ * parser reads it and its messages print it (KEY=WHAT words; [KEY=WHAT]
+ * optional; a key given twice may repeat; "..." says so), and one line
  * for help texts. Adding a kind is an entry here, its detection code and
  * its litmus traces (docs/extending.md).
  */
 #define TRACE_FINDING_MAP(X)                                                                  \
-    X(CLEAN, "clean", NULL, "", 0u, "no finding")                                             \
-    X(RACE, "race", NULL, "type first second buffer", 7u,                                     \
+    X(CLEAN, "clean", NULL, "", "no finding")                                                 \
+    X(RACE, "race", NULL, "type=RAW|WAR|WAW first=LABEL second=LABEL [buffer=NAME]",           \
       "two accesses to overlapping bytes, at least one a write, not ordered")                 \
-    X(WAIT_UNRECORDED, "wait-unrecorded", "event", "event", 1u,                               \
+    X(WAIT_UNRECORDED, "wait-unrecorded", "event", "event=E",                                 \
       "a wait whose event has no earlier record (it orders nothing)")                         \
-    X(HANG, "hang", NULL, "queue*", 1u, "queues that can never advance, and what each waits for") \
-    X(COLLECTIVE_MISMATCH, "collective-mismatch", "comm", "comm", 1u,                         \
+    X(HANG, "hang", NULL, "queue=Q [queue=Q2 ...]",                                           \
+      "queues that can never advance, and what each waits for")                              \
+    X(COLLECTIVE_MISMATCH, "collective-mismatch", "comm", "comm=COMM",                        \
       "participants of a collective generation disagree on KIND or size=, or too many arrive") \
-    X(BARRIER_MISMATCH, "barrier-mismatch", "barrier", "barrier", 1u,                         \
+    X(BARRIER_MISMATCH, "barrier-mismatch", "barrier", "barrier=B",                           \
       "more queues than count= arrive at a barrier generation, or they disagree on count=")   \
-    X(USE_AFTER_FREE, "use-after-free", NULL, "buffer second", 3u,                            \
+    X(USE_AFTER_FREE, "use-after-free", NULL, "buffer=B second=LABEL",                        \
       "an access ordered after a free of its buffer, with no alloc between")                  \
-    X(REDUNDANT_SYNC, "redundant-sync", NULL, "line", 1u,                                     \
+    X(REDUNDANT_SYNC, "redundant-sync", NULL, "line=N",                                       \
       "(when asked) a sync whose removal adds no finding")
 
 typedef enum {
-#define TRACE_FINDING_ENUM(name, word, object, keys, required, summary) TRACE_FINDING_##name,
+#define TRACE_FINDING_ENUM(name, word, object, expect, summary) TRACE_FINDING_##name,
     TRACE_FINDING_MAP(TRACE_FINDING_ENUM)
 #undef TRACE_FINDING_ENUM
     TRACE_FINDING_COUNT
@@ -253,8 +255,7 @@ typedef enum {
 typedef struct trace_finding_info {
     const char *word;
     const char *object;     /* JSON/expect key of its object, or NULL */
-    const char *keys;       /* its expect keys, space-separated */
-    unsigned required;      /* bit k: the k-th key is required */
+    const char *expect;     /* what its expect line takes (see the table) */
     const char *summary;
 } trace_finding_info;
 
