@@ -83,7 +83,7 @@ static int add_redundant(trace_reader *r, const check_options *opt, check_report
     return 0;
 }
 
-int check_flag_totals(const trace *t, check_map *out)
+int check_flag_totals(const trace *t, trace_u64map *out)
 {
     memset(out, 0, sizeof *out);
     for (uint64_t i = 0; i < t->n_stmts; i++) {
@@ -91,7 +91,7 @@ int check_flag_totals(const trace *t, check_map *out)
         trace_stmt_at(t, i, &s);
         if (s.kind != TRACE_SIGNAL)
             continue;
-        uint64_t *v = check_map_put(out, s.object, 0);
+        uint64_t *v = trace_u64map_put(out, s.object, 0);
         if (!v)
             return -1;
         ++*v;
@@ -102,8 +102,8 @@ int check_flag_totals(const trace *t, check_map *out)
 /* One pass over r: a report, and whether the engine could decide the flags
  * exactly (see check_engine_set_flag_totals); *counts gets the signals per
  * flag when it could not. */
-static int check_pass(trace_reader *r, const check_options *opt, const check_map *totals,
-                      check_report **out, check_map *counts, trace_error *err)
+static int check_pass(trace_reader *r, const check_options *opt, const trace_u64map *totals,
+                      check_report **out, trace_u64map *counts, trace_error *err)
 {
     *out = NULL;
     check_report *rep = check_report_new(r->trace, opt->max_findings);
@@ -152,7 +152,7 @@ int check_trace(trace_reader *r, const check_options *opt, check_report **out, t
         opt = &defaults;
     *out = NULL;
     check_report *rep = NULL;
-    check_map counts = { 0 };
+    trace_u64map counts = { 0 };
     if (check_pass(r, opt, NULL, &rep, &counts, err) != 0)
         return -1;
     if (counts.count) {
@@ -169,8 +169,8 @@ int check_trace(trace_reader *r, const check_options *opt, check_report **out, t
                             "the trace to a file first",
                             r->source ? r->source : "the trace");
         if (rc == 0)
-            rc = check_pass(r, opt, &counts, &rep, &(check_map){ 0 }, err);
-        check_map_free(&counts);
+            rc = check_pass(r, opt, &counts, &rep, &(trace_u64map){ 0 }, err);
+        trace_u64map_free(&counts);
         if (rc != 0)
             return -1;
     }

@@ -9,17 +9,17 @@
  */
 #include "engine.h"
 
-void check_engine_set_lifetimes(check_engine *e, const check_map *record_last,
-                                const check_map *flag_last)
+void check_engine_set_lifetimes(check_engine *e, const trace_u64map *record_last,
+                                const trace_u64map *flag_last)
 {
     e->record_last = record_last;
     e->flag_last = flag_last;
 }
 
 /* Last use of a record or flag at or after the read position? */
-static bool still_used(const check_map *last, uint64_t key, uint64_t fed)
+static bool still_used(const trace_u64map *last, uint64_t key, uint64_t fed)
 {
-    const uint64_t *v = check_map_get(last, key);
+    const uint64_t *v = trace_u64map_get(last, key);
     return v && *v >= fed;
 }
 
@@ -39,7 +39,7 @@ void check_engine_prune(check_engine *e)
             ev_node *n = (ev_node *)(uintptr_t)e->events.vals[i];
             if (!still_used(e->record_last, n->seq, e->fed)) {
                 /* deletion shifts a later key into slot i: look at it again */
-                check_map_del(&e->events, e->events.keys[i]);
+                trace_u64map_del(&e->events, e->events.keys[i]);
                 check_ev_unref(n);
                 continue;
             }
@@ -50,7 +50,7 @@ void check_engine_prune(check_engine *e)
         if (e->flags.used[i] && e->flags.vals[i]) {
             flag_node *f = (flag_node *)(uintptr_t)e->flags.vals[i];
             if (!still_used(e->flag_last, f->name, e->fed)) {
-                check_map_del(&e->flags, e->flags.keys[i]);
+                trace_u64map_del(&e->flags, e->flags.keys[i]);
                 check_vc_unref(f->vc);
                 free(f->waiters.q);
                 free(f);
@@ -66,8 +66,8 @@ void check_engine_track(check_engine *e, bool on)
     e->track = on;
     if (e->dirty_root)
         memset(e->dirty_root, 0, e->n_shadow);
-    check_map_free(&e->dirty_events);
-    check_map_free(&e->dirty_flags);
+    trace_u64map_free(&e->dirty_events);
+    trace_u64map_free(&e->dirty_flags);
 }
 
 check_engine *check_engine_clone(const check_engine *e, check_report *rep)
@@ -98,9 +98,9 @@ check_engine *check_engine_clone(const check_engine *e, check_report *rep)
     c->n_shadow = e->n_shadow;
     for (uint32_t i = 0; i < e->n_shadow; i++)
         c->shadow[i] = check_shadow_ref(e->shadow[i]);
-    if (check_map_copy(&c->events, &e->events) != 0 || check_map_copy(&c->flags, &e->flags) != 0 ||
-        !(c->bind = trace_binder_clone(e->bind)) ||
-        check_map_copy(&c->mismatched, &e->mismatched) != 0)
+    if (trace_u64map_copy(&c->events, &e->events) != 0 ||
+        trace_u64map_copy(&c->flags, &e->flags) != 0 || !(c->bind = trace_binder_clone(e->bind)) ||
+        trace_u64map_copy(&c->mismatched, &e->mismatched) != 0)
         goto fail;
     for (uint32_t i = 0; i < c->events.cap; i++)
         if (c->events.used[i] && c->events.vals[i])
@@ -146,8 +146,8 @@ bool check_engine_same(const check_engine *a, const check_engine *b)
     for (uint32_t i = 0; i < a->dirty_events.cap; i++) {
         if (!a->dirty_events.used[i])
             continue;
-        uint64_t *x = check_map_get(&a->events, a->dirty_events.keys[i]);
-        uint64_t *y = check_map_get(&b->events, a->dirty_events.keys[i]);
+        uint64_t *x = trace_u64map_get(&a->events, a->dirty_events.keys[i]);
+        uint64_t *y = trace_u64map_get(&b->events, a->dirty_events.keys[i]);
         if (!x && !y)
             continue;           /* pruned in both: no later wait reads it */
         if (!x || !y)
@@ -159,8 +159,8 @@ bool check_engine_same(const check_engine *a, const check_engine *b)
     for (uint32_t i = 0; i < a->dirty_flags.cap; i++) {
         if (!a->dirty_flags.used[i])
             continue;
-        uint64_t *x = check_map_get(&a->flags, a->dirty_flags.keys[i]);
-        uint64_t *y = check_map_get(&b->flags, a->dirty_flags.keys[i]);
+        uint64_t *x = trace_u64map_get(&a->flags, a->dirty_flags.keys[i]);
+        uint64_t *y = trace_u64map_get(&b->flags, a->dirty_flags.keys[i]);
         if (!x && !y)
             continue;
         if (!x || !y)

@@ -161,14 +161,14 @@ struct check_engine {
     check_shadow **shadow;          /* per buffer index (roots only used) */
     uint32_t n_shadow;
     trace_binder *bind;             /* rules 3, 5, 7: which record, which generation */
-    check_map events;               /* record seq -> ev_node* (records a wait may still bind to) */
-    check_map flags;                /* flag name -> flag_node* */
-    const check_map *flag_totals;   /* flag name -> signals in the trace; NULL: unknown */
-    const check_map *record_last;   /* record seq -> seq of the last wait bound to it */
-    const check_map *flag_last;     /* flag name -> seq of its last signal or await */
+    trace_u64map events;               /* record seq -> ev_node* (records a wait may still bind to) */
+    trace_u64map flags;                /* flag name -> flag_node* */
+    const trace_u64map *flag_totals;   /* flag name -> signals in the trace; NULL: unknown */
+    const trace_u64map *record_last;   /* record seq -> seq of the last wait bound to it */
+    const trace_u64map *flag_last;     /* flag name -> seq of its last signal or await */
     bool inexact;                   /* a signal came after an await of its flag passed */
-    check_map gens;                 /* (name, coll, gen) -> gen_state* */
-    check_map mismatched;           /* (name, coll) -> 1 once reported */
+    trace_u64map gens;                 /* (name, coll, gen) -> gen_state* */
+    trace_u64map mismatched;           /* (name, coll) -> 1 once reported */
     uint32_t *work;
     uint32_t n_work, cap_work, work_head;
     uint64_t fed;
@@ -177,7 +177,7 @@ struct check_engine {
     /* dirty tracking for the minimiser */
     bool track;
     uint8_t *dirty_root;
-    check_map dirty_events, dirty_flags;
+    trace_u64map dirty_events, dirty_flags;
     /* the access being checked */
     uint32_t cur_q;
     check_vc *cur_vc;

@@ -439,9 +439,9 @@ static void release_gen(check_engine *e, gen_state *g)
 static void gen_retire(check_engine *e, gen_state *g)
 {
     if (g->released && g->n_arrived == g->n_read) {
-        uint64_t *v = check_map_get(&e->gens, g->key);
+        uint64_t *v = trace_u64map_get(&e->gens, g->key);
         if (v && *v == (uint64_t)(uintptr_t)g) {
-            check_map_del(&e->gens, g->key);
+            trace_u64map_del(&e->gens, g->key);
             gen_unref(g);
         }
     }
@@ -564,7 +564,7 @@ static int run_stmt(check_engine *e, uint32_t q, check_pend *p)
             if (flag_ready(f))
                 wake_all(e, &f->waiters);
             if (e->track)
-                check_map_put(&e->dirty_flags, f->name, 1);
+                trace_u64map_put(&e->dirty_flags, f->name, 1);
         }
         break;
     default:
@@ -709,7 +709,7 @@ static int bind_sync(check_engine *e, uint32_t h, check_pend *p)
 
 static flag_node *flag_get(check_engine *e, uint32_t name)
 {
-    uint64_t *v = check_map_put(&e->flags, name, 0);
+    uint64_t *v = trace_u64map_put(&e->flags, name, 0);
     if (!v)
         return NULL;
     if (!*v) {
@@ -719,7 +719,7 @@ static flag_node *flag_get(check_engine *e, uint32_t name)
         f->name = name;
         f->total = FLAG_UNKNOWN;
         if (e->flag_totals) {
-            const uint64_t *n = check_map_get(e->flag_totals, name);
+            const uint64_t *n = trace_u64map_get(e->flag_totals, name);
             f->total = n ? *n : 0;
         }
         *v = (uint64_t)(uintptr_t)f;
@@ -743,7 +743,7 @@ static int bind_gen(check_engine *e, check_pend *p, const trace_bind *bd)
     if (bd->gen_role == TRACE_GEN_DISAGREES)
         check_engine_report_mismatch(e, bd, s, coll ? MISMATCH_KIND : MISMATCH_COUNT);
     uint64_t key = gen_key(s->object, coll, bd->gen);
-    uint64_t *v = check_map_put(&e->gens, key, 0);
+    uint64_t *v = trace_u64map_put(&e->gens, key, 0);
     if (!v)
         return -1;
     gen_state *g = (gen_state *)(uintptr_t)*v;
@@ -792,7 +792,7 @@ uint64_t check_engine_fed(const check_engine *e)
     return e->fed;
 }
 
-void check_engine_set_flag_totals(check_engine *e, const check_map *totals)
+void check_engine_set_flag_totals(check_engine *e, const trace_u64map *totals)
 {
     e->flag_totals = totals;
 }
@@ -802,14 +802,14 @@ bool check_engine_inexact(const check_engine *e)
     return e->inexact;
 }
 
-int check_engine_signal_counts(const check_engine *e, check_map *out)
+int check_engine_signal_counts(const check_engine *e, trace_u64map *out)
 {
     memset(out, 0, sizeof *out);
     for (uint32_t i = 0; i < e->flags.cap; i++) {
         if (!e->flags.used[i] || !e->flags.vals[i])
             continue;
         const flag_node *f = (const flag_node *)(uintptr_t)e->flags.vals[i];
-        uint64_t *v = check_map_put(out, f->name, 0);
+        uint64_t *v = trace_u64map_put(out, f->name, 0);
         if (!v)
             return -1;
         *v = f->fed;
@@ -839,7 +839,7 @@ int check_engine_feed(check_engine *e, const trace_stmt *s)
     switch (s->kind) {
     case TRACE_WAIT:
         if (!p.removed) {
-            uint64_t *v = bd.record != TRACE_NO_SEQ ? check_map_get(&e->events, bd.record) : NULL;
+            uint64_t *v = bd.record != TRACE_NO_SEQ ? trace_u64map_get(&e->events, bd.record) : NULL;
             if (v && *v) {
                 p.bind = (ev_node *)(uintptr_t)*v;
                 p.bind->refs++;
@@ -856,7 +856,7 @@ int check_engine_feed(check_engine *e, const trace_stmt *s)
         break;
     case TRACE_RECORD: {
         ev_node *n = calloc(1, sizeof *n);
-        uint64_t *v = n ? check_map_put(&e->events, s->seq, 0) : NULL;
+        uint64_t *v = n ? trace_u64map_put(&e->events, s->seq, 0) : NULL;
         if (!v) {
             free(n);
             return -1;
@@ -870,15 +870,15 @@ int check_engine_feed(check_engine *e, const trace_stmt *s)
         *v = (uint64_t)(uintptr_t)n;
         /* the record it supersedes binds no later wait: only pending waits
          * (which hold references) still need it */
-        uint64_t *old = bd.superseded != TRACE_NO_SEQ ? check_map_get(&e->events, bd.superseded)
+        uint64_t *old = bd.superseded != TRACE_NO_SEQ ? trace_u64map_get(&e->events, bd.superseded)
                                                       : NULL;
         if (old) {
             check_ev_unref((ev_node *)(uintptr_t)*old);
-            check_map_del(&e->events, bd.superseded);
+            trace_u64map_del(&e->events, bd.superseded);
         }
         p.rec = n;
         if (e->track)
-            check_map_put(&e->dirty_events, s->seq, 1);
+            trace_u64map_put(&e->dirty_events, s->seq, 1);
         break;
     }
     case TRACE_SYNC:
@@ -958,7 +958,7 @@ int check_engine_finish(check_engine *e, bool ignore_hangs)
 /* ------------------------------------------------------------------ */
 /* Lifetime, checkpoints.                                              */
 
-static void free_nodes(check_map *events, check_map *flags)
+static void free_nodes(trace_u64map *events, trace_u64map *flags)
 {
     for (uint32_t i = 0; i < events->cap; i++)
         if (events->used[i] && events->vals[i])
@@ -1005,13 +1005,13 @@ void check_engine_free(check_engine *e)
     for (uint32_t i = 0; i < e->gens.cap; i++)
         if (e->gens.used[i] && e->gens.vals[i])
             gen_unref((gen_state *)(uintptr_t)e->gens.vals[i]);
-    check_map_free(&e->events);
-    check_map_free(&e->flags);
+    trace_u64map_free(&e->events);
+    trace_u64map_free(&e->flags);
     trace_binder_free(e->bind);
-    check_map_free(&e->gens);
-    check_map_free(&e->mismatched);
-    check_map_free(&e->dirty_events);
-    check_map_free(&e->dirty_flags);
+    trace_u64map_free(&e->gens);
+    trace_u64map_free(&e->mismatched);
+    trace_u64map_free(&e->dirty_events);
+    trace_u64map_free(&e->dirty_flags);
     free(e->work);
     free(e);
 }

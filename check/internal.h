@@ -4,7 +4,6 @@
  *
  *   vclock.c      sparse, reference-counted vector clocks (check_vc_*)
  *   shadow.c      byte-range shadow memory per root buffer (check_shadow_*)
- *   map.c         a u64 -> u64 hash map (check_map_*)
  *   hb.c          the engine: advances queues, computes happens-before,
  *                 checks accesses (check_engine_*); with hang.c,
  *                 mismatch.c and checkpoint.c, which share engine.h
@@ -150,24 +149,6 @@ bool check_shadow_equal(const check_shadow *a, const check_shadow *b);
 uint32_t check_shadow_segments(const check_shadow *s);
 
 /* ------------------------------------------------------------------ */
-/* A u64 -> u64 hash map (hb.c).                                       */
-
-typedef struct check_map {
-    uint64_t *keys, *vals;
-    uint8_t *used;
-    uint32_t cap, count;
-} check_map;
-
-void check_map_free(check_map *m);
-/* Pointer to the value of key, or NULL. */
-uint64_t *check_map_get(const check_map *m, uint64_t key);
-/* Pointer to the value of key, inserted as def when absent; NULL on OOM. */
-uint64_t *check_map_put(check_map *m, uint64_t key, uint64_t def);
-int check_map_copy(check_map *dst, const check_map *src);
-void check_map_del(check_map *m, uint64_t key);
-
-
-/* ------------------------------------------------------------------ */
 /* Reports (findings.c).                                               */
 
 typedef struct check_fkey {
@@ -246,7 +227,7 @@ uint64_t check_engine_fed(const check_engine *e);
  * alive by the caller) makes that exact; without it the engine waits for
  * the signals fed so far and says so through check_engine_inexact() when a
  * signal comes after an await of its flag has passed. Set before feeding. */
-void check_engine_set_flag_totals(check_engine *e, const check_map *totals);
+void check_engine_set_flag_totals(check_engine *e, const trace_u64map *totals);
 bool check_engine_inexact(const check_engine *e);
 /* The minimiser knows the whole trace: record_last (seq of a record -> seq
  * of the last wait bound to it) and flag_last (flag name -> seq of its last
@@ -254,14 +235,14 @@ bool check_engine_inexact(const check_engine *e);
  * later statement reads, so that checkpoints stay small and replays can meet
  * the baseline again even when every iteration names a new event. Both
  * borrowed. */
-void check_engine_set_lifetimes(check_engine *e, const check_map *record_last,
-                                const check_map *flag_last);
+void check_engine_set_lifetimes(check_engine *e, const trace_u64map *record_last,
+                                const trace_u64map *flag_last);
 /* Drops records and flags whose last use has been read. Quiescent only. */
 void check_engine_prune(check_engine *e);
 /* The signals fed per flag (for a second, exact pass). 0 or -1 (OOM). */
-int check_engine_signal_counts(const check_engine *e, check_map *out);
+int check_engine_signal_counts(const check_engine *e, trace_u64map *out);
 /* The signals per flag of an in-memory trace. 0 or -1 (OOM). */
-int check_flag_totals(const trace *t, check_map *out);
+int check_flag_totals(const trace *t, trace_u64map *out);
 
 /* A malloc'd formatted string (NULL when out of memory); check/findings.c. */
 char *check_strf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -53,10 +53,10 @@ typedef struct minimizer {
     size_t n_ck, cap_ck;
     fitem *fi;                  /* baseline findings */
     size_t n_fi, cap_fi;
-    check_map fset;             /* hash -> count */
-    check_map flag_totals;      /* flag -> signals: exact rule 6 from the start */
-    check_map record_last;      /* record seq -> last wait bound to it */
-    check_map flag_last;        /* flag -> last signal or await */
+    trace_u64map fset;             /* hash -> count */
+    trace_u64map flag_totals;      /* flag -> signals: exact rule 6 from the start */
+    trace_u64map record_last;      /* record seq -> last wait bound to it */
+    trace_u64map flag_last;        /* flag -> last signal or await */
     uint64_t replayed;
     uint32_t every;             /* statements between checkpoints */
 } minimizer;
@@ -111,7 +111,7 @@ static int collect(fitem **v, size_t *n, size_t *cap, check_report *rep, size_t 
 static bool is_new(const minimizer *m, const check_report *rep, size_t from)
 {
     for (size_t i = from; i < rep->n; i++) {
-        uint64_t *c = check_map_get(&m->fset, fkey_hash(&rep->f[i]));
+        uint64_t *c = trace_u64map_get(&m->fset, fkey_hash(&rep->f[i]));
         if (!c || !*c)
             return true;
     }
@@ -121,24 +121,24 @@ static bool is_new(const minimizer *m, const check_report *rep, size_t from)
 /* When each record and flag is last used (see check_engine_set_lifetimes). */
 static int lifetimes(minimizer *m)
 {
-    check_map last_record = { 0 };     /* event name -> seq of its latest record */
+    trace_u64map last_record = { 0 };     /* event name -> seq of its latest record */
     int rc = -1;
     for (uint64_t i = 0; i < m->t->n_stmts; i++) {
         trace_stmt s;
         trace_stmt_at(m->t, i, &s);
         if (s.kind == TRACE_RECORD) {
-            uint64_t *r = check_map_put(&last_record, s.object, 0);
-            uint64_t *l = r ? check_map_put(&m->record_last, i, i) : NULL;
+            uint64_t *r = trace_u64map_put(&last_record, s.object, 0);
+            uint64_t *l = r ? trace_u64map_put(&m->record_last, i, i) : NULL;
             if (!l)
                 goto out;
             *r = i;
         } else if (s.kind == TRACE_WAIT) {
-            uint64_t *r = check_map_get(&last_record, s.object);
-            uint64_t *l = r ? check_map_get(&m->record_last, *r) : NULL;
+            uint64_t *r = trace_u64map_get(&last_record, s.object);
+            uint64_t *l = r ? trace_u64map_get(&m->record_last, *r) : NULL;
             if (l)
                 *l = i;
         } else if (s.kind == TRACE_SIGNAL || s.kind == TRACE_AWAIT) {
-            uint64_t *l = check_map_put(&m->flag_last, s.object, i);
+            uint64_t *l = trace_u64map_put(&m->flag_last, s.object, i);
             if (!l)
                 goto out;
             *l = i;
@@ -146,7 +146,7 @@ static int lifetimes(minimizer *m)
     }
     rc = 0;
 out:
-    check_map_free(&last_record);
+    trace_u64map_free(&last_record);
     return rc;
 }
 
@@ -187,7 +187,7 @@ static int baseline(minimizer *m)
         collect(&m->fi, &m->n_fi, &m->cap_fi, rep, before, m->t->n_stmts) != 0)
         goto fail;
     for (size_t i = 0; i < m->n_fi; i++) {
-        uint64_t *c = check_map_put(&m->fset, m->fi[i].hash, 0);
+        uint64_t *c = trace_u64map_put(&m->fset, m->fi[i].hash, 0);
         if (!c)
             goto fail;
         ++*c;
@@ -280,7 +280,7 @@ static int try_removal(minimizer *m, const uint64_t *seqs, size_t n)
     size_t w = 0;
     for (size_t i = 0; i < m->n_fi; i++) {
         if (m->fi[i].pos >= lo && m->fi[i].pos < hi) {
-            uint64_t *c = check_map_get(&m->fset, m->fi[i].hash);
+            uint64_t *c = trace_u64map_get(&m->fset, m->fi[i].hash);
             if (c && *c)
                 --*c;
         } else
@@ -288,7 +288,7 @@ static int try_removal(minimizer *m, const uint64_t *seqs, size_t n)
     }
     m->n_fi = w;
     for (size_t i = 0; i < n_nfi; i++) {
-        uint64_t *c = check_map_put(&m->fset, nfi[i].hash, 0);
+        uint64_t *c = trace_u64map_put(&m->fset, nfi[i].hash, 0);
         if (!c || fi_push(&m->fi, &m->n_fi, &m->cap_fi, nfi[i]) != 0)
             goto out;
         ++*c;
@@ -355,18 +355,18 @@ static int candidates(const trace *t, cand **out, size_t *n_out)
 {
     cand *c = NULL;
     size_t n = 0, cap = 0;
-    check_map arrivals = { 0 }, groups = { 0 };
+    trace_u64map arrivals = { 0 }, groups = { 0 };
     for (uint64_t i = 0; i < t->n_stmts; i++) {
         trace_stmt s;
         trace_stmt_at(t, i, &s);
         bool single = s.kind == TRACE_WAIT || s.kind == TRACE_SYNC || s.kind == TRACE_AWAIT;
         size_t at = n;
         if (s.kind == TRACE_BARRIER) {
-            uint64_t *k = check_map_put(&arrivals, ((uint64_t)s.object << 32) | s.queue, 0);
+            uint64_t *k = trace_u64map_put(&arrivals, ((uint64_t)s.object << 32) | s.queue, 0);
             if (!k)
                 goto fail;
             ++*k;
-            uint64_t *g = check_map_put(&groups, ((uint64_t)s.object << 32) ^ (*k * 0x9E3779B97F4A7C15ULL),
+            uint64_t *g = trace_u64map_put(&groups, ((uint64_t)s.object << 32) ^ (*k * 0x9E3779B97F4A7C15ULL),
                                         UINT64_MAX);
             if (!g)
                 goto fail;
@@ -391,8 +391,8 @@ static int candidates(const trace *t, cand **out, size_t *n_out)
         if (cand_add(&c[at], i) != 0)
             goto fail;
     }
-    check_map_free(&arrivals);
-    check_map_free(&groups);
+    trace_u64map_free(&arrivals);
+    trace_u64map_free(&groups);
     qsort(c, n, sizeof *c, cmp_cand);
     *out = c;
     *n_out = n;
@@ -401,8 +401,8 @@ fail:
     for (size_t i = 0; i < n; i++)
         free(c[i].seqs);
     free(c);
-    check_map_free(&arrivals);
-    check_map_free(&groups);
+    trace_u64map_free(&arrivals);
+    trace_u64map_free(&groups);
     return -1;
 }
 
@@ -464,10 +464,10 @@ out:
         check_engine_free(m.ck[i].e);
     free(m.ck);
     free(m.fi);
-    check_map_free(&m.fset);
-    check_map_free(&m.flag_totals);
-    check_map_free(&m.record_last);
-    check_map_free(&m.flag_last);
+    trace_u64map_free(&m.fset);
+    trace_u64map_free(&m.flag_totals);
+    trace_u64map_free(&m.record_last);
+    trace_u64map_free(&m.flag_last);
     free(m.remove);
     return rc;
 }

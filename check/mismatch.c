@@ -35,7 +35,7 @@ void check_engine_report_mismatch(check_engine *e, const trace_bind *bd, const t
 {
     bool coll = s->kind == TRACE_COLLECTIVE;
     uint64_t k = bd->gen;
-    uint64_t *done = check_map_put(&e->mismatched, (uint64_t)s->object << 1 | coll, 0);
+    uint64_t *done = trace_u64map_put(&e->mismatched, (uint64_t)s->object << 1 | coll, 0);
     if (!done || *done)
         return;
     *done = 1;

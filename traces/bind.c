@@ -37,140 +37,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* An open-addressing map u64 -> u64 (the binder's own, small and private). */
-typedef struct bmap {
-    uint64_t *keys, *vals;
-    uint8_t *used;
-    uint32_t cap, count;
-} bmap;
-
-static uint64_t bmix(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ULL;
-    x ^= x >> 33;
-    return x;
-}
-
-static uint64_t *bmap_get(const bmap *m, uint64_t key)
-{
-    if (!m->cap)
-        return NULL;
-    uint32_t mask = m->cap - 1, i = (uint32_t)bmix(key) & mask;
-    while (m->used[i]) {
-        if (m->keys[i] == key)
-            return &m->vals[i];
-        i = (i + 1) & mask;
-    }
-    return NULL;
-}
-
-static void bmap_free(bmap *m)
-{
-    free(m->keys);
-    free(m->vals);
-    free(m->used);
-    memset(m, 0, sizeof *m);
-}
-
-static int bmap_grow(bmap *m)
-{
-    bmap n = { 0 };
-    n.cap = m->cap ? m->cap * 2 : 64;
-    n.keys = malloc(n.cap * sizeof *n.keys);
-    n.vals = malloc(n.cap * sizeof *n.vals);
-    n.used = calloc(n.cap, 1);
-    if (!n.keys || !n.vals || !n.used) {
-        bmap_free(&n);
-        return -1;
-    }
-    for (uint32_t i = 0; i < m->cap; i++) {
-        if (!m->used[i])
-            continue;
-        uint32_t j = (uint32_t)bmix(m->keys[i]) & (n.cap - 1);
-        while (n.used[j])
-            j = (j + 1) & (n.cap - 1);
-        n.used[j] = 1;
-        n.keys[j] = m->keys[i];
-        n.vals[j] = m->vals[i];
-    }
-    n.count = m->count;
-    bmap_free(m);
-    *m = n;
-    return 0;
-}
-
-/* The value of key, inserted as def when absent; NULL when out of memory. */
-static uint64_t *bmap_put(bmap *m, uint64_t key, uint64_t def)
-{
-    uint64_t *v = bmap_get(m, key);
-    if (v)
-        return v;
-    if ((m->count + 1) * 4 > m->cap * 3 && bmap_grow(m) != 0)
-        return NULL;
-    uint32_t mask = m->cap - 1, i = (uint32_t)bmix(key) & mask;
-    while (m->used[i])
-        i = (i + 1) & mask;
-    m->used[i] = 1;
-    m->keys[i] = key;
-    m->vals[i] = def;
-    m->count++;
-    return &m->vals[i];
-}
-
-static void bmap_del(bmap *m, uint64_t key)
-{
-    if (!m->cap)
-        return;
-    uint32_t mask = m->cap - 1, i = (uint32_t)bmix(key) & mask;
-    while (m->used[i] && m->keys[i] != key)
-        i = (i + 1) & mask;
-    if (!m->used[i])
-        return;
-    /* backward-shift deletion keeps every probe chain unbroken */
-    uint32_t j = i;
-    for (;;) {
-        m->used[i] = 0;
-        for (;;) {
-            j = (j + 1) & mask;
-            if (!m->used[j]) {
-                m->count--;
-                return;
-            }
-            uint32_t home = (uint32_t)bmix(m->keys[j]) & mask;
-            if (i <= j ? (i < home && home <= j) : (i < home || home <= j))
-                continue;
-            break;
-        }
-        m->keys[i] = m->keys[j];
-        m->vals[i] = m->vals[j];
-        m->used[i] = 1;
-        i = j;
-    }
-}
-
-static int bmap_copy(bmap *dst, const bmap *src)
-{
-    memset(dst, 0, sizeof *dst);
-    if (!src->cap)
-        return 0;
-    dst->keys = malloc(src->cap * sizeof *dst->keys);
-    dst->vals = malloc(src->cap * sizeof *dst->vals);
-    dst->used = malloc(src->cap);
-    if (!dst->keys || !dst->vals || !dst->used) {
-        bmap_free(dst);
-        return -1;
-    }
-    memcpy(dst->keys, src->keys, src->cap * sizeof *dst->keys);
-    memcpy(dst->vals, src->vals, src->cap * sizeof *dst->vals);
-    memcpy(dst->used, src->used, src->cap);
-    dst->cap = src->cap;
-    dst->count = src->count;
-    return 0;
-}
-
 /* ------------------------------------------------------------------ */
 
 /* A barrier or communicator: who arrives, and each generation's first
@@ -197,9 +63,9 @@ typedef struct flag_lists {
 
 struct trace_binder {
     unsigned options;
-    bmap records;               /* event name -> seq of its latest record */
-    bmap bars;                  /* name << 1 | coll -> bar* */
-    bmap flags;                 /* flag name -> flag_lists* */
+    trace_u64map records;               /* event name -> seq of its latest record */
+    trace_u64map bars;                  /* name << 1 | coll -> bar* */
+    trace_u64map flags;                 /* flag name -> flag_lists* */
 };
 
 trace_binder *trace_binder_new(unsigned options)
@@ -233,9 +99,9 @@ void trace_binder_free(trace_binder *b)
             free(f->awaits);
             free(f);
         }
-    bmap_free(&b->records);
-    bmap_free(&b->bars);
-    bmap_free(&b->flags);
+    trace_u64map_free(&b->records);
+    trace_u64map_free(&b->bars);
+    trace_u64map_free(&b->flags);
     free(b);
 }
 
@@ -245,7 +111,7 @@ trace_binder *trace_binder_clone(const trace_binder *b)
     if (!c)
         return NULL;
     c->options = b->options & ~TRACE_BIND_FLAGS;   /* flag lists are not cloned */
-    if (bmap_copy(&c->records, &b->records) != 0 || bmap_copy(&c->bars, &b->bars) != 0)
+    if (trace_u64map_copy(&c->records, &b->records) != 0 || trace_u64map_copy(&c->bars, &b->bars) != 0)
         goto fail;
     for (uint32_t i = 0; i < c->bars.cap; i++) {
         if (!c->bars.used[i])
@@ -287,7 +153,7 @@ bool trace_binder_same(const trace_binder *a, const trace_binder *b)
     for (uint32_t i = 0; i < a->records.cap; i++) {
         if (!a->records.used[i])
             continue;
-        const uint64_t *v = bmap_get(&b->records, a->records.keys[i]);
+        const uint64_t *v = trace_u64map_get(&b->records, a->records.keys[i]);
         if (!v || *v != a->records.vals[i])
             return false;
     }
@@ -298,7 +164,7 @@ void trace_binder_forget(trace_binder *b, bool (*dead)(void *ctx, uint64_t recor
 {
     for (uint32_t i = 0; i < b->records.cap;) {
         if (b->records.used[i] && dead(ctx, b->records.vals[i])) {
-            bmap_del(&b->records, b->records.keys[i]);
+            trace_u64map_del(&b->records, b->records.keys[i]);
             continue;           /* a later key may have moved into slot i */
         }
         i++;
@@ -322,7 +188,7 @@ bool trace_sync_covers(const trace *t, const trace_stmt *s, uint32_t q)
 
 static bar *bar_get(trace_binder *b, uint32_t name, bool coll)
 {
-    uint64_t *v = bmap_put(&b->bars, (uint64_t)name << 1 | coll, 0);
+    uint64_t *v = trace_u64map_put(&b->bars, (uint64_t)name << 1 | coll, 0);
     if (!v)
         return NULL;
     if (!*v) {
@@ -399,7 +265,7 @@ static int bind_generation(bar *x, const trace_stmt *s, uint64_t k, trace_bind *
 
 static flag_lists *flag_get(trace_binder *b, uint32_t name)
 {
-    uint64_t *v = bmap_put(&b->flags, name, 0);
+    uint64_t *v = trace_u64map_put(&b->flags, name, 0);
     if (!v)
         return NULL;
     if (!*v) {
@@ -434,7 +300,7 @@ int trace_binder_feed(trace_binder *b, const trace_stmt *s, trace_bind *out)
     out->gen_count = 0;
     switch (s->kind) {
     case TRACE_RECORD: {
-        uint64_t *v = bmap_put(&b->records, s->object, TRACE_NO_SEQ);
+        uint64_t *v = trace_u64map_put(&b->records, s->object, TRACE_NO_SEQ);
         if (!v)
             return -1;
         out->superseded = *v;
@@ -442,7 +308,7 @@ int trace_binder_feed(trace_binder *b, const trace_stmt *s, trace_bind *out)
         return 0;
     }
     case TRACE_WAIT: {
-        const uint64_t *v = bmap_get(&b->records, s->object);
+        const uint64_t *v = trace_u64map_get(&b->records, s->object);
         out->record = v ? *v : TRACE_NO_SEQ;
         return 0;
     }
@@ -480,7 +346,7 @@ int trace_binder_feed(trace_binder *b, const trace_stmt *s, trace_bind *out)
 uint32_t trace_binder_members(const trace_binder *b, uint32_t object, bool coll,
                               const trace_member **out)
 {
-    const uint64_t *v = bmap_get(&b->bars, (uint64_t)object << 1 | coll);
+    const uint64_t *v = trace_u64map_get(&b->bars, (uint64_t)object << 1 | coll);
     if (!v || !*v) {
         *out = NULL;
         return 0;
@@ -493,7 +359,7 @@ uint32_t trace_binder_members(const trace_binder *b, uint32_t object, bool coll,
 void trace_binder_flag(const trace_binder *b, uint32_t flag, const uint64_t **signals,
                        uint32_t *n_signals, const uint64_t **awaits, uint32_t *n_awaits)
 {
-    const uint64_t *v = bmap_get(&b->flags, flag);
+    const uint64_t *v = trace_u64map_get(&b->flags, flag);
     const flag_lists *f = v ? (const flag_lists *)(uintptr_t)*v : NULL;
     *signals = f ? f->signals : NULL;
     *n_signals = f ? f->n_signals : 0;

@@ -983,20 +983,29 @@ static int ensure_maps(store_writer *w, uint32_t n, trace_error *err)
     return 0;
 }
 
+/* Whether source string `id` can be mapped: not TRACE_NONE, known from
+ * store_writer_decls, and the maps hold it. Sets *failed on error. */
+static bool src_known(store_writer *w, uint32_t id, bool *failed, trace_error *err)
+{
+    if (id == TRACE_NONE || *failed)
+        return false;
+    if (id >= w->n_src || ensure_maps(w, id + 1, err) != 0) {
+        if (id >= w->n_src)
+            trace_error_set(err, TRACE_EUSAGE, "%s: string id %u of no string", w->st->path, id);
+        *failed = true;
+        return false;
+    }
+    return true;
+}
+
 /* The strings table's id of t's string `id` (TRACE_NONE stays so). Sets
  * *failed on error. */
 static uint32_t db_str(store_writer *w, const trace *t, uint32_t id, bool *failed,
                        trace_error *err)
 {
-    if (id == TRACE_NONE || *failed)
-        return TRACE_NONE;
     (void)t;
-    if (id >= w->n_src || ensure_maps(w, id + 1, err) != 0) {
-        if (id >= w->n_src)
-            trace_error_set(err, TRACE_EUSAGE, "%s: string id %u of no string", w->st->path, id);
-        *failed = true;
+    if (!src_known(w, id, failed, err))
         return TRACE_NONE;
-    }
     if (w->str_map[id] == UINT32_MAX) {
         uint32_t d = db_intern(w, w->src[id], w->src_len[id], err);
         if (d == TRACE_NONE) {
@@ -1037,15 +1046,9 @@ static uint32_t db_label(store_writer *w, const trace *t, uint32_t id, uint64_t 
                          uint32_t *n_largs, bool *failed, trace_error *err)
 {
     *n_largs = 0;
-    if (id == TRACE_NONE || *failed)
-        return TRACE_NONE;
     (void)t;
-    if (id >= w->n_src || ensure_maps(w, id + 1, err) != 0) {
-        if (id >= w->n_src)
-            trace_error_set(err, TRACE_EUSAGE, "%s: string id %u of no string", w->st->path, id);
-        *failed = true;
+    if (!src_known(w, id, failed, err))
         return TRACE_NONE;
-    }
     uint32_t known = w->tpl_map[id];
     if (known != UINT32_MAX && !(known & STORE_TPL_ARGS))
         return known;           /* kept whole */

@@ -337,6 +337,25 @@ typedef struct trace_expect {
 } trace_expect;
 
 /* ------------------------------------------------------------------ */
+/* A u64 -> u64 hash map (traces/u64map.c), for tables keyed by names,  */
+/* seqs and generations.                                                */
+
+typedef struct trace_u64map {
+    uint64_t *keys, *vals;
+    uint8_t *used;
+    uint32_t cap, count;
+} trace_u64map;
+
+void trace_u64map_free(trace_u64map *m);
+/* Pointer to the value of key, or NULL. */
+uint64_t *trace_u64map_get(const trace_u64map *m, uint64_t key);
+/* Pointer to the value of key, inserted as def when absent; NULL on OOM. */
+uint64_t *trace_u64map_put(trace_u64map *m, uint64_t key, uint64_t def);
+/* A copy of src (dst is overwritten). 0, or -1 when out of memory. */
+int trace_u64map_copy(trace_u64map *dst, const trace_u64map *src);
+void trace_u64map_del(trace_u64map *m, uint64_t key);
+
+/* ------------------------------------------------------------------ */
 /* Interned strings and a string -> index map.                         */
 
 /* Open-addressing hash map from a byte string to a uint32_t value. The keys

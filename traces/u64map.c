@@ -1,9 +1,9 @@
 /*
- * map.c -- a u64 -> u64 open-addressing hash map (linear probing,
- * backward-shift deletion), for the engine's tables keyed by names, seqs
- * and generations.
+ * u64map.c -- a u64 -> u64 open-addressing hash map (linear probing,
+ * backward-shift deletion): the binder's and the checker's tables keyed by
+ * names, seqs and generations.
  */
-#include "internal.h"
+#include "trace.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +18,7 @@ static uint64_t mix64(uint64_t x)
     return x;
 }
 
-void check_map_free(check_map *m)
+void trace_u64map_free(trace_u64map *m)
 {
     free(m->keys);
     free(m->vals);
@@ -26,7 +26,7 @@ void check_map_free(check_map *m)
     memset(m, 0, sizeof *m);
 }
 
-uint64_t *check_map_get(const check_map *m, uint64_t key)
+uint64_t *trace_u64map_get(const trace_u64map *m, uint64_t key)
 {
     if (!m->cap)
         return NULL;
@@ -39,15 +39,15 @@ uint64_t *check_map_get(const check_map *m, uint64_t key)
     return NULL;
 }
 
-static int map_grow(check_map *m)
+static int map_grow(trace_u64map *m)
 {
-    check_map n = { 0 };
+    trace_u64map n = { 0 };
     n.cap = m->cap ? m->cap * 2 : 64;
     n.keys = malloc(n.cap * sizeof *n.keys);
     n.vals = malloc(n.cap * sizeof *n.vals);
     n.used = calloc(n.cap, 1);
     if (!n.keys || !n.vals || !n.used) {
-        check_map_free(&n);
+        trace_u64map_free(&n);
         return -1;
     }
     for (uint32_t i = 0; i < m->cap; i++) {
@@ -61,14 +61,14 @@ static int map_grow(check_map *m)
         n.vals[j] = m->vals[i];
     }
     n.count = m->count;
-    check_map_free(m);
+    trace_u64map_free(m);
     *m = n;
     return 0;
 }
 
-uint64_t *check_map_put(check_map *m, uint64_t key, uint64_t def)
+uint64_t *trace_u64map_put(trace_u64map *m, uint64_t key, uint64_t def)
 {
-    uint64_t *v = check_map_get(m, key);
+    uint64_t *v = trace_u64map_get(m, key);
     if (v)
         return v;
     if ((m->count + 1) * 4 > m->cap * 3 && map_grow(m) != 0)
@@ -83,7 +83,7 @@ uint64_t *check_map_put(check_map *m, uint64_t key, uint64_t def)
     return &m->vals[i];
 }
 
-void check_map_del(check_map *m, uint64_t key)
+void trace_u64map_del(trace_u64map *m, uint64_t key)
 {
     if (!m->cap)
         return;
@@ -114,7 +114,7 @@ void check_map_del(check_map *m, uint64_t key)
     }
 }
 
-int check_map_copy(check_map *dst, const check_map *src)
+int trace_u64map_copy(trace_u64map *dst, const trace_u64map *src)
 {
     memset(dst, 0, sizeof *dst);
     if (!src->cap)
@@ -123,7 +123,7 @@ int check_map_copy(check_map *dst, const check_map *src)
     dst->vals = malloc(src->cap * sizeof *dst->vals);
     dst->used = malloc(src->cap);
     if (!dst->keys || !dst->vals || !dst->used) {
-        check_map_free(dst);
+        trace_u64map_free(dst);
         return -1;
     }
     memcpy(dst->keys, src->keys, src->cap * sizeof *dst->keys);
