@@ -392,10 +392,18 @@ static int64_t value_time(sqlite3_stmt *q, int col)
     return sqlite3_value_type(v) == SQLITE_NULL ? TRACE_TIME_NONE : sqlite3_value_int64(v);
 }
 
-/* The next row, decoded (one thread at a time: the caller, or the
- * pipeline's producer). Pointers into sr's pools stay valid until the next
- * call. */
-static int row_next(store_reader *sr, trace_stmt *s, trace_error *err)
+static int bad_row(const store_reader *sr, const trace_stmt *s, const char *bad, trace_error *err)
+{
+    trace_error_set(err, TRACE_ECORRUPT, "%s: table statements: run %lld seq %llu: %s",
+                    sr->st->path, (long long)sr->run, (unsigned long long)s->seq, bad);
+    return -1;
+}
+
+/* The next row's columns into s, and its body (*body NULL when it has
+ * none; valid until the next step). The connection's thread only: the
+ * caller's, or the pipeline's producer. Returns 1, 0 at the end, -1. */
+static int row_fetch(store_reader *sr, trace_stmt *s, const uint8_t **body, int *len,
+                     trace_error *err)
 {
     sqlite3_stmt *q = sr->q;
     const trace *t = sr->t;
@@ -406,91 +414,94 @@ static int row_next(store_reader *sr, trace_stmt *s, trace_error *err)
     }
     if (rc != SQLITE_ROW)
         return store_fail(sr->st, rc, "statements", NULL, err);
-    const char *bad = NULL;
     uint64_t id = (uint64_t)sqlite3_column_int64(q, 0);
     uint32_t kind;
     trace_stmt_init(s);
-    sr->n_largs = 0;            /* set by decode_body, when there is a body */
     s->seq = id & STORE_SEQ_MASK;
-    if ((int64_t)(id >> STORE_SEQ_BITS) != sr->run || s->seq < sr->next_min) {
-        bad = "seq out of order";
-        goto bad_row;
-    }
+    if ((int64_t)(id >> STORE_SEQ_BITS) != sr->run || s->seq < sr->next_min)
+        return bad_row(sr, s, "seq out of order", err);
     sr->next_min = s->seq + 1;
-    if (!value_id(q, 1, t->n_queues, &s->queue) || s->queue == TRACE_NONE) {
-        bad = "bad queue";
-        goto bad_row;
-    }
-    if (!value_id(q, 2, TRACE_KIND_COUNT, &kind) || kind == TRACE_NONE) {
-        bad = "bad kind";
-        goto bad_row;
-    }
+    if (!value_id(q, 1, t->n_queues, &s->queue) || s->queue == TRACE_NONE)
+        return bad_row(sr, s, "bad queue", err);
+    if (!value_id(q, 2, TRACE_KIND_COUNT, &kind) || kind == TRACE_NONE)
+        return bad_row(sr, s, "bad kind", err);
     s->kind = (trace_kind)kind;
-    if (!value_id(q, 3, sr->n_db_strs, &s->label)) {
-        bad = "bad label";
-        goto bad_row;
+    if (!value_id(q, 3, sr->n_db_strs, &s->label))
+        return bad_row(sr, s, "bad label", err);
+    /* its limit depends on the kind and a sync's scope (from the body):
+     * row_finish checks it */
+    if (!value_id(q, 4, UINT32_MAX, &s->object))
+        return bad_row(sr, s, "bad object", err);
+    int col_body = 5;           /* a lazy reader's query has no times */
+    if (!sr->lazy) {
+        s->t = value_time(q, 5);
+        s->dur = value_time(q, 6);
+        col_body = 7;
     }
-    s->t = value_time(q, 5);
-    s->dur = value_time(q, 6);
-    sqlite3_value *body = sqlite3_column_value(q, 7);
-    if (sqlite3_value_type(body) != SQLITE_NULL) {
+    *body = NULL;
+    *len = 0;
+    sqlite3_value *v = sqlite3_column_value(q, col_body);
+    if (sqlite3_value_type(v) != SQLITE_NULL) {
+        *body = sqlite3_value_blob(v);
+        *len = sqlite3_value_bytes(v);
+        if (!*body && *len)
+            return trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", sr->st->path), -1;
+    }
+    return 1;
+}
+
+/* Decodes a fetched row's body into s and checks what depends on it.
+ * Pointers into sr's pools stay valid until the next call. Any thread, one
+ * at a time (the consumer of a pipeline). Returns 1 or -1. */
+static int row_finish(store_reader *sr, trace_stmt *s, const uint8_t *body, int len,
+                      trace_error *err)
+{
+    const trace *t = sr->t;
+    sr->n_largs = 0;            /* set by decode_body, when there is a body */
+    if (body) {
         int oom = 0;
-        const uint8_t *p = sqlite3_value_blob(body);
-        int len = sqlite3_value_bytes(body);
-        if (!p && len) {
-            trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", sr->st->path);
-            return -1;
-        }
-        bad = decode_body(sr, p, p + len, s, &oom);
-        if (oom) {
-            trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", sr->st->path);
-            return -1;
-        }
+        const char *bad = decode_body(sr, body, body + len, s, &oom);
+        if (oom)
+            return trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", sr->st->path), -1;
         if (bad)
-            goto bad_row;
+            return bad_row(sr, s, bad, err);
     }
-    /* object's meaning depends on the kind (and a sync's scope, from the body). */
     uint32_t obj_limit = sr->n_db_strs;
     if (s->kind == TRACE_ALLOC || s->kind == TRACE_FREE)
         obj_limit = t->n_buffers;
     else if (s->kind == TRACE_SYNC && s->sync_scope == TRACE_SYNC_QUEUE)
         obj_limit = t->n_queues;
-    if (!value_id(q, 4, obj_limit, &s->object)) {
-        bad = "bad object";
-        goto bad_row;
-    }
-    if (s->kind == TRACE_COPY && s->n_access != 2) {
-        bad = "a copy without its two accesses";
-        goto bad_row;
-    }
+    if (s->object != TRACE_NONE && s->object >= obj_limit)
+        return bad_row(sr, s, "bad object", err);
+    if (s->kind == TRACE_COPY && s->n_access != 2)
+        return bad_row(sr, s, "a copy without its two accesses", err);
     if (sr->n_largs) {
         /* the label is a template with numbers: join them (store_label.c),
          * now or when asked */
-        if (s->label == TRACE_NONE || s->label >= sr->n_db_strs) {
-            bad = "label numbers without a label";
-            goto bad_row;
-        }
+        if (s->label == TRACE_NONE || s->label >= sr->n_db_strs)
+            return bad_row(sr, s, "label numbers without a label", err);
         if (sr->lazy) {
             s->label = TRACE_LABEL_LAZY;
             return 1;
         }
-        int64_t len = store_label_join(t->strs[s->label], t->str_len[s->label], sr->largs,
-                                       sr->n_largs, &sr->label_buf, &sr->cap_label);
-        if (len < 0) {
-            bad = "label numbers that do not fit the label";
-            goto bad_row;
-        }
-        s->label = trace_intern(sr->t, sr->label_buf, (size_t)len);
-        if (s->label == TRACE_NONE) {
-            trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", sr->st->path);
-            return -1;
-        }
+        int64_t n = store_label_join(t->strs[s->label], t->str_len[s->label], sr->largs,
+                                     sr->n_largs, &sr->label_buf, &sr->cap_label);
+        if (n < 0)
+            return bad_row(sr, s, "label numbers that do not fit the label", err);
+        s->label = trace_intern(sr->t, sr->label_buf, (size_t)n);
+        if (s->label == TRACE_NONE)
+            return trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", sr->st->path), -1;
     }
     return 1;
-bad_row:
-    trace_error_set(err, TRACE_ECORRUPT, "%s: table statements: run %lld seq %llu: %s",
-                    sr->st->path, (long long)sr->run, (unsigned long long)s->seq, bad);
-    return -1;
+}
+
+/* The next row, decoded, on this thread. */
+static int row_next(store_reader *sr, trace_stmt *s, trace_error *err)
+{
+    const uint8_t *body;
+    int len;
+    int rc = row_fetch(sr, s, &body, &len, err);
+    return rc == 1 ? row_finish(sr, s, body, len, err) : rc;
 }
 
 /* ------------------------------------------------------------------ */
@@ -500,17 +511,23 @@ bad_row:
  * Reading a run costs about as much as checking it, so a lazy reader (one
  * that interns nothing while it reads: labels stay TRACE_LABEL_LAZY) reads
  * ahead on a producer thread (pipe.h) while the consumer works on the
- * previous batch. The producer alone uses the database connection while it
- * runs; everything that touches the connection otherwise (a lazy label, a
- * rewind, close) stops and joins it first, dropping what it read ahead.
+ * previous batch. The work is split where it balances: the producer steps
+ * SQLite and copies each row's columns and body bytes into the batch (the
+ * body where a label's text would go), the consumer decodes bodies
+ * (row_finish) as it takes statements. The producer alone uses the
+ * database connection while it runs; everything that touches the
+ * connection otherwise (a lazy label, a rewind, close) stops and joins it
+ * first, dropping what it read ahead.
  */
 static int pipe_fill(void *ctx, stmt_batch *b)
 {
     store_reader *sr = ctx;
     while (b->n < STMT_BATCH) {
         trace_stmt s;
-        int rc = row_next(sr, &s, &b->err);
-        if (rc == 1 && stmt_batch_push(b, &s, NULL, 0) != 0) {
+        const uint8_t *body;
+        int len;
+        int rc = row_fetch(sr, &s, &body, &len, &b->err);
+        if (rc == 1 && stmt_batch_push(b, &s, body ? (const char *)body : NULL, (size_t)len) != 0) {
             trace_error_set(&b->err, TRACE_ENOMEM, "%s: out of memory", sr->st->path);
             rc = -1;
         }
@@ -534,12 +551,15 @@ static int pipe_next(store_reader *sr, trace_stmt *s, trace_error *err)
         return sr->pipe_finished ? 0 : row_next(sr, s, err);
     if (!sr->pipe && !(sr->pipe = stmt_pipe_start(pipe_fill, sr, false)))
         return row_next(sr, s, err);    /* no thread: read on this one */
-    int rc = stmt_pipe_next(sr->pipe, s, NULL, NULL, NULL, err);
+    const char *body;
+    size_t len;
+    int rc = stmt_pipe_next(sr->pipe, s, &body, &len, NULL, err);
     if (rc != 1) {
         pipe_stop(sr);          /* the producer is done; the connection is ours */
         sr->pipe_finished = rc == 0;
+        return rc;
     }
-    return rc;
+    return row_finish(sr, s, (const uint8_t *)body, (int)len, err);
 }
 
 static int reader_next(void *ctx, trace_stmt *s, trace_error *err)
@@ -684,7 +704,7 @@ static int open_reader(trace_store *st, bool owns_store, bool lazy, int64_t run,
         load_expectations(sr, err) || load_meta(sr, err) ||
         prepare_run(sr,
                     /* a lazy reader serves the checker, which ignores times */
-                    sr->lazy ? "SELECT id, queue, kind, label, object, NULL, NULL, body"
+                    sr->lazy ? "SELECT id, queue, kind, label, object, body"
                                " FROM statements WHERE id >= ?1 AND id < ?2 ORDER BY id"
                              : "SELECT id, queue, kind, label, object, t, dur, body"
                                " FROM statements WHERE id >= ?1 AND id < ?2 ORDER BY id",
