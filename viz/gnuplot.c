@@ -170,11 +170,23 @@ static void write_boxes(plot_ctx *p)
     }
 }
 
+/* Blocked spans; those of a lane less than a pixel apart become one (a
+ * queue's spans come in time order). */
 static void write_blocked(plot_ctx *p)
 {
     const viz_timeline *tl = p->tl;
     if (!tl->timed)
         return;
+    double px = tl->ns_per_px;  /* spans less than a pixel apart look like one anyway */
+    double *run0 = malloc(((size_t)tl->n_lanes + 1) * sizeof *run0);
+    double *run1 = malloc(((size_t)tl->n_lanes + 1) * sizeof *run1);
+    if (!run0 || !run1) {
+        free(run0);
+        free(run1);
+        return;                 /* the picture goes without them */
+    }
+    for (uint32_t l = 0; l < tl->n_lanes; l++)
+        run0[l] = run1[l] = -1e300;
     size_t rows = 0;
     for (uint64_t i = 0; i < tl->n_items; i++) {
         const tl_item *it = &tl->items[i];
@@ -183,9 +195,26 @@ static void write_blocked(plot_ctx *p)
         double x0 = (double)it->t, x1 = (double)(it->t + it->dur);
         if (x1 < tl->view_lo || x0 > tl->view_hi)
             continue;
-        fprintf(p->data, "%.9g %.9g %u\n", X(p, x0), X(p, x1), tl->lane_of[it->queue]);
-        rows++;
+        uint32_t lane = tl->lane_of[it->queue];
+        if (px > 0 && x0 - run1[lane] < px && x0 >= run0[lane]) {
+            if (x1 > run1[lane])
+                run1[lane] = x1;
+            continue;
+        }
+        if (run1[lane] > -1e300) {
+            fprintf(p->data, "%.9g %.9g %u\n", X(p, run0[lane]), X(p, run1[lane]), lane);
+            rows++;
+        }
+        run0[lane] = x0;
+        run1[lane] = x1;
     }
+    for (uint32_t l = 0; l < tl->n_lanes; l++)
+        if (run1[l] > -1e300) {
+            fprintf(p->data, "%.9g %.9g %u\n", X(p, run0[l]), X(p, run1[l]), l);
+            rows++;
+        }
+    free(run0);
+    free(run1);
     if (rows)
         end_block(p, "using (($1+$2)/2):3:1:2:($3-0.1):($3+0.1) with boxxyerror fs solid 0.5 "
                      "noborder lc rgb \"#999999\" title \"blocked in a sync or wait\"");
@@ -194,14 +223,17 @@ static void write_blocked(plot_ctx *p)
 static void write_marks(plot_ctx *p)
 {
     const viz_timeline *tl = p->tl;
-    /* Marks thinned to one per pixel per lane when boxes are merged. */
-    double px = tl->merge ? tl->ns_per_px : 0;
+    /* Marks thinned to one per pixel per lane: more would draw on each other. */
+    double px = tl->ns_per_px;
+    double *last_x = malloc(((size_t)tl->n_lanes + 1) * sizeof *last_x);
+    if (!last_x)
+        return;                 /* the picture goes without them */
     for (int k = 0; k < TRACE_KIND_COUNT; k++) {
         if (is_box((uint8_t)k))
             continue;
         size_t rows = 0;
-        uint32_t last_lane = UINT32_MAX;
-        double last_x = -1e300;
+        for (uint32_t l = 0; l < tl->n_lanes; l++)
+            last_x[l] = -1e300;
         for (uint64_t i = 0; i < tl->n_items; i++) {
             const tl_item *it = &tl->items[i];
             if (it->kind != k || (tl->timed && it->t == TRACE_TIME_NONE))
@@ -210,10 +242,9 @@ static void write_marks(plot_ctx *p)
             uint32_t lane = tl->lane_of[it->queue];
             if (!in_view(tl, x))
                 continue;
-            if (px > 0 && lane == last_lane && x - last_x < px)
+            if (px > 0 && x >= last_x[lane] && x - last_x[lane] < px)
                 continue;
-            last_lane = lane;
-            last_x = x;
+            last_x[lane] = x;
             fprintf(p->data, "%.9g %u\n", X(p, x), lane);
             rows++;
         }
@@ -221,6 +252,7 @@ static void write_marks(plot_ctx *p)
             end_block(p, "using 1:2 with points pt %d ps 0.9 lc rgb \"%s\" title \"%s\"",
                       kind_style[k].point, kind_style[k].colour, kind_style[k].title);
     }
+    free(last_x);
 }
 
 static size_t arrows_in_view(const viz_timeline *tl)
@@ -406,10 +438,16 @@ int viz_timeline_write_gnuplot(const viz_timeline *tl, FILE *script, FILE *data,
                   tl->n_races == 1 ? "" : "s", tl->n_races ? " (red)" : "");
     if (tl->verdict[0])
         n += snprintf(sub + n, sizeof sub - (size_t)n, "\n%s", tl->verdict);
+    if (tl->windowed) {
+        char a[32], b[32], c[32];
+        n += snprintf(sub + n, sizeof sub - (size_t)n, "\nwindow %s to %s of a trace that "
+                      "ends at %s", viz_ns_str(tl->view_lo, a, sizeof a),
+                      viz_ns_str(tl->view_hi, b, sizeof b), viz_ns_str(tl->data_hi, c, sizeof c));
+    }
     if (!tl->timed)
         n += snprintf(sub + n, sizeof sub - (size_t)n,
                       "\nno observed times (t=): statements laid out in submission order");
-    if (tl->merge)
+    if (tl->merge && tl->n_merged)
         n += snprintf(sub + n, sizeof sub - (size_t)n,
                       "\nboxes narrower than a pixel merged: %llu statements in fewer boxes",
                       (unsigned long long)tl->n_merged);
@@ -446,16 +484,27 @@ int viz_timeline_write_gnuplot(const viz_timeline *tl, FILE *script, FILE *data,
     fputs("set title ", script);
     gp_str(script, title);
     fputs(" font \",12\"\nset xlabel ", script);
-    gp_str(script, unit);
+    char xlabel[96];
+    snprintf(xlabel, sizeof xlabel, "%s", unit);
+    if (tl->windowed && tl->view_lo != 0) {
+        char a[32];
+        snprintf(xlabel, sizeof xlabel, "%s after %s", unit, viz_ns_str(tl->view_lo, a, sizeof a));
+    }
+    gp_str(script, xlabel);
     fprintf(script, "\nset xrange [0:%.9g]\n", X(&p, tl->view_hi));
     fprintf(script, "set yrange [%.1f:-0.6]\n", (double)tl->n_lanes - 0.4);
     fputs("set ytics scale 0 (", script);
+    size_t widest = 0;
     for (uint32_t l = 0; l < tl->n_lanes; l++) {
         fputs(l ? ", " : "", script);
         gp_str(script, tl->lanes[l].name);
         fprintf(script, " %u", l);
+        size_t w = strlen(tl->lanes[l].name);
+        widest = w > widest ? w : widest;
     }
-    fputs(")\nset lmargin 24\nset rmargin 4\nset grid xtics lc rgb \"#e0e0e0\"\n"
+    /* the left margin fits the longest lane name (in characters) */
+    fprintf(script, ")\nset lmargin %zu", widest + 3 > 24 ? (widest + 3 < 60 ? widest + 3 : 60) : 24);
+    fputs("\nset rmargin 4\nset grid xtics lc rgb \"#e0e0e0\"\n"
           "set border 3\nset xtics nomirror\nset key outside below horizontal font \",10\" "
           "samplen 2 spacing 1.1\nset style fill solid 0.9\n",
           script);

@@ -231,7 +231,9 @@ void tl_item_span(const viz_timeline *tl, const tl_item *it, uint64_t seq, doubl
     *x1 = (double)(it->t + it->dur);
 }
 
-static int compute_range(viz_timeline *tl, const viz_timeline_opts *o)
+/* The drawn x range: the trace's extent, or the window --from/--to ask for,
+ * which must overlap it. Returns 0, or -1 with err. */
+static int compute_range(viz_timeline *tl, const viz_timeline_opts *o, trace_error *err)
 {
     double lo = 1e300, hi = -1e300;
     for (uint64_t i = 0; i < tl->n_items; i++) {
@@ -245,10 +247,28 @@ static int compute_range(viz_timeline *tl, const viz_timeline_opts *o)
     }
     if (lo > hi)
         lo = hi = 0;
+    tl->data_lo = lo;
+    tl->data_hi = hi;
+    bool window = o && (o->from != TRACE_TIME_NONE || o->to != TRACE_TIME_NONE);
+    if (window && !tl->timed)
+        return trace_error_set(err, TRACE_EUSAGE, "--from/--to choose a window of time, and "
+                               "this trace has no times (t=): it is drawn in submission "
+                               "order"),
+               -1;
     if (o && o->from != TRACE_TIME_NONE)
         lo = (double)o->from;
     if (o && o->to != TRACE_TIME_NONE)
         hi = (double)o->to;
+    if (window && (lo > tl->data_hi || hi < tl->data_lo)) {
+        char a[32], b[32], c[32], d[32];
+        return trace_error_set(err, TRACE_EUSAGE, "the window %s to %s holds nothing: the "
+                               "trace runs from %s to %s",
+                               viz_ns_str(lo, a, sizeof a), viz_ns_str(hi, b, sizeof b),
+                               viz_ns_str(tl->data_lo, c, sizeof c),
+                               viz_ns_str(tl->data_hi, d, sizeof d)),
+               -1;
+    }
+    tl->windowed = window;
     if (hi <= lo)
         hi = lo + 1;
     tl->x_min = (int64_t)lo;
@@ -408,8 +428,11 @@ int viz_timeline_end(viz_timeline *tl, const trace *t, const char *source, trace
     tl->timed = tl->n_untimed == 0 && tl->n_items > 0;
     if (!tl->timed) /* a trace with no box at all but timed marks is still timed */
         tl->timed = tl->n_boxes_in == 0 && tl->n_items > 0 && tl->items[0].t != TRACE_TIME_NONE;
-    if (link_flags(tl, tl->cs) != 0 || make_lanes(tl, t) != 0 || compute_range(tl, &tl->opts) != 0 ||
-        layout_boxes(tl, &tl->opts) != 0)
+    if (link_flags(tl, tl->cs) != 0 || make_lanes(tl, t) != 0)
+        return trace_error_set(err, TRACE_ENOMEM, "out of memory laying out the timeline"), -1;
+    if (compute_range(tl, &tl->opts, err) != 0)
+        return -1;
+    if (layout_boxes(tl, &tl->opts) != 0)
         return trace_error_set(err, TRACE_ENOMEM, "out of memory laying out the timeline"), -1;
     tl->n_devices = tl->n_groups - ((t->n_host_queues ? 1 : 0));
     snprintf(tl->source, sizeof tl->source, "%s", source ? source : "trace");
@@ -597,7 +620,7 @@ bool viz_timeline_timed(const viz_timeline *tl)
 
 bool viz_timeline_merged(const viz_timeline *tl)
 {
-    return tl->merge;
+    return tl->merge && tl->n_merged;
 }
 
 const char *viz_timeline_default_format(const viz_timeline *tl)

@@ -69,6 +69,8 @@ struct viz_timeline {
     bool timed, merge;
     int64_t x_min;
     double view_lo, view_hi;/* the drawn x range (ns or slots) */
+    double data_lo, data_hi;/* the trace's own */
+    bool windowed;          /* view chosen with --from/--to */
     double ns_per_px;
     int width;              /* picture width, pixels */
 

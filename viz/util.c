@@ -51,6 +51,18 @@ int viz_read_file(const char *path, char **data, size_t *len, trace_error *err)
     return 0;
 }
 
+const char *viz_ns_str(double ns, char *buf, size_t cap)
+{
+    static const struct { double div; const char *unit; } units[] = {
+        { 1e9, "s" }, { 1e6, "ms" }, { 1e3, "µs" }, { 1, "ns" },
+    };
+    size_t u = 0;
+    while (u + 1 < sizeof units / sizeof *units && (ns < 0 ? -ns : ns) < units[u].div)
+        u++;
+    snprintf(buf, cap, "%.5g %s", ns / units[u].div, units[u].unit);
+    return buf;
+}
+
 void viz_html_escape(FILE *out, const char *s)
 {
     for (; s && *s; s++) {

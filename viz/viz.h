@@ -170,6 +170,8 @@ int viz_report_write(const char *db, const viz_report_opts *o, const char *out_p
 
 /* Writes s HTML-escaped (also fine inside attribute values). */
 void viz_html_escape(FILE *out, const char *s);
+/* ns as people read it: "15 ns", "200 µs", "1.2 ms", "681.53 ms", "2.5 s". */
+const char *viz_ns_str(double ns, char *buf, size_t cap);
 /* Writes s escaped for the inside of a double-quoted gnuplot or DOT string:
  * \" and \\ escaped, newlines as \n. */
 void viz_quote_escape(FILE *out, const char *s);

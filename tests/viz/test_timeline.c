@@ -187,6 +187,81 @@ static void test_timeline_merges_sub_pixel_boxes(void **state)
     trace_free(t);
 }
 
+/* Marks (records here) and blocked spans of interleaved lanes are thinned
+ * per lane too: 60000 records on two streams are not 60000 points. */
+static void test_timeline_thins_marks_of_interleaved_lanes(void **state)
+{
+    (void)state;
+    trace *t = trace_new();
+    uint32_t dev = trace_intern_cstr(t, "0");
+    uint32_t h = trace_add_queue(t, trace_intern_cstr(t, "host"), TRACE_QUEUE_HOST, TRACE_NONE);
+    trace_add_queue(t, trace_intern_cstr(t, "s0"), TRACE_QUEUE_STREAM, dev);
+    trace_add_queue(t, trace_intern_cstr(t, "s1"), TRACE_QUEUE_STREAM, dev);
+    uint32_t ev[2] = { trace_intern_cstr(t, "e0"), trace_intern_cstr(t, "e1") };
+    for (uint64_t i = 0; i < 60000; i++) {
+        trace_stmt s;
+        trace_stmt_init(&s);
+        s.queue = 1 + (uint32_t)(i % 2);
+        s.kind = TRACE_RECORD;
+        s.object = ev[i % 2];
+        s.by = h;
+        s.t = (int64_t)i * 500;
+        s.dur = 0;
+        assert_int_equal(trace_append(t, &s), 0);
+        trace_stmt_init(&s);
+        s.queue = h;
+        s.kind = TRACE_SYNC;
+        s.sync_scope = TRACE_SYNC_QUEUE;
+        s.object = 1 + (uint32_t)(i % 2);
+        s.t = (int64_t)i * 500;
+        s.dur = 400;
+        assert_int_equal(trace_append(t, &s), 0);
+    }
+    trace_reader r;
+    trace_reader_memory(&r, t);
+    viz_timeline_opts o = { .from = TRACE_TIME_NONE, .to = TRACE_TIME_NONE, .no_findings = true };
+    viz_timeline *tl = NULL;
+    trace_error err = { 0 };
+    assert_int_equal(viz_timeline_collect(&r, &o, &tl, &err), 0);
+    trace_reader_close(&r);
+    gp_text g = write_gp(tl, "png");
+    /* blocks: blocked spans, records, syncs (no op boxes) */
+    size_t blocked = block_rows(g.data, 0), records = block_rows(g.data, 1);
+    if (blocked > 3000 || records > 3000)
+        fail_msg("%zu blocked spans and %zu record marks drawn for 60000 each", blocked,
+                 records);
+    free(g.script);
+    free(g.data);
+    viz_timeline_free(tl);
+    trace_free(t);
+}
+
+/* A window is named in the title and on the axis; one that misses the
+ * trace, or one asked of a trace without times, is an error. */
+static void test_timeline_window_is_named_and_checked(void **state)
+{
+    (void)state;
+    viz_timeline_opts o = { .from = 100000, .to = 200000 };
+    viz_timeline *tl = open_tl(PIPELINE_TRACE, &o);
+    gp_text g = write_gp(tl, "svg");
+    assert_non_null(strstr(g.script, "window 100 µs to 200 µs of a trace that ends at "));
+    assert_non_null(strstr(g.script, "set xlabel \"time (µs) after 100 µs\""));
+    free(g.script);
+    free(g.data);
+    viz_timeline_free(tl);
+    viz_timeline_opts late = { .from = 1000000000, .to = TRACE_TIME_NONE };
+    trace_error err = { 0 };
+    assert_int_equal(viz_timeline_open(PIPELINE_TRACE, 0, &late, &tl, &err), -1);
+    assert_non_null(strstr(err.msg, "the window 1 s to "));
+    assert_non_null(strstr(err.msg, " holds nothing: the trace runs from "));
+    viz_timeline_opts untimed = { .from = 5, .to = TRACE_TIME_NONE };
+    assert_int_equal(viz_timeline_open(SYNCSIM_SOURCE_DIR "/tests/litmus/"
+                                       "race-war-reads-since-write.trace",
+                                       0, &untimed, &tl, &err),
+                     -1);
+    assert_non_null(strstr(err.msg, "this trace has no times (t=)"));
+}
+
 /* Two races that end on one statement share one label: two labels at one
  * spot print on top of each other. */
 static void test_timeline_races_on_one_statement_share_a_label(void **state)
@@ -275,6 +350,8 @@ int main(void)
         cmocka_unit_test(test_timeline_without_times_uses_submission_order),
         cmocka_unit_test(test_timeline_window_keeps_boxes_in_view),
         cmocka_unit_test(test_timeline_merges_sub_pixel_boxes),
+        cmocka_unit_test(test_timeline_thins_marks_of_interleaved_lanes),
+        cmocka_unit_test(test_timeline_window_is_named_and_checked),
         cmocka_unit_test(test_timeline_render_svg_with_gnuplot),
         cmocka_unit_test(test_timeline_cli_without_gnuplot_is_one_error),
         cmocka_unit_test(test_timeline_cli_draws_png),
