@@ -110,7 +110,11 @@ typedef struct plot_ctx {
     int block;              /* index of the next data block */
     int clauses;            /* plot clauses written */
     double div, lo;
+    bool svg;
 } plot_ctx;
+
+/* SVG boxes get a tooltip each (up to this many boxes). */
+#define MAX_TOOLTIPS 20000
 
 static double X(const plot_ctx *p, double x)
 {
@@ -400,10 +404,109 @@ static void write_labels(plot_ctx *p)
         end_block(p, "using 1:2:3 with labels tc rgb \"white\" font \",9\" notitle");
 }
 
+/*
+ * Tooltips. gnuplot's own (hypertext labels) need its JavaScript and put
+ * the text into an attribute unescaped. So each box gets an invisible
+ * point whose hypertext is only "#I" (box I), and svg_tooltips() turns
+ * every such group gnuplot writes into a plain SVG <title>, which browsers
+ * show on hover without script, with the text escaped here.
+ */
+static void write_tooltips(plot_ctx *p)
+{
+    const viz_timeline *tl = p->tl;
+    if (!p->svg || tl->n_boxes > MAX_TOOLTIPS)
+        return;
+    size_t rows = 0;
+    for (size_t i = 0; i < tl->n_boxes; i++) {
+        const tl_box *b = &tl->boxes[i];
+        double lo = b->x0 < tl->view_lo ? tl->view_lo : b->x0;
+        double hi = b->x1 > tl->view_hi ? tl->view_hi : b->x1;
+        if (hi < lo)
+            continue;
+        fprintf(p->data, "%.9g %u \"#%zu\"\n", X(p, (lo + hi) / 2), b->lane, i);
+        rows++;
+    }
+    if (rows)
+        end_block(p, "using 1:2:3 with labels hypertext point pt 7 ps 1.6 lc rgb \"#ffffffff\" "
+                     "notitle");
+}
+
+/* What hovering box i says. */
+static void tooltip_text(const viz_timeline *tl, size_t i, char *buf, size_t cap)
+{
+    const tl_box *b = &tl->boxes[i];
+    const char *lane = tl->lanes[b->lane].qname;
+    char a[32], z[32], d[32];
+    if (b->count > 1) {
+        snprintf(buf, cap, "%u statements on %s, merged (zoom in with --from/--to)\n%s to %s",
+                 b->count, lane, viz_ns_str(b->x0, a, sizeof a), viz_ns_str(b->x1, z, sizeof z));
+    } else if (!tl->timed) {
+        snprintf(buf, cap, "%s: %s on %s\nslot %.0f in submission order",
+                 b->label != TRACE_NONE ? trace_str(tl->names, b->label) : "(no label)",
+                 trace_kind_str((trace_kind)b->kind), lane, b->x0);
+    } else {
+        snprintf(buf, cap, "%s: %s on %s\n%s to %s (%s)",
+                 b->label != TRACE_NONE ? trace_str(tl->names, b->label) : "(no label)",
+                 trace_kind_str((trace_kind)b->kind), lane, viz_ns_str(b->x0, a, sizeof a),
+                 viz_ns_str(b->x1, z, sizeof z), viz_ns_str(b->x1 - b->x0, d, sizeof d));
+    }
+}
+
+/* Rewrites gnuplot's SVG: each hypertext group "#I" gets box I's tooltip
+ * as an SVG <title>, and the plots lose their "gnuplot_plot_N" titles,
+ * which hovering showed. Returns the new document (malloc'd) or NULL. */
+static char *svg_tooltips(const viz_timeline *tl, const char *svg, size_t len, size_t *out_len)
+{
+    static const char hyper[] = "<g onmousemove=\"gnuplot_svg.showHypertext(evt,'#";
+    static const char plot_title[] = "<title>gnuplot_plot_";
+    char *out = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&out, &n);
+    if (!f)
+        return NULL;
+    const char *p = svg, *end = svg + len;
+    while (p < end) {
+        const char *h = memmem(p, (size_t)(end - p), hyper, sizeof hyper - 1);
+        const char *t = memmem(p, (size_t)(end - p), plot_title, sizeof plot_title - 1);
+        const char *next = h && (!t || h < t) ? h : t;
+        if (!next) {
+            fwrite(p, 1, (size_t)(end - p), f);
+            break;
+        }
+        fwrite(p, 1, (size_t)(next - p), f);
+        if (next == t) {                /* drop <title>gnuplot_plot_N</title> */
+            const char *close = memmem(t, (size_t)(end - t), "</title>", 8);
+            p = close ? close + 8 : end;
+            continue;
+        }
+        char *num_end;
+        unsigned long long i = strtoull(h + sizeof hyper - 1, &num_end, 10);
+        const char *close = memmem(h, (size_t)(end - h), "<title> </title>", 16);
+        if (i >= tl->n_boxes || !close) {   /* not ours: leave it */
+            fwrite(h, 1, sizeof hyper - 1, f);
+            p = h + sizeof hyper - 1;
+            continue;
+        }
+        char text[600];
+        tooltip_text(tl, (size_t)i, text, sizeof text);
+        fputs("<g><title>", f);
+        viz_html_escape(f, text);
+        fputs("</title>", f);
+        p = close + 16;
+    }
+    if (fclose(f) != 0) {
+        free(out);
+        return NULL;
+    }
+    *out_len = n;
+    return out;
+}
+
 int viz_timeline_write_gnuplot(const viz_timeline *tl, FILE *script, FILE *data,
                                const char *data_path, const char *out_path, const char *format)
 {
-    plot_ctx p = { tl, script, data, data_path, 0, 0, 1, tl->view_lo };
+    plot_ctx p = { tl, script, data, data_path, 0, 0, 1, tl->view_lo,
+                   !(format && strcmp(format, "png") == 0) };
     const char *unit;
     x_unit(tl, &p.div, &unit);
     bool png = format && strcmp(format, "png") == 0;
@@ -531,6 +634,7 @@ int viz_timeline_write_gnuplot(const viz_timeline *tl, FILE *script, FILE *data,
     write_marks(&p);
     write_labels(&p);
     write_races(&p);
+    write_tooltips(&p);
     if (!p.clauses) /* nothing to draw: an empty frame rather than an error */
         fputs("set label 1 \"no statements in view\" at graph 0.5, graph 0.5 center\n"
               "plot NaN notitle",
@@ -672,6 +776,18 @@ int viz_timeline_render(const viz_timeline *tl, const char *format, const char *
     size_t pic_len = 0;
     if (viz_read_file(out_path, &pic, &pic_len, err) != 0)
         goto cleanup;
+    if (strcmp(format, "svg") == 0) {
+        size_t n;
+        char *tipped = svg_tooltips(tl, pic, pic_len, &n);
+        if (!tipped) {
+            free(pic);
+            trace_error_set(err, TRACE_ENOMEM, "out of memory");
+            goto cleanup;
+        }
+        free(pic);
+        pic = tipped;
+        pic_len = n;
+    }
     if (path) {
         rc = trace_out_write(path, pic, pic_len, err);
         free(pic);

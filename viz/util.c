@@ -59,7 +59,7 @@ const char *viz_ns_str(double ns, char *buf, size_t cap)
     size_t u = 0;
     while (u + 1 < sizeof units / sizeof *units && (ns < 0 ? -ns : ns) < units[u].div)
         u++;
-    snprintf(buf, cap, "%.5g %s", ns / units[u].div, units[u].unit);
+    snprintf(buf, cap, "%.6g %s", ns / units[u].div, units[u].unit);
     return buf;
 }
 

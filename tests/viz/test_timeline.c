@@ -293,6 +293,10 @@ static void test_timeline_render_svg_with_gnuplot(void **state)
     assert_non_null(strstr(svg, "<svg"));
     assert_non_null(strstr(svg, "layers_a_0"));
     assert_non_null(strstr(svg, "race 1"));
+    /* hovering a box says what it is, in a plain SVG title (no script) */
+    assert_non_null(strstr(svg, "<g><title>layers_a_0: op on "));
+    assert_null(strstr(svg, "showHypertext"));
+    assert_null(strstr(svg, "<title>gnuplot_plot_"));
     free(svg);
     viz_timeline_free(tl);
 }
