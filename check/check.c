@@ -191,3 +191,16 @@ int check_trace(trace_reader *r, const check_options *opt, check_report **out, t
     *out = rep;
     return 0;
 }
+
+int check_store_report(trace_source *src, const check_report *rep, trace_error *err)
+{
+    if (!src->store || !trace_store_writable(src->store))
+        return 1;
+    trace_check_info info = { .incomplete = src->incomplete,
+                              .statements = check_report_ops(rep),
+                              .findings = check_report_count(rep) + check_report_dropped(rep) };
+    return trace_store_save_check(src->store, src->run, src->reader.trace, &info,
+                                  check_report_findings(rep), check_report_count(rep), err) == 0
+               ? 0
+               : -1;
+}

@@ -40,6 +40,11 @@ typedef struct check_report check_report;   /* findings + summary */
 int check_trace(trace_reader *r, const check_options *opt, check_report **out,
                 trace_error *err);
 
+/* Records rep, a check of src's run, in src's database (a check mark and
+ * the findings kept: trace_store_save_check). Returns 0 when stored, 1 when
+ * src is no database or one this process cannot write, -1 with err. */
+int check_store_report(trace_source *src, const check_report *rep, trace_error *err);
+
 size_t check_report_count(const check_report *rep);             /* findings kept */
 size_t check_report_count_kind(const check_report *rep, trace_finding_kind k);
 /* Findings found but not kept because of max_findings. */

@@ -148,19 +148,13 @@ int cmd_check(int argc, char **argv)
             goto fail;
     }
 
-    if (src.store) {
-        trace_check_info info = { .incomplete = src.incomplete,
-                                  .statements = check_report_ops(rep),
-                                  .findings = check_report_count(rep) + check_report_dropped(rep) };
-        trace_error serr = { 0 };
-        if (!trace_store_writable(src.store))
-            fprintf(stderr, "syncsim check: note: findings not stored: %s cannot be written here\n",
-                    path);
-        else if (trace_store_save_check(src.store, src.run, src.reader.trace, &info,
-                                        check_report_findings(rep), check_report_count(rep),
-                                        &serr) != 0)
-            fprintf(stderr, "syncsim check: warning: findings not stored: %s\n", serr.msg);
-    }
+    trace_error serr = { 0 };
+    int stored = check_store_report(&src, rep, &serr);
+    if (stored == 1 && src.store)
+        fprintf(stderr, "syncsim check: note: findings not stored: %s cannot be written here\n",
+                path);
+    else if (stored < 0)
+        fprintf(stderr, "syncsim check: warning: findings not stored: %s\n", serr.msg);
 
     const trace *t = whole ? whole : src.reader.trace;
     if (expect) {

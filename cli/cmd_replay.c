@@ -2,6 +2,7 @@
  * cmd_replay.c -- `syncsim replay`: re-time a recorded or hand-written
  * trace through a device model, optionally without some syncs.
  */
+#include "check/check.h"
 #include "cli.h"
 #include "sim/sim.h"
 
@@ -22,6 +23,11 @@ void cmd_replay_help(FILE *out)
             "Writes the re-timed trace as a new run: of the input database, or of\n"
             "./" CLI_DEFAULT_DB " when the input is a text trace (-o names another), with\n"
             "metadata replay_of=PATH and, when the input is a database, source_run=N.\n"
+            "The new run is checked as it is made and its check stored: a what-if that\n"
+            "lets in findings its source does not have is called unsafe (exit status 1),\n"
+            "and reports and timelines of it show those findings.\n"
+            "\n"
+            "Exit status: 0 done, 1 the replay hangs or the what-if is unsafe, 2 bad input.\n"
             "\n"
             "  --run N          run of a database (default: the latest)\n"
             "  --devices MODEL  device model (default: the run's, else h100-pcie)\n"
@@ -35,6 +41,60 @@ void cmd_replay_help(FILE *out)
             "Examples:\n"
             "  syncsim replay syncsim.db\n"
             "  syncsim replay run.db --drop-sync 120,133 --durations model\n");
+}
+
+/* How many findings a check of r finds (kept or not); -1 with err. With
+ * src, the check is stored with src's run, and *verdict says it. */
+static int64_t count_findings(trace_reader *r, trace_source *src, char *verdict, size_t cap,
+                              trace_error *err)
+{
+    check_options opt = { .max_findings = 100 };
+    check_report *rep = NULL;
+    if (check_trace(r, &opt, &rep, err) != 0)
+        return -1;
+    int64_t found = (int64_t)(check_report_count(rep) + check_report_dropped(rep));
+    if (src) {
+        trace_error serr = { 0 };
+        if (check_store_report(src, rep, &serr) < 0)
+            fprintf(stderr, "syncsim replay: warning: the check of the replay is not stored: "
+                            "%s\n", serr.msg);
+        check_verdict(verdict, cap, r->trace, check_report_ops(rep), (uint64_t)found,
+                      src->incomplete, check_report_findings(rep), check_report_count(rep));
+    }
+    check_report_free(rep);
+    return found;
+}
+
+/* A what-if is checked as it is made: the run just written (its check is
+ * stored with it, so that reports and timelines show it), against the
+ * trace it came from. Prints the verdict; returns the exit status: 1 when
+ * the replay has findings its source does not, 0 otherwise, 2 on error. */
+static int check_what_if(trace *t, const char *db, int64_t out_run, int n_drop)
+{
+    trace_error err = { 0 };
+    trace_reader r;
+    trace_reader_memory(&r, t);
+    int64_t before = count_findings(&r, NULL, NULL, 0, &err);
+    trace_reader_close(&r);
+    trace_source src;
+    trace_source_opts so = { .run = out_run, .write_results = true, .lazy_labels = true };
+    char verdict[512];
+    int64_t after = -1;
+    if (before >= 0 && trace_source_open(&src, db, &so, &err) == 0) {
+        after = count_findings(&src.reader, &src, verdict, sizeof verdict, &err);
+        trace_source_close(&src);
+    }
+    if (before < 0 || after < 0)
+        return cli_error("replay", "checking the replay: %s", err.msg);
+    printf("check of run %lld: %s\n", (long long)out_run, verdict);
+    if (after > before) {
+        printf("unsafe: %s lets %lld finding%s in that the trace it came from does not have "
+               "(syncsim check %s --run %lld lists them); its gain is not one to take\n",
+               n_drop ? "dropping those syncs" : "this replay", (long long)(after - before),
+               after - before == 1 ? "" : "s", db, (long long)out_run);
+        return 1;
+    }
+    return 0;
 }
 
 /* Replays the loaded trace t (a reader over it does not own it). */
@@ -151,12 +211,19 @@ static int replay_and_record(trace *t, const char *path, const char *db, bool fr
         cli_error("replay", "%s", err.msg);
         return strstr(err.msg, "hangs") ? 1 : 2;
     }
-    if ((uint64_t)n_drop > after.n_dropped)
+    if ((uint64_t)n_drop > after.n_dropped) {
+        /* the latest run of a database is often the previous what-if */
+        const char *src_run = trace_get_meta(t, "source_run");
+        char hint[128] = "";
+        if (from_db && src_run)
+            snprintf(hint, sizeof hint, "; run %lld read here is itself a replay of run %s: "
+                     "--run %s replays that one", (long long)run, src_run, src_run);
         return cli_error("replay",
                          "--drop-sync: %llu of the %d seqs given name no wait, sync or await "
                          "statement of %s (only those can be dropped; `syncsim minimize` and "
-                         "`syncsim check --json` print seqs)",
-                         (unsigned long long)(n_drop - after.n_dropped), n_drop, path);
+                         "`syncsim check --json` print seqs)%s",
+                         (unsigned long long)(n_drop - after.n_dropped), n_drop, path, hint);
+    }
     if (n_drop && replay_once(t, &base, &before, &err) != 0) {
         cli_error("replay", "%s (without the dropped syncs)", err.msg);
         return strstr(err.msg, "hangs") ? 1 : 2;
@@ -229,5 +296,5 @@ static int replay_and_record(trace *t, const char *path, const char *db, bool fr
                (double)after.busy_ns[q] / 1e6,
                after.makespan_ns ? 100.0 * (double)after.busy_ns[q] / (double)after.makespan_ns : 0.0);
     printf("\nwritten as run %lld of %s\n", (long long)out_run, db);
-    return 0;
+    return check_what_if(t, db, out_run, n_drop);
 }

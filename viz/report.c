@@ -108,18 +108,6 @@ static void base64(FILE *out, const unsigned char *p, size_t n)
     }
 }
 
-static void fmt_ns(char *buf, size_t cap, int64_t ns)
-{
-    if (ns >= 2000000000)
-        snprintf(buf, cap, "%.3f s", ns / 1e9);
-    else if (ns >= 2000000)
-        snprintf(buf, cap, "%.3f ms", ns / 1e6);
-    else if (ns >= 2000)
-        snprintf(buf, cap, "%.2f us", ns / 1e3);
-    else
-        snprintf(buf, cap, "%lld ns", (long long)ns);
-}
-
 static void write_summary(FILE *out, const trace_run_info *info, const trace *t,
                           const run_stats *st)
 {
@@ -150,7 +138,7 @@ static void write_summary(FILE *out, const trace_run_info *info, const trace *t,
     fprintf(out, "<tr><th>buffers</th><td>%u</td></tr>\n", t->n_buffers);
     if (st->n_timed) {
         char span[32];
-        fmt_ns(span, sizeof span, st->t_max - st->t_min);
+        viz_ns_str((double)(st->t_max - st->t_min), span, sizeof span);
         fprintf(out, "<tr><th>time span</th><td>%s (%llu of %llu statements timed)</td></tr>\n",
                 span, (unsigned long long)st->n_timed, (unsigned long long)st->n_stmts);
     } else {
@@ -485,7 +473,7 @@ static void write_derived(FILE *out, trace_store *st, const char *db, int64_t ru
         const run_stats *s = &x[i].st;
         if (s->n_timed) {
             span[i + 1] = s->t_max - s->t_min;
-            fmt_ns(ms, sizeof ms, span[i + 1]);
+            viz_ns_str((double)(span[i + 1]), ms, sizeof ms);
             if (span[0] > 0)
                 snprintf(rel, sizeof rel, "%+.1f%%",
                          100.0 * (double)(span[i + 1] - span[0]) / (double)span[0]);
@@ -512,7 +500,7 @@ static void write_derived(FILE *out, trace_store *st, const char *db, int64_t ru
                 continue;
             double w = 520.0 * (double)span[i] / (double)max;
             char ms[32];
-            fmt_ns(ms, sizeof ms, span[i]);
+            viz_ns_str((double)(span[i]), ms, sizeof ms);
             int y = 6 + 26 * (int)i;
             fprintf(out, "<text x=\"4\" y=\"%d\">%s %lld</text>", y + 14, i ? "run" : "this run",
                     (long long)(i ? d[i - 1].id : run));

@@ -1,5 +1,6 @@
 /* test_cli_replay.c -- `syncsim replay` through the command line: where the
- * re-timed run goes, which run it reads, and --drop-sync on a non-sync. */
+ * re-timed run goes, which run it reads, --drop-sync on a non-sync, and a
+ * what-if checked as it is made (issue 10.4). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -100,6 +101,47 @@ static void test_cli_replay_records_what_the_what_if_changed(void **state)
     trace_reader_close(&r);
 }
 
+/* The wait is all that orders the write and the read: a what-if without
+ * it looks faster, and is unsafe. It says so, exits 1, and its findings are
+ * stored with it, so that the report of the run it came from and the
+ * timeline of the what-if show them. */
+static void test_cli_replay_checks_a_what_if_as_it_is_made(void **state)
+{
+    fixture *f = *state;
+    char out[8192];
+    assert_int_equal(tmpdir_write(f, "w.trace",
+                                  "syncsim-trace 1\n"
+                                  "queue h host\n"
+                                  "queue s0 stream device=0\n"
+                                  "queue s1 stream device=1\n"
+                                  "buffer X size=4096 device=0\n"
+                                  "s0 op fill w:X t=0 dur=5000\n"
+                                  "s0 record e t=5000 dur=0\n"
+                                  "s1 wait e t=100 dur=4900\n"
+                                  "s1 op use r:X t=5000 dur=5000\n"),
+                     0);
+    assert_int_equal(tmpdir_sh(f, NULL, 0, "%s import w.trace -o w.db", SYNCSIM_BINARY), 0);
+    /* seq 2 is the wait */
+    assert_int_equal(tmpdir_sh(f, out, sizeof out, "%s replay w.db --drop-sync 2", SYNCSIM_BINARY),
+                     1);
+    assert_non_null(strstr(out, "dropped 1 syncs"));
+    assert_non_null(strstr(out, "check of run 2: 1 finding in 3 statements (race 1)"));
+    assert_non_null(strstr(out, "unsafe: dropping those syncs lets 1 finding in"));
+    /* stored: check, report and timeline read it back */
+    assert_int_equal(tmpdir_sh(f, out, sizeof out, "%s report w.db --run 1 -o r.html && "
+                                                   "grep -c '>1 finding<' r.html",
+                               SYNCSIM_BINARY),
+                     0);
+    assert_int_equal(tmpdir_sh(f, out, sizeof out, "%s timeline w.db --run 2 -o t.svg",
+                               SYNCSIM_BINARY),
+                     0);
+    assert_non_null(strstr(out, "1 race drawn"));
+    /* the same replay keeping the wait is clean, and exits 0 */
+    assert_int_equal(tmpdir_sh(f, out, sizeof out, "%s replay w.db --run 1", SYNCSIM_BINARY), 0);
+    assert_non_null(strstr(out, "check of run 3: clean: 4 statements, no findings"));
+    assert_null(strstr(out, "unsafe"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -109,6 +151,8 @@ int main(void)
                                         setup, tmpdir_teardown),
         cmocka_unit_test_setup_teardown(test_cli_replay_records_what_the_what_if_changed,
                                         setup, tmpdir_teardown),
+        cmocka_unit_test_setup_teardown(test_cli_replay_checks_a_what_if_as_it_is_made,
+                                        tmpdir_setup, tmpdir_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
