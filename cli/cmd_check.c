@@ -49,9 +49,9 @@ void cmd_check_help(FILE *out)
             "disagrees), 2 bad input or usage, 3 no findings in an incomplete run.\n"
             "\n"
             "Examples:\n"
-            "  syncsim check litmus/event-missing-wait.trace\n"
-            "  syncsim check --expect tests/litmus/rule3-event-most-recent-record.trace\n"
-            "  syncsim check syncsim.db --run 2 --json > findings.json\n");
+            "  syncsim examples && syncsim check examples/event-missing-wait.trace   # exit 1: two races\n"
+            "  syncsim check --expect examples/event-missing-wait.trace\n"
+            "  syncsim run && syncsim check syncsim.db --run 1 --json > findings.json\n");
 }
 
 static bool has_redundant_expect(const trace *t)

@@ -30,9 +30,9 @@ void cmd_export_help(FILE *out)
             "  -o, --output FILE  write to FILE instead of standard output\n"
             "\n"
             "Examples:\n"
-            "  syncsim export syncsim.db --format trace\n"
-            "  syncsim export traces.db --run 3 --format trace -o run3.trace\n"
-            "  syncsim export traces.db --format chrome -o run.json\n");
+            "  syncsim export syncsim.db --format trace -o run.trace\n"
+            "  syncsim export syncsim.db --run 1 --format trace -o run1.trace\n"
+            "  syncsim export syncsim.db --format chrome -o run.json    # open in ui.perfetto.dev\n");
 }
 
 /* The statements as Chrome JSON, and the findings the run's latest check

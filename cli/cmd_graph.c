@@ -30,7 +30,7 @@ void cmd_graph_help(FILE *out)
             "\n"
             "Examples:\n"
             "  syncsim run -o run.db && syncsim graph run.db -o splits.svg\n"
-            "  syncsim graph run.db --run 2 -o splits.dot\n",
+            "  syncsim graph run.db --run 1 -o splits.dot\n",
             VIZ_GRAPH_NODE_LIMIT);
 }
 

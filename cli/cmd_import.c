@@ -34,10 +34,9 @@ void cmd_import_help(FILE *out)
             "                    rf_id): its kernels and copies get byte-range accesses\n"
             "\n"
             "Examples:\n"
-            "  syncsim import litmus/event-chain-clean.trace\n"
+            "  syncsim import examples/event-chain-clean.trace -o traces.db\n"
             "  syncsim import run.trace -o traces.db --name baseline\n"
-            "  syncsim import report.sqlite -o traces.db\n"
-            "  syncsim import trace.json.gz --et et.json.gz -o traces.db\n");
+            "  syncsim import examples/kineto-missing-wait.json --et examples/et.json -o traces.db\n");
 }
 
 int cmd_import(int argc, char **argv)

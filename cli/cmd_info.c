@@ -28,8 +28,8 @@ void cmd_info_help(FILE *out)
             "\n"
             "Examples:\n"
             "  syncsim info syncsim.db\n"
-            "  syncsim info traces.db --run 2 --json\n"
-            "  syncsim info litmus/flag-deadlock.trace\n");
+            "  syncsim info syncsim.db --run 1 --json\n"
+            "  syncsim info examples/flag-deadlock.trace\n");
 }
 
 typedef struct info_stats {

@@ -54,8 +54,8 @@ void cmd_minimize_help(FILE *out)
             "findings and --allow-findings was not given, 2 bad input or usage.\n"
             "\n"
             "Examples:\n"
-            "  syncsim minimize litmus/sync-pattern-full.trace\n"
-            "  syncsim minimize syncsim.db -o minimal.trace\n",
+            "  syncsim minimize examples/sync-pattern-full.trace\n"
+            "  syncsim minimize syncsim.db --run 1 -o minimal.trace\n",
             MIN_LIST);
 }
 

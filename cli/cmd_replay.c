@@ -39,8 +39,9 @@ void cmd_replay_help(FILE *out)
             "  -o DB            where the re-timed run goes\n"
             "\n"
             "Examples:\n"
-            "  syncsim replay syncsim.db\n"
-            "  syncsim replay run.db --drop-sync 120,133 --durations model\n");
+            "  syncsim replay syncsim.db --run 1\n"
+            "  syncsim replay syncsim.db --run 1 --drop-sync 101,304 --durations model\n"
+            "  syncsim replay syncsim.db --run 1 --drop-sync 106    # exit 1: unsafe, a race\n");
 }
 
 /* How many findings a check of r finds (kept or not); -1 with err. With

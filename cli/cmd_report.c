@@ -28,8 +28,10 @@ void cmd_report_help(FILE *out)
             "      --no-timeline   leave the timeline out (it needs gnuplot)\n"
             "\n"
             "Examples:\n"
-            "  syncsim run -o run.db && syncsim check run.db; syncsim report run.db -o report.html\n"
-            "  syncsim import bug.trace -o bug.db && syncsim report bug.db -o bug.html\n");
+            "  syncsim run -o run.db && syncsim check run.db && \\\n"
+            "      syncsim report run.db -o report.html\n"
+            "  syncsim import examples/event-missing-wait.trace -o bug.db && \\\n"
+            "      syncsim report bug.db -o bug.html\n");
 }
 
 int cmd_report(int argc, char **argv)

@@ -149,7 +149,9 @@ void cmd_run_help(FILE *out)
             "  syncsim run --model llama:n_layer=32,n_embd=4096 --policy relaxed --devices rtx4090-windows\n"
             "  syncsim run --model tp --devices h100-sxm --allreduce bf16\n"
             "  syncsim run --model llama:n_layer=2,n_embd=128 --devices cpustream:2,jitter=200us,seed=7,cpu \\\n"
-            "              --policy async-user-inputs --tokens 8 --prompt 16 -o real.db; syncsim check real.db\n");
+            "              --tokens 8 --prompt 16 -o real.db\n"
+            "  syncsim run --policy async-user-inputs -o racy.db\n"
+            "  syncsim check racy.db               # exit 1: the races that policy lets in\n");
 }
 
 /* Where the database goes: a path whose directory exists. Returns 0, or

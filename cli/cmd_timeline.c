@@ -37,9 +37,9 @@ void cmd_timeline_help(FILE *out)
             "      --no-races     do not look for races (skips the checker)\n"
             "\n"
             "Examples:\n"
-            "  syncsim timeline run.db -o timeline.svg\n"
-            "  syncsim timeline tests/litmus/bug-pipeline-async-user-input-2slots.trace -o t.png\n"
-            "  syncsim timeline run.db --from 1ms --to 1.2ms -o zoom.svg\n",
+            "  syncsim timeline syncsim.db --run 1 -o timeline.svg\n"
+            "  syncsim timeline examples/pipeline-async-user-input.trace -o t.png\n"
+            "  syncsim timeline syncsim.db --run 1 --from 1ms --to 1.2ms -o zoom.svg\n",
             VIZ_TIMELINE_MERGE_ABOVE, VIZ_TIMELINE_MERGE_ABOVE);
 }
 

@@ -34,6 +34,49 @@ static const command *find_command(const char *name)
     return NULL;
 }
 
+/* Edit distance of a and b (both short), capped at 9. */
+static int distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 30 || lb > 30)
+        return 9;
+    int d[31][31];
+    for (size_t i = 0; i <= la; i++)
+        d[i][0] = (int)i;
+    for (size_t j = 0; j <= lb; j++)
+        d[0][j] = (int)j;
+    for (size_t i = 1; i <= la; i++)
+        for (size_t j = 1; j <= lb; j++) {
+            int sub = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            int del = d[i - 1][j] + 1, ins = d[i][j - 1] + 1;
+            d[i][j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+        }
+    return d[la][lb] < 9 ? d[la][lb] : 9;
+}
+
+/* One line for a command that does not exist, with the nearest one. */
+static int unknown_command(const char *who, const char *name)
+{
+    const command *best = NULL;
+    int best_d = 3;             /* farther than two edits is no guess */
+    for (size_t i = 0; i < N_COMMANDS; i++) {
+        int d = strncmp(commands[i].name, name, strlen(name)) == 0 && strlen(name) >= 2
+                    ? 1
+                    : distance(commands[i].name, name);
+        if (d < best_d) {
+            best_d = d;
+            best = &commands[i];
+        }
+    }
+    if (best)
+        fprintf(stderr, "%s: unknown command '%s'; did you mean '%s'? ('syncsim help' lists "
+                        "them)\n", who, name, best->name);
+    else
+        fprintf(stderr, "%s: unknown command '%s' ('syncsim help' lists the commands)\n", who,
+                name);
+    return 2;
+}
+
 static void usage(FILE *out)
 {
     fprintf(out,
@@ -133,20 +176,14 @@ int main(int argc, char **argv)
             return 0;
         }
         const command *c = find_command(argv[2]);
-        if (!c) {
-            fprintf(stderr, "syncsim help: unknown command '%s'\n\n", argv[2]);
-            usage(stderr);
-            return 2;
-        }
+        if (!c)
+            return unknown_command("syncsim help", argv[2]);
         c->help(stdout);
         return 0;
     }
     const command *c = find_command(name);
-    if (!c) {
-        fprintf(stderr, "syncsim: unknown command '%s'\n\n", name);
-        usage(stderr);
-        return 2;
-    }
+    if (!c)
+        return unknown_command("syncsim", name);
     for (int i = 2; i < argc; i++)
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             c->help(stdout);
