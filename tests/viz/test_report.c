@@ -165,7 +165,6 @@ static void test_report_opens_in_headless_chromium(void **state)
 
 int main(void)
 {
-    vt_lsan_env();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_report_holds_findings_with_fixes),
         cmocka_unit_test(test_report_holds_both_figures_inline),

@@ -177,7 +177,6 @@ static void test_split_graph_cli_refuses_run_without_graph(void **state)
 
 int main(void)
 {
-    vt_lsan_env();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_split_graph_dot_has_one_cluster_per_split),
         cmocka_unit_test(test_split_graph_dot_colours_nodes_by_backend),

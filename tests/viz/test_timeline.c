@@ -345,7 +345,6 @@ static void test_timeline_cli_draws_png(void **state)
 
 int main(void)
 {
-    vt_lsan_env();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_timeline_lanes_group_hosts_then_devices),
         cmocka_unit_test(test_timeline_boxes_by_kind_with_times),

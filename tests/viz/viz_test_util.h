@@ -15,23 +15,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* Graphviz (libgvc) and the fontconfig it loads keep allocations until
- * exit. Under LeakSanitizer exactly those are suppressed: in this process
- * through the hook below, in the syncsim processes the tests start through
- * LSAN_OPTIONS naming tests/viz/lsan.supp (vt_lsan_env). ctest's ENVIRONMENT
- * cannot be set here: the tests are created in tests/CMakeLists.txt and
- * CMake 3.25 cannot set properties of another directory's tests. */
-const char *__lsan_default_suppressions(void);
-const char *__lsan_default_suppressions(void)
-{
-    return "leak:libgvc.so\nleak:libfontconfig.so\n";
-}
-
-static inline void vt_lsan_env(void)
-{
-    setenv("LSAN_OPTIONS", "suppressions=" SYNCSIM_SOURCE_DIR "/tests/viz/lsan.supp:print_suppressions=0", 0);
-}
-
 #define PIPELINE_TRACE SYNCSIM_SOURCE_DIR "/tests/viz/pipeline-2dev-timed.trace"
 #define PIPELINE_LITMUS SYNCSIM_SOURCE_DIR "/tests/litmus/bug-pipeline-async-user-input-2slots.trace"
 
