@@ -14,7 +14,10 @@ done
     exit 77
 }
 mkdir -p "$out"
+# The notebook's scratch files (tempfile.mkdtemp) go to a folder removed at the end.
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
 # Debian's python first: the kernel must be the one with the packages, not a pyenv python3.
-PATH=/usr/bin:$PATH PYDEVD_DISABLE_FILE_VALIDATION=1 exec /usr/bin/jupyter nbconvert --to notebook --execute \
-    --ExecutePreprocessor.timeout=600 --ExecutePreprocessor.kernel_name=python3 \
-    --output-dir "$out" "$nb"
+PATH=/usr/bin:$PATH TMPDIR=$scratch PYDEVD_DISABLE_FILE_VALIDATION=1 /usr/bin/jupyter nbconvert \
+    --to notebook --execute --ExecutePreprocessor.timeout=600 \
+    --ExecutePreprocessor.kernel_name=python3 --output-dir "$out" "$nb"
