@@ -112,12 +112,24 @@ int cmd_graph(int argc, char **argv)
              g.n_nodes, g.n_splits);
     opts.title = title;
     int rc = viz_graph_render(&g, &opts, format, output, NULL, NULL, &err);
-    bool summary = viz_graph_summarised(&g, &opts);
+    viz_graph_drawing d = { 0 };
+    if (rc == 0 && viz_graph_describe(&g, &opts, &d) != 0)
+        d.view = VIZ_GRAPH_EVERY_NODE; /* out of memory: say no more than the counts */
     size_t n_nodes = g.n_nodes, n_splits = g.n_splits;
     trace_graph_free(&g);
     if (rc != 0)
         return cli_error("graph", "%s", err.msg);
-    printf("%s: %zu nodes in %zu splits%s\n", output, n_nodes, n_splits,
-           summary ? " (one node per split; --full for every node)" : "");
+    printf("%s: %zu nodes in %zu splits", output, n_nodes, n_splits);
+    if (d.view == VIZ_GRAPH_PER_SPLIT)
+        printf(", drawn one node per split (--full for every node)");
+    else if (d.view == VIZ_GRAPH_COLLAPSED)
+        printf(", %zu drawn; %zu repeated layers (%zu nodes) collapsed into %zu placeholder%s "
+               "(--full for every node)",
+               d.nodes, d.layers_collapsed, d.nodes_collapsed, d.placeholders,
+               d.placeholders == 1 ? "" : "s");
+    if (d.proxies)
+        printf("; %zu \"↳ name\" stand-in%s for tensors read far from where they are drawn",
+               d.proxies, d.proxies == 1 ? "" : "s");
+    putchar('\n');
     return 0;
 }

@@ -26,23 +26,54 @@
 /* ------------------------------------------------------------------ */
 /* The split graph (viz/graph.c).                                      */
 
-/* Above this many nodes the graph is drawn one node per split. */
+/* Above this many nodes drawn (after collapsing repeated layers) the graph
+ * is drawn one node per split instead. */
 #define VIZ_GRAPH_NODE_LIMIT 400
+/* At least this many consecutive alike layers (same node names once the
+ * layer number is taken out) are collapsed: the first and the last drawn,
+ * the ones between as one placeholder node per split. */
+#define VIZ_GRAPH_COLLAPSE_MIN 4
 
 typedef struct viz_graph_opts {
     size_t node_limit;      /* 0: VIZ_GRAPH_NODE_LIMIT */
-    bool full;              /* draw every node whatever the count */
+    bool full;              /* draw every node whatever the count; collapse nothing */
     const char *title;      /* graph label; NULL: none */
 } viz_graph_opts;
 
-/* True when g is drawn one node per split under o. */
+/* The three pictures of a split graph. */
+typedef enum viz_graph_view {
+    VIZ_GRAPH_EVERY_NODE,   /* every node (--full, or nothing to collapse within the limit) */
+    VIZ_GRAPH_COLLAPSED,    /* repeated layers collapsed into placeholders */
+    VIZ_GRAPH_PER_SPLIT,    /* one node per split: over the limit even collapsed */
+} viz_graph_view;
+
+/* What a picture of g draws (viz_graph_describe). */
+typedef struct viz_graph_drawing {
+    viz_graph_view view;
+    size_t nodes;           /* nodes of g drawn as themselves (PER_SPLIT: 0) */
+    size_t layers_collapsed;/* layers drawn as placeholders */
+    size_t nodes_collapsed; /* nodes of g inside placeholders */
+    size_t placeholders;    /* "layers l1 to l78" nodes */
+    size_t proxies;         /* "↳ name" nodes standing for a tensor drawn elsewhere */
+} viz_graph_drawing;
+
+/* Decides how g is drawn under o, as viz_graph_dot does, without drawing.
+ * Returns 0, or -1 when out of memory. */
+int viz_graph_describe(const trace_graph *g, const viz_graph_opts *o, viz_graph_drawing *out);
+
+/* True when g is drawn one node per split under o (view PER_SPLIT; also
+ * false when out of memory). */
 bool viz_graph_summarised(const trace_graph *g, const viz_graph_opts *o);
 
-/* Writes g as DOT text: one cluster per split (label: split, backend,
+/* Writes g as DOT text: one cluster per split (titled with split, backend,
  * inputs), nodes filled with their backend's colour and labelled with op
- * and shape, copy nodes and cross-split edges styled apart, copy slots in
- * the copy nodes' labels, the assignment cause in each node's tooltip.
- * Returns 0, or -1 when writing fails. Deterministic for a given graph. */
+ * and shape, copy nodes and edges styled by kind, copy slots in the copy
+ * nodes' labels, the assignment cause in each node's tooltip. Repeated
+ * layers are collapsed unless o->full; a tensor read far from where it is
+ * drawn reaches its far readers through "↳ name" proxy nodes; the label
+ * says what the shapes and colours mean and what was collapsed. The design
+ * is at the top of viz/graph.c. Returns 0, or -1 when writing fails or
+ * memory runs out. Deterministic for a given graph. */
 int viz_graph_dot(FILE *out, const trace_graph *g, const viz_graph_opts *o);
 
 /* Lays g out with Graphviz's dot and renders it in `format` ("svg", "png",
