@@ -15,23 +15,31 @@ void cmd_graph_help(FILE *out)
             "usage: syncsim graph DB [--run N] [-o FILE.svg|FILE.png|FILE.dot] [--full]\n"
             "\n"
             "Draws the split graph that the scheduler stored with run N of DB (default: the\n"
-            "latest run): one cluster per split, labelled with its backend and inputs; nodes\n"
-            "filled with their backend's colour and labelled with op and shape; copies of\n"
-            "split inputs as arrow shapes with their pipeline slot; edges that cross splits\n"
-            "in red, copies dashed orange; hover a node in the SVG for why it went to its\n"
-            "backend. Above %d nodes the graph is drawn one node per split unless --full.\n"
-            "Laid out by Graphviz's dot, in-process.\n"
+            "latest run; for a replay, the run it replays): one cluster per split, titled\n"
+            "with its backend and inputs; nodes filled with their backend's colour and\n"
+            "labelled with op and shape; copies of split inputs as arrow shapes with their\n"
+            "pipeline slot, reached by dashed orange edges; thick red edges where a node\n"
+            "reads its split's copy of an input. Hover a node in the SVG for why it went to\n"
+            "its backend. Names starting d: are the decode graph's, p: the prompt graph's.\n"
+            "\n"
+            "Unless --full, runs of %d or more alike layers (names like d:l17.q, the number\n"
+            "taken out) keep their first and last layer and draw the others as one box per\n"
+            "split, and above %d nodes drawn the graph is drawn one node per split. A tensor\n"
+            "read all over the graph (kq_mask, inp_pos) is drawn once, with '↳ name'\n"
+            "stand-ins near its far readers. The legend and the output line say what was\n"
+            "collapsed. Laid out by Graphviz's dot, in-process; 80 layers --full in ~3 s.\n"
             "\n"
             "Options:\n"
             "  -r, --run N        the run to draw (default: the latest)\n"
             "  -o, --output FILE  the picture: .svg (default splits.svg), .png, .pdf, or .dot\n"
             "                     (the DOT text, not laid out)\n"
-            "      --full         draw every node, however many\n"
+            "      --full         draw every node, however many; collapse no layer\n"
             "\n"
             "Examples:\n"
             "  syncsim run -o run.db && syncsim graph run.db -o splits.svg\n"
-            "  syncsim graph run.db --run 1 -o splits.dot\n",
-            VIZ_GRAPH_NODE_LIMIT);
+            "  syncsim graph run.db --run 1 -o splits.dot\n"
+            "  syncsim run --model llama:n_layer=32 -o big.db && syncsim graph big.db --full -o all.svg\n",
+            VIZ_GRAPH_COLLAPSE_MIN, VIZ_GRAPH_NODE_LIMIT);
 }
 
 int cmd_graph(int argc, char **argv)
