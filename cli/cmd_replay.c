@@ -146,8 +146,12 @@ int cmd_replay(int argc, char **argv)
             char *copy = strdup(optarg), *save = NULL;
             for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
                 if (cli_parse_u64(tok, &v) || n_drop == 256) {
-                    free(copy);
-                    return cli_usage_error("replay", "--drop-sync expects statement seqs, got '%s'", tok);
+                    if (n_drop == 256)
+                        cli_usage_error("replay", "--drop-sync takes at most 256 seqs");
+                    else
+                        cli_usage_error("replay", "--drop-sync expects statement seqs, got '%s'", tok);
+                    free(copy); /* after the message: tok points into it */
+                    return 2;
                 }
                 drops[n_drop++] = v;
             }

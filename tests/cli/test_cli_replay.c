@@ -66,6 +66,10 @@ static void test_cli_replay_refuses_dropping_a_statement_that_is_no_sync(void **
     assert_non_null(strstr(out, "name no wait, sync or await statement"));
     uint64_t counts[4];
     assert_int_equal(run_counts(f->db, counts, 4), 1);
+    /* a seq that is no number is named as given (it was read after free) */
+    assert_int_equal(tmpdir_sh(f, out, sizeof out, "%s replay " TMPDIR_DB_NAME " --drop-sync 3,abc",
+                               SYNCSIM_BINARY), 2);
+    assert_non_null(strstr(out, "--drop-sync expects statement seqs, got 'abc'"));
 }
 
 /* The seq of the run's first host sync or wait. */
