@@ -46,7 +46,7 @@ void cmd_minimize_help(FILE *out)
             "Options:\n"
             "  -r, --run N         the run of DB (default: the latest)\n"
             "  -o, --output OUT    write the minimised trace (text format) to OUT\n"
-            "  -q, --quiet         print the summary only\n"
+            "  -q, --quiet         print the summary line only (no list, no sync patterns)\n"
             "      --all           list every removable synchronisation (default: the first %d)\n"
             "      --allow-findings  minimise a trace that has findings (the weaker promise)\n"
             "\n"
@@ -130,7 +130,7 @@ int cmd_minimize(int argc, char **argv)
         return 1;
     }
     if (res.n_findings)
-        printf("note: the trace has %zu finding%s: the removals below add no new reported "
+        fprintf(stderr, "note: the trace has %zu finding%s: the removals add no new reported "
                "finding, but a race hidden behind a reported one can appear once those are "
                "fixed\n",
                res.n_findings, res.n_findings == 1 ? "" : "s");
@@ -170,7 +170,8 @@ int cmd_minimize(int argc, char **argv)
     if (listed < res.n_removed && !quiet)
         printf("  ... and %zu more (--all lists them, -o writes the minimised trace)\n",
                res.n_removed - listed);
-    check_print_sync_patterns(stdout, t, res.keep);
+    if (!quiet)
+        check_print_sync_patterns(stdout, t, res.keep);
     int status = 0;
     if (output) {
         trace *m = check_trace_filter(t, res.keep);

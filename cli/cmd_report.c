@@ -8,6 +8,7 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 void cmd_report_help(FILE *out)
 {
@@ -17,8 +18,8 @@ void cmd_report_help(FILE *out)
             "Writes one self-contained HTML page about run N of DB (default: the latest):\n"
             "the run and its metadata, the findings with their fixes (stored by 'syncsim\n"
             "check DB', else found now), the split graph and the timeline as inline SVG,\n"
-            "the sync pattern per iteration (s = host sync/wait, a = async copy, g = graph\n"
-            "launch; when statements carry token= or iter=), and the replays and what-ifs\n"
+            "the sync pattern per iteration (the letters of 'syncsim help run'; when\n"
+            "statements carry token= or iter=), and the replays and what-ifs\n"
             "recorded from this run (runs whose run_meta names it as source_run or\n"
             "replay_of). The page refers to no other file and runs no script.\n"
             "\n"
@@ -72,6 +73,10 @@ int cmd_report(int argc, char **argv)
         return 2;
     if (cli_output_check("report", output, db) != 0)
         return 2;
+    const char *ext = strrchr(output, '.');
+    if (!ext || (strcasecmp(ext, ".html") != 0 && strcasecmp(ext, ".htm") != 0))
+        return cli_usage_error("report", "%s: the page is HTML; its name must end in .html",
+                               output);
     if (!opts.no_timeline && !viz_gnuplot_available())
         return cli_error("report", "gnuplot is not installed (Debian: apt-get install "
                          "gnuplot-nox); it draws the timeline (or pass --no-timeline)");

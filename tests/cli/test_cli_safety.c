@@ -7,7 +7,8 @@
  *         stored"), and reading leaves no -wal/-shm files behind;
  *   10.3  a run whose recorder died is never called clean;
  *   10.5  fewer findings kept than found: every output says so;
- *   10.7  ./syncsim.db is the trace a command given none reads.
+ *   10.7  ./syncsim.db is the trace a command given none reads;
+ *   and no option is silently ignored.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -248,6 +249,26 @@ static void test_cli_default_database_is_read(void **state)
     assert_int_equal(SH(out, "%s timeline -o t.svg", SYNCSIM_BINARY), 0);
 }
 
+/* An option a command cannot honour is refused, never ignored. */
+static void test_cli_no_option_is_ignored(void **state)
+{
+    fixture *f = *state;
+    char out[8192];
+    refused(f, "check race.trace --run 2", "--run picks a run of a syncsim database");
+    refused(f, "report v.db -o r.txt", "r.txt: the page is HTML; its name must end in .html");
+    assert_int_equal(access("r.txt", F_OK), -1);
+    /* --quiet: the summary line, nothing else */
+    assert_int_equal(SH(out, "%s run --tokens 1 --prompt 4 -o m.db", SYNCSIM_BINARY), 0);
+    assert_int_equal(SH(out, "%s minimize m.db", SYNCSIM_BINARY), 0);
+    assert_non_null(strstr(out, "sync pattern"));
+    assert_int_equal(SH(out, "%s minimize -q m.db", SYNCSIM_BINARY), 0);
+    assert_int_equal(strchr(out, '\n') - out + 1, (long)strlen(out));
+    assert_null(strstr(out, "sync pattern"));
+    /* the note that findings limit what minimize proves is no summary: stderr */
+    assert_int_equal(SH(out, "(%s minimize -q v.db --allow-findings 2>/dev/null)", SYNCSIM_BINARY), 0);
+    assert_null(strstr(out, "note:"));
+}
+
 int main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, tmpdir_teardown)
@@ -259,6 +280,7 @@ int main(void)
         T(test_cli_incomplete_run_is_never_clean),
         T(test_cli_fewer_findings_kept_than_found_say_so),
         T(test_cli_default_database_is_read),
+        T(test_cli_no_option_is_ignored),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);
