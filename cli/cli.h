@@ -28,6 +28,9 @@ int cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(print
 /* Prints the error, then the command's usage line and a hint; returns 2. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Parses a non-negative integer option value; returns 0 or -1. */
+/* Prints text wrapped at 95 columns, every line after the first indented by
+ * `indent` columns (the first starts there too), and a newline. */
+void cli_wrapped(FILE *out, const char *text, int indent);
 int cli_parse_u64(const char *s, unsigned long long *out);
 /* Parses the value of --run (a run id: 1, 2, ...). Returns 0, or prints the
  * usage error for cmd and returns 2, the exit status. */

@@ -26,10 +26,10 @@ void cmd_minimize_help(FILE *out)
             "without it finds nothing new (no finding the trace did not already have).\n"
             "Prints what can go (line or seq, queue, kind) and, when statements carry\n"
             "token= or iter= attributes, the sync pattern of each host iteration before\n"
-            "and after, with the letters\n"
-            "  s  a host sync, wait, await or barrier\n"
-            "  a  an asynchronous copy submitted by the host\n"
-            "  g  a graph launch: ops the host queues back to back on one stream\n"
+            "and after, in the letters 'syncsim run' prints:\n");
+    fputs("  ", out);
+    cli_wrapped(out, trace_pattern_legend, 2);
+    fprintf(out,
             "e.g. sassassasg -> saaasg. Re-checking is incremental: each candidate is\n"
             "replayed from a checkpoint only until the engine state meets the original\n"
             "run again. Removing a statement means deleting its line: with several host\n"

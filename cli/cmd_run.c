@@ -35,30 +35,6 @@ static int family_options(const sched_option **out, int cap)
     return n;
 }
 
-/* Prints text wrapped at 95 columns, every line after the first indented. */
-static void wrapped(FILE *out, const char *text, int indent)
-{
-    int col = indent;
-    const char *p = text;
-    while (*p) {
-        const char *e = p;
-        while (*e && *e != ' ')
-            e++;
-        int len = (int)(e - p);
-        if (col > indent && col + 1 + len > 95) {
-            fprintf(out, "\n%*s", indent, "");
-            col = indent;
-        } else if (col > indent) {
-            fputc(' ', out);
-            col++;
-        }
-        fprintf(out, "%.*s", len, p);
-        col += len;
-        p = *e ? e + 1 : e;
-    }
-    fputc('\n', out);
-}
-
 void cmd_run_help(FILE *out)
 {
     const sched_option *fopt[32];
@@ -113,12 +89,12 @@ void cmd_run_help(FILE *out)
                 snprintf(text + used, sizeof text - used, ": %s", names);
         }
         fprintf(out, "                   %-18s ", fi->syntax);
-        wrapped(out, text, 38);
+        cli_wrapped(out, text, 38);
     }
     fprintf(out, "  --policy NAME    the sync policy (default events):\n");
     for (int i = 0; sched_policies[i]; i++) {
         fprintf(out, "                   %-18s ", sched_policies[i]->name);
-        wrapped(out, sched_policies[i]->summary, 38);
+        cli_wrapped(out, sched_policies[i]->summary, 38);
     }
     fprintf(out, "  --copies N       pipeline copy slots, 1 to 8 (default 2)\n"
                  "  --tokens N       decode tokens (default 16; 0: the prompt only)\n"
@@ -127,7 +103,7 @@ void cmd_run_help(FILE *out)
                  "                   strategy computes the same sum, bf16 rounds it, the reference too):\n");
     for (int i = 0; i < SCHED_ALLREDUCE_COUNT; i++) {
         fprintf(out, "                   %-18s ", sched_allreduce_str((sched_allreduce)i));
-        wrapped(out, sched_allreduce_help((sched_allreduce)i), 38);
+        cli_wrapped(out, sched_allreduce_help((sched_allreduce)i), 38);
     }
     fprintf(out, "  --bf16-min N     elements from which bf16 compresses (default 32768)\n");
     for (int i = 0; i < n_fopt; i++) {
@@ -138,11 +114,11 @@ void cmd_run_help(FILE *out)
             fprintf(out, "  %s\n%19s", head, "");
         else
             fprintf(out, "  %-16s ", head);
-        wrapped(out, help, 19);
+        cli_wrapped(out, help, 19);
     }
     fprintf(out, "  -o DB            the database (default ./" CLI_DEFAULT_DB ")\n\n"
                  "Pattern letters (traces/pattern.c):\n  ");
-    wrapped(out, trace_pattern_legend, 2);
+    cli_wrapped(out, trace_pattern_legend, 2);
     fprintf(out,
             "\nExamples:\n"
             "  syncsim run\n"

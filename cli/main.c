@@ -110,6 +110,30 @@ int cli_error(const char *cmd, const char *fmt, ...)
     return 2;
 }
 
+/* Prints text wrapped at 95 columns, every line after the first indented. */
+void cli_wrapped(FILE *out, const char *text, int indent)
+{
+    int col = indent;
+    const char *p = text;
+    while (*p) {
+        const char *e = p;
+        while (*e && *e != ' ')
+            e++;
+        int len = (int)(e - p);
+        if (col > indent && col + 1 + len > 95) {
+            fprintf(out, "\n%*s", indent, "");
+            col = indent;
+        } else if (col > indent) {
+            fputc(' ', out);
+            col++;
+        }
+        fprintf(out, "%.*s", len, p);
+        col += len;
+        p = *e ? e + 1 : e;
+    }
+    fputc('\n', out);
+}
+
 int cli_usage_error(const char *cmd, const char *fmt, ...)
 {
     va_list ap;

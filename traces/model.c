@@ -17,11 +17,20 @@
 #include <sys/stat.h>
 
 /* An in-memory statement: trace_stmt with pool offsets instead of pointers. */
+/* A statement as an in-memory trace keeps it: 64 bytes where trace_stmt
+ * takes 112 (the seq is its index; kind and scope are bytes; accesses and
+ * attributes are offsets into the pools), because the minimiser and the
+ * checker's in-memory paths hold millions of them (issue 10: minimize grew
+ * by 900 B a statement). trace_stmt_at unpacks one. */
 typedef struct trace_stmt_rec {
-    trace_stmt s;
-    uint64_t first_access;
-    uint64_t first_attr;
+    int64_t t, dur;
+    uint64_t count;
+    uint32_t queue, label, object, by, coll_kind, line;
+    uint32_t n_access, first_access, first_attr;
+    uint8_t kind, sync_scope;
+    uint16_t n_attr;
 } trace_stmt_rec;
+_Static_assert(sizeof(trace_stmt_rec) == 64, "a statement record is 64 bytes");
 
 static const char *const status_msgs[] = {
 #define TRACE_STATUS_MSG(name, msg) msg,
@@ -594,12 +603,17 @@ void trace_set_time(trace *t, uint64_t i, int64_t start, int64_t dur)
 {
     if (i >= t->n_stmts)
         return;
-    t->stmts[i].s.t = start;
-    t->stmts[i].s.dur = dur;
+    t->stmts[i].t = start;
+    t->stmts[i].dur = dur;
 }
 
 int trace_append(trace *t, const trace_stmt *s)
 {
+    /* The record's offsets and counts are 32 and 16 bits wide. */
+    if (s->n_attr > UINT16_MAX || t->n_access_pool + s->n_access > UINT32_MAX ||
+        t->n_attr_pool + s->n_attr > UINT32_MAX || (unsigned)s->kind > UINT8_MAX ||
+        (unsigned)s->sync_scope > UINT8_MAX)
+        return -1;
     if (grow((void **)&t->stmts, &t->cap_stmts, t->n_stmts + 1, sizeof *t->stmts) != 0)
         return -1;
     if (grow((void **)&t->access_pool, &t->cap_access_pool, t->n_access_pool + s->n_access,
@@ -608,13 +622,15 @@ int trace_append(trace *t, const trace_stmt *s)
     if (grow((void **)&t->attr_pool, &t->cap_attr_pool, t->n_attr_pool + s->n_attr,
              sizeof *t->attr_pool) != 0)
         return -1;
-    trace_stmt_rec *r = &t->stmts[t->n_stmts];
-    r->s = *s;
-    r->s.seq = t->n_stmts;
-    r->s.access = NULL;
-    r->s.attr = NULL;
-    r->first_access = t->n_access_pool;
-    r->first_attr = t->n_attr_pool;
+    t->stmts[t->n_stmts] = (trace_stmt_rec){
+        .t = s->t, .dur = s->dur, .count = s->count,
+        .queue = s->queue, .label = s->label, .object = s->object, .by = s->by,
+        .coll_kind = s->coll_kind, .line = s->line,
+        .n_access = s->n_access, .first_access = (uint32_t)t->n_access_pool,
+        .first_attr = (uint32_t)t->n_attr_pool,
+        .kind = (uint8_t)s->kind, .sync_scope = (uint8_t)s->sync_scope,
+        .n_attr = (uint16_t)s->n_attr,
+    };
     if (s->n_access)
         memcpy(t->access_pool + t->n_access_pool, s->access, s->n_access * sizeof *s->access);
     if (s->n_attr)
@@ -628,9 +644,14 @@ int trace_append(trace *t, const trace_stmt *s)
 void trace_stmt_at(const trace *t, uint64_t i, trace_stmt *out)
 {
     const trace_stmt_rec *r = &t->stmts[i];
-    *out = r->s;
-    out->access = r->s.n_access ? t->access_pool + r->first_access : NULL;
-    out->attr = r->s.n_attr ? t->attr_pool + r->first_attr : NULL;
+    *out = (trace_stmt){
+        .seq = i, .queue = r->queue, .kind = (trace_kind)r->kind, .label = r->label,
+        .object = r->object, .sync_scope = (trace_sync_scope)r->sync_scope,
+        .coll_kind = r->coll_kind, .count = r->count, .by = r->by, .t = r->t, .dur = r->dur,
+        .line = r->line, .n_access = r->n_access,
+        .access = r->n_access ? t->access_pool + r->first_access : NULL,
+        .n_attr = r->n_attr, .attr = r->n_attr ? t->attr_pool + r->first_attr : NULL,
+    };
 }
 
 const char *trace_stmt_name(const trace *t, const trace_stmt *s, char *buf, size_t cap)
