@@ -285,6 +285,10 @@ static int replay_and_record(trace *t, const char *path, const char *db, bool fr
                100.0 * ((double)after.makespan_ns - (double)after.recorded_makespan_ns) /
                    (double)after.recorded_makespan_ns);
     printf("\n");
+    if (after.median_start_error_ns >= 0)
+        printf("start times against the recording: median error %.3f ms over %llu statements\n",
+               (double)after.median_start_error_ns / 1e6,
+               (unsigned long long)after.n_start_compared);
     if (n_drop && after.n_dropped < (uint64_t)n_drop)
         printf("note: %llu of the %d seqs given are not wait, sync or await statements\n",
                (unsigned long long)((uint64_t)n_drop - after.n_dropped), n_drop);

@@ -343,6 +343,38 @@ static bool try_time(replay *rp, int64_t i)
     return true;
 }
 
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The median start-time error of the statements the input timed (each side
+ * measured from its own first start). Returns 0 or -1 (memory). */
+static int start_errors(const replay *rp, int64_t t_min, int64_t start, sim_replay_result *res)
+{
+    res->median_start_error_ns = -1;
+    res->n_start_compared = 0;
+    int64_t *e = malloc((rp->n ? rp->n : 1) * sizeof *e);
+    if (!e)
+        return -1;
+    uint64_t n = 0;
+    for (uint64_t i = 0; i < rp->n; i++) {
+        if (rp->r[i].dropped || rp->s[i].t == TRACE_TIME_NONE || rp->r[i].start == UNTIMED)
+            continue;
+        int64_t d = (rp->r[i].start - start) - (rp->s[i].t - t_min);
+        e[n++] = d < 0 ? -d : d;
+    }
+    if (n) {
+        qsort(e, n, sizeof *e, cmp_i64);
+        res->median_start_error_ns = e[n / 2];
+        res->n_start_compared = n;
+    }
+    free(e);
+    return 0;
+}
+
 int sim_replay(trace_reader *rd, const sim_replay_opts *o, sim_replay_result *res, trace_error *err)
 {
     memset(res, 0, sizeof *res);
@@ -525,6 +557,10 @@ int sim_replay(trace_reader *rd, const sim_replay_opts *o, sim_replay_result *re
     res->makespan_ns = end > start ? end - start : 0;
     res->recorded_makespan_ns = t_max > t_min ? t_max - t_min : -1;
     res->n_stmts = rp.n;
+    if (start_errors(&rp, t_min, start, res) != 0) {
+        trace_error_set(err, TRACE_ENOMEM, "out of memory");
+        goto done;
+    }
     /* The re-timed trace. */
     if (o->out) {
         sched_sink *k = o->out;

@@ -168,6 +168,11 @@ typedef struct sim_replay_opts {
 typedef struct sim_replay_result {
     int64_t makespan_ns;
     int64_t recorded_makespan_ns;   /* from t= + dur= of the input, -1 when absent */
+    /* The median over statements with a recorded t= of |replayed start -
+     * recorded start|, both from their trace's first start; -1 when no
+     * statement has t=. */
+    int64_t median_start_error_ns;
+    uint64_t n_start_compared;      /* statements in that median */
     uint32_t n_queues;
     int64_t busy_ns[256];
     char queue_names[256][32];

@@ -73,6 +73,9 @@ static void assert_replays(const char *model, const char *devices, const char *a
     trace *t = simulate(model, devices, allreduce, prompt, tokens);
     sim_replay_result rec = replay(t, devices, true);
     assert_int_equal(rec.makespan_ns, rec.recorded_makespan_ns);
+    /* and every statement starts when it did */
+    assert_true(rec.n_start_compared > 0);
+    assert_int_equal(rec.median_start_error_ns, 0);
     sim_replay_result mod = replay(t, devices, false);
     double e = rel_error(&mod);
     if (e > MODEL_TOLERANCE || e < -MODEL_TOLERANCE)
