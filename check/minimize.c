@@ -393,7 +393,8 @@ static int candidates(const trace *t, cand **out, size_t *n_out)
     }
     trace_u64map_free(&arrivals);
     trace_u64map_free(&groups);
-    qsort(c, n, sizeof *c, cmp_cand);
+    if (n) /* c is NULL when the trace has no candidate */
+        qsort(c, n, sizeof *c, cmp_cand);
     *out = c;
     *n_out = n;
     return 0;
