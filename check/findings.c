@@ -79,14 +79,8 @@ trace_finding *check_report_add(check_report *rep, const trace_finding *f)
         rep->dropped += drop_is_new(rep, f);
         return NULL;
     }
-    if (rep->n == rep->cap) {
-        size_t cap = rep->cap ? rep->cap * 2 : 16;
-        trace_finding *p = realloc(rep->f, cap * sizeof *p);
-        if (!p)
-            return NULL;
-        rep->f = p;
-        rep->cap = cap;
-    }
+    if (trace_grow((void **)&rep->f, &rep->cap, rep->n + 1, sizeof *rep->f) != 0)
+        return NULL;
     rep->f[rep->n] = *f;
     return &rep->f[rep->n++];
 }

@@ -215,14 +215,8 @@ static rp_gen *gen_for(replay *rp, uint32_t object, uint64_t k, uint32_t *idx)
         return NULL;
     rp->gen_of[object] = ids;
     for (; *n <= k; (*n)++) {
-        if (rp->n_gens == rp->cap_gens) {
-            uint32_t cap = rp->cap_gens ? rp->cap_gens * 2 : 64;
-            rp_gen *ng = realloc(rp->gens, cap * sizeof *ng);
-            if (!ng)
-                return NULL;
-            rp->gens = ng;
-            rp->cap_gens = cap;
-        }
+        if (trace_grow32((void **)&rp->gens, &rp->cap_gens, rp->n_gens + 1, sizeof *rp->gens) != 0)
+            return NULL;
         rp_gen *g = &rp->gens[rp->n_gens];
         memset(g, 0, sizeof *g);
         g->object = object;

@@ -271,14 +271,8 @@ int sim_host_transfer(sim_world *w, const int *links, int n_links, uint64_t byte
 
 uint32_t sim_event_alloc(sim_world *w)
 {
-    if (w->n_events == w->cap_events) {
-        uint32_t cap = w->cap_events ? w->cap_events * 2 : 16;
-        sim_event_state *n = realloc(w->events, cap * sizeof *n);
-        if (!n)
-            return TRACE_NONE;
-        w->events = n;
-        w->cap_events = cap;
-    }
+    if (trace_grow32((void **)&w->events, &w->cap_events, w->n_events + 1, sizeof *w->events) != 0)
+        return TRACE_NONE;
     memset(&w->events[w->n_events], 0, sizeof *w->events);
     return w->n_events++;
 }

@@ -205,14 +205,8 @@ static trace_member *member_of(bar *x, uint32_t q)
     for (uint32_t i = 0; i < x->n; i++)
         if (x->part[i].queue == q)
             return &x->part[i];
-    if (x->n == x->cap) {
-        uint32_t cap = x->cap ? x->cap * 2 : 4;
-        trace_member *p = realloc(x->part, cap * sizeof *p);
-        if (!p)
-            return NULL;
-        x->part = p;
-        x->cap = cap;
-    }
+    if (trace_grow32((void **)&x->part, &x->cap, x->n + 1, sizeof *x->part) != 0)
+        return NULL;
     x->part[x->n] = (trace_member){ q, 0, TRACE_NO_SEQ, 0, 0, TRACE_NONE };
     return &x->part[x->n++];
 }

@@ -176,14 +176,9 @@ static int kineto_event(void *ctx, const json_val *e, trace_error *err)
         k->n_flows++;
         int64_t id;
         if (json_is(ph, "f") && has_pid && has_tid && has_ts && json_int(json_get(e, "id"), &id)) {
-            if (k->n_flow_ends == k->cap_flow_ends) {
-                size_t cap = k->cap_flow_ends ? k->cap_flow_ends * 2 : 1024;
-                flow_end *n = realloc(k->flows, cap * sizeof *n);
-                if (!n)
-                    goto oom;
-                k->flows = n;
-                k->cap_flow_ends = cap;
-            }
+            if (trace_grow((void **)&k->flows, &k->cap_flow_ends, k->n_flow_ends + 1,
+                           sizeof *k->flows) != 0)
+                goto oom;
             k->flows[k->n_flow_ends++] = (flow_end){ pid, tid, ts, id };
         }
         return 0;

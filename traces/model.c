@@ -213,15 +213,20 @@ void trace_stmt_init(trace_stmt *s)
 /* ------------------------------------------------------------------ */
 /* Growing arrays.                                                     */
 
-/* Ensures *arr has room for need elements of size elem; doubles. */
-static int grow(void **arr, uint64_t *cap, uint64_t need, size_t elem)
+/* The growing rule (trace.h): the capacity doubles from 16 until it holds
+ * `need`, and stops at `max`. */
+static int grow_to(void **arr, uint64_t *cap, uint64_t need, uint64_t max, size_t elem)
 {
     if (need <= *cap)
         return 0;
+    if (need > max)
+        return -1;
     uint64_t ncap = *cap ? *cap : 16;
     while (ncap < need)
-        ncap *= 2;
-    void *p = realloc(*arr, ncap * elem);
+        ncap = ncap > max / 2 ? max : ncap * 2;
+    if (ncap > SIZE_MAX / elem)
+        return -1;
+    void *p = realloc(*arr, (size_t)(ncap * elem));
     if (!p)
         return -1;
     *arr = p;
@@ -229,10 +234,24 @@ static int grow(void **arr, uint64_t *cap, uint64_t need, size_t elem)
     return 0;
 }
 
-static int grow32(void **arr, uint32_t *cap, uint32_t need, size_t elem)
+int trace_grow64(void **arr, uint64_t *cap, uint64_t need, size_t elem)
+{
+    return grow_to(arr, cap, need, UINT64_MAX, elem);
+}
+
+int trace_grow(void **arr, size_t *cap, size_t need, size_t elem)
 {
     uint64_t c = *cap;
-    if (grow(arr, &c, need, elem) != 0 || c > UINT32_MAX)
+    if (grow_to(arr, &c, need, SIZE_MAX, elem) != 0)
+        return -1;
+    *cap = (size_t)c;
+    return 0;
+}
+
+int trace_grow32(void **arr, uint32_t *cap, uint64_t need, size_t elem)
+{
+    uint64_t c = *cap;
+    if (grow_to(arr, &c, need, UINT32_MAX, elem) != 0)
         return -1;
     *cap = (uint32_t)c;
     return 0;
@@ -429,7 +448,7 @@ uint32_t trace_intern(trace *t, const char *s, size_t len)
     }
     if (t->n_strs == UINT32_MAX - 1)
         return TRACE_NONE;
-    if (grow32((void **)&t->strs, &t->cap_strs, t->n_strs + 1, sizeof *t->strs) != 0)
+    if (trace_grow32((void **)&t->strs, &t->cap_strs, t->n_strs + 1, sizeof *t->strs) != 0)
         return TRACE_NONE;
     uint32_t cap = t->cap_strs;
     uint32_t *nl = realloc(t->str_len, (size_t)cap * sizeof *nl);
@@ -470,7 +489,7 @@ uint32_t trace_add_queue(trace *t, uint32_t name, trace_queue_kind kind, uint32_
     const char *ns = t->strs[name];
     if (trace_strmap_get(&t->queue_ids, ns, t->str_len[name]) != TRACE_NONE)
         return TRACE_NONE;
-    if (grow32((void **)&t->queues, &t->cap_queues, t->n_queues + 1, sizeof *t->queues) != 0)
+    if (trace_grow32((void **)&t->queues, &t->cap_queues, t->n_queues + 1, sizeof *t->queues) != 0)
         return TRACE_NONE;
     uint32_t q = t->n_queues;
     if (trace_strmap_put(&t->queue_ids, ns, t->str_len[name], q) != 0)
@@ -490,7 +509,7 @@ static uint32_t add_buffer(trace *t, const trace_buffer *b)
     const char *ns = t->strs[b->name];
     if (trace_strmap_get(&t->buffer_ids, ns, t->str_len[b->name]) != TRACE_NONE)
         return TRACE_NONE;
-    if (grow32((void **)&t->buffers, &t->cap_buffers, t->n_buffers + 1, sizeof *t->buffers) != 0)
+    if (trace_grow32((void **)&t->buffers, &t->cap_buffers, t->n_buffers + 1, sizeof *t->buffers) != 0)
         return TRACE_NONE;
     uint32_t i = t->n_buffers;
     if (trace_strmap_put(&t->buffer_ids, ns, t->str_len[b->name], i) != 0)
@@ -535,7 +554,7 @@ uint32_t trace_find_buffer(const trace *t, const char *name, size_t len)
 int trace_add_expect(trace *t, trace_finding_kind kind, uint32_t line,
                      const trace_attr *kv, uint32_t n_kv)
 {
-    if (grow32((void **)&t->expects, &t->cap_expects, t->n_expects + 1, sizeof *t->expects) != 0)
+    if (trace_grow32((void **)&t->expects, &t->cap_expects, t->n_expects + 1, sizeof *t->expects) != 0)
         return -1;
     trace_attr *copy = NULL;
     if (n_kv) {
@@ -559,7 +578,7 @@ int trace_set_meta(trace *t, const char *key, const char *value)
             t->meta[i].value = v;
             return 0;
         }
-    if (grow32((void **)&t->meta, &t->cap_meta, t->n_meta + 1, sizeof *t->meta) != 0)
+    if (trace_grow32((void **)&t->meta, &t->cap_meta, t->n_meta + 1, sizeof *t->meta) != 0)
         return -1;
     t->meta[t->n_meta++] = (trace_attr){ k, v };
     return 0;
@@ -614,12 +633,12 @@ int trace_append(trace *t, const trace_stmt *s)
         t->n_attr_pool + s->n_attr > UINT32_MAX || (unsigned)s->kind > UINT8_MAX ||
         (unsigned)s->sync_scope > UINT8_MAX)
         return -1;
-    if (grow((void **)&t->stmts, &t->cap_stmts, t->n_stmts + 1, sizeof *t->stmts) != 0)
+    if (trace_grow64((void **)&t->stmts, &t->cap_stmts, t->n_stmts + 1, sizeof *t->stmts) != 0)
         return -1;
-    if (grow((void **)&t->access_pool, &t->cap_access_pool, t->n_access_pool + s->n_access,
+    if (trace_grow64((void **)&t->access_pool, &t->cap_access_pool, t->n_access_pool + s->n_access,
              sizeof *t->access_pool) != 0)
         return -1;
-    if (grow((void **)&t->attr_pool, &t->cap_attr_pool, t->n_attr_pool + s->n_attr,
+    if (trace_grow64((void **)&t->attr_pool, &t->cap_attr_pool, t->n_attr_pool + s->n_attr,
              sizeof *t->attr_pool) != 0)
         return -1;
     t->stmts[t->n_stmts] = (trace_stmt_rec){

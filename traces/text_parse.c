@@ -202,22 +202,6 @@ static int expected_word(text_parser *p, uint32_t i, const char *what)
 /* ------------------------------------------------------------------ */
 /* Growing arrays.                                                     */
 
-static int grow(void **arr, uint32_t *cap, uint64_t need, size_t elem)
-{
-    if (need <= *cap)
-        return 0;
-    uint64_t ncap = *cap ? *cap : 16;
-    while (ncap < need)
-        ncap *= 2;
-    if (ncap > UINT32_MAX)
-        return -1;
-    void *np = realloc(*arr, ncap * elem);
-    if (!np)
-        return -1;
-    *arr = np;
-    *cap = (uint32_t)ncap;
-    return 0;
-}
 
 /* ------------------------------------------------------------------ */
 /* Lines and words.                                                    */
@@ -334,7 +318,7 @@ static int lex_line(text_parser *p)
                 return perr(p, (uint32_t)i + 1, "unexpected control character 0x%02x", c);
             i++;
         }
-        if (grow((void **)&p->words, &p->cap_words, (uint64_t)p->n_words + 1, sizeof *p->words) != 0)
+        if (trace_grow32((void **)&p->words, &p->cap_words, (uint64_t)p->n_words + 1, sizeof *p->words) != 0)
             return nomem(p);
         p->words[p->n_words++] = (text_word){ s + start, (uint32_t)(i - start), (uint32_t)start + 1 };
         p->eol_col = (uint32_t)i + 1;
@@ -547,7 +531,7 @@ static int find_buffer(text_parser *p, const text_str *name, uint32_t *b)
 
 static int remember_line(text_parser *p, uint32_t **lines, uint32_t *cap, uint32_t index)
 {
-    if (grow((void **)lines, cap, (uint64_t)index + 1, sizeof **lines) != 0)
+    if (trace_grow32((void **)lines, cap, (uint64_t)index + 1, sizeof **lines) != 0)
         return nomem(p);
     (*lines)[index] = p->lineno;
     return 0;
@@ -760,7 +744,7 @@ static int push_attr(text_parser *p, uint32_t key, uint32_t value)
 {
     if (key == TRACE_NONE || value == TRACE_NONE)
         return nomem(p);
-    if (grow((void **)&p->attr, &p->cap_attr, (uint64_t)p->n_attr + 1, sizeof *p->attr) != 0)
+    if (trace_grow32((void **)&p->attr, &p->cap_attr, (uint64_t)p->n_attr + 1, sizeof *p->attr) != 0)
         return nomem(p);
     p->attr[p->n_attr++] = (trace_attr){ key, value };
     return 0;
@@ -856,7 +840,7 @@ static int parse_expect(text_parser *p)
             is_ref = parse_line_ref(&value, &target);
         }
         if (is_ref) {
-            if (grow((void **)&p->refs, &p->cap_refs, (uint64_t)p->n_refs + 1, sizeof *p->refs) != 0)
+            if (trace_grow32((void **)&p->refs, &p->cap_refs, (uint64_t)p->n_refs + 1, sizeof *p->refs) != 0)
                 return nomem(p);
             p->refs[p->n_refs++] = (line_ref){ p->lineno, value.col, target };
         }
@@ -928,7 +912,7 @@ static int parse_ref(text_parser *p, text_cursor *c, trace_access *a, const char
 
 static trace_access *new_access(text_parser *p)
 {
-    if (grow((void **)&p->acc, &p->cap_acc, (uint64_t)p->n_acc + 1, sizeof *p->acc) != 0)
+    if (trace_grow32((void **)&p->acc, &p->cap_acc, (uint64_t)p->n_acc + 1, sizeof *p->acc) != 0)
         return NULL;
     return &p->acc[p->n_acc++];
 }
@@ -1128,7 +1112,7 @@ static int note_stmt_line(text_parser *p)
         l->runs[l->n - 1].n++;
         return 0;
     }
-    if (grow((void **)&l->runs, &l->cap, (uint64_t)l->n + 1, sizeof *l->runs) != 0)
+    if (trace_grow32((void **)&l->runs, &l->cap, (uint64_t)l->n + 1, sizeof *l->runs) != 0)
         return nomem(p);
     l->runs[l->n++] = (stmt_line_run){ p->lineno, 1 };
     return 0;
@@ -1283,7 +1267,7 @@ static int parse_statement(text_parser *p, trace_stmt *s)
     s->line = p->lineno;
     p->cur_seq = s->seq;
     if (p->lazy && !p->replay && s->seq % MARK_EVERY == 0) {
-        if (grow((void **)&p->marks, &p->cap_marks, (uint64_t)p->n_marks + 1,
+        if (trace_grow32((void **)&p->marks, &p->cap_marks, (uint64_t)p->n_marks + 1,
                  sizeof *p->marks) != 0)
             return nomem(p);
         p->marks[p->n_marks++] = (stmt_mark){ p->line_start, p->lineno };

@@ -383,6 +383,14 @@ void trace_json_str(FILE *out, const char *s);
 /* FNV-1a, used by the map and available to others. */
 uint64_t trace_hash(const void *data, size_t len);
 
+/* Growing arrays, the one rule: ensures *arr has room for `need` elements
+ * of `elem` bytes, doubling its capacity from 16. Returns 0, or -1 when
+ * memory runs out or the capacity would not fit its type (*arr and *cap
+ * then unchanged). */
+int trace_grow(void **arr, size_t *cap, size_t need, size_t elem);
+int trace_grow32(void **arr, uint32_t *cap, uint64_t need, size_t elem);
+int trace_grow64(void **arr, uint64_t *cap, uint64_t need, size_t elem);
+
 /* ------------------------------------------------------------------ */
 /* The trace: declarations (and, for in-memory traces, statements).    */
 

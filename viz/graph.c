@@ -256,25 +256,11 @@ static void plan_free(plan *p)
     memset(p, 0, sizeof *p);
 }
 
-static bool grow(void **v, size_t *cap, size_t need, size_t size)
-{
-    if (need <= *cap)
-        return true;
-    size_t c = *cap ? *cap : 64;
-    while (c < need)
-        c *= 2;
-    void *nv = realloc(*v, c * size);
-    if (!nv)
-        return false;
-    *v = nv;
-    *cap = c;
-    return true;
-}
 
 /* Appends an item; returns its index, or SIZE_MAX when out of memory. */
 static size_t add_item(plan *p, item it)
 {
-    if (!grow((void **)&p->items, &p->cap_items, p->n_items + 1, sizeof *p->items))
+    if (trace_grow((void **)&p->items, &p->cap_items, p->n_items + 1, sizeof *p->items) != 0)
         return SIZE_MAX;
     p->items[p->n_items] = it;
     return p->n_items++;
@@ -295,7 +281,7 @@ static int plan_items(const trace_graph *g, const id_index *ix, plan *p)
     p->dst = malloc(m * sizeof *p->dst);
     p->layer = malloc(n * sizeof *p->layer);
     if (!splits || !p->src || !p->dst || !p->layer ||
-        !grow((void **)&p->items, &p->cap_items, g->n_nodes, sizeof *p->items)) {
+        trace_grow((void **)&p->items, &p->cap_items, g->n_nodes, sizeof *p->items) != 0) {
         free(splits);
         return -1;
     }
@@ -463,7 +449,7 @@ static int plan_layers(const trace_graph *g, plan *p)
                        layers_alike(ln, prev, k - prev, k, e - k);
         if (!extends) {
             if (run_layers >= VIZ_GRAPH_COLLAPSE_MIN) {
-                if (!grow((void **)&p->runs, &cap_runs, p->n_runs + 1, sizeof *p->runs))
+                if (trace_grow((void **)&p->runs, &cap_runs, p->n_runs + 1, sizeof *p->runs) != 0)
                     goto fail;
                 p->runs[p->n_runs] = (layer_run){ ln[run_start].name, ln[run_start].stem_len,
                                                   ln[run_start].number, ln[prev].number };

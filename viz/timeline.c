@@ -45,24 +45,11 @@ static bool is_box_kind(trace_kind k)
            k == TRACE_FREE;
 }
 
-static bool grow(void **p, size_t *cap, size_t need, size_t size)
-{
-    if (need <= *cap)
-        return true;
-    size_t c = *cap ? *cap : 64;
-    while (c < need)
-        c *= 2;
-    void *np = realloc(*p, c * size);
-    if (!np)
-        return false;
-    *p = np;
-    *cap = c;
-    return true;
-}
 
 static int add_arrow(viz_timeline *tl, uint64_t from, uint64_t to, uint8_t kind)
 {
-    if (!grow((void **)&tl->arrows, &tl->cap_arrows, tl->n_arrows + 1, sizeof *tl->arrows))
+    if (trace_grow((void **)&tl->arrows, &tl->cap_arrows, tl->n_arrows + 1,
+                   sizeof *tl->arrows) != 0)
         return -1;
     tl->arrows[tl->n_arrows++] = (tl_arrow){ from, to, kind };
     return 0;
@@ -98,7 +85,8 @@ static int link_statement(viz_timeline *tl, collect_state *cs, const trace *t, c
         for (size_t i = 0; i < cs->n_flags; i++)
             if (cs->flags[i] == s->object)
                 return 0;
-        if (!grow((void **)&cs->flags, &cs->cap_flags, cs->n_flags + 1, sizeof *cs->flags))
+        if (trace_grow((void **)&cs->flags, &cs->cap_flags, cs->n_flags + 1,
+                       sizeof *cs->flags) != 0)
             return -1;
         cs->flags[cs->n_flags++] = s->object;
         return 0;
@@ -132,7 +120,7 @@ static int store_item(viz_timeline *tl, collect_state *cs, const trace *t, const
 {
     if (s->seq != tl->n_items)
         return -2; /* seqs must be dense: every reader guarantees it */
-    if (!grow((void **)&tl->items, &tl->cap_items, tl->n_items + 1, sizeof *tl->items))
+    if (trace_grow((void **)&tl->items, &tl->cap_items, tl->n_items + 1, sizeof *tl->items) != 0)
         return -1;
     tl_item *it = &tl->items[tl->n_items++];
     it->t = s->t;
@@ -152,8 +140,8 @@ static int store_item(viz_timeline *tl, collect_state *cs, const trace *t, const
             tl->n_untimed++;
     }
     size_t old = cs->cap_queue;
-    if (!grow((void **)&cs->last_on_queue, &cs->cap_queue, (size_t)s->queue + 1,
-              sizeof *cs->last_on_queue))
+    if (trace_grow((void **)&cs->last_on_queue, &cs->cap_queue, (size_t)s->queue + 1,
+              sizeof *cs->last_on_queue) != 0)
         return -1;
     for (size_t i = old; i < cs->cap_queue; i++)
         cs->last_on_queue[i] = UINT64_MAX;
@@ -296,7 +284,7 @@ static int box_order(const void *a, const void *b, void *ctx)
 static int push_box(viz_timeline *tl, uint32_t lane, double x0, double x1, uint8_t kind,
                     uint32_t label, uint32_t count)
 {
-    if (!grow((void **)&tl->boxes, &tl->cap_boxes, tl->n_boxes + 1, sizeof *tl->boxes))
+    if (trace_grow((void **)&tl->boxes, &tl->cap_boxes, tl->n_boxes + 1, sizeof *tl->boxes) != 0)
         return -1;
     tl->boxes[tl->n_boxes++] = (tl_box){ x0, x1, lane, kind, label, count };
     return 0;
@@ -488,7 +476,7 @@ int viz_timeline_add_race(viz_timeline *tl, uint64_t first_seq, uint64_t second_
 {
     if (first_seq >= tl->n_items || second_seq >= tl->n_items)
         return 0;
-    if (!grow((void **)&tl->races, &tl->cap_races, tl->n_races + 1, sizeof *tl->races))
+    if (trace_grow((void **)&tl->races, &tl->cap_races, tl->n_races + 1, sizeof *tl->races) != 0)
         return -1;
     tl_race *rc = &tl->races[tl->n_races++];
     rc->first = first_seq;
