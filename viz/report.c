@@ -28,7 +28,6 @@
 
 #include "check/check.h"
 
-#include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
