@@ -18,7 +18,8 @@
  *   attributes  token= on every statement (the evaluation), split= on what
  *               the scheduler does inside a split, and what a device model
  *               prices an op by and the trace cannot show (flops= or
- *               flops_f16=, bytes= when it moves other bytes than it
+ *               flops_f16=, op= its kind (the family a calibrated model
+ *               prices it by), bytes= when it moves other bytes than it
  *               accesses, algorithm=butterfly, overhead_ns= of the
  *               program's own host code).
  *
@@ -473,6 +474,7 @@ sched_rec *sched_rec_new(const sched_rec_opts *o)
     r->k_flops_f16 = rec_intern(r, "flops_f16");
     r->k_bytes = rec_intern(r, "bytes");
     r->k_overhead = rec_intern(r, "overhead_ns");
+    r->k_op = rec_intern(r, "op");
     r->k_algorithm = rec_intern(r, "algorithm");
     r->v_butterfly = rec_intern(r, "butterfly");
     r->o_tp = rec_intern(r, "tp");

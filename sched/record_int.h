@@ -30,7 +30,7 @@ typedef struct node_info {
     bool ready;
     uint8_t n_cost;
     uint32_t label, label_to, label_from;
-    trace_attr cost[2];             /* flops= / flops_f16=, bytes= */
+    trace_attr cost[3];             /* op=, flops= / flops_f16=, bytes= */
 } node_info;
 
 typedef struct graph_cache {
@@ -84,7 +84,7 @@ struct sched_rec {
     uint32_t token;                 /* the value of token= for eval */
     bool token_ok;
     int split;                      /* the split the scheduler is in, -1 */
-    uint32_t k_token, k_split, k_flops, k_flops_f16, k_bytes, k_overhead, k_algorithm;
+    uint32_t k_token, k_split, k_flops, k_flops_f16, k_bytes, k_overhead, k_algorithm, k_op;
     uint32_t v_butterfly, o_tp, v_allreduce, v_allreduce_bf16;
     uint32_t small[REC_SMALL];      /* id + 1 of small numbers */
     wrapped *w[REC_MAX_BACKENDS];

@@ -140,6 +140,7 @@ static node_info *info_of(sched_rec *r, graph_cache *gc, const sched_graph *g, i
     uint64_t flops = sched_node_flops(g, t), bytes = sched_node_bytes(g, t), accessed = 0;
     for (uint32_t i = 0; i < n_acc; i++)
         accessed += acc[i].hi - acc[i].lo;
+    ni->cost[ni->n_cost++] = (trace_attr){ r->k_op, rec_intern(r, sched_op_str(t->op)) };
     if (flops > 0)
         ni->cost[ni->n_cost++] = (trace_attr){ sched_node_half(g, t) ? r->k_flops_f16 : r->k_flops,
                                                rec_num(r, flops) };

@@ -227,7 +227,8 @@ static int64_t node_ns(const sim_model *m, bool host, const sched_graph *g, cons
 {
     uint64_t flops = sched_node_flops(g, t);
     bool half = sched_node_half(g, t);
-    return sim_cost_op(m, host, half ? 0 : flops, half ? flops : 0, sched_node_bytes(g, t), -1);
+    return sim_cost_kernel(m, sched_op_str(t->op), host, half ? 0 : flops, half ? flops : 0,
+                           sched_node_bytes(g, t), -1);
 }
 
 static int queue_kernel(sched_backend *b, int64_t dur, sched_ticket ticket)

@@ -29,6 +29,18 @@
  *                  (a spinning thread burns the slice the thread holding
  *                  progress needs); compute every flop at cpu_gflops;
  *                  memory at cpu_mem_gbps.
+ *   Kernel families (sim_cost_kernel).  A model's [kernels] lines, which
+ *   `syncsim calibrate` fits from a run, price an op of a measured family
+ *   instead of the roofline: fixed_ns + flops / gflops + flops_f16 /
+ *   gflops_f16 + bytes / gbps, each term only where the line has its rate
+ *   (a captured kernel whose FLOPs and bytes nobody knows: fixed_ns per
+ *   op). A sum, not the roofline's max: fitted over a family's ops, it
+ *   carries the compute-bound and the memory-bound ones alike. An op's
+ *   family (sim_op_family) is its op= attribute, the op kind `syncsim run` records (mul_mat, add,
+ *   rms_norm, ...), else the family of its label, a captured kernel's
+ *   name (sim_kernel_family: gemm, conv, attention, softmax, norm, reduce,
+ *   elementwise, copy, memset, other). Ops on a host queue are looked up
+ *   as `host.FAMILY`: the same op kind runs at another rate on the CPU.
  *   Host code that is no backend's op (the program's own set_inputs,
  *   sample) names its fixed cost instead of the barrier (overhead_ns=).
  *   The bytes an op moves are its bytes= attribute when it has one (a
@@ -64,7 +76,9 @@
  */
 #include "sim.h"
 
+#include <ctype.h>
 #include <math.h>
+#include <string.h>
 
 /* Nanoseconds as an integer, truncated; a hand-written attribute cannot
  * push a time past a million seconds (nor the sums after it past int64_t). */
@@ -119,6 +133,68 @@ int64_t sim_cost_op(const sim_model *m, bool host, uint64_t flops, uint64_t flop
         memory = (double)bytes / m->gpu_mem_gbps;
     }
     return ns_of((double)overhead) + ns_of(compute > memory ? compute : memory);
+}
+
+/*
+ * The families of captured kernels, by what their names contain (case
+ * folded), first match wins: attention before gemm (a fused attention
+ * kernel runs GEMMs), softmax and norm before reduce (they reduce too),
+ * copies before elementwise. The words come from the kernel names of
+ * cuBLAS/CUTLASS (gemm, gemv, sgemm, xmma), cuDNN (conv, implicit_convolve,
+ * winograd), PyTorch's ATen (vectorized_elementwise_kernel, reduce_kernel,
+ * softmax_warp_forward, layer_norm_kernel, CatArrayBatchedCopy), FlashAttention
+ * (flash_fwd, fmha) and the profilers' own rows ("Memset (Device)").
+ */
+static const struct {
+    const char *family;
+    const char *words[12];
+} kernel_families[] = {
+    { "memset", { "memset" } },
+    { "attention", { "attention", "flash", "fmha", "sdpa", "mha_" } },
+    { "softmax", { "softmax" } },
+    { "norm", { "norm" } },
+    { "gemm", { "gemm", "gemv", "matmul", "xmma", "mma_", "cutlass", "cublas", "dot_kernel" } },
+    { "conv", { "conv", "winograd", "implicit_convolve", "cudnn" } },
+    { "reduce", { "reduce", "pool", "argmax", "topk", "scan", "sum_kernel" } },
+    { "copy", { "copy", "memcpy", "transpose", "cat_", "catarray", "gather", "scatter",
+                "index" } },
+    { "elementwise", { "elementwise", "unrolled", "vectorized", "fill", "add", "mul", "relu",
+                       "gelu", "silu", "sigmoid", "tanh" } },
+};
+
+const char *sim_kernel_family(const char *name)
+{
+    char low[256];
+    size_t n = 0;
+    for (; name && name[n] && n + 1 < sizeof low; n++)
+        low[n] = (char)tolower((unsigned char)name[n]);
+    low[n] = '\0';
+    for (size_t f = 0; f < sizeof kernel_families / sizeof kernel_families[0]; f++)
+        for (size_t w = 0; w < 12 && kernel_families[f].words[w]; w++)
+            if (strstr(low, kernel_families[f].words[w]))
+                return kernel_families[f].family;
+    return "other";
+}
+
+const char *sim_op_family(const trace *t, const trace_stmt *s)
+{
+    for (uint32_t a = 0; a < s->n_attr; a++)
+        if (strcmp(trace_str(t, s->attr[a].key), "op") == 0 && *trace_str(t, s->attr[a].value))
+            return trace_str(t, s->attr[a].value);
+    return sim_kernel_family(s->label == TRACE_LABEL_LAZY ? "" : trace_str(t, s->label));
+}
+
+int64_t sim_cost_kernel(const sim_model *m, const char *family, bool host, uint64_t flops,
+                        uint64_t flops_half, uint64_t bytes, int64_t overhead_ns)
+{
+    const sim_kernel_rate *k = overhead_ns < 0 && family ? sim_model_kernel(m, family, host) : NULL;
+    if (!k)
+        return sim_cost_op(m, host, flops, flops_half, bytes, overhead_ns);
+    double half_rate = k->gflops_f16 > 0 ? k->gflops_f16 : k->gflops;
+    double ns = (k->gflops > 0 ? (double)flops / k->gflops : 0) +
+                (half_rate > 0 ? (double)flops_half / half_rate : 0) +
+                (k->gbps > 0 ? (double)bytes / k->gbps : 0);
+    return k->fixed_ns + ns_of(ns);
 }
 
 static double min3(double a, double b, double c)

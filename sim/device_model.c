@@ -9,6 +9,15 @@
  * The file format: `[section]` headers, `key = value` lines, `#` comments.
  * Every key of every section is required; an unknown key, a missing key or
  * a value that is not a number is an error naming the file and place.
+ *
+ * One section is a table instead: [kernels] (optional, what `syncsim
+ * calibrate` measures) prices whole kernel families, one line each,
+ *     FAMILY = FIXED_NS [RATE gflops] [RATE gflops_f16] [RATE gbps]
+ * an op of FAMILY (cost.c: sim_op_family; `host.FAMILY` for ops on a host
+ * queue) costs FIXED_NS plus its FLOPs, f16 FLOPs and bytes each at its
+ * rate (GFLOP/s, GB/s), the amounts without a rate left out (f16 FLOPs go
+ * at gflops when gflops_f16 is not given). A family without a line is
+ * priced by the roofline of [gpu] / [host].
  */
 #include "sim.h"
 
@@ -151,6 +160,71 @@ static const struct model_key {
 };
 #define N_KEYS (sizeof model_keys / sizeof model_keys[0])
 
+const sim_kernel_rate *sim_model_kernel(const sim_model *m, const char *family, bool host)
+{
+    char key[SIM_FAMILY_MAX];
+    snprintf(key, sizeof key, "%s%s", host ? "host." : "", family);
+    for (int i = 0; i < m->n_kernels; i++)
+        if (strcmp(m->kernels[i].family, key) == 0)
+            return &m->kernels[i];
+    return NULL;
+}
+
+static bool family_char(char c)
+{
+    return isalnum((unsigned char)c) || c == '_' || c == '.' || c == '-';
+}
+
+/* One [kernels] line: "FAMILY" and "FIXED_NS [RATE UNIT]". */
+static int parse_kernel(const char *name, unsigned line, unsigned col, const char *key,
+                        char *val, unsigned vcol, sim_model *out, trace_error *err)
+{
+    size_t klen = strlen(key);
+    bool ok = klen > 0 && klen < SIM_FAMILY_MAX;
+    for (size_t i = 0; ok && i < klen; i++)
+        ok = family_char(key[i]);
+    if (!ok)
+        return trace_error_set(err, TRACE_ESYNTAX, "%s:%u:%u: expected a kernel family name "
+                               "(letters, digits, _ . -; at most %d), got '%s'", name, line, col,
+                               SIM_FAMILY_MAX - 1, key), -1;
+    for (int i = 0; i < out->n_kernels; i++)
+        if (strcmp(out->kernels[i].family, key) == 0)
+            return trace_error_set(err, TRACE_ESYNTAX, "%s:%u:%u: kernel family '%s' given "
+                                   "twice", name, line, col, key), -1;
+    if (out->n_kernels == SIM_MAX_KERNELS)
+        return trace_error_set(err, TRACE_ESYNTAX, "%s:%u:%u: more than %d kernel families",
+                               name, line, col, SIM_MAX_KERNELS), -1;
+    char *words[8];
+    int n = 0;
+    for (char *save = NULL, *w = strtok_r(val, " \t", &save); w; w = strtok_r(NULL, " \t", &save))
+        words[n < 8 ? n : 7] = w, n++;
+    sim_kernel_rate k = { .fixed_ns = 0 };
+    snprintf(k.family, sizeof k.family, "%s", key);
+    char *end = "";
+    double fixed = n ? strtod(words[0], &end) : -1;
+    bool good = n % 2 == 1 && n <= 7 && !*end && fixed >= 0 && fixed < 1e15 &&
+                fixed == (double)(int64_t)fixed;
+    for (int w = 1; good && w + 1 < n; w += 2) {
+        errno = 0;
+        double rate = strtod(words[w], &end);
+        double *field = !strcmp(words[w + 1], "gflops")       ? &k.gflops
+                        : !strcmp(words[w + 1], "gflops_f16") ? &k.gflops_f16
+                        : !strcmp(words[w + 1], "gbps")       ? &k.gbps
+                                                              : NULL;
+        good = !*end && !errno && rate > 0 && field && *field == 0;
+        if (good)
+            *field = rate;
+    }
+    if (!good)
+        return trace_error_set(err, TRACE_ESYNTAX, "%s:%u:%u: expected FIXED_NS [RATE gflops] "
+                               "[RATE gflops_f16] [RATE gbps] for kernel family '%s' (a "
+                               "non-negative integer, then positive rates, each unit once)",
+                               name, line, vcol, key), -1;
+    k.fixed_ns = (int64_t)fixed;
+    out->kernels[out->n_kernels++] = k;
+    return 0;
+}
+
 int sim_model_parse(const char *name, const char *text, sim_model *out, trace_error *err)
 {
     memset(out, 0, sizeof *out);
@@ -187,13 +261,13 @@ int sim_model_parse(const char *name, const char *text, sim_model *out, trace_er
                                        line, col), -1;
             memcpy(section, s + 1, (size_t)(close - s - 1));
             section[close - s - 1] = '\0';
-            bool known = false;
+            bool known = !strcmp(section, "kernels");
             for (size_t k = 0; k < N_KEYS; k++)
                 known |= strcmp(model_keys[k].section, section) == 0;
             if (!known)
                 return trace_error_set(err, TRACE_ESYNTAX,
                                        "%s:%u:%u: unknown section [%s] (expected machine, host, "
-                                       "gpu, link or collective)", name, line, col, section), -1;
+                                       "gpu, link, collective or kernels)", name, line, col, section), -1;
             continue;
         }
         char *eq = strchr(s, '=');
@@ -208,6 +282,11 @@ int sim_model_parse(const char *name, const char *text, sim_model *out, trace_er
         while (isspace((unsigned char)*val))
             val++;
         unsigned vcol = (unsigned)(val - buf) + 1;
+        if (!strcmp(section, "kernels")) {
+            if (parse_kernel(name, line, col, s, val, vcol, out, err) != 0)
+                return -1;
+            continue;
+        }
         if (!strcmp(s, "name") && !strcmp(section, "machine")) {
             snprintf(out->name, sizeof out->name, "%s", val);
             continue;
@@ -325,4 +404,54 @@ int sim_model_load(const char *spec, sim_model *out, trace_error *err)
             out->gpus = gpus;
     }
     return rc;
+}
+
+void sim_model_write(FILE *out, const sim_model *m, const char *header,
+                     const char *(*note)(void *ctx, const char *key), void *ctx)
+{
+    if (header) {
+        for (const char *p = header; *p;) {
+            const char *eol = strchr(p, '\n');
+            int len = eol ? (int)(eol - p) : (int)strlen(p);
+            fprintf(out, "# %.*s\n", len, p);
+            p += len + (eol ? 1 : 0);
+        }
+        fprintf(out, "\n");
+    }
+    const char *section = "";
+    for (size_t k = 0; k < N_KEYS; k++) {
+        const struct model_key *mk = &model_keys[k];
+        if (strcmp(section, mk->section) != 0) {
+            section = mk->section;
+            fprintf(out, "%s[%s]\n", k ? "\n" : "", section);
+            if (!strcmp(section, "machine"))
+                fprintf(out, "name = %s\n", m->name);
+        }
+        const char *field = (const char *)m + mk->off;
+        char val[64];
+        if (mk->type == KEY_INT)
+            snprintf(val, sizeof val, "%d", *(const int *)field);
+        else if (mk->type == KEY_I64)
+            snprintf(val, sizeof val, "%lld", (long long)*(const int64_t *)field);
+        else
+            snprintf(val, sizeof val, "%.6g", *(const double *)field);
+        const char *why = note ? note(ctx, mk->key) : NULL;
+        fprintf(out, "%s = %-12s # %s\n", mk->key, val, why ? why : mk->meaning);
+    }
+    fprintf(out, "\n[kernels]\n");
+    if (!m->n_kernels)
+        fprintf(out, "# none: every op is priced by the roofline of [gpu] and [host]\n");
+    for (int i = 0; i < m->n_kernels; i++) {
+        const sim_kernel_rate *k = &m->kernels[i];
+        char val[160];
+        int len = snprintf(val, sizeof val, "%lld", (long long)k->fixed_ns);
+        if (k->gflops > 0)
+            len += snprintf(val + len, sizeof val - (size_t)len, " %.6g gflops", k->gflops);
+        if (k->gflops_f16 > 0)
+            len += snprintf(val + len, sizeof val - (size_t)len, " %.6g gflops_f16", k->gflops_f16);
+        if (k->gbps > 0)
+            snprintf(val + len, sizeof val - (size_t)len, " %.6g gbps", k->gbps);
+        const char *why = note ? note(ctx, k->family) : NULL;
+        fprintf(out, "%s = %-24s%s%s\n", k->family, val, why ? " # " : "", why ? why : "");
+    }
 }

@@ -20,9 +20,10 @@
  * collective's cost); blocking statements are always recomputed: they end
  * when what they wait for ends, plus the model's fixed cost. Otherwise
  * every statement is priced by the cost model (cost.c, the formulas and
- * their inputs) from what the trace says: an op by its flops=,
- * flops_f16=, bytes= (else the bytes it accesses) and overhead_ns=, a
- * copy by the path between the places of its source and destination, a
+ * their inputs) from what the trace says: an op by its family (op=, else
+ * its label), flops=, flops_f16=, bytes= (else the bytes it accesses) and
+ * overhead_ns=, a copy by the path between the places of its source and
+ * destination and its bytes= (else the bytes it reads), a
  * collective by its size= participants, its wire bytes and algorithm=.
  * The simulated backend records exactly those attributes, so a simulated
  * run replays with the prices it ran with.
@@ -122,31 +123,43 @@ static uint32_t place_of(const trace *t, uint32_t buffer)
     return root->loc == TRACE_LOC_DEVICE ? root->device : TRACE_NONE;
 }
 
-/* The path of a copy from the places of its two accesses. */
-static sim_path path_of(const trace *t, const trace_stmt *s)
+void sim_stmt_cost_of(const trace *t, const trace_stmt *s, sim_stmt_cost *out)
 {
-    uint32_t from = place_of(t, s->access[0].buffer), to = place_of(t, s->access[1].buffer);
-    if (from == TRACE_NONE && to != TRACE_NONE)
-        return SIM_PATH_H2D;
-    if (from != TRACE_NONE && to == TRACE_NONE)
-        return SIM_PATH_D2H;
-    if (from != TRACE_NONE && from != to)
-        return SIM_PATH_P2P;
-    return SIM_PATH_NONE;
+    memset(out, 0, sizeof *out);
+    out->overhead_ns = -1;
+    if (s->kind == TRACE_COPY) {
+        if (s->n_access < 2)
+            return;
+        /* The path of a copy from the places of its two accesses. */
+        uint32_t from = place_of(t, s->access[0].buffer), to = place_of(t, s->access[1].buffer);
+        if (from == TRACE_NONE && to != TRACE_NONE)
+            out->path = SIM_PATH_H2D;
+        else if (from != TRACE_NONE && to == TRACE_NONE)
+            out->path = SIM_PATH_D2H;
+        else if (from != TRACE_NONE && from != to)
+            out->path = SIM_PATH_P2P;
+        if (!attr_u64(t, s, "bytes", &out->bytes))
+            out->bytes = s->access[0].hi - s->access[0].lo;
+        return;
+    }
+    if (s->kind != TRACE_OP)
+        return;
+    out->family = sim_op_family(t, s);
+    if (!attr_u64(t, s, "bytes", &out->bytes))
+        out->bytes = access_bytes(s);
+    attr_u64(t, s, "flops", &out->flops);
+    attr_u64(t, s, "flops_f16", &out->flops_half);
+    uint64_t overhead;
+    if (attr_u64(t, s, "overhead_ns", &overhead))
+        out->overhead_ns = overhead > (uint64_t)INT64_MAX / 2 ? INT64_MAX / 2 : (int64_t)overhead;
 }
 
 /* An op, priced from its attributes (cost.c). */
 static int64_t op_dur(const trace *t, const sim_model *m, const trace_stmt *s, bool host)
 {
-    uint64_t bytes, flops = 0, flops_f16 = 0, overhead;
-    if (!attr_u64(t, s, "bytes", &bytes))
-        bytes = access_bytes(s);
-    attr_u64(t, s, "flops", &flops);
-    attr_u64(t, s, "flops_f16", &flops_f16);
-    bool fixed = attr_u64(t, s, "overhead_ns", &overhead);
-    return sim_cost_op(m, host, flops, flops_f16, bytes,
-                       fixed ? (overhead > (uint64_t)INT64_MAX / 2 ? INT64_MAX / 2 : (int64_t)overhead)
-                             : -1);
+    sim_stmt_cost c;
+    sim_stmt_cost_of(t, s, &c);
+    return sim_cost_kernel(m, c.family, host, c.flops, c.flops_half, c.bytes, c.overhead_ns);
 }
 
 /* A copy: over the path between its source's and destination's roots. */
@@ -154,7 +167,9 @@ static int64_t copy_dur(const trace *t, const sim_model *m, const trace_stmt *s,
 {
     if (s->n_access < 2)
         return m->copy_latency_ns + sim_cost_unblock(m, TRACE_COPY, host);
-    return sim_cost_copy(m, host, path_of(t, s), s->access[0].hi - s->access[0].lo);
+    sim_stmt_cost c;
+    sim_stmt_cost_of(t, s, &c);
+    return sim_cost_copy(m, host, c.path, c.bytes);
 }
 
 /* A collective's cost once every participant arrived. */

@@ -24,6 +24,21 @@
 /* ------------------------------------------------------------------ */
 /* Device model files (sim/devices/NAME.dev, docs/device-model.md).    */
 
+#define SIM_MAX_KERNELS 64
+#define SIM_FAMILY_MAX 48
+
+/* One line of a model's [kernels] section: the measured price of one
+ * kernel family (sim_op_family): fixed_ns + flops / gflops + flops_f16 /
+ * gflops_f16 + bytes / gbps, a rate of 0 leaving its amount out (f16 FLOPs
+ * go at gflops when gflops_f16 is 0). */
+typedef struct sim_kernel_rate {
+    char family[SIM_FAMILY_MAX];    /* "mul_mat", "gemm"; "host.mul_mat" on a host queue */
+    int64_t fixed_ns;
+    double gflops;                  /* flops= per ns (GFLOP/s) */
+    double gflops_f16;              /* flops_f16= per ns */
+    double gbps;                    /* bytes moved (bytes=, else accessed) per ns (GB/s) */
+} sim_kernel_rate;
+
 typedef struct sim_model {
     char name[64];
     char path[4352];
@@ -42,6 +57,10 @@ typedef struct sim_model {
     int64_t copy_latency_ns;
     /* [collective] */
     int64_t allreduce_base_ns, allreduce_step_ns;
+    /* [kernels] (optional): measured prices per kernel family, which replace
+     * the roofline of [gpu] / [host] for the ops of those families. */
+    sim_kernel_rate kernels[SIM_MAX_KERNELS];
+    int n_kernels;
 } sim_model;
 
 /* Loads a device model: SPEC is a name from sim/devices ("h100-pcie"), or
@@ -58,6 +77,16 @@ const char *sim_devices_dir(void);
 void sim_models_list(char *buf, size_t cap);
 /* Whether name is a shipped model, or names a file (has '/' or ends .dev). */
 bool sim_model_exists(const char *name);
+/* Writes m as a device model file that sim_model_parse reads back to m
+ * (numbers to 6 significant digits):
+ * the header comment (lines, each written after "# "), every key of
+ * every section in table order with its value and, as its comment,
+ * note(ctx, key) when that gives one, else the key's meaning; then the
+ * [kernels] lines, commented by note(ctx, family). note may be NULL. */
+void sim_model_write(FILE *out, const sim_model *m, const char *header,
+                     const char *(*note)(void *ctx, const char *key), void *ctx);
+/* The [kernels] line of family on a host queue or a stream, or NULL. */
+const sim_kernel_rate *sim_model_kernel(const sim_model *m, const char *family, bool host);
 
 /* ------------------------------------------------------------------ */
 /* The cost model (cost.c): the simulated backend and replay price      */
@@ -83,6 +112,18 @@ int64_t sim_cost_host_barrier(const sim_model *m);
  * < 0: the model's (kernel overhead, or the pool's barrier). */
 int64_t sim_cost_op(const sim_model *m, bool host, uint64_t flops, uint64_t flops_half,
                     uint64_t bytes, int64_t overhead_ns);
+/* The kernel family of an op statement of t, the one naming rule (cost.c):
+ * its op= attribute (the op kind `syncsim run` records: mul_mat, add,
+ * rms_norm, ...), else a family derived from its label, a captured
+ * kernel's name (sim_kernel_family). Never NULL. */
+const char *sim_op_family(const trace *t, const trace_stmt *s);
+/* The family of a kernel name: gemm, conv, attention, softmax, norm,
+ * reduce, elementwise, copy, memset or other (cost.c has the rules). */
+const char *sim_kernel_family(const char *kernel_name);
+/* An op of a family: its [kernels] line when the model has one and the op
+ * names no fixed cost (overhead_ns < 0), else sim_cost_op. */
+int64_t sim_cost_kernel(const sim_model *m, const char *family, bool host, uint64_t flops,
+                        uint64_t flops_half, uint64_t bytes, int64_t overhead_ns);
 /* The bandwidth of a path when nothing else uses its links (GB/s = B/ns). */
 double sim_cost_link_gbps(const sim_model *m, sim_path path);
 /* Nanoseconds to move bytes at gbps, rounded up to when the last byte lands. */
@@ -179,8 +220,51 @@ typedef struct sim_replay_result {
     uint64_t n_stmts, n_dropped;
 } sim_replay_result;
 
+/* What the cost model prices a statement by, as the trace says it (the
+ * attributes of docs/device-model.md), for replay and calibrate alike. */
+typedef struct sim_stmt_cost {
+    const char *family;             /* op: sim_op_family; else NULL */
+    uint64_t flops, flops_half;     /* op: flops=, flops_f16= (0 when absent) */
+    uint64_t bytes;                 /* op: bytes= else the bytes it accesses; copy: bytes= else
+                                     * the bytes it reads */
+    int64_t overhead_ns;            /* op: overhead_ns=; -1: the model's */
+    sim_path path;                  /* copy: between the places of its source and destination */
+} sim_stmt_cost;
+void sim_stmt_cost_of(const trace *t, const trace_stmt *s, sim_stmt_cost *out);
+
 /* Re-times every statement of r honouring happens-before. Returns 0 or -1
  * with err filled (a hang, bad input). */
 int sim_replay(trace_reader *r, const sim_replay_opts *o, sim_replay_result *res, trace_error *err);
+
+/* ------------------------------------------------------------------ */
+/* Calibration (calibrate.c): a device model fitted to a recorded run.  */
+
+/* One number calibrate reports: a key of the model, or a [kernels] family. */
+typedef struct sim_calib_param {
+    char key[SIM_FAMILY_MAX + 8];   /* "launch_ns", "h2d_gbps", a family ("mul_mat") */
+    char unit[16];                  /* "ns", "GB/s", "GFLOP/s", "ns/op" */
+    bool family;                    /* a [kernels] line: rate; value is its fixed_ns */
+    bool fitted;                    /* false: kept from the base model (note says why) */
+    double value;                   /* in unit */
+    sim_kernel_rate rate;           /* family: the line */
+    uint64_t samples;
+    double r2;                      /* R^2 of a fitted line; NAN when none was fitted */
+    double rms_ns;                  /* RMS residual of the fit (ns); NAN when not fitted */
+    char note[224];                 /* where the number came from, for people and the file */
+} sim_calib_param;
+
+typedef struct sim_calib {
+    sim_model model;                /* the base with every fitted number in place */
+    sim_calib_param *params;        /* in the order of the table calibrate prints */
+    uint32_t n_params, cap_params;
+} sim_calib;
+
+/* Fits out->model to the observed times of t (in-memory statements),
+ * keeping base's other numbers. Returns 0, or -1 with err (a trace
+ * without observed times, out of memory). Free with sim_calib_free. */
+int sim_calibrate(const trace *t, const sim_model *base, sim_calib *out, trace_error *err);
+void sim_calib_free(sim_calib *c);
+/* The parameter of key, or NULL. */
+const sim_calib_param *sim_calib_find(const sim_calib *c, const char *key);
 
 #endif
