@@ -58,15 +58,36 @@ void cmd_calibrate_help(FILE *out)
 typedef struct validation {
     const char *path;
     int64_t run;                    /* 0: not a database */
-    sim_replay_result res;
+    sim_replay_result res;          /* --durations model */
+    int64_t work_model_ns;          /* ops, copies and collectives priced by the model */
+    int64_t work_recorded_ns;       /* the same statements with their recorded durations */
 } validation;
 
-static int replay_model(trace *t, const sim_model *m, sim_replay_result *res, trace_error *err)
+static int64_t work_of(const sim_replay_result *r)
+{
+    int64_t w = 0;
+    for (uint32_t q = 0; q < r->n_queues; q++)
+        w += r->busy_ns[q];
+    return w;
+}
+
+/* Replays t with --durations model under m, and with its recorded
+ * durations for the work they price. */
+static int replay_model(trace *t, const sim_model *m, validation *v, trace_error *err)
 {
     trace_reader r;
     trace_reader_memory(&r, t);
     sim_replay_opts o = { .model = m, .durations_recorded = false };
-    return sim_replay(&r, &o, res, err);
+    if (sim_replay(&r, &o, &v->res, err) != 0)
+        return -1;
+    sim_replay_result rec;
+    trace_reader_memory(&r, t);
+    o.durations_recorded = true;
+    if (sim_replay(&r, &o, &rec, err) != 0)
+        return -1;
+    v->work_model_ns = work_of(&v->res);
+    v->work_recorded_ns = work_of(&rec);
+    return 0;
 }
 
 static double error_pct(const sim_replay_result *r)
@@ -151,6 +172,8 @@ static void print_table(const char *path, int64_t run, const sim_model *base, co
         printf("%-24s %-40s %8s %8s %12s  %s%s\n", p->key, val, n, r2, rms, src,
                semi ? semi : "");
     }
+    printf("\nhost time between statements that no submission cost explains: %.3f ms "
+           "(replay leaves it out)\n", c->host_unpriced_ns / 1e6);
     printf("\nreplay with --durations model under the fitted model:\n");
     for (int i = 0; i < n_v; i++) {
         const sim_replay_result *r = &v[i].res;
@@ -164,6 +187,11 @@ static void print_table(const char *path, int64_t run, const sim_model *base, co
         if (r->median_start_error_ns >= 0)
             printf(", median start error %.3f ms over %llu statements",
                    (double)r->median_start_error_ns / 1e6, (unsigned long long)r->n_start_compared);
+        printf("\n      work (ops, copies, collectives): priced %.3f ms, recorded %.3f ms",
+               (double)v[i].work_model_ns / 1e6, (double)v[i].work_recorded_ns / 1e6);
+        if (v[i].work_recorded_ns > 0)
+            printf(" (%+.2f%%)", 100.0 * (double)(v[i].work_model_ns - v[i].work_recorded_ns) /
+                                     (double)v[i].work_recorded_ns);
         printf("\n");
     }
     printf("written %s (use: --devices %s%s)\n", output, strchr(output, '/') ? "" : "./", output);
@@ -212,7 +240,8 @@ static void print_json(const char *path, int64_t run, const sim_model *base, con
         trace_json_str(stdout, p->note);
         printf("}");
     }
-    printf("],\n \"replays\": [");
+    printf("],\n \"host_unpriced_ns\": %.0f, \"host_gaps_left_out\": %llu,\n \"replays\": [",
+           c->host_unpriced_ns, (unsigned long long)c->gaps_left_out);
     for (int i = 0; i < n_v; i++) {
         const sim_replay_result *r = &v[i].res;
         printf("%s\n  {\"role\": \"%s\", \"trace\": ", i ? "," : "", i ? "validate" : "self");
@@ -221,8 +250,10 @@ static void print_json(const char *path, int64_t run, const sim_model *base, con
                "\"makespan_error_pct\": ", (long long)v[i].run, (long long)r->makespan_ns,
                (long long)r->recorded_makespan_ns);
         json_num(stdout, error_pct(r));
-        printf(", \"median_start_error_ns\": %lld, \"start_compared\": %llu}",
-               (long long)r->median_start_error_ns, (unsigned long long)r->n_start_compared);
+        printf(", \"median_start_error_ns\": %lld, \"start_compared\": %llu, "
+               "\"work_model_ns\": %lld, \"work_recorded_ns\": %lld}",
+               (long long)r->median_start_error_ns, (unsigned long long)r->n_start_compared,
+               (long long)v[i].work_model_ns, (long long)v[i].work_recorded_ns);
     }
     printf("]}\n");
 }
@@ -300,7 +331,7 @@ int cmd_calibrate(int argc, char **argv)
     snprintf(cal.model.name, sizeof cal.model.name, "calibrated-%.40s", slash ? slash + 1 : path);
     validation v[2] = { { .path = path, .run = run } };
     int n_v = 1, status = 2;
-    if (replay_model(t, &cal.model, &v[0].res, &err) != 0) {
+    if (replay_model(t, &cal.model, &v[0], &err) != 0) {
         cli_error("calibrate", "%s: replaying it with the fitted model: %s", path, err.msg);
         goto done;
     }
@@ -309,7 +340,7 @@ int cmd_calibrate(int argc, char **argv)
         if (!o)
             goto done;
         v[1] = (validation){ .path = other, .run = vrun };
-        int rc = replay_model(o, &cal.model, &v[1].res, &err);
+        int rc = replay_model(o, &cal.model, &v[1], &err);
         trace_free(o);
         if (rc != 0) {
             cli_error("calibrate", "--validate %s: %s", other, err.msg);
@@ -337,7 +368,8 @@ int cmd_calibrate(int argc, char **argv)
     if (len < (int)sizeof header)
         snprintf(header + len, sizeof header - (size_t)len,
                  "Units: _ns nanoseconds, _gbps GB/s, _tflops/_gflops 1e12/1e9 FLOP/s.\n"
-                 "[kernels]: FAMILY = FIXED_NS [RATE gflops|gbps] (docs/device-model.md).");
+                 "[kernels]: FAMILY = FIXED_NS [RATE gflops] [RATE gflops_f16] [RATE gbps]\n"
+                 "(docs/device-model.md, \"Calibrating a device file\").");
     sim_model_write(f, &cal.model, header, param_note, &cal);
     if (cli_output_close("calibrate", f, output, tmp, !ferror(f)) != 0)
         goto done;

@@ -191,6 +191,16 @@ int cmd_replay(int argc, char **argv)
     sim_model m;
     if (sim_model_load(spec, &m, &err) != 0) {
         trace_free(t);
+        if (!devices) {
+            /* A real run: its devices are no model until one is calibrated. */
+            char run_arg[32] = "";
+            if (from_db)
+                snprintf(run_arg, sizeof run_arg, " --run %lld", (long long)run);
+            return cli_error("replay", "%s%s was recorded on devices '%s', which are no device "
+                             "model: fit one to it (syncsim calibrate %s%s -o my.dev) and "
+                             "replay with --devices ./my.dev, or name a model with --devices "
+                             "MODEL", path, run_arg, spec, path, run_arg);
+        }
         return cli_error("replay", "%s", err.msg);
     }
     int status = replay_and_record(t, path, db, from_db, run, &m, recorded, drops, n_drop);

@@ -83,6 +83,7 @@ enum { SUB_LAUNCH, SUB_RECORD, SUB_API, N_SUB };
 typedef struct gap_row {
     double count[N_SUB];
     double gap;
+    bool outlier;           /* left out of the fit (pass 2) */
 } gap_row;
 
 typedef struct family_samples {
@@ -94,6 +95,7 @@ typedef struct family_samples {
 typedef struct samples {
     gap_row *gaps;
     size_t n_gaps, cap_gaps;
+    double host_gap_ns;         /* every gap between timed host statements, summed */
     series sync_tail, host_wait_tail, stream_wait_tail;
     series copies;              /* x bytes, y dur, cls path */
     series host_copies;
@@ -180,6 +182,8 @@ static int collect(const trace *t, samples *sm, trace_error *err)
             /* A gap of this host and the submissions made in it. */
             if (host_end[s.queue] != INT64_MIN) {
                 gap_row row = { .gap = (double)(s.t - host_end[s.queue]) };
+                if (row.gap > 0)
+                    sm->host_gap_ns += row.gap;
                 bool any = false;
                 for (int k = 0; k < N_SUB; k++)
                     any |= (row.count[k] = counts[s.queue][k]) > 0;
@@ -369,22 +373,14 @@ static int64_t ns_round(double v)
     return v <= 0 ? 0 : v > 1e15 ? (int64_t)1e15 : (int64_t)llround(v);
 }
 
-/* Pass 2: submission costs. */
-static int fit_submits(sim_calib *c, const samples *sm, const char *base)
+/* Least squares without intercept of the gaps not left out, no cost
+ * negative; x gets the costs of the classes in active (0 for others). */
+static void fit_submit_costs(const samples *sm, const bool *active_in, double *x)
 {
-    static const char *const keys[N_SUB] = { "launch_ns", "event_record_ns", "api_call_ns" };
-    int64_t *fields[N_SUB] = { &c->model.launch_ns, &c->model.event_record_ns,
-                               &c->model.api_call_ns };
-    static const char *const what[N_SUB] = { "kernel launches", "event records",
-                                             "other stream calls" };
     bool active[N_SUB];
-    uint64_t used[N_SUB] = { 0 };
-    for (size_t r = 0; r < sm->n_gaps; r++)
-        for (int k = 0; k < N_SUB; k++)
-            used[k] += sm->gaps[r].count[k] > 0;
+    memcpy(active, active_in, sizeof active);
     for (int k = 0; k < N_SUB; k++)
-        active[k] = used[k] > 0;
-    double x[N_SUB] = { 0 };
+        x[k] = 0;
     for (int round = 0; round < N_SUB; round++) {
         int idx[N_SUB], n = 0;
         for (int k = 0; k < N_SUB; k++)
@@ -394,7 +390,7 @@ static int fit_submits(sim_calib *c, const samples *sm, const char *base)
             break;
         double a[8][8] = { { 0 } }, b[8] = { 0 }, sol[8];
         for (size_t r = 0; r < sm->n_gaps; r++)
-            for (int i = 0; i < n; i++) {
+            for (int i = 0; i < n && !sm->gaps[r].outlier; i++) {
                 b[i] += sm->gaps[r].count[idx[i]] * sm->gaps[r].gap;
                 for (int j = 0; j < n; j++)
                     a[i][j] += sm->gaps[r].count[idx[i]] * sm->gaps[r].count[idx[j]];
@@ -403,6 +399,8 @@ static int fit_submits(sim_calib *c, const samples *sm, const char *base)
             /* Classes always submitted together: give them one cost. */
             double num = 0, den = 0;
             for (size_t r = 0; r < sm->n_gaps; r++) {
+                if (sm->gaps[r].outlier)
+                    continue;
                 double cnt = 0;
                 for (int i = 0; i < n; i++)
                     cnt += sm->gaps[r].count[idx[i]];
@@ -423,14 +421,78 @@ static int fit_submits(sim_calib *c, const samples *sm, const char *base)
         active[worst] = false;      /* a negative cost: 0, refit the rest */
         x[worst] = 0;
     }
-    double ss = 0;
-    for (size_t r = 0; r < sm->n_gaps; r++) {
-        double e = sm->gaps[r].gap;
+}
+
+static double gap_residual(const gap_row *g, const double *x)
+{
+    double e = g->gap;
+    for (int k = 0; k < N_SUB; k++)
+        e -= g->count[k] * x[k];
+    return e;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Pass 2: submission costs. A gap far above what its submissions cost
+ * (more than 5 times the median residual and 5 us) is host work the trace
+ * does not show (a thread descheduled, the program's own code between
+ * calls): it is left out of the fit, twice at most, and counted. */
+static int fit_submits(sim_calib *c, samples *sm, const char *base)
+{
+    static const char *const keys[N_SUB] = { "launch_ns", "event_record_ns", "api_call_ns" };
+    int64_t *fields[N_SUB] = { &c->model.launch_ns, &c->model.event_record_ns,
+                               &c->model.api_call_ns };
+    static const char *const what[N_SUB] = { "kernel launches", "event records",
+                                             "other stream calls" };
+    bool active[N_SUB];
+    uint64_t used[N_SUB] = { 0 };
+    for (size_t r = 0; r < sm->n_gaps; r++)
         for (int k = 0; k < N_SUB; k++)
-            e -= sm->gaps[r].count[k] * x[k];
-        ss += e * e;
+            used[k] += sm->gaps[r].count[k] > 0;
+    for (int k = 0; k < N_SUB; k++)
+        active[k] = used[k] > 0;
+    double x[N_SUB];
+    fit_submit_costs(sm, active, x);
+    double *res = malloc((sm->n_gaps ? sm->n_gaps : 1) * sizeof *res);
+    if (!res)
+        return -1;
+    for (int pass = 0; pass < 2 && sm->n_gaps; pass++) {
+        size_t n = 0;
+        for (size_t r = 0; r < sm->n_gaps; r++)
+            if (!sm->gaps[r].outlier)
+                res[n++] = fabs(gap_residual(&sm->gaps[r], x));
+        if (!n)
+            break;
+        qsort(res, n, sizeof *res, cmp_double);
+        double limit = fmax(5 * res[n / 2], 5000);
+        bool more = false;
+        for (size_t r = 0; r < sm->n_gaps; r++)
+            if (!sm->gaps[r].outlier && gap_residual(&sm->gaps[r], x) > limit)
+                more = sm->gaps[r].outlier = true;
+        if (!more)
+            break;
+        fit_submit_costs(sm, active, x);
     }
-    double rms = sm->n_gaps ? sqrt(ss / (double)sm->n_gaps) : NAN;
+    free(res);
+    double ss = 0, priced = 0;
+    uint64_t n_fit = 0, n_out = 0;
+    for (size_t r = 0; r < sm->n_gaps; r++) {
+        double e = gap_residual(&sm->gaps[r], x);
+        priced += sm->gaps[r].gap - e;
+        if (sm->gaps[r].outlier) {
+            n_out++;
+            continue;
+        }
+        ss += e * e;
+        n_fit++;
+    }
+    c->host_unpriced_ns = sm->host_gap_ns > priced ? sm->host_gap_ns - priced : 0;
+    c->gaps_left_out = n_out;
+    double rms = n_fit ? sqrt(ss / (double)n_fit) : NAN;
     for (int k = 0; k < N_SUB; k++) {
         sim_calib_param *p = add_param(c, keys[k], "ns");
         if (!p)
@@ -443,6 +505,10 @@ static int fit_submits(sim_calib *c, const samples *sm, const char *base)
         }
         *fields[k] = ns_round(x[k]);
         fitted(p, (double)*fields[k], used[k], NAN, rms);
+        if (n_out)
+            snprintf(p->note + strlen(p->note), sizeof p->note - strlen(p->note),
+                     "; %llu of %llu host gaps left out as host work the trace does not show",
+                     (unsigned long long)n_out, (unsigned long long)(n_out + n_fit));
     }
     return 0;
 }

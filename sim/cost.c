@@ -137,8 +137,8 @@ int64_t sim_cost_op(const sim_model *m, bool host, uint64_t flops, uint64_t flop
 
 /*
  * The families of captured kernels, by what their names contain (case
- * folded), first match wins: attention before gemm (a fused attention
- * kernel runs GEMMs), softmax and norm before reduce (they reduce too),
+ * folded), first match wins: attention and conv before gemm (a fused
+ * attention kernel and cuDNN's implicit_convolve_sgemm run GEMMs), softmax and norm before reduce (they reduce too),
  * copies before elementwise. The words come from the kernel names of
  * cuBLAS/CUTLASS (gemm, gemv, sgemm, xmma), cuDNN (conv, implicit_convolve,
  * winograd), PyTorch's ATen (vectorized_elementwise_kernel, reduce_kernel,
@@ -153,8 +153,8 @@ static const struct {
     { "attention", { "attention", "flash", "fmha", "sdpa", "mha_" } },
     { "softmax", { "softmax" } },
     { "norm", { "norm" } },
+    { "conv", { "conv", "winograd", "cudnn" } },
     { "gemm", { "gemm", "gemv", "matmul", "xmma", "mma_", "cutlass", "cublas", "dot_kernel" } },
-    { "conv", { "conv", "winograd", "implicit_convolve", "cudnn" } },
     { "reduce", { "reduce", "pool", "argmax", "topk", "scan", "sum_kernel" } },
     { "copy", { "copy", "memcpy", "transpose", "cat_", "catarray", "gather", "scatter",
                 "index" } },

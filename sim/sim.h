@@ -257,6 +257,11 @@ typedef struct sim_calib {
     sim_model model;                /* the base with every fitted number in place */
     sim_calib_param *params;        /* in the order of the table calibrate prints */
     uint32_t n_params, cap_params;
+    /* Host time between timed host statements that the fitted submission
+     * costs do not explain (replay, which knows only statements and
+     * submissions, leaves it out), and the gaps left out of the fit. */
+    double host_unpriced_ns;
+    uint64_t gaps_left_out;
 } sim_calib;
 
 /* Fits out->model to the observed times of t (in-memory statements),
