@@ -59,16 +59,17 @@ typedef struct validation {
     const char *path;
     int64_t run;                    /* 0: not a database */
     sim_replay_result res;          /* --durations model */
-    int64_t work_model_ns;          /* ops, copies and collectives priced by the model */
-    int64_t work_recorded_ns;       /* the same statements with their recorded durations */
+    /* Ops, copies and collectives priced by the model, and the same with
+     * their recorded durations: [0] on streams (the device's work), [1] on
+     * host queues (the CPU backend's ops; a capture's host code). */
+    int64_t work_model_ns[2], work_recorded_ns[2];
 } validation;
 
-static int64_t work_of(const sim_replay_result *r)
+static void work_of(const trace *t, const sim_replay_result *r, int64_t *w)
 {
-    int64_t w = 0;
-    for (uint32_t q = 0; q < r->n_queues; q++)
-        w += r->busy_ns[q];
-    return w;
+    w[0] = w[1] = 0;
+    for (uint32_t q = 0; q < r->n_queues && q < t->n_queues; q++)
+        w[t->queues[q].kind == TRACE_QUEUE_HOST] += r->busy_ns[q];
 }
 
 /* Replays t with --durations model under m, and with its recorded
@@ -85,8 +86,8 @@ static int replay_model(trace *t, const sim_model *m, validation *v, trace_error
     o.durations_recorded = true;
     if (sim_replay(&r, &o, &rec, err) != 0)
         return -1;
-    v->work_model_ns = work_of(&v->res);
-    v->work_recorded_ns = work_of(&rec);
+    work_of(t, &v->res, v->work_model_ns);
+    work_of(t, &rec, v->work_recorded_ns);
     return 0;
 }
 
@@ -187,11 +188,18 @@ static void print_table(const char *path, int64_t run, const sim_model *base, co
         if (r->median_start_error_ns >= 0)
             printf(", median start error %.3f ms over %llu statements",
                    (double)r->median_start_error_ns / 1e6, (unsigned long long)r->n_start_compared);
-        printf("\n      work (ops, copies, collectives): priced %.3f ms, recorded %.3f ms",
-               (double)v[i].work_model_ns / 1e6, (double)v[i].work_recorded_ns / 1e6);
-        if (v[i].work_recorded_ns > 0)
-            printf(" (%+.2f%%)", 100.0 * (double)(v[i].work_model_ns - v[i].work_recorded_ns) /
-                                     (double)v[i].work_recorded_ns);
+        static const char *const where[2] = { "device work (stream ops, copies)",
+                                              "host ops" };
+        for (int k = 0; k < 2; k++) {
+            if (!v[i].work_recorded_ns[k] && !v[i].work_model_ns[k])
+                continue;
+            printf("\n      %s: priced %.3f ms, recorded %.3f ms", where[k],
+                   (double)v[i].work_model_ns[k] / 1e6, (double)v[i].work_recorded_ns[k] / 1e6);
+            if (v[i].work_recorded_ns[k] > 0)
+                printf(" (%+.2f%%)", 100.0 * (double)(v[i].work_model_ns[k] -
+                                                     v[i].work_recorded_ns[k]) /
+                                         (double)v[i].work_recorded_ns[k]);
+        }
         printf("\n");
     }
     printf("written %s (use: --devices %s%s)\n", output, strchr(output, '/') ? "" : "./", output);
@@ -251,9 +259,11 @@ static void print_json(const char *path, int64_t run, const sim_model *base, con
                (long long)r->recorded_makespan_ns);
         json_num(stdout, error_pct(r));
         printf(", \"median_start_error_ns\": %lld, \"start_compared\": %llu, "
-               "\"work_model_ns\": %lld, \"work_recorded_ns\": %lld}",
+               "\"device_work_model_ns\": %lld, \"device_work_recorded_ns\": %lld, "
+               "\"host_work_model_ns\": %lld, \"host_work_recorded_ns\": %lld}",
                (long long)r->median_start_error_ns, (unsigned long long)r->n_start_compared,
-               (long long)v[i].work_model_ns, (long long)v[i].work_recorded_ns);
+               (long long)v[i].work_model_ns[0], (long long)v[i].work_recorded_ns[0],
+               (long long)v[i].work_model_ns[1], (long long)v[i].work_recorded_ns[1]);
     }
     printf("]}\n");
 }
