@@ -34,12 +34,12 @@
  *      bandwidth per direction. Then host_copy_ns, the mean of what a
  *      blocking host copy took beyond that.
  *   5. Kernel families: per family, dur = fixed + amount / rate by least
- *      squares, the amount being FLOPs when every sample has them, else
- *      bytes when every sample has them, else nothing: a captured kernel
- *      with neither gets its mean time per launch (the honest answer when
- *      nobody knows what it computed). Sizes that never vary cannot split
- *      fixed from rate: the fixed part is then the base model's per-op
- *      overhead (capped by the fastest sample) and the rate the rest.
+ *      squares over the amounts its ops have (f32 FLOPs, f16 FLOPs, bytes),
+ *      no part negative; a line that would start below zero goes through
+ *      zero and is scaled to keep the family's total time. A captured
+ *      kernel with neither FLOPs nor bytes gets its mean time per launch
+ *      (the honest answer when nobody knows what it computed), and so does
+ *      a family whose sizes never vary.
  *
  * Every fitted number reports its samples and its fit (R^2 where a line
  * was fitted, the RMS residual always); a number without samples keeps the
@@ -437,6 +437,17 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* Host time between timed host statements beyond what submissions at
+ * costs x explain. */
+static double unpriced(const samples *sm, const double *x)
+{
+    double priced = 0;
+    for (size_t r = 0; r < sm->n_gaps; r++)
+        for (int k = 0; k < N_SUB; k++)
+            priced += sm->gaps[r].count[k] * x[k];
+    return sm->host_gap_ns > priced ? sm->host_gap_ns - priced : 0;
+}
+
 /* Pass 2: submission costs. A gap far above what its submissions cost
  * (more than 5 times the median residual and 5 us) is host work the trace
  * does not show (a thread descheduled, the program's own code between
@@ -478,11 +489,10 @@ static int fit_submits(sim_calib *c, samples *sm, const char *base)
         fit_submit_costs(sm, active, x);
     }
     free(res);
-    double ss = 0, priced = 0;
+    double ss = 0;
     uint64_t n_fit = 0, n_out = 0;
     for (size_t r = 0; r < sm->n_gaps; r++) {
         double e = gap_residual(&sm->gaps[r], x);
-        priced += sm->gaps[r].gap - e;
         if (sm->gaps[r].outlier) {
             n_out++;
             continue;
@@ -490,7 +500,7 @@ static int fit_submits(sim_calib *c, samples *sm, const char *base)
         ss += e * e;
         n_fit++;
     }
-    c->host_unpriced_ns = sm->host_gap_ns > priced ? sm->host_gap_ns - priced : 0;
+    c->host_unpriced_ns = unpriced(sm, x);
     c->gaps_left_out = n_out;
     double rms = n_fit ? sqrt(ss / (double)n_fit) : NAN;
     for (int k = 0; k < N_SUB; k++) {
@@ -714,6 +724,19 @@ static int fit_family(sim_calib *c, const family_samples *f)
         active[worst] = false;
         x[worst] = 0;
     }
+    /* Through zero (the line would start below it), least squares favours
+     * the largest ops; scaled so the family's total time is kept (with one
+     * amount, the ratio estimator sum(y) / sum(amount)). */
+    if (x[0] == 0) {
+        double sum_y = 0, sum_pred = 0;
+        for (size_t i = 0; i < s->n; i++) {
+            sum_y += s->v[i].y;
+            for (int j = 0; j < N_FAM; j++)
+                sum_pred += x[1 + j] * s->v[i].amount[j];
+        }
+        for (int j = 0; j < N_FAM && sum_pred > 0; j++)
+            x[1 + j] *= sum_y / sum_pred;
+    }
     sim_kernel_rate k = { .fixed_ns = ns_round(x[0]) };
     snprintf(k.family, sizeof k.family, "%s", f->key);
     double *rate[N_FAM] = { &k.gflops, &k.gflops_f16, &k.gbps };
@@ -797,6 +820,17 @@ done:
     if (rc != 0)
         sim_calib_free(out);
     return rc;
+}
+
+double sim_calib_host_unpriced(const trace *t, const sim_model *m, trace_error *err)
+{
+    samples sm = { 0 };
+    double x[N_SUB] = { [SUB_LAUNCH] = (double)m->launch_ns,
+                        [SUB_RECORD] = (double)m->event_record_ns,
+                        [SUB_API] = (double)m->api_call_ns };
+    double v = collect(t, &sm, err) == 0 ? unpriced(&sm, x) : -1;
+    samples_free(&sm);
+    return v;
 }
 
 void sim_calib_free(sim_calib *c)

@@ -269,6 +269,10 @@ typedef struct sim_calib {
  * without observed times, out of memory). Free with sim_calib_free. */
 int sim_calibrate(const trace *t, const sim_model *base, sim_calib *out, trace_error *err);
 void sim_calib_free(sim_calib *c);
+/* The host time of t between its timed host statements that submissions
+ * priced by m do not explain (ns): what replay cannot show, as
+ * sim_calib.host_unpriced_ns is for the calibrated trace. -1 with err. */
+double sim_calib_host_unpriced(const trace *t, const sim_model *m, trace_error *err);
 /* The parameter of key, or NULL. */
 const sim_calib_param *sim_calib_find(const sim_calib *c, const char *key);
 
