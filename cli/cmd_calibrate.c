@@ -172,8 +172,8 @@ static void print_table(const char *path, int64_t run, const sim_model *base, co
             if (!isnan(p->rms_ns))
                 snprintf(rms, sizeof rms, "%.0f ns", p->rms_ns);
         }
-        const char *src = p->fitted ? "fitted" : p->note;
-        const char *semi = p->fitted ? strchr(p->note, ';') : NULL;
+        const char *src = p->info ? p->note : p->fitted ? "fitted" : p->note;
+        const char *semi = p->fitted && !p->info ? strchr(p->note, ';') : NULL;
         printf("%-24s %-40s %8s %8s %12s  %s%s\n", p->key, val, n, r2, rms, src,
                semi ? semi : "");
     }
@@ -234,7 +234,8 @@ static void print_json(const char *path, int64_t run, const sim_model *base, con
         const sim_calib_param *p = &c->params[i];
         printf("%s\n  {\"key\": ", i ? "," : "");
         trace_json_str(stdout, p->key);
-        printf(", \"kind\": \"%s\", \"value\": ", p->family ? "kernel-family" : "key");
+        printf(", \"kind\": \"%s\", \"value\": ",
+               p->family ? "kernel-family" : p->info ? "info" : "key");
         json_num(stdout, p->value);
         printf(", \"unit\": ");
         trace_json_str(stdout, p->unit);

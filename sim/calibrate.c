@@ -97,6 +97,7 @@ typedef struct samples {
     size_t n_gaps, cap_gaps;
     double host_gap_ns;         /* every gap between timed host statements, summed */
     series sync_tail, host_wait_tail, stream_wait_tail;
+    series start_latency;       /* idle-stream work: start - its host's last statement end */
     series copies;              /* x bytes, y dur, cls path */
     series host_copies;
     family_samples *fam;
@@ -107,6 +108,7 @@ static void samples_free(samples *sm)
 {
     free(sm->gaps);
     free(sm->sync_tail.v);
+    free(sm->start_latency.v);
     free(sm->host_wait_tail.v);
     free(sm->stream_wait_tail.v);
     free(sm->copies.v);
@@ -178,6 +180,12 @@ static int collect(const trace *t, samples *sm, trace_error *err)
             if (h != TRACE_NONE)
                 for (int k = 0; k < N_SUB; k++)
                     counts[h][k] += (double)sim_cost_submit(&unit[k], s.kind);
+            /* Work that found its stream idle started this long after its
+             * host's last statement ended (a capture: after the call). */
+            if (h != TRACE_NONE && timed(&s) && (s.kind == TRACE_OP || s.kind == TRACE_COPY) &&
+                host_end[h] != INT64_MIN && last_end[s.queue] <= host_end[h] &&
+                series_add(&sm->start_latency, (xy){ .y = (double)(s.t - host_end[h]) }))
+                goto oom;
         } else if (timed(&s)) {
             /* A gap of this host and the submissions made in it. */
             if (host_end[s.queue] != INT64_MIN) {
@@ -431,6 +439,12 @@ static double gap_residual(const gap_row *g, const double *x)
     return e;
 }
 
+static int cmp_xy_y(const void *a, const void *b)
+{
+    double x = ((const xy *)a)->y, y = ((const xy *)b)->y;
+    return (x > y) - (x < y);
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -561,6 +575,7 @@ static int fit_copies(sim_calib *c, const samples *sm, const char *base)
         col[d] = n_dir[d] ? n++ : -1;
     double sol[8] = { 0 };
     bool ok = false;
+    const char *how = "";
     if (cp->n) {
         double a[8][8] = { { 0 } }, b[8] = { 0 };
         for (size_t i = 0; i < cp->n; i++) {
@@ -574,13 +589,20 @@ static int fit_copies(sim_calib *c, const samples *sm, const char *base)
                     a[r][k] += row[r] * row[k];
             }
         }
-        ok = solve(a, b, n, sol) == 0 && sol[0] >= 0;
-        /* Sizes that never vary (or a negative latency): the base's latency,
-         * capped by the fastest copy, and each direction's rate through it. */
+        bool solved = solve(a, b, n, sol) == 0;
+        ok = solved && sol[0] >= 0;
+        /* A negative latency: none, each direction's rate through zero.
+         * Sizes that never vary: the base's latency, capped by the fastest
+         * copy, and each direction's rate through it. */
         if (!ok) {
-            double lat = (double)c->model.copy_latency_ns;
-            for (size_t i = 0; i < cp->n; i++)
-                lat = fmin(lat, cp->v[i].y);
+            double lat = 0;
+            if (!solved) {
+                lat = (double)c->model.copy_latency_ns;
+                for (size_t i = 0; i < cp->n; i++)
+                    lat = fmin(lat, cp->v[i].y);
+            }
+            how = solved ? "; the line would start below zero: no latency"
+                         : "; sizes never vary: latency from the base, capped by the fastest copy";
             sol[0] = lat;
             for (int d = 0; d < 3; d++) {
                 if (col[d] < 0)
@@ -611,9 +633,7 @@ static int fit_copies(sim_calib *c, const samples *sm, const char *base)
             ss += (cp->v[i].y - pred) * (cp->v[i].y - pred);
         }
         fitted(p, (double)c->model.copy_latency_ns, cp->n, NAN, sqrt(ss / (double)cp->n));
-        if (!ok)
-            snprintf(p->note + strlen(p->note), sizeof p->note - strlen(p->note),
-                     "; sizes never vary: latency from %s, capped by the fastest copy", base);
+        snprintf(p->note + strlen(p->note), sizeof p->note - strlen(p->note), "%s", how);
     }
     for (int d = 0; d < 3; d++) {
         p = add_param(c, dirs[d].key, "GB/s");
@@ -811,6 +831,21 @@ int sim_calibrate(const trace *t, const sim_model *base, sim_calib *out, trace_e
     for (size_t f = 0; f < sm.n_fam; f++)
         if (fit_family(out, &sm.fam[f]) != 0)
             goto oom;
+    if (sm.start_latency.n) {
+        /* Reported, not a key: replay starts such work at launch_ns after
+         * its host's statement, which is host time too. */
+        sim_calib_param *p = add_param(out, "(start latency)", "ns");
+        if (!p)
+            goto oom;
+        series *sl = &sm.start_latency;
+        double rms, m = mean_y(sl, &rms);
+        qsort(sl->v, sl->n, sizeof *sl->v, cmp_xy_y);
+        fitted(p, sl->v[sl->n / 2].y, sl->n, NAN, rms);
+        p->info = true;
+        snprintf(p->note, sizeof p->note, "not a model key: median of %llu starts on an idle "
+                 "stream after the submitting host's last statement (mean %.0f ns)",
+                 (unsigned long long)sl->n, m);
+    }
     rc = 0;
     goto done;
 oom:

@@ -245,6 +245,7 @@ typedef struct sim_calib_param {
     char unit[16];                  /* "ns", "GB/s", "GFLOP/s", "ns/op" */
     bool family;                    /* a [kernels] line: rate; value is its fixed_ns */
     bool fitted;                    /* false: kept from the base model (note says why) */
+    bool info;                      /* measured and reported, not a key of the model */
     double value;                   /* in unit */
     sim_kernel_rate rate;           /* family: the line */
     uint64_t samples;
