@@ -22,8 +22,9 @@
  *      priced by it and not sampled.
  *   2. Submission costs: launch_ns, api_call_ns and event_record_ns by
  *      least squares without intercept, gap = sum of count x cost, no cost
- *      negative (a negative one is dropped to 0 and the rest refitted).
- *      A capture's host ops already hold its API calls' time (the
+ *      negative (a negative one is dropped to 0 and the rest refitted);
+ *      a gap far above its fit is host work the trace does not show and is
+ *      left out. A capture's host ops already hold its API calls' time (the
  *      importers fold a launch into the host time around it), so there
  *      the gaps are zero and so are the fitted costs: replay must not
  *      charge them twice.
@@ -40,6 +41,8 @@
  *      kernel with neither FLOPs nor bytes gets its mean time per launch
  *      (the honest answer when nobody knows what it computed), and so does
  *      a family whose sizes never vary.
+ *   Reported besides, not a key: the delay from the submitting host's last
+ *   statement to the start of work that found its stream idle.
  *
  * Every fitted number reports its samples and its fit (R^2 where a line
  * was fitted, the RMS residual always); a number without samples keeps the
