@@ -179,7 +179,8 @@ const char *sim_kernel_family(const char *name)
 const char *sim_op_family(const trace *t, const trace_stmt *s)
 {
     for (uint32_t a = 0; a < s->n_attr; a++)
-        if (strcmp(trace_str(t, s->attr[a].key), "op") == 0 && *trace_str(t, s->attr[a].value))
+        if (strcmp(trace_str(t, s->attr[a].key), "op") == 0 &&
+            sim_family_name_ok(trace_str(t, s->attr[a].value)))
             return trace_str(t, s->attr[a].value);
     return sim_kernel_family(s->label == TRACE_LABEL_LAZY ? "" : trace_str(t, s->label));
 }

@@ -170,23 +170,25 @@ const sim_kernel_rate *sim_model_kernel(const sim_model *m, const char *family, 
     return NULL;
 }
 
-static bool family_char(char c)
+bool sim_family_name_ok(const char *name)
 {
-    return isalnum((unsigned char)c) || c == '_' || c == '.' || c == '-';
+    size_t n = strlen(name);
+    if (n == 0 || n >= SIM_FAMILY_MAX - 5)     /* room for "host." in front */
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)name[i]) && name[i] != '_' && name[i] != '.' && name[i] != '-')
+            return false;
+    return true;
 }
 
 /* One [kernels] line: "FAMILY" and "FIXED_NS [RATE UNIT]". */
 static int parse_kernel(const char *name, unsigned line, unsigned col, const char *key,
                         char *val, unsigned vcol, sim_model *out, trace_error *err)
 {
-    size_t klen = strlen(key);
-    bool ok = klen > 0 && klen < SIM_FAMILY_MAX;
-    for (size_t i = 0; ok && i < klen; i++)
-        ok = family_char(key[i]);
-    if (!ok)
+    if (!sim_family_name_ok(strncmp(key, "host.", 5) == 0 ? key + 5 : key))
         return trace_error_set(err, TRACE_ESYNTAX, "%s:%u:%u: expected a kernel family name "
                                "(letters, digits, _ . -; at most %d), got '%s'", name, line, col,
-                               SIM_FAMILY_MAX - 1, key), -1;
+                               SIM_FAMILY_MAX - 6, key), -1;
     for (int i = 0; i < out->n_kernels; i++)
         if (strcmp(out->kernels[i].family, key) == 0)
             return trace_error_set(err, TRACE_ESYNTAX, "%s:%u:%u: kernel family '%s' given "

@@ -85,6 +85,9 @@ bool sim_model_exists(const char *name);
  * [kernels] lines, commented by note(ctx, family). note may be NULL. */
 void sim_model_write(FILE *out, const sim_model *m, const char *header,
                      const char *(*note)(void *ctx, const char *key), void *ctx);
+/* Whether name can be a kernel family (letters, digits, _ . -; short
+ * enough for "host." in front). */
+bool sim_family_name_ok(const char *name);
 /* The [kernels] line of family on a host queue or a stream, or NULL. */
 const sim_kernel_rate *sim_model_kernel(const sim_model *m, const char *family, bool host);
 
@@ -114,7 +117,8 @@ int64_t sim_cost_op(const sim_model *m, bool host, uint64_t flops, uint64_t flop
                     uint64_t bytes, int64_t overhead_ns);
 /* The kernel family of an op statement of t, the one naming rule (cost.c):
  * its op= attribute (the op kind `syncsim run` records: mul_mat, add,
- * rms_norm, ...), else a family derived from its label, a captured
+ * rms_norm, ...) when it can name a family (sim_family_name_ok), else a
+ * family derived from its label, a captured
  * kernel's name (sim_kernel_family). Never NULL. */
 const char *sim_op_family(const trace *t, const trace_stmt *s);
 /* The family of a kernel name: gemm, conv, attention, softmax, norm,

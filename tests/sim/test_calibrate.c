@@ -275,11 +275,14 @@ static void test_calibrate_families_of_kernel_names(void **state)
                      sim_kernel_family(cases[i].name), cases[i].family);
     trace *t = parse("syncsim-trace 1\nqueue h host\n"
                      "h op l0.up op=mul_mat flops=10\n"
-                     "h op gemm_but_named\n");
+                     "h op gemm_but_named\n"
+                     "h op gemm_badly_named op=no/family\n");
     trace_stmt s;
     trace_stmt_at(t, 0, &s);
     assert_string_equal(sim_op_family(t, &s), "mul_mat");
     trace_stmt_at(t, 1, &s);
+    assert_string_equal(sim_op_family(t, &s), "gemm");
+    trace_stmt_at(t, 2, &s);     /* an op= that names no family: the name decides */
     assert_string_equal(sim_op_family(t, &s), "gemm");
     trace_free(t);
 }
