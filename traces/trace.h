@@ -185,8 +185,10 @@ typedef enum {
  *   wait       object = event name
  *   sync       sync_scope, object (see trace_sync_scope)
  *   barrier    object = barrier name, count = N
- *   signal     object = flag name
- *   await      object = flag name
+ *   signal     object = flag or semaphore name; sem: a value semaphore's
+ *              `set=V` (count = V)
+ *   await      object = flag or semaphore name; sem: a value semaphore's
+ *              `>=V` (count = V)
  *   collective object = communicator name, coll_kind = KIND (string id),
  *              count = size=N, label (TRACE_NONE: none), accesses
  *   alloc/free object = buffer index (a root)
@@ -206,6 +208,7 @@ typedef struct trace_stmt {
     trace_sync_scope sync_scope;
     uint32_t coll_kind;
     uint64_t count;
+    bool sem;               /* signal/await of a value semaphore (count = the value) */
     uint32_t by;
     int64_t t, dur;
     uint32_t line;
