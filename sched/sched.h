@@ -860,4 +860,50 @@ int sched_run_print(const sched_run *r, const sched_run_result *res, FILE *out, 
 const sched_machine *sched_run_machine(const sched_run *r);
 void sched_run_free(sched_run *r);
 
+/* ------------------------------------------------------------------ */
+/* nvFuser's host-IR ring pipeline (sched/ring.c): a trace generator.   */
+
+/* The variants: X(enum name, word, one line for help). */
+#define SCHED_RING_VARIANT_MAP(X)                                                              \
+    X(CORRECT, "correct", "the handle exchange takes its barrier on every call: clean")          \
+    X(UNIFORM_HITS, "uniform-cache-hits",                                                      \
+      "barrier only on a cache miss; every rank misses on the first call and hits after: "     \
+      "clean")                                                                                 \
+    X(UNEVEN_HITS, "uneven-cache-hits",                                                        \
+      "barrier only on a cache miss; on the second call rank 0 misses (it re-registered its "  \
+      "buffer) while the others hit: rank 0 waits at the barrier alone, every rank hangs "     \
+      "(nvFuser's disabled test)")                                                             \
+    X(NO_BARRIER, "no-barrier",                                                                \
+      "the barrier removed entirely: a rank deletes its key while a peer may still read it "   \
+      "(WAR race on the store)")                                                               \
+    X(EARLY_REARM, "early-rearm",                                                              \
+      "the receiver re-arms the sender's semaphore before its copy: the sender overwrites "    \
+      "its slice in the next iteration while the copy may still read it (WAR race)")
+
+typedef enum {
+#define SCHED_RING_ENUM(name, word, about) SCHED_RING_##name,
+    SCHED_RING_VARIANT_MAP(SCHED_RING_ENUM)
+#undef SCHED_RING_ENUM
+    SCHED_RING_VARIANT_COUNT
+} sched_ring_variant;
+
+typedef struct sched_ring_opts {
+    uint32_t ranks;         /* R >= 2: one host process and one device each */
+    uint32_t streams;       /* K >= 1 streams per rank; step work goes to streamIdx % K */
+    uint32_t iters;         /* N >= 1 calls of the pipeline, reusing slices and semaphores */
+    uint32_t chunks;        /* C >= 1 chunks per slice, each its own streamIdx */
+    uint64_t chunk_bytes;   /* bytes of a chunk (>= 1) */
+    sched_ring_variant variant;
+} sched_ring_opts;
+
+/* The word and help line of a variant (NULL out of range). */
+const char *sched_ring_variant_str(sched_ring_variant v);
+const char *sched_ring_variant_about(sched_ring_variant v);
+/* -1 when word names no variant. */
+int sched_ring_variant_parse(const char *word);
+/* Builds the trace of o (an in-memory trace with its statements); returns
+ * 0, or -1 with err (TRACE_EUSAGE: options out of range, one line saying
+ * which; TRACE_ENOMEM). */
+int sched_ring_generate(const sched_ring_opts *o, trace **out, trace_error *err);
+
 #endif
