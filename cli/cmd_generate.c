@@ -48,7 +48,7 @@ void cmd_generate_help(FILE *out)
             "  syncsim check ring.trace                                   # clean\n"
             "  syncsim generate nvfuser-ring --variant uneven-cache-hits -o uneven.trace\n"
             "  syncsim check uneven.trace                                 # exit 1: a hang\n"
-            "  syncsim generate nvfuser-ring --variant no-barrier | syncsim check -\n");
+            "  syncsim generate nvfuser-ring --variant no-barrier | syncsim check -  # exit 1: races\n");
 }
 
 /* Parses the value of option name into *out (1 .. max). 0, or 2 (printed). */
