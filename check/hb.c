@@ -21,6 +21,10 @@
  *     ones.
  *  6. Flags: `signal F` HB what follows any `await F`, wherever the signal
  *     stands in the file.
+ *  6b. Value semaphores: the sets of S happen one after another (else a
+ *     semaphore-race); `await S >=V` is released by the first set, from the
+ *     last set that HB the await on, whose value reaches V
+ *     (trace_sem_release; sem_await and sem_set below).
  *  7. Collectives: the k-th collective of each queue on a communicator is
  *     generation k, a barrier whose own accesses happen inside it.
  *  8. Host copies and ops complete before the host's next statement.

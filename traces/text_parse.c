@@ -32,7 +32,7 @@
  *      dropped (CRLF files).
  *   2. Parsing (parse_line) reads the words by position: a word is taken
  *      apart with a cursor (text_cursor) that reads names, numbers and
- *      values. Keywords (queue, buffer, expect, host, stream, pinned, all,
+ *      values. Keywords (queue, buffer, expect, semaphore, host, stream, pinned, all,
  *      device=, count=, ...) are recognised only unquoted, so a quoted word
  *      is always a name: `"queue" op x` is an op on a queue named queue.
  *
