@@ -304,6 +304,11 @@ sched_status sched_ar_plan(sched *s, char *err, size_t err_cap)
                 s->ar_next[i] = j;
         if (n < 2 || !sched_allreduce_expanded(a))
             continue;
+        if (src->type != SCHED_F32 || g->tensors[i].type != SCHED_F32) {
+            snprintf(err, err_cap, "all_reduce '%s': %s runs on f32 partials only (its source is %s)",
+                     g->tensors[i].name, sched_allreduce_str(a), sched_dtype_str(src->type));
+            return SCHED_EUSAGE;
+        }
         if (g->tensors[i].backend < 0 || !g->tensors[i].buffer) {
             snprintf(err, err_cap, "all_reduce '%s' has no device", g->tensors[i].name);
             return SCHED_EUSAGE;
