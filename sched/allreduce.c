@@ -294,14 +294,46 @@ sched_status sched_ar_plan(sched *s, char *err, size_t err_cap)
     for (int32_t i = 0; i < n_orig; i++) {
         if (g->tensors[i].op != SCHED_OP_ALL_REDUCE)
             continue;
-        int n = s->ar_n[i];
-        const sched_tensor *src = &g->tensors[g->tensors[i].src[0]];
-        sched_allreduce a = sched_allreduce_pick(s->opts.allreduce, s->opts.allreduce_family, n,
-                                                 src->type);
-        s->ar_algo[i] = (uint8_t)a;
         for (int32_t j = i + 1; j < n_orig && s->ar_next[i] < 0; j++)
             if (g->tensors[j].op == SCHED_OP_ALL_REDUCE && g->tensors[j].param == g->tensors[i].param)
                 s->ar_next[i] = j;
+        if (s->ar_rank[i] != 0)
+            continue;
+        /* The group's strategy, decided at its first rank for all. */
+        const sched_tensor *src = &g->tensors[g->tensors[i].src[0]];
+        sched_allreduce a = sched_allreduce_pick(s->opts.allreduce, s->opts.allreduce_family,
+                                                 s->ar_n[i], src->type);
+        uint32_t used = 0;
+        bool shared = false;
+        for (int32_t m = i; m >= 0; m = s->ar_next[m]) {
+            int b = g->tensors[m].backend;
+            shared |= b >= 0 && (used & (1u << b));
+            used |= b >= 0 ? 1u << b : 0;
+            if (s->ar_next[m] < 0) {
+                /* ar_next of later members is not linked yet: find it. */
+                for (int32_t j = m + 1; j < n_orig && s->ar_next[m] < 0; j++)
+                    if (g->tensors[j].op == SCHED_OP_ALL_REDUCE &&
+                        g->tensors[j].param == g->tensors[i].param)
+                        s->ar_next[m] = j;
+            }
+        }
+        if (shared && sched_allreduce_expanded(a)) {
+            /* Steps name one queue per rank; ranks sharing a device would
+             * hold a split on their own all_reduce. (An opaque collective
+             * of two ranks on one queue hangs instead, as NCCL would.) */
+            snprintf(err, err_cap, "all_reduce group %d: two ranks on one device; %s needs a "
+                     "device per rank", (int)g->tensors[i].param, sched_allreduce_str(a));
+            return SCHED_EUSAGE;
+        }
+        for (int32_t m = i; m >= 0; m = s->ar_next[m])
+            s->ar_algo[m] = (uint8_t)a;
+    }
+    for (int32_t i = 0; i < n_orig; i++) {
+        if (g->tensors[i].op != SCHED_OP_ALL_REDUCE)
+            continue;
+        int n = s->ar_n[i];
+        const sched_tensor *src = &g->tensors[g->tensors[i].src[0]];
+        sched_allreduce a = (sched_allreduce)s->ar_algo[i];
         if (n < 2 || !sched_allreduce_expanded(a))
             continue;
         if (src->type != SCHED_F32 || g->tensors[i].type != SCHED_F32) {

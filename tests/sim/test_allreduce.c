@@ -9,7 +9,9 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "check/check.h"
@@ -335,6 +337,42 @@ static void test_allreduce_dropping_an_inner_wait_races(void **state)
     done(&o);
 }
 
+/* Two ranks of a group on one device: an expanded strategy (auto is the
+ * NCCL collective on simulated GPUs: butterfly and sycl here) is refused
+ * at planning, in one line. */
+static void test_allreduce_ranks_sharing_a_device(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/syncsim-ar-shared-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    const char *graph = "syncsim-graph 1\n"
+                        "leaf x f32 64x4 input\n"
+                        "op a0 scale x backend=0\n"
+                        "op a1 scale x backend=0\n"
+                        "op r0 all_reduce a0 backend=0 param=0\n"
+                        "op r1 all_reduce a1 backend=0 param=0\n"
+                        "op y add r0 r1 backend=0 output\n";
+    assert_true(write(fd, graph, strlen(graph)) == (ssize_t)strlen(graph));
+    close(fd);
+    const char *asked[] = { "butterfly", "sycl" };
+    for (int k = 0; k < 2; k++) {
+        trace *t = trace_new();
+        sched_run_opts o = { .graph_file = path, .devices = "h100-pcie", .policy = "events",
+                             .tokens = 2, .prompt = 0, .allreduce = asked[k] };
+        sched_run *r = NULL;
+        trace_error err = { 0 };
+        assert_int_equal(sched_run_prepare(&o, sim_test_families, &r, &err), 0);
+        sched_run_result res;
+        assert_int_not_equal(sched_run_exec(r, sched_sink_memory(t), &res, &err), 0);
+        assert_non_null(strstr(err.msg, "all_reduce group 0: two ranks on one device"));
+        assert_null(strchr(err.msg, '\n'));
+        sched_run_free(r);
+        trace_free(t);
+    }
+    unlink(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -346,6 +384,7 @@ int main(void)
         cmocka_unit_test(test_allreduce_auto_is_nccl_with_thresholds),
         cmocka_unit_test(test_allreduce_ggml_butterfly_refills_inbox_too_early),
         cmocka_unit_test(test_allreduce_dropping_an_inner_wait_races),
+        cmocka_unit_test(test_allreduce_ranks_sharing_a_device),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
