@@ -35,8 +35,7 @@
  * before it wrote. */
 static const char *const tour[] = {
     "examples", "run", "info", "check", "export", "import", "minimize", "replay", "calibrate",
-    "timeline",
-    "graph", "report",
+    "timeline", "graph", "report", "generate",
 };
 
 typedef struct example {
