@@ -24,6 +24,8 @@ struct sched {
     const sched_policy *policy;
     int n_copies;
     int cur_copy;
+    int next_copy;                  /* ggml_slots: the slot the next allocation takes */
+    bool is_alloc;                  /* sched_alloc_graph ran for the coming evaluation */
     uint64_t n_evals;
 
     sched_graph *graph;
@@ -41,6 +43,10 @@ struct sched {
     uint64_t arena_size[SCHED_MAX_BACKENDS];
     sched_alloc_rec *allocs;
     int32_t n_allocs;
+    /* ggml_slots with n_copies > 1: [tensor * n_copies + c], the host copy
+     * of user input `tensor` for slot c (ggml's graph-input copies); NULL
+     * when the inputs have one host buffer each. */
+    sched_buffer **in_slot;
 
     /* One event per (backend, copy slot); NULL when the backend has none. */
     sched_event *events[SCHED_MAX_BACKENDS][SCHED_MAX_COPIES];
