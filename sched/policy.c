@@ -42,6 +42,7 @@ static const sched_policy policy_full = {
     .user_copy = SCHED_COPY_ASYNC,
     .input_copy = SCHED_COPY_ASYNC,
     .no_input_wait = SCHED_NOINPUT_READERS,
+    .copy_from_host = true,
 };
 
 static const sched_policy policy_relaxed = {
@@ -52,6 +53,7 @@ static const sched_policy policy_relaxed = {
     .user_copy = SCHED_COPY_ASYNC,
     .input_copy = SCHED_COPY_ASYNC,
     .no_input_wait = SCHED_NOINPUT_READERS,
+    .copy_from_host = true,
 };
 
 static const sched_policy policy_events = {
@@ -62,6 +64,7 @@ static const sched_policy policy_events = {
     .input_copy = SCHED_COPY_ASYNC,
     .record_after_split = true,
     .no_input_wait = SCHED_NOINPUT_READERS,
+    .copy_from_host = true,
 };
 
 static const sched_policy policy_async_user_inputs = {
@@ -72,6 +75,7 @@ static const sched_policy policy_async_user_inputs = {
     .input_copy = SCHED_COPY_ASYNC,
     .record_after_split = true,
     .no_input_wait = SCHED_NOINPUT_READERS,
+    .copy_from_host = true,
 };
 
 static const sched_policy policy_no_split_wait = {
@@ -82,6 +86,7 @@ static const sched_policy policy_no_split_wait = {
     .input_copy = SCHED_COPY_ASYNC,
     .record_after_split = true,
     .no_input_wait = SCHED_NOINPUT_NONE,
+    .copy_from_host = true,
 };
 
 /* ggml's scheduler at three points of its history (docs/scheduler.md names
@@ -113,6 +118,7 @@ static const sched_policy policy_ggml_17795 = {
     .ggml_slots = true,
     .copies_pipelined = 4,
     .copies_single = 1,
+    .copy_from_host = true,
 };
 
 /* llama.cpp #20793 (ggml 5017f360, reverted by #25138): #17795 plus a sync
@@ -134,6 +140,7 @@ static const sched_policy policy_ggml_20793 = {
     .ggml_slots = true,
     .copies_pipelined = 4,
     .copies_single = 1,
+    .copy_from_host = true,
 };
 
 /* ggml at the pinned commit (after llama.cpp #26040): user inputs copied

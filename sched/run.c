@@ -563,8 +563,12 @@ static int setup(exec *x, sched_sink sink, sched_weights **wts, trace_error *err
     if (!*wts || sched_weights_bind(*wts, r->g[1]) != 0 ||
         (r->g[0] && sched_weights_bind(*wts, r->g[0]) != 0))
         return trace_error_set(err, TRACE_ENOMEM, "cannot place the weights"), -1;
+    const sched_copy_traits *traits[SCHED_SPEC_MAX_ITEMS + 1] = { 0 };
+    for (int i = 0; mi->copy_traits && i < x->nb; i++)
+        traits[i] = mi->copy_traits(x->m->ctx, i);
     sched_options so = { .policy = r->policy, .n_copies = r->n_copies,
-                         .allreduce = r->allreduce, .allreduce_bf16_min = r->bf16_min };
+                         .allreduce = r->allreduce, .allreduce_bf16_min = r->bf16_min,
+                         .copy_traits = traits };
     const char *names[2] = { "p", "d" }, *prefixes[2] = { "p:", "d:" };
     for (int k = 1; k >= 0; k--) {
         phase *ph = &x->ph[k];

@@ -144,6 +144,8 @@ sched *sched_new(sched_backend **backends, int n_backends, const sched_options *
     if (s->n_copies > SCHED_MAX_COPIES)
         s->n_copies = SCHED_MAX_COPIES;
     s->last_split_backend = -1;
+    for (int b = 0; s->opts.copy_traits && b < n_backends; b++)
+        s->copy[b] = s->opts.copy_traits[b];
     /* ggml creates the slot events only when there is more than one slot. */
     bool events = !(s->policy->ggml_slots && s->n_copies < 2);
     for (int b = 0; b < n_backends; b++) {
@@ -487,13 +489,33 @@ static sched_event *xfer_event(sched *s, int a, int b)
     return s->xfer[a][b];
 }
 
-/* An asynchronous copy of src (on backend sb) into dst (on b): 1 queued,
- * 0 declined, -1 error. Between two devices it runs on the source's
- * stream, after the work that produced src, and b's stream waits for the
- * hand-over event; from host memory b's stream pulls it. */
+/* syncsim's own placement, for backends whose family is not given. */
+static const sched_copy_traits syncsim_traits = {
+    "syncsim", SCHED_XFER_SOURCE, SCHED_XFER_DEST, false, "syncsim's placement",
+};
+
+/* Whether b's family queues a copy from host memory (else the host copies). */
+static bool host_copy_async(const sched *s, int b)
+{
+    const sched_copy_traits *tr = s->copy[b] ? s->copy[b] : &syncsim_traits;
+    return tr->host_to_device == SCHED_XFER_DEST &&
+           (!tr->host_needs_copy_from_host || s->policy->copy_from_host);
+}
+
+/* An asynchronous copy of src (on backend sb) into dst (on b), as b's
+ * family makes it: 1 queued, 0 declined, -1 error. Between two devices it
+ * runs on the source's stream, after the work that produced src, and b's
+ * stream waits for the hand-over event; from host memory b's stream pulls
+ * it. */
 static int copy_async(sched *s, int sb, int b, sched_tensor *src, sched_tensor *dst)
 {
     sched_backend *be = s->backends[b], *sbe = s->backends[sb];
+    const sched_copy_traits *tr = s->copy[b] ? s->copy[b] : &syncsim_traits;
+    if (sb != b && is_async_device(s, sb) && is_async_device(s, b) &&
+        tr->device_to_device == SCHED_XFER_BLOCKING)
+        return 0;
+    if (!is_async_device(s, sb) && !host_copy_async(s, b))
+        return 0;
     if (sb != b && is_async_device(s, sb) && is_async_device(s, b) && sbe->iface->copy_async) {
         sched_event *ev = xfer_event(s, sb, b);
         if (!ev)
@@ -554,7 +576,7 @@ static sched_status copy_input(sched *s, const sched_split *sp, int j)
 
     bool done = false;
     if (mode == SCHED_COPY_ASYNC) {
-        if (user && be->iface->set_async) {
+        if (user && be->iface->set_async && host_copy_async(s, b)) {
             st = call(be->iface->set_async(be, src, dst));
             done = true;
         } else if (!user) {

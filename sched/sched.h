@@ -529,10 +529,40 @@ typedef struct sched_policy {
      * (llama_synchronize). false: events always, one host buffer per
      * input, cur_copy rotates after every evaluation. */
     bool ggml_slots;
+    /* The CUDA backend of this ggml version queues copies from host memory
+     * (copy_from_host, #17795 and #20793; families with
+     * host_needs_copy_from_host). */
+    bool copy_from_host;
     /* The default number of copy slots (--copies) when the run pipelines
      * (more than one device, layer split) and when it does not; 0: 2. */
     int copies_pipelined, copies_single;
 } sched_policy;
+
+/* How a ggml backend family copies a split input into its memory (its
+ * cpy_tensor_async; ggml asks the destination's backend). The family
+ * decides placement and blocking, the scheduler only reads the row. */
+typedef enum {
+    SCHED_XFER_BLOCKING = 0,        /* declined: the host copies, blocking */
+    SCHED_XFER_SOURCE = 1,          /* on the source's stream, handed over with an event */
+    SCHED_XFER_DEST = 2,            /* on the destination's stream (it pulls) */
+} sched_xfer;
+
+typedef struct sched_copy_traits {
+    const char *family;             /* "cuda", "vulkan", "sycl", "metal", "cpu" */
+    sched_xfer device_to_device;    /* from another device (SOURCE or BLOCKING) */
+    sched_xfer host_to_device;      /* from host memory (DEST or BLOCKING) */
+    /* host_to_device only where the scheduler's ggml version has CUDA's
+     * copy_from_host (policy.copy_from_host: #17795, #20793); else blocking. */
+    bool host_needs_copy_from_host;
+    const char *summary;            /* one line: what ggml's backend does */
+} sched_copy_traits;
+
+/* The families, {NULL}-terminated (sched/family.c). */
+extern const sched_copy_traits sched_copy_families[];
+/* NULL when name is none of them. */
+const sched_copy_traits *sched_copy_family(const char *name);
+/* Their names for a message: "cuda, vulkan, sycl, metal or cpu". */
+const char *sched_copy_family_names(void);
 
 /* The named policies, NULL-terminated. */
 extern const sched_policy *const sched_policies[];
@@ -563,6 +593,10 @@ typedef struct sched_options {
     int n_copies;                   /* 0: 1 */
     sched_allreduce allreduce;      /* 0: ring */
     int64_t allreduce_bf16_min;     /* 0: 32768 elements */
+    /* Per backend (n_backends entries), how its family copies split inputs;
+     * NULL (or a NULL entry): syncsim's own placement (device copies on the
+     * source's stream, host copies pulled by the destination). */
+    const sched_copy_traits *const *copy_traits;
 } sched_options;
 
 /* backends in priority order, the CPU last (it must support every op).
@@ -818,6 +852,9 @@ typedef struct sched_machine_iface {
     /* Why a backend call failed, one line; NULL when it does not know. NULL:
      * never knows. */
     const char *(*error)(void *ctx);
+    /* How backend i's family copies split inputs. NULL (or NULL returned):
+     * syncsim's own placement. */
+    const sched_copy_traits *(*copy_traits)(void *ctx, int backend);
     /* Adds its run metadata (devices, threads, seed, ...). NULL: none. */
     void (*meta)(void *ctx, sched_sink *sink);
     /* The machine in words: "h100-pcie (2 GPUs + CPU)". Required. */

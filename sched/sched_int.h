@@ -22,6 +22,7 @@ struct sched {
     int n_backends;
     sched_options opts;
     const sched_policy *policy;
+    const sched_copy_traits *copy[SCHED_MAX_BACKENDS];  /* NULL: syncsim's placement */
     int n_copies;
     int cur_copy;
     int next_copy;                  /* ggml_slots: the slot the next allocation takes */
