@@ -84,8 +84,8 @@ static void test_run_input_graph_that_is_a_directory(void **state)
 static void test_run_input_names_come_from_their_tables(void **state)
 {
     expect_bad(*state, "--policy eager -o " TMPDIR_DB_NAME,
-               "unknown policy 'eager' (expected full, relaxed, events, async-user-inputs or "
-               "no-split-wait)");
+               "unknown policy 'eager' (expected full, relaxed, events, async-user-inputs, "
+               "no-split-wait, ggml-17795, ggml-20793 or ggml-head)");
     expect_bad(*state, "--allreduce tree -o " TMPDIR_DB_NAME,
                "unknown all-reduce 'tree' (expected ring, butterfly or bf16)");
     expect_bad(*state, "--devices cpu --barrier sleepy -o " TMPDIR_DB_NAME,
