@@ -568,7 +568,7 @@ static int setup(exec *x, sched_sink sink, sched_weights **wts, trace_error *err
         traits[i] = mi->copy_traits(x->m->ctx, i);
     sched_options so = { .policy = r->policy, .n_copies = r->n_copies,
                          .allreduce = r->allreduce, .allreduce_bf16_min = r->bf16_min,
-                         .copy_traits = traits };
+                         .copy_traits = traits, .sink = sched_rec_sink(x->rec) };
     const char *names[2] = { "p", "d" }, *prefixes[2] = { "p:", "d:" };
     for (int k = 1; k >= 0; k--) {
         phase *ph = &x->ph[k];

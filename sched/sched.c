@@ -200,6 +200,7 @@ void sched_free(sched *s)
     free(s->allocs);
     free(s->copy_map);
     free(s->in_slot);
+    free(s->in_view);
     free(s->ar_rank);
     free(s->ar_n);
     free(s);
@@ -296,10 +297,16 @@ sched_status sched_plan(sched *s, sched_graph *g, char *err, size_t err_cap)
      * current slot pointed at by sched_alloc_graph. */
     sched_backend *cpu = s->backends[s->n_backends - 1];
     bool slots = s->policy->ggml_slots && s->n_copies > 1;
+    size_t n_slot = (size_t)s->n_orig * (size_t)s->n_copies;
     free(s->in_slot);
+    free(s->in_view);
     s->in_slot = NULL;
-    if (slots && !(s->in_slot = calloc((size_t)s->n_orig * (size_t)s->n_copies, sizeof *s->in_slot)))
+    s->in_view = NULL;
+    if (slots && (!(s->in_slot = calloc(n_slot, sizeof *s->in_slot)) ||
+                  !(s->in_view = malloc(n_slot * sizeof *s->in_view))))
         return SCHED_ENOMEM;
+    for (size_t i = 0; slots && i < n_slot; i++)
+        s->in_view[i] = TRACE_NONE;
     for (int32_t i = 0; i < s->n_orig; i++) {
         sched_tensor *t = &g->tensors[i];
         if (!(t->flags & SCHED_FLAG_INPUT) || t->buffer)
@@ -412,16 +419,23 @@ static void point_inputs(sched *s, int c)
         t->offset = 0;
         t->trace_view = buf->trace_id;
     }
+    size_t n = (size_t)s->n_copies;
     for (int32_t i = 0; i < s->n_orig; i++) {
         sched_tensor *t = &g->tensors[i];
-        if (t->view_src < 0 || !s->in_slot[(size_t)t->view_src * (size_t)s->n_copies])
+        if (t->view_src < 0 || !s->in_slot[(size_t)t->view_src * n])
             continue;
         const sched_tensor *v = &g->tensors[t->view_src];
-        if (t->buffer != v->buffer) {
-            t->buffer = v->buffer;
-            t->offset = v->offset + t->view_offs;
-            t->trace_view = TRACE_NONE;         /* declared again on first use */
+        /* Its view of this slot's copy, "NAME#c", declared once. */
+        uint32_t *view = &s->in_view[(size_t)i * n + (size_t)c];
+        t->buffer = v->buffer;
+        t->offset = v->offset + t->view_offs;
+        if (*view == TRACE_NONE && s->opts.sink) {
+            char name[SCHED_NAME_MAX];
+            snprintf(name, sizeof name, "%.50s#%d", t->name, c);
+            *view = s->opts.sink->iface->view(s->opts.sink->ctx, name, v->buffer->trace_id,
+                                             t->view_offs, sched_tensor_nbytes(t));
         }
+        t->trace_view = *view;
     }
 }
 

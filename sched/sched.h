@@ -597,6 +597,11 @@ typedef struct sched_options {
      * NULL (or a NULL entry): syncsim's own placement (device copies on the
      * source's stream, host copies pulled by the destination). */
     const sched_copy_traits *const *copy_traits;
+    /* Where the scheduler declares the trace views it makes itself: with
+     * ggml's copy slots, a view of a user input over each slot's host copy
+     * ("NAME#c"). NULL: such views are not declared (their accesses name
+     * no buffer) -- give one whenever graphs have views of inputs. */
+    sched_sink *sink;
 } sched_options;
 
 /* backends in priority order, the CPU last (it must support every op).

@@ -48,6 +48,9 @@ struct sched {
      * of user input `tensor` for slot c (ggml's graph-input copies); NULL
      * when the inputs have one host buffer each. */
     sched_buffer **in_slot;
+    /* The trace views of the views of those inputs, per slot, once
+     * declared ([tensor * n_copies + c], TRACE_NONE before). */
+    uint32_t *in_view;
 
     /* One event per (backend, copy slot); NULL when the backend has none. */
     sched_event *events[SCHED_MAX_BACKENDS][SCHED_MAX_COPIES];

@@ -71,7 +71,8 @@ static void start_with(run *r, const char *policy, void (*build)(sched_graph *),
     build(r->g);
     r->w = sched_weights_new(r->be, r->f.n, r->g, sched_rec_sink(r->rec));
     assert_int_equal(sched_weights_bind(r->w, r->g), 0);
-    sched_options o = { .n_copies = n_copies, .policy = sched_policy_find(policy) };
+    sched_options o = { .n_copies = n_copies, .policy = sched_policy_find(policy),
+                        .sink = sched_rec_sink(r->rec) };
     assert_non_null(o.policy);
     r->s = sched_new(r->be, r->f.n, &o);
     char err[256];
@@ -336,6 +337,52 @@ static void test_policy_ggml_slots(void **state)
     stop(&r);
 }
 
+/* An input read through a view by the CPU, then GPU0. */
+static void input_view_graph(sched_graph *g)
+{
+    int32_t x = sched_graph_leaf(g, "x", SCHED_F32, 1, v64, SCHED_FLAG_INPUT);
+    int64_t half[1] = { 32 };
+    int32_t xv = sched_graph_view(g, "xv", SCHED_OP_VIEW, x, SCHED_F32, 1, half, 128);
+    int32_t s[2] = { xv, -1 };
+    int32_t c = sched_graph_op(g, "c", SCHED_OP_SILU, s, 1);
+    g->tensors[c].user_backend = 1;                    /* the CPU (one GPU) */
+    s[0] = fake_weight(g, "w0", 0);
+    s[1] = c;
+    sched_graph_op(g, "m0", SCHED_OP_MUL_MAT, s, 2);
+}
+
+/* A view of a per-slot input names that slot's host copy ("xv#c",
+ * declared through the sink the scheduler is given), once per slot, and
+ * again when the slot comes back. */
+static void test_policy_ggml_slots_views_of_inputs(void **state)
+{
+    (void)state;
+    run r;
+    start_with(&r, "ggml-head", input_view_graph, 1, 2);
+    int32_t x = sched_graph_find(r.g, "x"), xv = sched_graph_find(r.g, "xv");
+    uint32_t views[2];
+    for (int e = 0; e < 2; e++) {
+        assert_int_equal(sched_alloc_graph(r.s), SCHED_OK);
+        assert_int_equal(sched_graph_compute(r.s, (uint64_t)e), SCHED_OK);
+        const sched_tensor *v = &r.g->tensors[xv];
+        views[e] = v->trace_view;
+        assert_int_not_equal(views[e], TRACE_NONE);
+        assert_int_equal(r.t->buffers[views[e]].parent, r.g->tensors[x].buffer->trace_id);
+        assert_int_equal(r.t->buffers[views[e]].offset, 128);
+        char want[16];
+        snprintf(want, sizeof want, "xv#%d", e);
+        assert_string_equal(trace_str(r.t, r.t->buffers[views[e]].name), want);
+    }
+    assert_int_not_equal(views[0], views[1]);
+    uint32_t n_buffers = r.t->n_buffers;
+    assert_int_equal(sched_synchronize(r.s), SCHED_OK);
+    assert_int_equal(sched_alloc_graph(r.s), SCHED_OK);
+    assert_int_equal(sched_graph_compute(r.s, 2), SCHED_OK);
+    assert_int_equal(r.g->tensors[xv].trace_view, views[0]);
+    assert_int_equal(r.t->n_buffers, n_buffers);        /* nothing declared again */
+    stop(&r);
+}
+
 static void test_policy_names_are_unique_and_found(void **state)
 {
     (void)state;
@@ -359,6 +406,7 @@ int main(void)
         cmocka_unit_test(test_policy_ggml_waits_on_the_destination),
         cmocka_unit_test(test_policy_ggml_head_waits_after_a_backend_change),
         cmocka_unit_test(test_policy_ggml_slots),
+        cmocka_unit_test(test_policy_ggml_slots_views_of_inputs),
         cmocka_unit_test(test_policy_names_are_unique_and_found),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
