@@ -51,9 +51,7 @@ void check_engine_prune(check_engine *e)
             flag_node *f = (flag_node *)(uintptr_t)e->flags.vals[i];
             if (!still_used(e->flag_last, f->name, e->fed)) {
                 trace_u64map_del(&e->flags, e->flags.keys[i]);
-                check_vc_unref(f->vc);
-                free(f->waiters.q);
-                free(f);
+                flag_node_free(f);
                 continue;
             }
         }
@@ -117,7 +115,22 @@ check_engine *check_engine_clone(const check_engine *e, check_report *rep)
         *n = *f;
         n->waiters = (qlist){ 0 };  /* quiescent: nobody waits */
         n->vc = check_vc_ref(f->vc);
+        n->values = NULL;
+        n->snaps = NULL;
+        n->n_sets = n->cap_sets = 0;
         c->flags.vals[i] = (uint64_t)(uintptr_t)n;
+        if (f->n_sets) {
+            n->values = malloc(f->n_sets * sizeof *n->values);
+            n->snaps = malloc(f->n_sets * sizeof *n->snaps);
+            if (!n->values || !n->snaps)
+                goto fail;
+            memcpy(n->values, f->values, f->n_sets * sizeof *n->values);
+            for (uint64_t k = 0; k < f->n_sets; k++) {
+                n->snaps[k] = f->snaps[k];
+                n->snaps[k].vc = check_vc_ref(f->snaps[k].vc);
+            }
+            n->n_sets = n->cap_sets = f->n_sets;
+        }
     }
     c->flag_totals = e->flag_totals;
     c->record_last = e->record_last;
@@ -166,8 +179,12 @@ bool check_engine_same(const check_engine *a, const check_engine *b)
         if (!x || !y)
             return false;
         const flag_node *n = (const flag_node *)(uintptr_t)*x, *m = (const flag_node *)(uintptr_t)*y;
-        if (n->ran != m->ran || n->passed != m->passed || !check_vc_equal(n->vc, m->vc))
+        if (n->ran != m->ran || n->passed != m->passed || !check_vc_equal(n->vc, m->vc) ||
+            n->n_sets != m->n_sets)
             return false;
+        for (uint64_t k = 0; k < n->n_sets; k++)
+            if (n->values[k] != m->values[k] || !snap_equal(&n->snaps[k], &m->snaps[k]))
+                return false;
     }
     uint32_t ns = a->n_shadow > b->n_shadow ? a->n_shadow : b->n_shadow;
     for (uint32_t i = 0; i < ns; i++) {

@@ -69,7 +69,26 @@ typedef struct flag_node {
     check_vc *vc;                   /* the signals that ran, joined */
     uint32_t name;
     qlist waiters;
+    /* A value semaphore (rule 6b): its sets in the order they ran, each
+     * with its value and the setter's snapshot; the last one as a
+     * statement for the semaphore-race finding. */
+    uint64_t n_sets, cap_sets;
+    uint64_t *values;
+    check_snap *snaps;
+    trace_stmt_ref last_set;
 } flag_node;
+
+/* Frees a flag node and what it holds. */
+static inline void flag_node_free(flag_node *f)
+{
+    check_vc_unref(f->vc);
+    for (uint64_t i = 0; i < f->n_sets; i++)
+        check_vc_unref(f->snaps[i].vc);
+    free(f->values);
+    free(f->snaps);
+    free(f->waiters.q);
+    free(f);
+}
 
 static inline bool flag_ready(const flag_node *f)
 {

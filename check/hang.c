@@ -106,7 +106,16 @@ static void explain(const check_engine *e, uint32_t q, const check_pend *p, bloc
         break;
     }
     case TRACE_AWAIT:
-        b->waits_for = check_strf("flag %s", trace_str(t, s->object));
+        if (s->sem) {
+            const uint64_t *v = trace_u64map_get(&e->flags, s->object);
+            const flag_node *f = v ? (const flag_node *)(uintptr_t)*v : NULL;
+            b->waits_for = check_strf("semaphore %s >= %llu (it is %llu)", trace_str(t, s->object),
+                                      (unsigned long long)s->count,
+                                      (unsigned long long)(f && f->n_sets ? f->values[f->n_sets - 1]
+                                                                          : 0));
+        } else {
+            b->waits_for = check_strf("flag %s", trace_str(t, s->object));
+        }
         edges_to_pending(e, b, q, TRACE_SIGNAL, s->object);
         break;
     case TRACE_BARRIER:
@@ -289,7 +298,14 @@ void check_engine_report_hang(check_engine *e)
                 continue;
             trace_stmt_ref r = check_ref_of_stmt(&p->s);
             const char *at = check_ref_name(t, &r, buf, sizeof buf);
-            if (p->s.kind == TRACE_AWAIT)
+            if (p->s.kind == TRACE_AWAIT && p->s.sem)
+                str_cat(&fix, check_strf("nothing sets semaphore %s to %llu or more: add the "
+                                         "`signal %s set=%llu` it waits for, or remove the "
+                                         "await at %s",
+                                         trace_str(t, p->s.object), (unsigned long long)p->s.count,
+                                         trace_str(t, p->s.object),
+                                         (unsigned long long)p->s.count, at));
+            else if (p->s.kind == TRACE_AWAIT)
                 str_cat(&fix, check_strf("nothing signals %s: add `signal %s` where its data is "
                                          "ready, or remove the await at %s",
                                          trace_str(t, p->s.object), trace_str(t, p->s.object), at));

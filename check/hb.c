@@ -21,6 +21,10 @@
  *     ones.
  *  6. Flags: `signal F` HB what follows any `await F`, wherever the signal
  *     stands in the file.
+ *  6b. Value semaphores: the sets of S happen one after another (else a
+ *     semaphore-race); `await S >=V` is released by the first set, from the
+ *     last set that HB the await on, whose value reaches V
+ *     (trace_sem_release; sem_await and sem_set below).
  *  7. Collectives: the k-th collective of each queue on a communicator is
  *     generation k, a barrier whose own accesses happen inside it.
  *  8. Host copies and ops complete before the host's next statement.
@@ -469,6 +473,79 @@ static int arrive(check_engine *e, uint32_t q, check_pend *p)
 
 enum { RUN_DONE = 0, RUN_BLOCKED = 1 };
 
+
+/* ------------------------------------------------------------------ */
+/* Value semaphores (rule 6b; the release rule is trace_sem_release).  */
+
+/* Queue q (as it stands now) is ordered after snapshot x. */
+static bool covers(const check_engine *e, uint32_t q, const check_snap *x)
+{
+    if (x->queue == q)
+        return x->own <= e->q[q].own;
+    return x->queue != TRACE_NONE && check_vc_get(e->q[q].vc, x->queue) >= x->own;
+}
+
+/* `await S >=want` on queue q: true when released (q learns the set that
+ * released it), false while no set so far reaches the value. */
+static bool sem_await(check_engine *e, uint32_t q, flag_node *f, uint64_t want)
+{
+    uint64_t last = TRACE_NO_SEQ;
+    for (uint64_t i = f->n_sets; i-- > 0;)
+        if (covers(e, q, &f->snaps[i])) {
+            last = i;           /* sets are ordered: every earlier one is covered too */
+            break;
+        }
+    uint64_t rel = trace_sem_release(f->values, f->n_sets, last, want);
+    if (rel == TRACE_SEM_PENDING)
+        return false;
+    if (rel != TRACE_SEM_PASSED)
+        learn(e, q, &f->snaps[rel]);
+    return true;
+}
+
+/* `signal S set=V` ran on queue q (its own already counted). */
+static void sem_set(check_engine *e, uint32_t q, flag_node *f, const trace_stmt *s)
+{
+    if (f->n_sets && !covers(e, q, &f->snaps[f->n_sets - 1])) {
+        /* two sets not ordered: the value left depends on timing */
+        trace_finding x = { 0 };
+        const trace *t = e->t;
+        char a[128], b[128];
+        x.kind = TRACE_FINDING_SEMAPHORE_RACE;
+        x.object = s->object;
+        x.first = f->last_set;
+        x.second = check_ref_of_stmt(s);
+        x.buffer = x.root = TRACE_NONE;
+        check_ref_name(t, &x.first, a, sizeof a);
+        check_ref_name(t, &x.second, b, sizeof b);
+        x.text = check_strf("%s sets semaphore %s to %llu while %s, which set it to %llu, may "
+                            "not have run: the value its awaits see depends on timing",
+                            b, trace_str(t, s->object), (unsigned long long)s->count, a,
+                            (unsigned long long)f->values[f->n_sets - 1]);
+        x.fix = check_strf("order %s before %s (await the value %s set, or an event), so the "
+                           "sets of %s happen one after another",
+                           a, b, a, trace_str(t, s->object));
+        check_report_add(e->rep, &x);
+    }
+    if (trace_grow64((void **)&f->values, &f->cap_sets, f->n_sets + 1, sizeof *f->values) != 0) {
+        e->oom = true;
+        return;
+    }
+    check_snap *ns = realloc(f->snaps, f->cap_sets * sizeof *ns);
+    if (!ns) {
+        e->oom = true;
+        return;
+    }
+    f->snaps = ns;
+    f->values[f->n_sets] = s->count;
+    f->snaps[f->n_sets] = snap_of(e, q);
+    f->n_sets++;
+    f->last_set = check_ref_of_stmt(s);
+    wake_all(e, &f->waiters);
+    if (e->track)
+        trace_u64map_put(&e->dirty_flags, f->name, 1);
+}
+
 /* Runs p on queue q if it can; RUN_BLOCKED leaves it for later. */
 static int run_stmt(check_engine *e, uint32_t q, check_pend *p)
 {
@@ -512,7 +589,13 @@ static int run_stmt(check_engine *e, uint32_t q, check_pend *p)
                 learn(e, q, p->items[i].req ? &p->items[i].req->snap : &p->items[i].snap);
             break;
         case TRACE_AWAIT:
-            if (p->flag) {
+            if (p->flag && s->sem) {
+                if (!sem_await(e, q, p->flag, s->count)) {
+                    if (qlist_add(&p->flag->waiters, q) != 0)
+                        e->oom = true;
+                    return RUN_BLOCKED;
+                }
+            } else if (p->flag) {
                 if (!flag_ready(p->flag)) {
                     if (qlist_add(&p->flag->waiters, q) != 0)
                         e->oom = true;
@@ -556,7 +639,9 @@ static int run_stmt(check_engine *e, uint32_t q, check_pend *p)
         }
         break;
     case TRACE_SIGNAL:
-        if (p->flag) {
+        if (p->flag && s->sem) {
+            sem_set(e, q, p->flag, s);
+        } else if (p->flag) {
             flag_node *f = p->flag;
             if (check_vc_join(&f->vc, Q->vc) != 0 || check_vc_raise(&f->vc, q, Q->own) != 0)
                 e->oom = true;
@@ -889,7 +974,7 @@ int check_engine_feed(check_engine *e, const trace_stmt *s)
     case TRACE_AWAIT:
         if (!p.removed && !(p.flag = flag_get(e, s->object)))
             return -1;
-        if (p.flag && s->kind == TRACE_SIGNAL) {
+        if (p.flag && s->kind == TRACE_SIGNAL && !s->sem) {
             p.flag->fed++;
             if (p.flag->total == FLAG_UNKNOWN && p.flag->passed)
                 e->inexact = true;
@@ -964,12 +1049,8 @@ static void free_nodes(trace_u64map *events, trace_u64map *flags)
         if (events->used[i] && events->vals[i])
             check_ev_unref((ev_node *)(uintptr_t)events->vals[i]);
     for (uint32_t i = 0; i < flags->cap; i++)
-        if (flags->used[i] && flags->vals[i]) {
-            flag_node *f = (flag_node *)(uintptr_t)flags->vals[i];
-            check_vc_unref(f->vc);
-            free(f->waiters.q);
-            free(f);
-        }
+        if (flags->used[i] && flags->vals[i])
+            flag_node_free((flag_node *)(uintptr_t)flags->vals[i]);
 }
 
 void check_engine_free(check_engine *e)

@@ -132,6 +132,14 @@ void check_finding_print_json(FILE *out, const trace *t, const trace_finding *f)
         json_parts(out, t, f, TRACE_PART_PARTICIPANT,
                    f->kind == TRACE_FINDING_BARRIER_MISMATCH ? "count" : "size");
         break;
+    case TRACE_FINDING_SEMAPHORE_RACE:
+        fprintf(out, ", \"%s\": ", about->object);
+        trace_json_str(out, trace_str(t, f->object));
+        fputs(",\n   \"first\": ", out);
+        json_ref(out, t, &f->first, false);
+        fputs(",\n   \"second\": ", out);
+        json_ref(out, t, &f->second, false);
+        break;
     case TRACE_FINDING_REDUNDANT_SYNC:
         fputs(", \"sync\": ", out);
         trace_json_str(out, trace_kind_str(f->second.kind));

@@ -100,13 +100,13 @@ void cmd_run_help(FILE *out)
                  "                   4 when pipelining -- more than one device, layer split -- else 1)\n"
                  "  --tokens N       decode tokens (default 16; 0: the prompt only)\n"
                  "  --prompt N       prompt tokens, evaluated in ubatches (default 64)\n"
-                 "  --allreduce NAME the all-reduce of tensor-split models (on real devices every\n"
-                 "                   strategy computes the same sum, bf16 rounds it, the reference too):\n");
+                 "  --allreduce NAME the all-reduce of tensor-split models (default auto; on real\n"
+                 "                   devices the reference runs the same algorithm, roundings too):\n");
     for (int i = 0; i < SCHED_ALLREDUCE_COUNT; i++) {
         fprintf(out, "                   %-18s ", sched_allreduce_str((sched_allreduce)i));
         cli_wrapped(out, sched_allreduce_help((sched_allreduce)i), 38);
     }
-    fprintf(out, "  --bf16-min N     elements from which bf16 compresses (default 32768)\n");
+    fprintf(out, "  --bf16-min N     elements from which bf16 compresses (default: the strategy's)\n");
     for (int i = 0; i < n_fopt; i++) {
         char head[64], help[768];
         snprintf(head, sizeof head, "--%s %s", fopt[i]->name, fopt[i]->arg);

@@ -358,9 +358,9 @@ static int real_open(const sched_family *f, const sched_spec *spec, const sched_
         return -1;
     }
     snprintf(rm->spec, sizeof rm->spec, "%s", spec->text);
-    int ar = sched_allreduce_parse(ro->allreduce ? ro->allreduce : "ring");
+    int ar = sched_allreduce_parse(ro->allreduce ? ro->allreduce : "auto");
     rm->allreduce = ar < 0 ? SCHED_ALLREDUCE_RING : (sched_allreduce)ar;
-    rm->bf16_min = ro->bf16_min > 0 ? ro->bf16_min : 32768;
+    rm->bf16_min = ro->bf16_min > 0 ? ro->bf16_min : 0;      /* 0: the strategy's */
     char msg[512];
     if (real_set_create(spec, &rm->o, &rm->be, &rm->nb, msg, sizeof msg) != 0) {
         free(rm);

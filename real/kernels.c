@@ -19,7 +19,8 @@
  *   rope(a [D,H,T], pos [T] i32): pairs (x[2i], x[2i+1]) rotated by
  *       pos[t] * 10000^(-2i/D) (ggml's normal mode).
  *   get_rows(a [E,V], idx [R] i32) -> [E,R]: row r = a row (idx[r] mod V).
- *   cpy(a, b): b's bytes <- a's elements in b's type.  convert: to its type.
+ *   cpy(a, b): b's bytes <- a's elements in b's type.  convert: to its type
+ *       (param SCHED_CONVERT_TRUNCATE: to bf16 by truncation).
  *   concat(a, b): along dimension 1.
  *   all_reduce: the sum of every rank's source, in rank order (f32); with
  *               bf16_wire each source and the sum rounded to bf16.
@@ -247,6 +248,13 @@ static void k_unary(const real_kernel_args *x, int64_t e0, int64_t e1)
     float scale = x->param > 0 ? 1.0f / (float)x->param : 0.125f;
     for (int64_t e = e0; e < e1; e++) {
         float v = real_load_f32(a, e);
+        if (x->op == SCHED_OP_CONVERT && x->param == SCHED_CONVERT_TRUNCATE &&
+            d->type == SCHED_BF16) {
+            uint32_t bits;
+            memcpy(&bits, &v, sizeof bits);
+            ((uint16_t *)d->data)[e] = (uint16_t)(bits >> 16);
+            continue;
+        }
         switch (x->op) {
         case SCHED_OP_SCALE: v *= scale; break;
         case SCHED_OP_SILU: v = v / (1.0f + expf(-v)); break;

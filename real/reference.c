@@ -22,8 +22,8 @@ struct real_ref {
     void **data;            /* per tensor: its bytes (views point into their source) */
     void **owned;
     float **f32;            /* per tensor: f32 copy made on request */
-    bool bf16;              /* all_reduce strategy bf16 */
-    int64_t bf16_min;
+    sched_allreduce allreduce;  /* as asked (picked per group for the CPU devices) */
+    int64_t bf16_min;           /* 0: the strategy's threshold */
     /* Scratch of real_ref_eval, per tensor. */
     bool *done;
     uint8_t *pend;          /* of a base tensor: PEND_R / PEND_W by a deferred node */
@@ -100,8 +100,9 @@ void real_ref_free(real_ref *r)
 
 void real_ref_set_allreduce(real_ref *r, const char *strategy, int64_t bf16_min)
 {
-    r->bf16 = strategy && strcmp(strategy, "bf16") == 0;
-    r->bf16_min = bf16_min > 0 ? bf16_min : 32768;
+    int a = strategy ? sched_allreduce_parse(strategy) : SCHED_ALLREDUCE_RING;
+    r->allreduce = a < 0 ? SCHED_ALLREDUCE_RING : (sched_allreduce)a;
+    r->bf16_min = bf16_min;
 }
 
 static real_tensor ref_tensor(const real_ref *r, int32_t i)
@@ -130,9 +131,76 @@ static int ref_node(real_ref *r, int32_t i)
         a.src[k] = ref_tensor(r, t->src[k]);
         a.n_src = k + 1;
     }
-    if (t->op == SCHED_OP_ALL_REDUCE)
-        a.bf16_wire = r->bf16 && sched_tensor_nelements(&r->g->tensors[t->src[0]]) >= r->bf16_min;
+    if (t->op == SCHED_OP_ALL_REDUCE) {
+        const sched_tensor *src = &r->g->tensors[t->src[0]];
+        sched_allreduce algo = sched_allreduce_pick(r->allreduce, NULL, 1, src->type);
+        a.bf16_wire = sched_tensor_nelements(src) >= sched_allreduce_bf16_from(algo, 1, r->bf16_min);
+    }
     return real_kernel_run(&a, 0, 1) == REAL_OK ? 0 : -1;
+}
+
+/* An expanded all-reduce (sched_allreduce_program), step by step in its
+ * order, with the devices' kernels: the accumulators are the members'
+ * tensors; each rank has an inbox (f32, or bf16 when the group sends bf16)
+ * and a bf16 wire. Copies move bytes; adds and conversions are the add
+ * and convert kernels, so the rounding is the devices'. */
+static int ref_steps(real_ref *r, sched_allreduce algo, bool bf16, const int32_t *members,
+                     const real_tensor *srcs, int n)
+{
+    sched_ar_step steps[SCHED_AR_MAX_STEPS];
+    int n_steps = sched_allreduce_program(algo, n, bf16, steps);
+    real_tensor acc[REAL_MAX_BACKENDS], inbox[REAL_MAX_BACKENDS], wire[REAL_MAX_BACKENDS];
+    void *mem[2 * REAL_MAX_BACKENDS] = { NULL };
+    int rc = 1;
+    for (int k = 0; k < n; k++) {
+        acc[k] = ref_tensor(r, members[k]);
+        inbox[k] = acc[k];
+        wire[k] = acc[k];
+        inbox[k].type = bf16 ? SCHED_BF16 : SCHED_F32;
+        wire[k].type = SCHED_BF16;
+        size_t bytes = (size_t)sched_tensor_nelements(&r->g->tensors[members[k]]) * sizeof(float);
+        inbox[k].data = mem[2 * k] = calloc(1, bytes);
+        wire[k].data = mem[2 * k + 1] = calloc(1, bytes);
+        if (!inbox[k].data || !wire[k].data)
+            rc = -1;
+    }
+    for (int k = 0; k < n_steps && rc == 1; k++) {
+        int a = steps[k].rank, p = steps[k].peer;
+        size_t ne = (size_t)sched_tensor_nelements(&r->g->tensors[members[a]]);
+        real_kernel_args x = { .op = SCHED_OP_NONE };
+        switch ((sched_ar_kind)steps[k].kind) {
+        case SCHED_AR_LOCAL:
+            memmove(acc[a].data, srcs[a].data, ne * sizeof(float));
+            break;
+        case SCHED_AR_SEND:
+            if (bf16)
+                memcpy(inbox[p].data, wire[a].data, ne * sizeof(uint16_t));
+            else
+                memcpy(inbox[p].data, acc[a].data, ne * sizeof(float));
+            break;
+        case SCHED_AR_PUT:
+            memcpy(acc[p].data, acc[a].data, ne * sizeof(float));
+            break;
+        case SCHED_AR_ADD:
+            x = (real_kernel_args){ .op = SCHED_OP_ADD, .dst = acc[a], .n_src = 2 };
+            x.src[0] = acc[a];
+            x.src[1] = inbox[a];
+            break;
+        case SCHED_AR_TO_BF16:
+            x = (real_kernel_args){ .op = SCHED_OP_CONVERT, .param = SCHED_CONVERT_TRUNCATE,
+                                    .dst = wire[a], .n_src = 1 };
+            x.src[0] = acc[a];
+            break;
+        case SCHED_AR_WAIT_FREE:
+        case SCHED_AR_FREE:
+            break;              /* orderings: one thread has them */
+        }
+        if (x.op != SCHED_OP_NONE && real_kernel_run(&x, 0, 1) != REAL_OK)
+            rc = -1;
+    }
+    for (int k = 0; k < 2 * n; k++)
+        free(mem[k]);
+    return rc;
 }
 
 /* Whether every member of node i's all_reduce group has its source; if so,
@@ -157,13 +225,24 @@ static int ref_group(real_ref *r, int32_t i)
         members[n] = k;
         srcs[n++] = ref_tensor(r, t->src[0]);
     }
+    const sched_tensor *t0 = &g->tensors[members[0]];
+    int64_t ne = sched_tensor_nelements(&g->tensors[t0->src[0]]);
+    /* The CPU devices are no CUDA or SYCL devices: auto picks as for them. */
+    sched_allreduce algo = sched_allreduce_pick(r->allreduce, NULL, n, g->tensors[t0->src[0]].type);
+    bool bf16 = ne >= sched_allreduce_bf16_from(algo, n, r->bf16_min);
+    if (n > 1 && sched_allreduce_expanded(algo)) {
+        int rc = ref_steps(r, algo, bf16, members, srcs, n);
+        for (int m = 0; m < n; m++)
+            r->done[members[m]] = true;
+        return rc;
+    }
     for (int m = 0; m < n; m++) {
         const sched_tensor *t = &g->tensors[members[m]];
         real_kernel_args a = { .op = t->op, .param = t->param, .ranks = srcs, .n_ranks = n };
         a.dst = ref_tensor(r, members[m]);
         a.src[0] = srcs[m];
         a.n_src = 1;
-        a.bf16_wire = r->bf16 && sched_tensor_nelements(&g->tensors[t->src[0]]) >= r->bf16_min;
+        a.bf16_wire = bf16;
         if (real_kernel_run(&a, 0, 1) != REAL_OK)
             return -1;
         r->done[members[m]] = true;

@@ -13,7 +13,8 @@
  *   event_synchronize  the host's `wait`;
  *   graph_compute      one `op` per node on the stream (or the host, for a
  *                      synchronous backend) with split=, token= and its
- *                      cost attributes; an all_reduce a `collective tp
+ *                      cost attributes; an opaque all_reduce (ring, bf16,
+ *                      nccl: sched/allreduce.c) a `collective tp
  *                      allreduce size=N` (bf16: an `allreduce_bf16` on the
  *                      wire buffer between the ops NODE.to_bf16 and
  *                      NODE.from_bf16); at worker level the backend
@@ -456,9 +457,8 @@ static void allreduce_stmts(sched_rec *r, wrapped *w, const sched_exec *x, node_
         }
         rec_add_attr(slot, r->k_split, split);
         rec_add_token(r, slot);
-        /* The ring is replay's default; the trace names any other algorithm. */
-        if (x->allreduce == SCHED_ALLREDUCE_BUTTERFLY && n > 1)
-            rec_add_attr(slot, r->k_algorithm, r->v_butterfly);
+        /* A butterfly is never one collective (allreduce.c expands it):
+         * replay prices this one as the ring, its default. */
         rec_observe(r, slot);
         tk[0] = pos;
     }

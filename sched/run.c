@@ -192,14 +192,14 @@ int sched_run_prepare(const sched_run_opts *o, const sched_family *const *famili
                         sched_policy_names());
         goto fail;
     }
-    int ar = sched_allreduce_parse(o->allreduce ? o->allreduce : "ring");
+    int ar = sched_allreduce_parse(o->allreduce ? o->allreduce : "auto");
     if (ar < 0) {
         trace_error_set(err, TRACE_EUSAGE, "unknown all-reduce '%s' (expected %s)", o->allreduce,
                         sched_allreduce_names());
         goto fail;
     }
     r->allreduce = (sched_allreduce)ar;
-    r->bf16_min = o->bf16_min > 0 ? o->bf16_min : 32768;
+    r->bf16_min = o->bf16_min > 0 ? o->bf16_min : 0;     /* 0: the strategy's */
     r->n_copies = o->n_copies;          /* 0: the policy's default, once the machine is known */
     r->tokens = o->tokens >= 0 ? o->tokens : 16;
     r->prompt = o->prompt >= 0 ? o->prompt : 64;
@@ -566,8 +566,12 @@ static int setup(exec *x, sched_sink sink, sched_weights **wts, trace_error *err
     const sched_copy_traits *traits[SCHED_SPEC_MAX_ITEMS + 1] = { 0 };
     for (int i = 0; mi->copy_traits && i < x->nb; i++)
         traits[i] = mi->copy_traits(x->m->ctx, i);
+    /* auto: the simulated GPUs are NVIDIA's (CUDA, NCCL); the real CPU
+     * devices have no all-reduce of their own (ggml's meta backend falls
+     * back to the butterfly). */
     sched_options so = { .policy = r->policy, .n_copies = r->n_copies,
                          .allreduce = r->allreduce, .allreduce_bf16_min = r->bf16_min,
+                         .allreduce_family = strcmp(sched_run_source(r), "sim") == 0 ? "cuda" : NULL,
                          .copy_traits = traits, .sink = sched_rec_sink(x->rec) };
     const char *names[2] = { "p", "d" }, *prefixes[2] = { "p:", "d:" };
     for (int k = 1; k >= 0; k--) {

@@ -137,8 +137,6 @@ sched *sched_new(sched_backend **backends, int n_backends, const sched_options *
         s->opts = *opts;
     if (!s->opts.name)
         s->opts.name = "g";
-    if (s->opts.allreduce_bf16_min <= 0)
-        s->opts.allreduce_bf16_min = 32768;
     s->policy = s->opts.policy ? s->opts.policy : sched_policy_find("events");
     s->n_copies = s->opts.n_copies > 0 ? s->opts.n_copies : 1;
     if (s->n_copies > SCHED_MAX_COPIES)
@@ -201,6 +199,7 @@ void sched_free(sched *s)
     free(s->copy_map);
     free(s->in_slot);
     free(s->in_view);
+    sched_ar_free(s);
     free(s->ar_rank);
     free(s->ar_n);
     free(s);
@@ -228,8 +227,9 @@ sched_status sched_assign(sched *s, sched_graph *g, char *err, size_t err_cap)
     return sched_assign_passes(s, g, err, err_cap);
 }
 
-/* Each all_reduce node's rank and group size, and per backend a wire
- * buffer for its bf16 all-reduces (the largest one's bf16 bytes). */
+/* Each all_reduce node's rank and group size, its group's strategy and
+ * the tensors of its steps (allreduce.c), and per backend a wire buffer
+ * for its opaque bf16 all-reduces (the largest one's bf16 bytes). */
 static sched_status plan_allreduce(sched *s, char *err, size_t err_cap)
 {
     const sched_graph *g = s->graph;
@@ -239,18 +239,26 @@ static sched_status plan_allreduce(sched *s, char *err, size_t err_cap)
     s->ar_n = calloc((size_t)g->n_tensors + 1, sizeof *s->ar_n);
     if (!s->ar_rank || !s->ar_n)
         return SCHED_ENOMEM;
-    uint64_t wire[SCHED_MAX_BACKENDS] = { 0 };
     for (int32_t i = 0; i < g->n_tensors; i++) {
-        const sched_tensor *t = &g->tensors[i];
-        if (t->op != SCHED_OP_ALL_REDUCE)
+        if (g->tensors[i].op != SCHED_OP_ALL_REDUCE)
             continue;
         int rank, n;
         sched_allreduce_group(g, i, &rank, &n);
         s->ar_rank[i] = (int16_t)rank;
         s->ar_n[i] = (int16_t)n;
+    }
+    sched_status st = sched_ar_plan(s, err, err_cap);
+    if (st != SCHED_OK)
+        return st;
+    g = s->graph;
+    uint64_t wire[SCHED_MAX_BACKENDS] = { 0 };
+    for (int32_t i = 0; i < s->n_orig; i++) {
+        const sched_tensor *t = &g->tensors[i];
+        if (t->op != SCHED_OP_ALL_REDUCE || t->backend < 0 || sched_ar_is_expanded(s, i))
+            continue;
         int64_t ne = sched_tensor_nelements(&g->tensors[t->src[0]]);
-        if (s->opts.allreduce == SCHED_ALLREDUCE_BF16 && ne >= s->opts.allreduce_bf16_min &&
-            t->backend >= 0) {
+        if (ne >= sched_allreduce_bf16_from((sched_allreduce)s->ar_algo[i], s->ar_n[i],
+                                            s->opts.allreduce_bf16_min)) {
             uint64_t bytes = (uint64_t)ne * sched_dtype_size(SCHED_BF16);
             if (bytes > wire[t->backend])
                 wire[t->backend] = bytes;
@@ -372,9 +380,13 @@ void sched_exec_group(const sched_exec *x, int32_t node, int *rank, int *n)
 
 bool sched_exec_bf16(const sched_exec *x, int32_t node)
 {
+    const sched *s = x->sched;
     const sched_tensor *t = &x->graph->tensors[node];
-    return x->allreduce == SCHED_ALLREDUCE_BF16 &&
-           sched_tensor_nelements(&x->graph->tensors[t->src[0]]) >= x->allreduce_bf16_min;
+    if (!s->ar_algo || node >= s->n_orig || sched_ar_is_expanded(s, node))
+        return false;
+    return sched_tensor_nelements(&x->graph->tensors[t->src[0]]) >=
+           sched_allreduce_bf16_from((sched_allreduce)s->ar_algo[node], s->ar_n[node],
+                                     x->allreduce_bf16_min);
 }
 
 /* ------------------------------------------------------------------ */
@@ -392,6 +404,14 @@ static int32_t exec_src_of(const sched_exec *x, int32_t node, int i)
         return src;
     int32_t first = s->copy_map[st * s->n_backends + g->tensors[node].backend];
     return first >= 0 ? first + x->cur_copy : src;
+}
+
+int32_t sched_exec_src_of(const sched_exec *x, int32_t node, int i) { return exec_src_of(x, node, i); }
+
+int32_t sched_exec_src_of_sched(sched *s, int32_t node, int i)
+{
+    sched_exec x = { .graph = s->graph, .cur_copy = s->cur_copy, .sched = s };
+    return exec_src_of(&x, node, i);
 }
 
 static sched_status call(int rc) { return rc < 0 ? SCHED_EBACKEND : SCHED_OK; }
@@ -546,6 +566,11 @@ static int copy_async(sched *s, int sb, int b, sched_tensor *src, sched_tensor *
     return be->iface->copy_async(be, sbe, src, dst);
 }
 
+int sched_copy_between(sched *s, int sb, int b, sched_tensor *src, sched_tensor *dst)
+{
+    return copy_async(s, sb, b, src, dst);
+}
+
 /* Step 1: one input copy with its guards. */
 static sched_status copy_input(sched *s, const sched_split *sp, int j)
 {
@@ -622,14 +647,57 @@ static sched_status copy_input(sched *s, const sched_split *sp, int j)
     return st;
 }
 
+/* Steps 2 and 3 from node entry k of split i on: its nodes, up to an
+ * expanded all_reduce whose group has not all arrived (the rest is held
+ * and resumed by the group, allreduce.c), then the record. */
+sched_status sched_run_split_from(sched *s, int i, int k, uint64_t eval)
+{
+    const sched_split *sp = &s->splits[i];
+    int b = sp->backend;
+    sched_backend *be = s->backends[b];
+    sched_exec x = {
+        .graph = s->graph, .nodes = sp->nodes, .n_nodes = sp->n_nodes, .split = i,
+        .cur_copy = s->cur_copy, .eval = eval, .src_of = exec_src_of, .sched = s,
+        .allreduce = s->opts.allreduce, .allreduce_bf16_min = s->opts.allreduce_bf16_min,
+        .wire = s->wire[b],
+    };
+    sched_status st = SCHED_OK;
+    while (st == SCHED_OK) {
+        int end = k;
+        while (end < sp->n_nodes && !sched_ar_is_expanded(s, sp->nodes[end]))
+            end++;
+        if (end > k || (k == 0 && sp->n_nodes == 0)) {
+            x.nodes = sp->nodes + k;
+            x.n_nodes = end - k;
+            st = call(be->iface->graph_compute(be, &x));
+        }
+        if (st != SCHED_OK || end == sp->n_nodes)
+            break;
+        bool held = false;
+        st = sched_ar_arrive(s, sp->nodes[end], i, end + 1, eval, &held);
+        if (held)
+            return st;
+        k = end + 1;
+    }
+    if (st == SCHED_OK && s->policy->record_after_split && s->events[b][s->cur_copy] &&
+        (!s->policy->record_needs_inputs || sp->n_inputs > 0)) {
+        st = call(be->iface->event_record(be, s->events[b][s->cur_copy]));
+        s->last_event[b] = s->events[b][s->cur_copy];
+    }
+    return st;
+}
+
 sched_status sched_graph_compute(sched *s, uint64_t eval)
 {
     if (!s->graph || !s->splits)
         return SCHED_EUSAGE;
     sched_status st = s->is_alloc ? SCHED_OK : sched_alloc_graph(s);
     const sched_policy *pol = s->policy;
-    /* #26040 forgets the previous backend at each evaluation. */
+    /* #26040 forgets the previous backend at each evaluation. Two ranks of
+     * a tensor-parallel group are one backend to it (ggml's meta backend
+     * runs them together): no wait between them. */
     int prev = pol->no_input_wait == SCHED_NOINPUT_ANY_CHANGE ? -1 : s->last_split_backend;
+    bool prev_tp = false;
     for (int i = 0; i < s->n_splits && st == SCHED_OK; i++) {
         const sched_split *sp = &s->splits[i];
         int b = sp->backend;
@@ -639,7 +707,7 @@ sched_status sched_graph_compute(sched *s, uint64_t eval)
         if (sp->n_inputs == 0 && pol->no_input_wait == SCHED_NOINPUT_READERS && sp->wait_prev)
             st = wait_previous(s, b);
         else if (sp->n_inputs == 0 && pol->no_input_wait == SCHED_NOINPUT_ANY_CHANGE && prev >= 0 &&
-                 prev != b)
+                 prev != b && !(prev_tp && sp->tp_rank))
             st = block_on_previous(s, prev);
         bool around = (sp->n_inputs > 0 || pol->sync_every_split) &&
                       !(pol->sync_only_without_events && has_events(s, b));
@@ -651,20 +719,14 @@ sched_status sched_graph_compute(sched *s, uint64_t eval)
             st = sync_backend(s, b);
         if (st != SCHED_OK)
             break;
-        sched_exec x = {
-            .graph = s->graph, .nodes = sp->nodes, .n_nodes = sp->n_nodes, .split = i,
-            .cur_copy = s->cur_copy, .eval = eval, .src_of = exec_src_of, .sched = s,
-            .allreduce = s->opts.allreduce, .allreduce_bf16_min = s->opts.allreduce_bf16_min,
-            .wire = s->wire[b],
-        };
-        st = call(be->iface->graph_compute(be, &x));
-        if (st == SCHED_OK && pol->record_after_split && s->events[b][s->cur_copy] &&
-            (!pol->record_needs_inputs || sp->n_inputs > 0)) {
-            st = call(be->iface->event_record(be, s->events[b][s->cur_copy]));
-            s->last_event[b] = s->events[b][s->cur_copy];
-        }
+        st = sched_run_split_from(s, i, 0, eval);
         s->last_split_backend = prev = b;
+        prev_tp = sp->tp_rank;
     }
+    /* A group that never gathered all its ranks (a graph whose ranks are
+     * not all in this evaluation) leaves splits held: an error. */
+    if (st == SCHED_OK && sched_ar_held(s) > 0)
+        st = SCHED_EUSAGE;
     sched_backend *first = s->backends[0];
     if (first->iface->split_begin)
         first->iface->split_begin(first, -1, eval);

@@ -310,12 +310,26 @@ typedef enum {
     SCHED_BUFFER_HOST = 2,          /* user inputs and outputs (host memory) */
 } sched_buffer_usage;
 
+/* convert's param: 0 rounds to nearest even; this truncates to bf16 (the
+ * wire of ggml-sycl's all-reduce). */
+#define SCHED_CONVERT_TRUNCATE 1
+
 /* The all-reduce strategies of tensor-split models: one table gives the
- * enum, the word and the help text. */
+ * enum, the word and the help text (sched/allreduce.c says what each one's
+ * statements are). RING stays first: a zeroed sched_options means ring. */
 #define SCHED_ALLREDUCE_MAP(X)                                                       \
-    X(RING, "ring", "2(n-1) steps around a ring of the devices (default)")           \
-    X(BUTTERFLY, "butterfly", "log2(n) rounds of pairwise exchange and add")        \
-    X(BF16, "bf16", "a ring on bf16 data from a size on (--bf16-min): half the bytes")
+    X(RING, "ring", "one opaque collective per rank, priced as a ring")             \
+    X(BUTTERFLY, "butterfly", "ggml's meta-backend fallback as statements: log2(n) rounds of peer " \
+      "copies into inboxes and adds; an inbox is refilled once its owner added it")  \
+    X(BF16, "bf16", "one opaque collective on bf16 data from --bf16-min elements (32768)") \
+    X(AUTO, "auto", "as ggml picks: nccl on CUDA devices (simulated GPUs), sycl on 2 SYCL " \
+      "devices, else butterfly (the default of `run`)")                              \
+    X(NCCL, "nccl", "ggml-cuda: one NCCL collective per rank; bf16 (round to nearest) from " \
+      "32768, 131072, 262144 elements for 2, 3, >= 4 devices")                       \
+    X(SYCL, "sycl", "ggml-sycl, 2 devices, as statements: f32 peer copy + add; from 32768 " \
+      "elements the peer's half goes as bf16 (truncated)")                           \
+    X(BUTTERFLY_GGML, "butterfly-ggml", "broken on purpose: the butterfly exactly as ggml's " \
+      "fallback, which refills a peer's inbox without waiting for its add (WAR race)")
 
 typedef enum {
 #define SCHED_ALLREDUCE_ENUM(name, word, text) SCHED_ALLREDUCE_##name,
@@ -328,8 +342,46 @@ const char *sched_allreduce_str(sched_allreduce a);
 const char *sched_allreduce_help(sched_allreduce a);
 /* -1 when the word names no strategy. */
 int sched_allreduce_parse(const char *word);
-/* Their words for a message, from the table: "ring, butterfly or bf16". */
+/* Their words for a message, from the table: "ring, butterfly, ... or butterfly-ggml". */
 const char *sched_allreduce_names(void);
+
+/* What `auto` is for a group of n ranks on devices of family ("cuda",
+ * "sycl"; NULL: any other, whose backend has no all-reduce of its own), as
+ * ggml's meta backend picks: the backend's own all-reduce where it has one
+ * and it applies (f32 and contiguous: type), else the butterfly. Any
+ * other strategy is returned as given, except sycl for n != 2 (ggml-sycl
+ * declines: the butterfly). */
+sched_allreduce sched_allreduce_pick(sched_allreduce a, const char *family, int n,
+                                     sched_dtype type);
+/* The number of elements from which strategy a (as picked) sends bf16 for
+ * a group of n ranks; bf16_min > 0 overrides (--bf16-min). INT64_MAX: never. */
+int64_t sched_allreduce_bf16_from(sched_allreduce a, int n, int64_t bf16_min);
+/* Whether a (as picked) is expanded into copies, adds and events. */
+bool sched_allreduce_expanded(sched_allreduce a);
+
+/* The statements of an expanded all-reduce of one group, as data: the
+ * scheduler runs them on the ranks' backends (sched/allreduce.c) and the
+ * reference (real/reference.c) computes them in this order on one thread. */
+typedef enum {
+    SCHED_AR_LOCAL = 0,             /* rank: acc <- its source (a copy on its queue) */
+    SCHED_AR_SEND = 1,              /* rank's acc (bf16: its wire) -> peer's inbox, on rank's queue;
+                                     * the peer's queue waits for the hand-over event */
+    SCHED_AR_ADD = 2,               /* rank: acc += inbox (bf16 inbox: widened to f32) */
+    SCHED_AR_PUT = 3,               /* rank's acc -> peer's acc, on rank's queue, handed over */
+    SCHED_AR_TO_BF16 = 4,           /* rank: wire <- acc as bf16, truncated (ggml-sycl) */
+    SCHED_AR_WAIT_FREE = 5,         /* rank's queue waits until peer added its inbox's last contents */
+    SCHED_AR_FREE = 6,              /* rank records that its inbox was consumed */
+} sched_ar_kind;
+
+typedef struct sched_ar_step {
+    uint8_t kind, rank, peer;
+} sched_ar_step;
+
+#define SCHED_AR_MAX_STEPS 256
+/* The steps of strategy a (as picked, expanded) for n ranks (1..16), bf16
+ * when the group sends bf16; returns their number, 0 when a is not
+ * expanded. */
+int sched_allreduce_program(sched_allreduce a, int n, bool bf16, sched_ar_step *out);
 
 struct sched_buffer {
     sched_backend *backend;         /* the backend the scheduler allocated it from */
@@ -380,8 +432,8 @@ typedef struct sched_exec {
 
 /* All_reduce node of x: its rank and the size of its group. O(1). */
 void sched_exec_group(const sched_exec *x, int32_t node, int *rank, int *n);
-/* Whether all_reduce node of x goes through the bf16 wire (strategy bf16
- * and at least allreduce_bf16_min elements). */
+/* Whether all_reduce node of x goes through the bf16 wire (its group's
+ * strategy, as picked, sends bf16 at its size: sched_allreduce_bf16_from). */
 bool sched_exec_bf16(const sched_exec *x, int32_t node);
 
 typedef struct sched_backend_iface {
@@ -583,6 +635,9 @@ typedef struct sched_split {
     int32_t *input_copy;            /* copy tensor of slot 0; slot c is input_copy[j] + c */
     int n_inputs;
     bool wait_prev;                 /* no inputs, and its backend's memory is read elsewhere */
+    /* It holds all_reduce nodes: a rank of a tensor-parallel group, which
+     * ggml runs inside one (meta) backend with the other ranks. */
+    bool tp_rank;
 } sched_split;
 
 typedef struct sched sched;
@@ -592,7 +647,8 @@ typedef struct sched_options {
     const sched_policy *policy;     /* NULL: events */
     int n_copies;                   /* 0: 1 */
     sched_allreduce allreduce;      /* 0: ring */
-    int64_t allreduce_bf16_min;     /* 0: 32768 elements */
+    int64_t allreduce_bf16_min;     /* 0: the strategy's threshold (sched_allreduce_bf16_from) */
+    const char *allreduce_family;   /* for auto: "cuda", "sycl", NULL: another family */
     /* Per backend (n_backends entries), how its family copies split inputs;
      * NULL (or a NULL entry): syncsim's own placement (device copies on the
      * source's stream, host copies pulled by the destination). */
@@ -811,11 +867,11 @@ typedef struct sched_run_opts {
     const char *graph_file;         /* a graph file instead of a model */
     const char *devices;            /* a --devices spec (NULL: the table's default) */
     const char *policy;             /* NULL: events */
-    const char *allreduce;          /* NULL: ring */
+    const char *allreduce;          /* NULL: auto */
     int n_copies;                   /* 0: the policy's default (sched_policy) */
     int tokens;                     /* decode tokens (-1: 16) */
     int prompt;                     /* prompt tokens (-1: 64) */
-    int64_t bf16_min;               /* bf16 all-reduce from this many elements (0: 32768) */
+    int64_t bf16_min;               /* bf16 all-reduce from this many elements (0: the strategy's) */
     const sched_option_value *options;  /* machine options (--barrier ...) */
     int n_options;
     sched_progress progress;        /* on stderr (default: none) */
@@ -956,5 +1012,51 @@ int sched_run_print(const sched_run *r, const sched_run_result *res, FILE *out, 
  * what only its kind knows (sim_machine_world). */
 const sched_machine *sched_run_machine(const sched_run *r);
 void sched_run_free(sched_run *r);
+
+/* ------------------------------------------------------------------ */
+/* nvFuser's host-IR ring pipeline (sched/ring.c): a trace generator.   */
+
+/* The variants: X(enum name, word, one line for help). */
+#define SCHED_RING_VARIANT_MAP(X)                                                              \
+    X(CORRECT, "correct", "the handle exchange takes its barrier on every call: clean")          \
+    X(UNIFORM_HITS, "uniform-cache-hits",                                                      \
+      "barrier only on a cache miss; every rank misses on the first call and hits after: "     \
+      "clean")                                                                                 \
+    X(UNEVEN_HITS, "uneven-cache-hits",                                                        \
+      "barrier only on a cache miss; on the second call rank 0 misses (it re-registered its "  \
+      "buffer) while the others hit: rank 0 waits at the barrier alone, every rank hangs "     \
+      "(nvFuser's disabled test)")                                                             \
+    X(NO_BARRIER, "no-barrier",                                                                \
+      "the barrier removed entirely: a rank deletes its key while a peer may still read it "   \
+      "(WAR race on the store)")                                                               \
+    X(EARLY_REARM, "early-rearm",                                                              \
+      "the receiver re-arms the sender's semaphore before its copy: the sender overwrites "    \
+      "its slice in the next iteration while the copy may still read it (WAR race)")
+
+typedef enum {
+#define SCHED_RING_ENUM(name, word, about) SCHED_RING_##name,
+    SCHED_RING_VARIANT_MAP(SCHED_RING_ENUM)
+#undef SCHED_RING_ENUM
+    SCHED_RING_VARIANT_COUNT
+} sched_ring_variant;
+
+typedef struct sched_ring_opts {
+    uint32_t ranks;         /* R >= 2: one host process and one device each */
+    uint32_t streams;       /* K >= 1 streams per rank; step work goes to streamIdx % K */
+    uint32_t iters;         /* N >= 1 calls of the pipeline, reusing slices and semaphores */
+    uint32_t chunks;        /* C >= 1 chunks per slice, each its own streamIdx */
+    uint64_t chunk_bytes;   /* bytes of a chunk (>= 1) */
+    sched_ring_variant variant;
+} sched_ring_opts;
+
+/* The word and help line of a variant (NULL out of range). */
+const char *sched_ring_variant_str(sched_ring_variant v);
+const char *sched_ring_variant_about(sched_ring_variant v);
+/* -1 when word names no variant. */
+int sched_ring_variant_parse(const char *word);
+/* Builds the trace of o (an in-memory trace with its statements); returns
+ * 0, or -1 with err (TRACE_EUSAGE: options out of range, one line saying
+ * which; TRACE_ENOMEM). */
+int sched_ring_generate(const sched_ring_opts *o, trace **out, trace_error *err);
 
 #endif

@@ -64,6 +64,16 @@ struct sched {
      * per backend, the wire buffer of its bf16 all-reduces (NULL: none). */
     int16_t *ar_rank, *ar_n;
     sched_buffer *wire[SCHED_MAX_BACKENDS];
+    /* Expanded all-reduces (allreduce.c): per tensor, the strategy its
+     * group runs (as picked) and, for its all_reduce nodes, the next
+     * member in rank order (-1 last), its inbox, add and bf16 wire tensors
+     * (-1 none) and, while the group gathers, where its split resumes
+     * (-1: not arrived); per backend the inbox buffer and the event that
+     * says its inbox was consumed. */
+    uint8_t *ar_algo;
+    int32_t *ar_next, *ar_inbox, *ar_add, *ar_wire, *ar_resume_split, *ar_resume_k;
+    sched_buffer *inbox[SCHED_MAX_BACKENDS];
+    sched_event *ar_free[SCHED_MAX_BACKENDS];
 };
 
 /* assign.c */
@@ -74,5 +84,24 @@ sched_status sched_make_splits(sched *s, char *err, size_t err_cap);
 void sched_free_splits(sched *s);
 /* alloc.c */
 sched_status sched_allocate(sched *s, char *err, size_t err_cap);
+/* sched.c: a copy between backends as the split inputs' (1 queued, 0
+ * declined, -1 error); the nodes of split i from entry k on, then its
+ * record (all-reduce groups resume the splits they held). */
+int sched_copy_between(sched *s, int sb, int b, sched_tensor *src, sched_tensor *dst);
+/* Source i of node as split x reads it (its copy when a split input); the
+ * same for the scheduler's current slot. */
+int32_t sched_exec_src_of(const sched_exec *x, int32_t node, int i);
+int32_t sched_exec_src_of_sched(sched *s, int32_t node, int i);
+sched_status sched_run_split_from(sched *s, int i, int k, uint64_t eval);
+/* allreduce.c */
+sched_status sched_ar_plan(sched *s, char *err, size_t err_cap);
+void sched_ar_free(sched *s);
+bool sched_ar_is_expanded(const sched *s, int32_t node);
+/* Node (an expanded all_reduce of split i, entry k) arrives: *held when
+ * the split must wait for the group's other ranks (the group then runs
+ * and resumes it); otherwise the group ran now. */
+sched_status sched_ar_arrive(sched *s, int32_t node, int i, int k, uint64_t eval, bool *held);
+/* Splits still held at the end of an evaluation (a group missing a rank). */
+int sched_ar_held(const sched *s);
 
 #endif

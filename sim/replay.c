@@ -10,7 +10,9 @@
  * to, a host sync on the last statement of every stream it covers, a
  * barrier or collective on its generation (which ends when its last
  * participant arrives; an extra arrival synchronises nothing), an await
- * on every signal of its flag. Statements are taken in file order into
+ * on every signal of its flag, an await of a value semaphore on the set
+ * that releases it (trace_sem_release, with the sets that ended before the
+ * await is ready as the ones it is ordered after). Statements are taken in file order into
  * per-queue FIFOs; a queue's head is timed as soon as what it depends on
  * is, so a collective whose peers come later in the file simply waits.
  * What never becomes ready is a hang.
@@ -78,6 +80,7 @@ typedef struct replay {
     uint32_t **gen_of;      /* by string id: generation k's index in gens */
     uint64_t *n_gen_of;
     int64_t **sync_deps;    /* sync device/all, await: statements to wait for */
+    int64_t **sem_sets;     /* await of a value semaphore: its sets, in file order */
 } replay;
 
 static uint64_t access_bytes(const trace_stmt *s)
@@ -240,6 +243,38 @@ static int64_t *dep_list(const uint64_t *deps, uint32_t n)
     return d;
 }
 
+/* An await of a value semaphore, ready at `ready`: whether it is released,
+ * and when (*end). Rule 6b over the replayed times: the sets that ended by
+ * `ready` are the ones it is ordered after. */
+static bool sem_released(const replay *rp, int64_t i, int64_t ready, int64_t *end)
+{
+    const int64_t *sets = rp->sem_sets[i];
+    uint64_t n = 0, last = TRACE_NO_SEQ;
+    while (sets[n] >= 0)
+        n++;
+    uint64_t *values = malloc((n ? n : 1) * sizeof *values);
+    if (!values)
+        return false;
+    for (uint64_t k = 0; k < n; k++) {
+        values[k] = rp->s[sets[k]].count;
+        int64_t e = rp->r[sets[k]].end;
+        if (e != UNTIMED && e <= ready)
+            last = k;
+    }
+    uint64_t rel = trace_sem_release(values, n, last, rp->s[i].count);
+    free(values);
+    if (rel == TRACE_SEM_PENDING)
+        return false;               /* no set reaches the value: it never returns */
+    if (rel == TRACE_SEM_PASSED) {
+        *end = ready;
+        return true;
+    }
+    if (rp->r[sets[rel]].end == UNTIMED)
+        return false;
+    *end = rp->r[sets[rel]].end;
+    return true;
+}
+
 /* Tries to time statement i (its queue predecessor is timed). */
 static bool try_time(replay *rp, int64_t i)
 {
@@ -290,6 +325,14 @@ static bool try_time(replay *rp, int64_t i)
         r->end = (dep_end > ready ? dep_end : ready) + sim_cost_unblock(m, TRACE_SYNC, host);
         break;
     case TRACE_AWAIT:
+        if (s->sem) {
+            int64_t end;
+            if (!rp->sem_sets[i] || !sem_released(rp, i, ready, &end))
+                return false;
+            r->start = ready;
+            r->end = end > ready ? end : ready;
+            break;
+        }
         if (!rp->sync_deps[i] || rp->sync_deps[i][0] < 0)
             return false;           /* no signal of its flag: it never returns */
         r->start = ready;
@@ -398,10 +441,11 @@ int sim_replay(trace_reader *rd, const sim_replay_opts *o, sim_replay_result *re
     rp.gen_of = calloc((size_t)t->n_strs + 1, sizeof *rp.gen_of);
     rp.n_gen_of = calloc((size_t)t->n_strs + 1, sizeof *rp.n_gen_of);
     rp.sync_deps = calloc(rp.n + 1, sizeof *rp.sync_deps);
+    rp.sem_sets = calloc(rp.n + 1, sizeof *rp.sem_sets);
     trace_binder *bind = trace_binder_new(TRACE_BIND_FLAGS);
     if (!rp.s || !rp.r || !rp.q_list || !rp.q_n || !rp.q_cap || !rp.q_end || !rp.last_host ||
         !rp.api_since || !rp.last_on || !rp.fifo_head_pos || !rp.gen_of || !rp.n_gen_of ||
-        !rp.sync_deps || !bind) {
+        !rp.sync_deps || !rp.sem_sets || !bind) {
         trace_error_set(err, TRACE_ENOMEM, "out of memory");
         goto done;
     }
@@ -498,7 +542,8 @@ int sim_replay(trace_reader *rd, const sim_replay_opts *o, sim_replay_result *re
         const uint64_t *sig, *aw;
         uint32_t n_sig, n_aw;
         trace_binder_flag(bind, rp.s[i].object, &sig, &n_sig, &aw, &n_aw);
-        if (!(rp.sync_deps[i] = dep_list(sig, n_sig))) {
+        int64_t **to = rp.s[i].sem ? &rp.sem_sets[i] : &rp.sync_deps[i];
+        if (!(*to = dep_list(sig, n_sig))) {
             trace_error_set(err, TRACE_ENOMEM, "out of memory");
             goto done;
         }
@@ -605,6 +650,10 @@ done:
     if (rp.sync_deps)
         for (uint64_t i = 0; i < rp.n; i++)
             free(rp.sync_deps[i]);
+    if (rp.sem_sets)
+        for (uint64_t i = 0; i < rp.n; i++)
+            free(rp.sem_sets[i]);
+    free(rp.sem_sets);
     if (rp.q_list)
         for (uint32_t q = 0; q < nq; q++)
             free(rp.q_list[q]);

@@ -27,6 +27,12 @@
  *           each flag's signals and awaits (trace_binder_flag) so that
  *           consumers that hold the whole trace (replay, pictures) can pair
  *           them; the checker counts signals instead (check/hb.c).
+ *   rule 6b value semaphores (trace_sem_release): the sets of a semaphore,
+ *           in the order they run (each must happen before the next), give
+ *           its values; `await S >=V` is released by the first set, from
+ *           the last set that happens before the await on, whose value is at
+ *           least V: nothing earlier can be what it saw, nothing later need
+ *           have run. A semaphore starts at 0.
  *
  * State: the latest record of each event name and, per barrier or
  * communicator, its participant queues and their arrival counts. Memory
@@ -359,4 +365,19 @@ void trace_binder_flag(const trace_binder *b, uint32_t flag, const uint64_t **si
     *n_signals = f ? f->n_signals : 0;
     *awaits = f ? f->awaits : NULL;
     *n_awaits = f ? f->n_awaits : 0;
+}
+
+uint64_t trace_sem_release(const uint64_t *values, uint64_t n, uint64_t last_before, uint64_t want)
+{
+    if (last_before == TRACE_NO_SEQ) {
+        if (want == 0)
+            return TRACE_SEM_PASSED;    /* a semaphore starts at 0 */
+        last_before = 0;
+    } else if (last_before < n && values[last_before] >= want) {
+        return TRACE_SEM_PASSED;
+    }
+    for (uint64_t i = last_before; i < n; i++)
+        if (values[i] >= want)
+            return i;
+    return TRACE_SEM_PENDING;
 }

@@ -21,7 +21,9 @@
  *                                           has t= and dur=, else an instant
  *                                           "i" where its queue stood; args:
  *                                           {seq, kind, queue, label, object |
- *                                           target, count, coll, by, t, dur,
+ *                                           target, count, coll, sem (a value
+ *                                           semaphore's signal/await: count is
+ *                                           its value), by, t, dur,
  *                                           access: [[mode, buffer, lo, hi,
  *                                           form]], attr: [[key, value]]}
  *      flows (ph s/f, cat "sync", "launch") record -> the waits bound to it;
@@ -253,6 +255,9 @@ static void event_name(const trace *t, const trace_stmt *s, char *buf, size_t ca
                                                      : trace_str(t, s->object));
     } else if (s->kind == TRACE_ALLOC || s->kind == TRACE_FREE) {
         snprintf(buf, cap, "%s %s", verb, trace_str(t, t->buffers[s->object].name));
+    } else if (s->sem) {
+        snprintf(buf, cap, "%s %s %s%llu", verb, trace_str(t, s->object),
+                 s->kind == TRACE_SIGNAL ? "set=" : ">=", (unsigned long long)s->count);
     } else {
         snprintf(buf, cap, "%s %s", verb, trace_str(t, s->object));
     }
@@ -294,8 +299,10 @@ static void write_args(trace_chrome *w, const trace_stmt *s)
         fputs(", \"object\": ", out);
         trace_json_str(out, trace_str(t, s->object));
     }
-    if (s->kind == TRACE_BARRIER || s->kind == TRACE_COLLECTIVE)
+    if (s->kind == TRACE_BARRIER || s->kind == TRACE_COLLECTIVE || s->sem)
         fprintf(out, ", \"count\": %llu", (unsigned long long)s->count);
+    if (s->sem)
+        fputs(", \"sem\": true", out);
     if (s->kind == TRACE_COLLECTIVE && s->coll_kind != TRACE_NONE) {
         fputs(", \"coll\": ", out);
         trace_json_str(out, trace_str(t, s->coll_kind));

@@ -183,6 +183,8 @@ static int read_stmt(chrome_rd *c, const json_val *args, trace_error *err)
         s.dur = v;
     if (json_get(args, "count") && json_int(json_get(args, "count"), &v) && v >= 0)
         s.count = (uint64_t)v;
+    if (json_get(args, "sem") && (s.kind == TRACE_SIGNAL || s.kind == TRACE_AWAIT))
+        s.sem = json_get(args, "sem")->type == JSON_TRUE;
     if (json_get(args, "coll"))
         s.coll_kind = intern_json(t, json_get(args, "coll"));
     switch (s.kind) {

@@ -31,6 +31,8 @@ typedef struct trace_stmt_rec {
     uint16_t n_attr;
 } trace_stmt_rec;
 _Static_assert(sizeof(trace_stmt_rec) == 64, "a statement record is 64 bytes");
+/* The sync_scope byte's high bit holds trace_stmt.sem (a value semaphore). */
+#define REC_SEM 0x80u
 
 static const char *const status_msgs[] = {
 #define TRACE_STATUS_MSG(name, msg) msg,
@@ -631,7 +633,7 @@ int trace_append(trace *t, const trace_stmt *s)
     /* The record's offsets and counts are 32 and 16 bits wide. */
     if (s->n_attr > UINT16_MAX || t->n_access_pool + s->n_access > UINT32_MAX ||
         t->n_attr_pool + s->n_attr > UINT32_MAX || (unsigned)s->kind > UINT8_MAX ||
-        (unsigned)s->sync_scope > UINT8_MAX)
+        (unsigned)s->sync_scope >= REC_SEM)
         return -1;
     if (trace_grow64((void **)&t->stmts, &t->cap_stmts, t->n_stmts + 1, sizeof *t->stmts) != 0)
         return -1;
@@ -647,7 +649,8 @@ int trace_append(trace *t, const trace_stmt *s)
         .coll_kind = s->coll_kind, .line = s->line,
         .n_access = s->n_access, .first_access = (uint32_t)t->n_access_pool,
         .first_attr = (uint32_t)t->n_attr_pool,
-        .kind = (uint8_t)s->kind, .sync_scope = (uint8_t)s->sync_scope,
+        .kind = (uint8_t)s->kind,
+        .sync_scope = (uint8_t)(s->sync_scope | (s->sem ? REC_SEM : 0)),
         .n_attr = (uint16_t)s->n_attr,
     };
     if (s->n_access)
@@ -665,7 +668,8 @@ void trace_stmt_at(const trace *t, uint64_t i, trace_stmt *out)
     const trace_stmt_rec *r = &t->stmts[i];
     *out = (trace_stmt){
         .seq = i, .queue = r->queue, .kind = (trace_kind)r->kind, .label = r->label,
-        .object = r->object, .sync_scope = (trace_sync_scope)r->sync_scope,
+        .object = r->object, .sync_scope = (trace_sync_scope)(r->sync_scope & ~REC_SEM),
+        .sem = (r->sync_scope & REC_SEM) != 0,
         .coll_kind = r->coll_kind, .count = r->count, .by = r->by, .t = r->t, .dur = r->dur,
         .line = r->line, .n_access = r->n_access,
         .access = r->n_access ? t->access_pool + r->first_access : NULL,
@@ -711,7 +715,7 @@ bool trace_stmt_equal(const trace *ta, const trace_stmt *a, const trace *tb,
                       const trace_stmt *b)
 {
     if (a->kind != b->kind || !queue_eq(ta, a->queue, tb, b->queue) ||
-        !str_eq(ta, a->label, tb, b->label) || a->count != b->count ||
+        !str_eq(ta, a->label, tb, b->label) || a->count != b->count || a->sem != b->sem ||
         !str_eq(ta, a->coll_kind, tb, b->coll_kind) || !queue_eq(ta, a->by, tb, b->by) ||
         a->t != b->t || a->dur != b->dur || a->n_access != b->n_access ||
         a->n_attr != b->n_attr)

@@ -66,7 +66,9 @@
  *             (body_version 1: n_access << 4, no largs)
  *             by: queue index; count: barrier count or collective size;
  *             arg: sync scope (1 device, 2 all; absent = a queue) or
- *             collective KIND string id + 1; line: source line
+ *             collective KIND string id + 1, or 1 on a signal/await of a
+ *             value semaphore (count = its value; absent: a flag, as in
+ *             every run written before semaphores); line: source line
  *   largs  := varint(n) varint{n}: the numbers of a label template (the
  *             label string holds one \x01 where each goes; see
  *             store_label.c)
@@ -1203,6 +1205,8 @@ static uint64_t body_header(const trace_stmt *s, uint32_t coll_kind, uint32_t n_
         *arg = s->sync_scope;
     else if (s->kind == TRACE_COLLECTIVE && coll_kind != TRACE_NONE)
         *arg = (uint64_t)coll_kind + 1;
+    else if ((s->kind == TRACE_SIGNAL || s->kind == TRACE_AWAIT) && s->sem)
+        *arg = STORE_ARG_SEM;
     if (*arg)
         h |= STORE_BODY_ARG;
     if (s->line)

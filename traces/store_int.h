@@ -25,6 +25,8 @@
 /* header >> STORE_BODY_SHIFT(v) is n_access */
 #define STORE_BODY_SHIFT(version) ((version) >= 2 ? 5 : 4)
 #define STORE_BODY_VERSION 2
+/* arg of a signal/await: a value semaphore's (count holds its value). */
+#define STORE_ARG_SEM 1u
 
 /* The result tables of schema 2 (store_findings.c), also made by the
  * migration of a version-1 database. */

@@ -300,6 +300,8 @@ static const char *decode_body(store_reader *sr, const uint8_t *p, const uint8_t
             s->sync_scope = (trace_sync_scope)v;
         else if (s->kind == TRACE_COLLECTIVE && v >= 1 && v <= sr->n_db_strs)
             s->coll_kind = (uint32_t)(v - 1);
+        else if ((s->kind == TRACE_SIGNAL || s->kind == TRACE_AWAIT) && v == STORE_ARG_SEM)
+            s->sem = true;
         else
             return "bad arg";
     }

@@ -32,7 +32,7 @@
  *      dropped (CRLF files).
  *   2. Parsing (parse_line) reads the words by position: a word is taken
  *      apart with a cursor (text_cursor) that reads names, numbers and
- *      values. Keywords (queue, buffer, expect, host, stream, pinned, all,
+ *      values. Keywords (queue, buffer, expect, semaphore, host, stream, pinned, all,
  *      device=, count=, ...) are recognised only unquoted, so a quoted word
  *      is always a name: `"queue" op x` is an op on a queue named queue.
  *
@@ -141,6 +141,11 @@ typedef struct text_parser {
     uint32_t n_refs, cap_refs;
     uint32_t header_line;       /* 0 until the header is read */
     bool replay;                /* read again after a rewind: statements only */
+    /* Flags and semaphores by name (string id): line of the semaphore's
+     * declaration or of the flag's first use << 1 | 1 for a semaphore.
+     * Shared with the look parser (own_sync_objs: this parser frees it). */
+    trace_u64map *sync_objs;
+    bool own_sync_objs;
 
     /* Lazy labels (see the top of the file). */
     bool lazy;
@@ -581,6 +586,86 @@ static int parse_queue_decl(text_parser *p)
     if (id == TRACE_NONE || (q = trace_add_queue(p->t, id, kind, device)) == TRACE_NONE)
         return nomem(p);
     return remember_line(p, &p->queue_line, &p->cap_queue_line, q);
+}
+
+/* A flag's or semaphore's entry in p->sync_objs (NULL when not yet used). */
+static uint64_t *sync_obj(text_parser *p, uint32_t name)
+{
+    return p->sync_objs ? trace_u64map_get(p->sync_objs, name) : NULL;
+}
+
+static int sync_obj_put(text_parser *p, uint32_t name, bool sem)
+{
+    if (!p->sync_objs) {
+        if (!(p->sync_objs = calloc(1, sizeof *p->sync_objs)))
+            return nomem(p);
+        p->own_sync_objs = true;
+    }
+    uint64_t *v = trace_u64map_put(p->sync_objs, name, (uint64_t)p->lineno << 1 | (sem ? 1u : 0u));
+    return v ? 0 : nomem(p);
+}
+
+/* semaphore NAME: a value semaphore (its signals set a value, its awaits
+ * wait for one); declared before its first signal or await. */
+static int parse_semaphore_decl(text_parser *p)
+{
+    text_str name;
+    if (name_word(p, 1, &name, "a semaphore name") != 0)
+        return -1;
+    if (p->n_words > 2)
+        return expected_word(p, 2, "end of line");
+    uint32_t id = intern(p, &name);
+    if (id == TRACE_NONE)
+        return nomem(p);
+    const uint64_t *o = sync_obj(p, id);
+    if (o && (*o & 1))
+        return perr(p, name.col, "semaphore '%.*s' is already declared (line %llu)",
+                    SHOW(name.len), name.s, (unsigned long long)(*o >> 1));
+    if (o)
+        return perr(p, name.col,
+                    "'%.*s' is a flag (signalled or awaited at line %llu); declare a semaphore "
+                    "before its first signal or await",
+                    SHOW(name.len), name.s, (unsigned long long)(*o >> 1));
+    return sync_obj_put(p, id, true);
+}
+
+/* The value word of a semaphore's signal (`set=V`) or await (`>=V`). */
+static int parse_sem_value(text_parser *p, trace_stmt *s, const text_str *name)
+{
+    bool set = s->kind == TRACE_SIGNAL;
+    const char *prefix = set ? "set=" : ">=";
+    if (!word_starts(p, 3, prefix))
+        return perr(p, 3 < p->n_words ? p->words[3].col : p->eol_col,
+                    "'%.*s' is a semaphore: expected %s after its name, found %s%.*s%s",
+                    SHOW(name->len), name->s, set ? "set=V (the value it sets)" : ">=V (the value it waits for)",
+                    3 < p->n_words ? "'" : "end of line",
+                    3 < p->n_words ? SHOW(p->words[3].len) : 0, 3 < p->n_words ? p->words[3].s : "",
+                    3 < p->n_words ? "'" : "");
+    text_cursor c = cursor(p, 3);
+    advance(&c, strlen(prefix));
+    s->sem = true;
+    return number_rest(p, &c, &s->count, "a number");
+}
+
+/* signal/await F: a flag, or a declared semaphore with its value. */
+static int parse_signal_await(text_parser *p, trace_stmt *s, uint32_t *i)
+{
+    text_str name;
+    if (name_word(p, 2, &name, "a flag or semaphore name") != 0)
+        return -1;
+    if ((s->object = intern(p, &name)) == TRACE_NONE)
+        return nomem(p);
+    const uint64_t *o = sync_obj(p, s->object);
+    if (o && (*o & 1)) {
+        *i = 4;
+        return parse_sem_value(p, s, &name);
+    }
+    if (word_starts(p, 3, ">="))
+        return perr(p, p->words[3].col,
+                    "'%.*s' is a flag, which takes no value; declare `semaphore %.*s` before its "
+                    "first use to wait for a value",
+                    SHOW(name.len), name.s, SHOW(name.len), name.s);
+    return o || p->replay ? 0 : sync_obj_put(p, s->object, false);
 }
 
 /* The options of a buffer declaration: column of each, 0 when absent. */
@@ -1230,7 +1315,7 @@ static int parse_statement(text_parser *p, trace_stmt *s)
         break;
     case TRACE_SIGNAL:
     case TRACE_AWAIT:
-        if (object_word(p, 2, &s->object, "a flag name") != 0)
+        if (parse_signal_await(p, s, &i) != 0)
             return -1;
         break;
     case TRACE_COLLECTIVE:
@@ -1295,12 +1380,20 @@ static int parse_header(text_parser *p)
     return 0;
 }
 
+/* An unquoted `semaphore` first word declares one, unless a queue is named
+ * semaphore (traces older than the keyword keep their meaning). */
+static bool is_semaphore_decl(const text_parser *p)
+{
+    return word_is(p, 0, "semaphore") && trace_find_queue(p->t, "semaphore", 9) == TRACE_NONE;
+}
+
 /* One non-empty line: returns 1 when it held a statement (in *s), 0 for
  * anything else, -1 on error. */
 static int parse_line(text_parser *p, trace_stmt *s)
 {
     if (p->replay && (word_is(p, 0, "syncsim-trace") || word_is(p, 0, "queue") ||
-                      word_is(p, 0, "buffer") || word_is(p, 0, "expect")))
+                      word_is(p, 0, "buffer") || word_is(p, 0, "expect") ||
+                      is_semaphore_decl(p)))
         return 0;               /* read the first time */
     if (!p->header_line)
         return parse_header(p);
@@ -1310,6 +1403,8 @@ static int parse_line(text_parser *p, trace_stmt *s)
         return parse_buffer_decl(p);
     if (word_is(p, 0, "expect"))
         return parse_expect(p);
+    if (is_semaphore_decl(p))
+        return parse_semaphore_decl(p);
     if (word_is(p, 0, "syncsim-trace"))
         return perr(p, p->words[0].col, "the header may appear only once (it is on line %u)",
                     p->header_line);
@@ -1371,6 +1466,10 @@ static void text_close(void *ctx)
     free(p->buffer_line);
     free(p->stmt_lines.runs);
     free(p->refs);
+    if (p->own_sync_objs) {
+        trace_u64map_free(p->sync_objs);
+        free(p->sync_objs);
+    }
     free(p);
 }
 
@@ -1408,8 +1507,10 @@ static int text_rewind(void *ctx, trace_error *err)
  * input, its own buffers, statements only. */
 static text_parser *look_parser(text_parser *p)
 {
-    if (p->look)
+    if (p->look) {
+        p->look->sync_objs = p->sync_objs; /* allocated since, perhaps */
         return p->look;
+    }
     text_parser *l = calloc(1, sizeof *l);
     if (!l || !(l->name = strdup(p->name))) {
         free(l);
@@ -1420,6 +1521,7 @@ static text_parser *look_parser(text_parser *p)
     l->header_line = p->header_line;
     l->replay = true;
     l->lazy = true;
+    l->sync_objs = p->sync_objs; /* not freed by l */
     return p->look = l;
 }
 

@@ -45,6 +45,7 @@ typedef struct text_writer {
     uint32_t line;              /* lines written so far */
     line_run *runs;
     size_t n_runs, cap_runs;
+    trace_u64map sems;          /* semaphores declared so far (string ids) */
     bool failed;
 } text_writer;
 
@@ -237,7 +238,7 @@ static int stmt_needs(text_writer *w, const trace_stmt *s, uint32_t *nq, uint32_
 static bool is_head_keyword(const char *s)
 {
     return !strcmp(s, "queue") || !strcmp(s, "buffer") || !strcmp(s, "expect") ||
-           !strcmp(s, "syncsim-trace");
+           !strcmp(s, "syncsim-trace") || !strcmp(s, "semaphore");
 }
 
 static bool looks_like_access(const char *s)
@@ -308,9 +309,12 @@ static int put_positional(text_writer *w, const trace_stmt *s)
         return put_ref(w, &s->access[1]);
     case TRACE_RECORD:
     case TRACE_WAIT:
+        return put_object(w, s->object);
     case TRACE_SIGNAL:
     case TRACE_AWAIT:
-        return put_object(w, s->object);
+        if (put_object(w, s->object) != 0)
+            return -1;
+        return s->sem ? put_u64(w, s->kind == TRACE_SIGNAL ? " set=" : " >=", s->count) : 0;
     case TRACE_SYNC:
         if (s->sync_scope == TRACE_SYNC_ALL) {
             fputs(" all", w->out);
@@ -406,6 +410,15 @@ static int write_stmt(text_writer *w, const trace_stmt *s)
     uint32_t nq, nb;
     if (stmt_needs(w, s, &nq, &nb) != 0 || write_decls(w, nq, nb) != 0)
         return -1;
+    if (s->sem && !trace_u64map_get(&w->sems, s->object)) {
+        /* a value semaphore is declared before its first signal or await */
+        if (!trace_u64map_put(&w->sems, s->object, 1))
+            return werr(w, TRACE_ENOMEM, "out of memory", NULL);
+        fputs("semaphore ", w->out);
+        if (put_name_str(w, trace_str(w->t, s->object), false) != 0)
+            return -1;
+        end_line(w);
+    }
     const char *q = trace_str(w->t, w->t->queues[s->queue].name);
     if (put_name_str(w, q, is_head_keyword(q)) != 0)
         return -1;
@@ -530,8 +543,10 @@ int trace_text_write(FILE *out, trace_reader *r, trace_error *err)
         goto fail;
     }
     free(w.runs);
+    trace_u64map_free(&w.sems);
     return 0;
 fail:
     free(w.runs);
+    trace_u64map_free(&w.sems);
     return -1;
 }

@@ -185,8 +185,10 @@ typedef enum {
  *   wait       object = event name
  *   sync       sync_scope, object (see trace_sync_scope)
  *   barrier    object = barrier name, count = N
- *   signal     object = flag name
- *   await      object = flag name
+ *   signal     object = flag or semaphore name; sem: a value semaphore's
+ *              `set=V` (count = V)
+ *   await      object = flag or semaphore name; sem: a value semaphore's
+ *              `>=V` (count = V)
  *   collective object = communicator name, coll_kind = KIND (string id),
  *              count = size=N, label (TRACE_NONE: none), accesses
  *   alloc/free object = buffer index (a root)
@@ -206,6 +208,7 @@ typedef struct trace_stmt {
     trace_sync_scope sync_scope;
     uint32_t coll_kind;
     uint64_t count;
+    bool sem;               /* signal/await of a value semaphore (count = the value) */
     uint32_t by;
     int64_t t, dur;
     uint32_t line;
@@ -239,6 +242,8 @@ void trace_stmt_init(trace_stmt *s);
       "participants of a collective generation disagree on KIND or size=, or too many arrive") \
     X(BARRIER_MISMATCH, "barrier-mismatch", "barrier", "barrier=B",                           \
       "more queues than count= arrive at a barrier generation, or they disagree on count=")   \
+    X(SEMAPHORE_RACE, "semaphore-race", "semaphore", "semaphore=S",                           \
+      "two sets of a value semaphore not ordered: what its awaits see depends on timing")     \
     X(USE_AFTER_FREE, "use-after-free", NULL, "buffer=B second=LABEL",                        \
       "an access ordered after a free of its buffer, with no alloc between")                  \
     X(REDUNDANT_SYNC, "redundant-sync", NULL, "line=N",                                       \
@@ -607,6 +612,15 @@ uint32_t trace_binder_members(const trace_binder *b, uint32_t object, bool coll,
 /* With TRACE_BIND_FLAGS: the signals and awaits of a flag fed so far. */
 void trace_binder_flag(const trace_binder *b, uint32_t flag, const uint64_t **signals,
                        uint32_t *n_signals, const uint64_t **awaits, uint32_t *n_awaits);
+/* Rule 6b, value semaphores: which set releases `await S >=want`, given the
+ * values of S's sets in the order they ran (values[0..n)) and the index of
+ * the last of them that happens before the await (TRACE_NO_SEQ: none). The
+ * index of the releasing set; TRACE_SEM_PASSED when the value the await
+ * already sees is enough (no new edge); TRACE_SEM_PENDING when no set so far
+ * reaches it (the await blocks until one does). */
+#define TRACE_SEM_PASSED (UINT64_MAX - 1)
+#define TRACE_SEM_PENDING UINT64_MAX
+uint64_t trace_sem_release(const uint64_t *values, uint64_t n, uint64_t last_before, uint64_t want);
 /* A copy (without flag lists), for checkpoints. NULL when out of memory. */
 trace_binder *trace_binder_clone(const trace_binder *b);
 /* Forgets the records for which dead(ctx, record seq) holds (no later wait

@@ -55,12 +55,20 @@ static int add_arrow(viz_timeline *tl, uint64_t from, uint64_t to, uint8_t kind)
     return 0;
 }
 
+/* A value semaphore's signal (the value it sets) or await (the value it
+ * wants), kept in seq order so that the pairing can look them up. */
+typedef struct sem_value {
+    uint64_t seq, value;
+} sem_value;
+
 typedef struct collect_state {
     trace_binder *bind;                  /* what each statement waits for (traces/bind.c) */
     uint64_t *last_on_queue;             /* by queue index */
     size_t cap_queue;
     uint32_t *flags;                     /* the flags awaited, to pair at the end */
     size_t n_flags, cap_flags;
+    sem_value *sem;                      /* value semaphores' sets and awaits, by seq */
+    size_t n_sem, cap_sem;
 } collect_state;
 
 static void collect_state_free(collect_state *cs)
@@ -68,6 +76,30 @@ static void collect_state_free(collect_state *cs)
     trace_binder_free(cs->bind);
     free(cs->last_on_queue);
     free(cs->flags);
+    free(cs->sem);
+}
+
+static int note_sem(collect_state *cs, const trace_stmt *s)
+{
+    if (trace_grow((void **)&cs->sem, &cs->cap_sem, cs->n_sem + 1, sizeof *cs->sem) != 0)
+        return -1;
+    cs->sem[cs->n_sem++] = (sem_value){ s->seq, s->count };
+    return 0;
+}
+
+/* The entry of statement seq among the value semaphores' statements (fed
+ * in seq order), or NULL when it is none of them. */
+static const sem_value *sem_find(const collect_state *cs, uint64_t seq)
+{
+    size_t lo = 0, hi = cs->n_sem;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (cs->sem[mid].seq < seq)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < cs->n_sem && cs->sem[lo].seq == seq ? &cs->sem[lo] : NULL;
 }
 
 /* The arrows that end at statement s (seq already stored): the binder says
@@ -81,7 +113,11 @@ static int link_statement(viz_timeline *tl, collect_state *cs, const trace *t, c
     switch (s->kind) {
     case TRACE_WAIT:
         return bd.record == TRACE_NO_SEQ ? 0 : add_arrow(tl, bd.record, s->seq, TL_ARROW_EVENT);
+    case TRACE_SIGNAL:
+        return s->sem ? note_sem(cs, s) : 0;
     case TRACE_AWAIT:
+        if (s->sem && note_sem(cs, s) != 0)
+            return -1;
         for (size_t i = 0; i < cs->n_flags; i++)
             if (cs->flags[i] == s->object)
                 return 0;
@@ -101,17 +137,55 @@ static int link_statement(viz_timeline *tl, collect_state *cs, const trace *t, c
     }
 }
 
-/* Rule 6's arrows: from every signal of each awaited flag to each await. */
+/* Rule 6b's arrow for an await of value semaphore: from the set that
+ * releases it (trace_sem_release), the sets that ended before the await
+ * started being the ones it is ordered after, as replay times them; an
+ * untimed trace has no such set. An await that saw enough already points at
+ * the last set before it. */
+static int link_sem_await(viz_timeline *tl, collect_state *cs, const uint64_t *sig,
+                          uint32_t n_sig, uint64_t await)
+{
+    if (n_sig == 0)
+        return 0;
+    uint64_t *values = malloc(n_sig * sizeof *values);
+    if (!values)
+        return -1;
+    const tl_item *a = &tl->items[await];
+    uint64_t last = TRACE_NO_SEQ;
+    for (uint32_t k = 0; k < n_sig; k++) {
+        const tl_item *it = &tl->items[sig[k]];
+        const sem_value *v = sem_find(cs, sig[k]);
+        values[k] = v ? v->value : 0;
+        if (a->t != TRACE_TIME_NONE && it->t != TRACE_TIME_NONE && it->t + it->dur <= a->t)
+            last = k;
+    }
+    uint64_t rel = trace_sem_release(values, n_sig, last, sem_find(cs, await)->value);
+    free(values);
+    if (rel == TRACE_SEM_PASSED)
+        rel = last;
+    if (rel == TRACE_SEM_PENDING || rel == TRACE_NO_SEQ)
+        return 0;
+    return add_arrow(tl, sig[rel], await, TL_ARROW_FLAG);
+}
+
+/* Rule 6's arrows: from every signal of each awaited flag to each await;
+ * a value semaphore's await gets one, from the set that releases it. */
 static int link_flags(viz_timeline *tl, collect_state *cs)
 {
     for (size_t i = 0; i < cs->n_flags; i++) {
         const uint64_t *sig, *aw;
         uint32_t n_sig, n_aw;
         trace_binder_flag(cs->bind, cs->flags[i], &sig, &n_sig, &aw, &n_aw);
-        for (uint32_t a = 0; a < n_aw; a++)
+        for (uint32_t a = 0; a < n_aw; a++) {
+            if (sem_find(cs, aw[a])) {
+                if (link_sem_await(tl, cs, sig, n_sig, aw[a]) != 0)
+                    return -1;
+                continue;
+            }
             for (uint32_t k = 0; k < n_sig; k++)
                 if (add_arrow(tl, sig[k], aw[a], TL_ARROW_FLAG) != 0)
                     return -1;
+        }
     }
     return 0;
 }

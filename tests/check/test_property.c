@@ -2,14 +2,16 @@
  * test_property.c -- random traces against a brute-force reference.
  *
  * 1. Random well-synchronised traces (random queues, buffers, accesses;
- *    every cross-queue dependency gets an event, a host sync or a flag, plus
+ *    every cross-queue dependency gets an event, a host sync, a flag or a
+ *    value semaphore (one per setting queue, its values growing), plus
  *    random extra syncs and host barriers) are clean.
  * 2. Deleting one synchronisation at a time (a wait, a sync, an await, a
  *    barrier generation; and, to provoke hangs, a signal or one barrier
  *    participant), the checker's verdict -- racy or not, hang or not --
  *    agrees with a reference written here from the spec's rules: an explicit
  *    happens-before graph (queue order, submission, event binding, host
- *    syncs, flags -- every signal before the await's successors --, barrier
+ *    syncs, flags -- every signal before the await's successors --, value
+ *    semaphores -- the first set that reaches the awaited value --, barrier
  *    generations as a node between arrivals and departures), reachability
  *    by breadth-first search, and a fixpoint that decides which statements
  *    can ever run.
@@ -43,6 +45,8 @@ typedef struct gstmt {
     int obj;            /* event / flag / barrier id; sync: stream, -1 all, -2-D device D */
     int by;             /* submitter host (stream statements) */
     int count;          /* barrier */
+    bool sem;           /* signal/await of value semaphore `obj` (the setting queue) */
+    int val;            /* its set=V / >=V */
     int n_acc;
     gacc acc[2];
 } gstmt;
@@ -89,6 +93,17 @@ static bool conflict(const gstmt *a, const gstmt *b)
                 return true;
         }
     return false;
+}
+
+/* The set that releases semaphore await i: the first of its semaphore
+ * whose value reaches the awaited one; -1 when none does. */
+static int sem_release(const gtrace *g, int i)
+{
+    for (int j = 0; j < g->n; j++)
+        if (g->s[j].kind == TRACE_SIGNAL && g->s[j].sem && g->s[j].obj == g->s[i].obj &&
+            g->s[j].val >= g->s[i].val)
+            return j;
+    return -1;
 }
 
 static void ref_analyse(const gtrace *g, ref_result *r)
@@ -148,11 +163,16 @@ static void ref_analyse(const gtrace *g, ref_result *r)
                 for (int q = 0; q < MAXQ; q++)
                     if (sync_t[i][q] >= 0 && !r->ran[sync_t[i][q]])
                         ok = false;
-            if (s->kind == TRACE_AWAIT) {
+            if (s->kind == TRACE_AWAIT && s->sem) {
+                /* rule 6b: the first set that reaches the value (one setting
+                 * queue, growing values: the run order is the file order) */
+                int j = sem_release(g, i);
+                ok = j >= 0 && r->ran[j];
+            } else if (s->kind == TRACE_AWAIT) {
                 /* rule 6: every signal of the flag, wherever it stands */
                 int signals = 0, ran = 0;
                 for (int j = 0; j < n; j++)
-                    if (g->s[j].kind == TRACE_SIGNAL && g->s[j].obj == s->obj) {
+                    if (g->s[j].kind == TRACE_SIGNAL && !g->s[j].sem && g->s[j].obj == s->obj) {
                         signals++;
                         ran += r->ran[j];
                     }
@@ -197,10 +217,15 @@ static void ref_analyse(const gtrace *g, ref_result *r)
         for (int q = 0; q < MAXQ; q++)
             if (sync_t[i][q] >= 0)
                 EDGE(sync_t[i][q], i);
-        if (s->kind == TRACE_AWAIT)
+        if (s->kind == TRACE_AWAIT && s->sem) {
+            int j = sem_release(g, i);
+            if (j >= 0)
+                EDGE(j, i);
+        } else if (s->kind == TRACE_AWAIT) {
             for (int j = 0; j < n; j++)
-                if (g->s[j].kind == TRACE_SIGNAL && g->s[j].obj == s->obj)
+                if (g->s[j].kind == TRACE_SIGNAL && !g->s[j].sem && g->s[j].obj == s->obj)
                     EDGE(j, i);
+        }
         if (s->kind == TRACE_BARRIER && !extra[i]) {
             int *v = &gnode[s->obj][gen[i]];
             if (*v < 0)
@@ -250,6 +275,7 @@ static void ref_analyse(const gtrace *g, ref_result *r)
 /* Generator.                                                          */
 
 static int n_events, n_flags;
+static int sem_val[MAXQ];       /* the last value each queue set its semaphore to */
 static int n_handoffs;          /* cross-host orders carried by a submission edge */
 
 static void push(gtrace *g, gstmt s)
@@ -285,6 +311,11 @@ static void order(gtrace *g, const gstmt *p, int q, int h)
             int e = n_events++ % 64;
             push(g, (gstmt){ .q = other, .kind = TRACE_RECORD, .obj = e, .by = p->q });
             push(g, (gstmt){ .q = q, .kind = TRACE_WAIT, .obj = e, .by = p->q });
+        } else if (how == 1 && rnd(2)) {
+            int v = ++sem_val[p->q];
+            push(g, (gstmt){ .q = p->q, .kind = TRACE_SIGNAL, .obj = p->q, .sem = true, .val = v });
+            push(g, (gstmt){ .q = q, .kind = TRACE_AWAIT, .obj = p->q, .sem = true, .val = v,
+                             .by = p->q });
         } else if (how == 1) {
             int f = n_flags++ % 64;
             push(g, (gstmt){ .q = p->q, .kind = TRACE_SIGNAL, .obj = f });
@@ -294,6 +325,11 @@ static void order(gtrace *g, const gstmt *p, int q, int h)
             push(g, (gstmt){ .q = q, .kind = TRACE_BARRIER, .obj = 1 + q - g->n_hosts,
                              .count = 1, .by = p->q });
         }
+    } else if (rnd(2)) {
+        /* a value semaphore of p's queue: its next value */
+        int v = ++sem_val[p->q];
+        push(g, (gstmt){ .q = p->q, .kind = TRACE_SIGNAL, .obj = p->q, .sem = true, .val = v });
+        push(g, (gstmt){ .q = h, .kind = TRACE_AWAIT, .obj = p->q, .sem = true, .val = v });
     } else {
         int f = n_flags++ % 64;
         push(g, (gstmt){ .q = p->q, .kind = TRACE_SIGNAL, .obj = f });
@@ -316,6 +352,7 @@ static void generate_hosts(gtrace *g, int min_hosts)
 {
     memset(g, 0, sizeof *g);
     n_events = n_flags = 0;
+    memset(sem_val, 0, sizeof sem_val);
     g->n_hosts = min_hosts + rnd(4 - min_hosts);
     g->n_streams = 2 + rnd(3);
     g->n_bufs = 2 + rnd(3);
@@ -428,8 +465,10 @@ static trace *materialise(const gtrace *g, const bool *drop)
             break;
         case TRACE_SIGNAL:
         case TRACE_AWAIT:
-            snprintf(name, sizeof name, "f%d", x->obj);
+            snprintf(name, sizeof name, x->sem ? "S%d" : "f%d", x->obj);
             s.object = trace_intern_cstr(t, name);
+            s.sem = x->sem;
+            s.count = (uint64_t)x->val;
             break;
         case TRACE_BARRIER:
             snprintf(name, sizeof name, "b%d", x->obj);
@@ -536,10 +575,12 @@ static void test_property_deleting_one_sync_agrees_with_reference(void **state)
     (void)state;
     rng_state = 0xfeedbeef77ULL;
     static gtrace g;
-    int mutants = 0, racy = 0, hang = 0;
+    int mutants = 0, racy = 0, hang = 0, sem_mutants = 0;
     bool drop[MAXS];
     for (int k = 0; k < 300; k++) {
         generate(&g);
+        for (int i = 0; i < g.n; i++)
+            sem_mutants += g.s[i].sem;
         int gen_of[MAXS], arrivals[16][MAXQ];
         memset(arrivals, 0, sizeof arrivals);
         for (int i = 0; i < g.n; i++)
@@ -562,8 +603,10 @@ static void test_property_deleting_one_sync_agrees_with_reference(void **state)
             }
         }
     }
-    fprintf(stderr, "property: %d mutants, %d racy, %d hang\n", mutants, racy, hang);
+    fprintf(stderr, "property: %d mutants (%d of a semaphore's set or await), %d racy, %d hang\n",
+            mutants, sem_mutants, racy, hang);
     assert_true(mutants >= 2000);
+    assert_true(sem_mutants > 100);  /* value semaphores are exercised */
     assert_true(racy > 100);    /* the test must exercise both verdicts */
     assert_true(hang > 20);
     assert_true(mutants - racy - hang > 100);

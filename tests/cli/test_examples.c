@@ -35,7 +35,7 @@
  * before it wrote. */
 static const char *const tour[] = {
     "examples", "run", "info", "check", "export", "import", "minimize", "replay", "timeline",
-    "graph", "report",
+    "graph", "report", "generate",
 };
 
 typedef struct example {

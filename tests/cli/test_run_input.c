@@ -101,7 +101,8 @@ static void test_run_input_names_come_from_their_tables(void **state)
                "unknown policy 'eager' (expected full, relaxed, events, async-user-inputs, "
                "no-split-wait, ggml-17795, ggml-20793 or ggml-head)");
     expect_bad(*state, "--allreduce tree -o " TMPDIR_DB_NAME,
-               "unknown all-reduce 'tree' (expected ring, butterfly or bf16)");
+               "unknown all-reduce 'tree' (expected ring, butterfly, bf16, auto, nccl, sycl or "
+               "butterfly-ggml)");
     expect_bad(*state, "--devices cpu --barrier sleepy -o " TMPDIR_DB_NAME,
                "unknown barrier 'sleepy' (expected spin, futex, hybrid or pthread)");
     expect_bad(*state, "--barrier spin -o " TMPDIR_DB_NAME,

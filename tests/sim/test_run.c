@@ -346,6 +346,19 @@ static void test_run_ggml_26040_wait_dropped_races(void **state)
     done(&o);
 }
 
+/* The ranks of a tensor-parallel group are one (meta) backend to ggml: the
+ * #26040 wait does not separate them (it would wait for a rank whose
+ * all-reduce has not gathered: a hang). */
+static void test_run_ggml_head_tensor_parallel(void **state)
+{
+    (void)state;
+    outcome o;
+    run_checked_on(&o, SMALL_TP, NULL, "h100-sxm", "ggml-head", NULL, 0, 64, 2);
+    assert_clean(&o, "ggml-head on tp");
+    assert_int_equal(o.res.n_copies, 1);               /* a tensor split does not pipeline */
+    done(&o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -360,6 +373,7 @@ int main(void)
         cmocka_unit_test(test_run_ggml_single_gpu_patterns),
         cmocka_unit_test(test_run_ggml_pipeline_microbatches),
         cmocka_unit_test(test_run_ggml_26040_wait_dropped_races),
+        cmocka_unit_test(test_run_ggml_head_tensor_parallel),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

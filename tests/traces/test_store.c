@@ -195,6 +195,43 @@ static void test_store_round_trip_memory(void **state)
     trace_free(t);
 }
 
+/* Value semaphores keep their values (0 included) and flags stay flags,
+ * also a flag's signal that carries set= as metadata. */
+static void test_store_value_semaphores_round_trip(void **state)
+{
+    fixture *f = *state;
+    static const char text[] = "syncsim-trace 1\n"
+                               "queue h host\n"
+                               "queue s stream device=0\n"
+                               "semaphore S\n"
+                               "s signal S set=0\n"
+                               "s signal S set=7\n"
+                               "h await S >=0\n"
+                               "h await S >=7\n"
+                               "h signal f set=7\n"
+                               "s await f\n";
+    trace *t = NULL;
+    trace_error err = { 0 };
+    assert_int_equal(trace_text_parse_string("sem.trace", text, strlen(text), &t, &err), 0);
+    int64_t run = import_memory(f->db, t, "sem", &err);
+    assert_true(run > 0);
+    trace_reader r;
+    assert_int_equal(trace_store_open_reader(f->db, run, &r, &err), 0);
+    assert_same_trace(t, &r);
+    trace_reader_close(&r);
+    assert_int_equal(trace_store_open_reader(f->db, run, &r, &err), 0);
+    trace_stmt x;
+    bool sem[6] = { true, true, true, true, false, false };
+    uint64_t count[6] = { 0, 7, 0, 7, 0, 0 };
+    for (int i = 0; i < 6; i++) {
+        assert_int_equal(trace_reader_next(&r, &x, &err), 1);
+        assert_int_equal(x.sem, sem[i]);
+        assert_int_equal(x.count, count[i]);
+    }
+    trace_reader_close(&r);
+    trace_free(t);
+}
+
 static void test_store_several_runs_and_selection(void **state)
 {
     fixture *f = *state;
@@ -831,6 +868,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_store_corrupt_middle_is_ecorrupt, tmpdir_setup, tmpdir_teardown),
         cmocka_unit_test_setup_teardown(test_store_truncated_is_ecorrupt, tmpdir_setup, tmpdir_teardown),
         cmocka_unit_test_setup_teardown(test_store_failed_import_leaves_nothing, tmpdir_setup, tmpdir_teardown),
+        cmocka_unit_test_setup_teardown(test_store_value_semaphores_round_trip, tmpdir_setup,
+                                        tmpdir_teardown),
         cmocka_unit_test_setup_teardown(test_store_label_templates_round_trip, tmpdir_setup,
                                         tmpdir_teardown),
         cmocka_unit_test_setup_teardown(test_store_findings_round_trip_and_replace, tmpdir_setup,

@@ -311,6 +311,30 @@ static void test_text_record_wait_signal_await(void **state)
     trace_free(t);
 }
 
+/* A declared semaphore's signal sets a value, its await waits for one; an
+ * undeclared name stays a flag, and set= on a flag's signal is metadata as
+ * it always was (older traces keep their meaning). */
+static void test_text_value_semaphores(void **state)
+{
+    (void)state;
+    trace *t = parse_ok(PRELUDE "semaphore S\ns signal S set=3\nh await S >=0x2\n"
+                                "h signal f set=3\ns await f\n");
+    assert_int_equal(t->n_stmts, 4);
+    trace_stmt a = stmt_at(t, 0), b = stmt_at(t, 1), c = stmt_at(t, 2), d = stmt_at(t, 3);
+    assert_true(a.sem && a.kind == TRACE_SIGNAL && a.count == 3);
+    assert_true(b.sem && b.kind == TRACE_AWAIT && b.count == 2);
+    assert_string_equal(str(t, b.object), "S");
+    assert_false(c.sem);
+    assert_int_equal(c.count, 0);
+    assert_string_equal(attr_value(t, &c, "set"), "3");
+    assert_false(d.sem);
+    trace_free(t);
+    /* a queue named semaphore keeps its statements */
+    t = parse_ok(PRELUDE "queue semaphore host\nsemaphore op think\ns op k w:A by=h\n");
+    assert_int_equal(t->n_stmts, 2);
+    trace_free(t);
+}
+
 static void test_text_sync_targets(void **state)
 {
     (void)state;
@@ -598,7 +622,17 @@ static const bad_input bad_inputs[] = {
     { PRELUDE "s op k n=\n", 6, 10, "expected a value after '=', found end of line" },
     { PRELUDE "s wait\n", 6, 7, "expected an event name, found end of line" },
     { PRELUDE "s op \"k\"x w:A\n", 6, 6, "expected a label, found '\"k\"x'" },
-    { PRELUDE "h signal 3\n", 6, 10, "expected a flag name, found '3'" },
+    { PRELUDE "h signal 3\n", 6, 10, "expected a flag or semaphore name, found '3'" },
+    { PRELUDE "semaphore S\nh signal S\n", 7, 11,
+      "'S' is a semaphore: expected set=V (the value it sets) after its name, found end of line" },
+    { PRELUDE "semaphore S\ns await S 2\n", 7, 11,
+      "'S' is a semaphore: expected >=V (the value it waits for) after its name, found '2'" },
+    { PRELUDE "semaphore S\ns await S >=x\n", 7, 13, "expected a number" },
+    { PRELUDE "h signal f\ns await f >=1\n", 7, 11, "'f' is a flag, which takes no value" },
+    { PRELUDE "h signal f\nsemaphore f\n", 7, 11,
+      "'f' is a flag (signalled or awaited at line 6); declare a semaphore before" },
+    { PRELUDE "semaphore S\nsemaphore S\n", 7, 11, "semaphore 'S' is already declared (line 6)" },
+    { PRELUDE "semaphore S x\n", 6, 13, "expected end of line, found 'x'" },
 };
 
 static void test_text_errors_name_line_and_column(void **state)
@@ -690,13 +724,18 @@ static const char every_construct[] =
     "host free u\n"
     "buffer late size=1\n"
     "host op uses_late w:late k=\"\"\n"
+    "semaphore \"sem 1\"\n"
+    "s1 signal \"sem 1\" set=0x10\n"
+    "host await \"sem 1\" >=16 t=3\n"
+    "host signal \"sem 1\" set=0\n"
     "expect clean\n"
     "expect race type=WAW first=fill second=queue@15 buffer=arena\n"
     "expect wait-unrecorded event=e0\n"
     "expect hang queue=host queue=s1\n"
     "expect collective-mismatch comm=world\n"
     "expect use-after-free buffer=u second=host@28\n"
-    "expect redundant-sync line=19\n";
+    "expect redundant-sync line=19\n"
+    "expect semaphore-race semaphore=\"sem 1\"\n";
 
 static void test_text_round_trip_every_construct(void **state)
 {
@@ -861,6 +900,7 @@ int main(void)
         cmocka_unit_test(test_text_op_accesses_and_ref_forms),
         cmocka_unit_test(test_text_copy_is_read_then_write),
         cmocka_unit_test(test_text_record_wait_signal_await),
+        cmocka_unit_test(test_text_value_semaphores),
         cmocka_unit_test(test_text_sync_targets),
         cmocka_unit_test(test_text_barrier_has_name_and_count),
         cmocka_unit_test(test_text_collective_fields),

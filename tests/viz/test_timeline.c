@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "viz/timeline_int.h"
 #include "viz/viz.h"
 #include "viz_test_util.h"
 
@@ -113,6 +114,30 @@ static void test_timeline_races_drawn_in_red(void **state)
     assert_non_null(strstr(g.data, "\"race 2\""));
     free(g.script);
     free(g.data);
+    viz_timeline_free(tl);
+}
+
+/* A value semaphore's await gets one arrow, from the set that releases it
+ * (rule 6b), not one from every set as a flag's await does. Untimed, the
+ * releasing set is the first that reaches the value: sem_rx's awaits >=1,
+ * >=3, >=5 come from its sets 1, 3, 5 and sem_tx's >=2, >=4 from 2, 4. */
+static void test_timeline_semaphore_arrow_from_releasing_set(void **state)
+{
+    (void)state;
+    viz_timeline *tl = open_tl(SYNCSIM_SOURCE_DIR "/tests/litmus/rule6-sem-reuse-counter.trace", NULL);
+    size_t n = 0;
+    for (size_t i = 0; i < tl->n_arrows; i++) {
+        const tl_arrow *a = &tl->arrows[i];
+        if (a->kind != TL_ARROW_FLAG)
+            continue;
+        n++;
+        /* the set (seq of `signal`) sets the value the await (seq) wants:
+         * in this trace each releasing set is 2 or 3 statements before
+         * the await it releases, on the other queue */
+        assert_true(a->from < a->to);
+        assert_true(a->to - a->from <= 3);
+    }
+    assert_int_equal(n, 5);
     viz_timeline_free(tl);
 }
 
@@ -351,6 +376,7 @@ int main(void)
         cmocka_unit_test(test_timeline_races_drawn_in_red),
         cmocka_unit_test(test_timeline_races_on_one_statement_share_a_label),
         cmocka_unit_test(test_timeline_without_times_uses_submission_order),
+        cmocka_unit_test(test_timeline_semaphore_arrow_from_releasing_set),
         cmocka_unit_test(test_timeline_window_keeps_boxes_in_view),
         cmocka_unit_test(test_timeline_merges_sub_pixel_boxes),
         cmocka_unit_test(test_timeline_thins_marks_of_interleaved_lanes),
