@@ -96,7 +96,8 @@ void cmd_run_help(FILE *out)
         fprintf(out, "                   %-18s ", sched_policies[i]->name);
         cli_wrapped(out, sched_policies[i]->summary, 38);
     }
-    fprintf(out, "  --copies N       pipeline copy slots, 1 to 8 (default 2)\n"
+    fprintf(out, "  --copies N       pipeline copy slots, 1 to 8 (default 2; the ggml-* policies as ggml:\n"
+                 "                   4 when pipelining -- more than one device, layer split -- else 1)\n"
                  "  --tokens N       decode tokens (default 16; 0: the prompt only)\n"
                  "  --prompt N       prompt tokens, evaluated in ubatches (default 64)\n"
                  "  --allreduce NAME the all-reduce of tensor-split models (default auto; on real\n"

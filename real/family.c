@@ -274,6 +274,16 @@ static void m_meta(void *ctx, sched_sink *sink)
                       rm->o.trace_level == REAL_TRACE_THREAD ? "thread" : "stream");
 }
 
+/* Copy placement: a cpustream device copies as ggml's CUDA backend does
+ * (peer copies on the source's queue and an event, host copies pulled by
+ * the destination where copy_from_host is on, else blocking); the cpu
+ * backend is synchronous. */
+static const sched_copy_traits *m_copy_traits(void *ctx, int backend)
+{
+    real_machine *rm = ctx;
+    return sched_copy_family((size_t)backend < rm->nb && real_is_cs(rm->be[backend]) ? "cuda" : "cpu");
+}
+
 static void m_describe(void *ctx, char *buf, size_t cap)
 {
     real_machine *rm = ctx;
@@ -329,6 +339,7 @@ static const sched_machine_iface machine_iface = {
     .fill_inputs = m_fill_inputs,
     .check_output = m_check_output,
     .error = m_error,
+    .copy_traits = m_copy_traits,
     .meta = m_meta,
     .describe = m_describe,
     .report = m_report,

@@ -6,7 +6,10 @@
  * the node, the sources whose last reader it was are freed and merged with
  * their free neighbours. Graph outputs are never freed. Split-input copies
  * are allocated first and kept for the whole graph, one per pipeline slot,
- * since other backends' queues write them. Views take their source's
+ * since other backends' queues write them -- except under ggml's copy
+ * slots with a single slot (policy.ggml_slots, n_copies 1), where ggml
+ * allocates a split's copies when the split starts and frees each after
+ * its last reader, like any node (ggml's graph_copy). Views take their source's
  * bytes. The arena's size is the high-water mark; in the trace every
  * allocation is a view of the arena (sched_tensor_view), so the checker
  * sees two tensors that reuse the same bytes as two views that overlap.
@@ -112,6 +115,7 @@ sched_status sched_allocate(sched *s, char *err, size_t err_cap)
     memset(plan, 0, sizeof plan);
     int32_t *last_use = malloc((size_t)g->n_tensors * sizeof *last_use);
     int32_t *born = malloc((size_t)g->n_tensors * sizeof *born);
+    int32_t *copy_born = NULL;
     sched_status st = SCHED_ENOMEM;
     if (!last_use || !born)
         goto fail;
@@ -127,10 +131,34 @@ sched_status sched_allocate(sched *s, char *err, size_t err_cap)
     s->allocs = NULL;
     s->n_allocs = 0;
 
-    /* Split-input copies: live for the whole graph. */
+    /* ggml with one slot: a copy is born when its split starts and dies
+     * after the last node that reads it (through copy_of, on its backend). */
+    bool transient = s->policy->ggml_slots && s->n_copies == 1;
+    if (transient) {
+        if (!(copy_born = malloc((size_t)g->n_tensors * sizeof *copy_born)))
+            goto fail;
+        for (int32_t i = 0; i < g->n_tensors; i++)
+            copy_born[i] = -1;
+        for (int i = 0; i < s->n_splits; i++)
+            for (int j = 0; j < s->splits[i].n_inputs; j++)
+                copy_born[s->splits[i].input_copy[j]] = s->splits[i].first;
+        for (int32_t k = 0; k < s->n_order; k++) {
+            const sched_tensor *t = &g->tensors[s->order[k]];
+            for (int i = 0; i < SCHED_MAX_SRC; i++) {
+                if (t->src[i] < 0)
+                    continue;
+                int32_t base = storage_of(g, t->src[i]);
+                for (int32_t c = s->n_orig; c < g->n_tensors; c++)
+                    if ((g->tensors[c].flags & SCHED_FLAG_COPY) && g->tensors[c].copy_of == base &&
+                        g->tensors[c].backend == t->backend)
+                        last_use[c] = k;
+            }
+        }
+    }
+    /* Split-input copies: live for the whole graph (unless transient). */
     for (int32_t i = 0; i < g->n_tensors; i++) {
         sched_tensor *t = &g->tensors[i];
-        if (!(t->flags & SCHED_FLAG_COPY))
+        if (!(t->flags & SCHED_FLAG_COPY) || transient)
             continue;
         uint64_t size = sched_tensor_nbytes(t);
         t->offset = plan_alloc(&plan[t->backend], size);
@@ -141,6 +169,18 @@ sched_status sched_allocate(sched *s, char *err, size_t err_cap)
     for (int32_t k = 0; k < s->n_order; k++) {
         int32_t ni = s->order[k];
         sched_tensor *t = &g->tensors[ni];
+        for (int32_t c = s->n_orig; transient && c < g->n_tensors; c++) {
+            sched_tensor *ct = &g->tensors[c];
+            if (copy_born[c] != k)
+                continue;
+            uint64_t size = sched_tensor_nbytes(ct);
+            ct->offset = plan_alloc(&plan[ct->backend], size);
+            born[c] = k;
+            if (last_use[c] < k)
+                last_use[c] = INT32_MAX;        /* read by no node: kept */
+            if (add_rec(s, c, ct->backend, ct->offset, size, k, last_use[c]) != 0)
+                goto fail;
+        }
         if (!sched_op_is_view(t->op) && t->view_src < 0 && !t->buffer) {
             uint64_t size = sched_tensor_nbytes(t);
             t->offset = plan_alloc(&plan[t->backend], size);
@@ -161,6 +201,14 @@ sched_status sched_allocate(sched *s, char *err, size_t err_cap)
                 continue;
             last_use[si] = -2;      /* freed once even when read twice by this node */
             if (plan_free(&plan[src->backend], src->offset, sched_tensor_nbytes(src)) != 0)
+                goto fail;
+        }
+        for (int32_t c = s->n_orig; transient && c < g->n_tensors; c++) {
+            if (last_use[c] != k || born[c] < 0)
+                continue;
+            last_use[c] = -2;
+            if (plan_free(&plan[g->tensors[c].backend], g->tensors[c].offset,
+                          sched_tensor_nbytes(&g->tensors[c])) != 0)
                 goto fail;
         }
     }
@@ -198,12 +246,14 @@ sched_status sched_allocate(sched *s, char *err, size_t err_cap)
         free(plan[b].free);
     free(last_use);
     free(born);
+    free(copy_born);
     return SCHED_OK;
 fail:
     for (int b = 0; b < SCHED_MAX_BACKENDS; b++)
         free(plan[b].free);
     free(last_use);
     free(born);
+    free(copy_born);
     if (st == SCHED_ENOMEM)
         snprintf(err, err_cap, "out of memory while allocating");
     return st;

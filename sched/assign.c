@@ -6,8 +6,8 @@
  * why. A user's assignment (user_backend) is set first and never changed.
  *
  *   pass 1  tensors in a buffer (weights, caches, views of them) go to the
- *           backend of that buffer; an op follows its first weight; graph
- *           inputs go to the CPU.
+ *           backend of that buffer; an op follows its first weight (not a
+ *           rope, as ggml); graph inputs go to the CPU.
  *   pass 2  expansion: an unassigned node takes the backend of the nearest
  *           assigned node before it (down), then after it (up), first only
  *           from non-CPU backends, then from any.
@@ -77,7 +77,9 @@ static void pass1_buffers_weights_inputs(sched *s, sched_graph *g)
             set(t, cpu, SCHED_CAUSE_INPUT);
             continue;
         }
-        if (t->op == SCHED_OP_NONE)
+        /* ggml skips ROPE here: its weight (the frequencies) is too small
+         * to choose a backend by. */
+        if (t->op == SCHED_OP_NONE || t->op == SCHED_OP_ROPE)
             continue;
         for (int k = 0; k < SCHED_MAX_SRC; k++) {
             if (t->src[k] < 0)

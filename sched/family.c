@@ -107,3 +107,43 @@ int sched_spec_parse(const char *text, const sched_family *const *families, sche
         return trace_error_set(err, TRACE_EUSAGE, "devices '%s': no device", text), -1;
     return 0;
 }
+
+/* ------------------------------------------------------------------ */
+/* ggml backend families: how each copies a split input (the pinned ggml
+ * commit's cpy_tensor_async of each backend, docs/scheduler.md). */
+
+const sched_copy_traits sched_copy_families[] = {
+    { "cuda", SCHED_XFER_SOURCE, SCHED_XFER_DEST, true,
+      "peer copies on the source's stream and an event; from host memory asynchronous only "
+      "with copy_from_host (#17795, #20793), else blocking" },
+    { "vulkan", SCHED_XFER_BLOCKING, SCHED_XFER_DEST, false,
+      "pulls from pinned host memory asynchronously; copies between devices blocking" },
+    { "sycl", SCHED_XFER_BLOCKING, SCHED_XFER_BLOCKING, false,
+      "no cpy_tensor_async: every copy blocking" },
+    { "metal", SCHED_XFER_SOURCE, SCHED_XFER_BLOCKING, false,
+      "copies between devices on the source's queue and an event; from host memory blocking" },
+    { "cpu", SCHED_XFER_BLOCKING, SCHED_XFER_BLOCKING, false,
+      "synchronous: the host copies" },
+    { NULL, 0, 0, false, NULL },
+};
+
+const sched_copy_traits *sched_copy_family(const char *name)
+{
+    for (int i = 0; sched_copy_families[i].family; i++)
+        if (strcmp(sched_copy_families[i].family, name) == 0)
+            return &sched_copy_families[i];
+    return NULL;
+}
+
+const char *sched_copy_family_names(void)
+{
+    static char names[128];
+    if (!names[0]) {
+        size_t used = 0;
+        for (int i = 0; sched_copy_families[i].family && used < sizeof names; i++)
+            used += (size_t)snprintf(names + used, sizeof names - used, "%s%s",
+                                     i == 0 ? "" : sched_copy_families[i + 1].family ? ", " : " or ",
+                                     sched_copy_families[i].family);
+    }
+    return names;
+}

@@ -11,7 +11,7 @@
  *   full               sassassasg per split of three inputs: a sync before
  *                      and after every copy (ggml before the async rework).
  *   relaxed            saaasg: one sync before the copies, one after.
- *   events             ggml today: a user input waits for its slot's event
+ *   events             close to ggml-head: a user input waits for its slot's event
  *                      on the host and is copied blocking; other inputs
  *                      make the copying queue wait for the slot's event and
  *                      copy asynchronously; every split records its event.
@@ -21,6 +21,13 @@
  *   no-split-wait      events, but a split without inputs does not wait
  *                      for the previous split although the allocator
  *                      reuses memory another backend still reads.
+ *   ggml-17795         ggml's scheduler as llama.cpp #17795 left it,
+ *   ggml-20793         ... as #20793 left it,
+ *   ggml-head          ... at the pinned ggml commit (after #26040): each
+ *                      with ggml's copy slots (see below).
+ * The first five are syncsim's own model of ggml (events always, one host
+ * buffer per input, cur_copy rotating every evaluation); the ggml-* rows
+ * follow ggml-backend.cpp line by line (docs/scheduler.md).
  */
 #include "sched.h"
 
@@ -34,7 +41,8 @@ static const sched_policy policy_full = {
     .after_copy = SCHED_GUARD_SYNC,
     .user_copy = SCHED_COPY_ASYNC,
     .input_copy = SCHED_COPY_ASYNC,
-    .wait_if_no_inputs = true,
+    .no_input_wait = SCHED_NOINPUT_READERS,
+    .copy_from_host = true,
 };
 
 static const sched_policy policy_relaxed = {
@@ -44,17 +52,19 @@ static const sched_policy policy_relaxed = {
     .sync_after_inputs = true,
     .user_copy = SCHED_COPY_ASYNC,
     .input_copy = SCHED_COPY_ASYNC,
-    .wait_if_no_inputs = true,
+    .no_input_wait = SCHED_NOINPUT_READERS,
+    .copy_from_host = true,
 };
 
 static const sched_policy policy_events = {
     .name = "events",
-    .summary = "ggml today: per-slot events, blocking user-input copies",
+    .summary = "per-slot events (syncsim's model, near ggml-head), blocking user-input copies",
     .before_copy = SCHED_GUARD_EVENT,
     .user_copy = SCHED_COPY_BLOCKING,
     .input_copy = SCHED_COPY_ASYNC,
     .record_after_split = true,
-    .wait_if_no_inputs = true,
+    .no_input_wait = SCHED_NOINPUT_READERS,
+    .copy_from_host = true,
 };
 
 static const sched_policy policy_async_user_inputs = {
@@ -64,7 +74,8 @@ static const sched_policy policy_async_user_inputs = {
     .user_copy = SCHED_COPY_ASYNC,
     .input_copy = SCHED_COPY_ASYNC,
     .record_after_split = true,
-    .wait_if_no_inputs = true,
+    .no_input_wait = SCHED_NOINPUT_READERS,
+    .copy_from_host = true,
 };
 
 static const sched_policy policy_no_split_wait = {
@@ -74,12 +85,86 @@ static const sched_policy policy_no_split_wait = {
     .user_copy = SCHED_COPY_BLOCKING,
     .input_copy = SCHED_COPY_ASYNC,
     .record_after_split = true,
-    .wait_if_no_inputs = false,
+    .no_input_wait = SCHED_NOINPUT_NONE,
+    .copy_from_host = true,
+};
+
+/* ggml's scheduler at three points of its history (docs/scheduler.md names
+ * the pinned ggml commit and what each pull request changed). All three
+ * keep ggml's copy slots (ggml_slots): events only with more than one slot,
+ * one host copy of each graph input per slot, cur_copy chosen at
+ * allocation, four slots when pipelining and one otherwise. */
+
+/* llama.cpp #17795 (ggml 4b496bb9): without events a sync before a split's
+ * copies and one before its launch, for every split; user inputs copied
+ * asynchronously after the host waited for the slot's event; events
+ * recorded only after splits with inputs. Under pipeline parallelism an
+ * asynchronous copy of a host input may still read it when the host
+ * writes it again (reverted with #20463). */
+static const sched_policy policy_ggml_17795 = {
+    .name = "ggml-17795",
+    .summary = "ggml at llama.cpp #17795: async user copies, syncs only without events (races)",
+    .sync_before_inputs = true,
+    .sync_after_inputs = true,
+    .sync_every_split = true,
+    .sync_only_without_events = true,
+    .before_copy = SCHED_GUARD_EVENT_ONLY,
+    .user_copy = SCHED_COPY_ASYNC,
+    .input_copy = SCHED_COPY_ASYNC,
+    .slot_waiter = SCHED_WAITER_GGML,
+    .record_after_split = true,
+    .record_needs_inputs = true,
+    .no_input_wait = SCHED_NOINPUT_NONE,
+    .ggml_slots = true,
+    .copies_pipelined = 4,
+    .copies_single = 1,
+    .copy_from_host = true,
+};
+
+/* llama.cpp #20793 (ggml 5017f360, reverted by #25138): #17795 plus a sync
+ * of the split's backend before its copies and before its launch, events
+ * or not (saaasg). */
+static const sched_policy policy_ggml_20793 = {
+    .name = "ggml-20793",
+    .summary = "ggml at llama.cpp #20793: events, a sync before and after the copies, async user copies",
+    .sync_before_inputs = true,
+    .sync_after_inputs = true,
+    .sync_every_split = true,
+    .before_copy = SCHED_GUARD_EVENT_ONLY,
+    .user_copy = SCHED_COPY_ASYNC,
+    .input_copy = SCHED_COPY_ASYNC,
+    .slot_waiter = SCHED_WAITER_GGML,
+    .record_after_split = true,
+    .record_needs_inputs = true,
+    .no_input_wait = SCHED_NOINPUT_NONE,
+    .ggml_slots = true,
+    .copies_pipelined = 4,
+    .copies_single = 1,
+    .copy_from_host = true,
+};
+
+/* ggml at the pinned commit (after llama.cpp #26040): user inputs copied
+ * blocking after the host waited for the slot's event (or synchronized);
+ * other inputs after the destination's stream waited for it; an event
+ * recorded after every split; a split without inputs blocks the host on
+ * the previous backend's event after any change of backend. */
+static const sched_policy policy_ggml_head = {
+    .name = "ggml-head",
+    .summary = "ggml at the pinned commit (llama.cpp #26040): blocking user copies, a wait after every backend change",
+    .before_copy = SCHED_GUARD_EVENT,
+    .user_copy = SCHED_COPY_BLOCKING,
+    .input_copy = SCHED_COPY_ASYNC,
+    .slot_waiter = SCHED_WAITER_GGML,
+    .record_after_split = true,
+    .no_input_wait = SCHED_NOINPUT_ANY_CHANGE,
+    .ggml_slots = true,
+    .copies_pipelined = 4,
+    .copies_single = 1,
 };
 
 const sched_policy *const sched_policies[] = {
     &policy_full, &policy_relaxed, &policy_events, &policy_async_user_inputs,
-    &policy_no_split_wait, NULL,
+    &policy_no_split_wait, &policy_ggml_17795, &policy_ggml_20793, &policy_ggml_head, NULL,
 };
 
 const sched_policy *sched_policy_find(const char *name)
@@ -93,7 +178,7 @@ const sched_policy *sched_policy_find(const char *name)
 const char *sched_policy_names(void)
 {
     /* Built once from the table, so a new policy needs no message edits. */
-    static char names[256];
+    static char names[512];
     if (!names[0]) {
         size_t used = 0;
         for (int i = 0; sched_policies[i] && used < sizeof names; i++)

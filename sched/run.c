@@ -200,7 +200,7 @@ int sched_run_prepare(const sched_run_opts *o, const sched_family *const *famili
     }
     r->allreduce = (sched_allreduce)ar;
     r->bf16_min = o->bf16_min > 0 ? o->bf16_min : 0;     /* 0: the strategy's */
-    r->n_copies = o->n_copies > 0 ? o->n_copies : 2;
+    r->n_copies = o->n_copies;          /* 0: the policy's default, once the machine is known */
     r->tokens = o->tokens >= 0 ? o->tokens : 16;
     r->prompt = o->prompt >= 0 ? o->prompt : 64;
     if (o->model && o->graph_file) {
@@ -220,6 +220,14 @@ int sched_run_prepare(const sched_run_opts *o, const sched_family *const *famili
         goto fail;
     if (build_graphs(r, err) != 0)
         goto fail;
+    if (r->n_copies <= 0) {
+        /* llama.cpp pipelines (ggml's `parallel`) with more than one device
+         * and a layer split; the policy says how many slots that takes. */
+        bool pipelined = r->info.n_devices > 1 &&
+                         (o->graph_file || r->p.split_mode == SCHED_SPLIT_LAYER);
+        int n = pipelined ? r->policy->copies_pipelined : r->policy->copies_single;
+        r->n_copies = n > 0 ? n : 2;
+    }
     if (r->tokens == 0 && r->n_ub == 0) {
         trace_error_set(err, TRACE_EUSAGE, "nothing to evaluate: --tokens 0 and %s",
                         o->graph_file ? "a graph file has no prompt" : "--prompt 0");
@@ -487,6 +495,11 @@ static int run_phase(exec *x, int k, int n, uint64_t *eval, trace_error *err)
         if (end_iteration(x) != 0)
             return trace_error_set(err, TRACE_ENOMEM, "out of memory"), -1;
         x->cur_phase = k;
+        /* llama.cpp allocates the graph (ggml chooses its copy slot) before
+         * it sets the inputs, which then go to that slot's host copies. */
+        if (sched_alloc_graph(ph->s) != SCHED_OK)
+            return trace_error_set(err, TRACE_EUSAGE, "cannot allocate evaluation %llu",
+                                   (unsigned long long)*eval), -1;
         if (set_inputs(x, k, *eval, err) != 0)
             return -1;
         if (sched_graph_compute(ph->s, *eval) != SCHED_OK ||
@@ -550,12 +563,16 @@ static int setup(exec *x, sched_sink sink, sched_weights **wts, trace_error *err
     if (!*wts || sched_weights_bind(*wts, r->g[1]) != 0 ||
         (r->g[0] && sched_weights_bind(*wts, r->g[0]) != 0))
         return trace_error_set(err, TRACE_ENOMEM, "cannot place the weights"), -1;
+    const sched_copy_traits *traits[SCHED_SPEC_MAX_ITEMS + 1] = { 0 };
+    for (int i = 0; mi->copy_traits && i < x->nb; i++)
+        traits[i] = mi->copy_traits(x->m->ctx, i);
     /* auto: the simulated GPUs are NVIDIA's (CUDA, NCCL); the real CPU
      * devices have no all-reduce of their own (ggml's meta backend falls
      * back to the butterfly). */
     sched_options so = { .policy = r->policy, .n_copies = r->n_copies,
                          .allreduce = r->allreduce, .allreduce_bf16_min = r->bf16_min,
-                         .allreduce_family = strcmp(sched_run_source(r), "sim") == 0 ? "cuda" : NULL };
+                         .allreduce_family = strcmp(sched_run_source(r), "sim") == 0 ? "cuda" : NULL,
+                         .copy_traits = traits, .sink = sched_rec_sink(x->rec) };
     const char *names[2] = { "p", "d" }, *prefixes[2] = { "p:", "d:" };
     for (int k = 1; k >= 0; k--) {
         phase *ph = &x->ph[k];

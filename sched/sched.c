@@ -3,7 +3,7 @@
  *
  * For each split, in order:
  *   0. a split without inputs whose backend's memory other backends read
- *      waits for the previous split (policy.wait_if_no_inputs);
+ *      waits for the previous split (policy.no_input_wait);
  *   1. its input copies for slot cur_copy, each guarded as the policy
  *      says (a sync, or the slot's event: the host waits for it before a
  *      blocking copy, the copying queue waits for it before an async one);
@@ -12,8 +12,16 @@
  *      stream waits for (ggml-cuda's cpy_tensor_async);
  *   2. the graph launch (asynchronous where the backend is);
  *   3. the record of the (backend, slot) event.
- * cur_copy then rotates, so with n_copies > 1 the next evaluation's copies
- * go to other slots while this one's may still be read.
+ * Where the policy says so (the ggml-* rows), ggml's variants: syncs
+ * around every split, a split without inputs blocking the host on the
+ * previous backend after any change of backend (#26040), records only
+ * after splits with inputs, the split's stream waiting for the slot event.
+ * The slot (cur_copy) of an evaluation is chosen by sched_alloc_graph:
+ * with ggml's copy slots (policy.ggml_slots) the one after the last
+ * allocated, 0 after a synchronize, and each user input has one host copy
+ * per slot; otherwise cur_copy rotates after every evaluation. With
+ * n_copies > 1 an evaluation's copies go to other slots while the previous
+ * one's may still be read.
  *
  * What the calls add up to (the sync pattern, syncs per token) is read
  * from the trace they make (sched_rec, traces/pattern.c), not counted here.
@@ -134,9 +142,13 @@ sched *sched_new(sched_backend **backends, int n_backends, const sched_options *
     if (s->n_copies > SCHED_MAX_COPIES)
         s->n_copies = SCHED_MAX_COPIES;
     s->last_split_backend = -1;
+    for (int b = 0; s->opts.copy_traits && b < n_backends; b++)
+        s->copy[b] = s->opts.copy_traits[b];
+    /* ggml creates the slot events only when there is more than one slot. */
+    bool events = !(s->policy->ggml_slots && s->n_copies < 2);
     for (int b = 0; b < n_backends; b++) {
         sched_backend *be = backends[b];
-        if (!be->iface->event_new)
+        if (!be->iface->event_new || !events)
             continue;
         for (int c = 0; c < s->n_copies; c++) {
             char name[SCHED_NAME_MAX];
@@ -168,8 +180,12 @@ void sched_free(sched *s)
         if (s->wire[b] && be->iface->buffer_free)
             be->iface->buffer_free(be, s->wire[b]);
     }
-    if (s->graph) {
-        sched_backend *cpu = s->backends[s->n_backends - 1];
+    sched_backend *cpu = s->backends[s->n_backends - 1];
+    if (s->in_slot) {
+        for (int32_t i = 0; i < s->n_orig * s->n_copies; i++)
+            if (s->in_slot[i] && cpu->iface->buffer_free)
+                cpu->iface->buffer_free(cpu, s->in_slot[i]);
+    } else if (s->graph) {
         for (int32_t i = 0; i < s->graph->n_tensors; i++) {
             sched_tensor *t = &s->graph->tensors[i];
             if ((t->flags & SCHED_FLAG_INPUT) && t->buffer && t->buffer->usage == SCHED_BUFFER_HOST &&
@@ -181,6 +197,8 @@ void sched_free(sched *s)
     free(s->order);
     free(s->allocs);
     free(s->copy_map);
+    free(s->in_slot);
+    free(s->in_view);
     sched_ar_free(s);
     free(s->ar_rank);
     free(s->ar_n);
@@ -282,16 +300,38 @@ sched_status sched_plan(sched *s, sched_graph *g, char *err, size_t err_cap)
     st = sched_allocate(s, err, err_cap);
     if (st != SCHED_OK)
         return st;
-    /* User inputs: one host buffer each, written by the user. */
+    /* User inputs: one host buffer each, written by the user; with ggml's
+     * copy slots one per slot (ggml's graph-input copies), the one of the
+     * current slot pointed at by sched_alloc_graph. */
     sched_backend *cpu = s->backends[s->n_backends - 1];
-    for (int32_t i = 0; i < g->n_tensors; i++) {
+    bool slots = s->policy->ggml_slots && s->n_copies > 1;
+    size_t n_slot = (size_t)s->n_orig * (size_t)s->n_copies;
+    free(s->in_slot);
+    free(s->in_view);
+    s->in_slot = NULL;
+    s->in_view = NULL;
+    if (slots && (!(s->in_slot = calloc(n_slot, sizeof *s->in_slot)) ||
+                  !(s->in_view = malloc(n_slot * sizeof *s->in_view))))
+        return SCHED_ENOMEM;
+    for (size_t i = 0; slots && i < n_slot; i++)
+        s->in_view[i] = TRACE_NONE;
+    for (int32_t i = 0; i < s->n_orig; i++) {
         sched_tensor *t = &g->tensors[i];
         if (!(t->flags & SCHED_FLAG_INPUT) || t->buffer)
             continue;
-        t->buffer = cpu->iface->buffer_alloc(cpu, t->name, sched_tensor_nbytes(t), SCHED_BUFFER_HOST);
-        if (!t->buffer) {
-            snprintf(err, err_cap, "cannot allocate the host buffer of input '%s'", t->name);
-            return SCHED_EBACKEND;
+        for (int c = 0; c < (slots ? s->n_copies : 1); c++) {
+            char name[SCHED_NAME_MAX];
+            snprintf(name, sizeof name, slots ? "%.50s#%d" : "%.50s", t->name, c);
+            sched_buffer *buf = cpu->iface->buffer_alloc(cpu, name, sched_tensor_nbytes(t),
+                                                         SCHED_BUFFER_HOST);
+            if (!buf) {
+                snprintf(err, err_cap, "cannot allocate the host buffer of input '%s'", t->name);
+                return SCHED_EBACKEND;
+            }
+            if (slots)
+                s->in_slot[(size_t)i * (size_t)s->n_copies + (size_t)c] = buf;
+            if (c == s->cur_copy)
+                t->buffer = buf;
         }
         t->offset = 0;
         t->trace_view = t->buffer->trace_id;
@@ -386,6 +426,67 @@ static sched_status sync_backend(sched *s, int b)
 
 static bool has_events(const sched *s, int b) { return s->events[b][0] != NULL; }
 
+/* Points every user input (and the views of one) at its host copy for slot c. */
+static void point_inputs(sched *s, int c)
+{
+    sched_graph *g = s->graph;
+    for (int32_t i = 0; i < s->n_orig; i++) {
+        sched_buffer *buf = s->in_slot[(size_t)i * (size_t)s->n_copies + (size_t)c];
+        if (!buf)
+            continue;
+        sched_tensor *t = &g->tensors[i];
+        t->buffer = buf;
+        t->offset = 0;
+        t->trace_view = buf->trace_id;
+    }
+    size_t n = (size_t)s->n_copies;
+    for (int32_t i = 0; i < s->n_orig; i++) {
+        sched_tensor *t = &g->tensors[i];
+        if (t->view_src < 0 || !s->in_slot[(size_t)t->view_src * n])
+            continue;
+        const sched_tensor *v = &g->tensors[t->view_src];
+        /* Its view of this slot's copy, "NAME#c", declared once. */
+        uint32_t *view = &s->in_view[(size_t)i * n + (size_t)c];
+        t->buffer = v->buffer;
+        t->offset = v->offset + t->view_offs;
+        if (*view == TRACE_NONE && s->opts.sink) {
+            char name[SCHED_NAME_MAX];
+            snprintf(name, sizeof name, "%.50s#%d", t->name, c);
+            *view = s->opts.sink->iface->view(s->opts.sink->ctx, name, v->buffer->trace_id,
+                                             t->view_offs, sched_tensor_nbytes(t));
+        }
+        t->trace_view = *view;
+    }
+}
+
+sched_status sched_alloc_graph(sched *s)
+{
+    if (!s->graph || !s->splits)
+        return SCHED_EUSAGE;
+    if (s->is_alloc)
+        return SCHED_OK;
+    if (s->policy->ggml_slots) {
+        s->cur_copy = s->next_copy;
+        s->next_copy = (s->next_copy + 1) % s->n_copies;
+    }
+    if (s->in_slot)
+        point_inputs(s, s->cur_copy);
+    s->is_alloc = true;
+    return SCHED_OK;
+}
+
+/* #26040: the host blocks until the previous split's backend is done. */
+static sched_status block_on_previous(sched *s, int prev)
+{
+    sched_backend *pb = s->backends[prev];
+    sched_event *ev = s->events[prev][s->cur_copy];
+    if (!ev)
+        return sync_backend(s, prev);
+    if (ev->n_records == 0)
+        return SCHED_OK;            /* never recorded: complete */
+    return call(pb->iface->event_synchronize(pb, ev));
+}
+
 /* Step 0: wait for the previous split (allocator reuse). */
 static sched_status wait_previous(sched *s, int b)
 {
@@ -422,13 +523,33 @@ static sched_event *xfer_event(sched *s, int a, int b)
     return s->xfer[a][b];
 }
 
-/* An asynchronous copy of src (on backend sb) into dst (on b): 1 queued,
- * 0 declined, -1 error. Between two devices it runs on the source's
- * stream, after the work that produced src, and b's stream waits for the
- * hand-over event; from host memory b's stream pulls it. */
+/* syncsim's own placement, for backends whose family is not given. */
+static const sched_copy_traits syncsim_traits = {
+    "syncsim", SCHED_XFER_SOURCE, SCHED_XFER_DEST, false, "syncsim's placement",
+};
+
+/* Whether b's family queues a copy from host memory (else the host copies). */
+static bool host_copy_async(const sched *s, int b)
+{
+    const sched_copy_traits *tr = s->copy[b] ? s->copy[b] : &syncsim_traits;
+    return tr->host_to_device == SCHED_XFER_DEST &&
+           (!tr->host_needs_copy_from_host || s->policy->copy_from_host);
+}
+
+/* An asynchronous copy of src (on backend sb) into dst (on b), as b's
+ * family makes it: 1 queued, 0 declined, -1 error. Between two devices it
+ * runs on the source's stream, after the work that produced src, and b's
+ * stream waits for the hand-over event; from host memory b's stream pulls
+ * it. */
 static int copy_async(sched *s, int sb, int b, sched_tensor *src, sched_tensor *dst)
 {
     sched_backend *be = s->backends[b], *sbe = s->backends[sb];
+    const sched_copy_traits *tr = s->copy[b] ? s->copy[b] : &syncsim_traits;
+    if (sb != b && is_async_device(s, sb) && is_async_device(s, b) &&
+        tr->device_to_device == SCHED_XFER_BLOCKING)
+        return 0;
+    if (!is_async_device(s, sb) && !host_copy_async(s, b))
+        return 0;
     if (sb != b && is_async_device(s, sb) && is_async_device(s, b) && sbe->iface->copy_async) {
         sched_event *ev = xfer_event(s, sb, b);
         if (!ev)
@@ -466,10 +587,17 @@ static sched_status copy_input(sched *s, const sched_split *sp, int j)
 
     if (s->policy->before_copy == SCHED_GUARD_SYNC) {
         st = sync_backend(s, b);
-    } else if (s->policy->before_copy == SCHED_GUARD_EVENT) {
+    } else if (s->policy->before_copy == SCHED_GUARD_EVENT ||
+               s->policy->before_copy == SCHED_GUARD_EVENT_ONLY) {
         sched_event *ev = s->events[b][s->cur_copy];
         if (!ev) {
-            st = sync_backend(s, b);
+            if (s->policy->before_copy == SCHED_GUARD_EVENT)
+                st = sync_backend(s, b);
+        } else if (ev->n_records > 0 && s->policy->slot_waiter == SCHED_WAITER_GGML) {
+            /* ggml: the host for a user input, the split's stream otherwise
+             * (even when the copy runs on the source's stream). */
+            st = user ? call(be->iface->event_synchronize(be, ev))
+                      : call(be->iface->event_wait(be, ev));
         } else if (ev->n_records > 0) {
             /* The slot's previous reader must be done before it is overwritten:
              * the host waits for a copy it makes itself; otherwise the queue
@@ -487,7 +615,7 @@ static sched_status copy_input(sched *s, const sched_split *sp, int j)
 
     bool done = false;
     if (mode == SCHED_COPY_ASYNC) {
-        if (user && be->iface->set_async) {
+        if (user && be->iface->set_async && host_copy_async(s, b)) {
             st = call(be->iface->set_async(be, src, dst));
             done = true;
         } else if (!user) {
@@ -501,6 +629,17 @@ static sched_status copy_input(sched *s, const sched_split *sp, int j)
         /* Blocking: the source must be complete, the host copies. */
         if (!user && (st = sync_backend(s, sb)) != SCHED_OK)
             return st;
+        if (mode == SCHED_COPY_ASYNC && s->policy->slot_waiter == SCHED_WAITER_GGML) {
+            /* ggml's fallback of a declined asynchronous copy: the host
+             * also waits for the destination (its slot event, when any). */
+            sched_event *ev = s->events[b][s->cur_copy];
+            if (user || !ev)
+                st = sync_backend(s, b);
+            else if (ev->n_records > 0)
+                st = call(be->iface->event_synchronize(be, ev));
+            if (st != SCHED_OK)
+                return st;
+        }
         st = call(be->iface->copy_sync(be, src, dst));
     }
     if (st == SCHED_OK && s->policy->after_copy == SCHED_GUARD_SYNC)
@@ -540,7 +679,8 @@ sched_status sched_run_split_from(sched *s, int i, int k, uint64_t eval)
             return st;
         k = end + 1;
     }
-    if (st == SCHED_OK && s->policy->record_after_split && s->events[b][s->cur_copy]) {
+    if (st == SCHED_OK && s->policy->record_after_split && s->events[b][s->cur_copy] &&
+        (!s->policy->record_needs_inputs || sp->n_inputs > 0)) {
         st = call(be->iface->event_record(be, s->events[b][s->cur_copy]));
         s->last_event[b] = s->events[b][s->cur_copy];
     }
@@ -551,25 +691,37 @@ sched_status sched_graph_compute(sched *s, uint64_t eval)
 {
     if (!s->graph || !s->splits)
         return SCHED_EUSAGE;
-    sched_status st = SCHED_OK;
+    sched_status st = s->is_alloc ? SCHED_OK : sched_alloc_graph(s);
+    const sched_policy *pol = s->policy;
+    /* #26040 forgets the previous backend at each evaluation. Two ranks of
+     * a tensor-parallel group are one backend to it (ggml's meta backend
+     * runs them together): no wait between them. */
+    int prev = pol->no_input_wait == SCHED_NOINPUT_ANY_CHANGE ? -1 : s->last_split_backend;
+    bool prev_tp = false;
     for (int i = 0; i < s->n_splits && st == SCHED_OK; i++) {
         const sched_split *sp = &s->splits[i];
         int b = sp->backend;
         sched_backend *be = s->backends[b];
         if (be->iface->split_begin)
             be->iface->split_begin(be, i, eval);
-        if (sp->n_inputs == 0 && sp->wait_prev && s->policy->wait_if_no_inputs)
+        if (sp->n_inputs == 0 && pol->no_input_wait == SCHED_NOINPUT_READERS && sp->wait_prev)
             st = wait_previous(s, b);
-        if (st == SCHED_OK && sp->n_inputs > 0 && s->policy->sync_before_inputs)
+        else if (sp->n_inputs == 0 && pol->no_input_wait == SCHED_NOINPUT_ANY_CHANGE && prev >= 0 &&
+                 prev != b && !(prev_tp && sp->tp_rank))
+            st = block_on_previous(s, prev);
+        bool around = (sp->n_inputs > 0 || pol->sync_every_split) &&
+                      !(pol->sync_only_without_events && has_events(s, b));
+        if (st == SCHED_OK && around && pol->sync_before_inputs)
             st = sync_backend(s, b);
         for (int j = 0; j < sp->n_inputs && st == SCHED_OK; j++)
             st = copy_input(s, sp, j);
-        if (st == SCHED_OK && sp->n_inputs > 0 && s->policy->sync_after_inputs)
+        if (st == SCHED_OK && around && pol->sync_after_inputs)
             st = sync_backend(s, b);
         if (st != SCHED_OK)
             break;
         st = sched_run_split_from(s, i, 0, eval);
-        s->last_split_backend = b;
+        s->last_split_backend = prev = b;
+        prev_tp = sp->tp_rank;
     }
     /* A group that never gathered all its ranks (a graph whose ranks are
      * not all in this evaluation) leaves splits held: an error. */
@@ -578,7 +730,9 @@ sched_status sched_graph_compute(sched *s, uint64_t eval)
     sched_backend *first = s->backends[0];
     if (first->iface->split_begin)
         first->iface->split_begin(first, -1, eval);
-    s->cur_copy = (s->cur_copy + 1) % s->n_copies;
+    s->is_alloc = false;
+    if (!pol->ggml_slots)
+        s->cur_copy = (s->cur_copy + 1) % s->n_copies;
     s->n_evals++;
     return st;
 }
@@ -590,6 +744,9 @@ sched_status sched_synchronize(sched *s)
         if (st != SCHED_OK)
             return st;
     }
+    /* ggml: the next graph allocated after a sync uses slot 0 again. */
+    if (s->policy->ggml_slots && !s->is_alloc)
+        s->next_copy = 0;
     return SCHED_OK;
 }
 
@@ -602,9 +759,10 @@ sched_status sched_get_output(sched *s, int32_t t, sched_tensor *dst)
         sched_status st = call(be->iface->get_async(be, src, dst));
         if (st != SCHED_OK)
             return st;
-        return sync_backend(s, b);
+        /* llama.cpp reads an output after llama_synchronize: every backend. */
+        return s->policy->ggml_slots ? sched_synchronize(s) : sync_backend(s, b);
     }
-    sched_status st = sync_backend(s, b);
+    sched_status st = s->policy->ggml_slots ? sched_synchronize(s) : sync_backend(s, b);
     if (st != SCHED_OK)
         return st;
     return call(be->iface->copy_sync(s->backends[s->n_backends - 1], src, dst));

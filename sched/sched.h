@@ -517,6 +517,7 @@ typedef enum {
     SCHED_GUARD_NONE = 0,
     SCHED_GUARD_SYNC = 1,           /* synchronize the split's backend */
     SCHED_GUARD_EVENT = 2,          /* wait for the slot's event (else synchronize) */
+    SCHED_GUARD_EVENT_ONLY = 3,     /* wait for the slot's event (else nothing: ggml #17795, #20793) */
 } sched_guard;
 
 typedef enum {
@@ -524,20 +525,96 @@ typedef enum {
     SCHED_COPY_BLOCKING = 1,        /* copy_sync: the host copies and returns when done */
 } sched_copy_mode;
 
+/* What a split without inputs waits for before it runs. */
+typedef enum {
+    SCHED_NOINPUT_NONE = 0,         /* nothing */
+    /* syncsim's rule: when other backends read its backend's memory
+     * (split.wait_prev), its stream waits for the previous split's event
+     * (the host when it has no stream); the previous split is remembered
+     * across evaluations. */
+    SCHED_NOINPUT_READERS = 1,
+    /* ggml #26040: after any change of backend, the host blocks on the
+     * previous backend's slot event (or synchronizes it when there are no
+     * events); the previous backend is forgotten at each evaluation. */
+    SCHED_NOINPUT_ANY_CHANGE = 2,
+} sched_noinput_wait;
+
+/* Who waits for the slot's event (SCHED_GUARD_EVENT*) before an input is
+ * copied into the slot. */
+typedef enum {
+    /* syncsim's rule: the host before a blocking copy; before an
+     * asynchronous one the queue that runs it (the source's for a non-user
+     * input when it has events: a device-to-device copy runs on the
+     * source's stream) */
+    SCHED_WAITER_COPIER = 0,
+    /* ggml's: the host for a user input, whatever the copy mode; the
+     * split's (destination) backend's stream for the others, whichever
+     * queue copies; a declined asynchronous copy blocks the host on the
+     * slot event before it copies */
+    SCHED_WAITER_GGML = 1,
+} sched_waiter;
+
 typedef struct sched_policy {
     const char *name;
     const char *summary;
     bool sync_before_inputs;        /* once per split, before its first input copy */
     bool sync_after_inputs;         /* once per split, after its last input copy */
+    /* The two syncs above also for splits without inputs (ggml #17795 and
+     * #20793 synchronize around every split). */
+    bool sync_every_split;
+    /* The two syncs above only when the backend has no slot events (#17795). */
+    bool sync_only_without_events;
     sched_guard before_copy;        /* before each input copy */
     sched_guard after_copy;         /* after each input copy (NONE or SYNC) */
     sched_copy_mode user_copy;      /* copies of user inputs */
     sched_copy_mode input_copy;     /* copies of other split inputs */
+    sched_waiter slot_waiter;       /* who waits for the slot event (async non-user copies) */
     bool record_after_split;        /* record the (backend, slot) event after each split */
-    /* A split without inputs waits for the previous split when its backend's
-     * memory is read by other backends (allocator reuse). */
-    bool wait_if_no_inputs;
+    /* ... only after splits with inputs (ggml before #26040). */
+    bool record_needs_inputs;
+    sched_noinput_wait no_input_wait;
+    /* ggml's copy slots: events exist only when n_copies > 1; with more
+     * than one slot every graph input has one host copy per slot (the
+     * user writes the current one); cur_copy is chosen when the graph is
+     * allocated (sched_alloc_graph) and the next one is 0 again after a
+     * sched_synchronize; reading an output synchronizes every backend
+     * (llama_synchronize). false: events always, one host buffer per
+     * input, cur_copy rotates after every evaluation. */
+    bool ggml_slots;
+    /* The CUDA backend of this ggml version queues copies from host memory
+     * (copy_from_host, #17795 and #20793; families with
+     * host_needs_copy_from_host). */
+    bool copy_from_host;
+    /* The default number of copy slots (--copies) when the run pipelines
+     * (more than one device, layer split) and when it does not; 0: 2. */
+    int copies_pipelined, copies_single;
 } sched_policy;
+
+/* How a ggml backend family copies a split input into its memory (its
+ * cpy_tensor_async; ggml asks the destination's backend). The family
+ * decides placement and blocking, the scheduler only reads the row. */
+typedef enum {
+    SCHED_XFER_BLOCKING = 0,        /* declined: the host copies, blocking */
+    SCHED_XFER_SOURCE = 1,          /* on the source's stream, handed over with an event */
+    SCHED_XFER_DEST = 2,            /* on the destination's stream (it pulls) */
+} sched_xfer;
+
+typedef struct sched_copy_traits {
+    const char *family;             /* "cuda", "vulkan", "sycl", "metal", "cpu" */
+    sched_xfer device_to_device;    /* from another device (SOURCE or BLOCKING) */
+    sched_xfer host_to_device;      /* from host memory (DEST or BLOCKING) */
+    /* host_to_device only where the scheduler's ggml version has CUDA's
+     * copy_from_host (policy.copy_from_host: #17795, #20793); else blocking. */
+    bool host_needs_copy_from_host;
+    const char *summary;            /* one line: what ggml's backend does */
+} sched_copy_traits;
+
+/* The families, {NULL}-terminated (sched/family.c). */
+extern const sched_copy_traits sched_copy_families[];
+/* NULL when name is none of them. */
+const sched_copy_traits *sched_copy_family(const char *name);
+/* Their names for a message: "cuda, vulkan, sycl, metal or cpu". */
+const char *sched_copy_family_names(void);
 
 /* The named policies, NULL-terminated. */
 extern const sched_policy *const sched_policies[];
@@ -558,6 +635,9 @@ typedef struct sched_split {
     int32_t *input_copy;            /* copy tensor of slot 0; slot c is input_copy[j] + c */
     int n_inputs;
     bool wait_prev;                 /* no inputs, and its backend's memory is read elsewhere */
+    /* It holds all_reduce nodes: a rank of a tensor-parallel group, which
+     * ggml runs inside one (meta) backend with the other ranks. */
+    bool tp_rank;
 } sched_split;
 
 typedef struct sched sched;
@@ -569,6 +649,15 @@ typedef struct sched_options {
     sched_allreduce allreduce;      /* 0: ring */
     int64_t allreduce_bf16_min;     /* 0: the strategy's threshold (sched_allreduce_bf16_from) */
     const char *allreduce_family;   /* for auto: "cuda", "sycl", NULL: another family */
+    /* Per backend (n_backends entries), how its family copies split inputs;
+     * NULL (or a NULL entry): syncsim's own placement (device copies on the
+     * source's stream, host copies pulled by the destination). */
+    const sched_copy_traits *const *copy_traits;
+    /* Where the scheduler declares the trace views it makes itself: with
+     * ggml's copy slots, a view of a user input over each slot's host copy
+     * ("NAME#c"). NULL: such views are not declared (their accesses name
+     * no buffer) -- give one whenever graphs have views of inputs. */
+    sched_sink *sink;
 } sched_options;
 
 /* backends in priority order, the CPU last (it must support every op).
@@ -611,10 +700,18 @@ int sched_n_backends(const sched *s);
 const sched_policy *sched_get_policy(const sched *s);
 sched_graph *sched_get_graph(const sched *s);
 
+/* Chooses the copy slot of the next evaluation (ggml_backend_sched_alloc_graph:
+ * with a ggml_slots policy the slot after the last one allocated, 0 after a
+ * sched_synchronize; otherwise cur_copy) and points every user input at its
+ * host copy for that slot, so that the user writes it there. Called by
+ * sched_graph_compute when the graph is not allocated yet. */
+sched_status sched_alloc_graph(sched *s);
 /* Runs one evaluation (eval: the token or ubatch number put in the trace):
- * every split in order under the policy, then rotates cur_copy. */
+ * every split in order under the policy; the next evaluation allocates
+ * again (a policy without ggml_slots rotates cur_copy here). */
 sched_status sched_graph_compute(sched *s, uint64_t eval);
-/* Waits for every backend (llama_synchronize). */
+/* Waits for every backend (llama_synchronize); with a ggml_slots policy and
+ * no graph allocated, the next slot is 0 again. */
 sched_status sched_synchronize(sched *s);
 /* Copies the output tensor t into the host tensor dst (get_async where the
  * backend has it, then a synchronize of that backend). */
@@ -771,7 +868,7 @@ typedef struct sched_run_opts {
     const char *devices;            /* a --devices spec (NULL: the table's default) */
     const char *policy;             /* NULL: events */
     const char *allreduce;          /* NULL: auto */
-    int n_copies;                   /* 0: 2 */
+    int n_copies;                   /* 0: the policy's default (sched_policy) */
     int tokens;                     /* decode tokens (-1: 16) */
     int prompt;                     /* prompt tokens (-1: 64) */
     int64_t bf16_min;               /* bf16 all-reduce from this many elements (0: the strategy's) */
@@ -816,6 +913,9 @@ typedef struct sched_machine_iface {
     /* Why a backend call failed, one line; NULL when it does not know. NULL:
      * never knows. */
     const char *(*error)(void *ctx);
+    /* How backend i's family copies split inputs. NULL (or NULL returned):
+     * syncsim's own placement. */
+    const sched_copy_traits *(*copy_traits)(void *ctx, int backend);
     /* Adds its run metadata (devices, threads, seed, ...). NULL: none. */
     void (*meta)(void *ctx, sched_sink *sink);
     /* The machine in words: "h100-pcie (2 GPUs + CPU)". Required. */

@@ -22,8 +22,11 @@ struct sched {
     int n_backends;
     sched_options opts;
     const sched_policy *policy;
+    const sched_copy_traits *copy[SCHED_MAX_BACKENDS];  /* NULL: syncsim's placement */
     int n_copies;
     int cur_copy;
+    int next_copy;                  /* ggml_slots: the slot the next allocation takes */
+    bool is_alloc;                  /* sched_alloc_graph ran for the coming evaluation */
     uint64_t n_evals;
 
     sched_graph *graph;
@@ -41,6 +44,13 @@ struct sched {
     uint64_t arena_size[SCHED_MAX_BACKENDS];
     sched_alloc_rec *allocs;
     int32_t n_allocs;
+    /* ggml_slots with n_copies > 1: [tensor * n_copies + c], the host copy
+     * of user input `tensor` for slot c (ggml's graph-input copies); NULL
+     * when the inputs have one host buffer each. */
+    sched_buffer **in_slot;
+    /* The trace views of the views of those inputs, per slot, once
+     * declared ([tensor * n_copies + c], TRACE_NONE before). */
+    uint32_t *in_view;
 
     /* One event per (backend, copy slot); NULL when the backend has none. */
     sched_event *events[SCHED_MAX_BACKENDS][SCHED_MAX_COPIES];

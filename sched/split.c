@@ -154,6 +154,9 @@ sched_status sched_make_splits(sched *s, char *err, size_t err_cap)
         }
     for (int i = 0; i < s->n_splits; i++)
         s->splits[i].wait_prev = s->splits[i].n_inputs == 0 && shared[s->splits[i].backend];
+    for (int i = 0; i < s->n_splits; i++)
+        for (int k = 0; k < s->splits[i].n_nodes && !s->splits[i].tp_rank; k++)
+            s->splits[i].tp_rank = g->tensors[s->splits[i].nodes[k]].op == SCHED_OP_ALL_REDUCE;
     free(copies);
     return SCHED_OK;
 fail:

@@ -9,6 +9,11 @@
  * what the cost model says (sim_world_host_work); outputs are read as
  * llama.cpp reads them. A run's result adds the bytes each link moved and
  * each device's utilisation.
+ *
+ * The GPUs of a device model are of one ggml backend family (the family
+ * table, sched/family.c: how it places and blocks split-input copies):
+ * cuda, as every shipped model is an NVIDIA GPU, or the one the spec
+ * names (`h100-pcie,backend=vulkan`).
  */
 #include "sim_int.h"
 
@@ -18,6 +23,7 @@
 typedef struct sim_machine {
     sim_model m;
     sim_world *w;
+    const sched_copy_traits *gpu_family;
 } sim_machine;
 
 static bool models_claim(const sched_family *f, const char *word)
@@ -32,17 +38,26 @@ static void models_list(const sched_family *f, char *buf, size_t cap)
     sim_models_list(buf, cap);
 }
 
-/* The model of a spec: one item, MODEL[:gpus=N]. */
-static int load(const sched_spec *spec, sim_model *m, trace_error *err)
+/* The model of a spec: one item, MODEL[:gpus=N][,backend=FAMILY]. */
+static int load(const sched_spec *spec, sim_model *m, const sched_copy_traits **family,
+                trace_error *err)
 {
     if (spec->n_items != 1)
         return trace_error_set(err, TRACE_EUSAGE, "devices '%s': one device model per run, not "
                                "%d items", spec->text, spec->n_items), -1;
     const sched_spec_item *it = &spec->item[0];
-    if (it->n_opt)
-        return trace_error_set(err, TRACE_EUSAGE, "devices '%s': unknown option '%s' for a "
-                               "device model (expected MODEL[:gpus=N])", spec->text,
-                               it->opt[0].key), -1;
+    *family = sched_copy_family("cuda");
+    for (int i = 0; i < it->n_opt; i++) {
+        if (strcmp(it->opt[i].key, "backend") != 0)
+            return trace_error_set(err, TRACE_EUSAGE, "devices '%s': unknown option '%s' for a "
+                                   "device model (expected MODEL[:gpus=N][,backend=FAMILY])",
+                                   spec->text, it->opt[i].key), -1;
+        *family = sched_copy_family(it->opt[i].value);
+        if (!*family || strcmp(it->opt[i].value, "cpu") == 0)
+            return trace_error_set(err, TRACE_EUSAGE, "devices '%s': backend '%s' is not a GPU "
+                                   "backend family (expected cuda, vulkan, sycl or metal)",
+                                   spec->text, it->opt[i].value), -1;
+    }
     char model[256];
     snprintf(model, sizeof model, "%s%s%s", it->word, it->arg[0] ? ":" : "", it->arg);
     if (sim_model_load(model, m, err) != 0)
@@ -57,7 +72,8 @@ static int models_check(const sched_family *f, const sched_spec *spec, const sch
     (void)f;
     (void)o;
     sim_model m;
-    if (load(spec, &m, err) != 0)
+    const sched_copy_traits *family;
+    if (load(spec, &m, &family, err) != 0)
         return -1;
     info->n_devices = m.gpus;
     return 0;
@@ -78,6 +94,12 @@ static void m_host_work(void *ctx, int64_t overhead_ns, uint64_t bytes)
     sim_world_host_work(((sim_machine *)ctx)->w, overhead_ns, bytes);
 }
 
+static const sched_copy_traits *m_copy_traits(void *ctx, int backend)
+{
+    sim_machine *sm = ctx;
+    return backend < sm->m.gpus ? sm->gpu_family : sched_copy_family("cpu");
+}
+
 static int m_finish(void *ctx) { return sim_world_finish(((sim_machine *)ctx)->w); }
 
 static const char *m_error(void *ctx)
@@ -92,12 +114,16 @@ static void m_meta(void *ctx, sched_sink *sink)
     sim_machine *sm = ctx;
     if (sink->iface->meta)
         sink->iface->meta(sink->ctx, "devices", sm->m.name);
+    if (sink->iface->meta)
+        sink->iface->meta(sink->ctx, "backend_family", sm->gpu_family->family);
 }
 
 static void m_describe(void *ctx, char *buf, size_t cap)
 {
     sim_machine *sm = ctx;
-    snprintf(buf, cap, "%s (%d %s + CPU)", sm->m.name, sm->m.gpus, sm->m.gpus == 1 ? "GPU" : "GPUs");
+    bool cuda = strcmp(sm->gpu_family->family, "cuda") == 0;
+    snprintf(buf, cap, "%s (%d %s%s%s + CPU)", sm->m.name, sm->m.gpus, cuda ? "" : sm->gpu_family->family,
+             cuda ? "" : " ", sm->m.gpus == 1 ? "GPU" : "GPUs");
 }
 
 static void human_bytes(uint64_t b, char *buf, size_t cap)
@@ -151,6 +177,7 @@ static const sched_machine_iface machine_iface = {
     .now = m_now,
     .backends = m_backends,
     .host_work = m_host_work,
+    .copy_traits = m_copy_traits,
     .finish = m_finish,
     .error = m_error,
     .meta = m_meta,
@@ -167,7 +194,7 @@ static int models_open(const sched_family *f, const sched_spec *spec, const sche
     sim_machine *sm = calloc(1, sizeof *sm);
     if (!sm)
         return trace_error_set(err, TRACE_ENOMEM, "out of memory"), -1;
-    if (load(spec, &sm->m, err) != 0) {
+    if (load(spec, &sm->m, &sm->gpu_family, err) != 0) {
         free(sm);
         return -1;
     }
@@ -183,7 +210,9 @@ static int models_open(const sched_family *f, const sched_spec *spec, const sche
 static const sched_family_iface models_iface = {
     .name = "device model",
     .syntax = "MODEL[:gpus=N]",
-    .summary = "a simulated machine: GPUs, links and host costs from a device model",
+    .summary = "a simulated machine: GPUs, links and host costs from a device model; "
+               "option after it: backend=cuda|vulkan|sycl|metal, the ggml backend family that "
+               "decides how split inputs are copied (default cuda)",
     .machine = "simulated",
     .source = "sim",
     .default_spec = "h100-pcie",

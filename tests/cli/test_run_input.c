@@ -65,6 +65,20 @@ static void test_run_input_device_model_with_an_unknown_option(void **state)
     assert_null(strstr(out, ".dev"));
 }
 
+/* The ggml backend family of a device model's GPUs (sched/family.c). */
+static void test_run_input_device_model_backend_family(void **state)
+{
+    const fixture *f = *state;
+    expect_bad(f, "--devices h100-pcie,backend=tpu -o " TMPDIR_DB_NAME,
+               "devices 'h100-pcie,backend=tpu': backend 'tpu' is not a GPU backend family "
+               "(expected cuda, vulkan, sycl or metal)");
+    expect_bad(f, "--devices h100-pcie,backend=cpu -o " TMPDIR_DB_NAME,
+               "backend 'cpu' is not a GPU backend family");
+    expect_bad(f, "--devices h100-pcie,colour=red -o " TMPDIR_DB_NAME,
+               "unknown option 'colour' for a device model (expected "
+               "MODEL[:gpus=N][,backend=FAMILY])");
+}
+
 static void test_run_input_unknown_device_lists_what_there_is(void **state)
 {
     /* From the families' table and the shipped models. */
@@ -84,8 +98,8 @@ static void test_run_input_graph_that_is_a_directory(void **state)
 static void test_run_input_names_come_from_their_tables(void **state)
 {
     expect_bad(*state, "--policy eager -o " TMPDIR_DB_NAME,
-               "unknown policy 'eager' (expected full, relaxed, events, async-user-inputs or "
-               "no-split-wait)");
+               "unknown policy 'eager' (expected full, relaxed, events, async-user-inputs, "
+               "no-split-wait, ggml-17795, ggml-20793 or ggml-head)");
     expect_bad(*state, "--allreduce tree -o " TMPDIR_DB_NAME,
                "unknown all-reduce 'tree' (expected ring, butterfly, bf16, auto, nccl, sycl or "
                "butterfly-ggml)");
@@ -113,6 +127,7 @@ int main(void)
         cmocka_unit_test(test_run_input_database_in_a_missing_directory),
         cmocka_unit_test(test_run_input_database_that_is_a_directory),
         cmocka_unit_test(test_run_input_device_model_with_an_unknown_option),
+        cmocka_unit_test(test_run_input_device_model_backend_family),
         cmocka_unit_test(test_run_input_unknown_device_lists_what_there_is),
         cmocka_unit_test(test_run_input_graph_that_is_a_directory),
         cmocka_unit_test(test_run_input_names_come_from_their_tables),

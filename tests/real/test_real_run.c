@@ -3,7 +3,8 @@
  * real backends on real data, and every run is compared with the
  * sequential reference and checked.
  *
- * A small llama, layer split over `cpustream:2,cpu` with 2 copy slots and
+ * A small llama, layer split over `cpustream:2,cpu` with 2 copy slots (4 for
+ * the ggml-* policies of issue 12) and
  * 300 us of jitter, runs a few evaluations back to back (outputs fetched
  * with get_async, one host tensor per evaluation, a single synchronize at
  * the end: the pipelined way llama.cpp reads logits). `events` and `full`
@@ -76,7 +77,8 @@ static size_t check_memory(trace *tr, size_t *races)
     return n;
 }
 
-static void run_llama(const char *policy, uint64_t seed, run_result *res)
+static void run_llama_evals(const char *policy, int n_copies, int evals, uint64_t seed,
+                            run_result *res)
 {
     memset(res, 0, sizeof *res);
     sched_model_params p;
@@ -102,7 +104,12 @@ static void run_llama(const char *policy, uint64_t seed, run_result *res)
     sched_weights *w = sched_weights_new(be, (int)nb, g, sched_rec_sink(rec));
     assert_non_null(w);
     assert_int_equal(sched_weights_bind(w, g), 0);
-    sched_options so = { .policy = sched_policy_find(policy), .n_copies = 2 };
+    /* cpustream devices copy as ggml's CUDA backend does (real/family.c). */
+    const sched_copy_traits *traits[4] = { 0 };
+    for (size_t i = 0; i < nb; i++)
+        traits[i] = sched_copy_family(i + 1 < nb ? "cuda" : "cpu");
+    sched_options so = { .policy = sched_policy_find(policy), .n_copies = n_copies,
+                         .copy_traits = traits };
     assert_non_null(so.policy);
     sched *s = sched_new(be, (int)nb, &so);
     assert_non_null(s);
@@ -114,13 +121,16 @@ static void run_llama(const char *policy, uint64_t seed, run_result *res)
     sched_tensor *ot = &g->tensors[out];
     sched_backend *ob = sched_backend_at(s, ot->backend);
     sched_tensor *host_out[EVALS];
-    for (int e = 0; e < EVALS; e++) {
+    assert_true(evals <= EVALS);
+    for (int e = 0; e < evals; e++) {
         char name[32];
         snprintf(name, sizeof name, "logits.%d", e);
         host_out[e] = real_host_tensor_new(be, nb, ot, name);
         assert_non_null(host_out[e]);
     }
-    for (int e = 0; e < EVALS; e++) {
+    for (int e = 0; e < evals; e++) {
+        /* the slot first: with ggml's slots the inputs go to its host copies */
+        assert_int_equal(sched_alloc_graph(s), SCHED_OK);
         set_inputs(rec, be, nb, g, (uint64_t)e, 11);
         assert_int_equal(sched_graph_compute(s, (uint64_t)e), SCHED_OK);
         if (ob->iface->get_async)
@@ -134,7 +144,7 @@ static void run_llama(const char *policy, uint64_t seed, run_result *res)
     assert_non_null(ref);
     size_t n = (size_t)sched_tensor_nelements(ot);
     float *got = malloc(n * sizeof *got);
-    for (int e = 0; e < EVALS; e++) {
+    for (int e = 0; e < evals; e++) {
         assert_int_equal(real_ref_eval(ref, (uint64_t)e), 0);
         size_t rn;
         const float *want = real_ref_tensor(ref, "result_output", &rn);
@@ -164,7 +174,7 @@ static void run_llama(const char *policy, uint64_t seed, run_result *res)
                 res->findings, res->races);
     free(got);
     real_ref_free(ref);
-    for (int e = 0; e < EVALS; e++)
+    for (int e = 0; e < evals; e++)
         real_host_tensor_free(be, nb, host_out[e]);
     sched_free(s);
     sched_weights_free(w);
@@ -173,6 +183,11 @@ static void run_llama(const char *policy, uint64_t seed, run_result *res)
     sched_graph_free(g);
     sched_graph_free(rg);
     trace_free(tr);
+}
+
+static void run_llama(const char *policy, uint64_t seed, run_result *res)
+{
+    run_llama_evals(policy, 2, EVALS, seed, res);
 }
 
 static void test_real_run_events_and_full_match_reference_and_check_clean(void **state)
@@ -195,12 +210,12 @@ static void test_real_run_events_and_full_match_reference_and_check_clean(void *
         }
 }
 
-static void broken_policy(const char *policy)
+static void broken_policy_copies(const char *policy, int n_copies, int evals)
 {
     int differed = 0;
     for (uint64_t seed = 1; seed <= 3; seed++) {
         run_result r;
-        run_llama(policy, seed, &r);
+        run_llama_evals(policy, n_copies, evals, seed, &r);
         /* The checker sees the missing sync whether or not it bit. */
         if (r.races == 0)
             fail_msg("%s seed %llu: no race reported", policy, (unsigned long long)seed);
@@ -209,6 +224,56 @@ static void broken_policy(const char *policy)
     }
     if (!differed)
         fail_msg("%s: matched the reference on every seed", policy);
+}
+
+static void broken_policy(const char *policy)
+{
+    broken_policy_copies(policy, 2, EVALS);
+}
+
+/* Issue 12: ggml's pipeline over cpustream:2,cpu, one batch of four
+ * micro-batches in ggml's four slots (-b 2048 -ub 512). #17795 copies the
+ * CPU split's result asynchronously and nothing waits before the next
+ * micro-batch's CPU split overwrites it: a race the checker sees on every
+ * seed and the outputs show on some. #20793 and the pinned ggml (blocking
+ * host copies) match exactly and check clean. */
+static void test_real_run_ggml_policies(void **state)
+{
+    (void)state;
+    broken_policy_copies("ggml-17795", 4, 4);
+    const char *good[2] = { "ggml-20793", "ggml-head" };
+    for (int k = 0; k < 2; k++)
+        for (uint64_t seed = 1; seed <= 2; seed++) {
+            run_result r;
+            run_llama_evals(good[k], 4, 4, seed, &r);
+            assert_true(r.err.n > 0);
+            if (r.err.max_abs != 0 || r.err.n_nan != 0)
+                fail_msg("%s seed %llu: max abs error %g", good[k], (unsigned long long)seed,
+                         r.err.max_abs);
+            if (r.findings != 0)
+                fail_msg("%s seed %llu: %zu findings", good[k], (unsigned long long)seed,
+                         r.findings);
+        }
+}
+
+/* Issue 12, difference 2: more micro-batches than slots with no sync
+ * between them. The pinned ggml makes the destination's stream wait for
+ * the slot, but a copy between devices runs on the source's stream, which
+ * nothing holds back: micro-batch k + 4 overwrites GPU1's slot while
+ * micro-batch k may still read it. The checker reports it on every seed
+ * (the outputs rarely show it); #20793's syncs prevent it. */
+static void test_real_run_ggml_head_slot_reuse_races(void **state)
+{
+    (void)state;
+    for (uint64_t seed = 1; seed <= 2; seed++) {
+        run_result r;
+        run_llama_evals("ggml-head", 4, EVALS, seed, &r);
+        if (r.races == 0)
+            fail_msg("ggml-head seed %llu: no race reported", (unsigned long long)seed);
+        run_llama_evals("ggml-20793", 4, EVALS, seed, &r);
+        assert_int_equal(r.findings, 0);
+        assert_true(r.err.max_abs == 0 && r.err.n_nan == 0);
+    }
 }
 
 static void test_real_run_async_user_inputs_differs_and_races(void **state)
@@ -315,6 +380,8 @@ int main(void)
         cmocka_unit_test(test_real_run_events_and_full_match_reference_and_check_clean),
         cmocka_unit_test(test_real_run_async_user_inputs_differs_and_races),
         cmocka_unit_test(test_real_run_no_split_wait_differs_and_races),
+        cmocka_unit_test(test_real_run_ggml_policies),
+        cmocka_unit_test(test_real_run_ggml_head_slot_reuse_races),
         cmocka_unit_test(test_real_run_pool_thread_trace_clean_with_barriers),
         cmocka_unit_test(test_real_run_pool_missing_barrier_races_between_chunks),
     };

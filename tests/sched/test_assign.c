@@ -46,6 +46,23 @@ static void test_assign_weights_pin_ops_inputs_go_to_cpu(void **state)
     assert_int_equal(fx->g->tensors[w1].cause, SCHED_CAUSE_BUFFER);
 }
 
+/* ggml's pass 1 does not let a rope follow a weight among its sources (the
+ * rope frequencies are too small to choose a backend by). */
+static void test_assign_rope_does_not_follow_its_weight(void **state)
+{
+    fixture *fx = *state;
+    int64_t xd[3] = { 64, 1, 4 }, pd[1] = { 4 };
+    int32_t x = sched_graph_leaf(fx->g, "x", SCHED_F32, 3, xd, SCHED_FLAG_INPUT);
+    int32_t freqs = sched_graph_leaf(fx->g, "freqs", SCHED_I32, 1, pd, SCHED_FLAG_WEIGHT);
+    fx->g->tensors[freqs].home = 1;
+    int32_t r = binary(fx->g, "r", SCHED_OP_ROPE, x, freqs);
+    assert_true(r >= 0);
+    assign(fx);
+    assert_int_equal(fx->g->tensors[freqs].backend, 1);
+    assert_int_not_equal(fx->g->tensors[r].cause, SCHED_CAUSE_WEIGHT);
+    assert_int_not_equal(fx->g->tensors[r].backend, 1);
+}
+
 static void test_assign_expansion_down_then_up(void **state)
 {
     fixture *fx = *state;
@@ -141,6 +158,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         FAKE_TEST(test_assign_weights_pin_ops_inputs_go_to_cpu),
+        FAKE_TEST(test_assign_rope_does_not_follow_its_weight),
         FAKE_TEST(test_assign_expansion_down_then_up),
         FAKE_TEST(test_assign_cpu_is_not_expanded_first),
         FAKE_TEST(test_assign_upgrade_to_backend_sharing_buffers),

@@ -54,10 +54,11 @@ static void two_split_graph(sched_graph *g)
     sched_graph_op(g, "m1", SCHED_OP_MUL_MAT, s, 2);
 }
 
-static void start(run *r, const char *policy, void (*build)(sched_graph *))
+static void start_with(run *r, const char *policy, void (*build)(sched_graph *), int n_gpus,
+                       int n_copies)
 {
     memset(r, 0, sizeof *r);
-    fake_set_init(&r->f, 2);
+    fake_set_init(&r->f, n_gpus);
     r->t = trace_new();
     sched_rec_opts ro = { .sink = sched_sink_memory(r->t), .now = no_clock };
     r->rec = sched_rec_new(&ro);
@@ -70,11 +71,17 @@ static void start(run *r, const char *policy, void (*build)(sched_graph *))
     build(r->g);
     r->w = sched_weights_new(r->be, r->f.n, r->g, sched_rec_sink(r->rec));
     assert_int_equal(sched_weights_bind(r->w, r->g), 0);
-    sched_options o = { .n_copies = 2, .policy = sched_policy_find(policy) };
+    sched_options o = { .n_copies = n_copies, .policy = sched_policy_find(policy),
+                        .sink = sched_rec_sink(r->rec) };
     assert_non_null(o.policy);
     r->s = sched_new(r->be, r->f.n, &o);
     char err[256];
     assert_int_equal(sched_plan(r->s, r->g, err, sizeof err), SCHED_OK);
+}
+
+static void start(run *r, const char *policy, void (*build)(sched_graph *))
+{
+    start_with(r, policy, build, 2, 2);
 }
 
 static void stop(run *r)
@@ -168,13 +175,221 @@ static void test_policy_no_split_wait_drops_the_previous_split_wait(void **state
     stop(&r);
 }
 
+/* Split 0 of two_split_graph alone: one GPU, three user inputs. */
+static void one_gpu_graph(sched_graph *g)
+{
+    int32_t i0 = sched_graph_leaf(g, "i0", SCHED_F32, 1, v64, SCHED_FLAG_INPUT);
+    int32_t i1 = sched_graph_leaf(g, "i1", SCHED_F32, 1, v64, SCHED_FLAG_INPUT);
+    int32_t i2 = sched_graph_leaf(g, "i2", SCHED_F32, 1, v64, SCHED_FLAG_INPUT);
+    int32_t w0 = fake_weight(g, "w0", 0);
+    int32_t s[2] = { i0, i1 };
+    int32_t a = sched_graph_op(g, "a", SCHED_OP_ADD, s, 2);
+    s[0] = a;
+    s[1] = i2;
+    int32_t b = sched_graph_op(g, "b", SCHED_OP_ADD, s, 2);
+    s[0] = w0;
+    s[1] = b;
+    sched_graph_op(g, "m0", SCHED_OP_MUL_MAT, s, 2);
+}
+
+/* Single GPU, one copy slot (ggml does not pipeline one device): the
+ * patterns the issue names; no events exist, so nothing is recorded. */
+static void test_policy_single_gpu_patterns(void **state)
+{
+    (void)state;
+    static const struct { const char *policy, *pattern; } want[] = {
+        { "full", "sassassasg" },
+        { "ggml-20793", "saaasg" },
+        { "ggml-17795", "saaasg" },       /* no events: syncs around the split */
+        { "ggml-head", "scscscg" },       /* no events: a sync before each blocking copy */
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        run r;
+        start_with(&r, want[i].policy, one_gpu_graph, 1, 1);
+        assert_int_equal(sched_n_splits(r.s), 1);
+        assert_string_equal(pattern_of(&r, 2), want[i].pattern);
+        stop(&r);
+    }
+}
+
+/* With two slots the ggml policies have events: #17795 drops the syncs and
+ * copies user inputs asynchronously after the host waited for the slot;
+ * #20793 keeps the syncs; head copies user inputs blocking. Events are
+ * recorded after splits with inputs (both splits here). */
+static void test_policy_ggml_pipelined_patterns(void **state)
+{
+    (void)state;
+    static const struct { const char *policy, *pattern; } want[] = {
+        { "ggml-17795", "sasasagr|warwgr" },
+        { "ggml-20793", "ssasasasgr|swarwsgr" },
+        { "ggml-head", "scscscgr|warwgr" },
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        run r;
+        start(&r, want[i].policy, two_split_graph);
+        assert_string_equal(pattern_of(&r, 2), want[i].pattern);
+        stop(&r);
+    }
+}
+
+/* The streams that wait for slot events (".ev."; the host's event
+ * synchronizes left out), in order, comma separated, into buf. */
+static const char *slot_waiters(run *r, char *buf, size_t cap)
+{
+    size_t used = 0;
+    buf[0] = 0;
+    for (uint64_t i = 0; i < r->t->n_stmts; i++) {
+        trace_stmt st;
+        trace_stmt_at(r->t, i, &st);
+        if (st.kind != TRACE_WAIT || st.queue == sched_rec_host(r->rec) ||
+            !strstr(trace_str(r->t, st.object), ".ev."))
+            continue;
+        used += (size_t)snprintf(buf + used, cap - used, "%s%s", used ? "," : "",
+                                 trace_str(r->t, r->t->queues[st.queue].name));
+    }
+    return buf;
+}
+
+/* GPU1's input is copied on GPU0's stream: syncsim's events policy makes
+ * that (copying) stream wait for GPU1's slot; ggml makes GPU1's stream wait,
+ * which does not hold back the copy (difference 2 of issue 12). */
+static void test_policy_ggml_waits_on_the_destination(void **state)
+{
+    (void)state;
+    char buf[256];
+    run r;
+    start(&r, "events", two_split_graph);
+    pattern_of(&r, 2);
+    assert_string_equal(slot_waiters(&r, buf, sizeof buf), "gpu0");
+    stop(&r);
+    start(&r, "ggml-head", two_split_graph);
+    pattern_of(&r, 2);
+    assert_string_equal(slot_waiters(&r, buf, sizeof buf), "gpu1");
+    stop(&r);
+}
+
+/* A split on GPU0 from a weight, then a CPU split without inputs. */
+static void gpu_then_cpu_graph(sched_graph *g)
+{
+    int32_t x = sched_graph_leaf(g, "x", SCHED_F32, 1, v64, SCHED_FLAG_INPUT);
+    int32_t s[2] = { fake_weight(g, "w0", 0), -1 };
+    sched_graph_op(g, "q", SCHED_OP_SILU, s, 1);
+    s[0] = x;
+    int32_t post = sched_graph_op(g, "post", SCHED_OP_SILU, s, 1);
+    g->tensors[post].user_backend = 2;
+}
+
+/* #26040: a split without inputs after a change of backend blocks the host
+ * on the previous backend's slot event (s), whoever reads its memory;
+ * before #26040 nothing waits; syncsim's readers rule waits only when
+ * another backend reads the split's memory (nobody here). The previous
+ * backend is forgotten at each evaluation: GPU0's split, first, never
+ * waits for the CPU split of the evaluation before. */
+static void test_policy_ggml_head_waits_after_a_backend_change(void **state)
+{
+    (void)state;
+    run r;
+    start(&r, "ggml-head", gpu_then_cpu_graph);
+    assert_int_equal(sched_n_splits(r.s), 2);
+    assert_int_equal(sched_get_split(r.s, 1)->n_inputs, 0);
+    assert_string_equal(pattern_of(&r, 2), "gr|s");
+    stop(&r);
+    start(&r, "ggml-20793", gpu_then_cpu_graph);
+    assert_string_equal(pattern_of(&r, 2), "ssg");   /* no events: syncs around GPU0's split */
+    stop(&r);
+    start(&r, "events", gpu_then_cpu_graph);
+    assert_string_equal(pattern_of(&r, 2), "gr");
+    stop(&r);
+}
+
+/* ggml's slots: cur_copy is chosen when the graph is allocated and is 0
+ * again after a synchronize; every user input has a host copy per slot.
+ * syncsim's own policies rotate cur_copy after every evaluation. */
+static void test_policy_ggml_slots(void **state)
+{
+    (void)state;
+    run r;
+    start_with(&r, "ggml-head", two_split_graph, 2, 4);
+    int32_t i0 = sched_graph_find(r.g, "i0");
+    const sched_buffer *seen[4];
+    for (int e = 0; e < 3; e++) {
+        assert_int_equal(sched_alloc_graph(r.s), SCHED_OK);
+        assert_int_equal(sched_cur_copy(r.s), e);
+        seen[e] = r.g->tensors[i0].buffer;
+        for (int k = 0; k < e; k++)
+            assert_ptr_not_equal(seen[k], seen[e]);
+        assert_int_equal(sched_graph_compute(r.s, (uint64_t)e), SCHED_OK);
+    }
+    assert_int_equal(sched_synchronize(r.s), SCHED_OK);
+    assert_int_equal(sched_alloc_graph(r.s), SCHED_OK);
+    assert_int_equal(sched_cur_copy(r.s), 0);
+    assert_ptr_equal(r.g->tensors[i0].buffer, seen[0]);
+    stop(&r);
+
+    start_with(&r, "events", two_split_graph, 2, 4);
+    i0 = sched_graph_find(r.g, "i0");
+    const sched_buffer *one = r.g->tensors[i0].buffer;
+    for (int e = 0; e < 3; e++)
+        assert_int_equal(sched_graph_compute(r.s, (uint64_t)e), SCHED_OK);
+    assert_int_equal(sched_synchronize(r.s), SCHED_OK);
+    assert_int_equal(sched_cur_copy(r.s), 3);
+    assert_ptr_equal(r.g->tensors[i0].buffer, one);
+    stop(&r);
+}
+
+/* An input read through a view by the CPU, then GPU0. */
+static void input_view_graph(sched_graph *g)
+{
+    int32_t x = sched_graph_leaf(g, "x", SCHED_F32, 1, v64, SCHED_FLAG_INPUT);
+    int64_t half[1] = { 32 };
+    int32_t xv = sched_graph_view(g, "xv", SCHED_OP_VIEW, x, SCHED_F32, 1, half, 128);
+    int32_t s[2] = { xv, -1 };
+    int32_t c = sched_graph_op(g, "c", SCHED_OP_SILU, s, 1);
+    g->tensors[c].user_backend = 1;                    /* the CPU (one GPU) */
+    s[0] = fake_weight(g, "w0", 0);
+    s[1] = c;
+    sched_graph_op(g, "m0", SCHED_OP_MUL_MAT, s, 2);
+}
+
+/* A view of a per-slot input names that slot's host copy ("xv#c",
+ * declared through the sink the scheduler is given), once per slot, and
+ * again when the slot comes back. */
+static void test_policy_ggml_slots_views_of_inputs(void **state)
+{
+    (void)state;
+    run r;
+    start_with(&r, "ggml-head", input_view_graph, 1, 2);
+    int32_t x = sched_graph_find(r.g, "x"), xv = sched_graph_find(r.g, "xv");
+    uint32_t views[2];
+    for (int e = 0; e < 2; e++) {
+        assert_int_equal(sched_alloc_graph(r.s), SCHED_OK);
+        assert_int_equal(sched_graph_compute(r.s, (uint64_t)e), SCHED_OK);
+        const sched_tensor *v = &r.g->tensors[xv];
+        views[e] = v->trace_view;
+        assert_int_not_equal(views[e], TRACE_NONE);
+        assert_int_equal(r.t->buffers[views[e]].parent, r.g->tensors[x].buffer->trace_id);
+        assert_int_equal(r.t->buffers[views[e]].offset, 128);
+        char want[16];
+        snprintf(want, sizeof want, "xv#%d", e);
+        assert_string_equal(trace_str(r.t, r.t->buffers[views[e]].name), want);
+    }
+    assert_int_not_equal(views[0], views[1]);
+    uint32_t n_buffers = r.t->n_buffers;
+    assert_int_equal(sched_synchronize(r.s), SCHED_OK);
+    assert_int_equal(sched_alloc_graph(r.s), SCHED_OK);
+    assert_int_equal(sched_graph_compute(r.s, 2), SCHED_OK);
+    assert_int_equal(r.g->tensors[xv].trace_view, views[0]);
+    assert_int_equal(r.t->n_buffers, n_buffers);        /* nothing declared again */
+    stop(&r);
+}
+
 static void test_policy_names_are_unique_and_found(void **state)
 {
     (void)state;
     int n = 0;
     for (int i = 0; sched_policies[i]; i++, n++)
         assert_ptr_equal(sched_policy_find(sched_policies[i]->name), sched_policies[i]);
-    assert_int_equal(n, 5);
+    assert_int_equal(n, 8);
     assert_null(sched_policy_find("nope"));
 }
 
@@ -186,6 +401,12 @@ int main(void)
         cmocka_unit_test(test_policy_events_waits_for_slot_events),
         cmocka_unit_test(test_policy_async_user_inputs_drops_the_host_wait),
         cmocka_unit_test(test_policy_no_split_wait_drops_the_previous_split_wait),
+        cmocka_unit_test(test_policy_single_gpu_patterns),
+        cmocka_unit_test(test_policy_ggml_pipelined_patterns),
+        cmocka_unit_test(test_policy_ggml_waits_on_the_destination),
+        cmocka_unit_test(test_policy_ggml_head_waits_after_a_backend_change),
+        cmocka_unit_test(test_policy_ggml_slots),
+        cmocka_unit_test(test_policy_ggml_slots_views_of_inputs),
         cmocka_unit_test(test_policy_names_are_unique_and_found),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

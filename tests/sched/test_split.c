@@ -1,5 +1,6 @@
 /* test_split.c -- splits, split inputs, copies per slot, cur_copy rotation,
- * the no-input wait, and the liveness allocator. */
+ * the no-input wait, and the liveness allocator (with ggml's transient
+ * one-slot copies). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -22,15 +23,20 @@ static int32_t unary(sched_graph *g, const char *name, sched_op op, int32_t a)
     return sched_graph_op(g, name, op, src, 1);
 }
 
-static void plan(fixture *fx, int n_copies)
+static void plan_policy(fixture *fx, int n_copies, const char *policy)
 {
     sched_sink sink = fake_sink();
     fx->w = sched_weights_new(fx->f.ptr, fx->f.n, fx->g, &sink);
     assert_int_equal(sched_weights_bind(fx->w, fx->g), 0);
-    sched_options o = { .n_copies = n_copies };
+    sched_options o = { .n_copies = n_copies, .policy = policy ? sched_policy_find(policy) : NULL };
     fx->s = sched_new(fx->f.ptr, fx->f.n, &o);
     char err[256];
     assert_int_equal(sched_plan(fx->s, fx->g, err, sizeof err), SCHED_OK);
+}
+
+static void plan(fixture *fx, int n_copies)
+{
+    plan_policy(fx, n_copies, NULL);
 }
 
 /* x (user input) -> mm0 on GPU0 -> mm1 on GPU1 -> mm2 on GPU0, then mm3 on
@@ -143,9 +149,74 @@ static void test_alloc_reuses_memory_of_dead_tensors(void **state)
     assert_int_equal(sched_alloc_overlaps(fx->s), 0);
 }
 
+/* Two GPU0 splits, each copying a CPU result of the same size. */
+static void two_copies_graph(fixture *fx, int32_t *ca, int32_t *cb)
+{
+    int32_t x = sched_graph_leaf(fx->g, "x", SCHED_F32, 1, v64, SCHED_FLAG_INPUT);
+    int32_t a = unary(fx->g, "a", SCHED_OP_SILU, x);
+    fx->g->tensors[a].user_backend = 2;
+    int32_t m0 = mm(fx->g, "m0", fake_weight(fx->g, "w0", 0), a);
+    int32_t b = unary(fx->g, "b", SCHED_OP_SILU, x);
+    fx->g->tensors[b].user_backend = 2;
+    int32_t m1 = mm(fx->g, "m1", fake_weight(fx->g, "w1", 0), b);
+    int32_t s[2] = { m0, m1 };
+    int32_t out = sched_graph_op(fx->g, "out", SCHED_OP_ADD, s, 2);
+    fx->g->tensors[out].flags |= SCHED_FLAG_OUTPUT;
+    *ca = a;
+    *cb = b;
+}
+
+/* The copy of a CPU tensor on GPU0 (its only copy: one slot). */
+static const sched_tensor *copy_on_gpu0(const fixture *fx, int32_t src)
+{
+    for (int32_t i = 0; i < fx->g->n_tensors; i++)
+        if ((fx->g->tensors[i].flags & SCHED_FLAG_COPY) && fx->g->tensors[i].copy_of == src &&
+            fx->g->tensors[i].backend == 0)
+            return &fx->g->tensors[i];
+    fail_msg("no copy of tensor %d on GPU0", src);
+    return NULL;
+}
+
+/* ggml with one slot allocates a split's copies when it starts and frees
+ * them after their last reader: the second copy takes the first's bytes.
+ * syncsim's own policies keep every copy for the whole graph. */
+static void test_alloc_ggml_one_slot_copies_are_transient(void **state)
+{
+    fixture *fx = *state;
+    int32_t a, b;
+    two_copies_graph(fx, &a, &b);
+    plan_policy(fx, 1, "ggml-head");
+    assert_int_equal(sched_n_splits(fx->s), 4);       /* CPU, GPU0, CPU, GPU0 */
+    assert_int_equal(copy_on_gpu0(fx, a)->offset, copy_on_gpu0(fx, b)->offset);
+    assert_int_equal(sched_alloc_overlaps(fx->s), 0);
+}
+
+static void test_alloc_copies_kept_with_slots(void **state)
+{
+    fixture *fx = *state;
+    int32_t a, b;
+    two_copies_graph(fx, &a, &b);
+    plan_policy(fx, 2, "ggml-head");                  /* two slots: kept */
+    assert_int_not_equal(copy_on_gpu0(fx, a)->offset, copy_on_gpu0(fx, b)->offset);
+    assert_int_equal(sched_alloc_overlaps(fx->s), 0);
+}
+
+static void test_alloc_copies_kept_by_syncsims_policies(void **state)
+{
+    fixture *fx = *state;
+    int32_t a, b;
+    two_copies_graph(fx, &a, &b);
+    plan_policy(fx, 1, "events");
+    assert_int_not_equal(copy_on_gpu0(fx, a)->offset, copy_on_gpu0(fx, b)->offset);
+    assert_int_equal(sched_alloc_overlaps(fx->s), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        FAKE_TEST(test_alloc_ggml_one_slot_copies_are_transient),
+        FAKE_TEST(test_alloc_copies_kept_with_slots),
+        FAKE_TEST(test_alloc_copies_kept_by_syncsims_policies),
         FAKE_TEST(test_split_inputs_and_copy_counts),
         FAKE_TEST(test_split_slots_rotate_per_evaluation),
         FAKE_TEST(test_split_no_inputs_waits_when_memory_is_read_elsewhere),

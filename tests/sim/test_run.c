@@ -21,13 +21,17 @@ typedef struct outcome {
     const sim_world *world;
 } outcome;
 
-static void run_checked(outcome *o, const char *model, const char *devices, const char *policy,
-                        const char *allreduce, int prompt, int tokens)
+/* A run of a model (or, graph_file set, of a graph file) with n_copies
+ * slots (0: the policy's default), recorded in memory and checked. */
+static void run_checked_on(outcome *o, const char *model, const char *graph_file,
+                           const char *devices, const char *policy, const char *allreduce,
+                           int n_copies, int prompt, int tokens)
 {
     memset(o, 0, sizeof *o);
     o->t = trace_new();
-    sched_run_opts opts = { .model = model, .devices = devices, .policy = policy, .n_copies = 2,
-                            .tokens = tokens, .prompt = prompt, .allreduce = allreduce };
+    sched_run_opts opts = { .model = model, .graph_file = graph_file, .devices = devices,
+                            .policy = policy, .n_copies = n_copies, .tokens = tokens,
+                            .prompt = prompt, .allreduce = allreduce };
     trace_error err = { 0 };
     o->run = sim_test_run(&opts, o->t, &o->res);
     o->world = sim_machine_world(sched_run_machine(o->run));
@@ -37,6 +41,12 @@ static void run_checked(outcome *o, const char *model, const char *devices, cons
     check_options co = { 0 };
     assert_int_equal(check_trace(&r, &co, &o->rep, &err), 0);
     trace_reader_close(&r);
+}
+
+static void run_checked(outcome *o, const char *model, const char *devices, const char *policy,
+                        const char *allreduce, int prompt, int tokens)
+{
+    run_checked_on(o, model, NULL, devices, policy, allreduce, 2, prompt, tokens);
 }
 
 static void done(outcome *o)
@@ -220,6 +230,135 @@ static void test_run_replay_dropping_syncs_gains_time(void **state)
     done(&o);
 }
 
+static void assert_clean(const outcome *o, const char *what)
+{
+    if (check_report_count(o->rep) != 0) {
+        check_report_print(stderr, o->rep, false);
+        fail_msg("%s is not clean", what);
+    }
+}
+
+/* Issue 12: on one GPU ggml does not pipeline (one slot, no events);
+ * GPU0's split copies the embeddings and two user inputs. */
+static void test_run_ggml_single_gpu_patterns(void **state)
+{
+    (void)state;
+    static const struct { const char *policy, *pattern; } want[] = {
+        { "full", "sassassasg" },
+        { "ggml-20793", "saaasg" },
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        outcome o;
+        run_checked_on(&o, SMALL_LLAMA, NULL, "h100-pcie:gpus=1", want[i].policy, NULL, 0, 16, 2);
+        assert_clean(&o, want[i].policy);
+        if (!strstr(o.res.pattern, want[i].pattern))
+            fail_msg("%s: pattern %s has no %s", want[i].policy, o.res.pattern, want[i].pattern);
+        done(&o);
+    }
+    outcome o;
+    run_checked_on(&o, SMALL_LLAMA, NULL, "h100-pcie:gpus=1", "ggml-20793", NULL, 0, 16, 2);
+    assert_int_equal(o.res.n_copies, 1);
+    assert_null(strchr(o.res.pattern, 'r'));           /* one slot: no events */
+    done(&o);
+}
+
+/* Issue 12: pipeline parallelism over two GPUs with prompt micro-batches
+ * (ggml's -ub 512 -b 2048 scaled down: four ubatches of one batch). ggml's
+ * default is four slots. #17795 copies the CPU split's embeddings
+ * asynchronously (copy_from_host) with no sync after: the next ubatch's
+ * CPU split overwrites them in the CPU's arena while GPU0 may still copy
+ * them. #20793's syncs and the pinned ggml's blocking host copies
+ * (CUDA without copy_from_host) are clean. */
+static void test_run_ggml_pipeline_microbatches(void **state)
+{
+    (void)state;
+    static const struct { const char *policy; bool races; } want[] = {
+        { "ggml-17795", true },
+        { "ggml-20793", false },
+        { "ggml-head", false },
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        outcome o;
+        run_checked_on(&o, SMALL_LLAMA, NULL, "h100-pcie", want[i].policy, NULL, 0, 64, 4);
+        assert_int_equal(o.res.n_copies, 4);
+        assert_int_equal(o.res.n_ubatches, 4);
+        if (want[i].races)
+            assert_true(race_on(&o, "p.arena.CPU"));
+        else
+            assert_clean(&o, want[i].policy);
+        done(&o);
+    }
+}
+
+/* Issue 12, #26040: a CPU split without inputs after GPU0's split blocks
+ * the host on GPU0 (ggml-head). Dropping those syncs gains time and lets
+ * the CPU overwrite, in its arena, what GPU0's asynchronous (vulkan) copy
+ * still reads. */
+static void test_run_ggml_26040_wait_dropped_races(void **state)
+{
+    (void)state;
+    outcome o;
+    run_checked_on(&o, NULL, SYNCSIM_SOURCE_DIR "/tests/sched/ggml-26040.graph",
+                   "h100-pcie:gpus=1,backend=vulkan", "ggml-head", NULL, 0, 0, 6);
+    assert_clean(&o, "ggml-head");
+    uint64_t drops[16];
+    int n = 0;
+    uint32_t host = trace_find_queue(o.t, "host", 4);
+    for (uint64_t i = 0; i + 1 < o.t->n_stmts && n < 16; i++) {
+        trace_stmt s, next;
+        trace_stmt_at(o.t, i, &s);
+        if (s.kind != TRACE_SYNC)
+            continue;
+        for (uint64_t k = i + 1; k < o.t->n_stmts; k++) {
+            trace_stmt_at(o.t, k, &next);
+            if (next.queue == host)
+                break;
+        }
+        if (next.kind == TRACE_OP && strcmp(trace_str(o.t, next.label), "d:c") == 0)
+            drops[n++] = s.seq;
+    }
+    assert_int_equal(n, 6);                             /* one per token */
+    sim_model m;
+    trace_error err = { 0 };
+    assert_int_equal(sim_model_load("h100-pcie:gpus=1", &m, &err), 0);
+    trace *out = trace_new();
+    sched_sink sink = sched_sink_memory(out);
+    sim_replay_opts ro = { .model = &m, .durations_recorded = true };
+    sim_replay_result base, dropped;
+    trace_reader r;
+    trace_reader_memory(&r, o.t);
+    assert_int_equal(sim_replay(&r, &ro, &base, &err), 0);
+    ro.drop_seq = drops;
+    ro.n_drop = n;
+    ro.out = &sink;
+    trace_reader_memory(&r, o.t);
+    assert_int_equal(sim_replay(&r, &ro, &dropped, &err), 0);
+    assert_true(dropped.makespan_ns < base.makespan_ns);
+    trace_reader r2;
+    trace_reader_memory(&r2, out);
+    check_report *rep;
+    check_options co = { 0 };
+    assert_int_equal(check_trace(&r2, &co, &rep, &err), 0);
+    assert_true(check_report_count_kind(rep, TRACE_FINDING_RACE) > 0);
+    check_report_free(rep);
+    trace_reader_close(&r2);
+    trace_free(out);
+    done(&o);
+}
+
+/* The ranks of a tensor-parallel group are one (meta) backend to ggml: the
+ * #26040 wait does not separate them (it would wait for a rank whose
+ * all-reduce has not gathered: a hang). */
+static void test_run_ggml_head_tensor_parallel(void **state)
+{
+    (void)state;
+    outcome o;
+    run_checked_on(&o, SMALL_TP, NULL, "h100-sxm", "ggml-head", NULL, 0, 64, 2);
+    assert_clean(&o, "ggml-head on tp");
+    assert_int_equal(o.res.n_copies, 1);               /* a tensor split does not pipeline */
+    done(&o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -231,6 +370,10 @@ int main(void)
         cmocka_unit_test(test_run_tensor_parallel_allreduces_are_clean),
         cmocka_unit_test(test_run_replay_with_recorded_durations_reproduces_makespan),
         cmocka_unit_test(test_run_replay_dropping_syncs_gains_time),
+        cmocka_unit_test(test_run_ggml_single_gpu_patterns),
+        cmocka_unit_test(test_run_ggml_pipeline_microbatches),
+        cmocka_unit_test(test_run_ggml_26040_wait_dropped_races),
+        cmocka_unit_test(test_run_ggml_head_tensor_parallel),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
