@@ -316,6 +316,20 @@ static api_role role_of(const char *name)
     return ROLE_OTHER;
 }
 
+cap_call capture_call(const char *name)
+{
+    switch (role_of(name)) {
+    case ROLE_RECORD: return CAP_CALL_RECORD;
+    case ROLE_STREAM_WAIT: return CAP_CALL_STREAM_WAIT;
+    case ROLE_EVENT_SYNC: return CAP_CALL_EVENT_SYNC;
+    case ROLE_STREAM_SYNC: return CAP_CALL_STREAM_SYNC;
+    case ROLE_DEVICE_SYNC: return CAP_CALL_DEVICE_SYNC;
+    case ROLE_COPY_SYNC: return CAP_CALL_COPY_SYNC;
+    case ROLE_QUERY: return CAP_CALL_QUERY;
+    default: return CAP_CALL_OTHER;
+    }
+}
+
 /* Allocation calls: what each does with memory, and in which space. */
 static const struct {
     const char *name;

@@ -234,6 +234,16 @@ typedef enum {
 } cap_memcall;
 cap_memcall capture_memcall(const char *name, cap_mem *mem);
 
+/* What a call's name says it synchronises (the role table of capture.c),
+ * for captures that hand over calls with their arguments instead of
+ * CUPTI's sync rows: a record, a stream wait, an event / stream / device
+ * synchronise, a synchronous copy, or none of these. */
+typedef enum {
+    CAP_CALL_OTHER = 0, CAP_CALL_RECORD, CAP_CALL_STREAM_WAIT, CAP_CALL_EVENT_SYNC,
+    CAP_CALL_STREAM_SYNC, CAP_CALL_DEVICE_SYNC, CAP_CALL_COPY_SYNC, CAP_CALL_QUERY,
+} cap_call;
+cap_call capture_call(const char *name);
+
 /* Counts the importer reports as run metadata ("capture.kernels", ...). */
 int capture_count(capture *c, const char *key, uint64_t n);
 
