@@ -1908,9 +1908,9 @@ static int emit_one(builder *b, const item *it, trace_stmt *s)
         if (g->kind == CAP_COLLECTIVE) {
             s->object = g->comm;
             s->coll_kind = g->coll;
-            s->count = g->bytes;
+            s->count = g->ranks;
         }
-        if (g->bytes && (g->kind == CAP_MEMCPY || g->kind == CAP_MEMSET)) {
+        if (g->bytes && g->kind != CAP_KERNEL) {
             attrs[na].key = b->s_bytes;
             attrs[na++].value = intern_fmt(b->t, "%llu", (unsigned long long)g->bytes);
         }

@@ -22,7 +22,7 @@
  *   range  pid=P tid=T t0=NS t1=NS name=NAME
  *   host   pid=P tid=T t0=NS t1=NS mode=r|w|rw ptr=ADDR size=N name=LABEL
  *   lib    pid=P tid=T t0=NS t1=NS dev=D stream=S [acc=ADDR:LEN:r|w|rw ...]
- *          [comm=ID coll=KIND bytes=N] name=CALL
+ *          [comm=ID coll=KIND ranks=N bytes=N] name=CALL
  *
  * Numbers are decimal, addresses hexadecimal (0x...); name= takes the rest
  * of the line. Memory kinds M: pageable, pinned, device, managed, host.
@@ -63,7 +63,7 @@ typedef struct rec {
     char kind;                  /* a api, s stream, g gpu, p param, r range, h host, l lib */
     int64_t pid, tid, t0, t1, corr, dev, stream, event, node;
     int64_t srcdev, dstdev;
-    uint64_t ptr, size, src, dst, bytes;
+    uint64_t ptr, size, src, dst, bytes, ranks;
     cap_mem srcmem, dstmem;
     uint8_t mode;
     uint8_t gkind;              /* cap_gpu_kind */
@@ -261,6 +261,8 @@ static int parse_line(cudalog *l, char *line, size_t len, uint32_t no)
             ok = parse_u64(v, vl, &r->src), r->has_src = true;
         else if (is(key, kl, "dst"))
             ok = parse_u64(v, vl, &r->dst), r->has_dst = true;
+        else if (is(key, kl, "ranks"))
+            ok = parse_u64(v, vl, &r->ranks);
         else if (is(key, kl, "bytes"))
             ok = parse_u64(v, vl, &r->bytes);
         else if (is(key, kl, "srcmem"))
@@ -612,12 +614,12 @@ static int finish_libs(xlate *x)
         if (st == TRACE_NONE ||
             capture_api(l->c, o->host, r->pid, r->t0, r->t1, corr, r->name) != 0)
             return oom(l);
-        bool coll = r->comm != TRACE_NONE && r->coll != TRACE_NONE;
+        bool coll = r->comm != TRACE_NONE && r->coll != TRACE_NONE && r->ranks > 0;
         cap_gpu g = { .stream = st, .kind = coll ? CAP_COLLECTIVE : CAP_KERNEL,
                       .t0 = o->k0 != CAP_NONE ? o->k0 : r->t0,
                       .t1 = o->k1 != CAP_NONE ? o->k1 : r->t1, .corr = corr, .name = r->name,
                       .bytes = r->bytes, .src_device = CAP_NONE, .dst_device = CAP_NONE,
-                      .comm = r->comm, .coll = r->coll };
+                      .comm = r->comm, .coll = r->coll, .ranks = r->ranks };
         if (capture_gpu(l->c, &g) != 0)
             return oom(l);
         for (uint64_t k = 0; k < o->n_acc; k++) {

@@ -122,7 +122,8 @@ typedef struct cap_gpu {
     uint64_t bytes;             /* copies and memsets; 0 unknown */
     cap_mem src, dst;           /* copies */
     int64_t src_device, dst_device; /* copies between devices; CAP_NONE: the stream's */
-    uint32_t comm, coll;        /* CAP_COLLECTIVE: communicator and KIND (string ids) */
+    uint32_t comm, coll;        /* CAP_COLLECTIVE: communicator and KIND (string ids), */
+    uint64_t ranks;             /* and how many take part (size=) */
 } cap_gpu;
 
 typedef struct cap_sync {
