@@ -1,0 +1,320 @@
+/*
+ * shim.c -- libsyncsim_shim.so, preloaded by `syncsim capture`
+ * (LD_PRELOAD): cuBLAS and NCCL calls recorded at the library call, with
+ * their documented read/write sets, as `lib` records of the event log
+ * (traces/capture_cuda.c). The translation puts each in place of the
+ * kernels the thread launched inside it, instead of guessing accesses from
+ * kernels whose parameters say nothing about what they touch.
+ *
+ * The shim links nothing but libdl: the real functions are found with
+ * dlsym(RTLD_NEXT), and CUPTI's clock and stream ids with dlsym(RTLD_DEFAULT)
+ * once the injection library is loaded, so a preloaded process that never
+ * touches CUDA (a shell script around the program) loads it harmlessly.
+ *
+ *   cublasSgemm_v2    reads A (m x k, or k x m transposed, leading dim lda),
+ *                     B (k x n, or n x k), writes C (m x n, ldc; read too
+ *                     when beta != 0), column-major, 4 bytes an element.
+ *   ncclAllReduce     reads sendbuff, writes recvbuff (count elements); a
+ *   ncclBroadcast     collective of the communicator: its id is the hash of
+ *   ncclReduceScatter the ncclUniqueId every rank passed to ncclCommInitRank
+ *   ncclAllGather     (ncclCommInitAll: one id per call), its size= the
+ *                     number of ranks (ncclCommCount).
+ */
+#include <cublas_v2.h>
+#include <cuda.h>
+#include <nccl.h>
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static int log_fd = -1;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static void open_log(void)
+{
+    const char *path = getenv("SYNCSIM_CAPTURE_LOG");
+    if (path && *path)
+        log_fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+}
+
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...)
+{
+    pthread_once(&once, open_log);
+    if (log_fd < 0)
+        return;
+    char buf[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof buf - 1, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    if ((size_t)n >= sizeof buf - 1)
+        n = (int)sizeof buf - 2;
+    buf[n++] = '\n';
+    ssize_t w = write(log_fd, buf, (size_t)n);
+    (void)w;
+}
+
+static void *next(const char *name)
+{
+    void *f = dlsym(RTLD_NEXT, name);
+    if (!f) {
+        fprintf(stderr, "syncsim capture: %s: not found after the shim (%s)\n", name, dlerror());
+        abort();
+    }
+    return f;
+}
+
+/* CUPTI's clock (the log's), or 0 before the injection is loaded. */
+static uint64_t now(void)
+{
+    static int (*ts)(uint64_t *);
+    if (!ts)
+        ts = (int (*)(uint64_t *))dlsym(RTLD_DEFAULT, "cuptiGetTimestamp");
+    uint64_t t = 0;
+    if (ts)
+        ts(&t);
+    return t;
+}
+
+/* The device and CUPTI stream id of stream s on the current context. */
+static void where(cudaStream_t s, int *dev, long *stream)
+{
+    static CUresult (*get_ctx)(CUcontext *);
+    static CUresult (*get_dev)(CUdevice *);
+    static int (*sid)(CUcontext, CUstream, uint8_t, uint32_t *);
+    if (!get_ctx) {
+        get_ctx = (CUresult(*)(CUcontext *))dlsym(RTLD_DEFAULT, "cuCtxGetCurrent");
+        get_dev = (CUresult(*)(CUdevice *))dlsym(RTLD_DEFAULT, "cuCtxGetDevice");
+        sid = (int (*)(CUcontext, CUstream, uint8_t, uint32_t *))dlsym(RTLD_DEFAULT,
+                                                                        "cuptiGetStreamIdEx");
+    }
+    CUcontext ctx = NULL;
+    CUdevice d = 0;
+    uint32_t id = 0;
+    if (get_ctx)
+        get_ctx(&ctx);
+    if (get_dev)
+        get_dev(&d);
+    uintptr_t h = (uintptr_t)s;
+    int per_thread = h == (uintptr_t)cudaStreamPerThread;
+    if (sid)
+        sid(ctx, per_thread || h == (uintptr_t)cudaStreamLegacy ? NULL : (CUstream)s,
+            (uint8_t)per_thread, &id);
+    *dev = (int)d;
+    *stream = (long)id;
+}
+
+#define PTR(p) (unsigned long long)(uintptr_t)(p)
+
+/* ------------------------------------------------------------------ */
+/* cuBLAS.                                                             */
+
+cublasStatus_t cublasSgemm_v2(cublasHandle_t handle, cublasOperation_t transa,
+                              cublasOperation_t transb, int m, int n, int k, const float *alpha,
+                              const float *A, int lda, const float *B, int ldb, const float *beta,
+                              float *C, int ldc)
+{
+    static cublasStatus_t (*real)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int,
+                                  int, const float *, const float *, int, const float *, int,
+                                  const float *, float *, int);
+    static cublasStatus_t (*get_stream)(cublasHandle_t, cudaStream_t *);
+    if (!real) {
+        real = next("cublasSgemm_v2");
+        get_stream = next("cublasGetStream_v2");
+    }
+    uint64_t t0 = now();
+    cublasStatus_t st = real(handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+    uint64_t t1 = now();
+    if (st != CUBLAS_STATUS_SUCCESS || m <= 0 || n <= 0 || k <= 0)
+        return st;
+    cudaStream_t s = NULL;
+    get_stream(handle, &s);
+    int dev;
+    long stream;
+    where(s, &dev, &stream);
+    /* column-major: an r x c operand with leading dimension ld spans
+     * ld * (c - 1) + r elements */
+    int ar = transa == CUBLAS_OP_N ? m : k, ac = transa == CUBLAS_OP_N ? k : m;
+    int br = transb == CUBLAS_OP_N ? k : n, bc = transb == CUBLAS_OP_N ? n : k;
+    unsigned long long na = (unsigned long long)lda * (unsigned long long)(ac - 1) + (unsigned)ar;
+    unsigned long long nb = (unsigned long long)ldb * (unsigned long long)(bc - 1) + (unsigned)br;
+    unsigned long long nc = (unsigned long long)ldc * (unsigned long long)(n - 1) + (unsigned)m;
+    int reads_c = beta && *beta != 0.0f;    /* host-side beta (the default pointer mode) */
+    say("lib pid=%d tid=%ld t0=%llu t1=%llu dev=%d stream=%ld acc=0x%llx:%llu:r "
+        "acc=0x%llx:%llu:r acc=0x%llx:%llu:%s name=cublasSgemm_v2",
+        getpid(), (long)syscall(SYS_gettid), (unsigned long long)t0, (unsigned long long)t1, dev,
+        stream, PTR(A), na * 4, PTR(B), nb * 4, PTR(C), nc * 4, reads_c ? "rw" : "w");
+    return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* NCCL.                                                               */
+
+#define COMMS 256
+static struct { ncclComm_t comm; unsigned long long id; } comms[COMMS];
+static pthread_mutex_t comm_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void comm_remember(ncclComm_t c, unsigned long long id)
+{
+    pthread_mutex_lock(&comm_lock);
+    size_t i = ((uintptr_t)c >> 4) % COMMS;
+    comms[i].comm = c;
+    comms[i].id = id;
+    pthread_mutex_unlock(&comm_lock);
+}
+
+static unsigned long long comm_id(ncclComm_t c)
+{
+    pthread_mutex_lock(&comm_lock);
+    size_t i = ((uintptr_t)c >> 4) % COMMS;
+    unsigned long long id = comms[i].comm == c ? comms[i].id : (unsigned long long)(uintptr_t)c;
+    pthread_mutex_unlock(&comm_lock);
+    return id;
+}
+
+static unsigned long long fnv(const void *p, size_t n)
+{
+    unsigned long long h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ ((const unsigned char *)p)[i]) * 1099511628211ull;
+    return h;
+}
+
+ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank)
+{
+    static ncclResult_t (*real)(ncclComm_t *, int, ncclUniqueId, int);
+    if (!real)
+        real = next("ncclCommInitRank");
+    ncclResult_t r = real(comm, nranks, id, rank);
+    if (r == ncclSuccess)
+        comm_remember(*comm, fnv(&id, sizeof id));
+    return r;
+}
+
+ncclResult_t ncclCommInitAll(ncclComm_t *comm, int ndev, const int *devlist)
+{
+    static ncclResult_t (*real)(ncclComm_t *, int, const int *);
+    if (!real)
+        real = next("ncclCommInitAll");
+    ncclResult_t r = real(comm, ndev, devlist);
+    if (r == ncclSuccess)
+        for (int i = 0; i < ndev; i++)
+            comm_remember(comm[i], (unsigned long long)(uintptr_t)comm);
+    return r;
+}
+
+static size_t dtype_size(ncclDataType_t t)
+{
+    switch (t) {
+    case ncclInt8: case ncclUint8: return 1;
+    case ncclFloat16: case ncclBfloat16: return 2;
+    case ncclInt32: case ncclUint32: case ncclFloat32: return 4;
+    default: return 8;
+    }
+}
+
+static void coll(const char *name, const char *kind, const void *send, size_t send_bytes,
+                 void *recv, size_t recv_bytes, ncclComm_t comm, cudaStream_t s, uint64_t t0)
+{
+    uint64_t t1 = now();
+    static ncclResult_t (*count)(const ncclComm_t, int *);
+    if (!count)
+        count = next("ncclCommCount");
+    int ranks = 0, dev;
+    long stream;
+    count(comm, &ranks);
+    where(s, &dev, &stream);
+    if (send == recv)
+        say("lib pid=%d tid=%ld t0=%llu t1=%llu dev=%d stream=%ld acc=0x%llx:%zu:rw "
+            "comm=nccl.%llx coll=%s ranks=%d bytes=%zu name=%s",
+            getpid(), (long)syscall(SYS_gettid), (unsigned long long)t0, (unsigned long long)t1,
+            dev, stream, PTR(recv), recv_bytes > send_bytes ? recv_bytes : send_bytes,
+            comm_id(comm), kind, ranks, recv_bytes, name);
+    else
+        say("lib pid=%d tid=%ld t0=%llu t1=%llu dev=%d stream=%ld acc=0x%llx:%zu:r "
+            "acc=0x%llx:%zu:w comm=nccl.%llx coll=%s ranks=%d bytes=%zu name=%s",
+            getpid(), (long)syscall(SYS_gettid), (unsigned long long)t0, (unsigned long long)t1,
+            dev, stream, PTR(send), send_bytes, PTR(recv), recv_bytes, comm_id(comm), kind,
+            ranks, recv_bytes, name);
+}
+
+ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count, ncclDataType_t t,
+                           ncclRedOp_t op, ncclComm_t comm, cudaStream_t s)
+{
+    static ncclResult_t (*real)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t,
+                                ncclComm_t, cudaStream_t);
+    if (!real)
+        real = next("ncclAllReduce");
+    uint64_t t0 = now();
+    ncclResult_t r = real(send, recv, count, t, op, comm, s);
+    if (r == ncclSuccess)
+        coll("ncclAllReduce", "allreduce", send, count * dtype_size(t), recv,
+             count * dtype_size(t), comm, s, t0);
+    return r;
+}
+
+ncclResult_t ncclBroadcast(const void *send, void *recv, size_t count, ncclDataType_t t, int root,
+                           ncclComm_t comm, cudaStream_t s)
+{
+    static ncclResult_t (*real)(const void *, void *, size_t, ncclDataType_t, int, ncclComm_t,
+                                cudaStream_t);
+    if (!real)
+        real = next("ncclBroadcast");
+    uint64_t t0 = now();
+    ncclResult_t r = real(send, recv, count, t, root, comm, s);
+    if (r == ncclSuccess)
+        coll("ncclBroadcast", "broadcast", send, count * dtype_size(t), recv,
+             count * dtype_size(t), comm, s, t0);
+    return r;
+}
+
+ncclResult_t ncclAllGather(const void *send, void *recv, size_t count, ncclDataType_t t,
+                           ncclComm_t comm, cudaStream_t s)
+{
+    static ncclResult_t (*real)(const void *, void *, size_t, ncclDataType_t, ncclComm_t,
+                                cudaStream_t);
+    static ncclResult_t (*ranks)(const ncclComm_t, int *);
+    if (!real) {
+        real = next("ncclAllGather");
+        ranks = next("ncclCommCount");
+    }
+    uint64_t t0 = now();
+    ncclResult_t r = real(send, recv, count, t, comm, s);
+    int n = 1;
+    ranks(comm, &n);
+    if (r == ncclSuccess)
+        coll("ncclAllGather", "allgather", send, count * dtype_size(t), recv,
+             count * dtype_size(t) * (size_t)n, comm, s, t0);
+    return r;
+}
+
+ncclResult_t ncclReduceScatter(const void *send, void *recv, size_t count, ncclDataType_t t,
+                               ncclRedOp_t op, ncclComm_t comm, cudaStream_t s)
+{
+    static ncclResult_t (*real)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t,
+                                ncclComm_t, cudaStream_t);
+    static ncclResult_t (*ranks)(const ncclComm_t, int *);
+    if (!real) {
+        real = next("ncclReduceScatter");
+        ranks = next("ncclCommCount");
+    }
+    uint64_t t0 = now();
+    ncclResult_t r = real(send, recv, count, t, op, comm, s);
+    int n = 1;
+    ranks(comm, &n);
+    if (r == ncclSuccess)
+        coll("ncclReduceScatter", "reducescatter", send, count * dtype_size(t) * (size_t)n, recv,
+             count * dtype_size(t), comm, s, t0);
+    return r;
+}
