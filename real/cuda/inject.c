@@ -151,6 +151,32 @@ static long stream_id(cudaStream_t s, int per_thread_api)
     return (long)id;
 }
 
+/* Events are numbered in the order the program first uses them (ev1,
+ * ev2, ...), so that a log names them the same way on every run. */
+#define EVENTS 8192
+static struct { uintptr_t h; unsigned long long id; } events[EVENTS];
+static unsigned long long n_events;
+
+static unsigned long long event_id(cudaEvent_t e)
+{
+    uintptr_t h = (uintptr_t)e;
+    unsigned long long id = 0;
+    pthread_mutex_lock(&seen_lock);
+    for (size_t i = (h >> 4) % EVENTS, n = 0; n < EVENTS; i = (i + 1) % EVENTS, n++) {
+        if (events[i].h == h) {
+            id = events[i].id;
+            break;
+        }
+        if (!events[i].h) {
+            events[i].h = h;
+            id = events[i].id = ++n_events;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&seen_lock);
+    return id ? id : (unsigned long long)h;
+}
+
 /* ------------------------------------------------------------------ */
 /* Kernel parameters.                                                  */
 
@@ -407,18 +433,18 @@ static void runtime_exit(CUpti_CallbackId cbid, const CUpti_CallbackData *cb, ui
     case CUPTI_RUNTIME_TRACE_CBID_cudaEventRecordWithFlags_v11010:
     case CUPTI_RUNTIME_TRACE_CBID_cudaEventRecordWithFlags_ptsz_v11010: {
         const cudaEventRecord_v3020_params *a = p;   /* event, stream first */
-        X(" stream=%ld event=%llu", stream_id(a->stream, ptsz), PTR(a->event));
+        X(" stream=%ld event=%llu", stream_id(a->stream, ptsz), event_id(a->event));
         break;
     }
     case CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020:
     case CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_ptsz_v7000: {
         const cudaStreamWaitEvent_v3020_params *a = p;
-        X(" stream=%ld event=%llu", stream_id(a->stream, ptsz), PTR(a->event));
+        X(" stream=%ld event=%llu", stream_id(a->stream, ptsz), event_id(a->event));
         break;
     }
     case CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020: {
         const cudaEventSynchronize_v3020_params *a = p;
-        X(" event=%llu", PTR(a->event));
+        X(" event=%llu", event_id(a->event));
         break;
     }
     case CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020:
@@ -543,6 +569,17 @@ static const char *mem_kind(uint8_t k)
     }
 }
 
+/* A kernel's name as people write it: demangled ("scale(float const*, int)"). */
+static const char *kernel_name(const char *mangled, char *buf, size_t cap)
+{
+    int st = -1;
+    char *d = mangled && mangled[0] == '_' && mangled[1] == 'Z'
+                  ? __cxa_demangle(mangled, NULL, NULL, &st) : NULL;
+    one_line(d && st == 0 ? d : mangled, buf, cap);
+    free(d);
+    return buf;
+}
+
 static void node_word(uint64_t node, char *buf, size_t cap)
 {
     if (node)
@@ -568,7 +605,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
             node_word(k->graphNodeId, node, sizeof node);
             say("gpu pid=%d corr=%u kind=kernel dev=%u stream=%u t0=%llu t1=%llu%s name=%s", pid,
                 k->correlationId, k->deviceId, k->streamId, (unsigned long long)k->start,
-                (unsigned long long)k->end, node, one_line(k->name, nm, sizeof nm));
+                (unsigned long long)k->end, node, kernel_name(k->name, nm, sizeof nm));
             break;
         }
         case CUPTI_ACTIVITY_KIND_MEMCPY: {
