@@ -206,15 +206,19 @@ int cmd_capture(int argc, char **argv)
         snprintf(log, sizeof log, "%s", log_opt);
     else
         snprintf(log, sizeof log, "%s.%ld.cuda-log", db, (long)getpid());
-    if (unlink(log) != 0 && errno != ENOENT)
+    /* the header first: the injection library and the shim only append */
+    FILE *lf = fopen(log, "w");
+    if (!lf || fputs("syncsim-cuda-log 1\n", lf) < 0 || fclose(lf) != 0)
         return cli_error("capture", "%s: %s", log, strerror(errno));
     int status = run_program(prog, inject, shim, cupti, log);
     if (status < 0)
         return 2;
     struct stat st;
-    if (stat(log, &st) != 0 || st.st_size == 0)
+    if (stat(log, &st) != 0 || st.st_size <= (off_t)strlen("syncsim-cuda-log 1\n")) {
+        unlink(log);
         return cli_error("capture", "%s made no CUDA call the injection library saw (not a "
                                     "CUDA program, or no CUDA driver)", prog[0]);
+    }
     trace_source src;
     trace_source_opts so = { .lazy_labels = true };
     if (cli_open("capture", log, &so, &src) != 0) {

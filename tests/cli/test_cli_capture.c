@@ -87,8 +87,7 @@ static void test_capture_stores_run(void **state)
     assert_int_equal(tmpdir_write(f, "prog.sh",
         "#!/bin/sh\n"
         "case \"$CUDA_INJECTION64_PATH\" in */libsyncsim_inject.so) ;; *) exit 3 ;; esac\n"
-        "cat > \"$SYNCSIM_CAPTURE_LOG\" <<'EOF'\n"
-        "syncsim-cuda-log 1\n"
+        "cat >> \"$SYNCSIM_CAPTURE_LOG\" <<'EOF'\n"
         "stream pid=1 dev=0 stream=13 kind=nonblocking\n"
         "stream pid=1 dev=0 stream=14 kind=nonblocking\n"
         "api pid=1 tid=1 t0=10 t1=20 corr=1 dev=0 ptr=0x1000 size=1024 name=cudaMalloc\n"
