@@ -149,6 +149,35 @@ static void test_kernel_params(void **state)
     trace_free(t);
 }
 
+/* Memsets write exactly their bytes; registered host memory is pinned,
+ * managed memory its own space; unregistering ends a registration. */
+static void test_memset_and_memory_kinds(void **state)
+{
+    (void)state;
+    trace *t = load_log(HEAD
+        "api pid=1 tid=1 t0=10 t1=11 corr=1 dev=0 ptr=0x1000 size=4096 name=cudaMalloc\n"
+        "api pid=1 tid=1 t0=12 t1=13 corr=2 dev=0 ptr=0x50000 size=4096 name=cudaHostRegister\n"
+        "api pid=1 tid=1 t0=14 t1=15 corr=3 dev=0 ptr=0x90000 size=64 name=cudaMallocManaged\n"
+        "api pid=1 tid=1 t0=16 t1=17 corr=4 dev=0 stream=13 ptr=0x1100 bytes=256 name=cudaMemsetAsync\n"
+        "gpu pid=1 corr=4 kind=memset dev=0 stream=13 t0=20 t1=30 bytes=256 name=Memset\n"
+        "api pid=1 tid=1 t0=31 t1=32 corr=5 dev=0 stream=13 name=cudaStreamSynchronize\n"
+        "api pid=1 tid=1 t0=33 t1=34 corr=6 dev=0 ptr=0x50000 name=cudaHostUnregister\n");
+    trace_stmt s = find_label(t, "Memset");
+    assert_int_equal(s.n_access, 1);
+    assert_int_equal(s.access[0].mode, TRACE_W);
+    assert_int_equal(s.access[0].lo, 0x100);
+    assert_int_equal(s.access[0].hi, 0x200);
+    assert_string_equal(stmt_attr(t, &s, "bytes"), "256");
+    assert_int_equal(count_kind(t, TRACE_ALLOC), 3);
+    assert_int_equal(count_kind(t, TRACE_FREE), 1);
+    assert_non_null(trace_find_buffer(t, "pinned.b1", 9) != TRACE_NONE ? "ok" : NULL);
+    uint32_t m = trace_find_buffer(t, "managed.b2", 10);
+    assert_int_not_equal(m, TRACE_NONE);
+    assert_int_equal(t->buffers[m].size, 64);
+    assert_true(t->buffers[trace_find_buffer(t, "pinned.b1", 9)].pinned);
+    trace_free(t);
+}
+
 /* A kernel reads a buffer before the async H2D copy into it is waited for. */
 static void test_h2d_not_waited_race(void **state)
 {
@@ -490,6 +519,7 @@ int main(void)
         cmocka_unit_test(test_legacy_default_stream_clean),
         cmocka_unit_test(test_per_thread_default_stream_race),
         cmocka_unit_test(test_kernel_params),
+        cmocka_unit_test(test_memset_and_memory_kinds),
         cmocka_unit_test(test_h2d_not_waited_race),
         cmocka_unit_test(test_h2d_waited_clean),
         cmocka_unit_test(test_event_wrong_stream_race),
