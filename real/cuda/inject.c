@@ -13,7 +13,10 @@
  *     const-ness from the demangled name), graph launches with each kernel
  *     node's parameters, streams as they are first used (legacy,
  *     per-thread, blocking or non-blocking). Driver API calls made outside
- *     a runtime call are logged by name (programs using the driver API).
+ *     a runtime call (programs and libraries using the driver API) are
+ *     logged the same way: launches with parameters, allocations, copies,
+ *     records, waits and synchronisations with their arguments, the rest
+ *     by name.
  *   - activity records (kernels, copies, peer copies, memsets): GPU start
  *     and end on the CUPTI clock, which the API times use too;
  *   - NVTX (NVTX_INJECTION64_PATH, set by `syncsim capture`): push/pop
@@ -474,6 +477,146 @@ static void runtime_exit(CUpti_CallbackId cbid, const CUpti_CallbackData *cb, ui
         one_line(name, nm, sizeof nm));
 }
 
+/* A driver API call made outside any runtime call (programs and libraries
+ * that use the driver API: cuLaunchKernel, cuMemcpy*, ...), with the same
+ * arguments as their runtime twins. */
+static void driver_exit(CUpti_CallbackId cbid, const CUpti_CallbackData *cb, uint64_t t0)
+{
+    uint64_t t1 = now();
+    const void *p = cb->functionParams;
+    const char *name = cb->functionName;
+    int ptsz = strstr(name, "_ptsz") || strstr(name, "_ptds");
+    long corr = (long)cb->correlationId;
+    char extra[256] = "";
+    CUresult ret = cb->functionReturnValue ? *(const CUresult *)cb->functionReturnValue
+                                           : CUDA_SUCCESS;
+    if (ret != CUDA_SUCCESS)
+        return;
+#define X(...) snprintf(extra, sizeof extra, __VA_ARGS__)
+    switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: {
+        const cuLaunchKernel_params *a = p;
+        X(" stream=%ld", stream_id((cudaStream_t)a->hStream, ptsz));
+        write_params(a->f, a->kernelParams, corr, -1);
+        break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2: {
+        const cuMemAlloc_v2_params *a = p;
+        X(" ptr=0x%llx size=%zu", (unsigned long long)*a->dptr, a->bytesize);
+        break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocHost_v2: {
+        const cuMemAllocHost_v2_params *a = p;
+        X(" ptr=0x%llx size=%zu", PTR(*a->pp), a->bytesize);
+        break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemHostAlloc: {
+        const cuMemHostAlloc_params *a = p;
+        X(" ptr=0x%llx size=%zu", PTR(*a->pp), a->bytesize);
+        break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz: {
+        const cuMemAllocAsync_params *a = p;
+        X(" ptr=0x%llx size=%zu stream=%ld", (unsigned long long)*a->dptr, a->bytesize,
+          stream_id((cudaStream_t)a->hStream, ptsz));
+        break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2: {
+        const cuMemFree_v2_params *a = p;
+        X(" ptr=0x%llx", (unsigned long long)a->dptr);
+        break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeHost: {
+        const cuMemFreeHost_params *a = p;
+        X(" ptr=0x%llx", PTR(a->p));
+        break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz: {
+        const cuMemFreeAsync_params *a = p;
+        X(" ptr=0x%llx stream=%ld", (unsigned long long)a->dptr,
+          stream_id((cudaStream_t)a->hStream, ptsz));
+        break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2: {
+        const cuMemcpyHtoD_v2_params *a = p;
+        X(" src=0x%llx dst=0x%llx bytes=%zu stream=%ld", PTR(a->srcHost),
+          (unsigned long long)a->dstDevice, a->ByteCount, stream_id(0, ptsz));
+        break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2: {
+        const cuMemcpyDtoH_v2_params *a = p;
+        X(" src=0x%llx dst=0x%llx bytes=%zu stream=%ld", (unsigned long long)a->srcDevice,
+          PTR(a->dstHost), a->ByteCount, stream_id(0, ptsz));
+        break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2_ptsz: {
+        const cuMemcpyHtoDAsync_v2_params *a = p;
+        X(" src=0x%llx dst=0x%llx bytes=%zu stream=%ld", PTR(a->srcHost),
+          (unsigned long long)a->dstDevice, a->ByteCount,
+          stream_id((cudaStream_t)a->hStream, ptsz));
+        break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2_ptsz: {
+        const cuMemcpyDtoHAsync_v2_params *a = p;
+        X(" src=0x%llx dst=0x%llx bytes=%zu stream=%ld", (unsigned long long)a->srcDevice,
+          PTR(a->dstHost), a->ByteCount, stream_id((cudaStream_t)a->hStream, ptsz));
+        break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2_ptsz: {
+        const cuMemcpyDtoDAsync_v2_params *a = p;
+        X(" src=0x%llx dst=0x%llx bytes=%zu stream=%ld", (unsigned long long)a->srcDevice,
+          (unsigned long long)a->dstDevice, a->ByteCount,
+          stream_id((cudaStream_t)a->hStream, ptsz));
+        break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync_ptsz: {
+        const cuMemcpyAsync_params *a = p;
+        X(" src=0x%llx dst=0x%llx bytes=%zu stream=%ld", (unsigned long long)a->src,
+          (unsigned long long)a->dst, a->ByteCount, stream_id((cudaStream_t)a->hStream, ptsz));
+        break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuEventRecord:
+    case CUPTI_DRIVER_TRACE_CBID_cuEventRecord_ptsz: {
+        const cuEventRecord_params *a = p;
+        X(" stream=%ld event=%llu", stream_id((cudaStream_t)a->hStream, ptsz),
+          event_id((cudaEvent_t)a->hEvent));
+        break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent_ptsz: {
+        const cuStreamWaitEvent_params *a = p;
+        X(" stream=%ld event=%llu", stream_id((cudaStream_t)a->hStream, ptsz),
+          event_id((cudaEvent_t)a->hEvent));
+        break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize: {
+        const cuEventSynchronize_params *a = p;
+        X(" event=%llu", event_id((cudaEvent_t)a->hEvent));
+        break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz: {
+        const cuStreamSynchronize_params *a = p;
+        X(" stream=%ld", stream_id((cudaStream_t)a->hStream, ptsz));
+        break;
+    }
+    default:
+        break;
+    }
+#undef X
+    char nm[256];
+    say("api pid=%d tid=%ld t0=%llu t1=%llu corr=%ld dev=%d%s name=%s", getpid(), tid(),
+        (unsigned long long)t0, (unsigned long long)t1, corr, cur_device(), extra,
+        one_line(name, nm, sizeof nm));
+}
+
 static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                                  const void *data)
 {
@@ -496,14 +639,10 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain domain, CUpti_Ca
         if (in_runtime)
             return;             /* part of a runtime call */
         static __thread uint64_t drv_t0;
-        if (cb->callbackSite == CUPTI_API_ENTER) {
+        if (cb->callbackSite == CUPTI_API_ENTER)
             drv_t0 = now();
-        } else {
-            char nm[256];
-            say("api pid=%d tid=%ld t0=%llu t1=%llu corr=%u dev=%d name=%s", getpid(), tid(),
-                (unsigned long long)drv_t0, (unsigned long long)now(), cb->correlationId,
-                cur_device(), one_line(cb->functionName, nm, sizeof nm));
-        }
+        else
+            driver_exit(cbid, cb, drv_t0);
     } else if (domain == CUPTI_CB_DOMAIN_NVTX) {
         const CUpti_NvtxData *nv = data;
         static __thread struct { uint64_t t0; char name[200]; } stack[64];
