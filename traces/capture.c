@@ -330,6 +330,52 @@ cap_call capture_call(const char *name)
     }
 }
 
+bool capture_param_const(const char *sig, unsigned index)
+{
+    const char *p = sig ? strchr(sig, '(') : NULL;
+    if (!p)
+        return false;
+    unsigned at = 0;
+    int depth = 0;
+    const char *start = ++p;
+    for (; *p; p++) {
+        if (*p == '<' || *p == '(' || *p == '[')
+            depth++;
+        else if ((*p == '>' || *p == ']') && depth > 0)
+            depth--;
+        else if (*p == ')' && depth > 0)
+            depth--;
+        else if ((*p == ',' || *p == ')') && depth == 0) {
+            if (at == index) {
+                /* the pointee is const when "const" comes before the last
+                 * '*' (both outside template arguments: Pair<int const*, int>
+                 * is no pointer) */
+                const char *star = NULL;
+                int d = 0;
+                for (const char *q = start; q < p; q++) {
+                    d += *q == '<' ? 1 : *q == '>' ? -1 : 0;
+                    if (*q == '*' && d == 0)
+                        star = q;
+                }
+                d = 0;
+                for (const char *q = start; star && q + 5 <= star; q++) {
+                    d += *q == '<' ? 1 : *q == '>' ? -1 : 0;
+                    if (d == 0 && strncmp(q, "const", 5) == 0 &&
+                        (q == start || q[-1] == ' ' || q[-1] == '(' || q[-1] == '>') &&
+                        (q[5] == ' ' || q[5] == '*'))
+                        return true;
+                }
+                return false;
+            }
+            if (*p == ')')
+                return false;
+            at++;
+            start = p + 1;
+        }
+    }
+    return false;
+}
+
 /* Allocation calls: what each does with memory, and in which space. */
 static const struct {
     const char *name;

@@ -18,7 +18,7 @@
  *          [ptr=ADDR] [size=N] [src=ADDR] [dst=ADDR] [bytes=N] name=CALL
  *   gpu    pid=P corr=C kind=kernel|memcpy|memset dev=D stream=S t0=NS t1=NS
  *          [bytes=N] [srcmem=M] [dstmem=M] [srcdev=D] [dstdev=D] [node=N] name=NAME
- *   param  pid=P corr=C [node=N] ptr=ADDR mode=r|rw
+ *   param  pid=P corr=C [node=N] idx=I ptr=ADDR [mode=r|rw]
  *   range  pid=P tid=T t0=NS t1=NS name=NAME
  *   host   pid=P tid=T t0=NS t1=NS mode=r|w|rw ptr=ADDR size=N name=LABEL
  *   lib    pid=P tid=T t0=NS t1=NS dev=D stream=S [acc=ADDR:LEN:r|w|rw ...]
@@ -36,8 +36,10 @@
  *           stream= and event=, a synchronise's stream= or dev=.
  *   gpu     CUPTI activity: when the work of call corr ran. A CUDA graph
  *           launch has one per node (node=), all with the launch's corr.
- *   param   a pointer parameter of the kernel(s) of call corr (and node):
- *           mode r when the demangled signature says the pointee is const.
+ *   param   parameter I (from 0) of the kernel(s) of call corr (and node),
+ *           a pointer-sized value: read-only when the kernel's demangled
+ *           name (its gpu record) says the pointee is const
+ *           (capture_param_const), else read and write; mode= overrides.
  *           It becomes an access from the pointer to the end of its
  *           allocation; a value that points into no allocation is not a
  *           pointer the log knows and is counted (capture.params_unresolved).
@@ -61,7 +63,7 @@
 
 typedef struct rec {
     char kind;                  /* a api, s stream, g gpu, p param, r range, h host, l lib */
-    int64_t pid, tid, t0, t1, corr, dev, stream, event, node;
+    int64_t pid, tid, t0, t1, corr, dev, stream, event, node, idx;
     int64_t srcdev, dstdev;
     uint64_t ptr, size, src, dst, bytes, ranks;
     cap_mem srcmem, dstmem;
@@ -204,6 +206,7 @@ static int parse_line(cudalog *l, char *line, size_t len, uint32_t no)
     rec *r = &l->recs[i];
     *r = (rec){ .kind = k, .pid = 0, .tid = 0, .t0 = CAP_NONE, .t1 = CAP_NONE, .corr = CAP_NONE,
                 .dev = CAP_NONE, .stream = CAP_NONE, .event = CAP_NONE, .node = CAP_NONE,
+                .idx = CAP_NONE,
                 .srcdev = CAP_NONE, .dstdev = CAP_NONE, .name = TRACE_NONE, .comm = TRACE_NONE,
                 .coll = TRACE_NONE, .acc_first = (uint32_t)l->n_accs, .line = no };
     char *p = line + wl;
@@ -247,6 +250,8 @@ static int parse_line(cudalog *l, char *line, size_t len, uint32_t no)
             ok = parse_i64(v, vl, &r->stream);
         else if (is(key, kl, "event"))
             ok = parse_i64(v, vl, &r->event);
+        else if (is(key, kl, "idx"))
+            ok = parse_i64(v, vl, &r->idx) && r->idx >= 0;
         else if (is(key, kl, "node"))
             ok = parse_i64(v, vl, &r->node);
         else if (is(key, kl, "srcdev"))
@@ -466,8 +471,14 @@ static int gpu_of(xlate *x, uint64_t gi, const rec *call)
                 l->unresolved++;
                 continue;
             }
+            uint8_t mode = p->mode;
+            if (!mode)
+                mode = p->idx != CAP_NONE &&
+                               capture_param_const(trace_str(l->t, g->name), (unsigned)p->idx)
+                           ? TRACE_R
+                           : TRACE_RW;
             uint64_t end = UINT64_MAX;     /* cut to the buffer's size */
-            if (capture_gpu_access(l->c, b, off, end, p->mode ? p->mode : TRACE_RW) != 0)
+            if (capture_gpu_access(l->c, b, off, end, mode) != 0)
                 return oom(l);
         }
     }

@@ -245,6 +245,13 @@ typedef enum {
 } cap_call;
 cap_call capture_call(const char *name);
 
+/* Whether parameter `index` (from 0) of a demangled kernel signature
+ * ("scale(float const*, float*, int)") is a pointer to const: the kernel
+ * only reads through it. False when the signature does not say (no
+ * parameter list, fewer parameters, not a pointer, a const pointer to
+ * mutable data "float* const"). */
+bool capture_param_const(const char *signature, unsigned index);
+
 /* Counts the importer reports as run metadata ("capture.kernels", ...). */
 int capture_count(capture *c, const char *key, uint64_t n);
 

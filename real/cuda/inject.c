@@ -9,8 +9,9 @@
  *   - runtime API callbacks (exit): allocations and frees with pointer and
  *     size, copies with source, destination and bytes, memsets, records and
  *     waits with stream and event, synchronisations, kernel launches with
- *     their pointer-sized parameters (layout from cuFuncGetParamInfo,
- *     const-ness from the demangled name), graph launches with each kernel
+ *     their pointer-sized parameters (layout from cuFuncGetParamInfo; the
+ *     kernel's demangled name in its activity record says which pointees
+ *     are const), graph launches with each kernel
  *     node's parameters, streams as they are first used (legacy,
  *     per-thread, blocking or non-blocking). Driver API calls made outside
  *     a runtime call (programs and libraries using the driver API) are
@@ -183,54 +184,12 @@ static unsigned long long event_id(cudaEvent_t e)
 /* ------------------------------------------------------------------ */
 /* Kernel parameters.                                                  */
 
-/* Whether parameter i of a demangled signature "f(float const*, int*)" has
- * a const pointee: the text before its last '*' says const. */
-static int param_const(const char *sig, int i)
-{
-    const char *p = sig ? strchr(sig, '(') : NULL;
-    if (!p)
-        return 0;
-    p++;
-    int depth = 0, at = 0;
-    const char *start = p;
-    for (; *p; p++) {
-        if (*p == '<' || *p == '(')
-            depth++;
-        else if ((*p == '>' || *p == ')') && depth > 0)
-            depth--;
-        else if ((*p == ',' || *p == ')') && depth == 0) {
-            if (at == i) {
-                const char *star = NULL;
-                for (const char *q = start; q < p; q++)
-                    if (*q == '*')
-                        star = q;
-                if (!star)
-                    return 0;
-                for (const char *q = start; q + 5 <= star; q++)
-                    if (strncmp(q, "const", 5) == 0)
-                        return 1;
-                return 0;
-            }
-            at++;
-            start = p + 1;
-        }
-        if (*p == ')' && depth == 0)
-            break;
-    }
-    return 0;
-}
-
 /* One `param` line per 8-byte parameter of f (a pointer or not: the log's
- * reader keeps the values that point into allocations). */
+ * reader keeps the values that point into allocations, and reads
+ * const-ness off the kernel's demangled name). */
 static void write_params(CUfunction f, void **args, long corr, long long node)
 {
-    const char *mangled = NULL;
-    char *sig = NULL;
     in_glue++;
-    if (cuFuncGetName(&mangled, f) == CUDA_SUCCESS && mangled) {
-        int st = 0;
-        sig = __cxa_demangle(mangled, NULL, NULL, &st);
-    }
     for (size_t i = 0;; i++) {
         size_t off = 0, size = 0;
         if (cuFuncGetParamInfo(f, i, &off, &size) != CUDA_SUCCESS)
@@ -244,11 +203,10 @@ static void write_params(CUfunction f, void **args, long corr, long long node)
         char nodebuf[32] = "";
         if (node >= 0)
             snprintf(nodebuf, sizeof nodebuf, " node=%lld", node);
-        say("param pid=%d corr=%ld%s ptr=0x%llx mode=%s", getpid(), corr, nodebuf,
-            (unsigned long long)v, param_const(sig, (int)i) ? "r" : "rw");
+        say("param pid=%d corr=%ld%s idx=%zu ptr=0x%llx", getpid(), corr, nodebuf, i,
+            (unsigned long long)v);
     }
     in_glue--;
-    free(sig);
 }
 
 static void launch_params(const void *func, void **args, long corr)

@@ -18,6 +18,7 @@
 
 #include "check/check.h"
 #include "import_test_util.h"
+#include "traces/import_int.h"
 
 #define HEAD "syncsim-cuda-log 1\n"
 
@@ -131,9 +132,9 @@ static void test_kernel_params(void **state)
     trace *t = load_log(HEAD
         "api pid=1 tid=1 t0=10 t1=20 corr=1 dev=0 ptr=0x1000 size=256 name=cudaMalloc_v3020\n"
         "api pid=1 tid=1 t0=30 t1=40 corr=2 dev=0 stream=0 name=cudaLaunchKernel_v7000\n"
-        "param pid=1 corr=2 ptr=0x1040 mode=r\n"
-        "param pid=1 corr=2 ptr=0x1000 mode=rw\n"
-        "param pid=1 corr=2 ptr=0x99 mode=rw\n"
+        "param pid=1 corr=2 idx=0 ptr=0x1040\n"
+        "param pid=1 corr=2 idx=1 ptr=0x1000\n"
+        "param pid=1 corr=2 idx=2 ptr=0x99\n"
         "gpu pid=1 corr=2 kind=kernel dev=0 stream=0 t0=50 t1=60 name=axpy(float const*, float*, int)\n");
     trace_stmt s = find_label(t, "axpy(float const*, float*, int)");
     assert_int_equal(s.n_access, 2);
@@ -176,6 +177,22 @@ static void test_memset_and_memory_kinds(void **state)
     assert_int_equal(t->buffers[m].size, 64);
     assert_true(t->buffers[trace_find_buffer(t, "pinned.b1", 9)].pinned);
     trace_free(t);
+}
+
+/* Const-ness from a demangled signature: the pointee, not the pointer. */
+static void test_param_const(void **state)
+{
+    (void)state;
+    const char *sig = "void ns::k<float, 2>(float const*, float*, const int*, float* const, "
+                      "Pair<int*, float const*>, double const* const, int, Vec<float> const*)";
+    static const bool want[] = { true, false, true, false, false, true, false, true, false };
+    for (unsigned i = 0; i < sizeof want / sizeof want[0]; i++)
+        if (capture_param_const(sig, i) != want[i])
+            fail_msg("parameter %u: expected %s", i, want[i] ? "const" : "not const");
+    assert_false(capture_param_const("produce", 0));
+    assert_false(capture_param_const(NULL, 0));
+    assert_true(capture_param_const("f(constant_t const*)", 0));
+    assert_false(capture_param_const("f(constant_t*)", 0));
 }
 
 /* A kernel reads a buffer before the async H2D copy into it is waited for. */
@@ -520,6 +537,7 @@ int main(void)
         cmocka_unit_test(test_per_thread_default_stream_race),
         cmocka_unit_test(test_kernel_params),
         cmocka_unit_test(test_memset_and_memory_kinds),
+        cmocka_unit_test(test_param_const),
         cmocka_unit_test(test_h2d_not_waited_race),
         cmocka_unit_test(test_h2d_waited_clean),
         cmocka_unit_test(test_event_wrong_stream_race),
