@@ -376,6 +376,21 @@ bool capture_param_const(const char *sig, unsigned index)
     return false;
 }
 
+bool capture_gemm_spans(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                        int64_t lda, int64_t ldb, int64_t ldc, unsigned elem, bool beta_nonzero,
+                        uint64_t a, uint64_t b, uint64_t c, cap_span out[3])
+{
+    int64_t ar = trans_a ? k : m, ac = trans_a ? m : k;
+    int64_t br = trans_b ? n : k, bc = trans_b ? k : n;
+    if (m < 1 || n < 1 || k < 1 || lda < ar || ldb < br || ldc < m || elem == 0)
+        return false;
+    out[0] = (cap_span){ a, ((uint64_t)lda * (uint64_t)(ac - 1) + (uint64_t)ar) * elem, TRACE_R };
+    out[1] = (cap_span){ b, ((uint64_t)ldb * (uint64_t)(bc - 1) + (uint64_t)br) * elem, TRACE_R };
+    out[2] = (cap_span){ c, ((uint64_t)ldc * (uint64_t)(n - 1) + (uint64_t)m) * elem,
+                         (uint8_t)(beta_nonzero ? TRACE_RW : TRACE_W) };
+    return true;
+}
+
 /* Allocation calls: what each does with memory, and in which space. */
 static const struct {
     const char *name;

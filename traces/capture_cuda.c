@@ -22,6 +22,7 @@
  *   range  pid=P tid=T t0=NS t1=NS name=NAME
  *   host   pid=P tid=T t0=NS t1=NS mode=r|w|rw ptr=ADDR size=N name=LABEL
  *   lib    pid=P tid=T t0=NS t1=NS dev=D stream=S [acc=ADDR:LEN:r|w|rw ...]
+ *          [gemm=TA,TB,M,N,K,LDA,LDB,LDC,ELEM,BETA a=ADDR b=ADDR c=ADDR]
  *          [comm=ID coll=KIND ranks=N bytes=N] name=CALL
  *
  * Numbers are decimal, addresses hexadecimal (0x...); name= takes the rest
@@ -47,7 +48,8 @@
  *   host    a host thread's own access, made known with an NVTX mark
  *           "syncsim:r PTR SIZE" (or w, rw): CUPTI cannot see loads.
  *   lib     a cuBLAS or NCCL call, recorded by the shim at the library call
- *           with its documented read/write set: one statement on its stream
+ *           with its documented read/write set (acc=, or a GEMM's arguments,
+ *           whose set capture_gemm_spans computes): one statement on its stream
  *           (an op, or for NCCL a `collective` of communicator comm=) in
  *           place of the kernels the thread launched inside the call.
  */
@@ -70,7 +72,9 @@ typedef struct rec {
     uint8_t mode;
     uint8_t gkind;              /* cap_gpu_kind */
     cap_stream_kind skind;
-    bool has_ptr, has_src, has_dst;
+    bool has_ptr, has_src, has_dst, has_gemm;
+    int64_t gemm[10];           /* lib: TA TB M N K LDA LDB LDC ELEM BETA */
+    uint64_t abc[3];            /* lib: a= b= c= */
     uint32_t name, comm, coll;
     uint32_t acc_first, n_acc;  /* lib: its accesses in log.accs */
     uint32_t line;
@@ -291,6 +295,22 @@ static int parse_line(cudalog *l, char *line, size_t len, uint32_t no)
             if (id == TRACE_NONE)
                 return oom(l);
             *(is(key, kl, "comm") ? &r->comm : &r->coll) = id;
+        } else if (is(key, kl, "gemm")) {
+            int64_t g[10];
+            int got = 0;
+            const char *q = v, *e = v + vl;
+            while (ok && got < 10 && q < e) {
+                const char *comma = memchr(q, ',', (size_t)(e - q));
+                const char *end = comma ? comma : e;
+                ok = parse_i64(q, (size_t)(end - q), &g[got++]);
+                q = comma ? comma + 1 : e;
+            }
+            ok = ok && got == 10 && q >= e;
+            for (int j = 0; ok && j < 10; j++)
+                r->gemm[j] = g[j];
+            r->has_gemm = ok;
+        } else if (is(key, kl, "a") || is(key, kl, "b") || is(key, kl, "c")) {
+            ok = parse_u64(v, vl, &r->abc[key[0] - 'a']);
         } else if (is(key, kl, "acc")) {
             /* ADDR:LEN:MODE */
             const char *c1 = memchr(v, ':', vl);
@@ -595,6 +615,26 @@ static int on_lib(xlate *x, uint64_t ri)
     *o = (open_lib){ ri, capture_host(l->c, r->pid, r->tid), CAP_NONE, CAP_NONE, x->n_res, 0 };
     if (o->host == TRACE_NONE)
         return oom(l);
+    if (r->has_gemm) {
+        const int64_t *g = r->gemm;
+        cap_span sp[3];
+        if (capture_gemm_spans(g[0] != 0, g[1] != 0, g[2], g[3], g[4], g[5], g[6], g[7],
+                               (unsigned)g[8], g[9] != 0, r->abc[0], r->abc[1], r->abc[2], sp)) {
+            for (int k = 0; k < 3; k++) {
+                uint64_t off;
+                uint32_t b = resolve(l, r->pid, sp[k].ptr, sp[k].len, false, &off);
+                if (b == TRACE_NONE) {
+                    l->unresolved++;
+                    continue;
+                }
+                int64_t j = push((void **)&x->res, &x->n_res, &x->cap_res, sizeof *x->res);
+                if (j < 0)
+                    return oom(l);
+                x->res[j] = (res_acc){ b, off, off + sp[k].len, sp[k].mode };
+                x->libs[i].n_acc++;
+            }
+        }
+    }
     for (uint32_t k = 0; k < r->n_acc; k++) {
         const lib_acc *a = &l->accs[r->acc_first + k];
         uint64_t off;

@@ -252,6 +252,20 @@ cap_call capture_call(const char *name);
  * mutable data "float* const"). */
 bool capture_param_const(const char *signature, unsigned index);
 
+/* The documented read/write set of a BLAS GEMM C = alpha op(A) op(B) + beta
+ * C (cuBLAS, column-major): op(A) is m x k (A is k x m when transposed),
+ * op(B) k x n, C m x n; an r x c operand with leading dimension ld spans
+ * ld * (c - 1) + r elements of elem bytes. A and B are read, C written,
+ * and read too when beta is not zero. Fills out[3] (A, B, C); returns
+ * false for arguments cuBLAS would refuse (a size below 1, ld < rows). */
+typedef struct cap_span {
+    uint64_t ptr, len;
+    uint8_t mode;               /* trace_mode */
+} cap_span;
+bool capture_gemm_spans(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                        int64_t lda, int64_t ldb, int64_t ldc, unsigned elem, bool beta_nonzero,
+                        uint64_t a, uint64_t b, uint64_t c, cap_span out[3]);
+
 /* Counts the importer reports as run metadata ("capture.kernels", ...). */
 int capture_count(capture *c, const char *key, uint64_t n);
 

@@ -11,9 +11,9 @@
  * once the injection library is loaded, so a preloaded process that never
  * touches CUDA (a shell script around the program) loads it harmlessly.
  *
- *   cublasSgemm_v2    reads A (m x k, or k x m transposed, leading dim lda),
- *                     B (k x n, or n x k), writes C (m x n, ldc; read too
- *                     when beta != 0), column-major, 4 bytes an element.
+ *   cublasSgemm_v2    its arguments (transposes, m, n, k, leading
+ *                     dimensions, A, B, C, whether beta is zero): the
+ *                     read/write set is capture_gemm_spans's (capture.c).
  *   ncclAllReduce     reads sendbuff, writes recvbuff (count elements); a
  *   ncclBroadcast     collective of the communicator: its id is the hash of
  *   ncclReduceScatter the ncclUniqueId every rank passed to ncclCommInitRank
@@ -143,18 +143,20 @@ cublasStatus_t cublasSgemm_v2(cublasHandle_t handle, cublasOperation_t transa,
     int dev;
     long stream;
     where(s, &dev, &stream);
-    /* column-major: an r x c operand with leading dimension ld spans
-     * ld * (c - 1) + r elements */
-    int ar = transa == CUBLAS_OP_N ? m : k, ac = transa == CUBLAS_OP_N ? k : m;
-    int br = transb == CUBLAS_OP_N ? k : n, bc = transb == CUBLAS_OP_N ? n : k;
-    unsigned long long na = (unsigned long long)lda * (unsigned long long)(ac - 1) + (unsigned)ar;
-    unsigned long long nb = (unsigned long long)ldb * (unsigned long long)(bc - 1) + (unsigned)br;
-    unsigned long long nc = (unsigned long long)ldc * (unsigned long long)(n - 1) + (unsigned)m;
-    int reads_c = beta && *beta != 0.0f;    /* host-side beta (the default pointer mode) */
-    say("lib pid=%d tid=%ld t0=%llu t1=%llu dev=%d stream=%ld acc=0x%llx:%llu:r "
-        "acc=0x%llx:%llu:r acc=0x%llx:%llu:%s name=cublasSgemm_v2",
+    /* the arguments; the read/write set is the capture's rule
+     * (capture_gemm_spans in traces/capture.c). beta is read on the host in
+     * the default pointer mode: in device mode it counts as not zero. */
+    cublasPointerMode_t pm = CUBLAS_POINTER_MODE_HOST;
+    static cublasStatus_t (*get_pm)(cublasHandle_t, cublasPointerMode_t *);
+    if (!get_pm)
+        get_pm = next("cublasGetPointerMode_v2");
+    get_pm(handle, &pm);
+    int beta_nonzero = pm != CUBLAS_POINTER_MODE_HOST || !beta || *beta != 0.0f;
+    say("lib pid=%d tid=%ld t0=%llu t1=%llu dev=%d stream=%ld gemm=%d,%d,%d,%d,%d,%d,%d,%d,4,%d "
+        "a=0x%llx b=0x%llx c=0x%llx name=cublasSgemm_v2",
         getpid(), (long)syscall(SYS_gettid), (unsigned long long)t0, (unsigned long long)t1, dev,
-        stream, PTR(A), na * 4, PTR(B), nb * 4, PTR(C), nc * 4, reads_c ? "rw" : "w");
+        stream, transa != CUBLAS_OP_N, transb != CUBLAS_OP_N, m, n, k, lda, ldb, ldc,
+        beta_nonzero, PTR(A), PTR(B), PTR(C));
     return st;
 }
 

@@ -446,15 +446,18 @@ static void test_cublas_call(void **state)
         "api pid=1 tid=1 t0=10 t1=11 corr=1 dev=0 ptr=0x1000 size=4096 name=cudaMalloc\n"
         "api pid=1 tid=1 t0=12 t1=13 corr=2 dev=0 ptr=0x2000 size=4096 name=cudaMalloc\n"
         "api pid=1 tid=1 t0=14 t1=15 corr=3 dev=0 ptr=0x3000 size=4096 name=cudaMalloc\n"
-        "lib pid=1 tid=1 t0=20 t1=40 dev=0 stream=13 acc=0x1000:4096:r acc=0x2000:4096:r acc=0x3000:4096:rw name=cublasSgemm_v2\n"
+        "lib pid=1 tid=1 t0=20 t1=40 dev=0 stream=13 gemm=0,1,16,32,8,16,32,16,4,1 a=0x1000 b=0x2000 c=0x3000 name=cublasSgemm_v2\n"
         "api pid=1 tid=1 t0=25 t1=30 corr=4 dev=0 stream=13 name=cudaLaunchKernel\n"
         "param pid=1 corr=4 ptr=0x1000 mode=rw\n"
         "gpu pid=1 corr=4 kind=kernel dev=0 stream=13 t0=50 t1=90 name=sm90_xmma_gemm\n");
     trace_stmt s = find_label(t, "cublasSgemm_v2");
     assert_int_equal(s.kind, TRACE_OP);
     assert_int_equal(s.n_access, 3);
-    assert_int_equal(s.access[0].mode, TRACE_R);
-    assert_int_equal(s.access[2].mode, TRACE_RW);
+    assert_int_equal(s.access[0].mode, TRACE_R);     /* A: 16 x 8, lda 16 */
+    assert_int_equal(s.access[0].hi - s.access[0].lo, (16 * 7 + 16) * 4);
+    assert_int_equal(s.access[1].hi - s.access[1].lo, (32 * 7 + 32) * 4); /* B^T: 32 x 8 */
+    assert_int_equal(s.access[2].mode, TRACE_RW);    /* beta != 0 */
+    assert_int_equal(s.access[2].hi - s.access[2].lo, (16 * 31 + 16) * 4);
     assert_int_equal(s.t, 50);
     assert_int_equal(s.dur, 40);
     assert_int_not_equal(s.by, TRACE_NONE);
@@ -466,6 +469,24 @@ static void test_cublas_call(void **state)
             assert_string_not_equal(trace_str(t, o.label), "sm90_xmma_gemm");
     }
     trace_free(t);
+}
+
+/* The GEMM rule on its own: transposes, leading dimensions, beta. */
+static void test_gemm_spans(void **state)
+{
+    (void)state;
+    cap_span sp[3];
+    assert_true(capture_gemm_spans(false, false, 4, 3, 2, 5, 2, 4, 4, false, 100, 200, 300, sp));
+    assert_int_equal(sp[0].len, (5 * 1 + 4) * 4);   /* A 4 x 2, lda 5 */
+    assert_int_equal(sp[1].len, (2 * 2 + 2) * 4);   /* B 2 x 3, ldb 2 */
+    assert_int_equal(sp[2].len, (4 * 2 + 4) * 4);   /* C 4 x 3 */
+    assert_int_equal(sp[2].mode, TRACE_W);
+    assert_int_equal(sp[1].ptr, 200);
+    assert_true(capture_gemm_spans(true, false, 4, 3, 2, 2, 2, 4, 2, true, 1, 2, 3, sp));
+    assert_int_equal(sp[0].len, (2 * 3 + 2) * 2);   /* A stored 2 x 4 */
+    assert_int_equal(sp[2].mode, TRACE_RW);
+    assert_false(capture_gemm_spans(false, false, 4, 3, 2, 3, 2, 4, 4, false, 1, 2, 3, sp));
+    assert_false(capture_gemm_spans(false, false, 0, 3, 2, 4, 2, 4, 4, false, 1, 2, 3, sp));
 }
 
 /* NCCL: a collective of its communicator, with its bytes and buffers. Two
@@ -549,6 +570,7 @@ int main(void)
         cmocka_unit_test(test_peer_copy_without_wait),
         cmocka_unit_test(test_graph_launch_and_nvtx),
         cmocka_unit_test(test_cublas_call),
+        cmocka_unit_test(test_gemm_spans),
         cmocka_unit_test(test_nccl_collective),
         cmocka_unit_test(test_truncated_last_line),
         cmocka_unit_test(test_bad_logs),
