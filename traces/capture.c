@@ -376,6 +376,41 @@ bool capture_param_const(const char *sig, unsigned index)
     return false;
 }
 
+/* NCCL collectives: KIND, and which side is count x ranks elements. */
+static const struct {
+    const char *call, *kind;
+    bool send_all, recv_all;
+} nccl_calls[] = {
+    { "ncclAllReduce", "allreduce", false, false },
+    { "ncclBroadcast", "broadcast", false, false },
+    { "ncclReduce", "reduce", false, false },
+    { "ncclAllGather", "allgather", false, true },
+    { "ncclReduceScatter", "reducescatter", true, false },
+};
+
+const char *capture_nccl_spans(const char *call, uint64_t send, uint64_t recv, uint64_t count,
+                               unsigned elem, uint64_t ranks, cap_span out[2], unsigned *n)
+{
+    for (size_t i = 0; i < sizeof nccl_calls / sizeof nccl_calls[0]; i++) {
+        if (strcmp(call, nccl_calls[i].call) != 0)
+            continue;
+        uint64_t r = ranks ? ranks : 1;
+        uint64_t sl = count * elem * (nccl_calls[i].send_all ? r : 1);
+        uint64_t rl = count * elem * (nccl_calls[i].recv_all ? r : 1);
+        if (send == recv) {
+            out[0] = (cap_span){ recv, sl > rl ? sl : rl, TRACE_RW };
+            *n = 1;
+        } else {
+            out[0] = (cap_span){ send, sl, TRACE_R };
+            out[1] = (cap_span){ recv, rl, TRACE_W };
+            *n = 2;
+        }
+        return nccl_calls[i].kind;
+    }
+    *n = 0;
+    return NULL;
+}
+
 bool capture_gemm_spans(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
                         int64_t lda, int64_t ldb, int64_t ldc, unsigned elem, bool beta_nonzero,
                         uint64_t a, uint64_t b, uint64_t c, cap_span out[3])

@@ -23,7 +23,8 @@
  *   host   pid=P tid=T t0=NS t1=NS mode=r|w|rw ptr=ADDR size=N name=LABEL
  *   lib    pid=P tid=T t0=NS t1=NS dev=D stream=S [acc=ADDR:LEN:r|w|rw ...]
  *          [gemm=TA,TB,M,N,K,LDA,LDB,LDC,ELEM,BETA a=ADDR b=ADDR c=ADDR]
- *          [comm=ID coll=KIND ranks=N bytes=N] name=CALL
+ *          [nccl=COUNT,ELEM send=ADDR recv=ADDR] [comm=ID ranks=N]
+ *          [coll=KIND bytes=N] name=CALL
  *
  * Numbers are decimal, addresses hexadecimal (0x...); name= takes the rest
  * of the line. Memory kinds M: pageable, pinned, device, managed, host.
@@ -49,7 +50,8 @@
  *           "syncsim:r PTR SIZE" (or w, rw): CUPTI cannot see loads.
  *   lib     a cuBLAS or NCCL call, recorded by the shim at the library call
  *           with its documented read/write set (acc=, or a GEMM's arguments,
- *           whose set capture_gemm_spans computes): one statement on its stream
+ *           whose set capture_gemm_spans computes, or an NCCL call's, whose
+ *           set and KIND capture_nccl_spans gives): one statement on its stream
  *           (an op, or for NCCL a `collective` of communicator comm=) in
  *           place of the kernels the thread launched inside the call.
  */
@@ -72,7 +74,8 @@ typedef struct rec {
     uint8_t mode;
     uint8_t gkind;              /* cap_gpu_kind */
     cap_stream_kind skind;
-    bool has_ptr, has_src, has_dst, has_gemm;
+    bool has_ptr, has_src, has_dst, has_gemm, has_nccl;
+    uint64_t nccl[2];           /* lib: COUNT ELEM (send= recv= in src, dst) */
     int64_t gemm[10];           /* lib: TA TB M N K LDA LDB LDC ELEM BETA */
     uint64_t abc[3];            /* lib: a= b= c= */
     uint32_t name, comm, coll;
@@ -309,6 +312,15 @@ static int parse_line(cudalog *l, char *line, size_t len, uint32_t no)
             for (int j = 0; ok && j < 10; j++)
                 r->gemm[j] = g[j];
             r->has_gemm = ok;
+        } else if (is(key, kl, "nccl")) {
+            const char *comma = memchr(v, ',', vl);
+            ok = comma && parse_u64(v, (size_t)(comma - v), &r->nccl[0]) &&
+                 parse_u64(comma + 1, (size_t)(v + vl - comma - 1), &r->nccl[1]);
+            r->has_nccl = ok;
+        } else if (is(key, kl, "send")) {
+            ok = parse_u64(v, vl, &r->src);
+        } else if (is(key, kl, "recv")) {
+            ok = parse_u64(v, vl, &r->dst);
         } else if (is(key, kl, "a") || is(key, kl, "b") || is(key, kl, "c")) {
             ok = parse_u64(v, vl, &r->abc[key[0] - 'a']);
         } else if (is(key, kl, "acc")) {
@@ -615,6 +627,32 @@ static int on_lib(xlate *x, uint64_t ri)
     *o = (open_lib){ ri, capture_host(l->c, r->pid, r->tid), CAP_NONE, CAP_NONE, x->n_res, 0 };
     if (o->host == TRACE_NONE)
         return oom(l);
+    if (r->has_nccl) {
+        cap_span sp[2];
+        unsigned n = 0;
+        const char *kind = capture_nccl_spans(trace_str(l->t, r->name), r->src, r->dst,
+                                              r->nccl[0], (unsigned)r->nccl[1], r->ranks, sp, &n);
+        if (kind && x->l->recs[ri].coll == TRACE_NONE) {
+            uint32_t id = trace_intern_cstr(l->t, kind);
+            if (id == TRACE_NONE)
+                return oom(l);
+            l->recs[ri].coll = id;
+            l->recs[ri].bytes = n == 2 ? sp[1].len : sp[0].len;
+        }
+        for (unsigned k = 0; k < n; k++) {
+            uint64_t off;
+            uint32_t b = resolve(l, r->pid, sp[k].ptr, sp[k].len, false, &off);
+            if (b == TRACE_NONE) {
+                l->unresolved++;
+                continue;
+            }
+            int64_t j = push((void **)&x->res, &x->n_res, &x->cap_res, sizeof *x->res);
+            if (j < 0)
+                return oom(l);
+            x->res[j] = (res_acc){ b, off, off + sp[k].len, sp[k].mode };
+            x->libs[i].n_acc++;
+        }
+    }
     if (r->has_gemm) {
         const int64_t *g = r->gemm;
         cap_span sp[3];

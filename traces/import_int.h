@@ -258,10 +258,21 @@ bool capture_param_const(const char *signature, unsigned index);
  * ld * (c - 1) + r elements of elem bytes. A and B are read, C written,
  * and read too when beta is not zero. Fills out[3] (A, B, C); returns
  * false for arguments cuBLAS would refuse (a size below 1, ld < rows). */
+/* A byte span a library call reads or writes. */
 typedef struct cap_span {
     uint64_t ptr, len;
     uint8_t mode;               /* trace_mode */
 } cap_span;
+
+/* The documented read/write set of an NCCL collective call (ncclAllReduce,
+ * ncclBroadcast, ncclReduce, ncclAllGather, ncclReduceScatter) of count
+ * elements of elem bytes over ranks ranks: reads the send buffer, writes the
+ * receive buffer (allgather receives count x ranks, reducescatter sends count
+ * x ranks); one rw span when they are the same buffer. Fills out (1 or 2
+ * spans, *n) and returns the collective's KIND ("allreduce", ...), or NULL
+ * for another call. */
+const char *capture_nccl_spans(const char *call, uint64_t send, uint64_t recv, uint64_t count,
+                               unsigned elem, uint64_t ranks, cap_span out[2], unsigned *n);
 bool capture_gemm_spans(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
                         int64_t lda, int64_t ldb, int64_t ldc, unsigned elem, bool beta_nonzero,
                         uint64_t a, uint64_t b, uint64_t c, cap_span out[3]);

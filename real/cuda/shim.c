@@ -14,11 +14,12 @@
  *   cublasSgemm_v2    its arguments (transposes, m, n, k, leading
  *                     dimensions, A, B, C, whether beta is zero): the
  *                     read/write set is capture_gemm_spans's (capture.c).
- *   ncclAllReduce     reads sendbuff, writes recvbuff (count elements); a
- *   ncclBroadcast     collective of the communicator: its id is the hash of
- *   ncclReduceScatter the ncclUniqueId every rank passed to ncclCommInitRank
- *   ncclAllGather     (ncclCommInitAll: one id per call), its size= the
- *                     number of ranks (ncclCommCount).
+ *   ncclAllReduce     their arguments (buffers, count, element size) and
+ *   ncclBroadcast     the communicator: its id is the hash of the
+ *   ncclReduceScatter ncclUniqueId every rank passed to ncclCommInitRank
+ *   ncclAllGather     (ncclCommInitAll: one id per call), and its number of
+ *                     ranks (ncclCommCount); the read/write set and KIND are
+ *                     capture_nccl_spans's (traces/capture.c).
  */
 #include <cublas_v2.h>
 #include <cuda.h>
@@ -226,29 +227,23 @@ static size_t dtype_size(ncclDataType_t t)
     }
 }
 
-static void coll(const char *name, const char *kind, const void *send, size_t send_bytes,
-                 void *recv, size_t recv_bytes, ncclComm_t comm, cudaStream_t s, uint64_t t0)
+/* One `lib` record of an NCCL call: its arguments; the read/write set and
+ * KIND are capture_nccl_spans's (traces/capture.c). */
+static void coll(const char *name, const void *send, void *recv, size_t count, ncclDataType_t t,
+                 ncclComm_t comm, cudaStream_t s, uint64_t t0)
 {
     uint64_t t1 = now();
-    static ncclResult_t (*count)(const ncclComm_t, int *);
-    if (!count)
-        count = next("ncclCommCount");
+    static ncclResult_t (*ranks_of)(const ncclComm_t, int *);
+    if (!ranks_of)
+        ranks_of = next("ncclCommCount");
     int ranks = 0, dev;
     long stream;
-    count(comm, &ranks);
+    ranks_of(comm, &ranks);
     where(s, &dev, &stream);
-    if (send == recv)
-        say("lib pid=%d tid=%ld t0=%llu t1=%llu dev=%d stream=%ld acc=0x%llx:%zu:rw "
-            "comm=nccl.%llx coll=%s ranks=%d bytes=%zu name=%s",
-            getpid(), (long)syscall(SYS_gettid), (unsigned long long)t0, (unsigned long long)t1,
-            dev, stream, PTR(recv), recv_bytes > send_bytes ? recv_bytes : send_bytes,
-            comm_id(comm), kind, ranks, recv_bytes, name);
-    else
-        say("lib pid=%d tid=%ld t0=%llu t1=%llu dev=%d stream=%ld acc=0x%llx:%zu:r "
-            "acc=0x%llx:%zu:w comm=nccl.%llx coll=%s ranks=%d bytes=%zu name=%s",
-            getpid(), (long)syscall(SYS_gettid), (unsigned long long)t0, (unsigned long long)t1,
-            dev, stream, PTR(send), send_bytes, PTR(recv), recv_bytes, comm_id(comm), kind,
-            ranks, recv_bytes, name);
+    say("lib pid=%d tid=%ld t0=%llu t1=%llu dev=%d stream=%ld nccl=%zu,%zu send=0x%llx "
+        "recv=0x%llx comm=nccl.%llx ranks=%d name=%s",
+        getpid(), (long)syscall(SYS_gettid), (unsigned long long)t0, (unsigned long long)t1, dev,
+        stream, count, dtype_size(t), PTR(send), PTR(recv), comm_id(comm), ranks, name);
 }
 
 ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count, ncclDataType_t t,
@@ -261,8 +256,7 @@ ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count, ncclDataT
     uint64_t t0 = now();
     ncclResult_t r = real(send, recv, count, t, op, comm, s);
     if (r == ncclSuccess)
-        coll("ncclAllReduce", "allreduce", send, count * dtype_size(t), recv,
-             count * dtype_size(t), comm, s, t0);
+        coll("ncclAllReduce", send, recv, count, t, comm, s, t0);
     return r;
 }
 
@@ -276,8 +270,7 @@ ncclResult_t ncclBroadcast(const void *send, void *recv, size_t count, ncclDataT
     uint64_t t0 = now();
     ncclResult_t r = real(send, recv, count, t, root, comm, s);
     if (r == ncclSuccess)
-        coll("ncclBroadcast", "broadcast", send, count * dtype_size(t), recv,
-             count * dtype_size(t), comm, s, t0);
+        coll("ncclBroadcast", send, recv, count, t, comm, s, t0);
     return r;
 }
 
@@ -286,18 +279,12 @@ ncclResult_t ncclAllGather(const void *send, void *recv, size_t count, ncclDataT
 {
     static ncclResult_t (*real)(const void *, void *, size_t, ncclDataType_t, ncclComm_t,
                                 cudaStream_t);
-    static ncclResult_t (*ranks)(const ncclComm_t, int *);
-    if (!real) {
+    if (!real)
         real = next("ncclAllGather");
-        ranks = next("ncclCommCount");
-    }
     uint64_t t0 = now();
     ncclResult_t r = real(send, recv, count, t, comm, s);
-    int n = 1;
-    ranks(comm, &n);
     if (r == ncclSuccess)
-        coll("ncclAllGather", "allgather", send, count * dtype_size(t), recv,
-             count * dtype_size(t) * (size_t)n, comm, s, t0);
+        coll("ncclAllGather", send, recv, count, t, comm, s, t0);
     return r;
 }
 
@@ -306,17 +293,11 @@ ncclResult_t ncclReduceScatter(const void *send, void *recv, size_t count, ncclD
 {
     static ncclResult_t (*real)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t,
                                 ncclComm_t, cudaStream_t);
-    static ncclResult_t (*ranks)(const ncclComm_t, int *);
-    if (!real) {
+    if (!real)
         real = next("ncclReduceScatter");
-        ranks = next("ncclCommCount");
-    }
     uint64_t t0 = now();
     ncclResult_t r = real(send, recv, count, t, op, comm, s);
-    int n = 1;
-    ranks(comm, &n);
     if (r == ncclSuccess)
-        coll("ncclReduceScatter", "reducescatter", send, count * dtype_size(t) * (size_t)n, recv,
-             count * dtype_size(t), comm, s, t0);
+        coll("ncclReduceScatter", send, recv, count, t, comm, s, t0);
     return r;
 }

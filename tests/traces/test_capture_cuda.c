@@ -471,6 +471,32 @@ static void test_cublas_call(void **state)
     trace_free(t);
 }
 
+/* The NCCL rule on its own: which side is count x ranks, in place. */
+static void test_nccl_spans(void **state)
+{
+    (void)state;
+    cap_span sp[2];
+    unsigned n;
+    assert_string_equal(capture_nccl_spans("ncclAllGather", 100, 200, 8, 4, 3, sp, &n),
+                        "allgather");
+    assert_int_equal(n, 2);
+    assert_int_equal(sp[0].len, 32);
+    assert_int_equal(sp[0].mode, TRACE_R);
+    assert_int_equal(sp[1].len, 96);
+    assert_int_equal(sp[1].mode, TRACE_W);
+    assert_string_equal(capture_nccl_spans("ncclReduceScatter", 100, 200, 8, 4, 3, sp, &n),
+                        "reducescatter");
+    assert_int_equal(sp[0].len, 96);
+    assert_int_equal(sp[1].len, 32);
+    assert_string_equal(capture_nccl_spans("ncclAllReduce", 100, 100, 8, 2, 4, sp, &n),
+                        "allreduce");
+    assert_int_equal(n, 1);
+    assert_int_equal(sp[0].mode, TRACE_RW);
+    assert_int_equal(sp[0].len, 16);
+    assert_null(capture_nccl_spans("ncclSend", 1, 2, 8, 4, 2, sp, &n));
+    assert_int_equal(n, 0);
+}
+
 /* The GEMM rule on its own: transposes, leading dimensions, beta. */
 static void test_gemm_spans(void **state)
 {
@@ -494,7 +520,7 @@ static void test_gemm_spans(void **state)
 static const char NCCL_LOG[] = HEAD
         "api pid=1 tid=1 t0=10 t1=11 corr=1 dev=0 ptr=0x1000 size=4096 name=cudaMalloc\n"
         "api pid=2 tid=2 t0=10 t1=11 corr=1 dev=1 ptr=0x1000 size=4096 name=cudaMalloc\n"
-        "lib pid=1 tid=1 t0=20 t1=40 dev=0 stream=13 acc=0x1000:4096:rw comm=c5e1 coll=allreduce ranks=2 bytes=4096 name=ncclAllReduce\n"
+        "lib pid=1 tid=1 t0=20 t1=40 dev=0 stream=13 nccl=1024,4 send=0x1000 recv=0x1000 comm=c5e1 ranks=2 name=ncclAllReduce\n"
         "lib pid=2 tid=2 t0=21 t1=41 dev=1 stream=13 acc=0x1000:4096:rw comm=c5e1 coll=allreduce ranks=2 bytes=4096 name=ncclAllReduce\n"
         "api pid=1 tid=1 t0=50 t1=60 corr=2 dev=0 stream=13 name=cudaStreamSynchronize\n"
         "api pid=2 tid=2 t0=50 t1=60 corr=2 dev=1 stream=13 name=cudaStreamSynchronize\n";
@@ -571,6 +597,7 @@ int main(void)
         cmocka_unit_test(test_graph_launch_and_nvtx),
         cmocka_unit_test(test_cublas_call),
         cmocka_unit_test(test_gemm_spans),
+        cmocka_unit_test(test_nccl_spans),
         cmocka_unit_test(test_nccl_collective),
         cmocka_unit_test(test_truncated_last_line),
         cmocka_unit_test(test_bad_logs),
