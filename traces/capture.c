@@ -58,8 +58,18 @@
  *   accesses    with an execution trace, a kernel, copy or memset gets the
  *               byte ranges of the innermost op around its launch call
  *               that has tensors (one root buffer per storage, one view per
- *               tensor range): run metadata accesses=execution-trace.
+ *               tensor range): run metadata accesses=execution-trace. A
+ *               capture that knows pointers (the CUDA injection log) gives
+ *               its activities accesses of allocations: accesses=pointers.
  *               Otherwise accesses=none: the trace is ordering-only.
+ *   memory      allocations are root buffers named after their space
+ *               (gpuD.bN, pinned.bN, managed.bN, host.bN); the same address,
+ *               size and space again is the same buffer (allocator reuse).
+ *               cudaMalloc and friends are a host `alloc`, cudaFree a host
+ *               `free` after its implicit device sync, cudaMallocAsync and
+ *               cudaFreeAsync an `alloc`/`free` on their stream.
+ *   collectives a library collective (NCCL) is a `collective` on its stream,
+ *               communicator and KIND as the capture says.
  */
 #include "import_int.h"
 
@@ -306,6 +316,163 @@ static api_role role_of(const char *name)
     return ROLE_OTHER;
 }
 
+cap_call capture_call(const char *name)
+{
+    switch (role_of(name)) {
+    case ROLE_RECORD: return CAP_CALL_RECORD;
+    case ROLE_STREAM_WAIT: return CAP_CALL_STREAM_WAIT;
+    case ROLE_EVENT_SYNC: return CAP_CALL_EVENT_SYNC;
+    case ROLE_STREAM_SYNC: return CAP_CALL_STREAM_SYNC;
+    case ROLE_DEVICE_SYNC: return CAP_CALL_DEVICE_SYNC;
+    case ROLE_COPY_SYNC: return CAP_CALL_COPY_SYNC;
+    case ROLE_QUERY: return CAP_CALL_QUERY;
+    default: return CAP_CALL_OTHER;
+    }
+}
+
+bool capture_param_const(const char *sig, unsigned index)
+{
+    const char *p = sig ? strchr(sig, '(') : NULL;
+    if (!p)
+        return false;
+    unsigned at = 0;
+    int depth = 0;
+    const char *start = ++p;
+    for (; *p; p++) {
+        if (*p == '<' || *p == '(' || *p == '[')
+            depth++;
+        else if ((*p == '>' || *p == ']') && depth > 0)
+            depth--;
+        else if (*p == ')' && depth > 0)
+            depth--;
+        else if ((*p == ',' || *p == ')') && depth == 0) {
+            if (at == index) {
+                /* the pointee is const when "const" comes before the last
+                 * '*' (both outside template arguments: Pair<int const*, int>
+                 * is no pointer) */
+                const char *star = NULL;
+                int d = 0;
+                for (const char *q = start; q < p; q++) {
+                    d += *q == '<' ? 1 : *q == '>' ? -1 : 0;
+                    if (*q == '*' && d == 0)
+                        star = q;
+                }
+                d = 0;
+                for (const char *q = start; star && q + 5 <= star; q++) {
+                    d += *q == '<' ? 1 : *q == '>' ? -1 : 0;
+                    if (d == 0 && strncmp(q, "const", 5) == 0 &&
+                        (q == start || q[-1] == ' ' || q[-1] == '(' || q[-1] == '>') &&
+                        (q[5] == ' ' || q[5] == '*'))
+                        return true;
+                }
+                return false;
+            }
+            if (*p == ')')
+                return false;
+            at++;
+            start = p + 1;
+        }
+    }
+    return false;
+}
+
+/* NCCL collectives: KIND, and which side is count x ranks elements. */
+static const struct {
+    const char *call, *kind;
+    bool send_all, recv_all;
+} nccl_calls[] = {
+    { "ncclAllReduce", "allreduce", false, false },
+    { "ncclBroadcast", "broadcast", false, false },
+    { "ncclReduce", "reduce", false, false },
+    { "ncclAllGather", "allgather", false, true },
+    { "ncclReduceScatter", "reducescatter", true, false },
+};
+
+const char *capture_nccl_spans(const char *call, uint64_t send, uint64_t recv, uint64_t count,
+                               unsigned elem, uint64_t ranks, cap_span out[2], unsigned *n)
+{
+    for (size_t i = 0; i < sizeof nccl_calls / sizeof nccl_calls[0]; i++) {
+        if (strcmp(call, nccl_calls[i].call) != 0)
+            continue;
+        uint64_t r = ranks ? ranks : 1;
+        uint64_t sl = count * elem * (nccl_calls[i].send_all ? r : 1);
+        uint64_t rl = count * elem * (nccl_calls[i].recv_all ? r : 1);
+        if (send == recv) {
+            out[0] = (cap_span){ recv, sl > rl ? sl : rl, TRACE_RW };
+            *n = 1;
+        } else {
+            out[0] = (cap_span){ send, sl, TRACE_R };
+            out[1] = (cap_span){ recv, rl, TRACE_W };
+            *n = 2;
+        }
+        return nccl_calls[i].kind;
+    }
+    *n = 0;
+    return NULL;
+}
+
+bool capture_gemm_spans(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                        int64_t lda, int64_t ldb, int64_t ldc, unsigned elem, bool beta_nonzero,
+                        uint64_t a, uint64_t b, uint64_t c, cap_span out[3])
+{
+    int64_t ar = trans_a ? k : m, ac = trans_a ? m : k;
+    int64_t br = trans_b ? n : k, bc = trans_b ? k : n;
+    if (m < 1 || n < 1 || k < 1 || lda < ar || ldb < br || ldc < m || elem == 0)
+        return false;
+    out[0] = (cap_span){ a, ((uint64_t)lda * (uint64_t)(ac - 1) + (uint64_t)ar) * elem, TRACE_R };
+    out[1] = (cap_span){ b, ((uint64_t)ldb * (uint64_t)(bc - 1) + (uint64_t)br) * elem, TRACE_R };
+    out[2] = (cap_span){ c, ((uint64_t)ldc * (uint64_t)(n - 1) + (uint64_t)m) * elem,
+                         (uint8_t)(beta_nonzero ? TRACE_RW : TRACE_W) };
+    return true;
+}
+
+/* Allocation calls: what each does with memory, and in which space. */
+static const struct {
+    const char *name;
+    cap_memcall call;
+    cap_mem mem;
+} mem_calls[] = {
+    { "cudaMalloc", CAP_MEMCALL_ALLOC, CAP_MEM_DEVICE },
+    { "cudaMallocPitch", CAP_MEMCALL_ALLOC, CAP_MEM_DEVICE },
+    { "cuMemAlloc", CAP_MEMCALL_ALLOC, CAP_MEM_DEVICE },
+    { "cuMemAllocPitch", CAP_MEMCALL_ALLOC, CAP_MEM_DEVICE },
+    { "cudaMallocHost", CAP_MEMCALL_ALLOC, CAP_MEM_PINNED },
+    { "cudaHostAlloc", CAP_MEMCALL_ALLOC, CAP_MEM_PINNED },
+    { "cuMemAllocHost", CAP_MEMCALL_ALLOC, CAP_MEM_PINNED },
+    { "cuMemHostAlloc", CAP_MEMCALL_ALLOC, CAP_MEM_PINNED },
+    { "cudaHostRegister", CAP_MEMCALL_ALLOC, CAP_MEM_PINNED },
+    { "cuMemHostRegister", CAP_MEMCALL_ALLOC, CAP_MEM_PINNED },
+    { "cudaMallocManaged", CAP_MEMCALL_ALLOC, CAP_MEM_MANAGED },
+    { "cuMemAllocManaged", CAP_MEMCALL_ALLOC, CAP_MEM_MANAGED },
+    { "cudaMallocAsync", CAP_MEMCALL_ALLOC_ASYNC, CAP_MEM_DEVICE },
+    { "cudaMallocFromPoolAsync", CAP_MEMCALL_ALLOC_ASYNC, CAP_MEM_DEVICE },
+    { "cuMemAllocAsync", CAP_MEMCALL_ALLOC_ASYNC, CAP_MEM_DEVICE },
+    { "cuMemAllocFromPoolAsync", CAP_MEMCALL_ALLOC_ASYNC, CAP_MEM_DEVICE },
+    { "cudaFree", CAP_MEMCALL_FREE, CAP_MEM_UNKNOWN },
+    { "cudaFreeHost", CAP_MEMCALL_FREE, CAP_MEM_UNKNOWN },
+    { "cuMemFree", CAP_MEMCALL_FREE, CAP_MEM_UNKNOWN },
+    { "cuMemFreeHost", CAP_MEMCALL_FREE, CAP_MEM_UNKNOWN },
+    { "cudaHostUnregister", CAP_MEMCALL_FREE_NOSYNC, CAP_MEM_UNKNOWN },
+    { "cuMemHostUnregister", CAP_MEMCALL_FREE_NOSYNC, CAP_MEM_UNKNOWN },
+    { "cudaFreeAsync", CAP_MEMCALL_FREE_ASYNC, CAP_MEM_UNKNOWN },
+    { "cuMemFreeAsync", CAP_MEMCALL_FREE_ASYNC, CAP_MEM_UNKNOWN },
+};
+
+cap_memcall capture_memcall(const char *name, cap_mem *mem)
+{
+    char base[128];
+    capture_api_base(name, base, sizeof base);
+    for (size_t i = 0; i < sizeof mem_calls / sizeof mem_calls[0]; i++)
+        if (strcmp(mem_calls[i].name, base) == 0) {
+            if (mem)
+                *mem = mem_calls[i].mem;
+            return mem_calls[i].call;
+        }
+    if (mem)
+        *mem = CAP_MEM_UNKNOWN;
+    return CAP_MEMCALL_NONE;
+}
+
 /* ------------------------------------------------------------------ */
 /* The capture.                                                        */
 
@@ -346,6 +513,28 @@ typedef struct cap_count {
     uint64_t n;
 } cap_count;
 
+/* Memory known by address. */
+typedef struct cap_buf {
+    int64_t proc, device;
+    cap_mem mem;
+    uint64_t addr, size;
+    uint32_t tbuf;              /* trace buffer, TRACE_NONE until declared */
+} cap_buf;
+
+typedef struct cap_life {
+    uint32_t buf, host, stream;
+    bool alloc;
+    int64_t proc, t0, t1, corr;
+} cap_life;
+
+typedef struct cap_acc {
+    uint32_t owner;             /* gpu activity (gaccs) or host (haccs) */
+    uint32_t buf, name;
+    uint8_t mode;
+    uint64_t lo, hi;
+    int64_t t0, t1;
+} cap_acc;
+
 struct capture {
     trace *t;
     char *path;
@@ -368,6 +557,16 @@ struct capture {
     uint64_t n_ranges, cap_ranges;
     cap_count *counts;
     uint64_t n_counts, cap_counts;
+    cap_buf *bufs;
+    uint64_t n_bufs, cap_bufs;
+    map3 buf_ids;               /* (proc, addr, size * 8 + mem) -> buf */
+    map3 buf_at;                /* (proc, addr, 0) -> the latest buf there */
+    cap_life *lives;
+    uint64_t n_lives, cap_lives;
+    cap_acc *gaccs;             /* in activity order */
+    uint64_t n_gaccs, cap_gaccs;
+    cap_acc *haccs;
+    uint64_t n_haccs, cap_haccs;
 };
 
 capture *capture_new(trace *t, const char *path)
@@ -401,6 +600,12 @@ void capture_free(capture *c)
     for (uint64_t i = 0; i < c->n_counts; i++)
         free(c->counts[i].key);
     free(c->counts);
+    free(c->bufs);
+    map3_free(&c->buf_ids);
+    map3_free(&c->buf_at);
+    free(c->lives);
+    free(c->gaccs);
+    free(c->haccs);
     free(c->path);
     free(c);
 }
@@ -528,6 +733,87 @@ int capture_range(capture *c, uint32_t host, int64_t t0, int64_t t1, uint32_t na
     return 0;
 }
 
+uint32_t capture_buffer(capture *c, int64_t proc, cap_mem mem, int64_t device, uint64_t addr,
+                        uint64_t size)
+{
+    if (size == 0)
+        size = 1;
+    key3 k = { proc, (int64_t)addr, (int64_t)(size * 8 + (uint64_t)mem) };
+    uint32_t b = map3_get(&c->buf_ids, k);
+    if (b == TRACE_NONE) {
+        if (c->n_bufs >= UINT32_MAX - 1)
+            return TRACE_NONE;
+        int64_t i = PUSH(c->bufs, c->n_bufs, c->cap_bufs);
+        if (i < 0)
+            return TRACE_NONE;
+        c->bufs[i] = (cap_buf){ proc, device, mem, addr, size, TRACE_NONE };
+        b = (uint32_t)i;
+        if (map3_put(&c->buf_ids, k, b) != 0)
+            return TRACE_NONE;
+    }
+    if (map3_put(&c->buf_at, (key3){ proc, (int64_t)addr, 0 }, b) != 0)
+        return TRACE_NONE;
+    return b;
+}
+
+uint32_t capture_buffer_at(const capture *c, int64_t proc, uint64_t addr, uint64_t *base)
+{
+    uint32_t b = map3_get(&c->buf_at, (key3){ proc, (int64_t)addr, 0 });
+    if (b == TRACE_NONE) {      /* inside an allocation: the latest that holds it */
+        for (uint64_t i = c->n_bufs; i-- > 0;) {
+            const cap_buf *cb = &c->bufs[i];
+            if (cb->proc == proc && addr >= cb->addr && addr - cb->addr < cb->size &&
+                map3_get(&c->buf_at, (key3){ proc, (int64_t)cb->addr, 0 }) == i) {
+                b = (uint32_t)i;
+                break;
+            }
+        }
+    }
+    if (b != TRACE_NONE && base)
+        *base = c->bufs[b].addr;
+    return b;
+}
+
+cap_mem capture_buffer_mem(const capture *c, uint32_t buf)
+{
+    return buf < c->n_bufs ? c->bufs[buf].mem : CAP_MEM_UNKNOWN;
+}
+
+int capture_lifetime(capture *c, uint32_t buf, bool alloc, uint32_t host, int64_t proc,
+                     int64_t t0, int64_t t1, int64_t corr, uint32_t stream)
+{
+    if (buf >= c->n_bufs)
+        return -1;
+    int64_t i = PUSH(c->lives, c->n_lives, c->cap_lives);
+    if (i < 0)
+        return -1;
+    c->lives[i] = (cap_life){ buf, host, stream, alloc, proc, t0, t1 < t0 ? t0 : t1, corr };
+    return 0;
+}
+
+int capture_gpu_access(capture *c, uint32_t buf, uint64_t lo, uint64_t hi, uint8_t mode)
+{
+    if (!c->n_gpus || buf >= c->n_bufs || hi < lo)
+        return -1;
+    int64_t i = PUSH(c->gaccs, c->n_gaccs, c->cap_gaccs);
+    if (i < 0)
+        return -1;
+    c->gaccs[i] = (cap_acc){ (uint32_t)(c->n_gpus - 1), buf, TRACE_NONE, mode, lo, hi, 0, 0 };
+    return 0;
+}
+
+int capture_host_access(capture *c, uint32_t host, int64_t t0, int64_t t1, uint32_t name,
+                        uint32_t buf, uint64_t lo, uint64_t hi, uint8_t mode)
+{
+    if (buf >= c->n_bufs || hi < lo)
+        return -1;
+    int64_t i = PUSH(c->haccs, c->n_haccs, c->cap_haccs);
+    if (i < 0)
+        return -1;
+    c->haccs[i] = (cap_acc){ host, buf, name, mode, lo, hi, t0, t1 < t0 ? t0 : t1 };
+    return 0;
+}
+
 int capture_count(capture *c, const char *key, uint64_t n)
 {
     for (uint64_t i = 0; i < c->n_counts; i++)
@@ -546,11 +832,14 @@ int capture_count(capture *c, const char *key, uint64_t n)
 /* ------------------------------------------------------------------ */
 /* Building: items are the statements to be, sorted at the end.       */
 
-enum { ITEM_ON_HOST = 1, ITEM_ASSUMED = 2, ITEM_IMPLICIT_FREE = 4, ITEM_IMPLICIT_LEGACY = 8 };
+enum {
+    ITEM_ON_HOST = 1, ITEM_ASSUMED = 2, ITEM_IMPLICIT_FREE = 4, ITEM_IMPLICIT_LEGACY = 8,
+    ITEM_HOST_ACCESS = 16,      /* a host op whose accesses are haccs[object] */
+};
 
 /* Places within one call: the host time before it, an assumed record, the
- * call's statement, the host sync of a blocking copy. */
-enum { SUB_GAP = 0, SUB_ASSUMED = 1, SUB_MAIN = 2, SUB_BLOCK = 3 };
+ * call's statement, the host sync of a blocking copy, a free after it. */
+enum { SUB_GAP = 0, SUB_ASSUMED = 1, SUB_MAIN = 2, SUB_BLOCK = 3, SUB_AFTER = 4 };
 
 typedef struct item {
     int64_t key_t, key_corr;
@@ -665,7 +954,9 @@ static int add_gpu_items(builder *b)
         item *it = new_item(b);
         if (!it)
             return oom(b);
-        it->kind = g->kind == CAP_MEMCPY ? TRACE_COPY : TRACE_OP;
+        it->kind = g->kind == CAP_MEMCPY       ? TRACE_COPY
+                   : g->kind == CAP_COLLECTIVE ? TRACE_COLLECTIVE
+                                               : TRACE_OP;
         it->stream = g->stream;
         it->label = g->name;
         it->t = g->t0;
@@ -897,6 +1188,50 @@ static int add_call_items(builder *b)
         default:
             break;
         }
+    }
+    return 0;
+}
+
+/* Pass 4b: allocations, frees and host accesses of memory known by address. */
+static int add_mem_items(builder *b)
+{
+    capture *c = b->c;
+    for (uint64_t i = 0; i < c->n_lives; i++) {
+        const cap_life *l = &c->lives[i];
+        item *it = new_item(b);
+        if (!it)
+            return oom(b);
+        it->kind = l->alloc ? TRACE_ALLOC : TRACE_FREE;
+        it->object = l->buf;
+        it->host = l->host;
+        it->stream = l->stream;
+        it->key_t = l->t0;
+        it->key_corr = l->corr;
+        /* a host free stands after the call's implicit device sync */
+        it->key_sub = !l->alloc && l->stream == TRACE_NONE ? SUB_AFTER : SUB_MAIN;
+        it->api_t0 = l->t0;
+        it->api_t1 = l->t1;
+        if (l->stream == TRACE_NONE) {
+            it->flags = ITEM_ON_HOST;
+            it->t = l->alloc ? l->t0 : l->t1;
+            it->dur = l->alloc ? l->t1 - l->t0 : 0;
+        }
+    }
+    for (uint64_t i = 0; i < c->n_haccs; i++) {
+        const cap_acc *a = &c->haccs[i];
+        item *it = new_item(b);
+        if (!it)
+            return oom(b);
+        it->kind = TRACE_OP;
+        it->flags = ITEM_ON_HOST | ITEM_HOST_ACCESS;
+        it->host = a->owner;
+        it->object = (int64_t)i;
+        it->label = a->name;
+        it->key_t = a->t0;
+        it->key_corr = INT64_MAX;
+        it->key_sub = SUB_MAIN;
+        it->t = a->t0;
+        it->dur = a->t1 - a->t0;
     }
     return 0;
 }
@@ -1380,6 +1715,70 @@ static uint32_t space_buffer(builder *b, cap_mem mem, int64_t proc, int64_t devi
     return trace_add_root_buffer(b->t, id, 1, TRACE_LOC_HOST, TRACE_NONE, mem == CAP_MEM_PINNED);
 }
 
+/* The root buffer of an allocation known by address (declared on first use). */
+static uint32_t mem_buffer(builder *b, uint32_t id)
+{
+    cap_buf *cb = &b->c->bufs[id];
+    if (cb->tbuf != TRACE_NONE)
+        return cb->tbuf;
+    char pre[32] = "";
+    if (b->multi_proc)
+        snprintf(pre, sizeof pre, "p%lld.", (long long)cb->proc);
+    bool on_device = (cb->mem == CAP_MEM_DEVICE || cb->mem == CAP_MEM_MANAGED) && cb->device >= 0;
+    uint32_t name;
+    if (cb->mem == CAP_MEM_DEVICE && cb->device >= 0)
+        name = intern_fmt(b->t, "%sgpu%lld.b%u", pre, (long long)cb->device, id);
+    else
+        name = intern_fmt(b->t, "%s%s.b%u", pre,
+                          cb->mem == CAP_MEM_PINNED    ? "pinned"
+                          : cb->mem == CAP_MEM_MANAGED ? "managed"
+                                                       : "host",
+                          id);
+    if (name == TRACE_NONE)
+        return TRACE_NONE;
+    if (on_device) {
+        uint32_t dev = device_name(b, cb->proc, cb->device);
+        cb->tbuf = dev == TRACE_NONE ? TRACE_NONE
+                                     : trace_add_root_buffer(b->t, name, cb->size,
+                                                             TRACE_LOC_DEVICE, dev, false);
+    } else {
+        cb->tbuf = trace_add_root_buffer(b->t, name, cb->size, TRACE_LOC_HOST, TRACE_NONE,
+                                         cb->mem == CAP_MEM_PINNED);
+    }
+    return cb->tbuf;
+}
+
+/* The first of the accesses of GPU activity g in gaccs (appended in
+ * activity order), and how many. */
+static uint64_t gpu_acc_range(const capture *c, uint32_t g, uint64_t *n)
+{
+    uint64_t lo = 0, hi = c->n_gaccs;
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (c->gaccs[mid].owner < g)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    uint64_t e = lo;
+    while (e < c->n_gaccs && c->gaccs[e].owner == g)
+        e++;
+    *n = e - lo;
+    return lo;
+}
+
+static int acc_of(builder *b, const cap_acc *a, trace_access *out)
+{
+    uint32_t v = mem_buffer(b, a->buf);
+    if (v == TRACE_NONE)
+        return oom(b);
+    uint64_t size = b->c->bufs[a->buf].size;
+    uint64_t hi = a->hi > size ? size : a->hi, lo = a->lo > hi ? hi : a->lo;
+    *out = (trace_access){ v, a->mode, lo == 0 && hi == size ? TRACE_REF_WHOLE : TRACE_REF_RANGE,
+                           lo, hi };
+    return 0;
+}
+
 /* The view of an ET tensor: one root per storage, one view per tensor
  * range. Sizes: roots span every range seen (et_root_size). */
 static uint32_t tensor_view(builder *b, const cap_tensor *ten, uint64_t root_size)
@@ -1464,6 +1863,47 @@ static int gpu_accesses(builder *b, const item *it, int64_t rf, const map3 *size
     *n = 0;
     uint32_t nt = 0;
     const cap_tensor *ts = rf != CAP_NONE ? cap_accesses_of(b->et, rf, &nt) : NULL;
+    uint64_t n_ex;
+    uint64_t ex = gpu_acc_range(b->c, it->gpu, &n_ex);
+    if (n_ex && g->kind != CAP_MEMCPY) {
+        for (uint64_t k = 0; k < n_ex && *n < cap; k++)
+            if (acc_of(b, &b->c->gaccs[ex + k], &acc[(*n)++]) != 0)
+                return -1;
+        return 1;
+    }
+    if (n_ex) {     /* a copy: its source and destination, where known */
+        const cap_acc *src = NULL, *dst = NULL;
+        for (uint64_t k = 0; k < n_ex; k++) {
+            const cap_acc *a = &b->c->gaccs[ex + k];
+            if (a->mode == TRACE_R && !src)
+                src = a;
+            else if ((a->mode & TRACE_W) && !dst)
+                dst = a;
+        }
+        int64_t sd = g->src_device != CAP_NONE ? g->src_device : st->device;
+        int64_t dd = g->dst_device != CAP_NONE ? g->dst_device : st->device;
+        if (src ? acc_of(b, src, &acc[0]) != 0 : 0)
+            return -1;
+        if (dst ? acc_of(b, dst, &acc[1]) != 0 : 0)
+            return -1;
+        if (!src) {
+            uint32_t bs = space_buffer(b, g->src == CAP_MEM_UNKNOWN ? CAP_MEM_DEVICE : g->src,
+                                       st->proc, sd);
+            if (bs == TRACE_NONE)
+                return oom(b);
+            acc[0] = (trace_access){ bs, TRACE_R, TRACE_REF_RANGE, 0, 0 };
+        }
+        if (!dst) {
+            uint32_t bd = space_buffer(b, g->dst == CAP_MEM_UNKNOWN ? CAP_MEM_DEVICE : g->dst,
+                                       st->proc, dd);
+            if (bd == TRACE_NONE)
+                return oom(b);
+            acc[1] = (trace_access){ bd, TRACE_W, TRACE_REF_RANGE, 0, 0 };
+        }
+        acc[1].mode = TRACE_W;
+        *n = 2;
+        return 1;
+    }
     if (g->kind == CAP_MEMCPY) {
         const cap_tensor *src = NULL, *dst = NULL;
         for (uint32_t k = 0; k < nt; k++) {
@@ -1534,6 +1974,12 @@ static int emit_one(builder *b, const item *it, trace_stmt *s)
     case TRACE_WAIT:
         s->object = (uint32_t)it->object;
         break;
+    case TRACE_ALLOC:
+    case TRACE_FREE:
+        s->object = mem_buffer(b, (uint32_t)it->object);
+        if (s->object == TRACE_NONE)
+            return oom(b);
+        break;
     case TRACE_SYNC:
         s->sync_scope = (trace_sync_scope)it->scope;
         if (it->scope == TRACE_SYNC_QUEUE) {
@@ -1555,10 +2001,21 @@ static int emit_one(builder *b, const item *it, trace_stmt *s)
         s->access = b->acc;
         s->n_access = n;
         const cap_gpu *g = &c->gpus[it->gpu];
-        if (g->bytes && (g->kind == CAP_MEMCPY || g->kind == CAP_MEMSET)) {
+        if (g->kind == CAP_COLLECTIVE) {
+            s->object = g->comm;
+            s->coll_kind = g->coll;
+            s->count = g->ranks;
+        }
+        if (g->bytes && g->kind != CAP_KERNEL) {
             attrs[na].key = b->s_bytes;
             attrs[na++].value = intern_fmt(b->t, "%llu", (unsigned long long)g->bytes);
         }
+    }
+    if (it->flags & ITEM_HOST_ACCESS) {
+        if (acc_of(b, &c->haccs[it->object], &b->acc[0]) != 0)
+            return -1;
+        s->access = b->acc;
+        s->n_access = 1;
     }
     if (it->flags & ITEM_ASSUMED)
         attrs[na++] = (trace_attr){ b->s_assumed, b->s_record };
@@ -1583,7 +2040,9 @@ static int prepare_accesses(builder *b)
     bool any = false;
     for (uint64_t g = 0; g < b->c->n_gpus && !any; g++)
         any = b->op_rf[g] != CAP_NONE;
-    if (trace_set_meta(b->t, "accesses", any ? "execution-trace" : "none") != 0)
+    bool pointers = b->c->n_gaccs || b->c->n_haccs;
+    if (trace_set_meta(b->t, "accesses",
+                       pointers ? "pointers" : any ? "execution-trace" : "none") != 0)
         return oom(b);
     if (b->et && storage_sizes(b, b->op_rf, &b->size_of, &b->sizes, &b->n_sizes) != 0)
         return -1;
@@ -1667,7 +2126,7 @@ static int build(builder *b)
     for (uint64_t i = 0; i < c->n_gpus; i++)
         b->op_rf[i] = CAP_NONE;
     if (add_gpu_items(b) != 0 || add_sync_items(b) != 0 || add_call_items(b) != 0 ||
-        add_record_items(b) != 0 || sort_items(b) != 0 || add_legacy_syncs(b) != 0 ||
+        add_record_items(b) != 0 || add_mem_items(b) != 0 || sort_items(b) != 0 || add_legacy_syncs(b) != 0 ||
         sweep_hosts(b, b->op_rf) != 0 || declare_queues(b) != 0 || prepare_accesses(b) != 0 ||
         set_counts(b) != 0)
         return -1;

@@ -82,7 +82,7 @@ size_t json_sniff_text(const unsigned char *head, size_t n, char *text, size_t c
 typedef struct capture capture;
 
 /* What a GPU activity is. */
-typedef enum { CAP_KERNEL = 0, CAP_MEMCPY = 1, CAP_MEMSET = 2 } cap_gpu_kind;
+typedef enum { CAP_KERNEL = 0, CAP_MEMCPY = 1, CAP_MEMSET = 2, CAP_COLLECTIVE = 3 } cap_gpu_kind;
 
 /* Where the bytes of a copy live. */
 typedef enum {
@@ -91,6 +91,7 @@ typedef enum {
     CAP_MEM_PINNED = 2,     /* page-locked host memory */
     CAP_MEM_DEVICE = 3,     /* device memory (of src_device / dst_device) */
     CAP_MEM_HOST = 4,       /* host memory, page-locked or not: not said */
+    CAP_MEM_MANAGED = 5,    /* managed (unified) memory */
 } cap_mem;
 
 /* What a synchronisation row says happened (CUPTI's types). */
@@ -121,6 +122,8 @@ typedef struct cap_gpu {
     uint64_t bytes;             /* copies and memsets; 0 unknown */
     cap_mem src, dst;           /* copies */
     int64_t src_device, dst_device; /* copies between devices; CAP_NONE: the stream's */
+    uint32_t comm, coll;        /* CAP_COLLECTIVE: communicator and KIND (string ids), */
+    uint64_t ranks;             /* and how many take part (size=) */
 } cap_gpu;
 
 typedef struct cap_sync {
@@ -185,6 +188,94 @@ typedef struct cap_accesses cap_accesses;
 const cap_tensor *cap_accesses_of(const cap_accesses *a, int64_t rf, uint32_t *n);
 /* The number of ops (rf_ids) in the execution trace. */
 uint64_t cap_accesses_ops(const cap_accesses *a);
+
+/* Memory known by address (captures that record allocations and pointers:
+ * the CUDA injection log, traces/capture_cuda.c). A buffer is one
+ * allocation: a root buffer of its size, named after its memory space
+ * ("gpu0.b3", "pinned.b4", "managed.b5", "host.b6"). An allocation at the
+ * same address, of the same size and space as an earlier one, is the same
+ * buffer again (memory reused by an allocator aliases), so a use of the
+ * old pointer races with, or comes after, the new owner's work. Pageable
+ * host memory CUDA never allocated becomes a buffer of the range a call
+ * used. Returns the buffer id, or TRACE_NONE (out of memory). */
+uint32_t capture_buffer(capture *c, int64_t proc, cap_mem mem, int64_t device, uint64_t addr,
+                        uint64_t size);
+/* The latest buffer of proc whose bytes contain addr, freed or not (so that
+ * a use after free resolves); *base gets its address. TRACE_NONE: none. */
+uint32_t capture_buffer_at(const capture *c, int64_t proc, uint64_t addr, uint64_t *base);
+/* The memory space a buffer was declared with. */
+cap_mem capture_buffer_mem(const capture *c, uint32_t buf);
+/* Where a buffer's life starts (alloc) or ends (free): the call (host, t0,
+ * t1, corr) of proc, on stream `stream` (a capture_stream() index:
+ * stream-ordered cudaMallocAsync/cudaFreeAsync) or on the host (stream
+ * TRACE_NONE). A host free comes after the call's own implicit
+ * synchronisation (cudaFree). 0 or -1. */
+int capture_lifetime(capture *c, uint32_t buf, bool alloc, uint32_t host, int64_t proc,
+                     int64_t t0, int64_t t1, int64_t corr, uint32_t stream);
+/* An access of the GPU activity capture_gpu() added last: bytes [lo, hi)
+ * of buf, mode a trace_mode. A copy takes its source (read) then its
+ * destination (write); a capture whose activities have accesses is checked
+ * for races (run metadata accesses=pointers). 0 or -1. */
+int capture_gpu_access(capture *c, uint32_t buf, uint64_t lo, uint64_t hi, uint8_t mode);
+/* A host thread's own access of bytes [lo, hi) of buf at [t0, t1]: a host
+ * op labelled name (string id). 0 or -1. */
+int capture_host_access(capture *c, uint32_t host, int64_t t0, int64_t t1, uint32_t name,
+                        uint32_t buf, uint64_t lo, uint64_t hi, uint8_t mode);
+
+/* What a CUDA call does with memory (the one table of allocation calls,
+ * next to the call roles in capture.c): its space when it allocates, and
+ * whether it is stream-ordered. */
+typedef enum {
+    CAP_MEMCALL_NONE = 0,
+    CAP_MEMCALL_ALLOC = 1,          /* cudaMalloc, cudaMallocHost, cudaHostRegister, ... */
+    CAP_MEMCALL_ALLOC_ASYNC = 2,    /* cudaMallocAsync, cudaMallocFromPoolAsync */
+    CAP_MEMCALL_FREE = 3,           /* cudaFree, cudaFreeHost (synchronise the device) */
+    CAP_MEMCALL_FREE_NOSYNC = 4,    /* cudaHostUnregister */
+    CAP_MEMCALL_FREE_ASYNC = 5,     /* cudaFreeAsync */
+} cap_memcall;
+cap_memcall capture_memcall(const char *name, cap_mem *mem);
+
+/* What a call's name says it synchronises (the role table of capture.c),
+ * for captures that hand over calls with their arguments instead of
+ * CUPTI's sync rows: a record, a stream wait, an event / stream / device
+ * synchronise, a synchronous copy, or none of these. */
+typedef enum {
+    CAP_CALL_OTHER = 0, CAP_CALL_RECORD, CAP_CALL_STREAM_WAIT, CAP_CALL_EVENT_SYNC,
+    CAP_CALL_STREAM_SYNC, CAP_CALL_DEVICE_SYNC, CAP_CALL_COPY_SYNC, CAP_CALL_QUERY,
+} cap_call;
+cap_call capture_call(const char *name);
+
+/* Whether parameter `index` (from 0) of a demangled kernel signature
+ * ("scale(float const*, float*, int)") is a pointer to const: the kernel
+ * only reads through it. False when the signature does not say (no
+ * parameter list, fewer parameters, not a pointer, a const pointer to
+ * mutable data "float* const"). */
+bool capture_param_const(const char *signature, unsigned index);
+
+/* The documented read/write set of a BLAS GEMM C = alpha op(A) op(B) + beta
+ * C (cuBLAS, column-major): op(A) is m x k (A is k x m when transposed),
+ * op(B) k x n, C m x n; an r x c operand with leading dimension ld spans
+ * ld * (c - 1) + r elements of elem bytes. A and B are read, C written,
+ * and read too when beta is not zero. Fills out[3] (A, B, C); returns
+ * false for arguments cuBLAS would refuse (a size below 1, ld < rows). */
+/* A byte span a library call reads or writes. */
+typedef struct cap_span {
+    uint64_t ptr, len;
+    uint8_t mode;               /* trace_mode */
+} cap_span;
+
+/* The documented read/write set of an NCCL collective call (ncclAllReduce,
+ * ncclBroadcast, ncclReduce, ncclAllGather, ncclReduceScatter) of count
+ * elements of elem bytes over ranks ranks: reads the send buffer, writes the
+ * receive buffer (allgather receives count x ranks, reducescatter sends count
+ * x ranks); one rw span when they are the same buffer. Fills out (1 or 2
+ * spans, *n) and returns the collective's KIND ("allreduce", ...), or NULL
+ * for another call. */
+const char *capture_nccl_spans(const char *call, uint64_t send, uint64_t recv, uint64_t count,
+                               unsigned elem, uint64_t ranks, cap_span out[2], unsigned *n);
+bool capture_gemm_spans(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                        int64_t lda, int64_t ldb, int64_t ldc, unsigned elem, bool beta_nonzero,
+                        uint64_t a, uint64_t b, uint64_t c, cap_span out[3]);
 
 /* Counts the importer reports as run metadata ("capture.kernels", ...). */
 int capture_count(capture *c, const char *key, uint64_t n);

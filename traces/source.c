@@ -107,6 +107,7 @@ static const trace_format *const formats[] = {
     &trace_format_syncsim_db,
     &trace_format_nsys,
     &trace_format_chrome,
+    &trace_format_cuda_log,
     &trace_format_kineto,
     &trace_format_text,
     NULL,

@@ -979,6 +979,8 @@ extern const trace_format trace_format_nsys;
 extern const trace_format trace_format_kineto;
 /* syncsim's own Chrome trace export, read back exactly. */
 extern const trace_format trace_format_chrome;
+/* The event log of `syncsim capture` (traces/capture_cuda.c). */
+extern const trace_format trace_format_cuda_log;
 
 /* Writes r as Chrome Trace Event JSON (Perfetto, chrome://tracing): one
  * track per queue, grouped by device and host; statements as complete

@@ -1,0 +1,887 @@
+/*
+ * capture_cuda.c -- the event log of `syncsim capture` (the CUPTI injection
+ * library real/cuda/inject.c and its cuBLAS/NCCL shim) as a capture.
+ *
+ * The log is plain text, one record a line, appended as the program runs
+ * (a crash loses at most the line being written). It says what the CUDA
+ * calls were and with which arguments; it decides nothing. This file
+ * parses it into a `capture` and the shared mapping of traces/capture.c
+ * writes the trace: which call synchronises (capture_call), which
+ * allocates or frees (capture_memcall), how memory becomes buffers
+ * (capture_buffer), submission, order, events, the legacy default stream.
+ * No CUDA header is needed: the module is tested on synthetic logs
+ * (tests/traces/test_capture_cuda.c).
+ *
+ *   syncsim-cuda-log 1
+ *   stream pid=P dev=D stream=S kind=blocking|nonblocking|legacy|per-thread
+ *   api    pid=P tid=T t0=NS t1=NS corr=C [dev=D] [stream=S] [event=E]
+ *          [ptr=ADDR] [size=N] [src=ADDR] [dst=ADDR] [bytes=N] name=CALL
+ *   gpu    pid=P corr=C kind=kernel|memcpy|memset dev=D stream=S t0=NS t1=NS
+ *          [bytes=N] [srcmem=M] [dstmem=M] [srcdev=D] [dstdev=D] [node=N] name=NAME
+ *   param  pid=P corr=C [node=N] idx=I ptr=ADDR [mode=r|rw]
+ *   range  pid=P tid=T t0=NS t1=NS name=NAME
+ *   host   pid=P tid=T t0=NS t1=NS mode=r|w|rw ptr=ADDR size=N name=LABEL
+ *   lib    pid=P tid=T t0=NS t1=NS dev=D stream=S [acc=ADDR:LEN:r|w|rw ...]
+ *          [gemm=TA,TB,M,N,K,LDA,LDB,LDC,ELEM,BETA a=ADDR b=ADDR c=ADDR]
+ *          [nccl=COUNT,ELEM send=ADDR recv=ADDR] [comm=ID ranks=N]
+ *          [coll=KIND bytes=N] name=CALL
+ *
+ * Numbers are decimal, addresses hexadecimal (0x...); name= takes the rest
+ * of the line. Memory kinds M: pageable, pinned, device, managed, host.
+ *
+ *   stream  how a stream was created (the legacy default stream and
+ *           per-thread default streams: kind legacy / per-thread; a
+ *           per-thread default stream behaves as a blocking stream).
+ *   api     a runtime or driver call at its exit, with the arguments that
+ *           matter: an allocation's ptr= and size=, a free's ptr=, a copy's
+ *           src=/dst=/bytes=, a memset's ptr=/bytes=, a record's or wait's
+ *           stream= and event=, a synchronise's stream= or dev=.
+ *   gpu     CUPTI activity: when the work of call corr ran. A CUDA graph
+ *           launch has one per node (node=), all with the launch's corr.
+ *   param   parameter I (from 0) of the kernel(s) of call corr (and node),
+ *           a pointer-sized value: read-only when the kernel's demangled
+ *           name (its gpu record) says the pointee is const
+ *           (capture_param_const), else read and write; mode= overrides.
+ *           It becomes an access from the pointer to the end of its
+ *           allocation; a value that points into no allocation is not a
+ *           pointer the log knows and is counted (capture.params_unresolved).
+ *   range   an NVTX range (push/pop or start/end): iteration marks.
+ *   host    a host thread's own access, made known with an NVTX mark
+ *           "syncsim:r PTR SIZE" (or w, rw): CUPTI cannot see loads.
+ *   lib     a cuBLAS or NCCL call, recorded by the shim at the library call
+ *           with its documented read/write set (acc=, or a GEMM's arguments,
+ *           whose set capture_gemm_spans computes, or an NCCL call's, whose
+ *           set and KIND capture_nccl_spans gives): one statement on its stream
+ *           (an op, or for NCCL a `collective` of communicator comm=) in
+ *           place of the kernels the thread launched inside the call.
+ */
+#include "import_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CUDALOG_MAGIC "syncsim-cuda-log"
+#define LIB_CORR_BASE (INT64_C(1) << 60)  /* synthetic call ids of library calls */
+
+typedef struct rec {
+    char kind;                  /* a api, s stream, g gpu, p param, r range, h host, l lib */
+    int64_t pid, tid, t0, t1, corr, dev, stream, event, node, idx;
+    int64_t srcdev, dstdev;
+    uint64_t ptr, size, src, dst, bytes, ranks;
+    cap_mem srcmem, dstmem;
+    uint8_t mode;
+    uint8_t gkind;              /* cap_gpu_kind */
+    cap_stream_kind skind;
+    bool has_ptr, has_src, has_dst, has_gemm, has_nccl;
+    uint64_t nccl[2];           /* lib: COUNT ELEM (send= recv= in src, dst) */
+    int64_t gemm[10];           /* lib: TA TB M N K LDA LDB LDC ELEM BETA */
+    uint64_t abc[3];            /* lib: a= b= c= */
+    uint32_t name, comm, coll;
+    uint32_t acc_first, n_acc;  /* lib: its accesses in log.accs */
+    uint32_t line;
+} rec;
+
+typedef struct lib_acc {
+    uint64_t ptr, len;
+    uint8_t mode;
+} lib_acc;
+
+typedef struct cudalog {
+    const char *path;
+    trace *t;
+    capture *c;
+    rec *recs;
+    uint64_t n, cap;
+    lib_acc *accs;
+    uint64_t n_accs, cap_accs;
+    uint64_t unresolved, lib_kernels, truncated;
+    trace_error *err;
+} cudalog;
+
+/* Appends one element to a growing array; returns its index or -1. */
+static int64_t push(void **arr, uint64_t *n, uint64_t *cap, size_t elem)
+{
+    if (*n == *cap) {
+        uint64_t ncap = *cap ? *cap * 2 : 256;
+        void *p = realloc(*arr, ncap * elem);
+        if (!p)
+            return -1;
+        *arr = p;
+        *cap = ncap;
+    }
+    return (int64_t)(*n)++;
+}
+
+static int64_t push_rec(cudalog *l)
+{
+    return push((void **)&l->recs, &l->n, &l->cap, sizeof *l->recs);
+}
+
+static int oom(cudalog *l)
+{
+    trace_error_set(l->err, TRACE_ENOMEM, "%s: out of memory", l->path);
+    return -1;
+}
+
+static int bad(cudalog *l, uint32_t line, const char *what, const char *word, size_t len)
+{
+    trace_error_set(l->err, TRACE_ESYNTAX, "%s:%u: %s '%.*s'", l->path, line, what,
+                    (int)(len > 60 ? 60 : len), word);
+    return -1;
+}
+
+static bool parse_u64(const char *s, size_t n, uint64_t *out)
+{
+    char buf[32];
+    if (n == 0 || n >= sizeof buf)
+        return false;
+    memcpy(buf, s, n);
+    buf[n] = '\0';
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(buf, &end, 0);
+    if (errno || *end || buf[0] == '-')
+        return false;
+    *out = v;
+    return true;
+}
+
+static bool parse_i64(const char *s, size_t n, int64_t *out)
+{
+    char buf[32];
+    if (n == 0 || n >= sizeof buf)
+        return false;
+    memcpy(buf, s, n);
+    buf[n] = '\0';
+    char *end;
+    errno = 0;
+    long long v = strtoll(buf, &end, 0);
+    if (errno || *end)
+        return false;
+    *out = v;
+    return true;
+}
+
+static bool is(const char *s, size_t n, const char *word)
+{
+    return strlen(word) == n && memcmp(s, word, n) == 0;
+}
+
+static bool parse_mode(const char *s, size_t n, uint8_t *mode)
+{
+    *mode = is(s, n, "r") ? TRACE_R : is(s, n, "w") ? TRACE_W : is(s, n, "rw") ? TRACE_RW : 0;
+    return *mode != 0;
+}
+
+static bool parse_mem(const char *s, size_t n, cap_mem *m)
+{
+    static const struct { const char *w; cap_mem m; } mems[] = {
+        { "pageable", CAP_MEM_PAGEABLE }, { "pinned", CAP_MEM_PINNED },
+        { "device", CAP_MEM_DEVICE }, { "managed", CAP_MEM_MANAGED }, { "host", CAP_MEM_HOST },
+        { "unknown", CAP_MEM_UNKNOWN },
+    };
+    for (size_t i = 0; i < sizeof mems / sizeof mems[0]; i++)
+        if (is(s, n, mems[i].w)) {
+            *m = mems[i].m;
+            return true;
+        }
+    return false;
+}
+
+/* One record line (without its newline). */
+static int parse_line(cudalog *l, char *line, size_t len, uint32_t no)
+{
+    if (len == 0 || line[0] == '#')
+        return 0;
+    static const struct { const char *w; char k; } kinds[] = {
+        { "api", 'a' }, { "stream", 's' }, { "gpu", 'g' }, { "param", 'p' },
+        { "range", 'r' }, { "host", 'h' }, { "lib", 'l' },
+    };
+    size_t wl = strcspn(line, " ");
+    char k = 0;
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0] && !k; i++)
+        if (is(line, wl, kinds[i].w))
+            k = kinds[i].k;
+    if (!k)
+        return bad(l, no, "unknown record (expected api, stream, gpu, param, range, host or lib):",
+                   line, wl);
+    int64_t i = push_rec(l);
+    if (i < 0)
+        return oom(l);
+    rec *r = &l->recs[i];
+    *r = (rec){ .kind = k, .pid = 0, .tid = 0, .t0 = CAP_NONE, .t1 = CAP_NONE, .corr = CAP_NONE,
+                .dev = CAP_NONE, .stream = CAP_NONE, .event = CAP_NONE, .node = CAP_NONE,
+                .idx = CAP_NONE,
+                .srcdev = CAP_NONE, .dstdev = CAP_NONE, .name = TRACE_NONE, .comm = TRACE_NONE,
+                .coll = TRACE_NONE, .acc_first = (uint32_t)l->n_accs, .line = no };
+    char *p = line + wl;
+    bool has_name = false, has_t = false;
+    while (*p) {
+        while (*p == ' ')
+            p++;
+        if (!*p)
+            break;
+        char *eq = p;
+        while (*eq && *eq != '=' && *eq != ' ')
+            eq++;
+        if (*eq != '=')
+            return bad(l, no, "expected KEY=VALUE, got", p, strcspn(p, " "));
+        const char *key = p;
+        size_t kl = (size_t)(eq - p);
+        const char *v = eq + 1;
+        if (is(key, kl, "name")) {
+            r->name = trace_intern(l->t, v, strlen(v));
+            if (r->name == TRACE_NONE)
+                return oom(l);
+            has_name = true;
+            break;
+        }
+        size_t vl = strcspn(v, " ");
+        p = (char *)v + vl;
+        bool ok = true;
+        if (is(key, kl, "pid"))
+            ok = parse_i64(v, vl, &r->pid);
+        else if (is(key, kl, "tid"))
+            ok = parse_i64(v, vl, &r->tid);
+        else if (is(key, kl, "t0"))
+            ok = parse_i64(v, vl, &r->t0), has_t = true;
+        else if (is(key, kl, "t1"))
+            ok = parse_i64(v, vl, &r->t1);
+        else if (is(key, kl, "corr"))
+            ok = parse_i64(v, vl, &r->corr);
+        else if (is(key, kl, "dev"))
+            ok = parse_i64(v, vl, &r->dev);
+        else if (is(key, kl, "stream"))
+            ok = parse_i64(v, vl, &r->stream);
+        else if (is(key, kl, "event"))
+            ok = parse_i64(v, vl, &r->event);
+        else if (is(key, kl, "idx"))
+            ok = parse_i64(v, vl, &r->idx) && r->idx >= 0;
+        else if (is(key, kl, "node"))
+            ok = parse_i64(v, vl, &r->node);
+        else if (is(key, kl, "srcdev"))
+            ok = parse_i64(v, vl, &r->srcdev);
+        else if (is(key, kl, "dstdev"))
+            ok = parse_i64(v, vl, &r->dstdev);
+        else if (is(key, kl, "ptr"))
+            ok = parse_u64(v, vl, &r->ptr), r->has_ptr = true;
+        else if (is(key, kl, "size"))
+            ok = parse_u64(v, vl, &r->size);
+        else if (is(key, kl, "src"))
+            ok = parse_u64(v, vl, &r->src), r->has_src = true;
+        else if (is(key, kl, "dst"))
+            ok = parse_u64(v, vl, &r->dst), r->has_dst = true;
+        else if (is(key, kl, "ranks"))
+            ok = parse_u64(v, vl, &r->ranks);
+        else if (is(key, kl, "bytes"))
+            ok = parse_u64(v, vl, &r->bytes);
+        else if (is(key, kl, "srcmem"))
+            ok = parse_mem(v, vl, &r->srcmem);
+        else if (is(key, kl, "dstmem"))
+            ok = parse_mem(v, vl, &r->dstmem);
+        else if (is(key, kl, "mode"))
+            ok = parse_mode(v, vl, &r->mode);
+        else if (is(key, kl, "kind") && k == 'g') {
+            ok = is(v, vl, "kernel") || is(v, vl, "memcpy") || is(v, vl, "memset");
+            r->gkind = is(v, vl, "memcpy") ? CAP_MEMCPY : is(v, vl, "memset") ? CAP_MEMSET
+                                                                             : CAP_KERNEL;
+        } else if (is(key, kl, "kind") && k == 's') {
+            r->skind = is(v, vl, "blocking") || is(v, vl, "per-thread") ? CAP_STREAM_BLOCKING
+                       : is(v, vl, "nonblocking")                      ? CAP_STREAM_NONBLOCKING
+                       : is(v, vl, "legacy")                           ? CAP_STREAM_LEGACY
+                                                                       : CAP_STREAM_UNKNOWN;
+            ok = r->skind != CAP_STREAM_UNKNOWN;
+        } else if (is(key, kl, "comm") || is(key, kl, "coll")) {
+            uint32_t id = trace_intern(l->t, v, vl);
+            if (id == TRACE_NONE)
+                return oom(l);
+            *(is(key, kl, "comm") ? &r->comm : &r->coll) = id;
+        } else if (is(key, kl, "gemm")) {
+            int64_t g[10];
+            int got = 0;
+            const char *q = v, *e = v + vl;
+            while (ok && got < 10 && q < e) {
+                const char *comma = memchr(q, ',', (size_t)(e - q));
+                const char *end = comma ? comma : e;
+                ok = parse_i64(q, (size_t)(end - q), &g[got++]);
+                q = comma ? comma + 1 : e;
+            }
+            ok = ok && got == 10 && q >= e;
+            for (int j = 0; ok && j < 10; j++)
+                r->gemm[j] = g[j];
+            r->has_gemm = ok;
+        } else if (is(key, kl, "nccl")) {
+            const char *comma = memchr(v, ',', vl);
+            ok = comma && parse_u64(v, (size_t)(comma - v), &r->nccl[0]) &&
+                 parse_u64(comma + 1, (size_t)(v + vl - comma - 1), &r->nccl[1]);
+            r->has_nccl = ok;
+        } else if (is(key, kl, "send")) {
+            ok = parse_u64(v, vl, &r->src);
+        } else if (is(key, kl, "recv")) {
+            ok = parse_u64(v, vl, &r->dst);
+        } else if (is(key, kl, "a") || is(key, kl, "b") || is(key, kl, "c")) {
+            ok = parse_u64(v, vl, &r->abc[key[0] - 'a']);
+        } else if (is(key, kl, "acc")) {
+            /* ADDR:LEN:MODE */
+            const char *c1 = memchr(v, ':', vl);
+            const char *c2 = c1 ? memchr(c1 + 1, ':', (size_t)(v + vl - c1 - 1)) : NULL;
+            lib_acc a;
+            ok = c1 && c2 && parse_u64(v, (size_t)(c1 - v), &a.ptr) &&
+                 parse_u64(c1 + 1, (size_t)(c2 - c1 - 1), &a.len) &&
+                 parse_mode(c2 + 1, (size_t)(v + vl - c2 - 1), &a.mode);
+            if (ok) {
+                int64_t j = push((void **)&l->accs, &l->n_accs, &l->cap_accs, sizeof *l->accs);
+                if (j < 0)
+                    return oom(l);
+                l->accs[j] = a;
+                r = &l->recs[i];
+                r->n_acc++;
+            }
+        } else {
+            return bad(l, no, "unknown key", key, kl);
+        }
+        if (!ok)
+            return bad(l, no, "bad value of", key, (size_t)(v + vl - key));
+    }
+    r = &l->recs[i];
+    if (!has_name && k != 's' && k != 'p')
+        return bad(l, no, "record without its name= (last field):", line, wl);
+    if (!has_t && k != 's' && k != 'p')
+        return bad(l, no, "record without its time t0=:", line, wl);
+    if ((k == 'a' || k == 'g' || k == 'p') && r->corr == CAP_NONE)
+        return bad(l, no, "record without its correlation id corr=:", line, wl);
+    if ((k == 'g' || k == 's' || k == 'l') && (r->dev == CAP_NONE || r->stream == CAP_NONE))
+        return bad(l, no, "record without its dev= and stream=:", line, wl);
+    if (r->t1 == CAP_NONE)
+        r->t1 = r->t0;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Translation: the calls in time order, so that a pointer resolves to  */
+/* the allocation that held it when the work was launched.              */
+
+static const cudalog *sort_log;
+
+static int by_time(const void *pa, const void *pb)
+{
+    const rec *a = &sort_log->recs[*(const uint64_t *)pa], *b = &sort_log->recs[*(const uint64_t *)pb];
+    if (a->t0 != b->t0)
+        return a->t0 < b->t0 ? -1 : 1;
+    /* a library call encloses the calls it makes: it comes first */
+    if ((a->kind == 'l') != (b->kind == 'l'))
+        return a->kind == 'l' ? -1 : 1;
+    if (a->corr != b->corr)
+        return a->corr < b->corr ? -1 : 1;
+    return a->line < b->line ? -1 : a->line > b->line;
+}
+
+static int by_corr(const void *pa, const void *pb)
+{
+    const rec *a = &sort_log->recs[*(const uint64_t *)pa], *b = &sort_log->recs[*(const uint64_t *)pb];
+    if (a->pid != b->pid)
+        return a->pid < b->pid ? -1 : 1;
+    if (a->corr != b->corr)
+        return a->corr < b->corr ? -1 : 1;
+    return a->line < b->line ? -1 : a->line > b->line;
+}
+
+/* The first index in idx[0..n) (sorted by_corr) of records with (pid, corr). */
+static uint64_t find_corr(const cudalog *l, const uint64_t *idx, uint64_t n, int64_t pid,
+                          int64_t corr)
+{
+    uint64_t lo = 0, hi = n;
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        const rec *r = &l->recs[idx[mid]];
+        if (r->pid < pid || (r->pid == pid && r->corr < corr))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* A library call while it runs: its accesses resolved when it was made,
+ * and the span of the kernels it launched. */
+typedef struct open_lib {
+    uint64_t rec;
+    uint32_t host;
+    int64_t k0, k1;
+    uint64_t acc_first, n_acc;  /* in the resolved list */
+} open_lib;
+
+typedef struct res_acc {
+    uint32_t buf;
+    uint64_t lo, hi;
+    uint8_t mode;
+} res_acc;
+
+typedef struct xlate {
+    cudalog *l;
+    uint64_t *gpus, n_gpus;     /* gpu records by corr */
+    uint64_t *params, n_params; /* param records by corr */
+    open_lib *libs;
+    uint64_t n_libs, cap_libs;
+    res_acc *res;
+    uint64_t n_res, cap_res;
+    bool *gpu_done;
+} xlate;
+
+/* The buffer and offset of addr: a known allocation, else (host memory
+ * CUDA never allocated) the bytes [addr, addr + len) as a pageable buffer. */
+static uint32_t resolve(cudalog *l, int64_t pid, uint64_t addr, uint64_t len, bool host_ok,
+                        uint64_t *off)
+{
+    uint64_t base;
+    uint32_t b = capture_buffer_at(l->c, pid, addr, &base);
+    if (b != TRACE_NONE) {
+        *off = addr - base;
+        return b;
+    }
+    if (!host_ok || len == 0)
+        return TRACE_NONE;
+    *off = 0;
+    return capture_buffer(l->c, pid, CAP_MEM_PAGEABLE, -1, addr, len);
+}
+
+static int gpu_of(xlate *x, uint64_t gi, const rec *call)
+{
+    cudalog *l = x->l;
+    const rec *g = &l->recs[x->gpus[gi]];
+    uint32_t st = capture_stream(l->c, g->pid, g->dev, g->stream);
+    if (st == TRACE_NONE)
+        return oom(l);
+    cap_gpu cg = { .stream = st, .kind = (cap_gpu_kind)g->gkind, .t0 = g->t0, .t1 = g->t1,
+                   .corr = g->corr, .name = g->name, .bytes = g->bytes, .src = g->srcmem,
+                   .dst = g->dstmem, .src_device = g->srcdev, .dst_device = g->dstdev,
+                   .comm = TRACE_NONE, .coll = TRACE_NONE };
+    if (capture_gpu(l->c, &cg) != 0)
+        return oom(l);
+    if (g->gkind == CAP_MEMCPY && call && (call->has_src || call->has_dst)) {
+        uint64_t n = call->bytes ? call->bytes : g->bytes, off;
+        bool sh = g->srcmem == CAP_MEM_PAGEABLE || g->srcmem == CAP_MEM_HOST;
+        bool dh = g->dstmem == CAP_MEM_PAGEABLE || g->dstmem == CAP_MEM_HOST;
+        uint32_t b;
+        if (call->has_src) {
+            if ((b = resolve(l, g->pid, call->src, n, sh, &off)) != TRACE_NONE) {
+                if (capture_gpu_access(l->c, b, off, off + n, TRACE_R) != 0)
+                    return oom(l);
+            } else {
+                l->unresolved++;
+            }
+        }
+        if (call->has_dst) {
+            if ((b = resolve(l, g->pid, call->dst, n, dh, &off)) != TRACE_NONE) {
+                if (capture_gpu_access(l->c, b, off, off + n, TRACE_W) != 0)
+                    return oom(l);
+            } else {
+                l->unresolved++;
+            }
+        }
+    } else if (g->gkind == CAP_MEMSET && call && call->has_ptr) {
+        uint64_t n = call->bytes ? call->bytes : g->bytes, off;
+        uint32_t b = resolve(l, g->pid, call->ptr, n, false, &off);
+        if (b == TRACE_NONE)
+            l->unresolved++;
+        else if (capture_gpu_access(l->c, b, off, off + n, TRACE_W) != 0)
+            return oom(l);
+    } else if (g->gkind == CAP_KERNEL) {
+        /* each pointer parameter: from the pointer to the end of its allocation */
+        for (uint64_t k = find_corr(l, x->params, x->n_params, g->pid, g->corr);
+             k < x->n_params; k++) {
+            const rec *p = &l->recs[x->params[k]];
+            if (p->pid != g->pid || p->corr != g->corr)
+                break;
+            if (p->node != g->node)
+                continue;
+            uint64_t off;
+            uint32_t b = resolve(l, p->pid, p->ptr, 0, false, &off);
+            if (b == TRACE_NONE) {
+                l->unresolved++;
+                continue;
+            }
+            uint8_t mode = p->mode;
+            if (!mode)
+                mode = p->idx != CAP_NONE &&
+                               capture_param_const(trace_str(l->t, g->name), (unsigned)p->idx)
+                           ? TRACE_R
+                           : TRACE_RW;
+            uint64_t end = UINT64_MAX;     /* cut to the buffer's size */
+            if (capture_gpu_access(l->c, b, off, end, mode) != 0)
+                return oom(l);
+        }
+    }
+    return 0;
+}
+
+/* The library call open on (pid, tid) at time t, or NULL. */
+static open_lib *lib_around(xlate *x, int64_t pid, int64_t tid, int64_t t)
+{
+    for (uint64_t i = x->n_libs; i-- > 0;) {
+        const rec *r = &x->l->recs[x->libs[i].rec];
+        if (r->pid == pid && r->tid == tid && t >= r->t0 && t <= r->t1)
+            return &x->libs[i];
+    }
+    return NULL;
+}
+
+static int on_api(xlate *x, const rec *a)
+{
+    cudalog *l = x->l;
+    capture *c = l->c;
+    uint32_t host = capture_host(c, a->pid, a->tid);
+    if (host == TRACE_NONE || capture_api(c, host, a->pid, a->t0, a->t1, a->corr, a->name) != 0)
+        return oom(l);
+    const char *name = trace_str(l->t, a->name);
+    cap_mem mem;
+    cap_memcall mc = capture_memcall(name, &mem);
+    uint32_t st = TRACE_NONE;
+    if (a->stream != CAP_NONE && a->dev != CAP_NONE &&
+        (st = capture_stream(c, a->pid, a->dev, a->stream)) == TRACE_NONE)
+        return oom(l);
+    switch (mc) {
+    case CAP_MEMCALL_ALLOC:
+    case CAP_MEMCALL_ALLOC_ASYNC: {
+        if (!a->has_ptr)
+            break;
+        uint32_t b = capture_buffer(c, a->pid, mem, mem == CAP_MEM_PINNED ? -1 : a->dev, a->ptr,
+                                    a->size);
+        if (b == TRACE_NONE ||
+            capture_lifetime(c, b, true, host, a->pid, a->t0, a->t1, a->corr,
+                             mc == CAP_MEMCALL_ALLOC_ASYNC ? st : TRACE_NONE) != 0)
+            return oom(l);
+        break;
+    }
+    case CAP_MEMCALL_FREE:
+    case CAP_MEMCALL_FREE_NOSYNC:
+    case CAP_MEMCALL_FREE_ASYNC: {
+        uint64_t base;
+        uint32_t b = a->has_ptr ? capture_buffer_at(c, a->pid, a->ptr, &base) : TRACE_NONE;
+        if (b == TRACE_NONE || base != a->ptr)
+            break;              /* freeing NULL, or what the log never saw allocated */
+        if (capture_lifetime(c, b, false, host, a->pid, a->t0, a->t1, a->corr,
+                             mc == CAP_MEMCALL_FREE_ASYNC ? st : TRACE_NONE) != 0)
+            return oom(l);
+        break;
+    }
+    default:
+        break;
+    }
+    cap_sync s = { .proc = a->pid, .corr = a->corr, .device = a->dev, .stream = a->stream,
+                   .event = a->event, .record_stream = CAP_NONE, .record_corr = CAP_NONE,
+                   .t0 = a->t0, .t1 = a->t1 };
+    switch (capture_call(name)) {
+    case CAP_CALL_RECORD:
+        if (capture_record(c, a->pid, a->corr, a->dev, a->stream, a->event) != 0)
+            return oom(l);
+        break;
+    case CAP_CALL_STREAM_WAIT:
+        s.kind = CAP_SYNC_STREAM_WAIT;
+        break;
+    case CAP_CALL_EVENT_SYNC:
+        s.kind = CAP_SYNC_EVENT;
+        s.stream = CAP_NONE;
+        break;
+    case CAP_CALL_STREAM_SYNC:
+        s.kind = CAP_SYNC_STREAM;
+        break;
+    case CAP_CALL_DEVICE_SYNC:
+        s.kind = CAP_SYNC_CONTEXT;
+        s.stream = CAP_NONE;
+        break;
+    default:
+        break;
+    }
+    if (s.kind != CAP_SYNC_UNKNOWN && capture_sync(c, &s) != 0)
+        return oom(l);
+    /* the work it launched: kernels inside a library call are the call's */
+    open_lib *lib = lib_around(x, a->pid, a->tid, a->t0);
+    for (uint64_t k = find_corr(l, x->gpus, x->n_gpus, a->pid, a->corr); k < x->n_gpus; k++) {
+        const rec *g = &l->recs[x->gpus[k]];
+        if (g->pid != a->pid || g->corr != a->corr)
+            break;
+        x->gpu_done[k] = true;
+        if (lib && g->gkind == CAP_KERNEL) {
+            lib->k0 = lib->k0 == CAP_NONE || g->t0 < lib->k0 ? g->t0 : lib->k0;
+            lib->k1 = lib->k1 == CAP_NONE || g->t1 > lib->k1 ? g->t1 : lib->k1;
+            l->lib_kernels++;
+            continue;
+        }
+        if (gpu_of(x, k, a) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int on_lib(xlate *x, uint64_t ri)
+{
+    cudalog *l = x->l;
+    const rec *r = &l->recs[ri];
+    int64_t i = push((void **)&x->libs, &x->n_libs, &x->cap_libs, sizeof *x->libs);
+    if (i < 0)
+        return oom(l);
+    open_lib *o = &x->libs[i];
+    *o = (open_lib){ ri, capture_host(l->c, r->pid, r->tid), CAP_NONE, CAP_NONE, x->n_res, 0 };
+    if (o->host == TRACE_NONE)
+        return oom(l);
+    if (r->has_nccl) {
+        cap_span sp[2];
+        unsigned n = 0;
+        const char *kind = capture_nccl_spans(trace_str(l->t, r->name), r->src, r->dst,
+                                              r->nccl[0], (unsigned)r->nccl[1], r->ranks, sp, &n);
+        if (kind && x->l->recs[ri].coll == TRACE_NONE) {
+            uint32_t id = trace_intern_cstr(l->t, kind);
+            if (id == TRACE_NONE)
+                return oom(l);
+            l->recs[ri].coll = id;
+            l->recs[ri].bytes = n == 2 ? sp[1].len : sp[0].len;
+        }
+        for (unsigned k = 0; k < n; k++) {
+            uint64_t off;
+            uint32_t b = resolve(l, r->pid, sp[k].ptr, sp[k].len, false, &off);
+            if (b == TRACE_NONE) {
+                l->unresolved++;
+                continue;
+            }
+            int64_t j = push((void **)&x->res, &x->n_res, &x->cap_res, sizeof *x->res);
+            if (j < 0)
+                return oom(l);
+            x->res[j] = (res_acc){ b, off, off + sp[k].len, sp[k].mode };
+            x->libs[i].n_acc++;
+        }
+    }
+    if (r->has_gemm) {
+        const int64_t *g = r->gemm;
+        cap_span sp[3];
+        if (capture_gemm_spans(g[0] != 0, g[1] != 0, g[2], g[3], g[4], g[5], g[6], g[7],
+                               (unsigned)g[8], g[9] != 0, r->abc[0], r->abc[1], r->abc[2], sp)) {
+            for (int k = 0; k < 3; k++) {
+                uint64_t off;
+                uint32_t b = resolve(l, r->pid, sp[k].ptr, sp[k].len, false, &off);
+                if (b == TRACE_NONE) {
+                    l->unresolved++;
+                    continue;
+                }
+                int64_t j = push((void **)&x->res, &x->n_res, &x->cap_res, sizeof *x->res);
+                if (j < 0)
+                    return oom(l);
+                x->res[j] = (res_acc){ b, off, off + sp[k].len, sp[k].mode };
+                x->libs[i].n_acc++;
+            }
+        }
+    }
+    for (uint32_t k = 0; k < r->n_acc; k++) {
+        const lib_acc *a = &l->accs[r->acc_first + k];
+        uint64_t off;
+        uint32_t b = resolve(l, r->pid, a->ptr, a->len, false, &off);
+        if (b == TRACE_NONE) {
+            l->unresolved++;
+            continue;
+        }
+        int64_t j = push((void **)&x->res, &x->n_res, &x->cap_res, sizeof *x->res);
+        if (j < 0)
+            return oom(l);
+        x->res[j] = (res_acc){ b, off, off + a->len, a->mode };
+        x->libs[i].n_acc++;
+    }
+    return 0;
+}
+
+/* Each library call as one statement on its stream, submitted by its
+ * thread: an op, or a collective of its communicator. */
+static int finish_libs(xlate *x)
+{
+    cudalog *l = x->l;
+    for (uint64_t i = 0; i < x->n_libs; i++) {
+        const open_lib *o = &x->libs[i];
+        const rec *r = &l->recs[o->rec];
+        int64_t corr = LIB_CORR_BASE + (int64_t)o->rec;
+        uint32_t st = capture_stream(l->c, r->pid, r->dev, r->stream);
+        if (st == TRACE_NONE ||
+            capture_api(l->c, o->host, r->pid, r->t0, r->t1, corr, r->name) != 0)
+            return oom(l);
+        bool coll = r->comm != TRACE_NONE && r->coll != TRACE_NONE && r->ranks > 0;
+        cap_gpu g = { .stream = st, .kind = coll ? CAP_COLLECTIVE : CAP_KERNEL,
+                      .t0 = o->k0 != CAP_NONE ? o->k0 : r->t0,
+                      .t1 = o->k1 != CAP_NONE ? o->k1 : r->t1, .corr = corr, .name = r->name,
+                      .bytes = r->bytes, .src_device = CAP_NONE, .dst_device = CAP_NONE,
+                      .comm = r->comm, .coll = r->coll, .ranks = r->ranks };
+        if (capture_gpu(l->c, &g) != 0)
+            return oom(l);
+        for (uint64_t k = 0; k < o->n_acc; k++) {
+            const res_acc *a = &x->res[o->acc_first + k];
+            if (capture_gpu_access(l->c, a->buf, a->lo, a->hi, a->mode) != 0)
+                return oom(l);
+        }
+    }
+    return 0;
+}
+
+static int translate(cudalog *l)
+{
+    xlate x = { .l = l };
+    uint64_t *order = malloc((l->n + 1) * sizeof *order);
+    x.gpus = malloc((l->n + 1) * sizeof *x.gpus);
+    x.params = malloc((l->n + 1) * sizeof *x.params);
+    x.gpu_done = calloc(l->n + 1, sizeof *x.gpu_done);
+    uint64_t n_order = 0;
+    int rc = -1;
+    if (!order || !x.gpus || !x.params || !x.gpu_done) {
+        oom(l);
+        goto done;
+    }
+    for (uint64_t i = 0; i < l->n; i++) {
+        const rec *r = &l->recs[i];
+        switch (r->kind) {
+        case 'a': case 'l': case 'h': order[n_order++] = i; break;
+        case 'g': x.gpus[x.n_gpus++] = i; break;
+        case 'p': x.params[x.n_params++] = i; break;
+        case 's':
+            if (capture_stream_kind(l->c, r->pid, r->dev, r->stream, r->skind) != 0) {
+                oom(l);
+                goto done;
+            }
+            break;
+        case 'r': {
+            uint32_t h = capture_host(l->c, r->pid, r->tid);
+            if (h == TRACE_NONE ||
+                capture_range(l->c, h, r->t0, r->t1, r->name, CAP_NONE, false) != 0) {
+                oom(l);
+                goto done;
+            }
+            break;
+        }
+        default: break;
+        }
+    }
+    sort_log = l;
+    qsort(order, n_order, sizeof *order, by_time);
+    qsort(x.gpus, x.n_gpus, sizeof *x.gpus, by_corr);
+    qsort(x.params, x.n_params, sizeof *x.params, by_corr);
+    for (uint64_t i = 0; i < n_order; i++) {
+        const rec *r = &l->recs[order[i]];
+        if (r->kind == 'a' && on_api(&x, r) != 0)
+            goto done;
+        if (r->kind == 'l' && on_lib(&x, order[i]) != 0)
+            goto done;
+        if (r->kind == 'h') {
+            uint32_t host = capture_host(l->c, r->pid, r->tid);
+            uint64_t off;
+            uint32_t b = resolve(l, r->pid, r->ptr, r->size, true, &off);
+            if (host == TRACE_NONE || b == TRACE_NONE ||
+                capture_host_access(l->c, host, r->t0, r->t1, r->name, b, off, off + r->size,
+                                    r->mode ? r->mode : TRACE_RW) != 0) {
+                oom(l);
+                goto done;
+            }
+        }
+    }
+    /* work whose call the log lacks (the program died before its exit) */
+    for (uint64_t k = 0; k < x.n_gpus; k++)
+        if (!x.gpu_done[k] && gpu_of(&x, k, NULL) != 0)
+            goto done;
+    if (finish_libs(&x) != 0)
+        goto done;
+    rc = 0;
+done:
+    free(order);
+    free(x.gpus);
+    free(x.params);
+    free(x.gpu_done);
+    free(x.libs);
+    free(x.res);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* The format.                                                         */
+
+static bool cudalog_sniff(const char *path, const unsigned char *head, size_t n)
+{
+    (void)path;
+    size_t m = strlen(CUDALOG_MAGIC);
+    return n >= m && memcmp(head, CUDALOG_MAGIC, m) == 0;
+}
+
+static int cudalog_read(cudalog *l, FILE *f)
+{
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    uint32_t no = 0;
+    int rc = 0;
+    while (rc == 0 && (len = getline(&line, &cap, f)) >= 0) {
+        no++;
+        if (len == 0 || line[len - 1] != '\n') {
+            l->truncated++;     /* the last line of a program that died writing it */
+            break;
+        }
+        line[--len] = '\0';
+        if (len && line[len - 1] == '\r')
+            line[--len] = '\0';
+        if (no == 1) {
+            if (strcmp(line, CUDALOG_MAGIC " 1") != 0)
+                rc = bad(l, no, "expected the header 'syncsim-cuda-log 1', got", line,
+                         (size_t)len);
+            continue;
+        }
+        rc = parse_line(l, line, (size_t)len, no);
+    }
+    free(line);
+    if (rc == 0 && ferror(f))
+        rc = (trace_error_set(l->err, TRACE_EIO, "%s: read error", l->path), -1);
+    return rc;
+}
+
+static int cudalog_open(trace_source *src, const char *path, const trace_source_opts *o,
+                        trace_error *err)
+{
+    (void)o;
+    cudalog l = { .path = path, .err = err };
+    l.t = trace_new();
+    l.c = l.t ? capture_new(l.t, path) : NULL;
+    FILE *f = NULL;
+    if (!l.t || !l.c) {
+        oom(&l);
+        goto fail;
+    }
+    if (!(f = fopen(path, "r"))) {
+        trace_error_set(err, TRACE_EIO, "%s: %s", path, strerror(errno));
+        goto fail;
+    }
+    if (cudalog_read(&l, f) != 0 || translate(&l) != 0)
+        goto fail;
+    fclose(f);
+    f = NULL;
+    if (trace_set_meta(l.t, "capture.format", "cuda-log") != 0 ||
+        trace_set_meta(l.t, "capture.schema", "1") != 0 ||
+        capture_count(l.c, "capture.params_unresolved", l.unresolved) != 0 ||
+        capture_count(l.c, "capture.library_kernels", l.lib_kernels) != 0 ||
+        capture_count(l.c, "capture.truncated_lines", l.truncated) != 0) {
+        oom(&l);
+        goto fail;
+    }
+    free(l.recs);
+    free(l.accs);
+    l.recs = NULL;
+    l.accs = NULL;
+    if (capture_open_reader(l.c, NULL, &src->reader, path, err) != 0)
+        goto fail;              /* nothing was taken over */
+    return 0;
+fail:
+    if (f)
+        fclose(f);
+    free(l.recs);
+    free(l.accs);
+    capture_free(l.c);
+    trace_free(l.t);
+    return -1;
+}
+
+const trace_format trace_format_cuda_log = {
+    "cuda-log", "the event log of `syncsim capture` (a CUDA program recorded through CUPTI)",
+    false, cudalog_sniff, cudalog_open,
+};
