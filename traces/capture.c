@@ -26,7 +26,11 @@
  *   host time   between two calls that made statements, a host thread ran
  *               code the capture does not describe: it becomes a host `op`
  *               named after the innermost range around it ("host" when
- *               none), so that replay keeps the host's own time.
+ *               none), so that replay keeps the host's own time. Every
+ *               host op (this one, or a call's own time) has overhead_ns=
+ *               its observed duration, which `replay --durations model`
+ *               and calibrate keep as it is: it is the program's, not the
+ *               device's.
  *   copies      a memcpy is a `copy`; without byte ranges its accesses are
  *               empty ranges of one placeholder buffer per memory space
  *               (mem.host, mem.pinned, mem.gpuD), which order nothing and
@@ -881,8 +885,8 @@ typedef struct builder {
     map3 size_of;               /* storage -> index in sizes */
     uint64_t *sizes, n_sizes;   /* root size per storage */
     trace_access acc[256];      /* the statement handed out last */
-    trace_attr attrs[4];
-    uint32_t s_host, s_iter, s_bytes, s_implicit, s_assumed, s_record, s_cudafree, s_legacy;
+    trace_attr attrs[6];
+    uint32_t s_host, s_iter, s_bytes, s_implicit, s_assumed, s_record, s_cudafree, s_legacy, s_overhead;
     trace_error *err;
 } builder;
 
@@ -2025,6 +2029,11 @@ static int emit_one(builder *b, const item *it, trace_stmt *s)
         attrs[na++] = (trace_attr){ b->s_implicit, b->s_legacy };
     if (it->iter != TRACE_NONE)
         attrs[na++] = (trace_attr){ b->s_iter, it->iter };
+    /* A host op is the program's own time (its code, or a call's time on
+     * the host): the device model cannot price it, so it names its cost. */
+    if ((it->flags & ITEM_ON_HOST) && it->kind == TRACE_OP && it->dur != TRACE_TIME_NONE)
+        attrs[na++] = (trace_attr){ b->s_overhead,
+                                    intern_fmt(b->t, "%lld", (long long)it->dur) };
     for (uint32_t k = 0; k < na; k++)
         if (attrs[k].value == TRACE_NONE)
             return oom(b);
@@ -2097,13 +2106,14 @@ static int build(builder *b)
     b->s_host = trace_intern_cstr(b->t, "host");
     b->s_iter = trace_intern_cstr(b->t, "iter");
     b->s_bytes = trace_intern_cstr(b->t, "bytes");
+    b->s_overhead = trace_intern_cstr(b->t, "overhead_ns");
     b->s_implicit = trace_intern_cstr(b->t, "implicit");
     b->s_assumed = trace_intern_cstr(b->t, "assumed");
     b->s_record = trace_intern_cstr(b->t, "record");
     b->s_cudafree = trace_intern_cstr(b->t, "cudaFree");
     b->s_legacy = trace_intern_cstr(b->t, "legacy-stream");
     if (b->s_host == TRACE_NONE || b->s_iter == TRACE_NONE || b->s_bytes == TRACE_NONE ||
-        b->s_implicit == TRACE_NONE || b->s_assumed == TRACE_NONE || b->s_record == TRACE_NONE ||
+        b->s_overhead == TRACE_NONE || b->s_implicit == TRACE_NONE || b->s_assumed == TRACE_NONE || b->s_record == TRACE_NONE ||
         b->s_cudafree == TRACE_NONE || b->s_legacy == TRACE_NONE)
         return oom(b);
     for (uint64_t i = 0; i < c->n_streams && !b->multi_proc; i++)

@@ -96,6 +96,30 @@ static void test_import_kineto_simple_add_counts(void **state)
     trace_free(t);
 }
 
+/* Every host op is the program's own time: it names its cost
+ * (overhead_ns= its recorded duration), which the device model keeps. */
+static void test_import_kineto_host_ops_name_their_own_cost(void **state)
+{
+    (void)state;
+    trace *t = load_capture(SHARED_CAPTURE("hta-simple-add.json.gz"), NULL);
+    uint64_t host_ops = 0;
+    trace_stmt s;
+    for (uint64_t i = 0; i < t->n_stmts; i++) {
+        trace_stmt_at(t, i, &s);
+        const char *o = stmt_attr(t, &s, "overhead_ns");
+        bool on_host = t->queues[s.queue].kind == TRACE_QUEUE_HOST;
+        if (s.kind == TRACE_OP && on_host) {
+            host_ops++;
+            assert_non_null(o);
+            assert_int_equal(strtoll(o, NULL, 10), s.dur);
+        } else {
+            assert_null(o);         /* device work is the model's to price */
+        }
+    }
+    assert_true(host_ops > 100);
+    trace_free(t);
+}
+
 static void test_import_kineto_et_pair_gives_kernels_byte_ranges(void **state)
 {
     (void)state;
@@ -333,6 +357,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_import_kineto_event_sync_counts),
         cmocka_unit_test(test_import_kineto_simple_add_counts),
+        cmocka_unit_test(test_import_kineto_host_ops_name_their_own_cost),
         cmocka_unit_test(test_import_kineto_et_pair_gives_kernels_byte_ranges),
         cmocka_unit_test(test_import_kineto_et_without_it_is_ordering_only),
         cmocka_unit_test(test_import_kineto_times_are_exact_and_sorted),
