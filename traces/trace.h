@@ -710,6 +710,19 @@ int trace_text_parse_string(const char *name, const char *text, size_t len,
 int trace_text_write(FILE *out, trace_reader *r, trace_error *err);
 
 /* ------------------------------------------------------------------ */
+/* Multi-rank jobs (traces/merge.c, docs/multi-rank.md).               */
+
+/* A reader over the statements of inputs[0..n), one trace per rank, as
+ * one job: names namespaced by rank ("r1.host"), communicators shared,
+ * interleaved by time when every input is timed, else rank by rank. The
+ * rank of each input is its run metadata rank= (all or none), else its
+ * place. The inputs stay the caller's: close them after *out. Returns 0,
+ * or -1 with err (duplicate ranks, world_size= that disagrees, a rank
+ * beyond the inputs); a send or recv in the wrong rank's file is an error
+ * of the read. Rewinds when every input does. */
+int trace_merge_open(trace_reader *const *inputs, uint32_t n, trace_reader *out, trace_error *err);
+
+/* ------------------------------------------------------------------ */
 /* Output files (traces/outfile.c): written whole or not at all.       */
 
 /* Opens a temporary file beside path to write (*tmp its name, the
