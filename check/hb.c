@@ -624,7 +624,11 @@ static int run_stmt(check_engine *e, uint32_t q, check_pend *p)
             }
             if (check_vc_join(&Q->vc, p->flag->vc) != 0)
                 e->oom = true;
-            p->flag->passed = true;
+            /* one send, one recv: the message is done with (its clock
+             * reference would otherwise pin an old clock per message) */
+            trace_u64map_del(&e->flags, P2P_KEY(p->match));
+            flag_node_free(p->flag);
+            p->flag = NULL;
             break;
         case TRACE_BARRIER:
         case TRACE_COLLECTIVE:
@@ -1036,6 +1040,7 @@ int check_engine_feed(check_engine *e, const trace_stmt *s)
             }
             if (!p.removed)
                 p.flag = (flag_node *)(uintptr_t)*v;
+            p.match = bd.match;
             if (p.flag && s->kind == TRACE_SEND)
                 p.flag->fed++;
         }
