@@ -629,6 +629,8 @@ static int run_stmt(check_engine *e, uint32_t q, check_pend *p)
             trace_u64map_del(&e->flags, P2P_KEY(p->match));
             flag_node_free(p->flag);
             p->flag = NULL;
+            if (e->track)
+                trace_u64map_put(&e->dirty_flags, P2P_KEY(p->match), 1);
             break;
         case TRACE_BARRIER:
         case TRACE_COLLECTIVE:
@@ -666,6 +668,8 @@ static int run_stmt(check_engine *e, uint32_t q, check_pend *p)
             f->ran++;
             if (flag_ready(f))
                 wake_all(e, &f->waiters);
+            if (e->track)
+                trace_u64map_put(&e->dirty_flags, P2P_KEY(p->match), 1);
         }
         break;
     case TRACE_RECORD:

@@ -8,6 +8,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 void cmd_merge_help(FILE *out)
@@ -111,6 +112,16 @@ int cmd_merge(int argc, char **argv)
             rc = cli_error("merge", "%s: is an input; write the job elsewhere (-o)", output);
             goto out;
         }
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        struct stat a, b;
+        for (uint32_t j = 0; j < i; j++)
+            if (runs[i] == runs[j] && stat(paths[i], &a) == 0 && stat(paths[j], &b) == 0 &&
+                a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+                rc = cli_error("merge", "%s: given twice (as ranks %u and %u); give each rank's "
+                                        "trace once", paths[i], j, i);
+                goto out;
+            }
     }
     if (text && cli_output_check("merge", output, paths[0]) != 0)
         goto out;

@@ -112,6 +112,7 @@ static void test_cli_merge_errors(void **state)
         { "rank0.trace rank1.trace --format xml", "unknown format 'xml' (expected: db or trace)" },
         { "rank0.trace rank1.trace --run 2", "--run 2 names no database" },
         { "rank0.trace rank1.trace -o rank1.trace", "rank1.trace: is an input" },
+        { "rank0.trace ./rank0.trace", "./rank0.trace: given twice (as ranks 0 and 1)" },
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         int rc = tmpdir_sh(f, out, sizeof out, "%s merge %s", SYNCSIM_BINARY, bad[i].args);
