@@ -734,7 +734,7 @@ bool trace_stmt_equal(const trace *ta, const trace_stmt *a, const trace *tb,
     if (a->kind != b->kind || !queue_eq(ta, a->queue, tb, b->queue) ||
         !str_eq(ta, a->label, tb, b->label) || a->count != b->count || a->sem != b->sem ||
         !str_eq(ta, a->coll_kind, tb, b->coll_kind) || !queue_eq(ta, a->by, tb, b->by) ||
-        a->rank != b->rank || a->peer != b->peer ||
+        (is_p2p(a->kind) && (a->rank != b->rank || a->peer != b->peer)) ||
         a->t != b->t || a->dur != b->dur || a->n_access != b->n_access ||
         a->n_attr != b->n_attr)
         return false;
