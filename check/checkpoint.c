@@ -49,7 +49,8 @@ void check_engine_prune(check_engine *e)
     for (uint32_t i = 0; i < e->flags.cap;) {
         if (e->flags.used[i] && e->flags.vals[i]) {
             flag_node *f = (flag_node *)(uintptr_t)e->flags.vals[i];
-            if (!still_used(e->flag_last, f->name, e->fed)) {
+            /* a message's node (name TRACE_NONE) goes when its recv passes */
+            if (f->name != TRACE_NONE && !still_used(e->flag_last, f->name, e->fed)) {
                 trace_u64map_del(&e->flags, e->flags.keys[i]);
                 flag_node_free(f);
                 continue;

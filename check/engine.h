@@ -149,7 +149,8 @@ typedef struct check_pend {
     check_snap sub;
     ev_node *bind;                  /* wait: the record it binds to */
     ev_node *rec;                   /* record: its node */
-    flag_node *flag;                /* signal/await */
+    flag_node *flag;                /* signal/await; send/recv: its message's */
+    uint64_t match;                 /* send/recv: the message id (trace_bind.match) */
     gen_state *gen;                 /* barrier/collective */
     bool arrived, done;
     sync_item *items;               /* sync */

@@ -118,6 +118,12 @@ static void explain(const check_engine *e, uint32_t q, const check_pend *p, bloc
         }
         edges_to_pending(e, b, q, TRACE_SIGNAL, s->object);
         break;
+    case TRACE_RECV:
+        b->waits_for = check_strf("a send from rank %u to rank %u (tag %llu on %s), which %s",
+                                  s->peer, s->rank, (unsigned long long)s->count,
+                                  trace_str(t, s->object),
+                                  p->flag && p->flag->fed ? "has not run" : "no rank posts");
+        break;
     case TRACE_BARRIER:
     case TRACE_COLLECTIVE: {
         const gen_state *g = p->gen;

@@ -28,6 +28,13 @@
  *  7. Collectives: the k-th collective of each queue on a communicator is
  *     generation k, a barrier whose own accesses happen inside it.
  *  8. Host copies and ops complete before the host's next statement.
+ *  9. Point to point: a send HB what follows the recv it is paired with
+ *     (trace_binder: the k-th send and the k-th recv of a channel). A send
+ *     reads its buffer when it runs and does not wait for its recv (an
+ *     eager send); a recv blocks until its send ran and writes its buffer
+ *     after that. A flag_node with exactly one signal carries the edge
+ *     (keyed P2P_KEY(message), apart from flag names). A send never
+ *     matched is an unmatched-send at the end; a recv never matched hangs.
  *  A blocking statement (host wait/sync/await, any barrier, collective or
  *  await) completes only when released: what its queue does or submits
  *  afterwards comes after the release.
@@ -74,6 +81,9 @@
 
 /* ------------------------------------------------------------------ */
 /* Small helpers.                                                      */
+
+/* The flags map key of point-to-point message m: above every flag name. */
+#define P2P_KEY(m) (1ull << 63 | (m))
 
 void check_snap_release(check_snap *s)
 {
@@ -606,6 +616,22 @@ static int run_stmt(check_engine *e, uint32_t q, check_pend *p)
                 p->flag->passed = true;
             }
             break;
+        case TRACE_RECV:
+            if (!flag_ready(p->flag)) {
+                if (qlist_add(&p->flag->waiters, q) != 0)
+                    e->oom = true;
+                return RUN_BLOCKED;
+            }
+            if (check_vc_join(&Q->vc, p->flag->vc) != 0)
+                e->oom = true;
+            /* one send, one recv: the message is done with (its clock
+             * reference would otherwise pin an old clock per message) */
+            trace_u64map_del(&e->flags, P2P_KEY(p->match));
+            flag_node_free(p->flag);
+            p->flag = NULL;
+            if (e->track)
+                trace_u64map_put(&e->dirty_flags, P2P_KEY(p->match), 1);
+            break;
         case TRACE_BARRIER:
         case TRACE_COLLECTIVE:
             if (p->gen) {
@@ -626,9 +652,24 @@ static int run_stmt(check_engine *e, uint32_t q, check_pend *p)
     case TRACE_COLLECTIVE:      /* a collective without generation (removed) */
     case TRACE_ALLOC:
     case TRACE_FREE:
+    case TRACE_RECV:
         if (s->kind != TRACE_COLLECTIVE || !p->removed) {
             check_report_begin_stmt(e->rep);
             do_accesses(e, q, s);
+        }
+        break;
+    case TRACE_SEND:
+        check_report_begin_stmt(e->rep);
+        do_accesses(e, q, s);
+        if (p->flag) {
+            flag_node *f = p->flag;
+            if (check_vc_join(&f->vc, Q->vc) != 0 || check_vc_raise(&f->vc, q, Q->own) != 0)
+                e->oom = true;
+            f->ran++;
+            if (flag_ready(f))
+                wake_all(e, &f->waiters);
+            if (e->track)
+                trace_u64map_put(&e->dirty_flags, P2P_KEY(p->match), 1);
         }
         break;
     case TRACE_RECORD:
@@ -985,6 +1026,29 @@ int check_engine_feed(check_engine *e, const trace_stmt *s)
         if (!p.removed && bind_gen(e, &p, &bd) != 0)
             return -1;
         break;
+    case TRACE_SEND:
+    case TRACE_RECV:
+        /* A removed send is a deleted line: its recv then waits for nothing
+         * that can come, as the deleted send's would. */
+        if (!p.removed || s->kind == TRACE_RECV) {
+            uint64_t *v = trace_u64map_put(&e->flags, P2P_KEY(bd.match), 0);
+            if (!v)
+                return -1;
+            if (!*v) {
+                flag_node *f = calloc(1, sizeof *f);
+                if (!f)
+                    return -1;
+                f->name = TRACE_NONE;
+                f->total = 1;   /* one send per message */
+                *v = (uint64_t)(uintptr_t)f;
+            }
+            if (!p.removed)
+                p.flag = (flag_node *)(uintptr_t)*v;
+            p.match = bd.match;
+            if (p.flag && s->kind == TRACE_SEND)
+                p.flag->fed++;
+        }
+        break;
     default:
         break;
     }
@@ -1032,9 +1096,46 @@ bool check_engine_quiescent(const check_engine *e)
     return true;
 }
 
+/* Rule 9 at the end: every send that no recv matched, named by its ranks. */
+static void report_unmatched(check_engine *e)
+{
+    trace_p2p_end *ends;
+    uint64_t n;
+    if (trace_binder_unmatched(e->bind, &ends, &n) != 0) {
+        e->oom = true;
+        return;
+    }
+    for (uint64_t i = 0; i < n; i++) {
+        const trace_p2p_end *x = &ends[i];
+        if (!x->send || (e->remove && e->remove[x->seq]))
+            continue;
+        trace_finding f = { 0 };
+        f.kind = TRACE_FINDING_UNMATCHED_SEND;
+        f.object = x->comm;
+        f.first.seq = TRACE_NO_SEQ;
+        f.second = (trace_stmt_ref){ .seq = x->seq, .queue = x->queue, .label = TRACE_NONE,
+                                     .line = x->line, .kind = TRACE_SEND, .by = TRACE_NONE };
+        const char *comm = trace_str(e->t, x->comm);
+        const char *qn = check_queue_name(e->t, x->queue);
+        f.text = check_strf("rank %u sends to rank %u (tag %llu on %s, %s line %u) but rank %u "
+                            "posts no matching recv",
+                            x->src, x->dst, (unsigned long long)x->tag, comm, qn, x->line, x->dst);
+        f.fix = check_strf("post `recv %s from=%u to=%u tag=%llu` on rank %u (messages of a "
+                           "channel pair up in order), or remove the send",
+                           comm, x->src, x->dst, (unsigned long long)x->tag, x->dst);
+        f.buffer = f.root = TRACE_NONE;
+        if (!check_report_add(e->rep, &f)) {
+            free(f.text);
+            free(f.fix);
+        }
+    }
+    free(ends);
+}
+
 int check_engine_finish(check_engine *e, bool ignore_hangs)
 {
     drain(e);
+    report_unmatched(e);
     if (!ignore_hangs && !check_engine_quiescent(e))
         check_engine_report_hang(e);
     return e->oom ? -1 : 0;

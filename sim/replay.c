@@ -12,7 +12,9 @@
  * participant arrives; an extra arrival synchronises nothing), an await
  * on every signal of its flag, an await of a value semaphore on the set
  * that releases it (trace_sem_release, with the sets that ended before the
- * await is ready as the ones it is ordered after). Statements are taken in file order into
+ * await is ready as the ones it is ordered after), a recv on the send it
+ * is paired with (rule 9: its data arrives a P2P copy of the send's bytes
+ * after the send started; a send does not wait for its recv). Statements are taken in file order into
  * per-queue FIFOs; a queue's head is timed as soon as what it depends on
  * is, so a collective whose peers come later in the file simply waits.
  * What never becomes ready is a hang.
@@ -48,7 +50,7 @@ typedef struct rp_stmt {
     int64_t sub_after;      /* host statement it was submitted after, -1 none */
     int64_t sub_offset;     /* API cost paid since then, its own included */
     int64_t dep;            /* wait: bound record; sync: last statement of the target;
-                             * await: the signal */
+                             * await: the signal; recv: its send */
     uint32_t gen;           /* collective/barrier generation index; NO_GEN: none */
     bool dropped;
 } rp_stmt;
@@ -201,7 +203,7 @@ static int64_t work_dur(const replay *rp, const trace_stmt *s, bool host)
 {
     if (rp->o->durations_recorded && s->dur != TRACE_TIME_NONE && s->kind != TRACE_WAIT &&
         s->kind != TRACE_SYNC && s->kind != TRACE_AWAIT && s->kind != TRACE_BARRIER &&
-        s->kind != TRACE_RECORD)
+        s->kind != TRACE_RECORD && s->kind != TRACE_RECV)
         return s->dur;
     return model_dur(rp, s, host);
 }
@@ -379,6 +381,16 @@ static bool try_time(replay *rp, int64_t i)
         r->end = g->latest + (g->cost > 0 ? g->cost : 0);
         break;
     }
+    case TRACE_RECV: {
+        if (r->dep < 0)
+            return false;           /* no send pairs with it: it never returns */
+        const trace_stmt *snd = &rp->s[r->dep];
+        uint64_t bytes = snd->n_access ? snd->access[0].hi - snd->access[0].lo : 0;
+        int64_t arrive = rp->r[r->dep].start + sim_cost_copy(m, false, SIM_PATH_P2P, bytes);
+        r->start = ready;
+        r->end = arrive > ready ? arrive : ready;
+        break;
+    }
     case TRACE_RECORD:
     case TRACE_SIGNAL:
     case TRACE_ALLOC:
@@ -516,6 +528,16 @@ int sim_replay(trace_reader *rd, const sim_replay_opts *o, sim_replay_result *re
         case TRACE_WAIT:
             r->dep = bd.record == TRACE_NO_SEQ ? -1 : (int64_t)bd.record;
             break;
+        case TRACE_SEND:
+        case TRACE_RECV:
+            /* rule 9: whichever of the pair comes second links them */
+            if (bd.match_other != TRACE_NO_SEQ) {
+                if (s->kind == TRACE_RECV)
+                    r->dep = (int64_t)bd.match_other;
+                else
+                    rp.r[bd.match_other].dep = (int64_t)i;
+            }
+            break;
         case TRACE_SYNC: {
             int64_t *deps = malloc((nq + 1) * sizeof *deps);
             if (!deps) {
@@ -639,6 +661,7 @@ int sim_replay(trace_reader *rd, const sim_replay_opts *o, sim_replay_result *re
             s.label = REMAP(s.label);
             if (s.kind == TRACE_RECORD || s.kind == TRACE_WAIT || s.kind == TRACE_BARRIER ||
                 s.kind == TRACE_SIGNAL || s.kind == TRACE_AWAIT || s.kind == TRACE_COLLECTIVE ||
+                s.kind == TRACE_SEND || s.kind == TRACE_RECV ||
                 (s.kind == TRACE_SYNC && s.sync_scope == TRACE_SYNC_DEVICE))
                 s.object = REMAP(s.object);
             s.coll_kind = REMAP(s.coll_kind);

@@ -33,6 +33,14 @@
  *           the last set that happens before the await on, whose value is at
  *           least V: nothing earlier can be what it saw, nothing later need
  *           have run. A semaphore starts at 0.
+ *   rule 9  point to point: the messages on a channel (communicator, source
+ *           rank, destination rank, tag) pair up in order: the k-th send on
+ *           it with the k-th recv on it, each side counted in submission
+ *           order on its own. The pairing needs no order between ranks (a
+ *           recv may be fed before its send), only each rank's own order of
+ *           its sends (its recvs) on a channel, which a merge keeps. Each
+ *           pair gets a message id; an end still alone at the end of the
+ *           input is unmatched (trace_binder_unmatched).
  *
  * State: the latest record of each event name and, per barrier or
  * communicator, its participant queues and their arrival counts. Memory
@@ -67,8 +75,23 @@ typedef struct flag_lists {
     uint32_t n_signals, n_awaits, cap_signals, cap_awaits;
 } flag_lists;
 
+/* A point-to-point channel: its unmatched ends, all sends or all recvs,
+ * as a FIFO (pending[head..n)). */
+typedef struct chan {
+    uint32_t comm, src, dst;
+    uint64_t tag;
+    bool sends_ahead;           /* the pending ends are sends */
+    trace_p2p_end *pending;
+    uint32_t head, n, cap;
+    uint32_t next;              /* the next channel of the same hash, index + 1; 0: none */
+} chan;
+
 struct trace_binder {
     unsigned options;
+    chan *chans;                        /* rule 9 */
+    uint32_t n_chans, cap_chans;
+    trace_u64map chan_idx;              /* channel hash -> index + 1 of its first channel */
+    uint64_t n_matches;
     trace_u64map records;               /* event name -> seq of its latest record */
     trace_u64map bars;                  /* name << 1 | coll -> bar* */
     trace_u64map flags;                 /* flag name -> flag_lists* */
@@ -105,6 +128,10 @@ void trace_binder_free(trace_binder *b)
             free(f->awaits);
             free(f);
         }
+    for (uint32_t i = 0; i < b->n_chans; i++)
+        free(b->chans[i].pending);
+    free(b->chans);
+    trace_u64map_free(&b->chan_idx);
     trace_u64map_free(&b->records);
     trace_u64map_free(&b->bars);
     trace_u64map_free(&b->flags);
@@ -142,6 +169,27 @@ trace_binder *trace_binder_clone(const trace_binder *b)
         y->n_open = x->n_open;
         y->cap_open = x->cap_open ? x->cap_open : 1;
         c->bars.vals[i] = (uint64_t)(uintptr_t)y;
+    }
+    c->n_matches = b->n_matches;
+    if (b->n_chans) {
+        if (trace_u64map_copy(&c->chan_idx, &b->chan_idx) != 0 ||
+            !(c->chans = calloc(b->n_chans, sizeof *c->chans)))
+            goto fail;
+        c->cap_chans = c->n_chans = b->n_chans;
+        for (uint32_t i = 0; i < b->n_chans; i++) {
+            chan *y = &c->chans[i];
+            *y = b->chans[i];
+            y->pending = NULL;
+            y->cap = y->n - y->head;
+            if (y->cap && !(y->pending = malloc(y->cap * sizeof *y->pending))) {
+                y->cap = y->n = y->head = 0;
+                goto fail;
+            }
+            if (y->cap)
+                memcpy(y->pending, b->chans[i].pending + y->head, y->cap * sizeof *y->pending);
+            y->n -= y->head;
+            y->head = 0;
+        }
     }
     return c;
 fail:
@@ -291,8 +339,86 @@ static int push_seq(uint64_t **v, uint32_t *n, uint32_t *cap, uint64_t seq)
     return 0;
 }
 
+static uint64_t chan_hash(uint32_t comm, uint32_t src, uint32_t dst, uint64_t tag)
+{
+    uint64_t k[3] = { (uint64_t)comm << 32 | src, (uint64_t)dst << 32, tag };
+    return trace_hash(k, sizeof k);
+}
+
+/* The channel of (comm, src, dst, tag), made when new; NULL on OOM. */
+static chan *chan_get(trace_binder *b, uint32_t comm, uint32_t src, uint32_t dst, uint64_t tag)
+{
+    uint64_t h = chan_hash(comm, src, dst, tag);
+    uint64_t *v = trace_u64map_put(&b->chan_idx, h, 0);
+    if (!v)
+        return NULL;
+    for (uint32_t i = (uint32_t)*v; i; i = b->chans[i - 1].next) {
+        chan *c = &b->chans[i - 1];
+        if (c->comm == comm && c->src == src && c->dst == dst && c->tag == tag)
+            return c;
+    }
+    if (trace_grow32((void **)&b->chans, &b->cap_chans, (uint64_t)b->n_chans + 1,
+                     sizeof *b->chans) != 0)
+        return NULL;
+    chan *c = &b->chans[b->n_chans++];
+    *c = (chan){ .comm = comm, .src = src, .dst = dst, .tag = tag, .next = (uint32_t)*v };
+    *v = b->n_chans;
+    return c;
+}
+
+/* Rule 9: pairs send/recv s with the oldest unmatched end of the other
+ * kind on its channel, or leaves it waiting for one. */
+static int bind_p2p(trace_binder *b, const trace_stmt *s, trace_bind *out)
+{
+    bool send = s->kind == TRACE_SEND;
+    chan *c = chan_get(b, s->object, send ? s->rank : s->peer, send ? s->peer : s->rank, s->count);
+    if (!c)
+        return -1;
+    if (c->head < c->n && c->sends_ahead != send) {
+        const trace_p2p_end *o = &c->pending[c->head++];
+        out->match = o->match;
+        out->match_other = o->seq;
+        if (c->head == c->n)
+            c->head = c->n = 0;
+        return 0;
+    }
+    if (c->head == c->n)
+        c->head = c->n = 0;
+    else if (c->head > c->n / 2) {
+        memmove(c->pending, c->pending + c->head, (c->n - c->head) * sizeof *c->pending);
+        c->n -= c->head;
+        c->head = 0;
+    }
+    if (trace_grow32((void **)&c->pending, &c->cap, (uint64_t)c->n + 1, sizeof *c->pending) != 0)
+        return -1;
+    c->sends_ahead = send;
+    out->match = b->n_matches++;
+    c->pending[c->n++] = (trace_p2p_end){ send, c->comm, c->src, c->dst, c->tag, s->seq,
+                                          out->match, s->queue, s->line };
+    return 0;
+}
+
+int trace_binder_unmatched(const trace_binder *b, trace_p2p_end **out, uint64_t *n)
+{
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < b->n_chans; i++)
+        total += b->chans[i].n - b->chans[i].head;
+    *out = NULL;
+    *n = 0;
+    if (!total)
+        return 0;
+    if (!(*out = malloc(total * sizeof **out)))
+        return -1;
+    for (uint32_t i = 0; i < b->n_chans; i++)
+        for (uint32_t k = b->chans[i].head; k < b->chans[i].n; k++)
+            (*out)[(*n)++] = b->chans[i].pending[k];
+    return 0;
+}
+
 int trace_binder_feed(trace_binder *b, const trace_stmt *s, trace_bind *out)
 {
+    out->match = 0;
+    out->match_other = TRACE_NO_SEQ;
     out->record = out->superseded = TRACE_NO_SEQ;
     out->gen = 0;
     out->gen_role = TRACE_GEN_NONE;
@@ -327,6 +453,9 @@ int trace_binder_feed(trace_binder *b, const trace_stmt *s, trace_bind *out)
         me->last_kind = s->kind == TRACE_COLLECTIVE ? s->coll_kind : TRACE_NONE;
         return bind_generation(x, s, out->gen, out);
     }
+    case TRACE_SEND:
+    case TRACE_RECV:
+        return bind_p2p(b, s, out);
     case TRACE_SIGNAL:
     case TRACE_AWAIT: {
         if (!(b->options & TRACE_BIND_FLAGS))

@@ -299,8 +299,11 @@ static void write_args(trace_chrome *w, const trace_stmt *s)
         fputs(", \"object\": ", out);
         trace_json_str(out, trace_str(t, s->object));
     }
-    if (s->kind == TRACE_BARRIER || s->kind == TRACE_COLLECTIVE || s->sem)
+    if (s->kind == TRACE_BARRIER || s->kind == TRACE_COLLECTIVE || s->sem ||
+        s->kind == TRACE_SEND || s->kind == TRACE_RECV)
         fprintf(out, ", \"count\": %llu", (unsigned long long)s->count);
+    if (s->kind == TRACE_SEND || s->kind == TRACE_RECV)     /* count is the tag */
+        fprintf(out, ", \"rank\": %u, \"peer\": %u", s->rank, s->peer);
     if (s->sem)
         fputs(", \"sem\": true", out);
     if (s->kind == TRACE_COLLECTIVE && s->coll_kind != TRACE_NONE) {

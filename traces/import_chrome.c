@@ -187,6 +187,15 @@ static int read_stmt(chrome_rd *c, const json_val *args, trace_error *err)
         s.sem = json_get(args, "sem")->type == JSON_TRUE;
     if (json_get(args, "coll"))
         s.coll_kind = intern_json(t, json_get(args, "coll"));
+    if (s.kind == TRACE_SEND || s.kind == TRACE_RECV) {
+        int64_t rank, peer;
+        if (!json_int(json_get(args, "rank"), &rank) || !json_int(json_get(args, "peer"), &peer) ||
+            rank < 0 || peer < 0 || rank >= TRACE_NONE - 1 || peer >= TRACE_NONE - 1 ||
+            s.count > UINT32_MAX)
+            return bad(c, err, "a send or recv without its ranks or tag");
+        s.rank = (uint32_t)rank;
+        s.peer = (uint32_t)peer;
+    }
     switch (s.kind) {
     case TRACE_SYNC: {
         const json_val *tg = json_get(args, "target");

@@ -33,6 +33,12 @@ typedef struct trace_stmt_rec {
 _Static_assert(sizeof(trace_stmt_rec) == 64, "a statement record is 64 bytes");
 /* The sync_scope byte's high bit holds trace_stmt.sem (a value semaphore). */
 #define REC_SEM 0x80u
+/* A send/recv keeps its rank in coll_kind (unused by point to point) and
+ * its peer in the high half of count, its tag (below 2^32) in the low half. */
+static bool is_p2p(trace_kind k)
+{
+    return k == TRACE_SEND || k == TRACE_RECV;
+}
 
 static const char *const status_msgs[] = {
 #define TRACE_STATUS_MSG(name, msg) msg,
@@ -208,6 +214,8 @@ void trace_stmt_init(trace_stmt *s)
     s->object = TRACE_NONE;
     s->coll_kind = TRACE_NONE;
     s->by = TRACE_NONE;
+    s->rank = TRACE_NONE;
+    s->peer = TRACE_NONE;
     s->t = TRACE_TIME_NONE;
     s->dur = TRACE_TIME_NONE;
 }
@@ -633,7 +641,7 @@ int trace_append(trace *t, const trace_stmt *s)
     /* The record's offsets and counts are 32 and 16 bits wide. */
     if (s->n_attr > UINT16_MAX || t->n_access_pool + s->n_access > UINT32_MAX ||
         t->n_attr_pool + s->n_attr > UINT32_MAX || (unsigned)s->kind > UINT8_MAX ||
-        (unsigned)s->sync_scope >= REC_SEM)
+        (unsigned)s->sync_scope >= REC_SEM || (is_p2p(s->kind) && s->count > UINT32_MAX))
         return -1;
     if (trace_grow64((void **)&t->stmts, &t->cap_stmts, t->n_stmts + 1, sizeof *t->stmts) != 0)
         return -1;
@@ -643,10 +651,12 @@ int trace_append(trace *t, const trace_stmt *s)
     if (trace_grow64((void **)&t->attr_pool, &t->cap_attr_pool, t->n_attr_pool + s->n_attr,
              sizeof *t->attr_pool) != 0)
         return -1;
+    bool p2p = is_p2p(s->kind);
     t->stmts[t->n_stmts] = (trace_stmt_rec){
-        .t = s->t, .dur = s->dur, .count = s->count,
+        .t = s->t, .dur = s->dur,
+        .count = p2p ? (uint64_t)s->peer << 32 | s->count : s->count,
         .queue = s->queue, .label = s->label, .object = s->object, .by = s->by,
-        .coll_kind = s->coll_kind, .line = s->line,
+        .coll_kind = p2p ? s->rank : s->coll_kind, .line = s->line,
         .n_access = s->n_access, .first_access = (uint32_t)t->n_access_pool,
         .first_attr = (uint32_t)t->n_attr_pool,
         .kind = (uint8_t)s->kind,
@@ -674,7 +684,14 @@ void trace_stmt_at(const trace *t, uint64_t i, trace_stmt *out)
         .line = r->line, .n_access = r->n_access,
         .access = r->n_access ? t->access_pool + r->first_access : NULL,
         .n_attr = r->n_attr, .attr = r->n_attr ? t->attr_pool + r->first_attr : NULL,
+        .rank = TRACE_NONE, .peer = TRACE_NONE,
     };
+    if (is_p2p(out->kind)) {
+        out->rank = r->coll_kind;
+        out->peer = (uint32_t)(r->count >> 32);
+        out->count = r->count & UINT32_MAX;
+        out->coll_kind = TRACE_NONE;
+    }
 }
 
 const char *trace_stmt_name(const trace *t, const trace_stmt *s, char *buf, size_t cap)
@@ -717,6 +734,7 @@ bool trace_stmt_equal(const trace *ta, const trace_stmt *a, const trace *tb,
     if (a->kind != b->kind || !queue_eq(ta, a->queue, tb, b->queue) ||
         !str_eq(ta, a->label, tb, b->label) || a->count != b->count || a->sem != b->sem ||
         !str_eq(ta, a->coll_kind, tb, b->coll_kind) || !queue_eq(ta, a->by, tb, b->by) ||
+        (is_p2p(a->kind) && (a->rank != b->rank || a->peer != b->peer)) ||
         a->t != b->t || a->dur != b->dur || a->n_access != b->n_access ||
         a->n_attr != b->n_attr)
         return false;

@@ -68,7 +68,8 @@
  *             arg: sync scope (1 device, 2 all; absent = a queue) or
  *             collective KIND string id + 1, or 1 on a signal/await of a
  *             value semaphore (count = its value; absent: a flag, as in
- *             every run written before semaphores); line: source line
+ *             every run written before semaphores), or for send/recv
+ *             (rank << 32 | peer) + 1 (count: the tag); line: source line
  *   largs  := varint(n) varint{n}: the numbers of a label template (the
  *             label string holds one \x01 where each goes; see
  *             store_label.c)
@@ -605,6 +606,15 @@ static trace_store *store_open(const char *path, trace_store_mode mode, trace_er
     }
     if (st->schema == 1 && st->can_write && migrate_v1(st, err) != 0)
         goto fail;
+    /* Verbs added since the database was made (send, recv): their rows in
+     * `kinds`, so that the views show them. */
+    for (int k = 0; st->can_write && !st->readonly && k < TRACE_KIND_COUNT; k++) {
+        char sql[96];
+        snprintf(sql, sizeof sql, "INSERT OR IGNORE INTO kinds VALUES(%d, '%s')", k,
+                 trace_kind_str(k));
+        if (store_exec(st, sql, "kinds", err) != 0)
+            goto fail;
+    }
     if (store_exec(st,
                    st->readonly ? "PRAGMA query_only=1; PRAGMA mmap_size=1073741824;"
                                 : "PRAGMA synchronous=NORMAL; PRAGMA cache_size=-16384;",
@@ -1207,6 +1217,8 @@ static uint64_t body_header(const trace_stmt *s, uint32_t coll_kind, uint32_t n_
         *arg = (uint64_t)coll_kind + 1;
     else if ((s->kind == TRACE_SIGNAL || s->kind == TRACE_AWAIT) && s->sem)
         *arg = STORE_ARG_SEM;
+    else if (s->kind == TRACE_SEND || s->kind == TRACE_RECV)
+        *arg = ((uint64_t)s->rank << 32 | s->peer) + 1;
     if (*arg)
         h |= STORE_BODY_ARG;
     if (s->line)
@@ -1299,6 +1311,7 @@ int store_writer_stmt(store_writer *w, const trace *t, uint64_t seq, const trace
     bool object_is_str = s->kind == TRACE_RECORD || s->kind == TRACE_WAIT ||
                          s->kind == TRACE_BARRIER || s->kind == TRACE_SIGNAL ||
                          s->kind == TRACE_AWAIT || s->kind == TRACE_COLLECTIVE ||
+                         s->kind == TRACE_SEND || s->kind == TRACE_RECV ||
                          (s->kind == TRACE_SYNC && s->sync_scope == TRACE_SYNC_DEVICE);
     uint32_t object = object_is_str ? db_str(w, t, s->object, &failed, err) : s->object;
     uint32_t coll_kind = db_str(w, t, s->coll_kind, &failed, err);

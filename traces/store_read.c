@@ -302,7 +302,11 @@ static const char *decode_body(store_reader *sr, const uint8_t *p, const uint8_t
             s->coll_kind = (uint32_t)(v - 1);
         else if ((s->kind == TRACE_SIGNAL || s->kind == TRACE_AWAIT) && v == STORE_ARG_SEM)
             s->sem = true;
-        else
+        else if ((s->kind == TRACE_SEND || s->kind == TRACE_RECV) && v >= 1 &&
+                 ((v - 1) >> 32) < TRACE_NONE - 1 && ((v - 1) & UINT32_MAX) < TRACE_NONE - 1) {
+            s->rank = (uint32_t)((v - 1) >> 32);
+            s->peer = (uint32_t)((v - 1) & UINT32_MAX);
+        } else
             return "bad arg";
     }
     if (h & STORE_BODY_LINE) {
@@ -477,6 +481,9 @@ static int row_finish(store_reader *sr, trace_stmt *s, const uint8_t *body, int 
         return bad_row(sr, s, "bad object", err);
     if (s->kind == TRACE_COPY && s->n_access != 2)
         return bad_row(sr, s, "a copy without its two accesses", err);
+    if ((s->kind == TRACE_SEND || s->kind == TRACE_RECV) &&
+        (s->rank == TRACE_NONE || s->object == TRACE_NONE || s->count > UINT32_MAX))
+        return bad_row(sr, s, "a send or recv without its communicator, ranks or tag", err);
     if (sr->n_largs) {
         /* the label is a template with numbers: join them (store_label.c),
          * now or when asked */

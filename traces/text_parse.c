@@ -1128,7 +1128,8 @@ static int parse_attrs(text_parser *p, uint32_t i, trace_stmt *s)
                 return perr(p, kcol, "duplicate attribute '%.*s='", SHOW(key.len), key.s);
             if (time_value(p, &vc, &value, field, &key) != 0)
                 return -1;
-        } else if (s->kind == TRACE_COLLECTIVE && key.len == 5 && memcmp(key.s, "label", 5) == 0) {
+        } else if ((s->kind == TRACE_COLLECTIVE || s->kind == TRACE_SEND || s->kind == TRACE_RECV) &&
+                   key.len == 5 && memcmp(key.s, "label", 5) == 0) {
             if (s->label != TRACE_NONE)
                 return perr(p, kcol, "duplicate attribute 'label='");
             if (value.len == 0)
@@ -1186,6 +1187,38 @@ static int object_word(text_parser *p, uint32_t i, uint32_t *out, const char *wh
         return -1;
     if ((*out = intern(p, &name)) == TRACE_NONE)
         return nomem(p);
+    return 0;
+}
+
+/* `send COMM from=R to=P tag=T r:REF...` and `recv COMM from=P to=R tag=T
+ * w:REF...`: point to point between ranks. A send only reads, a recv only
+ * writes (what the message carries). */
+static int parse_p2p(text_parser *p, trace_stmt *s, uint32_t *i)
+{
+    bool send = s->kind == TRACE_SEND;
+    uint64_t from, to, tag;
+    if (object_word(p, 2, &s->object, "a communicator name") != 0 ||
+        keyed_number(p, 3, "from=", &from, "from=RANK") != 0 ||
+        keyed_number(p, 4, "to=", &to, "to=RANK") != 0 ||
+        keyed_number(p, 5, "tag=", &tag, "tag=T") != 0)
+        return -1;
+    if (from >= TRACE_NONE - 1 || to >= TRACE_NONE - 1)
+        return perr(p, p->words[from >= TRACE_NONE - 1 ? 3 : 4].col,
+                    "a rank must be below %u", TRACE_NONE - 1);
+    if (tag > UINT32_MAX)
+        return perr(p, p->words[5].col + 4, "a tag must be below 2^32");
+    s->rank = (uint32_t)(send ? from : to);
+    s->peer = (uint32_t)(send ? to : from);
+    s->count = tag;
+    *i = 6;
+    uint32_t first = p->n_acc;
+    if (parse_accesses(p, i) != 0)
+        return -1;
+    for (uint32_t k = first; k < p->n_acc; k++)
+        if (p->acc[k].mode != (send ? TRACE_R : TRACE_W))
+            return perr(p, p->words[6 + k - first].col,
+                        send ? "a send reads what it sends: expected r:REF"
+                             : "a recv writes what it receives: expected w:REF");
     return 0;
 }
 
@@ -1249,7 +1282,7 @@ static int parse_statement(text_parser *p, trace_stmt *s)
     const trace_queue *q = &p->t->queues[s->queue];
     bool host = q->kind == TRACE_QUEUE_HOST;
     static const char verbs[] = "a verb (op, copy, record, wait, sync, barrier, signal, await, "
-                                "collective, alloc or free)";
+                                "collective, alloc, free, send or recv)";
     if (p->n_words < 2 || p->words[1].s[0] == '"')
         return expected_word(p, 1, verbs);
     int kind = trace_kind_parse(p->words[1].s, p->words[1].len);
@@ -1327,6 +1360,11 @@ static int parse_statement(text_parser *p, trace_stmt *s)
             return perr(p, p->words[4].col + 5, "size must be at least 1");
         i = 5;
         if (parse_accesses(p, &i) != 0)
+            return -1;
+        break;
+    case TRACE_SEND:
+    case TRACE_RECV:
+        if (parse_p2p(p, s, &i) != 0)
             return -1;
         break;
     case TRACE_ALLOC:

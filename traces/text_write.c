@@ -344,6 +344,22 @@ static int put_positional(text_writer *w, const trace_stmt *s)
             return put_value(w, s->label);
         }
         return 0;
+    case TRACE_SEND:
+    case TRACE_RECV: {
+        bool send = s->kind == TRACE_SEND;
+        if (put_object(w, s->object) != 0)
+            return -1;
+        put_u64(w, " from=", send ? s->rank : s->peer);
+        put_u64(w, " to=", send ? s->peer : s->rank);
+        put_u64(w, " tag=", s->count);
+        if (put_accesses(w, s) != 0)
+            return -1;
+        if (s->label != TRACE_NONE) {
+            fputs(" label=", w->out);
+            return put_value(w, s->label);
+        }
+        return 0;
+    }
     case TRACE_ALLOC:
     case TRACE_FREE:
         return put_object(w, w->t->buffers[s->object].name);

@@ -128,7 +128,9 @@ typedef struct trace_buffer {
     X(AWAIT, "await")            \
     X(COLLECTIVE, "collective")  \
     X(ALLOC, "alloc")            \
-    X(FREE, "free")
+    X(FREE, "free")              \
+    X(SEND, "send")              \
+    X(RECV, "recv")
 
 typedef enum {
 #define TRACE_KIND_ENUM(name, word) TRACE_##name,
@@ -192,6 +194,10 @@ typedef enum {
  *   collective object = communicator name, coll_kind = KIND (string id),
  *              count = size=N, label (TRACE_NONE: none), accesses
  *   alloc/free object = buffer index (a root)
+ *   send/recv  point to point: object = communicator name, rank = the
+ *              rank that executes it (send: from=, recv: to=), peer = the
+ *              other end (send: to=, recv: from=), count = tag=T, label,
+ *              accesses (send: what it reads; recv: what it writes)
  *
  * `by` is the host queue named by by=, TRACE_NONE when not written; see
  * trace_submitter() for the default. `t` and `dur` are TRACE_TIME_NONE when
@@ -209,6 +215,7 @@ typedef struct trace_stmt {
     uint32_t coll_kind;
     uint64_t count;
     bool sem;               /* signal/await of a value semaphore (count = the value) */
+    uint32_t rank, peer;    /* send/recv: own rank and the peer's; else TRACE_NONE */
     uint32_t by;
     int64_t t, dur;
     uint32_t line;
@@ -244,6 +251,8 @@ void trace_stmt_init(trace_stmt *s);
       "more queues than count= arrive at a barrier generation, or they disagree on count=")   \
     X(SEMAPHORE_RACE, "semaphore-race", "semaphore", "semaphore=S",                           \
       "two sets of a value semaphore not ordered: what its awaits see depends on timing")     \
+    X(UNMATCHED_SEND, "unmatched-send", "comm", "comm=COMM",                                   \
+      "a send that no rank receives (its peer posts no matching recv)")                     \
     X(USE_AFTER_FREE, "use-after-free", NULL, "buffer=B second=LABEL",                        \
       "an access ordered after a free of its buffer, with no alloc between")                  \
     X(REDUNDANT_SYNC, "redundant-sync", NULL, "line=N",                                       \
@@ -584,7 +593,19 @@ typedef struct trace_bind {
     uint64_t gen_count;     /* the generation's count= / size= (0: not known) */
     uint64_t gen_first;     /* the seq of its first arrival (TRACE_NO_SEQ: not known) */
     uint32_t gen_first_queue, gen_first_line, gen_first_kind;
+    uint64_t match;         /* send, recv: the id of its message (one per matched pair,
+                             * from 0 in the order the first of each pair is fed) */
+    uint64_t match_other;   /* the seq of the other end when it was fed before;
+                             * TRACE_NO_SEQ: not yet */
 } trace_bind;
+
+/* One end of a point-to-point message that found no other end (rule 9). */
+typedef struct trace_p2p_end {
+    bool send;
+    uint32_t comm, src, dst;    /* communicator string id, ranks */
+    uint64_t tag, seq, match;
+    uint32_t queue, line;
+} trace_p2p_end;
 
 /* A queue arriving at a barrier or communicator, and its latest arrival. */
 typedef struct trace_member {
@@ -609,6 +630,9 @@ int trace_binder_feed(trace_binder *b, const trace_stmt *s, trace_bind *out);
 /* The queues that arrive at a barrier (coll: a communicator) so far. */
 uint32_t trace_binder_members(const trace_binder *b, uint32_t object, bool coll,
                               const trace_member **out);
+/* The sends and recvs fed so far that no other end matched, in the order
+ * they were fed per channel; *out is the caller's (free). 0 or -1 (memory). */
+int trace_binder_unmatched(const trace_binder *b, trace_p2p_end **out, uint64_t *n);
 /* With TRACE_BIND_FLAGS: the signals and awaits of a flag fed so far. */
 void trace_binder_flag(const trace_binder *b, uint32_t flag, const uint64_t **signals,
                        uint32_t *n_signals, const uint64_t **awaits, uint32_t *n_awaits);
@@ -684,6 +708,19 @@ int trace_text_parse_string(const char *name, const char *text, size_t len,
  * the statements, then the expectations (Q@LINE references renumbered to
  * the written lines). Returns 0 or -1 with err filled. Does not close r. */
 int trace_text_write(FILE *out, trace_reader *r, trace_error *err);
+
+/* ------------------------------------------------------------------ */
+/* Multi-rank jobs (traces/merge.c, docs/multi-rank.md).               */
+
+/* A reader over the statements of inputs[0..n), one trace per rank, as
+ * one job: names namespaced by rank ("r1.host"), communicators shared,
+ * interleaved by time when every input is timed, else rank by rank. The
+ * rank of each input is its run metadata rank= (all or none), else its
+ * place. The inputs stay the caller's: close them after *out. Returns 0,
+ * or -1 with err (duplicate ranks, world_size= that disagrees, a rank
+ * beyond the inputs); a send or recv in the wrong rank's file is an error
+ * of the read. Rewinds when every input does. */
+int trace_merge_open(trace_reader *const *inputs, uint32_t n, trace_reader *out, trace_error *err);
 
 /* ------------------------------------------------------------------ */
 /* Output files (traces/outfile.c): written whole or not at all.       */

@@ -44,6 +44,8 @@ static const struct {
     [TRACE_COLLECTIVE] = { "#54a24b", "collective", 0 },
     [TRACE_ALLOC] = { "#bab0ac", "alloc", 0 },
     [TRACE_FREE] = { "#9d755d", "free", 0 },
+    [TRACE_SEND] = { "#1f77b4", "send", 8 },
+    [TRACE_RECV] = { "#ff7f0e", "recv", 10 },
 };
 
 static const struct {

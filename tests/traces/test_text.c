@@ -525,7 +525,7 @@ static const bad_input bad_inputs[] = {
     { PRELUDE "syncsim-trace 1\n", 6, 1, "the header may appear only once" },
     { PRELUDE "s launch k\n", 6, 3, "expected a verb (op, copy, record" },
     { PRELUDE "s\n", 6, 2, "expected a verb (op, copy, record, wait, sync, barrier, signal, await, "
-                           "collective, alloc or free), found end of line" },
+                           "collective, alloc, free, send or recv), found end of line" },
     { PRELUDE "s \"op\" k\n", 6, 3, "expected a verb" },
     { PRELUDE "q op k\n", 6, 1, "undeclared queue 'q'" },
     { PRELUDE "s op k r:B\n", 6, 10, "undeclared buffer 'B'" },

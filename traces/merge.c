@@ -1,0 +1,554 @@
+/*
+ * merge.c -- one trace of a multi-rank job from one trace per rank
+ * (`syncsim merge`, docs/multi-rank.md).
+ *
+ * Each input is one process: its queues, buffers, devices, events, flags,
+ * semaphores and barriers are its own, so their names are namespaced by
+ * rank ("host" of rank 1 becomes "r1.host", device 0 of rank 1 "r1.0").
+ * Communicators are what ranks share: their names (collectives, send and
+ * recv) stay as written, and so do labels, collective kinds and
+ * attributes.
+ *
+ * The rank of an input is its run metadata `rank=` when every input has
+ * one, else its place in the list. Ranks must be distinct; `world_size=`,
+ * where given, must agree and equal the number of inputs. A send's from=
+ * (a recv's to=) must be the rank of the file it is in.
+ *
+ * Order. The merged trace is a reader (trace_merge_open) that pulls from
+ * the inputs as it is read, so a million-statement job never sits in
+ * memory: statements are interleaved by observed time when every input's
+ * first statement has a time (a k-way merge on t, ties by rank; a
+ * statement without t counts as its rank's previous time), else rank by
+ * rank. Each rank's own order is kept either way, and that is all the
+ * binder's matching depends on: collectives pair by each queue's k-th
+ * arrival on a communicator, send/recv by each rank's k-th message on a
+ * channel (traces/bind.c, rule 9). What does depend on the interleaving is
+ * which arrival is the extra one when more queues than size= arrive
+ * (the file's order decides, as for one process), and the checker's
+ * memory: rank by rank, a rank blocked at a collective keeps everything it
+ * does after it pending until the others arrive.
+ *
+ * Declarations are translated lazily: a text input declares as it goes, so
+ * before each statement the merge copies what its input declared since.
+ */
+#include "trace.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct merge_in {
+    trace_reader *r;
+    uint32_t rank;
+    char prefix[24];            /* "r<rank>." */
+    uint32_t *str_map;          /* input string id -> output id (TRACE_NONE: not yet) */
+    uint32_t *pstr_map;         /* the same, prefixed */
+    uint32_t cap_str, cap_pstr;
+    uint32_t *queue_map, *buffer_map;
+    uint32_t n_queues, n_buffers, cap_queues, cap_buffers;
+    trace_stmt next;            /* the statement read ahead (has_next) */
+    bool has_next, done;
+    int64_t last_t;
+} merge_in;
+
+typedef struct merge_ctx {
+    trace *out;
+    merge_in *in;
+    uint32_t n;
+    bool by_time;
+    bool started, expects_done;
+    uint32_t cur;               /* rank by rank: the input being read */
+    uint32_t *heap;             /* by time: inputs with a statement ahead */
+    uint32_t n_heap;
+    uint64_t seq;
+    trace_access *acc;
+    uint32_t cap_acc;
+    trace_attr *attr;
+    uint32_t cap_attr;
+} merge_ctx;
+
+static int nomem(trace_error *err)
+{
+    trace_error_set(err, TRACE_ENOMEM, "merge: out of memory");
+    return -1;
+}
+
+/* Output id of input string id (prefixed: with the rank's prefix). */
+static uint32_t map_str(merge_ctx *m, merge_in *in, uint32_t id, bool prefixed)
+{
+    if (id == TRACE_NONE)
+        return TRACE_NONE;
+    uint32_t **map = prefixed ? &in->pstr_map : &in->str_map;
+    uint32_t *cap = prefixed ? &in->cap_pstr : &in->cap_str;
+    if (id >= *cap) {
+        uint32_t c = *cap ? *cap : 64;
+        while (c <= id)
+            c *= 2;
+        uint32_t *p = realloc(*map, (size_t)c * sizeof *p);
+        if (!p)
+            return TRACE_NONE;
+        for (uint32_t i = *cap; i < c; i++)
+            p[i] = TRACE_NONE;
+        *map = p;
+        *cap = c;
+    }
+    if ((*map)[id] != TRACE_NONE)
+        return (*map)[id];
+    const trace *t = in->r->trace;
+    uint32_t v;
+    if (prefixed) {
+        size_t pl = strlen(in->prefix), l = t->str_len[id];
+        char local[256], *buf = pl + l <= sizeof local ? local : malloc(pl + l);
+        if (!buf)
+            return TRACE_NONE;
+        memcpy(buf, in->prefix, pl);
+        memcpy(buf + pl, t->strs[id], l);
+        v = trace_intern(m->out, buf, pl + l);
+        if (buf != local)
+            free(buf);
+    } else {
+        v = trace_intern(m->out, t->strs[id], t->str_len[id]);
+    }
+    (*map)[id] = v;
+    return v;
+}
+
+static int grow_map(uint32_t **map, uint32_t *cap, uint32_t need)
+{
+    return trace_grow32((void **)map, cap, need, sizeof **map);
+}
+
+/* Copies what input `in` declared since the last call into the output. */
+static int sync_decls(merge_ctx *m, merge_in *in, trace_error *err)
+{
+    const trace *t = in->r->trace;
+    if (grow_map(&in->queue_map, &in->cap_queues, t->n_queues) != 0 ||
+        grow_map(&in->buffer_map, &in->cap_buffers, t->n_buffers) != 0)
+        return nomem(err);
+    for (; in->n_queues < t->n_queues; in->n_queues++) {
+        const trace_queue *q = &t->queues[in->n_queues];
+        uint32_t name = map_str(m, in, q->name, true);
+        uint32_t dev = q->device == TRACE_NONE ? TRACE_NONE : map_str(m, in, q->device, true);
+        if (name == TRACE_NONE || (q->device != TRACE_NONE && dev == TRACE_NONE))
+            return nomem(err);
+        if (trace_find_queue(m->out, trace_str(m->out, name), strlen(trace_str(m->out, name))) !=
+            TRACE_NONE)
+            return trace_error_set(err, TRACE_EUSAGE,
+                                   "%s: queue '%s' of rank %u clashes with a queue of another rank "
+                                   "after namespacing",
+                                   in->r->source, trace_str(t, q->name), in->rank), -1;
+        uint32_t idx = trace_add_queue(m->out, name, q->kind, dev);
+        if (idx == TRACE_NONE)
+            return nomem(err);
+        in->queue_map[in->n_queues] = idx;
+    }
+    for (; in->n_buffers < t->n_buffers; in->n_buffers++) {
+        const trace_buffer *b = &t->buffers[in->n_buffers];
+        uint32_t name = map_str(m, in, b->name, true), idx;
+        if (name == TRACE_NONE)
+            return nomem(err);
+        if (trace_find_buffer(m->out, trace_str(m->out, name), strlen(trace_str(m->out, name))) !=
+            TRACE_NONE)
+            return trace_error_set(err, TRACE_EUSAGE,
+                                   "%s: buffer '%s' of rank %u clashes with a buffer of another "
+                                   "rank after namespacing",
+                                   in->r->source, trace_str(t, b->name), in->rank), -1;
+        if (b->parent == TRACE_NONE) {
+            uint32_t dev = b->device == TRACE_NONE ? TRACE_NONE : map_str(m, in, b->device, true);
+            idx = trace_add_root_buffer(m->out, name, b->size, b->loc, dev, b->pinned);
+        } else {
+            idx = trace_add_view(m->out, name, in->buffer_map[b->parent], b->offset, b->size);
+        }
+        if (idx == TRACE_NONE)
+            return nomem(err);
+        in->buffer_map[in->n_buffers] = idx;
+    }
+    return 0;
+}
+
+/* Reads input i's next statement into in->next. 0, or -1 with err. */
+static int read_ahead(merge_ctx *m, uint32_t i, trace_error *err)
+{
+    merge_in *in = &m->in[i];
+    in->has_next = false;
+    if (in->done)
+        return 0;
+    int rc = trace_reader_next(in->r, &in->next, err);
+    if (rc < 0)
+        return -1;
+    if (rc == 0) {
+        in->done = true;
+        return 0;
+    }
+    if (in->next.t != TRACE_TIME_NONE)
+        in->last_t = in->next.t;
+    const trace_stmt *s = &in->next;
+    if ((s->kind == TRACE_SEND || s->kind == TRACE_RECV) && s->rank != in->rank)
+        return trace_error_set(err, TRACE_EUSAGE,
+                               "%s:%u: a %s %s rank %u in the trace of rank %u; each file holds "
+                               "one rank's statements (its rank from run metadata rank=, else "
+                               "its place among the inputs)",
+                               in->r->source, s->line, trace_kind_str(s->kind),
+                               s->kind == TRACE_SEND ? "from" : "to", s->rank, in->rank), -1;
+    in->has_next = true;
+    return 0;
+}
+
+/* Heap order: earlier time first, then lower rank. */
+static bool before(const merge_ctx *m, uint32_t a, uint32_t b)
+{
+    const merge_in *x = &m->in[a], *y = &m->in[b];
+    if (x->last_t != y->last_t)
+        return x->last_t < y->last_t;
+    return x->rank < y->rank;
+}
+
+static void heap_push(merge_ctx *m, uint32_t i)
+{
+    uint32_t k = m->n_heap++;
+    m->heap[k] = i;
+    while (k && before(m, m->heap[k], m->heap[(k - 1) / 2])) {
+        uint32_t p = (k - 1) / 2, tmp = m->heap[p];
+        m->heap[p] = m->heap[k];
+        m->heap[k] = tmp;
+        k = p;
+    }
+}
+
+static uint32_t heap_pop(merge_ctx *m)
+{
+    uint32_t top = m->heap[0];
+    m->heap[0] = m->heap[--m->n_heap];
+    for (uint32_t k = 0;;) {
+        uint32_t l = 2 * k + 1, r = l + 1, best = k;
+        if (l < m->n_heap && before(m, m->heap[l], m->heap[best]))
+            best = l;
+        if (r < m->n_heap && before(m, m->heap[r], m->heap[best]))
+            best = r;
+        if (best == k)
+            break;
+        uint32_t tmp = m->heap[k];
+        m->heap[k] = m->heap[best];
+        m->heap[best] = tmp;
+        k = best;
+    }
+    return top;
+}
+
+static int start(merge_ctx *m, trace_error *err)
+{
+    m->started = true;
+    m->cur = 0;
+    m->n_heap = 0;
+    m->seq = 0;
+    bool all_timed = true;
+    for (uint32_t i = 0; i < m->n; i++) {
+        m->in[i].done = false;
+        m->in[i].last_t = INT64_MIN;
+        if (read_ahead(m, i, err) != 0)
+            return -1;
+        if (m->in[i].has_next && m->in[i].next.t == TRACE_TIME_NONE)
+            all_timed = false;
+    }
+    m->by_time = all_timed;
+    if (m->by_time)
+        for (uint32_t i = 0; i < m->n; i++)
+            if (m->in[i].has_next)
+                heap_push(m, i);
+    return 0;
+}
+
+/* Translates input in's statement into *out (pointers into m's pools). */
+static int translate(merge_ctx *m, merge_in *in, trace_stmt *out, trace_error *err)
+{
+    const trace_stmt *s = &in->next;
+    if (sync_decls(m, in, err) != 0)
+        return -1;
+    *out = *s;
+    out->seq = m->seq++;
+    out->queue = in->queue_map[s->queue];
+    /* by= made explicit: the job has a host per rank at least */
+    uint32_t by = trace_submitter(in->r->trace, s);
+    out->by = by == TRACE_NONE ? TRACE_NONE : in->queue_map[by];
+    bool fail = false;
+    if (s->label != TRACE_NONE) {
+        if (s->label == TRACE_LABEL_LAZY)
+            return trace_error_set(err, TRACE_EUSAGE, "merge: an input gave a lazy label"), -1;
+        fail |= (out->label = map_str(m, in, s->label, false)) == TRACE_NONE;
+    }
+    switch (s->kind) {
+    case TRACE_ALLOC:
+    case TRACE_FREE:
+        out->object = in->buffer_map[s->object];
+        break;
+    case TRACE_SYNC:
+        if (s->sync_scope == TRACE_SYNC_QUEUE)
+            out->object = in->queue_map[s->object];
+        else if (s->sync_scope == TRACE_SYNC_DEVICE)
+            fail |= (out->object = map_str(m, in, s->object, true)) == TRACE_NONE;
+        break;
+    case TRACE_COLLECTIVE:
+    case TRACE_SEND:
+    case TRACE_RECV:
+        /* communicators are shared between ranks */
+        fail |= (out->object = map_str(m, in, s->object, false)) == TRACE_NONE;
+        if (s->coll_kind != TRACE_NONE)
+            fail |= (out->coll_kind = map_str(m, in, s->coll_kind, false)) == TRACE_NONE;
+        break;
+    default:
+        /* events, flags, semaphores, barriers: the process's own */
+        if (s->object != TRACE_NONE)
+            fail |= (out->object = map_str(m, in, s->object, true)) == TRACE_NONE;
+        break;
+    }
+    if (trace_grow32((void **)&m->acc, &m->cap_acc, s->n_access, sizeof *m->acc) != 0 ||
+        trace_grow32((void **)&m->attr, &m->cap_attr, s->n_attr, sizeof *m->attr) != 0)
+        return nomem(err);
+    for (uint32_t i = 0; i < s->n_access; i++) {
+        m->acc[i] = s->access[i];
+        m->acc[i].buffer = in->buffer_map[s->access[i].buffer];
+    }
+    for (uint32_t i = 0; i < s->n_attr; i++) {
+        m->attr[i].key = map_str(m, in, s->attr[i].key, false);
+        m->attr[i].value = map_str(m, in, s->attr[i].value, false);
+        fail |= m->attr[i].key == TRACE_NONE || m->attr[i].value == TRACE_NONE;
+    }
+    if (fail)
+        return nomem(err);
+    out->access = s->n_access ? m->acc : NULL;
+    out->attr = s->n_attr ? m->attr : NULL;
+    return 0;
+}
+
+static int carry_expects(merge_ctx *m, merge_in *in, trace_error *err);
+
+/* At the end: the inputs' expectations (a text input has read them only
+ * now) and their declarations that no statement used. */
+static int finish(merge_ctx *m, trace_error *err)
+{
+    if (m->expects_done)
+        return 0;
+    m->expects_done = true;
+    for (uint32_t i = 0; i < m->n; i++)
+        if (sync_decls(m, &m->in[i], err) != 0 || carry_expects(m, &m->in[i], err) != 0)
+            return -1;
+    return 0;
+}
+
+static int merge_next(void *ctx, trace_stmt *out, trace_error *err)
+{
+    merge_ctx *m = ctx;
+    if (!m->started && start(m, err) != 0)
+        return -1;
+    uint32_t i;
+    if (m->by_time) {
+        if (!m->n_heap)
+            return finish(m, err);
+        i = heap_pop(m);
+    } else {
+        while (m->cur < m->n && !m->in[m->cur].has_next)
+            m->cur++;
+        if (m->cur == m->n)
+            return finish(m, err);
+        i = m->cur;
+    }
+    merge_in *in = &m->in[i];
+    if (translate(m, in, out, err) != 0)
+        return -1;
+    /* The statement's pointers are m's; the input may read on. */
+    if (read_ahead(m, i, err) != 0)
+        return -1;
+    if (m->by_time && in->has_next)
+        heap_push(m, i);
+    return 1;
+}
+
+static int merge_rewind(void *ctx, trace_error *err)
+{
+    merge_ctx *m = ctx;
+    for (uint32_t i = 0; i < m->n; i++)
+        if (trace_reader_rewind(m->in[i].r, err) != 0)
+            return -1;
+    m->started = false;
+    return 0;
+}
+
+static void merge_close(void *ctx)
+{
+    merge_ctx *m = ctx;
+    for (uint32_t i = 0; i < m->n; i++) {
+        merge_in *in = &m->in[i];
+        free(in->str_map);
+        free(in->pstr_map);
+        free(in->queue_map);
+        free(in->buffer_map);
+    }
+    free(m->in);
+    free(m->heap);
+    free(m->acc);
+    free(m->attr);
+    free(m);
+}
+
+static const trace_reader_iface merge_iface = {
+    .next = merge_next,
+    .close = merge_close,
+    .rewind = merge_rewind,
+};
+
+/* A number from run metadata: 1 and *v when present and valid, 0 when
+ * absent, -1 (err) when malformed. */
+static int meta_number(const trace_reader *r, const char *key, uint32_t *v, trace_error *err)
+{
+    const char *s = trace_get_meta(r->trace, key);
+    if (!s)
+        return 0;
+    char *end;
+    unsigned long long x = strtoull(s, &end, 10);
+    if (!*s || *end || x >= TRACE_NONE - 1 || s[0] == '-')
+        return trace_error_set(err, TRACE_EUSAGE, "%s: run metadata %s=%s is not a rank number",
+                               r->source, key, s), -1;
+    *v = (uint32_t)x;
+    return 1;
+}
+
+/* Adds in's expect lines to the output, names as written (a multi-rank
+ * trace's expectations name merged queues: r1.host). Duplicates of an
+ * earlier input's line are left out. */
+static int carry_expects(merge_ctx *m, merge_in *in, trace_error *err)
+{
+    const trace *t = in->r->trace;
+    for (uint32_t i = 0; i < t->n_expects; i++) {
+        const trace_expect *x = &t->expects[i];
+        trace_attr kv[32];
+        if (x->n_kv > 32)
+            return trace_error_set(err, TRACE_EUSAGE, "%s: an expect line with more than 32 keys",
+                                   in->r->source), -1;
+        for (uint32_t k = 0; k < x->n_kv; k++) {
+            kv[k].key = map_str(m, in, x->kv[k].key, false);
+            kv[k].value = map_str(m, in, x->kv[k].value, false);
+            if (kv[k].key == TRACE_NONE || kv[k].value == TRACE_NONE)
+                return nomem(err);
+        }
+        bool dup = false;
+        for (uint32_t j = 0; j < m->out->n_expects && !dup; j++) {
+            const trace_expect *y = &m->out->expects[j];
+            dup = y->kind == x->kind && y->n_kv == x->n_kv &&
+                  memcmp(y->kv, kv, x->n_kv * sizeof *kv) == 0;
+        }
+        if (!dup && trace_add_expect(m->out, x->kind, x->line, kv, x->n_kv) != 0)
+            return nomem(err);
+    }
+    return 0;
+}
+
+int trace_merge_open(trace_reader *const *inputs, uint32_t n, trace_reader *out, trace_error *err)
+{
+    memset(out, 0, sizeof *out);
+    if (n == 0)
+        return trace_error_set(err, TRACE_EUSAGE, "merge: no input traces"), -1;
+    merge_ctx *m = calloc(1, sizeof *m);
+    if (!m)
+        return nomem(err);
+    m->n = n;
+    if (!(m->in = calloc(n, sizeof *m->in)) || !(m->heap = calloc(n, sizeof *m->heap)) ||
+        !(m->out = trace_new())) {
+        nomem(err);
+        goto fail;
+    }
+    /* 1. Ranks: run metadata rank= for all inputs, else the list order. */
+    uint32_t with_rank = 0, world = TRACE_NONE;
+    const char *world_src = NULL;
+    for (uint32_t i = 0; i < n; i++) {
+        merge_in *in = &m->in[i];
+        in->r = inputs[i];
+        uint32_t v;
+        int has = meta_number(in->r, "rank", &v, err);
+        if (has < 0)
+            goto fail;
+        with_rank += has == 1;
+        in->rank = has == 1 ? v : i;
+        int ws = meta_number(in->r, "world_size", &v, err);
+        if (ws < 0)
+            goto fail;
+        if (ws == 1 && world != TRACE_NONE && v != world) {
+            trace_error_set(err, TRACE_EUSAGE,
+                            "%s: world_size=%u, but %s says world_size=%u; the inputs are not "
+                            "one job", in->r->source, v, world_src, world);
+            goto fail;
+        }
+        if (ws == 1) {
+            world = v;
+            world_src = in->r->source;
+        }
+    }
+    if (with_rank != 0 && with_rank != n) {
+        trace_error_set(err, TRACE_EUSAGE,
+                        "merge: %u of %u inputs give their rank in run metadata (rank=); give it "
+                        "in all of them or in none (then the order of the files is the rank)",
+                        with_rank, n);
+        goto fail;
+    }
+    for (uint32_t i = 0; i < n; i++)
+        for (uint32_t j = 0; j < i; j++)
+            if (m->in[i].rank == m->in[j].rank) {
+                trace_error_set(err, TRACE_EUSAGE, "merge: %s and %s are both rank %u",
+                                m->in[j].r->source, m->in[i].r->source, m->in[i].rank);
+                goto fail;
+            }
+    if (world != TRACE_NONE && world != n) {
+        trace_error_set(err, TRACE_EUSAGE,
+                        "merge: world_size=%u (%s) but %u traces given: give one trace per rank",
+                        world, world_src, n);
+        goto fail;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        merge_in *in = &m->in[i];
+        if (in->rank >= n) {
+            trace_error_set(err, TRACE_EUSAGE,
+                            "%s: rank %u, but there are %u traces (ranks 0 to %u)",
+                            in->r->source, in->rank, n, n - 1);
+            goto fail;
+        }
+        snprintf(in->prefix, sizeof in->prefix, "r%u.", in->rank);
+    }
+    /* 2. The job's metadata and expectations. */
+    char buf[64];
+    snprintf(buf, sizeof buf, "%u", n);
+    if (trace_set_meta(m->out, "world_size", buf) != 0 ||
+        trace_set_meta(m->out, "source", "merge") != 0) {
+        nomem(err);
+        goto fail;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        merge_in *in = &m->in[i];
+        char key[48];
+        snprintf(key, sizeof key, "rank.%u", in->rank);
+        if (trace_set_meta(m->out, key, in->r->source ? in->r->source : "") != 0) {
+            nomem(err);
+            goto fail;
+        }
+        const char *acc = trace_get_meta(in->r->trace, "accesses");
+        if (acc && strcmp(acc, "none") == 0 && trace_set_meta(m->out, "accesses", "none") != 0) {
+            nomem(err);
+            goto fail;
+        }
+    }
+    out->iface = &merge_iface;
+    out->ctx = m;
+    out->trace = m->out;
+    out->owns_trace = true;
+    out->source = strdup("merged trace");
+    if (!out->source) {
+        trace_reader_close(out);
+        return nomem(err);
+    }
+    return 0;
+fail:
+    if (m) {
+        trace_free(m->out);
+        m->n = m->in ? n : 0;
+        merge_close(m);
+    }
+    return -1;
+}
