@@ -173,6 +173,7 @@ static int ref_steps(real_ref *r, sched_allreduce algo, bool bf16, const int32_t
             memmove(acc[a].data, srcs[a].data, ne * sizeof(float));
             break;
         case SCHED_AR_SEND:
+        case SCHED_AR_SEND_BLOCKING:
             if (bf16)
                 memcpy(inbox[p].data, wire[a].data, ne * sizeof(uint16_t));
             else
@@ -193,6 +194,7 @@ static int ref_steps(real_ref *r, sched_allreduce algo, bool bf16, const int32_t
             break;
         case SCHED_AR_WAIT_FREE:
         case SCHED_AR_FREE:
+        case SCHED_AR_SYNC:
             break;              /* orderings: one thread has them */
         }
         if (x.op != SCHED_OP_NONE && real_kernel_run(&x, 0, 1) != REAL_OK)

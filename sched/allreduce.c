@@ -17,11 +17,17 @@
  *              2, 131072 for 3, 262144 for 4 or more. The recording makes
  *              these statements (record_wrap.c), the devices run the
  *              rendezvous (real/collective.c, sim/backend_sim.c).
- *   sycl       ggml-sycl, 2 devices only (otherwise the butterfly): each
- *              rank copies its f32 partial into the peer's inbox and adds
- *              the peer's into its own; from 32768 elements each rank
- *              first truncates its partial to bf16 (wire) and sends that:
- *              the local half stays f32, the peer's half arrives bf16.
+ *   sycl       ggml-sycl, 2 devices only (otherwise the butterfly), as
+ *              ggml_backend_sycl_comm_allreduce_tensor at ggml-org/ggml
+ *              d99724f2: the host waits for both queues (q->wait()), copies
+ *              each rank's partial into the peer's inbox with a blocking
+ *              device-to-device copy (dev2dev_memcpy), then each queue adds
+ *              its inbox into its partial. From 32768 elements each queue
+ *              first truncates its partial to bf16 (the outbox: a bit
+ *              shift, no rounding), the host waits for both, and the bf16
+ *              halves travel: the local half stays f32, the peer's arrives
+ *              bf16. No event: the next all-reduce's host waits cover the
+ *              adds that read the inboxes.
  *   butterfly  ggml's meta-backend fallback: for offset o = 1, 2, 4, ...
  *              rank j and j^o (j^o < j) exchange their partials into each
  *              other's inbox (a copy on the sender's queue handed over to
@@ -162,10 +168,14 @@ int sched_allreduce_program(sched_allreduce a, int n, bool bf16, sched_ar_step *
     if (n == 1)
         return p.n;
     if (a == SCHED_ALLREDUCE_SYCL) {
-        if (bf16)
-            for (int r = 0; r < n; r++)
-                step(&p, SCHED_AR_TO_BF16, r, r);
-        butterfly_rounds(&p, 2, true);
+        for (int r = 0; bf16 && r < 2; r++)
+            step(&p, SCHED_AR_TO_BF16, r, r);
+        step(&p, SCHED_AR_SYNC, 0, 0);
+        step(&p, SCHED_AR_SYNC, 1, 1);
+        step(&p, SCHED_AR_SEND_BLOCKING, 1, 0);
+        step(&p, SCHED_AR_SEND_BLOCKING, 0, 1);
+        step(&p, SCHED_AR_ADD, 0, 0);
+        step(&p, SCHED_AR_ADD, 1, 1);
         return p.n;
     }
     if (a == SCHED_ALLREDUCE_BUTTERFLY_GGML) {
@@ -438,11 +448,19 @@ static sched_status run_group(sched *s, int32_t head, int split, uint64_t eval)
             st = copy(s, br, br, &g->tensors[src], &g->tensors[m[r]]);
             break;
         }
-        case SCHED_AR_SEND: {
+        case SCHED_AR_SEND:
+        case SCHED_AR_SEND_BLOCKING: {
             int32_t from = s->ar_wire[m[r]] >= 0 ? s->ar_wire[m[r]] : m[r];
-            st = copy(s, br, bp, &g->tensors[from], &g->tensors[s->ar_inbox[m[p]]]);
+            sched_tensor *src = &g->tensors[from], *dst = &g->tensors[s->ar_inbox[m[p]]];
+            if (steps[k].kind == SCHED_AR_SEND)
+                st = copy(s, br, bp, src, dst);
+            else
+                st = call(s->backends[bp]->iface->copy_sync(s->backends[bp], src, dst));
             break;
         }
+        case SCHED_AR_SYNC:
+            st = sync_of(be);
+            break;
         case SCHED_AR_PUT:
             st = copy(s, br, bp, &g->tensors[m[r]], &g->tensors[m[p]]);
             break;

@@ -371,6 +371,8 @@ typedef enum {
     SCHED_AR_TO_BF16 = 4,           /* rank: wire <- acc as bf16, truncated (ggml-sycl) */
     SCHED_AR_WAIT_FREE = 5,         /* rank's queue waits until peer added its inbox's last contents */
     SCHED_AR_FREE = 6,              /* rank records that its inbox was consumed */
+    SCHED_AR_SYNC = 7,              /* the host waits until rank's queue is idle */
+    SCHED_AR_SEND_BLOCKING = 8,     /* as SEND, but a blocking copy by the host, no hand-over */
 } sched_ar_kind;
 
 typedef struct sched_ar_step {

@@ -70,7 +70,8 @@ static void run_sets(sched_allreduce a, int n, bool bf16, uint32_t *have)
         int r = st[k].rank, p = st[k].peer;
         switch (st[k].kind) {
         case SCHED_AR_LOCAL: have[r] = 1u << r; break;
-        case SCHED_AR_SEND: inbox[p] = have[r]; break;
+        case SCHED_AR_SEND:
+        case SCHED_AR_SEND_BLOCKING: inbox[p] = have[r]; break;
         case SCHED_AR_PUT: have[p] = have[r]; break;
         case SCHED_AR_ADD: have[r] = (have[r] & inbox[r]) ? 0 : have[r] | inbox[r]; break;
         default: break;
@@ -337,6 +338,49 @@ static void test_allreduce_dropping_an_inner_wait_races(void **state)
     done(&o);
 }
 
+/* ggml-sycl's exchange: the host waits for both queues, copies each
+ * partial into the peer's inbox blocking, then each queue adds. Dropping
+ * either host wait lets a blocking copy read a partial its queue is still
+ * writing: a race on the accumulator. */
+static void test_allreduce_sycl_host_waits_guard_the_copies(void **state)
+{
+    (void)state;
+    sched_ar_step st[SCHED_AR_MAX_STEPS];
+    int ns = sched_allreduce_program(SCHED_ALLREDUCE_SYCL, 2, true, st);
+    const uint8_t want[] = { SCHED_AR_LOCAL, SCHED_AR_LOCAL, SCHED_AR_TO_BF16, SCHED_AR_TO_BF16,
+                             SCHED_AR_SYNC, SCHED_AR_SYNC, SCHED_AR_SEND_BLOCKING,
+                             SCHED_AR_SEND_BLOCKING, SCHED_AR_ADD, SCHED_AR_ADD };
+    assert_int_equal(ns, (int)sizeof want);
+    for (int k = 0; k < ns; k++)
+        assert_int_equal(st[k].kind, want[k]);
+    outcome o;
+    simulate(&o, TP2, "h100-pcie", "sycl");
+    assert_int_equal(check_report_count(o.rep), 0);
+    /* the two host syncs right before the first copy into an inbox */
+    uint64_t sync[2] = { UINT64_MAX, UINT64_MAX };
+    for (uint64_t i = 0; i < o.t->n_stmts; i++) {
+        trace_stmt s;
+        trace_stmt_at(o.t, i, &s);
+        if (s.kind == TRACE_SYNC) {
+            sync[0] = sync[1];
+            sync[1] = s.seq;
+        }
+        const char *label = s.label != TRACE_NONE ? trace_str(o.t, s.label) : "";
+        if (s.kind == TRACE_COPY && strstr(label, ".inbox"))
+            break;
+    }
+    assert_true(sync[0] != UINT64_MAX && sync[1] == sync[0] + 1);
+    for (int k = 0; k < 2; k++) {
+        trace *t;
+        check_report *rep = check_without(&o, sync[k], &t);
+        assert_true(check_report_count_kind(rep, TRACE_FINDING_RACE) > 0);
+        assert_true(races_on(t, rep, "arena.GPU") > 0);
+        check_report_free(rep);
+        trace_free(t);
+    }
+    done(&o);
+}
+
 /* Two ranks of a group on one device: an expanded strategy (auto is the
  * NCCL collective on simulated GPUs: butterfly and sycl here) is refused
  * at planning, in one line. */
@@ -384,6 +428,7 @@ int main(void)
         cmocka_unit_test(test_allreduce_auto_is_nccl_with_thresholds),
         cmocka_unit_test(test_allreduce_ggml_butterfly_refills_inbox_too_early),
         cmocka_unit_test(test_allreduce_dropping_an_inner_wait_races),
+        cmocka_unit_test(test_allreduce_sycl_host_waits_guard_the_copies),
         cmocka_unit_test(test_allreduce_ranks_sharing_a_device),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
