@@ -234,20 +234,13 @@ static void corr_free(corr_index *x)
     memset(x, 0, sizeof *x);
 }
 
-/* Appends one element to a growing array; returns its index or -1. */
-static int64_t push(void **arr, uint64_t *n, uint64_t *cap, size_t elem)
+int64_t capture_push(void **arr, uint64_t *n, uint64_t *cap, size_t elem)
 {
-    if (*n == *cap) {
-        uint64_t ncap = *cap ? *cap * 2 : 256;
-        void *p = realloc(*arr, ncap * elem);
-        if (!p)
-            return -1;
-        *arr = p;
-        *cap = ncap;
-    }
+    if (trace_grow64(arr, cap, *n + 1, elem) != 0)
+        return -1;
     return (int64_t)(*n)++;
 }
-#define PUSH(arr, n, cap) push((void **)&(arr), &(n), &(cap), sizeof *(arr))
+#define PUSH(arr, n, cap) capture_push((void **)&(arr), &(n), &(cap), sizeof *(arr))
 
 /* ------------------------------------------------------------------ */
 /* API roles: the one table of what a call's name means.               */
@@ -1838,7 +1831,7 @@ static int storage_sizes(builder *b, const int64_t *op_rf, map3 *size_of, uint64
             key3 key = { ts[k].storage, 0, 0 };
             uint32_t i = map3_get(size_of, key);
             if (i == TRACE_NONE) {
-                int64_t j = push((void **)sizes, n_sizes, &cap, sizeof **sizes);
+                int64_t j = capture_push((void **)sizes, n_sizes, &cap, sizeof **sizes);
                 if (j < 0 || map3_put(size_of, key, (uint32_t)j) != 0)
                     return oom(b);
                 (*sizes)[j] = 0;

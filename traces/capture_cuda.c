@@ -100,23 +100,9 @@ typedef struct cudalog {
     trace_error *err;
 } cudalog;
 
-/* Appends one element to a growing array; returns its index or -1. */
-static int64_t push(void **arr, uint64_t *n, uint64_t *cap, size_t elem)
-{
-    if (*n == *cap) {
-        uint64_t ncap = *cap ? *cap * 2 : 256;
-        void *p = realloc(*arr, ncap * elem);
-        if (!p)
-            return -1;
-        *arr = p;
-        *cap = ncap;
-    }
-    return (int64_t)(*n)++;
-}
-
 static int64_t push_rec(cudalog *l)
 {
-    return push((void **)&l->recs, &l->n, &l->cap, sizeof *l->recs);
+    return capture_push((void **)&l->recs, &l->n, &l->cap, sizeof *l->recs);
 }
 
 static int oom(cudalog *l)
@@ -332,7 +318,7 @@ static int parse_line(cudalog *l, char *line, size_t len, uint32_t no)
                  parse_u64(c1 + 1, (size_t)(c2 - c1 - 1), &a.len) &&
                  parse_mode(c2 + 1, (size_t)(v + vl - c2 - 1), &a.mode);
             if (ok) {
-                int64_t j = push((void **)&l->accs, &l->n_accs, &l->cap_accs, sizeof *l->accs);
+                int64_t j = capture_push((void **)&l->accs, &l->n_accs, &l->cap_accs, sizeof *l->accs);
                 if (j < 0)
                     return oom(l);
                 l->accs[j] = a;
@@ -620,7 +606,7 @@ static int on_lib(xlate *x, uint64_t ri)
 {
     cudalog *l = x->l;
     const rec *r = &l->recs[ri];
-    int64_t i = push((void **)&x->libs, &x->n_libs, &x->cap_libs, sizeof *x->libs);
+    int64_t i = capture_push((void **)&x->libs, &x->n_libs, &x->cap_libs, sizeof *x->libs);
     if (i < 0)
         return oom(l);
     open_lib *o = &x->libs[i];
@@ -646,7 +632,7 @@ static int on_lib(xlate *x, uint64_t ri)
                 l->unresolved++;
                 continue;
             }
-            int64_t j = push((void **)&x->res, &x->n_res, &x->cap_res, sizeof *x->res);
+            int64_t j = capture_push((void **)&x->res, &x->n_res, &x->cap_res, sizeof *x->res);
             if (j < 0)
                 return oom(l);
             x->res[j] = (res_acc){ b, off, off + sp[k].len, sp[k].mode };
@@ -665,7 +651,7 @@ static int on_lib(xlate *x, uint64_t ri)
                     l->unresolved++;
                     continue;
                 }
-                int64_t j = push((void **)&x->res, &x->n_res, &x->cap_res, sizeof *x->res);
+                int64_t j = capture_push((void **)&x->res, &x->n_res, &x->cap_res, sizeof *x->res);
                 if (j < 0)
                     return oom(l);
                 x->res[j] = (res_acc){ b, off, off + sp[k].len, sp[k].mode };
@@ -681,7 +667,7 @@ static int on_lib(xlate *x, uint64_t ri)
             l->unresolved++;
             continue;
         }
-        int64_t j = push((void **)&x->res, &x->n_res, &x->cap_res, sizeof *x->res);
+        int64_t j = capture_push((void **)&x->res, &x->n_res, &x->cap_res, sizeof *x->res);
         if (j < 0)
             return oom(l);
         x->res[j] = (res_acc){ b, off, off + a->len, a->mode };

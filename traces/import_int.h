@@ -142,6 +142,9 @@ typedef struct cap_sync {
  * reader will own). NULL when out of memory. */
 capture *capture_new(trace *t, const char *path);
 void capture_free(capture *c);
+/* Appends one element to a growing array of the capture's kind (n used,
+ * cap allocated; trace_grow64's rule); returns its index or -1. */
+int64_t capture_push(void **arr, uint64_t *n, uint64_t *cap, size_t elem);
 trace *capture_trace(capture *c);
 
 /* The host thread (pid, tid), created on first use; TRACE_NONE: out of memory. */
