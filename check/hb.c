@@ -556,6 +556,20 @@ static void sem_set(check_engine *e, uint32_t q, flag_node *f, const trace_stmt 
         trace_u64map_put(&e->dirty_flags, f->name, 1);
 }
 
+/* An await of flag f (or a recv of its message) on queue q: false, with q
+ * among f's waiters, while f is not ready; else q learns f's clock. */
+static bool flag_pass(check_engine *e, uint32_t q, flag_node *f)
+{
+    if (!flag_ready(f)) {
+        if (qlist_add(&f->waiters, q) != 0)
+            e->oom = true;
+        return false;
+    }
+    if (check_vc_join(&e->q[q].vc, f->vc) != 0)
+        e->oom = true;
+    return true;
+}
+
 /* Runs p on queue q if it can; RUN_BLOCKED leaves it for later. */
 static int run_stmt(check_engine *e, uint32_t q, check_pend *p)
 {
@@ -606,24 +620,14 @@ static int run_stmt(check_engine *e, uint32_t q, check_pend *p)
                     return RUN_BLOCKED;
                 }
             } else if (p->flag) {
-                if (!flag_ready(p->flag)) {
-                    if (qlist_add(&p->flag->waiters, q) != 0)
-                        e->oom = true;
+                if (!flag_pass(e, q, p->flag))
                     return RUN_BLOCKED;
-                }
-                if (check_vc_join(&Q->vc, p->flag->vc) != 0)
-                    e->oom = true;
                 p->flag->passed = true;
             }
             break;
         case TRACE_RECV:
-            if (!flag_ready(p->flag)) {
-                if (qlist_add(&p->flag->waiters, q) != 0)
-                    e->oom = true;
+            if (!flag_pass(e, q, p->flag))
                 return RUN_BLOCKED;
-            }
-            if (check_vc_join(&Q->vc, p->flag->vc) != 0)
-                e->oom = true;
             /* one send, one recv: the message is done with (its clock
              * reference would otherwise pin an old clock per message) */
             trace_u64map_del(&e->flags, P2P_KEY(p->match));

@@ -292,6 +292,19 @@ static int put_object(text_writer *w, uint32_t id)
     return put_name(w, id);
 }
 
+/* A collective's or a message's accesses, then its label= (they have no
+ * place for a label before their attributes). */
+static int put_accesses_label(text_writer *w, const trace_stmt *s)
+{
+    if (put_accesses(w, s) != 0)
+        return -1;
+    if (s->label != TRACE_NONE) {
+        fputs(" label=", w->out);
+        return put_value(w, s->label);
+    }
+    return 0;
+}
+
 static int put_positional(text_writer *w, const trace_stmt *s)
 {
     switch (s->kind) {
@@ -337,13 +350,7 @@ static int put_positional(text_writer *w, const trace_stmt *s)
         if (put_object(w, s->object) != 0 || put_object(w, s->coll_kind) != 0)
             return -1;
         put_u64(w, " size=", s->count);
-        if (put_accesses(w, s) != 0)
-            return -1;
-        if (s->label != TRACE_NONE) {
-            fputs(" label=", w->out);
-            return put_value(w, s->label);
-        }
-        return 0;
+        return put_accesses_label(w, s);
     case TRACE_SEND:
     case TRACE_RECV: {
         bool send = s->kind == TRACE_SEND;
@@ -352,13 +359,7 @@ static int put_positional(text_writer *w, const trace_stmt *s)
         put_u64(w, " from=", send ? s->rank : s->peer);
         put_u64(w, " to=", send ? s->peer : s->rank);
         put_u64(w, " tag=", s->count);
-        if (put_accesses(w, s) != 0)
-            return -1;
-        if (s->label != TRACE_NONE) {
-            fputs(" label=", w->out);
-            return put_value(w, s->label);
-        }
-        return 0;
+        return put_accesses_label(w, s);
     }
     case TRACE_ALLOC:
     case TRACE_FREE:
