@@ -135,7 +135,8 @@ static int timed_begin(cu_dev *d, sched_ticket tk, pending **p)
         free(q);
         return -1;
     }
-    if (cudaEventCreate(&q->end) != cudaSuccess) {
+    /* The reporter sleeps on the end event rather than spin on a CPU. */
+    if (cudaEventCreateWithFlags(&q->end, cudaEventBlockingSync) != cudaSuccess) {
         cudaEventDestroy(q->start);
         free(q);
         return -1;
