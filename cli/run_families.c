@@ -5,9 +5,10 @@
  * devices of this computer (real/family.c) and the simulated machines of
  * device models (sim/family.c). `run --help`, its error messages and the
  * driver (sched/run.c) read this table; a new family is one line here
- * (docs/extending.md). A family whose toolkit may be missing is built
- * where it exists and listed under its one #ifdef (CUDA, next). Device
- * model names match last: a real device's word is never a model file.
+ * (docs/extending.md). `cuda` is listed always: where syncsim was built
+ * without the CUDA toolkit, or finds no GPU, naming it is refused in one
+ * line (real/spec.c). Device model names match last: a real device's
+ * word is never a model file.
  */
 #include "run_families.h"
 
@@ -16,6 +17,7 @@
 
 const sched_family *const cli_run_families[] = {
     &real_cpustream_family,
+    &real_cuda_family,
     &real_cpu_family,
     &sim_family,
     NULL,

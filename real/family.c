@@ -1,7 +1,8 @@
 /*
  * family.c -- `run --devices cpustream[:N],...,cpu`: this computer.
  *
- * Two backend families, one machine. `cpustream[:N]` items and one `cpu`
+ * Three backend families, one machine. `cpustream[:N]` or `cuda[:GPU]`
+ * items (real GPUs through the plugin of real/cuda/) and one `cpu`
  * (appended when missing) make a set of real backends (spec.c); the
  * machine runs on the wall clock (CLOCK_MONOTONIC), its devices report
  * from their own threads, and what they submitted goes to the trace at
@@ -156,7 +157,7 @@ typedef struct real_machine {
     char spec[256];
     sched_backend **be;
     size_t nb;
-    int n_cs;
+    int n_cs, n_cuda;
     sched_allreduce allreduce;
     int64_t bf16_min;
     sched_graph *rg[2];             /* the reference's copies of the run's graphs */
@@ -281,7 +282,9 @@ static void m_meta(void *ctx, sched_sink *sink)
 static const sched_copy_traits *m_copy_traits(void *ctx, int backend)
 {
     real_machine *rm = ctx;
-    return sched_copy_family((size_t)backend < rm->nb && real_is_cs(rm->be[backend]) ? "cuda" : "cpu");
+    bool dev = (size_t)backend < rm->nb && (real_is_cs(rm->be[backend]) ||
+                                            real_is_cuda(rm->be[backend]));
+    return sched_copy_family(dev ? "cuda" : "cpu");
 }
 
 static void m_describe(void *ctx, char *buf, size_t cap)
@@ -291,6 +294,9 @@ static void m_describe(void *ctx, char *buf, size_t cap)
     if (rm->n_cs)
         snprintf(devices, sizeof devices, "%d cpustream %s + ", rm->n_cs,
                  rm->n_cs == 1 ? "device" : "devices");
+    else if (rm->n_cuda)
+        snprintf(devices, sizeof devices, "%d CUDA %s + ", rm->n_cuda,
+                 rm->n_cuda == 1 ? "device" : "devices");
     int threads = cpu_threads(rm);
     snprintf(buf, cap, "%s (%sCPU, %d %s, %s barrier)", rm->spec, devices, threads,
              threads == 1 ? "thread" : "threads", real_barrier_str(rm->o.barrier));
@@ -367,7 +373,7 @@ static int real_open(const sched_family *f, const sched_spec *spec, const sched_
         return trace_error_set(err, TRACE_EUSAGE, "%s", msg), -1;
     }
     for (size_t i = 0; i < rm->nb; i++)
-        rm->n_cs += real_is_cs(rm->be[i]);
+        rm->n_cs += real_is_cs(rm->be[i]), rm->n_cuda += real_is_cuda(rm->be[i]);
     *out = (sched_machine){ &machine_iface, rm };
     return 0;
 }
@@ -399,10 +405,25 @@ static const sched_family_iface cpu_iface = {
     .open = real_open,
 };
 
+static const sched_family_iface cuda_iface = {
+    .name = "cuda",
+    .syntax = "cuda[:GPU]",
+    .summary = "a logical device on CUDA GPU number GPU (default 0), its own stream and "
+               "buffers; name a GPU twice for two (cuda:0,cuda:0); needs syncsim built with "
+               "the CUDA toolkit, and NCCL for all_reduce across devices",
+    .machine = "real",
+    .source = "real",
+    .options = real_options_list,
+    .check = real_check,
+    .open = real_open,
+};
+
 const sched_family real_cpustream_family = { &cpustream_iface, NULL };
 const sched_family real_cpu_family = { &cpu_iface, NULL };
+const sched_family real_cuda_family = { &cuda_iface, NULL };
 
-const sched_family *const real_families[] = { &real_cpustream_family, &real_cpu_family, NULL };
+const sched_family *const real_families[] = { &real_cpustream_family, &real_cuda_family,
+                                              &real_cpu_family, NULL };
 
 const real_error *real_machine_error(const sched_machine *m, uint64_t *n_evals)
 {

@@ -24,8 +24,10 @@
  *   values.c    deterministic weights and inputs;
  *   reference.c the reference run (the whole graph on one thread) and the
  *               error of outputs against it;
- *   family.c    the `cpu` and `cpustream` backend families of `run` and
- *               their machine: this computer, on the wall clock.
+ *   family.c    the `cpu`, `cpustream` and `cuda` backend families of `run`
+ *               and their machine: this computer, on the wall clock;
+ *   cuda/       the `cuda` backend, a plugin (libsyncsim_cuda.so) that
+ *               spec.c loads: only where a CUDA toolkit was found.
  *
  * Backends implement sched_backend_iface and record nothing themselves:
  * wrapped by a recording (sched/record.c), they report the observed
@@ -295,6 +297,18 @@ void real_compare_outputs(const float *out, const float *ref, size_t n, real_err
  * inputs); outputs that differ make the run's verdict 1. */
 extern const sched_family real_cpustream_family;
 extern const sched_family real_cpu_family;
+/* `cuda[:GPU]`: a logical device on a real GPU, beside `cpu` on the same
+ * machine. Always listed: where the plugin (libsyncsim_cuda.so, real/cuda/)
+ * was not built, or no GPU is usable, a spec naming it is refused in one
+ * line (real_cuda_devices). */
+extern const sched_family real_cuda_family;
+/* The CUDA devices `cuda:N` may name; -1 with one line in err when none:
+ * "this syncsim was built without CUDA (...)", "no CUDA device:
+ * cudaGetDeviceCount: WHY", or "cannot load the CUDA backend: WHY". Loads
+ * the plugin on first use. */
+int real_cuda_devices(char *err, size_t errlen);
+/* Whether the loaded plugin has NCCL (all_reduce across cuda devices). */
+bool real_cuda_nccl(void);
 /* What a machine these families opened found against the reference: the
  * error of every output checked, and *n_evals the evaluations; NULL for
  * any other machine. */

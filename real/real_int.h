@@ -97,6 +97,8 @@ sched_backend *real_cs_new(real_ctx *c, const real_cs_params *p, char *err, size
 void real_cs_free(sched_backend *b);
 bool real_is_cs(const sched_backend *b);
 bool real_is_cpu(const sched_backend *b);
+/* A logical device of the cuda family (spec.c loads its plugin). */
+bool real_is_cuda(const sched_backend *b);
 /* The pool threads of a cpu backend; 0 for any other. */
 int real_cpu_threads(const sched_backend *b);
 real_ctx *real_ctx_of(const sched_backend *b);
@@ -109,6 +111,7 @@ void real_buffer_free(sched_buffer *buf);
 /* The device spec (spec.c): the devices a checked spec makes. */
 typedef struct real_spec_item {
     bool cpu;
+    int gpu;                        /* cuda: the physical GPU (the N of cuda:N); else -1 */
     int count;
     real_cs_params cs;
     int threads;

@@ -2,8 +2,16 @@
  * spec.c -- device specs of the real backends, and the set they make.
  *
  *   SPEC   := ITEM ("," ITEM)*
- *   ITEM   := "cpustream" [":" N] | "cpu" | KEY "=" VALUE
+ *   ITEM   := "cpustream" [":" N] | "cuda" [":" GPU] | "cpu" | KEY "=" VALUE
  *   KEY    := jitter (DURATION) | seed (N) | threads (N) | mem (SIZE)
+ *
+ * `cuda:GPU` is one logical device on physical GPU number GPU (default 0):
+ * `cuda:0,cuda:0` is two of them on one GPU, each with its own stream and
+ * buffers. Their backend is a plugin, libsyncsim_cuda.so (real/cuda/,
+ * backend_cuda.h), loaded here on first use, so that the syncsim binary
+ * never links the CUDA runtime; without it, or without a GPU, a spec
+ * naming cuda is refused in one line. cuda and cpustream devices do not
+ * mix in one spec (their events are of different kinds).
  *
  * The generic parser (sched/family.c) cuts a spec into items and their
  * KEY=VALUE words; here each item's count and options are checked and
@@ -17,6 +25,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#ifdef SYNCSIM_CUDA_BACKEND
+#include "cuda/backend_cuda.h"
+
+#include <dlfcn.h>
+#include <libgen.h>
+#include <limits.h>
+#include <unistd.h>
+#endif
 
 const char *real_status_str(real_status st)
 {
@@ -37,14 +54,133 @@ void real_options_default(real_options *o)
     o->allreduce_timeout_ns = 10000000000ll;
 }
 
+/* ------------------------------------------------------------------ */
+/* The cuda plugin.                                                    */
+
+#ifdef SYNCSIM_CUDA_BACKEND
+static void host_fail(void *set, const char *msg) { real_fail(set, msg); }
+static bool host_failed(void *set) { return real_failed(set); }
+
+static const real_cuda_host cuda_host = {
+    .abi = REAL_CUDA_ABI,
+    .rec_ticket = sched_rec_ticket,
+    .rec_done = sched_rec_done,
+    .node_args = real_node_args,
+    .exec_group = sched_exec_group,
+    .exec_bf16 = sched_exec_bf16,
+    .kernel_supports = real_kernel_supports,
+    .op_str = sched_op_str,
+    .tensor_nelements = sched_tensor_nelements,
+    .tensor_nbytes = sched_tensor_nbytes,
+    .now_ns = real_now_ns,
+    .fail = host_fail,
+    .failed = host_failed,
+};
+
+static pthread_mutex_t cuda_lock = PTHREAD_MUTEX_INITIALIZER;
+static const real_cuda_plugin *cuda_plugin;
+static int cuda_count = -2;         /* -2: not asked yet */
+static char cuda_why[320];
+
+/* Where the plugin is: $SYNCSIM_CUDA_LIB_DIR, else lib/ next to the
+ * binary, else ../lib/syncsim/ (installed), as `syncsim capture` looks. */
+static void cuda_lib_path(char *out, size_t cap)
+{
+    const char *env = getenv("SYNCSIM_CUDA_LIB_DIR");
+    char self[PATH_MAX];
+    ssize_t n;
+    if (env && *env) {
+        snprintf(out, cap, "%s/%s", env, REAL_CUDA_LIB);
+    } else if ((n = readlink("/proc/self/exe", self, sizeof self - 1)) > 0) {
+        self[n] = '\0';
+        const char *dir = dirname(self);
+        snprintf(out, cap, "%s/lib/%s", dir, REAL_CUDA_LIB);
+        if (access(out, R_OK) != 0)
+            snprintf(out, cap, "%s/../lib/syncsim/%s", dir, REAL_CUDA_LIB);
+    } else {
+        snprintf(out, cap, "%s", REAL_CUDA_LIB);
+    }
+}
+
+/* Loads the plugin and counts the GPUs, once; cuda_why says why not. */
+static void cuda_load(void)
+{
+    if (cuda_count != -2)
+        return;
+    cuda_count = -1;
+    char path[PATH_MAX + 64];
+    cuda_lib_path(path, sizeof path);
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        snprintf(cuda_why, sizeof cuda_why, "cannot load the CUDA backend: %.250s", dlerror());
+        return;
+    }
+    real_cuda_entry_fn entry = (real_cuda_entry_fn)dlsym(h, REAL_CUDA_ENTRY);
+    const real_cuda_plugin *p = entry ? entry() : NULL;
+    if (!p || p->abi != REAL_CUDA_ABI) {
+        snprintf(cuda_why, sizeof cuda_why, "cannot load the CUDA backend: %.200s is not "
+                 "this syncsim's (ABI %d)", path, REAL_CUDA_ABI);
+        return;                     /* the handle stays open: nothing is gained by closing */
+    }
+    char why[256];
+    int n = p->device_count(why, sizeof why);
+    if (n < 0) {
+        snprintf(cuda_why, sizeof cuda_why, "no CUDA device: %.250s", why);
+        return;
+    }
+    cuda_plugin = p;
+    cuda_count = n;
+}
+#endif
+
+int real_cuda_devices(char *err, size_t errlen)
+{
+#ifdef SYNCSIM_CUDA_BACKEND
+    pthread_mutex_lock(&cuda_lock);
+    cuda_load();
+    int n = cuda_count;
+    if (n < 0)
+        snprintf(err, errlen, "%s", cuda_why);
+    pthread_mutex_unlock(&cuda_lock);
+    return n;
+#else
+    snprintf(err, errlen, "this syncsim was built without CUDA (no CUDA toolkit was found, or "
+             "-DSYNCSIM_CUDA=OFF)");
+    return -1;
+#endif
+}
+
+bool real_cuda_nccl(void)
+{
+#ifdef SYNCSIM_CUDA_BACKEND
+    char why[320];
+    return real_cuda_devices(why, sizeof why) > 0 && cuda_plugin->nccl;
+#else
+    return false;
+#endif
+}
+
+bool real_is_cuda(const sched_backend *b)
+{
+#ifdef SYNCSIM_CUDA_BACKEND
+    return b && cuda_plugin && cuda_plugin->is_device(b);
+#else
+    (void)b;
+    return false;
+#endif
+}
+
 real_ctx *real_ctx_of(const sched_backend *b)
 {
-    if (real_is_cpu(b) || real_is_cs(b))
+    if (real_is_cpu(b) || real_is_cs(b) || real_is_cuda(b))
         return ((const real_backend_hdr *)b->ctx)->rc;
     return NULL;
 }
 
-bool real_backend_is_real(const sched_backend *b) { return real_is_cpu(b) || real_is_cs(b); }
+bool real_backend_is_real(const sched_backend *b)
+{
+    return real_is_cpu(b) || real_is_cs(b) || real_is_cuda(b);
+}
 
 static int parse_duration(const char *v, int64_t *out)
 {
@@ -93,6 +229,11 @@ static int apply_option(const char *spec, real_spec_item *it, const char *key, c
                         char *err, size_t errlen)
 {
     int bad = 0;
+    if (it->gpu >= 0) {
+        snprintf(err, errlen, "devices '%s': unknown option '%s' for cuda (it takes none)", spec,
+                 key);
+        return -1;
+    }
     if (strcmp(key, "jitter") == 0 && !it->cpu) {
         bad = parse_duration(val, &it->cs.jitter_ns);
     } else if (strcmp(key, "seed") == 0 && !it->cpu) {
@@ -121,12 +262,23 @@ static int apply_option(const char *spec, real_spec_item *it, const char *key, c
 int real_spec_items(const sched_spec *spec, const real_options *o, real_spec_item *items,
                     char *err, size_t errlen)
 {
-    int n = 0, total = 0, n_cpu = 0;
+    int n = 0, total = 0, n_cpu = 0, n_cs = 0, n_cuda = 0, max_gpu = -1;
     for (int i = 0; i < spec->n_items; i++) {
         const sched_spec_item *si = &spec->item[i];
         bool cpu = strcmp(si->word, "cpu") == 0;
-        int count = 1;
-        if (si->arg[0]) {
+        int count = 1, gpu = -1;
+        if (strcmp(si->word, "cuda") == 0) {
+            char *end;
+            long v = si->arg[0] ? strtol(si->arg, &end, 10) : 0;
+            if (si->arg[0] && (*end || v < 0 || v >= REAL_MAX_BACKENDS)) {
+                snprintf(err, errlen, "devices '%s': 'cuda:%s': expected a GPU number from 0 to "
+                         "%d", spec->text, si->arg, REAL_MAX_BACKENDS - 1);
+                return -1;
+            }
+            gpu = (int)v;
+            max_gpu = gpu > max_gpu ? gpu : max_gpu;
+            n_cuda++;
+        } else if (si->arg[0]) {
             char *end;
             long v = strtol(si->arg, &end, 10);
             if (cpu) {
@@ -145,7 +297,9 @@ int real_spec_items(const sched_spec *spec, const real_options *o, real_spec_ite
             return -1;
         }
         real_spec_item *it = &items[n++];
-        *it = (real_spec_item){ .cpu = cpu, .count = count, .threads = cpu ? o->threads : 1 };
+        *it = (real_spec_item){ .cpu = cpu, .gpu = gpu, .count = count,
+                                .threads = cpu ? o->threads : 1 };
+        n_cs += !cpu && gpu < 0;
         it->cs.jitter_ns = o->jitter_ns;
         it->cs.seed = o->seed;
         it->cs.mem = 1ull << 30;
@@ -159,8 +313,26 @@ int real_spec_items(const sched_spec *spec, const real_options *o, real_spec_ite
         snprintf(err, errlen, "devices '%s': cpu must come once, last", spec->text);
         return -1;
     }
+    if (n_cs > 0 && n_cuda > 0) {
+        snprintf(err, errlen, "devices '%s': cuda and cpustream devices do not mix in one run",
+                 spec->text);
+        return -1;
+    }
+    if (n_cuda > 0) {
+        char why[320];
+        int have = real_cuda_devices(why, sizeof why);
+        if (have < 0) {
+            snprintf(err, errlen, "%s", why);
+            return -1;
+        }
+        if (max_gpu >= have) {
+            snprintf(err, errlen, "devices '%s': cuda:%d: this computer has %d CUDA %s (0 to %d)",
+                     spec->text, max_gpu, have, have == 1 ? "device" : "devices", have - 1);
+            return -1;
+        }
+    }
     if (n_cpu == 0) {
-        items[n++] = (real_spec_item){ .cpu = true, .count = 1, .threads = o->threads };
+        items[n++] = (real_spec_item){ .cpu = true, .gpu = -1, .count = 1, .threads = o->threads };
         total++;
     }
     if (total > REAL_MAX_BACKENDS) {
@@ -215,11 +387,20 @@ int real_set_create(const sched_spec *spec, const real_options *opt, sched_backe
     pthread_mutex_init(&c->ev_lock, NULL);
     pthread_cond_init(&c->ev_cond, NULL);
     real_coll_init(c);
-    int cs_index = 0;
+    int cs_index = 0, cuda_index = 0;
     for (int i = 0; i < n_items; i++) {
         for (int k = 0; k < items[i].count; k++) {
             sched_backend *b;
-            if (items[i].cpu) {
+            if (items[i].gpu >= 0) {
+#ifdef SYNCSIM_CUDA_BACKEND
+                real_cuda_params p = { .index = cuda_index++, .device = items[i].gpu, .set = c };
+                b = cuda_plugin->open(&cuda_host, &p, errbuf, errlen);
+#else
+                (void)cuda_index;
+                b = NULL;
+                snprintf(errbuf, errlen, "this syncsim was built without CUDA");
+#endif
+            } else if (items[i].cpu) {
                 b = real_cpu_new(c, items[i].threads, opt->barrier, errbuf, errlen);
             } else {
                 real_cs_params p = items[i].cs;
@@ -259,6 +440,10 @@ void real_backends_free(sched_backend **backends, size_t n)
     for (size_t i = 0; i < n; i++) {
         if (real_is_cs(backends[i]))
             real_cs_free(backends[i]);
+#ifdef SYNCSIM_CUDA_BACKEND
+        else if (real_is_cuda(backends[i]))
+            cuda_plugin->close(backends[i]);
+#endif
         else if (real_is_cpu(backends[i]) && n_cpus < REAL_MAX_BACKENDS)
             cpus[n_cpus++] = backends[i];
     }

@@ -106,7 +106,7 @@ static void test_run_input_names_come_from_their_tables(void **state)
     expect_bad(*state, "--devices cpu --barrier sleepy -o " TMPDIR_DB_NAME,
                "unknown barrier 'sleepy' (expected spin, futex, hybrid or pthread)");
     expect_bad(*state, "--barrier spin -o " TMPDIR_DB_NAME,
-               "--barrier applies to real devices only (cpustream, cpu)");
+               "--barrier applies to real devices only (cpustream, cuda, cpu)");
 }
 
 static void test_run_input_nothing_to_evaluate(void **state)

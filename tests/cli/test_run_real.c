@@ -5,7 +5,8 @@
  * `syncsim check` finds nothing; `async-user-inputs` and `no-split-wait`
  * have `syncsim check` report a race on every seed, and print "DIFFER" on
  * at least one. A tp model on `cpustream:2,cpu` matches and checks clean. Also: a thread-level trace of the cpu pool checks clean,
- * and bad input is one line and exit status 2.
+ * and bad input is one line and exit status 2, `cuda` devices where there
+ * are none included (the runs on a GPU are tests/cuda/test_cuda_backend.c).
  *
  * Not named like the ThreadSanitizer tests (tests/CMakeLists.txt): the
  * broken policies race on purpose.
@@ -16,7 +17,10 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "real/real.h"
+
 #include <fcntl.h>
+#include <libgen.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -230,6 +234,56 @@ static void test_run_real_bad_input_is_one_line_and_exit_2(void **state)
     assert_int_equal(access(db, F_OK), -1);
 }
 
+/* `cuda` where this syncsim cannot run it: one line, exit 2, nothing
+ * recorded. The line is the one real_cuda_devices gives here: "this
+ * syncsim was built without CUDA (...)" without the toolkit, "no CUDA
+ * device: cudaGetDeviceCount: ..." without a driver or GPU. Where a GPU is
+ * usable there is no refusal to see: skipped, saying so. Spec errors come
+ * first, GPU or not. */
+static void test_run_real_cuda_refused_in_one_line(void **state)
+{
+    (void)state;
+    char out[4096], db[256], why[512];
+    new_db(db, sizeof db);
+    const char *bad_gpu[] = { "syncsim", "run", "--devices", "cuda:x,cpu", "-o", db, NULL };
+    assert_int_equal(run_cli(bad_gpu, out, sizeof out), 2);
+    assert_int_equal(count_lines(out), 1);
+    assert_non_null(strstr(out, "'cuda:x': expected a GPU number from 0 to"));
+    const char *mixed[] = { "syncsim", "run", "--devices", "cuda:0,cpustream,cpu", "-o", db, NULL };
+    assert_int_equal(run_cli(mixed, out, sizeof out), 2);
+    assert_int_equal(count_lines(out), 1);
+    assert_non_null(strstr(out, "cuda and cpustream devices do not mix in one run"));
+    const char *opt[] = { "syncsim", "run", "--devices", "cuda:0,jitter=1ms,cpu", "-o", db, NULL };
+    assert_int_equal(run_cli(opt, out, sizeof out), 2);
+    assert_non_null(strstr(out, "unknown option 'jitter' for cuda"));
+    assert_int_equal(access(db, F_OK), -1);
+
+    /* What this build and this computer say (the plugin next to the binary). */
+    char bin[] = SYNCSIM_BINARY, lib[sizeof bin + 8];
+    snprintf(lib, sizeof lib, "%s/lib", dirname(bin));
+    setenv("SYNCSIM_CUDA_LIB_DIR", lib, 1);
+    int n = real_cuda_devices(why, sizeof why);
+    if (n > 0) {
+        fprintf(stderr, "skipped: %d CUDA %s usable here: no refusal to check\n", n,
+                n == 1 ? "device is" : "devices are");
+        skip();
+    }
+    const char *lines[] = { "no CUDA device: cudaGetDeviceCount: ",
+                            "this syncsim was built without CUDA (", "cannot load the CUDA backend: " };
+    bool known = false;
+    for (int i = 0; i < 3; i++)
+        known |= strncmp(why, lines[i], strlen(lines[i])) == 0;
+    if (!known)
+        fail_msg("unexpected refusal: %s", why);
+    const char *gpus[] = { "syncsim", "run", "--devices", "cuda:0,cuda:0,cpu", "--tokens", "2",
+                           "-o", db, NULL };
+    assert_int_equal(run_cli(gpus, out, sizeof out), 2);
+    assert_int_equal(count_lines(out), 1);
+    if (!strstr(out, why))
+        fail_msg("expected '%s', got: %s", why, out);
+    assert_int_equal(access(db, F_OK), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -239,6 +293,7 @@ int main(void)
         cmocka_unit_test(test_run_real_no_split_wait_races_and_differs),
         cmocka_unit_test(test_run_real_thread_level_trace_checks_clean),
         cmocka_unit_test(test_run_real_bad_input_is_one_line_and_exit_2),
+        cmocka_unit_test(test_run_real_cuda_refused_in_one_line),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
