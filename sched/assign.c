@@ -7,7 +7,9 @@
  *
  *   pass 1  tensors in a buffer (weights, caches, views of them) go to the
  *           backend of that buffer; an op follows its first weight (not a
- *           rope, as ggml); graph inputs go to the CPU.
+ *           rope, as ggml) -- unless that weight is in host memory and a
+ *           device backend offloads the op (ggml's op_offload: a batch of
+ *           at least 32); graph inputs go to the CPU.
  *   pass 2  expansion: an unassigned node takes the backend of the nearest
  *           assigned node before it (down), then after it (up), first only
  *           from non-CPU backends, then from any.
@@ -54,6 +56,34 @@ static bool backend_can_use(const sched *s, int b, const sched_buffer *buf)
     return be->iface->supports_buffer && be->iface->supports_buffer(be, buf);
 }
 
+/* ggml-cuda's get_op_batch_size at the pinned commit: the tokens an op
+ * processes, by which a device decides to offload it. */
+static int64_t op_batch(const sched_tensor *t)
+{
+    switch (t->op) {
+    case SCHED_OP_GET_ROWS: return 0;
+    case SCHED_OP_MUL_MAT: return t->ne[1];
+    case SCHED_OP_MUL_MAT_ID:
+    case SCHED_OP_ROPE: return t->ne[2];
+    default: return t->ne[1] * t->ne[2] * t->ne[3];
+    }
+}
+
+/* ggml's op_offload: for an op whose weight lives in host memory on the
+ * CPU (the last backend), the first device backend (one with a stream)
+ * that supports it and whose offload_op accepts its batch
+ * (SCHED_OFFLOAD_MIN_BATCH, ggml-cuda's default 32); -1 when none. */
+static int offload_backend(const sched *s, const sched_tensor *t, int wb, const sched_buffer *buf)
+{
+    if (s->opts.no_op_offload || wb != s->n_backends - 1 || !buf->host ||
+        op_batch(t) < SCHED_OFFLOAD_MIN_BATCH)
+        return -1;
+    for (int b = 0; b < wb; b++)
+        if (s->backends[b]->iface->synchronize && sched_backend_supports(s, b, t))
+            return b;
+    return -1;
+}
+
 static void set(sched_tensor *t, int b, sched_cause c)
 {
     t->backend = b;
@@ -88,6 +118,11 @@ static void pass1_buffers_weights_inputs(sched *s, sched_graph *g)
             const sched_buffer *sb = placed_buffer(g, src);
             if (sb && sb->usage == SCHED_BUFFER_WEIGHTS && (src->flags & SCHED_FLAG_WEIGHT)) {
                 int b = buffer_backend(s, sb);
+                int off = b >= 0 ? offload_backend(s, t, b, sb) : -1;
+                if (off >= 0) {
+                    set(t, off, SCHED_CAUSE_OFFLOAD);
+                    break;
+                }
                 if (b >= 0 && sched_backend_supports(s, b, t)) {
                     set(t, b, SCHED_CAUSE_WEIGHT);
                     break;
