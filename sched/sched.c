@@ -627,8 +627,8 @@ static sched_status moe_range(sched *s, const sched_tensor *t, uint64_t off, uin
         return SCHED_OK;
     uint32_t parent = t->buffer->trace_id;
     for (int i = 0; i < s->moe_n_views; i++)
-        if (s->moe_views[i].parent == parent && s->moe_views[i].offset == out->offset &&
-            s->moe_views[i].size == size) {
+        if (s->moe_views[i].of == t->name && s->moe_views[i].parent == parent &&
+            s->moe_views[i].offset == out->offset && s->moe_views[i].size == size) {
             out->trace_view = s->moe_views[i].view;
             return SCHED_OK;
         }
@@ -640,6 +640,7 @@ static sched_status moe_range(sched *s, const sched_tensor *t, uint64_t off, uin
     snprintf(name, sizeof name, "%.30s[%llu:%llu]", t->name, (unsigned long long)off,
              (unsigned long long)(off + size));
     out->trace_view = sink->iface->view(sink->ctx, name, parent, out->offset, size);
+    s->moe_views[s->moe_n_views].of = t->name;
     s->moe_views[s->moe_n_views].parent = parent;
     s->moe_views[s->moe_n_views].offset = out->offset;
     s->moe_views[s->moe_n_views].size = size;
@@ -681,14 +682,19 @@ static sched_status moe_read_ids(sched *s, const sched_split *sp, int j, int64_t
             return SCHED_ENOMEM;
         s->moe_ids = v;
     }
-    sched_tensor host;
-    sched_tensor whole = *it;
-    whole.buffer = s->moe_ids_buf;
-    whole.offset = 0;
-    whole.backend = cpu;
-    sched_status st = moe_range(s, &whole, 0, bytes, &host);
-    if (st != SCHED_OK)
-        return st;
+    /* The host copy: the whole scratch buffer, shaped as the ids. */
+    sched_tensor host = *it;
+    for (int i = 0; i < SCHED_MAX_SRC; i++)
+        host.src[i] = -1;
+    host.op = SCHED_OP_NONE;
+    host.view_src = -1;
+    host.flags = 0;
+    host.buffer = s->moe_ids_buf;
+    host.offset = 0;
+    host.backend = cpu;
+    host.trace_view = s->moe_ids_buf->trace_id;
+    snprintf(host.name, sizeof host.name, "%.50s.ids", s->opts.name ? s->opts.name : "g");
+    sched_status st = SCHED_OK;
     sched_tensor src = *it;
     if (ibe->iface->get_async) {
         st = call(ibe->iface->get_async(ibe, &src, &host));

@@ -920,6 +920,9 @@ typedef struct sched_machine_iface {
     int (*fill_weight)(void *ctx, sched_tensor *t);
     /* Writes the user inputs of g for evaluation eval. NULL: inputs have none. */
     int (*fill_inputs)(void *ctx, sched_graph *g, uint64_t eval);
+    /* The n i32 values of host tensor t (MoE ids the scheduler read back:
+     * sched_options.read_ids). NULL: tensors have no values. */
+    int (*read_i32)(void *ctx, const sched_tensor *t, int32_t *out, int64_t n);
     /* The host spends the simulated time of the program's own code: a fixed
      * cost and bytes through memory (cost.c prices it). NULL: the host's
      * own work takes the time it takes. */

@@ -84,7 +84,7 @@ struct sched {
     int32_t *moe_ids;
     uint8_t *moe_used;
     int64_t moe_n_ids, moe_n_used;
-    struct { uint32_t parent; uint64_t offset, size; uint32_t view; } *moe_views;
+    struct { const char *of; uint32_t parent; uint64_t offset, size; uint32_t view; } *moe_views;
     int moe_n_views;
 };
 
