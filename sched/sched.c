@@ -706,6 +706,9 @@ static sched_status moe_read_ids(sched *s, const sched_split *sp, int j, int64_t
     }
     if (st != SCHED_OK)
         return st;
+    /* The host reads the ids (what the checker orders after the get). */
+    if (s->opts.rec && sched_rec_host_read(s->opts.rec, "moe.used_experts", &host) != 0)
+        return SCHED_EBACKEND;
     if (!s->opts.read_ids || s->opts.read_ids(s->opts.read_ids_ctx, &host, s->moe_ids, n) != 0)
         for (int64_t i = 0; i < n; i++)
             s->moe_ids[i] = sched_moe_ids(s->n_evals, i, n_expert);

@@ -680,6 +680,9 @@ typedef struct sched_options {
      * get from the seed below. */
     int (*read_ids)(void *ctx, const sched_tensor *host, int32_t *out, int64_t n);
     void *read_ids_ctx;
+    /* The recording the backends report to, for the host's own reads the
+     * scheduler makes (the MoE ids). NULL: not recorded. */
+    struct sched_rec *rec;
 } sched_options;
 
 /* ggml-cuda's op_offload_min_batch_size default. */
@@ -804,6 +807,9 @@ void sched_rec_set_eval(sched_rec *rec, uint64_t eval);
  * accesses; < 0: those) -- and when it ran. Returns 0 or -1. */
 int sched_rec_host_op(sched_rec *rec, const char *label, const trace_access *acc, uint32_t n_acc,
                       int64_t overhead_ns, int64_t bytes, int64_t t, int64_t dur);
+/* A host op `label` of the scheduler itself that reads host tensor t
+ * (whole, through its trace view), timed by the host's clock. 0 or -1. */
+int sched_rec_host_read(sched_rec *rec, const char *label, const sched_tensor *t);
 /* Feeds every statement from now on, in submission order, to p (the sync
  * pattern of traces/pattern.c); NULL stops. p is not owned. */
 void sched_rec_observe(sched_rec *rec, trace_pattern *p);
