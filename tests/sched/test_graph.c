@@ -30,6 +30,33 @@ static void test_graph_mul_mat_costs(void **state)
     sched_graph_free(g);
 }
 
+/* ggml's MUL_MAT_ID: experts [K, M, E], input [K, 1, T], ids [U, T] ->
+ * [M, U, T], priced for the used experts only. */
+static void test_graph_mul_mat_id_shape_and_cost(void **state)
+{
+    (void)state;
+    sched_graph *g = sched_graph_new("t");
+    int64_t we[3] = { 16, 8, 10 }, xe[3] = { 16, 1, 5 }, ie[2] = { 2, 5 }, bad[2] = { 3, 5 };
+    int32_t w = sched_graph_leaf(g, "w", SCHED_F16, 3, we, SCHED_FLAG_WEIGHT);
+    int32_t x = sched_graph_leaf(g, "x", SCHED_F32, 3, xe, 0);
+    int32_t ids = sched_graph_leaf(g, "ids", SCHED_I32, 2, ie, SCHED_FLAG_INPUT);
+    int32_t badids = sched_graph_leaf(g, "bad", SCHED_F32, 2, bad, 0);
+    int32_t src[3] = { w, x, ids };
+    int32_t o = sched_graph_op(g, "o", SCHED_OP_MUL_MAT_ID, src, 3);
+    assert_true(o >= 0);
+    assert_int_equal(g->tensors[o].ne[0], 8);
+    assert_int_equal(g->tensors[o].ne[1], 2);
+    assert_int_equal(g->tensors[o].ne[2], 5);
+    assert_int_equal(sched_node_flops(g, &g->tensors[o]), 2ull * 16 * 8 * 2 * 5);
+    assert_true(sched_node_half(g, &g->tensors[o]));
+    /* 10 experts of 256 bytes, at most 2 x 5 = 10 used: all of them. */
+    assert_int_equal(sched_node_bytes(g, &g->tensors[o]), 10 * 256 + 16 * 5 * 4 + 2 * 5 * 4 + 8 * 2 * 5 * 4);
+    src[2] = badids;                    /* ids must be i32 */
+    assert_int_equal(sched_graph_op(g, "o2", SCHED_OP_MUL_MAT_ID, src, 3), -1);
+    assert_int_equal(sched_graph_op(g, "o3", SCHED_OP_MUL_MAT_ID, src, 2), -1);
+    sched_graph_free(g);
+}
+
 static void test_graph_llama_has_every_layer(void **state)
 {
     (void)state;
@@ -163,6 +190,7 @@ static void test_graph_file_round_trips_llama(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_graph_mul_mat_id_shape_and_cost),
         cmocka_unit_test(test_graph_mul_mat_costs),
         cmocka_unit_test(test_graph_llama_has_every_layer),
         cmocka_unit_test(test_graph_tp_shards_and_all_reduces),

@@ -211,6 +211,63 @@ static void test_alloc_copies_kept_by_syncsims_policies(void **state)
     assert_int_equal(sched_alloc_overlaps(fx->s), 0);
 }
 
+/* ggml's op_offload: an op whose weight is in host memory (the CPU's)
+ * runs on the first device when its batch is at least 32 tokens; the
+ * split that then reads the host weight ends before a second such op
+ * (ggml's new split for a weight the split's backend cannot use). */
+static void test_split_op_offload_and_new_split_for_host_weight(void **state)
+{
+    fixture *fx = *state;
+    int64_t ne[2] = { 64, 32 };
+    int32_t x = sched_graph_leaf(fx->g, "x", SCHED_F32, 2, ne, SCHED_FLAG_INPUT);
+    int32_t m0 = mm(fx->g, "m0", fake_weight(fx->g, "w0", 0), x);
+    int32_t m1 = mm(fx->g, "m1", fake_weight(fx->g, "wc1", -1), m0);
+    int32_t m2 = mm(fx->g, "m2", fake_weight(fx->g, "wc2", -1), m1);
+    plan(fx, 1);
+    const sched_graph *g = sched_get_graph(fx->s);
+    assert_int_equal(g->tensors[m1].backend, 0);
+    assert_int_equal(g->tensors[m1].cause, SCHED_CAUSE_OFFLOAD);
+    assert_int_equal(g->tensors[m2].cause, SCHED_CAUSE_OFFLOAD);
+    /* m0 (input x), m1 (host weight wc1: a new split), m2 (wc2: another). */
+    assert_int_equal(sched_n_splits(fx->s), 3);
+    for (int i = 0; i < 3; i++) {
+        const sched_split *sp = sched_get_split(fx->s, i);
+        assert_int_equal(sp->backend, 0);
+        assert_true(sp->n_inputs >= 1);
+    }
+    assert_int_equal(sched_get_split(fx->s, 1)->nodes[0], m1);
+    assert_int_equal(sched_get_split(fx->s, 2)->nodes[0], m2);
+}
+
+/* A batch under 32 stays with its host weight; so does any batch without
+ * op_offload. */
+static void test_split_no_offload_below_32_or_when_off(void **state)
+{
+    fixture *fx = *state;
+    int64_t ne[2] = { 64, 31 };
+    int32_t x = sched_graph_leaf(fx->g, "x", SCHED_F32, 2, ne, SCHED_FLAG_INPUT);
+    int32_t m = mm(fx->g, "m", fake_weight(fx->g, "wc", -1), x);
+    plan(fx, 1);
+    assert_int_equal(sched_get_graph(fx->s)->tensors[m].backend, 2);
+    assert_int_equal(sched_get_graph(fx->s)->tensors[m].cause, SCHED_CAUSE_WEIGHT);
+
+    sched_graph *g2 = sched_graph_new("t2");
+    int64_t ne2[2] = { 64, 64 };
+    int32_t x2 = sched_graph_leaf(g2, "x", SCHED_F32, 2, ne2, SCHED_FLAG_INPUT);
+    int32_t m2 = mm(g2, "m", fake_weight(g2, "wc", -1), x2);
+    sched_sink sink = fake_sink();
+    sched_weights *w = sched_weights_new(fx->f.ptr, fx->f.n, g2, &sink);
+    assert_int_equal(sched_weights_bind(w, g2), 0);
+    sched_options o = { .n_copies = 1, .no_op_offload = true };
+    sched *s = sched_new(fx->f.ptr, fx->f.n, &o);
+    char err[256];
+    assert_int_equal(sched_plan(s, g2, err, sizeof err), SCHED_OK);
+    assert_int_equal(sched_get_graph(s)->tensors[m2].backend, 2);
+    sched_free(s);
+    sched_weights_free(w);
+    sched_graph_free(g2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -222,6 +279,8 @@ int main(void)
         FAKE_TEST(test_split_no_inputs_waits_when_memory_is_read_elsewhere),
         FAKE_TEST(test_alloc_never_overlaps_live_tensors),
         FAKE_TEST(test_alloc_reuses_memory_of_dead_tensors),
+        FAKE_TEST(test_split_op_offload_and_new_split_for_host_weight),
+        FAKE_TEST(test_split_no_offload_below_32_or_when_off),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
