@@ -323,6 +323,35 @@ static void moe_run(const char *policy, real_test_outcome *out, size_t *findings
     trace_free(tr);
 }
 
+/* The kernel: out[m, u, t] = sum_k W[k, m, ids[u, t]] * x[k, 0, t], over
+ * three threads (each element by one thread). */
+static void test_real_run_moe_kernel(void **state)
+{
+    (void)state;
+    enum { K = 3, M = 2, E = 3, U = 2, T = 2 };
+    float w[K * M * E], x[K * T], out[M * U * T];
+    int32_t ids[U * T] = { 2, 0, 1, 2 };
+    for (int i = 0; i < K * M * E; i++)
+        w[i] = (float)(i % 7) - 3.0f;
+    for (int i = 0; i < K * T; i++)
+        x[i] = 0.5f * (float)(i + 1);
+    real_kernel_args a = { .op = SCHED_OP_MUL_MAT_ID, .n_src = 3 };
+    a.dst = (real_tensor){ SCHED_F32, { M, U, T, 1 }, out };
+    a.src[0] = (real_tensor){ SCHED_F32, { K, M, E, 1 }, w };
+    a.src[1] = (real_tensor){ SCHED_F32, { K, 1, T, 1 }, x };
+    a.src[2] = (real_tensor){ SCHED_I32, { U, T, 1, 1 }, ids };
+    for (int th = 0; th < 3; th++)
+        assert_int_equal(real_kernel_run(&a, th, 3), REAL_OK);
+    for (int t = 0; t < T; t++)
+        for (int u = 0; u < U; u++)
+            for (int m = 0; m < M; m++) {
+                float want = 0;
+                for (int k = 0; k < K; k++)
+                    want += w[(ids[t * U + u] * M + m) * K + k] * x[t * K + k];
+                assert_true(out[(t * U + u) * M + m] == want);
+            }
+}
+
 static void test_real_run_moe(void **state)
 {
     (void)state;
@@ -448,6 +477,7 @@ int main(void)
         cmocka_unit_test(test_real_run_async_user_inputs_differs_and_races),
         cmocka_unit_test(test_real_run_no_split_wait_differs_and_races),
         cmocka_unit_test(test_real_run_ggml_policies),
+        cmocka_unit_test(test_real_run_moe_kernel),
         cmocka_unit_test(test_real_run_moe),
         cmocka_unit_test(test_real_run_ggml_head_slot_reuse_races),
         cmocka_unit_test(test_real_run_pool_thread_trace_clean_with_barriers),

@@ -158,14 +158,13 @@ static void test_graph_file_errors_name_line_and_column(void **state)
     expect_error("syncsim-graph 1\nleaf x f64 4\n", "bad.graph:2:8: unknown dtype 'f64'");
 }
 
-static void test_graph_file_round_trips_llama(void **state)
+static void round_trip(const char *spec)
 {
-    (void)state;
     sched_model_params p;
     char errbuf[256];
-    assert_int_equal(sched_model_parse("llama:n_layer=2,n_embd=128,n_head=4,n_head_kv=2,n_ff=256,"
-                                       "n_vocab=100,n_ctx=32", &p, errbuf, sizeof errbuf), 0);
+    assert_int_equal(sched_model_parse(spec, &p, errbuf, sizeof errbuf), 0);
     sched_graph *g = sched_model_build(&p, 4);
+    assert_non_null(g);
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
@@ -181,10 +180,42 @@ static void test_graph_file_round_trips_llama(void **state)
         assert_memory_equal(h->tensors[i].ne, g->tensors[i].ne, sizeof g->tensors[i].ne);
         assert_int_equal(h->tensors[i].view_offs, g->tensors[i].view_offs);
         assert_int_equal(h->tensors[i].flags, g->tensors[i].flags);
+        assert_int_equal(h->tensors[i].op, g->tensors[i].op);
+        assert_memory_equal(h->tensors[i].src, g->tensors[i].src, sizeof g->tensors[i].src);
     }
     free(text);
     sched_graph_free(g);
     sched_graph_free(h);
+}
+
+static void test_graph_file_round_trips_llama(void **state)
+{
+    (void)state;
+    round_trip("llama:n_layer=2,n_embd=128,n_head=4,n_head_kv=2,n_ff=256,n_vocab=100,n_ctx=32");
+}
+
+/* The moe model: mul_mat_id with its three sources, i32 ids inputs, 3-d
+ * expert weights in host memory; its spec errors say what was expected. */
+static void test_graph_moe_round_trips_and_checks_its_spec(void **state)
+{
+    (void)state;
+    round_trip("moe:n_layer=2,n_embd=64,n_head=4,n_head_kv=4,n_ff=128,n_vocab=64,n_ctx=32,"
+               "n_expert=8,n_expert_used=2");
+    sched_model_params p;
+    char err[256];
+    assert_int_equal(sched_model_parse("moe:n_layer=1,n_embd=64,n_head=4,n_head_kv=4,n_expert=4", &p,
+                                       err, sizeof err), 0);
+    sched_graph *g = sched_model_build(&p, 3);
+    int32_t gate = sched_graph_find(g, "l0.ffn_gate_exps");
+    int32_t w = sched_graph_find(g, "blk.0.ffn_gate_exps");
+    assert_true(gate >= 0 && w >= 0);
+    assert_int_equal(g->tensors[gate].op, SCHED_OP_MUL_MAT_ID);
+    assert_int_equal(g->tensors[w].home, -1);          /* the experts stay on the host */
+    assert_int_equal(g->tensors[w].ne[2], 4);
+    assert_int_equal(g->tensors[gate].ne[1], 2);       /* n_expert_used */
+    sched_graph_free(g);
+    assert_int_equal(sched_model_parse("moe:n_expert=2,n_expert_used=3", &p, err, sizeof err), -1);
+    assert_non_null(strstr(err, "n_expert_used (3) must be at most n_expert (2)"));
 }
 
 int main(void)
@@ -198,6 +229,7 @@ int main(void)
         cmocka_unit_test(test_graph_file_parses),
         cmocka_unit_test(test_graph_file_errors_name_line_and_column),
         cmocka_unit_test(test_graph_file_round_trips_llama),
+        cmocka_unit_test(test_graph_moe_round_trips_and_checks_its_spec),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
