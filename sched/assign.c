@@ -14,7 +14,10 @@
  *           assigned node before it (down), then after it (up), first only
  *           from non-CPU backends, then from any.
  *   pass 3  upgrade: a node moves to a higher-priority backend that
- *           supports its op and can use the buffers of all its sources.
+ *           supports its op and can use the buffers of all its sources;
+ *           a node still unassigned (no neighbour's backend supports it)
+ *           takes the backend, among those that support it, that can use
+ *           the most of its assigned sources (the first at a tie).
  *   pass 4  leftovers: views follow their source, other nodes take the
  *           first backend that supports them, leafs follow their consumer.
  */
@@ -159,12 +162,53 @@ static void pass2_expand(sched *s, sched_graph *g)
     expand(s, g, false, false, SCHED_CAUSE_EXPAND_REST_UP);
 }
 
+/* Whether backend b can read source src where it is now (ggml's
+ * buffer_supported): in its buffer, or in the memory of its backend. */
+static bool src_usable(const sched *s, const sched_graph *g, const sched_tensor *src, int b)
+{
+    int sb = src->backend >= 0 ? src->backend
+             : src->view_src >= 0 ? g->tensors[src->view_src].backend : -1;
+    if (sb < 0)
+        return false;
+    const sched_buffer *buf = placed_buffer(g, src);
+    if (buf)
+        return backend_can_use(s, b, buf);
+    if (sb == b)
+        return true;
+    sched_backend *be = s->backends[b], *cur = s->backends[sb];
+    sched_buffer probe = { .backend = cur, .usage = SCHED_BUFFER_COMPUTE,
+                           .host = cur->iface->device_kind(cur) == SCHED_DEVICE_CPU };
+    return be->iface->supports_buffer && be->iface->supports_buffer(be, &probe);
+}
+
+/* Pass 3, an unassigned node: the supporting backend that can use the
+ * most of its sources (ggml's "3.best"). */
+static void most_supported(sched *s, sched_graph *g, sched_tensor *t)
+{
+    int best = -1;
+    for (int b = 0; b < s->n_backends; b++) {
+        if (!sched_backend_supports(s, b, t))
+            continue;
+        int n = 0;
+        for (int i = 0; i < SCHED_MAX_SRC; i++)
+            n += t->src[i] >= 0 && src_usable(s, g, &g->tensors[t->src[i]], b);
+        if (n > best) {
+            best = n;
+            set(t, b, SCHED_CAUSE_MOST_SUPPORTED);
+        }
+    }
+}
+
 /* Pass 3: upgrade to a higher-priority backend that can run the op on the
  * same buffers (ggml: backends sharing a buffer type, e.g. CPU and BLAS). */
 static void pass3_upgrade(sched *s, sched_graph *g)
 {
     for (int32_t k = 0; k < s->n_order; k++) {
         sched_tensor *t = &g->tensors[s->order[k]];
+        if (t->backend < 0 && !sched_op_is_view(t->op)) {
+            most_supported(s, g, t);
+            continue;
+        }
         if (t->backend <= 0 || t->cause == SCHED_CAUSE_USER || sched_op_is_view(t->op))
             continue;
         sched_backend *cur = s->backends[t->backend];

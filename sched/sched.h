@@ -144,7 +144,8 @@ int sched_op_n_src(sched_op op);
     X(FIRST_SUPPORTED, 4, "first backend that supports the op")              \
     X(CONSUMER, 4, "leaf follows its consumer")                              \
     X(COPY, 0, "copy of a split input")                                     \
-    X(OFFLOAD, 1, "offloaded from its host weight (op_offload, batch >= 32)")
+    X(OFFLOAD, 1, "offloaded from its host weight (op_offload, batch >= 32)") \
+    X(MOST_SUPPORTED, 3, "backend that can use the most of its sources")
 
 typedef enum {
 #define SCHED_CAUSE_ENUM(name, pass, text) SCHED_CAUSE_##name,

@@ -268,6 +268,25 @@ static void test_split_no_offload_below_32_or_when_off(void **state)
     sched_graph_free(g2);
 }
 
+/* Pass 3: a node no neighbour's backend runs (GPU1 has no add) goes to
+ * the backend that can use the most of its sources: the CPU, which holds
+ * c, rather than GPU0, the first that supports it, which holds neither. */
+static void test_assign_most_supported_inputs(void **state)
+{
+    fixture *fx = *state;
+    fx->f.ctx[1].unsupported_ops = 1u << SCHED_OP_ADD;
+    int64_t ne[2] = { 64, 4 };
+    int32_t x = sched_graph_leaf(fx->g, "x", SCHED_F32, 2, ne, SCHED_FLAG_INPUT);
+    int32_t c = mm(fx->g, "c", fake_weight(fx->g, "wc", -1), x);
+    int32_t m = mm(fx->g, "m", fake_weight(fx->g, "w1", 1), x);
+    int32_t src[2] = { m, c };
+    int32_t n = sched_graph_op(fx->g, "n", SCHED_OP_ADD, src, 2);
+    plan(fx, 1);
+    const sched_graph *g = sched_get_graph(fx->s);
+    assert_int_equal(g->tensors[n].backend, 2);
+    assert_int_equal(g->tensors[n].cause, SCHED_CAUSE_MOST_SUPPORTED);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -281,6 +300,7 @@ int main(void)
         FAKE_TEST(test_alloc_reuses_memory_of_dead_tensors),
         FAKE_TEST(test_split_op_offload_and_new_split_for_host_weight),
         FAKE_TEST(test_split_no_offload_below_32_or_when_off),
+        FAKE_TEST(test_assign_most_supported_inputs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
