@@ -686,6 +686,10 @@ typedef struct sched_options {
     struct sched_rec *rec;
 } sched_options;
 
+/* ggml's GGML_SCHED_MAX_SPLIT_INPUTS: a split with this many inputs ends
+ * before a node that needs another. */
+#define SCHED_MAX_SPLIT_INPUTS 30
+
 /* ggml-cuda's op_offload_min_batch_size default. */
 #define SCHED_OFFLOAD_MIN_BATCH 32
 

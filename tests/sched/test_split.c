@@ -287,6 +287,34 @@ static void test_assign_most_supported_inputs(void **state)
     assert_int_equal(g->tensors[n].cause, SCHED_CAUSE_MOST_SUPPORTED);
 }
 
+/* ggml's GGML_SCHED_MAX_SPLIT_INPUTS: a GPU0 split that reads 31 CPU
+ * tensors (inputs x0..x30, one add each) ends after its 30th input and
+ * the 31st starts a new split on the same backend. */
+static void test_split_input_capacity(void **state)
+{
+    fixture *fx = *state;
+    int32_t acc = mm(fx->g, "m", fake_weight(fx->g, "w0", 0),
+                     sched_graph_leaf(fx->g, "xin", SCHED_F32, 1, v64, SCHED_FLAG_INPUT));
+    int32_t last = -1;
+    for (int i = 0; i < SCHED_MAX_SPLIT_INPUTS; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "x%d", i);
+        int32_t x = sched_graph_leaf(fx->g, name, SCHED_F32, 1, v64, SCHED_FLAG_INPUT);
+        snprintf(name, sizeof name, "a%d", i);
+        int32_t src[2] = { acc, x };
+        acc = last = sched_graph_op(fx->g, name, SCHED_OP_ADD, src, 2);
+        fx->g->tensors[acc].user_backend = 0;
+    }
+    plan(fx, 1);
+    assert_int_equal(sched_n_splits(fx->s), 2);
+    const sched_split *s0 = sched_get_split(fx->s, 0), *s1 = sched_get_split(fx->s, 1);
+    assert_int_equal(s0->backend, 0);
+    assert_int_equal(s1->backend, 0);
+    assert_int_equal(s0->n_inputs, SCHED_MAX_SPLIT_INPUTS);
+    assert_int_equal(s1->n_inputs, 1);
+    assert_int_equal(s1->nodes[0], last);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -301,6 +329,7 @@ int main(void)
         FAKE_TEST(test_split_op_offload_and_new_split_for_host_weight),
         FAKE_TEST(test_split_no_offload_below_32_or_when_off),
         FAKE_TEST(test_assign_most_supported_inputs),
+        FAKE_TEST(test_split_input_capacity),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
