@@ -6,7 +6,9 @@
  * why. A user's assignment (user_backend) is set first and never changed.
  *
  *   pass 1  tensors in a buffer (weights, caches, views of them) go to the
- *           backend of that buffer; an op follows its first weight (not a
+ *           highest-priority backend that can use that buffer (its own, or
+ *           one sharing its buffer type); an op follows its first weight to
+ *           the highest-priority backend that can use it and runs the op (not a
  *           rope, as ggml) -- unless that weight is in host memory and a
  *           device backend offloads the op (ggml's op_offload: a batch of
  *           at least 32); graph inputs go to the CPU.
@@ -59,6 +61,17 @@ static bool backend_can_use(const sched *s, int b, const sched_buffer *buf)
     return be->iface->supports_buffer && be->iface->supports_buffer(be, buf);
 }
 
+/* ggml's backend_from_buffer: the highest-priority backend that can use
+ * buf (its own, or one sharing its buffer type, as BLAS the CPU's) and
+ * runs t; -1 when none. */
+static int backend_from_buffer(const sched *s, const sched_buffer *buf, const sched_tensor *t)
+{
+    for (int b = 0; b < s->n_backends; b++)
+        if (backend_can_use(s, b, buf) && sched_backend_supports(s, b, t))
+            return b;
+    return -1;
+}
+
 /* ggml-cuda's get_op_batch_size at the pinned commit: the tokens an op
  * processes, by which a device decides to offload it. */
 static int64_t op_batch(const sched_tensor *t)
@@ -103,7 +116,8 @@ static void pass1_buffers_weights_inputs(sched *s, sched_graph *g)
             continue;
         const sched_buffer *buf = placed_buffer(g, t);
         if (buf && buffer_backend(s, buf) >= 0) {
-            set(t, buffer_backend(s, buf), SCHED_CAUSE_BUFFER);
+            int b = backend_from_buffer(s, buf, t);
+            set(t, b >= 0 ? b : buffer_backend(s, buf), SCHED_CAUSE_BUFFER);
             continue;
         }
         if (t->flags & SCHED_FLAG_INPUT) {
@@ -120,16 +134,15 @@ static void pass1_buffers_weights_inputs(sched *s, sched_graph *g)
             const sched_tensor *src = &g->tensors[t->src[k]];
             const sched_buffer *sb = placed_buffer(g, src);
             if (sb && sb->usage == SCHED_BUFFER_WEIGHTS && (src->flags & SCHED_FLAG_WEIGHT)) {
-                int b = buffer_backend(s, sb);
+                /* ggml decides by the first weight alone: left unassigned
+                 * when no backend that can use its buffer runs the op. */
+                int b = backend_from_buffer(s, sb, t);
                 int off = b >= 0 ? offload_backend(s, t, b, sb) : -1;
-                if (off >= 0) {
+                if (off >= 0)
                     set(t, off, SCHED_CAUSE_OFFLOAD);
-                    break;
-                }
-                if (b >= 0 && sched_backend_supports(s, b, t)) {
+                else if (b >= 0)
                     set(t, b, SCHED_CAUSE_WEIGHT);
-                    break;
-                }
+                break;
             }
         }
     }
