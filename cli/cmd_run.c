@@ -69,8 +69,10 @@ void cmd_run_help(FILE *out)
             "$SYNCSIM_PROGRESS_MS milliseconds when set).\n"
             "\n"
             "  --model SPEC     KIND[:key=value,...]; KIND llama (layer split), tp (tensor split,\n"
-            "                   all-reduces; on real devices every rank a cpustream) or mlp; keys\n"
-            "                   n_layer n_embd n_head n_head_kv n_ff n_vocab n_ctx ubatch dtype\n"
+            "                   all-reduces; on real devices every rank a cpustream), moe (llama\n"
+            "                   with host-memory experts, mul_mat_id; keys n_expert n_expert_used)\n"
+            "                   or mlp; keys n_layer n_embd n_head n_head_kv n_ff n_vocab n_ctx\n"
+            "                   ubatch dtype\n"
             "                   (default: llama, a small 8-layer model)\n"
             "  --graph FILE     a graph file (docs/graph-format.md) instead of a model\n"
             "  --devices SPEC   what runs it: comma-separated items of one machine, each one of\n",

@@ -334,6 +334,16 @@ static void m_free(void *ctx)
     free(rm);
 }
 
+static int m_read_i32(void *ctx, const sched_tensor *t, int32_t *out, int64_t n)
+{
+    (void)ctx;
+    const void *d = real_tensor_data(t);
+    if (!d || t->type != SCHED_I32 || sched_tensor_nelements(t) < n)
+        return -1;
+    memcpy(out, d, (size_t)n * sizeof *out);
+    return 0;
+}
+
 static const sched_machine_iface machine_iface = {
     .clock = "wall",
     .hold = false,
@@ -343,6 +353,7 @@ static const sched_machine_iface machine_iface = {
     .adopt = m_adopt,
     .fill_weight = m_fill_weight,
     .fill_inputs = m_fill_inputs,
+    .read_i32 = m_read_i32,
     .check_output = m_check_output,
     .error = m_error,
     .copy_traits = m_copy_traits,

@@ -22,6 +22,9 @@
  *   cpy(a, b): b's bytes <- a's elements in b's type.  convert: to its type
  *       (param SCHED_CONVERT_TRUNCATE: to bf16 by truncation).
  *   concat(a, b): along dimension 1.
+ *   mul_mat_id(a [K,M,E], b [K,U or 1,T], ids [U,T] i32) -> [M,U,T]:
+ *       d[m,u,t] = sum_k a[k,m,ids[u,t] mod E] * b[k,u (or 0),t]: each token
+ *       through its U experts (ggml's MoE), summed in k order in f32.
  *   all_reduce: the sum of every rank's source, in rank order (f32); with
  *               bf16_wire each source and the sum rounded to bf16.
  *
@@ -228,6 +231,20 @@ static void k_mul_mat(const real_kernel_args *x, int64_t e0, int64_t e1)
     }
 }
 
+static void k_mul_mat_id(const real_kernel_args *x, int64_t e0, int64_t e1)
+{
+    const real_tensor *a = &x->src[0], *b = &x->src[1], *ids = &x->src[2], *d = &x->dst;
+    int64_t K = a->ne[0], M = d->ne[0], U = d->ne[1], E = a->ne[2];
+    for (int64_t e = e0; e < e1; e++) {
+        int64_t m = e % M, u = (e / M) % U, t = e / M / U;
+        int32_t id = ((const int32_t *)ids->data)[t * ids->ne[0] + u];
+        int64_t ex = ((int64_t)id % E + E) % E;
+        int64_t ao = (ex * a->ne[1] + m) * K;
+        int64_t bo = (t * b->ne[1] + (b->ne[1] == 1 ? 0 : u)) * K;
+        real_store_f32(d, e, dot_row(a, ao, b, bo, K));
+    }
+}
+
 static void k_binary(const real_kernel_args *x, int64_t e0, int64_t e1)
 {
     const real_tensor *a = &x->src[0], *b = &x->src[1], *d = &x->dst;
@@ -384,7 +401,8 @@ bool real_kernel_supports(const sched_graph *g, const sched_tensor *t)
         if (t->src[i] < 0)
             continue;
         sched_dtype st = g->tensors[t->src[i]].type;
-        bool index = (t->op == SCHED_OP_ROPE || t->op == SCHED_OP_GET_ROWS) && i == 1;
+        bool index = ((t->op == SCHED_OP_ROPE || t->op == SCHED_OP_GET_ROWS) && i == 1) ||
+                     (t->op == SCHED_OP_MUL_MAT_ID && i == 2);
         if (index ? st != SCHED_I32 : !(float_type(st) || (t->op == SCHED_OP_GET_ROWS && st == SCHED_I32)))
             return false;
     }
@@ -405,6 +423,7 @@ real_status real_kernel_run(const real_kernel_args *a, int ith, int nth)
     case SCHED_OP_PERMUTE:
         return REAL_OK;
     case SCHED_OP_MUL_MAT: k_mul_mat(a, u0, u1); return REAL_OK;
+    case SCHED_OP_MUL_MAT_ID: k_mul_mat_id(a, u0, u1); return REAL_OK;
     case SCHED_OP_ADD:
     case SCHED_OP_MUL: k_binary(a, u0, u1); return REAL_OK;
     case SCHED_OP_SCALE:

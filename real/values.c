@@ -5,7 +5,8 @@
  * element, seed) for weights and caches, and of (input kind, evaluation,
  * element, seed) for user inputs, so that the reference (reference.c)
  * computes from the very same numbers without sharing memory with the
- * run. Token ids stay within the table their get_rows reads; positions
+ * run. Token ids stay within the table their get_rows reads, expert ids
+ * (mul_mat_id) within the experts; positions
  * count up with the evaluation; the causal mask moves with it.
  */
 #include "real_int.h"
@@ -51,6 +52,8 @@ static int64_t index_range(const sched_graph *g, const sched_tensor *t)
         if (g->tensors[i].op == SCHED_OP_GET_ROWS && g->tensors[i].src[1] == ti) {
             const sched_tensor *a = &g->tensors[g->tensors[i].src[0]];
             return a->ne[1] * a->ne[2] * a->ne[3];
+        } else if (g->tensors[i].op == SCHED_OP_MUL_MAT_ID && g->tensors[i].src[2] == ti) {
+            return g->tensors[g->tensors[i].src[0]].ne[2];     /* the experts */
         }
     return 0;
 }

@@ -6,13 +6,20 @@
  * why. A user's assignment (user_backend) is set first and never changed.
  *
  *   pass 1  tensors in a buffer (weights, caches, views of them) go to the
- *           backend of that buffer; an op follows its first weight (not a
- *           rope, as ggml); graph inputs go to the CPU.
+ *           highest-priority backend that can use that buffer (its own, or
+ *           one sharing its buffer type); an op follows its first weight to
+ *           the highest-priority backend that can use it and runs the op (not a
+ *           rope, as ggml) -- unless that weight is in host memory and a
+ *           device backend offloads the op (ggml's op_offload: a batch of
+ *           at least 32); graph inputs go to the CPU.
  *   pass 2  expansion: an unassigned node takes the backend of the nearest
  *           assigned node before it (down), then after it (up), first only
  *           from non-CPU backends, then from any.
  *   pass 3  upgrade: a node moves to a higher-priority backend that
- *           supports its op and can use the buffers of all its sources.
+ *           supports its op and can use the buffers of all its sources;
+ *           a node still unassigned (no neighbour's backend supports it)
+ *           takes the backend, among those that support it, that can use
+ *           the most of its assigned sources (the first at a tie).
  *   pass 4  leftovers: views follow their source, other nodes take the
  *           first backend that supports them, leafs follow their consumer.
  */
@@ -54,6 +61,45 @@ static bool backend_can_use(const sched *s, int b, const sched_buffer *buf)
     return be->iface->supports_buffer && be->iface->supports_buffer(be, buf);
 }
 
+/* ggml's backend_from_buffer: the highest-priority backend that can use
+ * buf (its own, or one sharing its buffer type, as BLAS the CPU's) and
+ * runs t; -1 when none. */
+static int backend_from_buffer(const sched *s, const sched_buffer *buf, const sched_tensor *t)
+{
+    for (int b = 0; b < s->n_backends; b++)
+        if (backend_can_use(s, b, buf) && sched_backend_supports(s, b, t))
+            return b;
+    return -1;
+}
+
+/* ggml-cuda's get_op_batch_size at the pinned commit: the tokens an op
+ * processes, by which a device decides to offload it. */
+static int64_t op_batch(const sched_tensor *t)
+{
+    switch (t->op) {
+    case SCHED_OP_GET_ROWS: return 0;
+    case SCHED_OP_MUL_MAT: return t->ne[1];
+    case SCHED_OP_MUL_MAT_ID:
+    case SCHED_OP_ROPE: return t->ne[2];
+    default: return t->ne[1] * t->ne[2] * t->ne[3];
+    }
+}
+
+/* ggml's op_offload: for an op whose weight lives in host memory on the
+ * CPU (the last backend), the first device backend (one with a stream)
+ * that supports it and whose offload_op accepts its batch
+ * (SCHED_OFFLOAD_MIN_BATCH, ggml-cuda's default 32); -1 when none. */
+static int offload_backend(const sched *s, const sched_tensor *t, int wb, const sched_buffer *buf)
+{
+    if (s->opts.no_op_offload || wb != s->n_backends - 1 || !buf->host ||
+        op_batch(t) < SCHED_OFFLOAD_MIN_BATCH)
+        return -1;
+    for (int b = 0; b < wb; b++)
+        if (s->backends[b]->iface->synchronize && sched_backend_supports(s, b, t))
+            return b;
+    return -1;
+}
+
 static void set(sched_tensor *t, int b, sched_cause c)
 {
     t->backend = b;
@@ -70,7 +116,8 @@ static void pass1_buffers_weights_inputs(sched *s, sched_graph *g)
             continue;
         const sched_buffer *buf = placed_buffer(g, t);
         if (buf && buffer_backend(s, buf) >= 0) {
-            set(t, buffer_backend(s, buf), SCHED_CAUSE_BUFFER);
+            int b = backend_from_buffer(s, buf, t);
+            set(t, b >= 0 ? b : buffer_backend(s, buf), SCHED_CAUSE_BUFFER);
             continue;
         }
         if (t->flags & SCHED_FLAG_INPUT) {
@@ -87,11 +134,15 @@ static void pass1_buffers_weights_inputs(sched *s, sched_graph *g)
             const sched_tensor *src = &g->tensors[t->src[k]];
             const sched_buffer *sb = placed_buffer(g, src);
             if (sb && sb->usage == SCHED_BUFFER_WEIGHTS && (src->flags & SCHED_FLAG_WEIGHT)) {
-                int b = buffer_backend(s, sb);
-                if (b >= 0 && sched_backend_supports(s, b, t)) {
+                /* ggml decides by the first weight alone: left unassigned
+                 * when no backend that can use its buffer runs the op. */
+                int b = backend_from_buffer(s, sb, t);
+                int off = b >= 0 ? offload_backend(s, t, b, sb) : -1;
+                if (off >= 0)
+                    set(t, off, SCHED_CAUSE_OFFLOAD);
+                else if (b >= 0)
                     set(t, b, SCHED_CAUSE_WEIGHT);
-                    break;
-                }
+                break;
             }
         }
     }
@@ -124,12 +175,53 @@ static void pass2_expand(sched *s, sched_graph *g)
     expand(s, g, false, false, SCHED_CAUSE_EXPAND_REST_UP);
 }
 
+/* Whether backend b can read source src where it is now (ggml's
+ * buffer_supported): in its buffer, or in the memory of its backend. */
+static bool src_usable(const sched *s, const sched_graph *g, const sched_tensor *src, int b)
+{
+    int sb = src->backend >= 0 ? src->backend
+             : src->view_src >= 0 ? g->tensors[src->view_src].backend : -1;
+    if (sb < 0)
+        return false;
+    const sched_buffer *buf = placed_buffer(g, src);
+    if (buf)
+        return backend_can_use(s, b, buf);
+    if (sb == b)
+        return true;
+    sched_backend *be = s->backends[b], *cur = s->backends[sb];
+    sched_buffer probe = { .backend = cur, .usage = SCHED_BUFFER_COMPUTE,
+                           .host = cur->iface->device_kind(cur) == SCHED_DEVICE_CPU };
+    return be->iface->supports_buffer && be->iface->supports_buffer(be, &probe);
+}
+
+/* Pass 3, an unassigned node: the supporting backend that can use the
+ * most of its sources (ggml's "3.best"). */
+static void most_supported(sched *s, sched_graph *g, sched_tensor *t)
+{
+    int best = -1;
+    for (int b = 0; b < s->n_backends; b++) {
+        if (!sched_backend_supports(s, b, t))
+            continue;
+        int n = 0;
+        for (int i = 0; i < SCHED_MAX_SRC; i++)
+            n += t->src[i] >= 0 && src_usable(s, g, &g->tensors[t->src[i]], b);
+        if (n > best) {
+            best = n;
+            set(t, b, SCHED_CAUSE_MOST_SUPPORTED);
+        }
+    }
+}
+
 /* Pass 3: upgrade to a higher-priority backend that can run the op on the
  * same buffers (ggml: backends sharing a buffer type, e.g. CPU and BLAS). */
 static void pass3_upgrade(sched *s, sched_graph *g)
 {
     for (int32_t k = 0; k < s->n_order; k++) {
         sched_tensor *t = &g->tensors[s->order[k]];
+        if (t->backend < 0 && !sched_op_is_view(t->op)) {
+            most_supported(s, g, t);
+            continue;
+        }
         if (t->backend <= 0 || t->cause == SCHED_CAUSE_USER || sched_op_is_view(t->op))
             continue;
         sched_backend *cur = s->backends[t->backend];

@@ -40,6 +40,8 @@ void sched_model_defaults(sched_model_params *p, const char *kind)
     p->ubatch = 32;
     p->dtype = SCHED_F16;
     p->n_devices = 2;
+    p->n_expert = 8;
+    p->n_expert_used = 2;
     p->split_mode = strcmp(p->kind, "tp") == 0 ? SCHED_SPLIT_TENSOR : SCHED_SPLIT_LAYER;
     if (strcmp(p->kind, "mlp") == 0) {
         p->n_layer = 4;
@@ -53,14 +55,14 @@ int sched_model_parse(const char *spec, sched_model_params *p, char *err, size_t
     size_t kind_len = colon ? (size_t)(colon - spec) : strlen(spec);
     char kind[16];
     if (kind_len == 0 || kind_len >= sizeof kind) {
-        snprintf(err, err_cap, "model '%s': expected KIND[:key=value,...] with KIND mlp, llama or tp",
+        snprintf(err, err_cap, "model '%s': expected KIND[:key=value,...] with KIND mlp, llama, tp or moe",
                  spec);
         return -1;
     }
     memcpy(kind, spec, kind_len);
     kind[kind_len] = '\0';
-    if (strcmp(kind, "mlp") && strcmp(kind, "llama") && strcmp(kind, "tp")) {
-        snprintf(err, err_cap, "model '%s': unknown kind '%s' (expected mlp, llama or tp)", spec,
+    if (strcmp(kind, "mlp") && strcmp(kind, "llama") && strcmp(kind, "tp") && strcmp(kind, "moe")) {
+        snprintf(err, err_cap, "model '%s': unknown kind '%s' (expected mlp, llama, tp or moe)", spec,
                  kind);
         return -1;
     }
@@ -117,6 +119,8 @@ int sched_model_parse(const char *spec, sched_model_params *p, char *err, size_t
             { "batch", offsetof(sched_model_params, batch) },
             { "ubatch", offsetof(sched_model_params, ubatch) },
             { "devices", offsetof(sched_model_params, n_devices) },
+            { "n_expert", offsetof(sched_model_params, n_expert) },
+            { "n_expert_used", offsetof(sched_model_params, n_expert_used) },
         };
         size_t k;
         for (k = 0; k < sizeof keys / sizeof keys[0]; k++)
@@ -127,7 +131,8 @@ int sched_model_parse(const char *spec, sched_model_params *p, char *err, size_t
         if (k == sizeof keys / sizeof keys[0]) {
             snprintf(err, err_cap,
                      "model '%s': unknown key '%s' (expected n_layer, n_embd, n_head, n_head_kv, "
-                     "n_ff, n_vocab, n_ctx, batch, ubatch, dtype, devices, split)", spec, key);
+                     "n_ff, n_vocab, n_ctx, batch, ubatch, dtype, devices, split, n_expert, "
+                     "n_expert_used)", spec, key);
             rc = -1;
             break;
         }
@@ -154,6 +159,16 @@ int sched_model_parse(const char *spec, sched_model_params *p, char *err, size_t
     }
     if (rc == 0 && strcmp(p->kind, "tp") == 0)
         p->split_mode = SCHED_SPLIT_TENSOR;
+    if (rc == 0 && strcmp(p->kind, "moe") == 0) {
+        if (p->n_expert_used > p->n_expert) {
+            snprintf(err, err_cap, "model '%s': n_expert_used (%d) must be at most n_expert (%d)",
+                     spec, p->n_expert_used, p->n_expert);
+            rc = -1;
+        } else if (p->split_mode == SCHED_SPLIT_TENSOR) {
+            snprintf(err, err_cap, "model '%s': moe is layer split only", spec);
+            rc = -1;
+        }
+    }
     return rc;
 }
 
@@ -295,6 +310,50 @@ static int32_t feed_forward(builder *b, const sched_model_params *p, int l, int 
     return op(b, NAME("l%d.ffn_out%s", l, sfx), SCHED_OP_MUL_MAT, wd, par);
 }
 
+/* MoE feed-forward (llama.cpp's build_moe_ffn, top-k routing): n_expert
+ * experts per layer, each token through n_expert_used of them, named by
+ * the i32 input l.ffn_ids [U, T] (the router's top-k, deterministic from
+ * the seed). The expert weights stay in host memory (on the CPU), as
+ * llama.cpp's --cpu-moe / -ot exps=CPU keeps them, so they are split
+ * inputs of the GPU splits that ggml's op_offload gives the mul_mat_id.
+ * The U expert outputs are joined by a mul_mat with blk.L.ffn_comb, which
+ * stands for the router-weighted sum (the graph has no strided views). */
+static int32_t moe_feed_forward(builder *b, const sched_model_params *p, int l, int dev,
+                                int32_t x, int T)
+{
+    char nm[SCHED_NAME_MAX];
+    int64_t E = p->n_embd, F = p->n_ff, X = p->n_expert, U = p->n_expert_used;
+    int32_t norm_w = leaf(b, NAME("blk.%d.ffn_norm", l), SCHED_F32, 1, E, 1, 1,
+                          SCHED_FLAG_WEIGHT, dev);
+    int32_t ids = leaf(b, NAME("l%d.ffn_ids", l), SCHED_I32, 2, U, T, 1, SCHED_FLAG_INPUT, -1);
+    int32_t wg = leaf(b, NAME("blk.%d.ffn_gate_exps", l), p->dtype, 3, E, F, X, SCHED_FLAG_WEIGHT, -1);
+    int32_t wu = leaf(b, NAME("blk.%d.ffn_up_exps", l), p->dtype, 3, E, F, X, SCHED_FLAG_WEIGHT, -1);
+    int32_t wd = leaf(b, NAME("blk.%d.ffn_down_exps", l), p->dtype, 3, F, E, X, SCHED_FLAG_WEIGHT, -1);
+    int32_t wc = leaf(b, NAME("blk.%d.ffn_comb", l), p->dtype, 2, E * U, E, 1, SCHED_FLAG_WEIGHT, dev);
+    int32_t cur = op(b, NAME("l%d.ffn_norm", l), SCHED_OP_RMS_NORM, x, -1);
+    cur = op(b, NAME("l%d.ffn_norm_w", l), SCHED_OP_MUL, cur, norm_w);
+    cur = view(b, NAME("l%d.ffn_norm_3d", l), SCHED_OP_RESHAPE, cur, 3, E, 1, T, 0);
+    int32_t s3[3] = { wg, cur, ids };
+    int32_t gate = b->failed ? -1 : sched_graph_op(b->g, NAME("l%d.ffn_gate_exps", l), SCHED_OP_MUL_MAT_ID, s3, 3);
+    s3[0] = wu;
+    int32_t up = b->failed ? -1 : sched_graph_op(b->g, NAME("l%d.ffn_up_exps", l), SCHED_OP_MUL_MAT_ID, s3, 3);
+    if (gate < 0 || up < 0) {
+        b->failed = true;
+        return 0;
+    }
+    gate = op(b, NAME("l%d.ffn_silu", l), SCHED_OP_SILU, gate, -1);
+    int32_t par = op(b, NAME("l%d.ffn_par", l), SCHED_OP_MUL, gate, up);
+    s3[0] = wd;
+    s3[1] = par;
+    int32_t down = b->failed ? -1 : sched_graph_op(b->g, NAME("l%d.ffn_down_exps", l), SCHED_OP_MUL_MAT_ID, s3, 3);
+    if (down < 0) {
+        b->failed = true;
+        return 0;
+    }
+    cur = view(b, NAME("l%d.ffn_moe_2d", l), SCHED_OP_RESHAPE, down, 2, E * U, T, 1, 0);
+    return op(b, NAME("l%d.ffn_out", l), SCHED_OP_MUL_MAT, wc, cur);
+}
+
 /* Tensor split: a shard's nodes without a weight are pinned to the shard's
  * device as a user assignment (GPU d is backend d). Expansion would drag
  * the first norm of a shard onto the previous shard's device, whose
@@ -319,7 +378,9 @@ static void pin_shard(builder *b, int32_t from, int dev)
 
 static sched_graph *build_llama(const sched_model_params *p, int T)
 {
-    builder b = { sched_graph_new(p->split_mode == SCHED_SPLIT_TENSOR ? "tp" : "llama"), false };
+    bool moe = strcmp(p->kind, "moe") == 0;
+    builder b = { sched_graph_new(p->split_mode == SCHED_SPLIT_TENSOR ? "tp" : moe ? "moe" : "llama"),
+                  false };
     if (!b.g)
         return NULL;
     char nm[SCHED_NAME_MAX];
@@ -341,7 +402,8 @@ static sched_graph *build_llama(const sched_model_params *p, int T)
             int32_t attn = attention(&b, p, l, dev, "", x, inp_pos, kq_mask, p->n_head,
                                      p->n_head_kv, T);
             int32_t ffn_inp = op(&b, NAME("l%d.ffn_inp", l), SCHED_OP_ADD, attn, x);
-            int32_t ffn = feed_forward(&b, p, l, dev, "", ffn_inp, p->n_ff);
+            int32_t ffn = moe ? moe_feed_forward(&b, p, l, dev, ffn_inp, T)
+                              : feed_forward(&b, p, l, dev, "", ffn_inp, p->n_ff);
             x = op(&b, NAME("l%d.out", l), SCHED_OP_ADD, ffn, ffn_inp);
             continue;
         }

@@ -184,6 +184,7 @@ int32_t sched_graph_op(sched_graph *g, const char *name, sched_op op, const int3
     /* Copy the sources out: graph_add may move the array. */
     sched_tensor a = g->tensors[srcs[0]];
     sched_tensor b = n_src > 1 ? g->tensors[srcs[1]] : a;
+    sched_tensor c = n_src > 2 ? g->tensors[srcs[2]] : a;
     int64_t ne[SCHED_MAX_DIMS];
     memcpy(ne, a.ne, sizeof ne);
     sched_dtype type = a.type;
@@ -195,6 +196,19 @@ int32_t sched_graph_op(sched_graph *g, const char *name, sched_op op, const int3
         ne[1] = b.ne[1];
         ne[2] = b.ne[2];
         ne[3] = b.ne[3];
+        type = SCHED_F32;
+        break;
+    case SCHED_OP_MUL_MAT_ID:
+        /* ggml's: experts a [K, M, E], b [K, 1 or U, T], ids [U, T] i32
+         * -> [M, U, T]: out[:, u, t] = a[:, :, ids[u, t]] x b[:, u or 0, t]. */
+        if (a.ne[0] != b.ne[0] || c.type != SCHED_I32 || b.ne[2] != c.ne[1] ||
+            (b.ne[1] != 1 && b.ne[1] != c.ne[0]) || a.ne[3] != 1 || b.ne[3] != 1 || c.ne[2] != 1 ||
+            c.ne[3] != 1)
+            return -1;
+        ne[0] = a.ne[1];
+        ne[1] = c.ne[0];
+        ne[2] = c.ne[1];
+        ne[3] = 1;
         type = SCHED_F32;
         break;
     case SCHED_OP_ADD:
@@ -285,6 +299,7 @@ uint64_t sched_node_flops(const sched_graph *g, const sched_tensor *t)
     uint64_t n = (uint64_t)sched_tensor_nelements(t);
     switch (t->op) {
     case SCHED_OP_MUL_MAT:
+    case SCHED_OP_MUL_MAT_ID:      /* only the used experts: one product per (u, t) */
         return 2ull * (uint64_t)g->tensors[t->src[0]].ne[0] * n;
     case SCHED_OP_ADD:
     case SCHED_OP_MUL:
@@ -317,6 +332,13 @@ uint64_t sched_node_bytes(const sched_graph *g, const sched_tensor *t)
             continue;               /* only the gathered rows are read */
         if (t->op == SCHED_OP_CPY && i == 1)
             continue;               /* the destination is only written */
+        if (t->op == SCHED_OP_MUL_MAT_ID && i == 0) {
+            /* the experts the ids can name: at most U*T of E */
+            uint64_t used = (uint64_t)(t->ne[1] * t->ne[2]);
+            uint64_t n_exp = (uint64_t)s->ne[2];
+            bytes += sched_tensor_nbytes(s) / n_exp * (used < n_exp ? used : n_exp);
+            continue;
+        }
         bytes += sched_tensor_nbytes(s);
     }
     if (t->op == SCHED_OP_GET_ROWS)
@@ -326,7 +348,8 @@ uint64_t sched_node_bytes(const sched_graph *g, const sched_tensor *t)
 
 bool sched_node_half(const sched_graph *g, const sched_tensor *t)
 {
-    return t->op == SCHED_OP_MUL_MAT && g->tensors[t->src[0]].type != SCHED_F32;
+    return (t->op == SCHED_OP_MUL_MAT || t->op == SCHED_OP_MUL_MAT_ID) &&
+           g->tensors[t->src[0]].type != SCHED_F32;
 }
 
 void sched_allreduce_group(const sched_graph *g, int32_t node, int *rank, int *n)

@@ -165,7 +165,7 @@ sched_graph *sched_graph_parse_string(const char *name, const char *text, trace_
             }
             if (ns < min)
                 FAIL(t[2].col, "%s takes %s source%s, got %d", t[2].s,
-                     want > 0 ? (want == 1 ? "1" : "2") : "1 or 2", want == 1 ? "" : "s", ns);
+                     want == 1 ? "1" : want == 2 ? "2" : want == 3 ? "3" : "1 or 2", want == 1 ? "" : "s", ns);
             id = sched_graph_op(g, t[1].s, (sched_op)op, srcs, ns);
             if (id < 0)
                 FAIL(t[3].col, "the shapes of the sources do not fit %s", t[2].s);

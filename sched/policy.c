@@ -162,9 +162,28 @@ static const sched_policy policy_ggml_head = {
     .copies_single = 1,
 };
 
+/* Broken on purpose: ggml-head, but the MoE ids read back for the
+ * used-expert copies are not waited for (no synchronize after the get):
+ * the host picks the experts from ids still being copied. */
+static const sched_policy policy_moe_no_ids_sync = {
+    .name = "moe-no-ids-sync",
+    .summary = "broken: ggml-head without the sync after a MoE ids read-back (the host reads ids in flight)",
+    .before_copy = SCHED_GUARD_EVENT,
+    .user_copy = SCHED_COPY_BLOCKING,
+    .input_copy = SCHED_COPY_ASYNC,
+    .slot_waiter = SCHED_WAITER_GGML,
+    .record_after_split = true,
+    .no_input_wait = SCHED_NOINPUT_ANY_CHANGE,
+    .ggml_slots = true,
+    .copies_pipelined = 4,
+    .copies_single = 1,
+    .moe_no_ids_sync = true,
+};
+
 const sched_policy *const sched_policies[] = {
     &policy_full, &policy_relaxed, &policy_events, &policy_async_user_inputs,
-    &policy_no_split_wait, &policy_ggml_17795, &policy_ggml_20793, &policy_ggml_head, NULL,
+    &policy_no_split_wait, &policy_ggml_17795, &policy_ggml_20793, &policy_ggml_head,
+    &policy_moe_no_ids_sync, NULL,
 };
 
 const sched_policy *sched_policy_find(const char *name)

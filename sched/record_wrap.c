@@ -304,6 +304,13 @@ static void host_end(sched_rec *r, host_call c)
     rec_unlock(r);
 }
 
+int sched_rec_host_read(sched_rec *r, const char *label, const sched_tensor *t)
+{
+    trace_access acc = { t->trace_view, TRACE_R, TRACE_REF_WHOLE, 0, sched_tensor_nbytes(t) };
+    int64_t t0 = r->o.now(r->o.now_ctx);
+    return sched_rec_host_op(r, label, &acc, 1, -1, -1, t0, r->o.now(r->o.now_ctx) - t0);
+}
+
 static int w_copy_sync(sched_backend *b, sched_tensor *src, sched_tensor *dst)
 {
     wrapped *w = wr(b);

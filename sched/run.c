@@ -572,7 +572,9 @@ static int setup(exec *x, sched_sink sink, sched_weights **wts, trace_error *err
     sched_options so = { .policy = r->policy, .n_copies = r->n_copies,
                          .allreduce = r->allreduce, .allreduce_bf16_min = r->bf16_min,
                          .allreduce_family = strcmp(sched_run_source(r), "sim") == 0 ? "cuda" : NULL,
-                         .copy_traits = traits, .sink = sched_rec_sink(x->rec) };
+                         .copy_traits = traits, .sink = sched_rec_sink(x->rec),
+                         .read_ids = mi->read_i32, .read_ids_ctx = x->m->ctx,
+                         .rec = x->rec };
     const char *names[2] = { "p", "d" }, *prefixes[2] = { "p:", "d:" };
     for (int k = 1; k >= 0; k--) {
         phase *ph = &x->ph[k];

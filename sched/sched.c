@@ -193,6 +193,11 @@ void sched_free(sched *s)
                 cpu->iface->buffer_free(cpu, t->buffer);
         }
     }
+    if (s->moe_ids_buf && cpu->iface->buffer_free)
+        cpu->iface->buffer_free(cpu, s->moe_ids_buf);
+    free(s->moe_ids);
+    free(s->moe_used);
+    free(s->moe_views);
     sched_free_splits(s);
     free(s->order);
     free(s->allocs);
@@ -571,6 +576,186 @@ int sched_copy_between(sched *s, int sb, int b, sched_tensor *src, sched_tensor 
     return copy_async(s, sb, b, src, dst);
 }
 
+int32_t sched_moe_ids(uint64_t eval, int64_t i, int64_t n_expert)
+{
+    uint64_t x = (eval + 1) * 0x9e3779b97f4a7c15ull + (uint64_t)i;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    x ^= x >> 31;
+    return (int32_t)(x % (uint64_t)(n_expert > 0 ? n_expert : 1));
+}
+
+/* Whether input j of split sp is a MoE weight ggml copies expert by
+ * expert: a weight in host memory read as the experts (src 0) of the
+ * split's first node, a mul_mat_id. */
+static bool moe_input(const sched *s, const sched_split *sp, int j)
+{
+    const sched_graph *g = s->graph;
+    const sched_tensor *src = &g->tensors[sp->inputs[j]];
+    if (sp->n_nodes == 0 || !(src->flags & SCHED_FLAG_WEIGHT) || !src->buffer ||
+        !src->buffer->host || src->buffer->usage != SCHED_BUFFER_WEIGHTS)
+        return false;
+    const sched_tensor *node = &g->tensors[sp->nodes[0]];
+    if (node->op != SCHED_OP_MUL_MAT_ID)
+        return false;
+    int32_t w = node->src[0];
+    while (g->tensors[w].view_src >= 0)
+        w = g->tensors[w].view_src;
+    return w == sp->inputs[j];
+}
+
+/* A tensor naming bytes [off, off + size) of t, with its trace view
+ * (declared once per range). */
+static sched_status moe_range(sched *s, const sched_tensor *t, uint64_t off, uint64_t size,
+                              sched_tensor *out)
+{
+    memset(out, 0, sizeof *out);
+    snprintf(out->name, sizeof out->name, "%.40s[%llu]", t->name, (unsigned long long)off);
+    out->type = size % 4 == 0 ? SCHED_I32 : SCHED_F16;
+    out->n_dims = 1;
+    out->ne[0] = (int64_t)(size / sched_dtype_size(out->type));
+    out->ne[1] = out->ne[2] = out->ne[3] = 1;
+    for (int i = 0; i < SCHED_MAX_SRC; i++)
+        out->src[i] = -1;
+    out->view_src = out->copy_of = out->copy_slot = -1;
+    out->backend = t->backend;
+    out->buffer = t->buffer;
+    out->offset = t->offset + off;
+    out->trace_view = TRACE_NONE;
+    sched_sink *sink = s->opts.sink;
+    if (!sink || !t->buffer)
+        return SCHED_OK;
+    uint32_t parent = t->buffer->trace_id;
+    for (int i = 0; i < s->moe_n_views; i++)
+        if (s->moe_views[i].of == t->name && s->moe_views[i].parent == parent &&
+            s->moe_views[i].offset == out->offset && s->moe_views[i].size == size) {
+            out->trace_view = s->moe_views[i].view;
+            return SCHED_OK;
+        }
+    void *n = realloc(s->moe_views, (size_t)(s->moe_n_views + 1) * sizeof *s->moe_views);
+    if (!n)
+        return SCHED_ENOMEM;
+    s->moe_views = n;
+    char name[SCHED_NAME_MAX];
+    snprintf(name, sizeof name, "%.30s[%llu:%llu]", t->name, (unsigned long long)off,
+             (unsigned long long)(off + size));
+    out->trace_view = sink->iface->view(sink->ctx, name, parent, out->offset, size);
+    s->moe_views[s->moe_n_views].of = t->name;
+    s->moe_views[s->moe_n_views].parent = parent;
+    s->moe_views[s->moe_n_views].offset = out->offset;
+    s->moe_views[s->moe_n_views].size = size;
+    s->moe_views[s->moe_n_views].view = out->trace_view;
+    s->moe_n_views++;
+    return SCHED_OK;
+}
+
+/* ggml reads the ids back (a get, then a synchronize of their backend: the
+ * host blocks) and marks the experts they name. */
+static sched_status moe_read_ids(sched *s, const sched_split *sp, int j, int64_t n_expert)
+{
+    sched_graph *g = s->graph;
+    int32_t node = sp->nodes[0];
+    int32_t ids = sched_exec_src_of_sched(s, node, 2);
+    int ib = sp->backend;
+    /* An ids tensor that is a later input of this split is not copied
+     * yet: ggml reads the original, from its own backend. */
+    for (int k = j + 1; k < sp->n_inputs; k++)
+        if (sp->input_copy[k] + s->cur_copy == ids) {
+            ids = sp->inputs[k];
+            ib = g->tensors[ids].backend;
+        }
+    if (ids == s->moe_prev_ids)
+        return SCHED_OK;
+    const sched_tensor *it = &g->tensors[ids];
+    int64_t n = sched_tensor_nelements(it);
+    int cpu = s->n_backends - 1;
+    sched_backend *cbe = s->backends[cpu], *ibe = s->backends[ib];
+    uint64_t bytes = (uint64_t)n * sizeof(int32_t);
+    if (!s->moe_ids_buf || s->moe_ids_buf->size < bytes) {
+        if (s->moe_ids_buf && cbe->iface->buffer_free)
+            cbe->iface->buffer_free(cbe, s->moe_ids_buf);
+        char name[SCHED_NAME_MAX];
+        snprintf(name, sizeof name, "%.40s.moe_ids", s->opts.name ? s->opts.name : "g");
+        s->moe_ids_buf = cbe->iface->buffer_alloc(cbe, name, bytes, SCHED_BUFFER_HOST);
+        int32_t *v = realloc(s->moe_ids, (size_t)bytes);
+        if (!s->moe_ids_buf || !v)
+            return SCHED_ENOMEM;
+        s->moe_ids = v;
+    }
+    /* The host copy: the whole scratch buffer, shaped as the ids. */
+    sched_tensor host = *it;
+    for (int i = 0; i < SCHED_MAX_SRC; i++)
+        host.src[i] = -1;
+    host.op = SCHED_OP_NONE;
+    host.view_src = -1;
+    host.flags = 0;
+    host.buffer = s->moe_ids_buf;
+    host.offset = 0;
+    host.backend = cpu;
+    host.trace_view = s->moe_ids_buf->trace_id;
+    snprintf(host.name, sizeof host.name, "%.50s.ids", s->opts.name ? s->opts.name : "g");
+    sched_status st = SCHED_OK;
+    sched_tensor src = *it;
+    if (ibe->iface->get_async) {
+        st = call(ibe->iface->get_async(ibe, &src, &host));
+        if (st == SCHED_OK && !s->policy->moe_no_ids_sync)
+            st = sync_backend(s, ib);
+    } else {
+        if ((st = sync_backend(s, ib)) == SCHED_OK)
+            st = call(ibe->iface->copy_sync(ibe, &src, &host));
+    }
+    if (st != SCHED_OK)
+        return st;
+    /* The host reads the ids (what the checker orders after the get). */
+    if (s->opts.rec && sched_rec_host_read(s->opts.rec, "moe.used_experts", &host) != 0)
+        return SCHED_EBACKEND;
+    if (!s->opts.read_ids || s->opts.read_ids(s->opts.read_ids_ctx, &host, s->moe_ids, n) != 0)
+        for (int64_t i = 0; i < n; i++)
+            s->moe_ids[i] = sched_moe_ids(s->n_evals, i, n_expert);
+    uint8_t *u = realloc(s->moe_used, (size_t)n_expert);
+    if (!u)
+        return SCHED_ENOMEM;
+    s->moe_used = u;
+    memset(u, 0, (size_t)n_expert);
+    for (int64_t i = 0; i < n; i++)
+        u[((s->moe_ids[i] % n_expert) + n_expert) % n_expert] = 1;
+    s->moe_prev_ids = ids;
+    return SCHED_OK;
+}
+
+/* ggml's used-expert copies: consecutive used experts in one copy from the
+ * host weight into the split's copy, queued on the split's stream, each
+ * with min(expert, 512) bytes more unless it ends at the last expert. */
+static sched_status moe_copy(sched *s, const sched_split *sp, int j, sched_tensor *src,
+                             sched_tensor *dst)
+{
+    sched_backend *be = s->backends[sp->backend];
+    int64_t n_expert = src->ne[2];
+    uint64_t esize = sched_tensor_nbytes(src) / (uint64_t)n_expert;
+    sched_status st = sync_backend(s, src->backend);
+    if (st == SCHED_OK)
+        st = moe_read_ids(s, sp, j, n_expert);
+    for (int64_t first = 0; first < n_expert && st == SCHED_OK;) {
+        if (!s->moe_used[first]) {
+            first++;
+            continue;
+        }
+        int64_t last = first;
+        while (last + 1 < n_expert && s->moe_used[last + 1])
+            last++;
+        uint64_t pad = last < n_expert - 1 ? (esize < 512 ? esize : 512) : 0;
+        uint64_t off = (uint64_t)first * esize, size = (uint64_t)(last - first + 1) * esize + pad;
+        sched_tensor a, b;
+        if ((st = moe_range(s, src, off, size, &a)) != SCHED_OK ||
+            (st = moe_range(s, dst, off, size, &b)) != SCHED_OK)
+            break;
+        st = be->iface->set_async ? call(be->iface->set_async(be, &a, &b))
+                                  : call(be->iface->copy_sync(be, &a, &b));
+        first = last + 1;
+    }
+    return st;
+}
+
 /* Step 1: one input copy with its guards. */
 static sched_status copy_input(sched *s, const sched_split *sp, int j)
 {
@@ -612,6 +797,13 @@ static sched_status copy_input(sched *s, const sched_split *sp, int j)
     }
     if (st != SCHED_OK)
         return st;
+
+    if (!user && moe_input(s, sp, j)) {
+        st = moe_copy(s, sp, j, src, dst);
+        if (st == SCHED_OK && s->policy->after_copy == SCHED_GUARD_SYNC)
+            st = sync_backend(s, b);
+        return st;
+    }
 
     bool done = false;
     if (mode == SCHED_COPY_ASYNC) {
@@ -697,6 +889,7 @@ sched_status sched_graph_compute(sched *s, uint64_t eval)
      * a tensor-parallel group are one backend to it (ggml's meta backend
      * runs them together): no wait between them. */
     int prev = pol->no_input_wait == SCHED_NOINPUT_ANY_CHANGE ? -1 : s->last_split_backend;
+    s->moe_prev_ids = -1;
     bool prev_tp = false;
     for (int i = 0; i < s->n_splits && st == SCHED_OK; i++) {
         const sched_split *sp = &s->splits[i];

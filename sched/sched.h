@@ -102,7 +102,8 @@ size_t sched_dtype_size(sched_dtype t);
     X(RESHAPE, "reshape", 1, 1)           \
     X(PERMUTE, "permute", 1, 1)           \
     X(CONCAT, "concat", 2, 0)             \
-    X(ALL_REDUCE, "all_reduce", 1, 0)
+    X(ALL_REDUCE, "all_reduce", 1, 0)     \
+    X(MUL_MAT_ID, "mul_mat_id", 3, 0)
 
 typedef enum {
 #define SCHED_OP_ENUM(name, word, nsrc, view) SCHED_OP_##name,
@@ -142,7 +143,9 @@ int sched_op_n_src(sched_op op);
     X(VIEW, 4, "view follows its source")                                    \
     X(FIRST_SUPPORTED, 4, "first backend that supports the op")              \
     X(CONSUMER, 4, "leaf follows its consumer")                              \
-    X(COPY, 0, "copy of a split input")
+    X(COPY, 0, "copy of a split input")                                     \
+    X(OFFLOAD, 1, "offloaded from its host weight (op_offload, batch >= 32)") \
+    X(MOST_SUPPORTED, 3, "backend that can use the most of its sources")
 
 typedef enum {
 #define SCHED_CAUSE_ENUM(name, pass, text) SCHED_CAUSE_##name,
@@ -226,8 +229,9 @@ void sched_tensor_shape_str(const sched_tensor *t, char *buf, size_t cap);
 typedef enum { SCHED_SPLIT_LAYER = 0, SCHED_SPLIT_TENSOR = 1 } sched_split_mode;
 
 typedef struct sched_model_params {
-    char kind[16];                  /* "mlp", "llama", "tp" */
+    char kind[16];                  /* "mlp", "llama", "tp", "moe" */
     int n_layer, n_embd, n_head, n_head_kv, n_ff, n_vocab, n_ctx;
+    int n_expert, n_expert_used;    /* moe: experts per layer, used per token (top-k) */
     int batch, ubatch;              /* tokens per evaluation of the prompt */
     sched_dtype dtype;              /* weights */
     int n_devices;                  /* devices the weights are placed on */
@@ -590,7 +594,15 @@ typedef struct sched_policy {
     /* The default number of copy slots (--copies) when the run pipelines
      * (more than one device, layer split) and when it does not; 0: 2. */
     int copies_pipelined, copies_single;
+    /* MoE: after reading a mul_mat_id's ids back (to copy only the used
+     * experts), do NOT synchronize the backend the ids came from (broken:
+     * the host reads ids still being copied). ggml synchronizes. */
+    bool moe_no_ids_sync;
 } sched_policy;
+
+/* The expert ids a machine without values (simulated) reads back: element
+ * i of evaluation eval, in [0, n_expert). */
+int32_t sched_moe_ids(uint64_t eval, int64_t i, int64_t n_expert);
 
 /* How a ggml backend family copies a split input into its memory (its
  * cpy_tensor_async; ggml asks the destination's backend). The family
@@ -660,7 +672,28 @@ typedef struct sched_options {
      * ("NAME#c"). NULL: such views are not declared (their accesses name
      * no buffer) -- give one whenever graphs have views of inputs. */
     sched_sink *sink;
+    /* ggml's op_offload (llama.cpp's default; --no-op-offload turns it off):
+     * an op whose weight is in host memory runs on the first device that
+     * takes its batch (SCHED_OFFLOAD_MIN_BATCH tokens or more). */
+    bool no_op_offload;
+    /* MoE (mul_mat_id over host expert weights): the values of a host copy
+     * of an ids tensor the scheduler read back (n i32s into out). NULL, or
+     * a return of -1: the machine keeps no values (simulated), and the
+     * scheduler uses sched_moe_ids, the values a real machine's inputs
+     * get from the seed below. */
+    int (*read_ids)(void *ctx, const sched_tensor *host, int32_t *out, int64_t n);
+    void *read_ids_ctx;
+    /* The recording the backends report to, for the host's own reads the
+     * scheduler makes (the MoE ids). NULL: not recorded. */
+    struct sched_rec *rec;
 } sched_options;
+
+/* ggml's GGML_SCHED_MAX_SPLIT_INPUTS: a split with this many inputs ends
+ * before a node that needs another. */
+#define SCHED_MAX_SPLIT_INPUTS 30
+
+/* ggml-cuda's op_offload_min_batch_size default. */
+#define SCHED_OFFLOAD_MIN_BATCH 32
 
 /* backends in priority order, the CPU last (it must support every op).
  * The sched does not own the backends. NULL when out of memory or more
@@ -781,6 +814,9 @@ void sched_rec_set_eval(sched_rec *rec, uint64_t eval);
  * accesses; < 0: those) -- and when it ran. Returns 0 or -1. */
 int sched_rec_host_op(sched_rec *rec, const char *label, const trace_access *acc, uint32_t n_acc,
                       int64_t overhead_ns, int64_t bytes, int64_t t, int64_t dur);
+/* A host op `label` of the scheduler itself that reads host tensor t
+ * (whole, through its trace view), timed by the host's clock. 0 or -1. */
+int sched_rec_host_read(sched_rec *rec, const char *label, const sched_tensor *t);
 /* Feeds every statement from now on, in submission order, to p (the sync
  * pattern of traces/pattern.c); NULL stops. p is not owned. */
 void sched_rec_observe(sched_rec *rec, trace_pattern *p);
@@ -897,6 +933,9 @@ typedef struct sched_machine_iface {
     int (*fill_weight)(void *ctx, sched_tensor *t);
     /* Writes the user inputs of g for evaluation eval. NULL: inputs have none. */
     int (*fill_inputs)(void *ctx, sched_graph *g, uint64_t eval);
+    /* The n i32 values of host tensor t (MoE ids the scheduler read back:
+     * sched_options.read_ids). NULL: tensors have no values. */
+    int (*read_i32)(void *ctx, const sched_tensor *t, int32_t *out, int64_t n);
     /* The host spends the simulated time of the program's own code: a fixed
      * cost and bytes through memory (cost.c prices it). NULL: the host's
      * own work takes the time it takes. */

@@ -74,6 +74,18 @@ struct sched {
     int32_t *ar_next, *ar_inbox, *ar_add, *ar_wire, *ar_resume_split, *ar_resume_k;
     sched_buffer *inbox[SCHED_MAX_BACKENDS];
     sched_event *ar_free[SCHED_MAX_BACKENDS];
+
+    /* MoE used-expert copies: the host copy of the ids read back (grown on
+     * demand), the ids tensor read last in this evaluation (-1: none;
+     * ggml's prev_ids_tensor), its values and the experts they use, and
+     * the trace views of the byte ranges copied, declared once. */
+    sched_buffer *moe_ids_buf;
+    int32_t moe_prev_ids;
+    int32_t *moe_ids;
+    uint8_t *moe_used;
+    int64_t moe_n_ids, moe_n_used;
+    struct { const char *of; uint32_t parent; uint64_t offset, size; uint32_t view; } *moe_views;
+    int moe_n_views;
 };
 
 /* assign.c */

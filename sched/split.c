@@ -8,6 +8,10 @@
  * same backend reads the copy already made; it is not an input again
  * (ggml's tensor_id_copy).
  *
+ * As ggml, a split that has inputs also ends before a node on its backend
+ * that reads a weight of another backend it cannot use (the copies of the
+ * weights before it can then be reused: MoE experts in host memory).
+ *
  * A split with no inputs gets wait_prev when its backend's memory is read
  * by another backend's split (its outputs are copied from there): the
  * allocator reuses that memory, so the split must wait for the previous
@@ -96,6 +100,24 @@ sched_status sched_make_splits(sched *s, char *err, size_t err_cap)
         int32_t ni = s->order[k];
         const sched_tensor *t = &g->tensors[ni];
         bool starts = s->n_splits == 0 || (!sched_op_is_view(t->op) && t->backend != cur);
+        if (!starts && !sched_op_is_view(t->op) && s->splits[s->n_splits - 1].n_inputs > 0) {
+            bool full = s->splits[s->n_splits - 1].n_inputs >= SCHED_MAX_SPLIT_INPUTS;
+            for (int i = 0; i < SCHED_MAX_SRC && !starts; i++) {
+                if (t->src[i] < 0)
+                    continue;
+                int32_t wi = storage_of(g, t->src[i]);
+                const sched_tensor *w = &g->tensors[wi];
+                starts = (w->flags & SCHED_FLAG_WEIGHT) && w->buffer &&
+                         w->buffer->usage == SCHED_BUFFER_WEIGHTS && !can_use(s, cur, w);
+                /* A full split ends before a node that needs a new input. */
+                if (full && !starts && !can_use(s, cur, w)) {
+                    bool known = false;
+                    for (int q = 0; q < n_keys && !known; q++)
+                        known = copies[q].src == wi && copies[q].backend == cur;
+                    starts = !known;
+                }
+            }
+        }
         if (starts) {
             sched_split *n = realloc(s->splits, (size_t)(s->n_splits + 1) * sizeof *n);
             if (!n)

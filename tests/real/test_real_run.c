@@ -276,6 +276,102 @@ static void test_real_run_ggml_head_slot_reuse_races(void **state)
     }
 }
 
+/* Issue 12, MoE: the moe model's prompt (32 tokens: op_offload puts each
+ * mul_mat_id on its cpustream device) copies only the used experts from
+ * host memory, after reading the ids back with a sync. ggml-head matches
+ * the reference exactly (an expert not copied would be read as stale or
+ * zero bytes) and checks clean; moe-no-ids-sync, which drops the sync,
+ * races on the ids' host buffer. */
+#define MOE_MODEL "moe:n_layer=2,n_embd=64,n_head=4,n_head_kv=4,n_ff=128,n_vocab=64,n_ctx=64," \
+                  "ubatch=32,n_expert=64,n_expert_used=2"
+static void moe_run(const char *policy, real_test_outcome *out, size_t *findings, size_t *ids_races,
+                    int *range_copies, int *host_reads)
+{
+    trace *tr = trace_new();
+    assert_non_null(tr);
+    sched_option_value opts[] = { { "threads", "2" } };
+    sched_run_opts o = { .model = MOE_MODEL, .devices = "cpustream:2,jitter=200us,seed=1,cpu",
+                         .policy = policy, .tokens = 2, .prompt = 32, .options = opts,
+                         .n_options = 1 };
+    real_test_run(&o, sched_sink_memory(tr), out);
+    *range_copies = *host_reads = 0;
+    for (uint64_t i = 0; i < tr->n_stmts; i++) {
+        trace_stmt st;
+        trace_stmt_at(tr, i, &st);
+        const char *label = st.label != TRACE_NONE ? trace_str(tr, st.label) : "";
+        if (st.kind == TRACE_COPY && strstr(label, "_exps#") && strchr(label, '['))
+            (*range_copies)++;
+        if (st.kind == TRACE_OP && strcmp(label, "moe.used_experts") == 0)
+            (*host_reads)++;
+    }
+    trace_reader r;
+    trace_reader_memory(&r, tr);
+    check_report *rep = NULL;
+    trace_error err = { 0 };
+    check_options co = { .max_findings = 100 };
+    assert_int_equal(check_trace(&r, &co, &rep, &err), 0);
+    trace_reader_close(&r);
+    *findings = check_report_count(rep);
+    *ids_races = 0;
+    for (size_t i = 0; i < check_report_count(rep); i++) {
+        const trace_finding *f = check_report_finding(rep, i);
+        if (f->kind == TRACE_FINDING_RACE &&
+            strstr(trace_str(tr, tr->buffers[f->root].name), "moe_ids"))
+            (*ids_races)++;
+    }
+    check_report_free(rep);
+    trace_free(tr);
+}
+
+/* The kernel: out[m, u, t] = sum_k W[k, m, ids[u, t]] * x[k, 0, t], over
+ * three threads (each element by one thread). */
+static void test_real_run_moe_kernel(void **state)
+{
+    (void)state;
+    enum { K = 3, M = 2, E = 3, U = 2, T = 2 };
+    float w[K * M * E], x[K * T], out[M * U * T];
+    int32_t ids[U * T] = { 2, 0, 1, 2 };
+    for (int i = 0; i < K * M * E; i++)
+        w[i] = (float)(i % 7) - 3.0f;
+    for (int i = 0; i < K * T; i++)
+        x[i] = 0.5f * (float)(i + 1);
+    real_kernel_args a = { .op = SCHED_OP_MUL_MAT_ID, .n_src = 3 };
+    a.dst = (real_tensor){ SCHED_F32, { M, U, T, 1 }, out };
+    a.src[0] = (real_tensor){ SCHED_F32, { K, M, E, 1 }, w };
+    a.src[1] = (real_tensor){ SCHED_F32, { K, 1, T, 1 }, x };
+    a.src[2] = (real_tensor){ SCHED_I32, { U, T, 1, 1 }, ids };
+    for (int th = 0; th < 3; th++)
+        assert_int_equal(real_kernel_run(&a, th, 3), REAL_OK);
+    for (int t = 0; t < T; t++)
+        for (int u = 0; u < U; u++)
+            for (int m = 0; m < M; m++) {
+                float want = 0;
+                for (int k = 0; k < K; k++)
+                    want += w[(ids[t * U + u] * M + m) * K + k] * x[t * K + k];
+                assert_true(out[(t * U + u) * M + m] == want);
+            }
+}
+
+static void test_real_run_moe(void **state)
+{
+    (void)state;
+    real_test_outcome out;
+    size_t findings, ids_races;
+    int ranges, reads;
+    moe_run("ggml-head", &out, &findings, &ids_races, &ranges, &reads);
+    if (out.rc != 0)
+        fail_msg("ggml-head: %s", out.msg);
+    assert_true(out.err.n > 0);
+    assert_int_equal(out.verdict, 0);
+    if (out.err.max_abs != 0 || out.err.n_nan != 0)
+        fail_msg("ggml-head: max abs error %g", out.err.max_abs);
+    assert_int_equal(findings, 0);
+    assert_true(ranges > 6);            /* 3 weights x 2 layers, several runs each */
+    assert_true(reads >= 4);            /* gate and up of each layer; down reuses up's */
+    moe_run("moe-no-ids-sync", &out, &findings, &ids_races, &ranges, &reads);
+    assert_true(ids_races > 0);
+}
+
 static void test_real_run_async_user_inputs_differs_and_races(void **state)
 {
     (void)state;
@@ -381,6 +477,8 @@ int main(void)
         cmocka_unit_test(test_real_run_async_user_inputs_differs_and_races),
         cmocka_unit_test(test_real_run_no_split_wait_differs_and_races),
         cmocka_unit_test(test_real_run_ggml_policies),
+        cmocka_unit_test(test_real_run_moe_kernel),
+        cmocka_unit_test(test_real_run_moe),
         cmocka_unit_test(test_real_run_ggml_head_slot_reuse_races),
         cmocka_unit_test(test_real_run_pool_thread_trace_clean_with_barriers),
         cmocka_unit_test(test_real_run_pool_missing_barrier_races_between_chunks),

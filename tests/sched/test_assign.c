@@ -60,7 +60,9 @@ static void test_assign_rope_does_not_follow_its_weight(void **state)
     assign(fx);
     assert_int_equal(fx->g->tensors[freqs].backend, 1);
     assert_int_not_equal(fx->g->tensors[r].cause, SCHED_CAUSE_WEIGHT);
-    assert_int_not_equal(fx->g->tensors[r].backend, 1);
+    /* Nothing places it in pass 1 or 2; pass 3 then picks, as ggml's
+     * "3.best", the backend that can use most of its sources. */
+    assert_int_equal(fx->g->tensors[r].cause, SCHED_CAUSE_MOST_SUPPORTED);
 }
 
 static void test_assign_expansion_down_then_up(void **state)
@@ -104,12 +106,22 @@ static void test_assign_upgrade_to_backend_sharing_buffers(void **state)
     fx->f.ctx[0].unsupported_ops = ~(1u << SCHED_OP_MUL_MAT);
     int32_t x = sched_graph_leaf(fx->g, "x", SCHED_F32, 1, v64, SCHED_FLAG_INPUT);
     int32_t wc = fake_weight(fx->g, "wc", -1);
+    int32_t bias = sched_graph_leaf(fx->g, "bias", SCHED_F32, 1, v64, SCHED_FLAG_WEIGHT);
     int32_t mm = binary(fx->g, "mm", SCHED_OP_MUL_MAT, wc, x);
-    int32_t act = unary(fx->g, "act", SCHED_OP_SILU, mm);
+    int32_t c = binary(fx->g, "c", SCHED_OP_ADD, mm, bias);
+    int32_t mm2 = binary(fx->g, "mm2", SCHED_OP_MUL_MAT, c, x);
     assign(fx);
+    /* ggml's backend_from_buffer: the highest-priority backend that can
+     * use the weight's (host) buffer and runs the op -- BLAS for the
+     * mul_mat, the CPU for the add, in pass 1. */
+    assert_int_equal(fx->g->tensors[wc].backend, 2);    /* BLAS runs no leaf */
     assert_int_equal(fx->g->tensors[mm].backend, 0);
-    assert_int_equal(fx->g->tensors[mm].cause, SCHED_CAUSE_UPGRADE);
-    assert_int_equal(fx->g->tensors[act].backend, 2);   /* BLAS cannot run silu */
+    assert_int_equal(fx->g->tensors[mm].cause, SCHED_CAUSE_WEIGHT);
+    assert_int_equal(fx->g->tensors[c].backend, 2);     /* BLAS cannot add */
+    assert_int_equal(fx->g->tensors[c].cause, SCHED_CAUSE_WEIGHT);
+    /* mm2 (no weight) is expanded onto the CPU, then upgraded to BLAS. */
+    assert_int_equal(fx->g->tensors[mm2].backend, 0);
+    assert_int_equal(fx->g->tensors[mm2].cause, SCHED_CAUSE_UPGRADE);
 }
 
 static void test_assign_user_assignment_kept(void **state)
@@ -138,7 +150,7 @@ static void test_assign_cpu_fallback_for_unsupported_op(void **state)
     int32_t sm = unary(fx->g, "sm", SCHED_OP_SOFTMAX, mm);
     assign(fx);
     assert_int_equal(fx->g->tensors[sm].backend, 2);
-    assert_int_equal(fx->g->tensors[sm].cause, SCHED_CAUSE_FIRST_SUPPORTED);
+    assert_int_equal(fx->g->tensors[sm].cause, SCHED_CAUSE_MOST_SUPPORTED);
 }
 
 static void test_assign_view_follows_source(void **state)

@@ -30,6 +30,33 @@ static void test_graph_mul_mat_costs(void **state)
     sched_graph_free(g);
 }
 
+/* ggml's MUL_MAT_ID: experts [K, M, E], input [K, 1, T], ids [U, T] ->
+ * [M, U, T], priced for the used experts only. */
+static void test_graph_mul_mat_id_shape_and_cost(void **state)
+{
+    (void)state;
+    sched_graph *g = sched_graph_new("t");
+    int64_t we[3] = { 16, 8, 10 }, xe[3] = { 16, 1, 5 }, ie[2] = { 2, 5 }, bad[2] = { 3, 5 };
+    int32_t w = sched_graph_leaf(g, "w", SCHED_F16, 3, we, SCHED_FLAG_WEIGHT);
+    int32_t x = sched_graph_leaf(g, "x", SCHED_F32, 3, xe, 0);
+    int32_t ids = sched_graph_leaf(g, "ids", SCHED_I32, 2, ie, SCHED_FLAG_INPUT);
+    int32_t badids = sched_graph_leaf(g, "bad", SCHED_F32, 2, bad, 0);
+    int32_t src[3] = { w, x, ids };
+    int32_t o = sched_graph_op(g, "o", SCHED_OP_MUL_MAT_ID, src, 3);
+    assert_true(o >= 0);
+    assert_int_equal(g->tensors[o].ne[0], 8);
+    assert_int_equal(g->tensors[o].ne[1], 2);
+    assert_int_equal(g->tensors[o].ne[2], 5);
+    assert_int_equal(sched_node_flops(g, &g->tensors[o]), 2ull * 16 * 8 * 2 * 5);
+    assert_true(sched_node_half(g, &g->tensors[o]));
+    /* 10 experts of 256 bytes, at most 2 x 5 = 10 used: all of them. */
+    assert_int_equal(sched_node_bytes(g, &g->tensors[o]), 10 * 256 + 16 * 5 * 4 + 2 * 5 * 4 + 8 * 2 * 5 * 4);
+    src[2] = badids;                    /* ids must be i32 */
+    assert_int_equal(sched_graph_op(g, "o2", SCHED_OP_MUL_MAT_ID, src, 3), -1);
+    assert_int_equal(sched_graph_op(g, "o3", SCHED_OP_MUL_MAT_ID, src, 2), -1);
+    sched_graph_free(g);
+}
+
 static void test_graph_llama_has_every_layer(void **state)
 {
     (void)state;
@@ -131,14 +158,13 @@ static void test_graph_file_errors_name_line_and_column(void **state)
     expect_error("syncsim-graph 1\nleaf x f64 4\n", "bad.graph:2:8: unknown dtype 'f64'");
 }
 
-static void test_graph_file_round_trips_llama(void **state)
+static void round_trip(const char *spec)
 {
-    (void)state;
     sched_model_params p;
     char errbuf[256];
-    assert_int_equal(sched_model_parse("llama:n_layer=2,n_embd=128,n_head=4,n_head_kv=2,n_ff=256,"
-                                       "n_vocab=100,n_ctx=32", &p, errbuf, sizeof errbuf), 0);
+    assert_int_equal(sched_model_parse(spec, &p, errbuf, sizeof errbuf), 0);
     sched_graph *g = sched_model_build(&p, 4);
+    assert_non_null(g);
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
@@ -154,15 +180,48 @@ static void test_graph_file_round_trips_llama(void **state)
         assert_memory_equal(h->tensors[i].ne, g->tensors[i].ne, sizeof g->tensors[i].ne);
         assert_int_equal(h->tensors[i].view_offs, g->tensors[i].view_offs);
         assert_int_equal(h->tensors[i].flags, g->tensors[i].flags);
+        assert_int_equal(h->tensors[i].op, g->tensors[i].op);
+        assert_memory_equal(h->tensors[i].src, g->tensors[i].src, sizeof g->tensors[i].src);
     }
     free(text);
     sched_graph_free(g);
     sched_graph_free(h);
 }
 
+static void test_graph_file_round_trips_llama(void **state)
+{
+    (void)state;
+    round_trip("llama:n_layer=2,n_embd=128,n_head=4,n_head_kv=2,n_ff=256,n_vocab=100,n_ctx=32");
+}
+
+/* The moe model: mul_mat_id with its three sources, i32 ids inputs, 3-d
+ * expert weights in host memory; its spec errors say what was expected. */
+static void test_graph_moe_round_trips_and_checks_its_spec(void **state)
+{
+    (void)state;
+    round_trip("moe:n_layer=2,n_embd=64,n_head=4,n_head_kv=4,n_ff=128,n_vocab=64,n_ctx=32,"
+               "n_expert=8,n_expert_used=2");
+    sched_model_params p;
+    char err[256];
+    assert_int_equal(sched_model_parse("moe:n_layer=1,n_embd=64,n_head=4,n_head_kv=4,n_expert=4", &p,
+                                       err, sizeof err), 0);
+    sched_graph *g = sched_model_build(&p, 3);
+    int32_t gate = sched_graph_find(g, "l0.ffn_gate_exps");
+    int32_t w = sched_graph_find(g, "blk.0.ffn_gate_exps");
+    assert_true(gate >= 0 && w >= 0);
+    assert_int_equal(g->tensors[gate].op, SCHED_OP_MUL_MAT_ID);
+    assert_int_equal(g->tensors[w].home, -1);          /* the experts stay on the host */
+    assert_int_equal(g->tensors[w].ne[2], 4);
+    assert_int_equal(g->tensors[gate].ne[1], 2);       /* n_expert_used */
+    sched_graph_free(g);
+    assert_int_equal(sched_model_parse("moe:n_expert=2,n_expert_used=3", &p, err, sizeof err), -1);
+    assert_non_null(strstr(err, "n_expert_used (3) must be at most n_expert (2)"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_graph_mul_mat_id_shape_and_cost),
         cmocka_unit_test(test_graph_mul_mat_costs),
         cmocka_unit_test(test_graph_llama_has_every_layer),
         cmocka_unit_test(test_graph_tp_shards_and_all_reduces),
@@ -170,6 +229,7 @@ int main(void)
         cmocka_unit_test(test_graph_file_parses),
         cmocka_unit_test(test_graph_file_errors_name_line_and_column),
         cmocka_unit_test(test_graph_file_round_trips_llama),
+        cmocka_unit_test(test_graph_moe_round_trips_and_checks_its_spec),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

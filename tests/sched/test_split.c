@@ -211,6 +211,110 @@ static void test_alloc_copies_kept_by_syncsims_policies(void **state)
     assert_int_equal(sched_alloc_overlaps(fx->s), 0);
 }
 
+/* ggml's op_offload: an op whose weight is in host memory (the CPU's)
+ * runs on the first device when its batch is at least 32 tokens; the
+ * split that then reads the host weight ends before a second such op
+ * (ggml's new split for a weight the split's backend cannot use). */
+static void test_split_op_offload_and_new_split_for_host_weight(void **state)
+{
+    fixture *fx = *state;
+    int64_t ne[2] = { 64, 32 };
+    int32_t x = sched_graph_leaf(fx->g, "x", SCHED_F32, 2, ne, SCHED_FLAG_INPUT);
+    int32_t m0 = mm(fx->g, "m0", fake_weight(fx->g, "w0", 0), x);
+    int32_t m1 = mm(fx->g, "m1", fake_weight(fx->g, "wc1", -1), m0);
+    int32_t m2 = mm(fx->g, "m2", fake_weight(fx->g, "wc2", -1), m1);
+    plan(fx, 1);
+    const sched_graph *g = sched_get_graph(fx->s);
+    assert_int_equal(g->tensors[m1].backend, 0);
+    assert_int_equal(g->tensors[m1].cause, SCHED_CAUSE_OFFLOAD);
+    assert_int_equal(g->tensors[m2].cause, SCHED_CAUSE_OFFLOAD);
+    /* m0 (input x), m1 (host weight wc1: a new split), m2 (wc2: another). */
+    assert_int_equal(sched_n_splits(fx->s), 3);
+    for (int i = 0; i < 3; i++) {
+        const sched_split *sp = sched_get_split(fx->s, i);
+        assert_int_equal(sp->backend, 0);
+        assert_true(sp->n_inputs >= 1);
+    }
+    assert_int_equal(sched_get_split(fx->s, 1)->nodes[0], m1);
+    assert_int_equal(sched_get_split(fx->s, 2)->nodes[0], m2);
+}
+
+/* A batch under 32 stays with its host weight; so does any batch without
+ * op_offload. */
+static void test_split_no_offload_below_32_or_when_off(void **state)
+{
+    fixture *fx = *state;
+    int64_t ne[2] = { 64, 31 };
+    int32_t x = sched_graph_leaf(fx->g, "x", SCHED_F32, 2, ne, SCHED_FLAG_INPUT);
+    int32_t m = mm(fx->g, "m", fake_weight(fx->g, "wc", -1), x);
+    plan(fx, 1);
+    assert_int_equal(sched_get_graph(fx->s)->tensors[m].backend, 2);
+    assert_int_equal(sched_get_graph(fx->s)->tensors[m].cause, SCHED_CAUSE_WEIGHT);
+
+    sched_graph *g2 = sched_graph_new("t2");
+    int64_t ne2[2] = { 64, 64 };
+    int32_t x2 = sched_graph_leaf(g2, "x", SCHED_F32, 2, ne2, SCHED_FLAG_INPUT);
+    int32_t m2 = mm(g2, "m", fake_weight(g2, "wc", -1), x2);
+    sched_sink sink = fake_sink();
+    sched_weights *w = sched_weights_new(fx->f.ptr, fx->f.n, g2, &sink);
+    assert_int_equal(sched_weights_bind(w, g2), 0);
+    sched_options o = { .n_copies = 1, .no_op_offload = true };
+    sched *s = sched_new(fx->f.ptr, fx->f.n, &o);
+    char err[256];
+    assert_int_equal(sched_plan(s, g2, err, sizeof err), SCHED_OK);
+    assert_int_equal(sched_get_graph(s)->tensors[m2].backend, 2);
+    sched_free(s);
+    sched_weights_free(w);
+    sched_graph_free(g2);
+}
+
+/* Pass 3: a node no neighbour's backend runs (GPU1 has no add) goes to
+ * the backend that can use the most of its sources: the CPU, which holds
+ * c, rather than GPU0, the first that supports it, which holds neither. */
+static void test_assign_most_supported_inputs(void **state)
+{
+    fixture *fx = *state;
+    fx->f.ctx[1].unsupported_ops = 1u << SCHED_OP_ADD;
+    int64_t ne[2] = { 64, 4 };
+    int32_t x = sched_graph_leaf(fx->g, "x", SCHED_F32, 2, ne, SCHED_FLAG_INPUT);
+    int32_t c = mm(fx->g, "c", fake_weight(fx->g, "wc", -1), x);
+    int32_t m = mm(fx->g, "m", fake_weight(fx->g, "w1", 1), x);
+    int32_t src[2] = { m, c };
+    int32_t n = sched_graph_op(fx->g, "n", SCHED_OP_ADD, src, 2);
+    plan(fx, 1);
+    const sched_graph *g = sched_get_graph(fx->s);
+    assert_int_equal(g->tensors[n].backend, 2);
+    assert_int_equal(g->tensors[n].cause, SCHED_CAUSE_MOST_SUPPORTED);
+}
+
+/* ggml's GGML_SCHED_MAX_SPLIT_INPUTS: a GPU0 split that reads 31 CPU
+ * tensors (inputs x0..x30, one add each) ends after its 30th input and
+ * the 31st starts a new split on the same backend. */
+static void test_split_input_capacity(void **state)
+{
+    fixture *fx = *state;
+    int32_t acc = mm(fx->g, "m", fake_weight(fx->g, "w0", 0),
+                     sched_graph_leaf(fx->g, "xin", SCHED_F32, 1, v64, SCHED_FLAG_INPUT));
+    int32_t last = -1;
+    for (int i = 0; i < SCHED_MAX_SPLIT_INPUTS; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "x%d", i);
+        int32_t x = sched_graph_leaf(fx->g, name, SCHED_F32, 1, v64, SCHED_FLAG_INPUT);
+        snprintf(name, sizeof name, "a%d", i);
+        int32_t src[2] = { acc, x };
+        acc = last = sched_graph_op(fx->g, name, SCHED_OP_ADD, src, 2);
+        fx->g->tensors[acc].user_backend = 0;
+    }
+    plan(fx, 1);
+    assert_int_equal(sched_n_splits(fx->s), 2);
+    const sched_split *s0 = sched_get_split(fx->s, 0), *s1 = sched_get_split(fx->s, 1);
+    assert_int_equal(s0->backend, 0);
+    assert_int_equal(s1->backend, 0);
+    assert_int_equal(s0->n_inputs, SCHED_MAX_SPLIT_INPUTS);
+    assert_int_equal(s1->n_inputs, 1);
+    assert_int_equal(s1->nodes[0], last);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -222,6 +326,10 @@ int main(void)
         FAKE_TEST(test_split_no_inputs_waits_when_memory_is_read_elsewhere),
         FAKE_TEST(test_alloc_never_overlaps_live_tensors),
         FAKE_TEST(test_alloc_reuses_memory_of_dead_tensors),
+        FAKE_TEST(test_split_op_offload_and_new_split_for_host_weight),
+        FAKE_TEST(test_split_no_offload_below_32_or_when_off),
+        FAKE_TEST(test_assign_most_supported_inputs),
+        FAKE_TEST(test_split_input_capacity),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

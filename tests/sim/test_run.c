@@ -11,6 +11,7 @@
 #include "sim_test_util.h"
 
 #define SMALL_LLAMA "llama:n_layer=4,n_embd=256,n_head=4,n_head_kv=2,n_ff=512,n_vocab=1000,n_ctx=128,ubatch=16"
+#define SMALL_MOE "moe:n_layer=2,n_embd=64,n_head=4,n_head_kv=4,n_ff=128,n_vocab=64,n_ctx=64,ubatch=32,n_expert=64,n_expert_used=2"
 #define SMALL_TP "tp:n_layer=2,n_embd=1024,n_head=8,n_head_kv=4,n_ff=2048,n_vocab=1000,n_ctx=128,ubatch=64"
 
 typedef struct outcome {
@@ -349,6 +350,91 @@ static void test_run_ggml_26040_wait_dropped_races(void **state)
 /* The ranks of a tensor-parallel group are one (meta) backend to ggml: the
  * #26040 wait does not separate them (it would wait for a rank whose
  * all-reduce has not gathered: a hang). */
+static int32_t find_buffer(const trace *t, const char *name)
+{
+    for (uint32_t i = 0; i < t->n_buffers; i++)
+        if (strcmp(trace_str(t, t->buffers[i].name), name) == 0)
+            return (int32_t)i;
+    return -1;
+}
+
+/* Issue 12, MoE: the prompt (32 tokens, ggml's op_offload batch) runs each
+ * mul_mat_id on GPU0 with its experts copied from host memory, only the
+ * experts the ids name: the ids read back (a copy into p.moe_ids, then a
+ * host sync of GPU0 before the host reads them), then one copy per run of
+ * consecutive used experts with ggml's padding. */
+static void test_run_moe_used_expert_copies(void **state)
+{
+    (void)state;
+    outcome o;
+    run_checked_on(&o, SMALL_MOE, NULL, "h100-pcie:gpus=1", "ggml-head", NULL, 0, 32, 2);
+    assert_clean(&o, "ggml-head");
+    const trace *t = o.t;
+    /* The experts the prompt (evaluation 0) uses: U*T = 64 ids of 64. */
+    bool used[64] = { false };
+    int n_used = 0;
+    for (int i = 0; i < 64; i++) {
+        int32_t id = sched_moe_ids(0, i, 64);
+        n_used += !used[id];
+        used[id] = true;
+    }
+    assert_true(n_used > 1 && n_used < 64);      /* some experts are left out */
+    uint64_t want_off[64], want_size[64];
+    int n_want = 0;
+    const uint64_t esize = 64 * 128 * 2;         /* one f16 expert of gate_exps */
+    for (int first = 0; first < 64;) {
+        if (!used[first]) {
+            first++;
+            continue;
+        }
+        int last = first;
+        while (last + 1 < 64 && used[last + 1])
+            last++;
+        want_off[n_want] = (uint64_t)first * esize;
+        want_size[n_want++] = (uint64_t)(last - first + 1) * esize + (last < 63 ? 512 : 0);
+        first = last + 1;
+    }
+    int32_t whole = find_buffer(t, "blk.0.ffn_gate_exps#GPU0#0");
+    int32_t ids = find_buffer(t, "p.moe_ids");
+    assert_true(whole >= 0 && ids >= 0);
+    int n_got = 0;
+    bool read_back = false, synced = false, read_by_host = false;
+    for (uint64_t i = 0; i < t->n_stmts; i++) {
+        trace_stmt st;
+        trace_stmt_at(t, i, &st);
+        const char *label = st.label != TRACE_NONE ? trace_str(t, st.label) : "";
+        if (st.kind == TRACE_COPY && st.n_access == 2 && st.access[1].buffer == (uint32_t)ids &&
+            strncmp(trace_str(t, t->queues[st.queue].name), "gpu0", 4) == 0) {
+            read_back = true;
+            synced = false;
+        } else if (st.kind == TRACE_SYNC && read_back) {
+            synced = true;
+        } else if (st.kind == TRACE_OP && strcmp(label, "moe.used_experts") == 0 && read_back) {
+            assert_true(synced);                 /* the host waited for the get */
+            read_by_host = true;
+            read_back = false;
+        }
+        if (st.kind != TRACE_COPY || st.n_access != 2)
+            continue;
+        const trace_buffer *dst = &t->buffers[st.access[1].buffer];
+        if (dst->parent == TRACE_NONE || st.access[1].buffer == (uint32_t)whole ||
+            strncmp(trace_str(t, dst->name), "blk.0.ffn_gate_exps#GPU0#0[", 27) != 0)
+            continue;
+        assert_true(n_got < n_want);
+        assert_int_equal(dst->root_offset - t->buffers[whole].root_offset, want_off[n_got]);
+        assert_int_equal(dst->size, want_size[n_got]);
+        n_got++;
+    }
+    assert_int_equal(n_got, n_want);
+    assert_true(read_by_host);
+    done(&o);
+    /* The broken variant: no sync after the read-back, the host reads ids
+     * GPU0 may still be copying. */
+    run_checked_on(&o, SMALL_MOE, NULL, "h100-pcie:gpus=1", "moe-no-ids-sync", NULL, 0, 32, 2);
+    assert_true(race_on(&o, "p.moe_ids"));
+    done(&o);
+}
+
 static void test_run_ggml_head_tensor_parallel(void **state)
 {
     (void)state;
@@ -374,6 +460,7 @@ int main(void)
         cmocka_unit_test(test_run_ggml_pipeline_microbatches),
         cmocka_unit_test(test_run_ggml_26040_wait_dropped_races),
         cmocka_unit_test(test_run_ggml_head_tensor_parallel),
+        cmocka_unit_test(test_run_moe_used_expert_copies),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
