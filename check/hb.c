@@ -556,6 +556,20 @@ static void sem_set(check_engine *e, uint32_t q, flag_node *f, const trace_stmt 
         trace_u64map_put(&e->dirty_flags, f->name, 1);
 }
 
+/* A signal of flag f (or the send of its message) ran on queue q: f
+ * carries q's clock to its awaits; key names f among the dirty flags. */
+static void flag_signal(check_engine *e, uint32_t q, flag_node *f, uint64_t key)
+{
+    qstate *Q = &e->q[q];
+    if (check_vc_join(&f->vc, Q->vc) != 0 || check_vc_raise(&f->vc, q, Q->own) != 0)
+        e->oom = true;
+    f->ran++;
+    if (flag_ready(f))
+        wake_all(e, &f->waiters);
+    if (e->track)
+        trace_u64map_put(&e->dirty_flags, key, 1);
+}
+
 /* An await of flag f (or a recv of its message) on queue q: false, with q
  * among f's waiters, while f is not ready; else q learns f's clock. */
 static bool flag_pass(check_engine *e, uint32_t q, flag_node *f)
@@ -665,16 +679,8 @@ static int run_stmt(check_engine *e, uint32_t q, check_pend *p)
     case TRACE_SEND:
         check_report_begin_stmt(e->rep);
         do_accesses(e, q, s);
-        if (p->flag) {
-            flag_node *f = p->flag;
-            if (check_vc_join(&f->vc, Q->vc) != 0 || check_vc_raise(&f->vc, q, Q->own) != 0)
-                e->oom = true;
-            f->ran++;
-            if (flag_ready(f))
-                wake_all(e, &f->waiters);
-            if (e->track)
-                trace_u64map_put(&e->dirty_flags, P2P_KEY(p->match), 1);
-        }
+        if (p->flag)
+            flag_signal(e, q, p->flag, P2P_KEY(p->match));
         break;
     case TRACE_RECORD:
         if (p->rec) {
@@ -687,14 +693,7 @@ static int run_stmt(check_engine *e, uint32_t q, check_pend *p)
         if (p->flag && s->sem) {
             sem_set(e, q, p->flag, s);
         } else if (p->flag) {
-            flag_node *f = p->flag;
-            if (check_vc_join(&f->vc, Q->vc) != 0 || check_vc_raise(&f->vc, q, Q->own) != 0)
-                e->oom = true;
-            f->ran++;
-            if (flag_ready(f))
-                wake_all(e, &f->waiters);
-            if (e->track)
-                trace_u64map_put(&e->dirty_flags, f->name, 1);
+            flag_signal(e, q, p->flag, p->flag->name);
         }
         break;
     default:
