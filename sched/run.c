@@ -566,12 +566,16 @@ static int setup(exec *x, sched_sink sink, sched_weights **wts, trace_error *err
     const sched_copy_traits *traits[SCHED_SPEC_MAX_ITEMS + 1] = { 0 };
     for (int i = 0; mi->copy_traits && i < x->nb; i++)
         traits[i] = mi->copy_traits(x->m->ctx, i);
-    /* auto: the simulated GPUs are NVIDIA's (CUDA, NCCL); the real CPU
-     * devices have no all-reduce of their own (ggml's meta backend falls
-     * back to the butterfly). */
+    /* auto: a simulated GPU's all-reduce is its family's (CUDA and NCCL
+     * unless `backend=` names another); the real CPU devices have no
+     * all-reduce of their own (ggml's meta backend falls back to the
+     * butterfly). */
+    const char *ar_family = NULL;
+    if (strcmp(sched_run_source(r), "sim") == 0)
+        ar_family = traits[0] && traits[0]->family ? traits[0]->family : "cuda";
     sched_options so = { .policy = r->policy, .n_copies = r->n_copies,
                          .allreduce = r->allreduce, .allreduce_bf16_min = r->bf16_min,
-                         .allreduce_family = strcmp(sched_run_source(r), "sim") == 0 ? "cuda" : NULL,
+                         .allreduce_family = ar_family,
                          .copy_traits = traits, .sink = sched_rec_sink(x->rec),
                          .read_ids = mi->read_i32, .read_ids_ctx = x->m->ctx,
                          .rec = x->rec };

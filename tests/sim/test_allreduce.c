@@ -210,6 +210,8 @@ static void test_allreduce_expanded_strategies_check_clean(void **state)
     (void)state;
     expect_clean(TP2, "h100-pcie", "butterfly");
     expect_clean(TP2, "h100-pcie", "sycl");
+    /* auto on GPUs of the sycl family is ggml-sycl's exchange, expanded */
+    expect_clean(TP2, "h100-pcie,backend=sycl", "auto");
     expect_clean(TP3, "h100-pcie:gpus=3", "butterfly");
     expect_clean(TP2, "h100-sxm:gpus=4", "butterfly");
     /* 16 tokens x 256 = 4096 elements: bf16 from 1024 (truncated wire). */
