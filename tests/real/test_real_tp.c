@@ -239,6 +239,12 @@ static void test_real_tp_four_devices_match_and_check_clean(void **state)
 static void test_real_tp_ggml_butterfly_races_on_inbox(void **state)
 {
     (void)state;
+#ifdef __SANITIZE_THREAD__
+    /* The schedule races on purpose: under ThreadSanitizer its memory race
+     * is the sanitizer's finding, not this test's (plain and ASan run it). */
+    printf("skipped under ThreadSanitizer: butterfly-ggml races on purpose\n");
+    skip();
+#endif
     const char *devices[] = { "cpustream:2,cpu", "cpustream:4,jitter=100us,seed=5,cpu" };
     for (int d = 0; d < 2; d++) {
         tp_case c = { devices[d], "events", "butterfly-ggml", 0, NULL, 0, NULL, false };
