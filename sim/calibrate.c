@@ -379,48 +379,50 @@ static void fitted(sim_calib_param *p, double value, uint64_t n, double r2, doub
                  (unsigned long long)n, r2, rms);
 }
 
-static int64_t ns_round(double v)
-{
-    return v <= 0 ? 0 : v > 1e15 ? (int64_t)1e15 : (int64_t)llround(v);
-}
+/* One row of a least-squares system: the coefficients of the variables
+ * and the observed value; false when the row is left out. */
+typedef bool (*ls_row)(const void *ctx, size_t r, double *coef, double *y);
 
-/* Least squares without intercept of the gaps not left out, no cost
- * negative; x gets the costs of the classes in active (0 for others). */
-static void fit_submit_costs(const samples *sm, const bool *active_in, double *x)
+/* When the normal equations of the active variables idx[0..n) are
+ * singular: mend them and return 1 to refit (a variable dropped from
+ * active), 0 with sol[0..n) the answer, -1 to stop. */
+typedef int (*ls_singular)(const void *ctx, size_t n_rows, ls_row row, const int *idx, int n,
+                           bool *active, double *sol);
+
+/* Least squares over the active variables of x[0..n_vars) (n_vars <= 8)
+ * with no value negative: the most negative is set to 0, dropped, and the
+ * rest refitted; inactive variables stay 0. */
+static void fit_nonnegative(const void *ctx, size_t n_rows, ls_row row, int n_vars, bool *active,
+                            ls_singular singular, double *x)
 {
-    bool active[N_SUB];
-    memcpy(active, active_in, sizeof active);
-    for (int k = 0; k < N_SUB; k++)
+    for (int k = 0; k < n_vars; k++)
         x[k] = 0;
-    for (int round = 0; round < N_SUB; round++) {
-        int idx[N_SUB], n = 0;
-        for (int k = 0; k < N_SUB; k++)
+    for (int round = 0; round < 2 * n_vars; round++) {
+        int idx[8], n = 0;
+        for (int k = 0; k < n_vars; k++)
             if (active[k])
                 idx[n++] = k;
         if (!n)
             break;
-        double a[8][8] = { { 0 } }, b[8] = { 0 }, sol[8];
-        for (size_t r = 0; r < sm->n_gaps; r++)
-            for (int i = 0; i < n && !sm->gaps[r].outlier; i++) {
-                b[i] += sm->gaps[r].count[idx[i]] * sm->gaps[r].gap;
+        double a[8][8] = { { 0 } }, b[8] = { 0 }, sol[8], coef[8], y;
+        for (size_t r = 0; r < n_rows; r++) {
+            if (!row(ctx, r, coef, &y))
+                continue;
+            for (int i = 0; i < n; i++) {
+                b[i] += coef[idx[i]] * y;
                 for (int j = 0; j < n; j++)
-                    a[i][j] += sm->gaps[r].count[idx[i]] * sm->gaps[r].count[idx[j]];
+                    a[i][j] += coef[idx[i]] * coef[idx[j]];
             }
-        if (solve(a, b, n, sol) != 0) {
-            /* Classes always submitted together: give them one cost. */
-            double num = 0, den = 0;
-            for (size_t r = 0; r < sm->n_gaps; r++) {
-                if (sm->gaps[r].outlier)
-                    continue;
-                double cnt = 0;
-                for (int i = 0; i < n; i++)
-                    cnt += sm->gaps[r].count[idx[i]];
-                num += cnt * sm->gaps[r].gap;
-                den += cnt * cnt;
-            }
-            for (int i = 0; i < n; i++)
-                sol[i] = den > 0 ? num / den : 0;
         }
+        if (solve(a, b, n, sol) != 0) {
+            int mend = singular(ctx, n_rows, row, idx, n, active, sol);
+            if (mend < 0)
+                break;
+            if (mend > 0)
+                continue;
+        }
+        for (int k = 0; k < n_vars; k++)
+            x[k] = 0;
         int worst = -1;
         for (int i = 0; i < n; i++) {
             x[idx[i]] = sol[i];
@@ -429,9 +431,55 @@ static void fit_submit_costs(const samples *sm, const bool *active_in, double *x
         }
         if (worst < 0)
             break;
-        active[worst] = false;      /* a negative cost: 0, refit the rest */
+        active[worst] = false;
         x[worst] = 0;
     }
+}
+
+static int64_t ns_round(double v)
+{
+    return v <= 0 ? 0 : v > 1e15 ? (int64_t)1e15 : (int64_t)llround(v);
+}
+
+/* A gap not left out: the launches, records and API calls before it. */
+static bool gap_row_of(const void *ctx, size_t r, double *coef, double *y)
+{
+    const gap_row *g = &((const samples *)ctx)->gaps[r];
+    if (g->outlier)
+        return false;
+    for (int k = 0; k < N_SUB; k++)
+        coef[k] = g->count[k];
+    *y = g->gap;
+    return true;
+}
+
+/* Classes always submitted together: give them one cost. */
+static int shared_cost(const void *ctx, size_t n_rows, ls_row row, const int *idx, int n,
+                       bool *active, double *sol)
+{
+    (void)active;
+    double num = 0, den = 0, coef[8], y;
+    for (size_t r = 0; r < n_rows; r++) {
+        if (!row(ctx, r, coef, &y))
+            continue;
+        double cnt = 0;
+        for (int i = 0; i < n; i++)
+            cnt += coef[idx[i]];
+        num += cnt * y;
+        den += cnt * cnt;
+    }
+    for (int i = 0; i < n; i++)
+        sol[i] = den > 0 ? num / den : 0;
+    return 0;
+}
+
+/* Least squares without intercept of the gaps not left out, no cost
+ * negative; x gets the costs of the classes in active (0 for others). */
+static void fit_submit_costs(const samples *sm, const bool *active_in, double *x)
+{
+    bool active[N_SUB];
+    memcpy(active, active_in, sizeof active);
+    fit_nonnegative(sm, sm->n_gaps, gap_row_of, N_SUB, active, shared_cost, x);
 }
 
 static double gap_residual(const gap_row *g, const double *x)
@@ -693,6 +741,30 @@ static int fit_copies(sim_calib *c, const samples *sm, const char *base)
     return 0;
 }
 
+/* An op of a family: 1 (its fixed cost) and its amounts. */
+static bool family_row(const void *ctx, size_t r, double *coef, double *y)
+{
+    const series *s = ctx;
+    coef[0] = 1;
+    for (int k = 0; k < N_FAM; k++)
+        coef[1 + k] = s->v[r].amount[k];
+    *y = s->v[r].y;
+    return true;
+}
+
+/* Drops an amount that cannot be told apart: bytes, f16, f32. */
+static int drop_amount(const void *ctx, size_t n_rows, ls_row row, const int *idx, int n,
+                       bool *active, double *sol)
+{
+    (void)ctx, (void)n_rows, (void)row, (void)idx, (void)n, (void)sol;
+    for (int k = N_FAM; k >= 1; k--)
+        if (active[k]) {
+            active[k] = false;
+            return 1;
+        }
+    return -1;
+}
+
 /* Pass 5: one [kernels] line per family: dur = fixed + sum of amount x
  * cost over the amounts any of its ops has, least squares with no part
  * negative (the most negative is dropped and the rest refitted); amounts
@@ -706,47 +778,8 @@ static int fit_family(sim_calib *c, const family_samples *f)
         for (int k = 0; k < N_FAM; k++)
             active[1 + k] |= s->v[i].amount[k] > 0;
     bool known = active[1] || active[2] || active[3];
-    double x[1 + N_FAM] = { 0 };
-    for (int round = 0; round < 2 * (1 + N_FAM); round++) {
-        int idx[1 + N_FAM], n = 0;
-        for (int k = 0; k <= N_FAM; k++)
-            if (active[k])
-                idx[n++] = k;
-        if (!n)
-            break;
-        double a[8][8] = { { 0 } }, b[8] = { 0 }, sol[8];
-        for (size_t r = 0; r < s->n; r++) {
-            double row[1 + N_FAM] = { 1, s->v[r].amount[0], s->v[r].amount[1], s->v[r].amount[2] };
-            for (int i = 0; i < n; i++) {
-                b[i] += row[idx[i]] * s->v[r].y;
-                for (int j = 0; j < n; j++)
-                    a[i][j] += row[idx[i]] * row[idx[j]];
-            }
-        }
-        if (solve(a, b, n, sol) != 0) {
-            /* Drop an amount that cannot be told apart: bytes, f16, f32. */
-            int drop = -1;
-            for (int k = N_FAM; k >= 1 && drop < 0; k--)
-                if (active[k])
-                    drop = k;
-            if (drop < 0)
-                break;
-            active[drop] = false;
-            continue;
-        }
-        for (int k = 0; k <= N_FAM; k++)
-            x[k] = 0;
-        int worst = -1;
-        for (int i = 0; i < n; i++) {
-            x[idx[i]] = sol[i];
-            if (sol[i] < 0 && (worst < 0 || sol[i] < x[worst]))
-                worst = idx[i];
-        }
-        if (worst < 0)
-            break;
-        active[worst] = false;
-        x[worst] = 0;
-    }
+    double x[1 + N_FAM];
+    fit_nonnegative(s, s->n, family_row, 1 + N_FAM, active, drop_amount, x);
     /* Through zero (the line would start below it), least squares favours
      * the largest ops; scaled so the family's total time is kept (with one
      * amount, the ratio estimator sum(y) / sum(amount)). */
