@@ -602,6 +602,25 @@ static int on_api(xlate *x, const rec *a)
     return 0;
 }
 
+/* Open library call i reads or writes [ptr, ptr + len) of process pid:
+ * an access of the buffer it falls in, or one more unresolved pointer. */
+static int lib_access(xlate *x, int64_t i, int64_t pid, uint64_t ptr, uint64_t len, uint8_t mode)
+{
+    cudalog *l = x->l;
+    uint64_t off;
+    uint32_t b = resolve(l, pid, ptr, len, false, &off);
+    if (b == TRACE_NONE) {
+        l->unresolved++;
+        return 0;
+    }
+    int64_t j = capture_push((void **)&x->res, &x->n_res, &x->cap_res, sizeof *x->res);
+    if (j < 0)
+        return oom(l);
+    x->res[j] = (res_acc){ b, off, off + len, mode };
+    x->libs[i].n_acc++;
+    return 0;
+}
+
 static int on_lib(xlate *x, uint64_t ri)
 {
     cudalog *l = x->l;
@@ -625,53 +644,24 @@ static int on_lib(xlate *x, uint64_t ri)
             l->recs[ri].coll = id;
             l->recs[ri].bytes = n == 2 ? sp[1].len : sp[0].len;
         }
-        for (unsigned k = 0; k < n; k++) {
-            uint64_t off;
-            uint32_t b = resolve(l, r->pid, sp[k].ptr, sp[k].len, false, &off);
-            if (b == TRACE_NONE) {
-                l->unresolved++;
-                continue;
-            }
-            int64_t j = capture_push((void **)&x->res, &x->n_res, &x->cap_res, sizeof *x->res);
-            if (j < 0)
-                return oom(l);
-            x->res[j] = (res_acc){ b, off, off + sp[k].len, sp[k].mode };
-            x->libs[i].n_acc++;
-        }
+        for (unsigned k = 0; k < n; k++)
+            if (lib_access(x, i, r->pid, sp[k].ptr, sp[k].len, sp[k].mode) != 0)
+                return -1;
     }
     if (r->has_gemm) {
         const int64_t *g = r->gemm;
         cap_span sp[3];
         if (capture_gemm_spans(g[0] != 0, g[1] != 0, g[2], g[3], g[4], g[5], g[6], g[7],
                                (unsigned)g[8], g[9] != 0, r->abc[0], r->abc[1], r->abc[2], sp)) {
-            for (int k = 0; k < 3; k++) {
-                uint64_t off;
-                uint32_t b = resolve(l, r->pid, sp[k].ptr, sp[k].len, false, &off);
-                if (b == TRACE_NONE) {
-                    l->unresolved++;
-                    continue;
-                }
-                int64_t j = capture_push((void **)&x->res, &x->n_res, &x->cap_res, sizeof *x->res);
-                if (j < 0)
-                    return oom(l);
-                x->res[j] = (res_acc){ b, off, off + sp[k].len, sp[k].mode };
-                x->libs[i].n_acc++;
-            }
+            for (int k = 0; k < 3; k++)
+                if (lib_access(x, i, r->pid, sp[k].ptr, sp[k].len, sp[k].mode) != 0)
+                    return -1;
         }
     }
     for (uint32_t k = 0; k < r->n_acc; k++) {
         const lib_acc *a = &l->accs[r->acc_first + k];
-        uint64_t off;
-        uint32_t b = resolve(l, r->pid, a->ptr, a->len, false, &off);
-        if (b == TRACE_NONE) {
-            l->unresolved++;
-            continue;
-        }
-        int64_t j = capture_push((void **)&x->res, &x->n_res, &x->cap_res, sizeof *x->res);
-        if (j < 0)
-            return oom(l);
-        x->res[j] = (res_acc){ b, off, off + a->len, a->mode };
-        x->libs[i].n_acc++;
+        if (lib_access(x, i, r->pid, a->ptr, a->len, a->mode) != 0)
+            return -1;
     }
     return 0;
 }
