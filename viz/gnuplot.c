@@ -54,6 +54,7 @@ static const struct {
     [TL_ARROW_EVENT] = { "#9467bd", "event: record -> wait", "2" },
     [TL_ARROW_SYNC] = { "#555555", "host sync covers stream", "3" },
     [TL_ARROW_FLAG] = { "#17becf", "flag: signal -> await", "2" },
+    [TL_ARROW_MESSAGE] = { "#1f77b4", "message: send -> recv", "4" },
 };
 
 #define RACE_COLOUR "#d62728"
@@ -282,7 +283,7 @@ static void write_arrows(plot_ctx *p)
     const viz_timeline *tl = p->tl;
     if (arrows_in_view(tl) > MAX_ARROWS)
         return;
-    for (int k = TL_ARROW_EVENT; k <= TL_ARROW_FLAG; k++) {
+    for (int k = TL_ARROW_EVENT; k < TL_ARROW_KINDS; k++) {
         size_t rows = 0;
         for (size_t i = 0; i < tl->n_arrows; i++) {
             const tl_arrow *a = &tl->arrows[i];

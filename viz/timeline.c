@@ -126,6 +126,13 @@ static int link_statement(viz_timeline *tl, collect_state *cs, const trace *t, c
             return -1;
         cs->flags[cs->n_flags++] = s->object;
         return 0;
+    case TRACE_SEND:
+    case TRACE_RECV:
+        /* rule 9: a message's arrow, drawn when its second end is fed */
+        if (bd.match_other == TRACE_NO_SEQ)
+            return 0;
+        return s->kind == TRACE_RECV ? add_arrow(tl, bd.match_other, s->seq, TL_ARROW_MESSAGE)
+                                     : add_arrow(tl, s->seq, bd.match_other, TL_ARROW_MESSAGE);
     case TRACE_SYNC:
         for (uint32_t q = 0; q < t->n_queues && q < cs->cap_queue; q++)
             if (cs->last_on_queue[q] != UINT64_MAX && trace_sync_covers(t, s, q) &&

@@ -16,7 +16,7 @@ typedef struct tl_item {
     uint8_t kind;           /* trace_kind */
 } tl_item;
 
-enum { TL_ARROW_EVENT, TL_ARROW_SYNC, TL_ARROW_FLAG };
+enum { TL_ARROW_EVENT, TL_ARROW_SYNC, TL_ARROW_FLAG, TL_ARROW_MESSAGE, TL_ARROW_KINDS };
 
 /* Why a statement could go on: from statement `from` to statement `to`. */
 typedef struct tl_arrow {

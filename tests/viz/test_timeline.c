@@ -141,6 +141,43 @@ static void test_timeline_semaphore_arrow_from_releasing_set(void **state)
     viz_timeline_free(tl);
 }
 
+/* A message's arrow goes from its send to its recv (rule 9), whichever
+ * end the file names first. */
+static void test_timeline_message_arrow_from_send_to_recv(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/syncsim-tl-msg-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    const char *text = "syncsim-trace 1\n"
+                       "queue r0.host host\nqueue r1.host host\n"
+                       "buffer a size=64 host\nbuffer b size=64 host\n"
+                       "r1.host recv pp from=0 to=1 tag=2 w:b label=early_recv\n"
+                       "r0.host op produce w:a\n"
+                       "r0.host send pp from=0 to=1 tag=1 r:a label=s1\n"
+                       "r0.host send pp from=0 to=1 tag=2 r:a label=s2\n"
+                       "r1.host recv pp from=0 to=1 tag=1 w:b label=r1\n";
+    assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    viz_timeline *tl = open_tl(path, NULL);
+    size_t n = 0;
+    for (size_t i = 0; i < tl->n_arrows; i++) {
+        const tl_arrow *a = &tl->arrows[i];
+        if (a->kind != TL_ARROW_MESSAGE)
+            continue;
+        n++;
+        /* seqs: 0 early_recv, 1 produce, 2 s1, 3 s2, 4 r1 */
+        assert_true((a->from == 3 && a->to == 0) || (a->from == 2 && a->to == 4));
+    }
+    assert_int_equal(n, 2);
+    gp_text g = write_gp(tl, "svg");
+    assert_non_null(strstr(g.script, "title \"message: send -> recv\""));
+    free(g.script);
+    free(g.data);
+    viz_timeline_free(tl);
+    unlink(path);
+}
+
 static void test_timeline_without_times_uses_submission_order(void **state)
 {
     (void)state;
@@ -377,6 +414,7 @@ int main(void)
         cmocka_unit_test(test_timeline_races_on_one_statement_share_a_label),
         cmocka_unit_test(test_timeline_without_times_uses_submission_order),
         cmocka_unit_test(test_timeline_semaphore_arrow_from_releasing_set),
+        cmocka_unit_test(test_timeline_message_arrow_from_send_to_recv),
         cmocka_unit_test(test_timeline_window_keeps_boxes_in_view),
         cmocka_unit_test(test_timeline_merges_sub_pixel_boxes),
         cmocka_unit_test(test_timeline_thins_marks_of_interleaved_lanes),
