@@ -61,8 +61,9 @@ static int collect(trace_reader *r, info_stats *s, trace_error *err)
     return rc;
 }
 
-static const trace_kind sync_kinds[] = { TRACE_RECORD, TRACE_WAIT,  TRACE_SYNC,      TRACE_BARRIER,
-                                         TRACE_SIGNAL, TRACE_AWAIT, TRACE_COLLECTIVE };
+static const trace_kind sync_kinds[] = { TRACE_RECORD,     TRACE_WAIT, TRACE_SYNC,
+                                         TRACE_BARRIER,    TRACE_SIGNAL, TRACE_AWAIT,
+                                         TRACE_COLLECTIVE, TRACE_SEND, TRACE_RECV };
 
 static void print_text(FILE *out, const char *path, const trace_format *fmt,
                        const trace_run_info *runs, size_t n_runs,
