@@ -329,16 +329,40 @@ void check_engine_report_hang(check_engine *e)
                     free(who);
                     who = n;
                 }
+                /* Who is missing: the queues that arrived at an earlier
+                 * generation of the same object but not at this one (in a
+                 * merged job their names say the rank). */
+                char *gone = NULL;
+                const trace_member *m = NULL;
+                uint32_t n_m = e->bind ? trace_binder_members(e->bind, p->s.object,
+                                                              p->s.kind == TRACE_COLLECTIVE, &m)
+                                       : 0;
+                for (uint32_t j = 0; j < n_m; j++) {
+                    bool here = false;
+                    for (uint32_t i = 0; i < g->n_arrived && !here; i++)
+                        here = g->arr[i].queue == m[j].queue;
+                    if (here)
+                        continue;
+                    char *n = gone ? check_strf("%s, %s", gone, qname(e, m[j].queue))
+                                   : check_strf("%s", qname(e, m[j].queue));
+                    free(gone);
+                    gone = n;
+                }
+                char *missing = gone ? check_strf("; %s arrived at an earlier generation but not "
+                                                  "at this one: make it arrive",
+                                                  gone)
+                                     : check_strf(": make the missing queue arrive");
                 str_cat(&fix, check_strf("%s %s generation %llu expects %llu participants but "
-                                         "only %u arrive (%s): make the missing queue arrive "
-                                         "or use %s=%u",
+                                         "only %u arrive (%s)%s, or use %s=%u",
                                          trace_kind_str(p->s.kind), trace_str(t, p->s.object),
                                          (unsigned long long)g->gen,
                                          (unsigned long long)g->count, g->n_arrived,
-                                         who ? who : "",
+                                         who ? who : "", missing,
                                          p->s.kind == TRACE_BARRIER ? "count" : "size",
                                          g->n_arrived));
                 free(who);
+                free(gone);
+                free(missing);
             } else
                 str_cat(&fix, check_strf("%s at %s can never complete", trace_kind_str(p->s.kind),
                                          at));

@@ -144,6 +144,22 @@ static void test_cli_merge_help(void **state)
     assert_non_null(strstr(out, "syncsim merge rank0.db rank1.db -o job.db"));
 }
 
+/* A rank that skips a collective: the hang's fix names the queue of the
+ * rank that arrived at the earlier generation but not at this one. */
+static void test_cli_merge_hang_names_the_absent_rank(void **state)
+{
+    fixture *f = *state;
+    char out[8192];
+    assert_int_equal(tmpdir_sh(f, out, sizeof out, "%s merge %s/tests/litmus/multi-rank/"
+                               "hang-rank-skips-allreduce/rank-0.trace %s/tests/litmus/multi-rank/"
+                               "hang-rank-skips-allreduce/rank-1.trace --format trace -o job.trace",
+                               SYNCSIM_BINARY, SYNCSIM_SOURCE_DIR, SYNCSIM_SOURCE_DIR),
+                     0);
+    assert_int_equal(tmpdir_sh(f, out, sizeof out, "%s check job.trace", SYNCSIM_BINARY), 1);
+    assert_non_null(strstr(out, "only 1 arrive (r0.s0); r1.s0 arrived at an earlier generation "
+                                "but not at this one: make it arrive, or use size=1"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -152,6 +168,8 @@ int main(void)
                                         tmpdir_teardown),
         cmocka_unit_test_setup_teardown(test_cli_merge_errors, tmpdir_setup, tmpdir_teardown),
         cmocka_unit_test_setup_teardown(test_cli_merge_help, tmpdir_setup, tmpdir_teardown),
+        cmocka_unit_test_setup_teardown(test_cli_merge_hang_names_the_absent_rank, tmpdir_setup,
+                                        tmpdir_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
