@@ -118,15 +118,23 @@ static int bad(cudalog *l, uint32_t line, const char *what, const char *word, si
     return -1;
 }
 
-static bool parse_u64(const char *s, size_t n, uint64_t *out)
+/* Word s[0..n) as a NUL-terminated number text in buf; false when empty
+ * or too long to be one. */
+static bool number_text(const char *s, size_t n, char buf[32])
 {
-    char buf[32];
-    if (n == 0 || n >= sizeof buf)
+    if (n == 0 || n >= 32)
         return false;
     memcpy(buf, s, n);
     buf[n] = '\0';
-    char *end;
     errno = 0;
+    return true;
+}
+
+static bool parse_u64(const char *s, size_t n, uint64_t *out)
+{
+    char buf[32], *end;
+    if (!number_text(s, n, buf))
+        return false;
     unsigned long long v = strtoull(buf, &end, 0);
     if (errno || *end || buf[0] == '-')
         return false;
@@ -136,13 +144,9 @@ static bool parse_u64(const char *s, size_t n, uint64_t *out)
 
 static bool parse_i64(const char *s, size_t n, int64_t *out)
 {
-    char buf[32];
-    if (n == 0 || n >= sizeof buf)
+    char buf[32], *end;
+    if (!number_text(s, n, buf))
         return false;
-    memcpy(buf, s, n);
-    buf[n] = '\0';
-    char *end;
-    errno = 0;
     long long v = strtoll(buf, &end, 0);
     if (errno || *end)
         return false;
