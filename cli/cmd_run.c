@@ -41,7 +41,7 @@ void cmd_run_help(FILE *out)
     int n_fopt = family_options(fopt, 32);
     fprintf(out, "usage: syncsim run [--model SPEC | --graph FILE] [--devices SPEC] [--policy NAME]\n"
                  "                   [--copies N] [--tokens N] [--prompt N] [--allreduce NAME]\n"
-                 "                   [--bf16-min ELEMENTS]");
+                 "                   [--bf16-min ELEMENTS] [--tp N [--break BUG]]");
     for (int i = 0; i < n_fopt; i++)
         fprintf(out, "%s[--%s %s]", i % 3 == 0 ? "\n                   " : " ", fopt[i]->name,
                 fopt[i]->arg);
@@ -108,7 +108,22 @@ void cmd_run_help(FILE *out)
         fprintf(out, "                   %-18s ", sched_allreduce_str((sched_allreduce)i));
         cli_wrapped(out, sched_allreduce_help((sched_allreduce)i), 38);
     }
-    fprintf(out, "  --bf16-min N     elements from which bf16 compresses (default: the strategy's)\n");
+    fprintf(out, "  --bf16-min N     elements from which bf16 compresses (default: the strategy's)\n"
+                 "  --tp N           one rank per process: under `mpirun -np N`, each process runs\n"
+                 "                   its rank's shard of --model tp on --devices cpustream:1 and its\n"
+                 "                   all-reduces go through MPI (an allgather, summed in rank order:\n"
+                 "                   outputs match the reference exactly); auto is ring, and the\n"
+                 "                   copy strategies (butterfly, sycl) are refused. Each rank records\n"
+                 "                   its own database, with rank= and world_size=: -o with %%d for the\n"
+                 "                   rank (default syncsim.r%%d.db); then `syncsim merge` them and\n"
+                 "                   `syncsim check` the job (docs/multi-rank.md). A wait longer than\n"
+                 "                   --allreduce-timeout ends the rank with one line, database kept.\n"
+                 "  --break BUG      a seeded cross-rank bug of a --tp job, for the checker to find:\n"
+                 "                   rank-skips-allreduce  the last rank leaves out its first\n"
+                 "                                         all-reduce (the others hang at the last)\n"
+                 "                   isend-buffer-reused   each rank but 0 writes its send buffer\n"
+                 "                                         of outputs before MPI_Wait of its\n"
+                 "                                         MPI_Isend (a WAR race with the send)\n");
     for (int i = 0; i < n_fopt; i++) {
         char head[64], help[768];
         snprintf(head, sizeof head, "--%s %s", fopt[i]->name, fopt[i]->arg);
@@ -130,7 +145,10 @@ void cmd_run_help(FILE *out)
             "  syncsim run --model llama:n_layer=2,n_embd=128 --devices cpustream:2,jitter=200us,seed=7,cpu \\\n"
             "              --tokens 8 --prompt 16 -o real.db\n"
             "  syncsim run --policy async-user-inputs -o racy.db\n"
-            "  syncsim check racy.db               # exit 1: the races that policy lets in\n");
+            "  syncsim check racy.db               # exit 1: the races that policy lets in\n"
+            "  scripts/mpirun 2 syncsim run --model tp:n_layer=2,n_embd=64,n_head=4,n_head_kv=2,\\\n"
+            "        n_ff=128,n_vocab=64,n_ctx=32 --devices cpustream:1 --tp 2 -o 'job.r%%d.db'\n"
+            "  syncsim merge job.r0.db job.r1.db -o job.db && syncsim check job.db\n");
 }
 
 /* Where the database goes: a path whose directory exists. Returns 0, or
@@ -172,7 +190,28 @@ static int close_run(trace_recorder *rec, int rc, const trace_error *err, const 
     return 1;
 }
 
-enum { OPT_FAMILY = 1000 };
+enum { OPT_FAMILY = 1000, OPT_TP = 900, OPT_BREAK };
+
+/* The database of rank `rank`: pattern with %d replaced by the rank (the
+ * default syncsim.r%d.db). Returns 0, or prints what is wrong and returns 2. */
+static int rank_db(const char *pattern, bool given, int rank, int world, char *out, size_t cap)
+{
+    const char *pct = strchr(pattern, '%');
+    if (!pct) {
+        if (given && world > 1)
+            return cli_usage_error("run", "-o %s: every rank of --tp records its own database: put "
+                                   "%%d where the rank goes (-o 'job.r%%d.db')", pattern);
+        snprintf(out, cap, "%s", pattern);
+        return 0;
+    }
+    if (pct[1] != 'd' || strchr(pct + 1, '%'))
+        return cli_usage_error("run", "-o %s: expected one %%d (the rank) and no other %%",
+                               pattern);
+    snprintf(out, cap, "%.*s%d%s", (int)(pct - pattern), pattern, rank, pct + 2);
+    return 0;
+}
+
+static int run_main(sched_run_opts *o, const char *db);
 
 int cmd_run(int argc, char **argv)
 {
@@ -182,6 +221,7 @@ int cmd_run(int argc, char **argv)
         { "copies", required_argument, NULL, 'c' }, { "tokens", required_argument, NULL, 't' },
         { "prompt", required_argument, NULL, 'P' }, { "allreduce", required_argument, NULL, 'a' },
         { "bf16-min", required_argument, NULL, 'b' }, { "output", required_argument, NULL, 'o' },
+        { "tp", required_argument, NULL, OPT_TP }, { "break", required_argument, NULL, OPT_BREAK },
     };
     enum { N_COMMON = sizeof common / sizeof common[0] };
     const sched_option *fopt[32];
@@ -195,7 +235,9 @@ int cmd_run(int argc, char **argv)
 
     sched_run_opts o = { .tokens = -1, .prompt = -1 };
     sched_option_value values[32];
-    const char *db = CLI_DEFAULT_DB;
+    const char *db = NULL;
+    const char *bug = NULL;
+    int tp = 0;
     unsigned long long v;
     int c;
     while ((c = getopt_long(argc, argv, "o:", longopts, NULL)) != -1) {
@@ -226,6 +268,22 @@ int cmd_run(int argc, char **argv)
                 return cli_usage_error("run", "--bf16-min expects a positive count, got '%s'", optarg);
             o.bf16_min = (int64_t)v;
             break;
+        case OPT_TP:
+            if (cli_parse_u64(optarg, &v) || v < 1 || v > 16)
+                return cli_usage_error("run", "--tp expects a rank count from 1 to 16, got '%s'",
+                                       optarg);
+            tp = (int)v;
+            break;
+        case OPT_BREAK:
+            if (strcmp(optarg, "rank-skips-allreduce") == 0)
+                o.skip_allreduce = true;
+            else if (strcmp(optarg, "isend-buffer-reused") == 0)
+                o.isend_reuse = true;
+            else
+                return cli_usage_error("run", "unknown --break '%s' (expected rank-skips-allreduce "
+                                       "or isend-buffer-reused)", optarg);
+            bug = optarg;
+            break;
         default:
             if (c >= OPT_FAMILY && c < OPT_FAMILY + n_fopt) {
                 values[o.n_options++] = (sched_option_value){ fopt[c - OPT_FAMILY]->name, optarg };
@@ -236,12 +294,40 @@ int cmd_run(int argc, char **argv)
     }
     if (optind < argc)
         return cli_usage_error("run", "unexpected argument '%s'", argv[optind]);
+    if (bug && !tp)
+        return cli_usage_error("run", "--break %s seeds a bug between ranks: give --tp N (under "
+                               "mpirun)", bug);
     o.options = values;
     o.progress = isatty(2) ? SCHED_PROGRESS_BAR : SCHED_PROGRESS_LINES;
     const char *every = getenv("SYNCSIM_PROGRESS_MS");
     if (every && cli_parse_u64(every, &v) == 0 && v > 0 && v < 86400000)
         o.progress_ms = (int)v;
 
+    if (!tp)
+        return run_main(&o, db ? db : CLI_DEFAULT_DB);
+    /* One rank of a job over processes: MPI from here to the end, every
+     * rank's exit (MPI_Finalize waits for the others, so no rank is killed
+     * while another still writes its database). */
+    char why[256], path[4096];
+    if (real_mpi_init(&o.rank, &o.world, why, sizeof why) != 0)
+        return cli_error("run", "--tp %d: %s", tp, why);
+    int status;
+    if (o.world != tp)
+        status = cli_usage_error("run", "--tp %d: mpirun started %d %s (mpirun -np %d)", tp,
+                                 o.world, o.world == 1 ? "process" : "processes", tp);
+    else if ((status = rank_db(db ? db : "syncsim.r%d.db", db != NULL, o.rank, o.world, path,
+                               sizeof path)) == 0)
+        status = run_main(&o, path);
+    fflush(stdout);
+    fflush(stderr);
+    real_mpi_finalize();
+    return status;
+}
+
+/* The run itself, into db. */
+static int run_main(sched_run_opts *po, const char *db)
+{
+    sched_run_opts o = *po;
     /* Everything is checked before a run is created in the database. */
     trace_error err = { 0 };
     sched_run *run = NULL;

@@ -37,6 +37,11 @@
  *
  * One mutex and one condition variable for all groups: rendezvous are rare
  * (two per layer and evaluation) next to the kernels between them.
+ *
+ * That is the set's local transport. A set that is one rank of a job over
+ * processes (`run --tp N` under mpirun) has MPI's instead (mpi.c): the
+ * arrival is an allgather of every rank's tensor, in rank order, and the
+ * caller sums them exactly as here. real_set_create picks the transport.
  */
 #include "real_int.h"
 
@@ -66,10 +71,13 @@ void real_coll_init(real_ctx *c)
     pthread_cond_init(&c->coll_cond, &ca);
     pthread_condattr_destroy(&ca);
     atomic_init(&c->failed, false);
+    c->coll = &real_coll_local;
 }
 
 void real_coll_destroy(real_ctx *c)
 {
+    if (c->coll && c->coll->free)
+        c->coll->free(c);
     for (int i = 0; i < c->n_slots; i++)
         free(c->slots[i]);
     free(c->slots);
@@ -164,8 +172,8 @@ static bool wait_until(real_ctx *c, const struct timespec *deadline)
     return rc != ETIMEDOUT;
 }
 
-int64_t real_coll_arrive(real_ctx *c, const real_allreduce *ar, const real_tensor *t,
-                         real_tensor *ranks)
+static int64_t local_arrive(real_ctx *c, const real_allreduce *ar, const real_tensor *t,
+                            real_tensor *ranks)
 {
     int r = ar->rank, n = ar->n_ranks;
     if (n < 1 || n > REAL_MAX_BACKENDS || r < 0 || r >= n) {
@@ -230,7 +238,7 @@ fail:
     return -1;
 }
 
-int real_coll_depart(real_ctx *c, const real_allreduce *ar, int64_t g)
+static int local_depart(real_ctx *c, const real_allreduce *ar, int64_t g)
 {
     struct timespec deadline = deadline_of(c);
     pthread_mutex_lock(&c->coll_lock);
@@ -258,4 +266,21 @@ int real_coll_depart(real_ctx *c, const real_allreduce *ar, int64_t g)
     bool ok = !atomic_load(&c->failed) || s->gen > g;
     pthread_mutex_unlock(&c->coll_lock);
     return ok ? 0 : -1;
+}
+
+const real_coll_transport real_coll_local = {
+    .name = "local",
+    .arrive = local_arrive,
+    .depart = local_depart,
+};
+
+int64_t real_coll_arrive(real_ctx *c, const real_allreduce *ar, const real_tensor *t,
+                         real_tensor *ranks)
+{
+    return c->coll->arrive(c, ar, t, ranks);
+}
+
+int real_coll_depart(real_ctx *c, const real_allreduce *ar, int64_t g)
+{
+    return c->coll->depart(c, ar, g);
 }

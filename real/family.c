@@ -126,6 +126,8 @@ static int options_of(const sched_run_opts *ro, real_options *o, uint64_t *seed,
         }
     }
     o->seed = *seed;
+    o->rank = ro->world > 0 ? ro->rank : 0;
+    o->world = ro->world;
     return 0;
 }
 
@@ -298,8 +300,11 @@ static void m_describe(void *ctx, char *buf, size_t cap)
         snprintf(devices, sizeof devices, "%d CUDA %s + ", rm->n_cuda,
                  rm->n_cuda == 1 ? "device" : "devices");
     int threads = cpu_threads(rm);
-    snprintf(buf, cap, "%s (%sCPU, %d %s, %s barrier)", rm->spec, devices, threads,
-             threads == 1 ? "thread" : "threads", real_barrier_str(rm->o.barrier));
+    char rank[64] = "";
+    if (rm->o.world > 0)
+        snprintf(rank, sizeof rank, "; rank %d of %d over MPI", rm->o.rank, rm->o.world);
+    snprintf(buf, cap, "%s (%sCPU, %d %s, %s barrier%s)", rm->spec, devices, threads,
+             threads == 1 ? "thread" : "threads", real_barrier_str(rm->o.barrier), rank);
 }
 
 static int m_report(void *ctx, FILE *out, const char *db)
@@ -377,6 +382,10 @@ static int real_open(const sched_family *f, const sched_spec *spec, const sched_
     snprintf(rm->spec, sizeof rm->spec, "%s", spec->text);
     int ar = sched_allreduce_parse(ro->allreduce ? ro->allreduce : "auto");
     rm->allreduce = ar < 0 ? SCHED_ALLREDUCE_RING : (sched_allreduce)ar;
+    /* Ranks in other processes: auto is one collective (sched/run.c), the
+     * reference sums as it does. */
+    if (ro->world > 0 && rm->allreduce == SCHED_ALLREDUCE_AUTO)
+        rm->allreduce = SCHED_ALLREDUCE_RING;
     rm->bf16_min = ro->bf16_min > 0 ? ro->bf16_min : 0;      /* 0: the strategy's */
     char msg[512];
     if (real_set_create(spec, &rm->o, &rm->be, &rm->nb, msg, sizeof msg) != 0) {

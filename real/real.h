@@ -20,6 +20,8 @@
  *                        thread, real events and optional seeded jitter;
  *   collective.c  the all-reduce rendezvous of the ranks of a
  *               tensor-split graph, with a timeout for schedules that hang;
+ *   mpi.c       the same all-reduce where every rank is a process (`run
+ *               --tp N` under mpirun): an allgather, polled with a timeout;
  *   spec.c      device specs, and the set of backends they make;
  *   values.c    deterministic weights and inputs;
  *   reference.c the reference run (the whole graph on one thread) and the
@@ -189,6 +191,10 @@ typedef struct real_options {
     /* How long a rank waits at an all_reduce rendezvous before the run fails
      * as hung (default 10 s). */
     int64_t allreduce_timeout_ns;
+    /* One rank of a job over processes (`run --tp N` under mpirun): the set's
+     * all-reduces go through MPI (real/mpi.c; real_mpi_init first) to the
+     * other world - 1 ranks. world 0: every rank is a device of the set. */
+    int rank, world;
 } real_options;
 
 void real_options_default(real_options *o);
@@ -243,6 +249,23 @@ int real_read_output(const sched_tensor *t, float *out);
 void real_fill_weight(const sched_tensor *t, void *data, uint64_t seed);
 void real_fill_input(const sched_graph *g, const sched_tensor *t, void *data, uint64_t eval,
                      uint64_t seed);
+
+/* ------------------------------------------------------------------ */
+/* Ranks over MPI (mpi.c).                                             */
+
+/* Whether this syncsim was built with MPI (CMake SYNCSIM_MPI). */
+bool real_mpi_built(void);
+/* Initialises MPI once for this process (MPI_THREAD_SERIALIZED: the device
+ * worker that runs an all-reduce and the host never call MPI at the same
+ * time, and mpi.c serialises its calls under one lock) and gives its rank
+ * and the world size. 0, or -1 with one line in err: this build has no
+ * MPI, or the process was not started by mpirun (a singleton would wait
+ * for no one), or MPI_Init_thread failed. */
+int real_mpi_init(int *rank, int *world, char *err, size_t errlen);
+/* MPI_Finalize when real_mpi_init succeeded (every rank must call it: it
+ * waits for the others, so a rank ends only once every rank is done with
+ * its database). Safe to call more than once. */
+void real_mpi_finalize(void);
 
 /* ------------------------------------------------------------------ */
 /* The reference: the whole graph on one cpu thread, sequentially.     */

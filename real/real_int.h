@@ -11,6 +11,23 @@
 
 #define REAL_MAX_BACKENDS 16
 
+struct real_ctx;
+struct real_allreduce;
+
+/* How a set's all-reduces reach the other ranks: the in-process rendezvous
+ * (collective.c, every rank a device of this set) or MPI (mpi.c, every
+ * rank a process). real_set_create picks one (spec.c); real_coll_arrive and
+ * real_coll_depart go through it. */
+typedef struct real_coll_transport {
+    const char *name;
+    int64_t (*arrive)(struct real_ctx *c, const struct real_allreduce *ar, const real_tensor *t,
+                      real_tensor *ranks);
+    int (*depart)(struct real_ctx *c, const struct real_allreduce *ar, int64_t gen);
+    void (*free)(struct real_ctx *c);       /* NULL: nothing to free */
+} real_coll_transport;
+
+extern const real_coll_transport real_coll_local;
+
 /* One set of backends made by real_backends_create: they share the events'
  * lock and the all-reduce rendezvous. */
 typedef struct real_ctx {
@@ -26,6 +43,10 @@ typedef struct real_ctx {
     pthread_cond_t coll_cond;
     struct real_coll_slot **slots;
     int n_slots, cap_slots;
+    /* The all-reduce's transport (real_coll_local unless an MPI rank) and
+     * its state. */
+    const real_coll_transport *coll;
+    void *coll_ctx;
     /* The set's first failure; set once, under coll_lock. */
     atomic_bool failed;
     char fail_msg[512];
@@ -63,6 +84,11 @@ typedef struct real_allreduce {
     void *sum;                      /* bf16: the sum before it lands in wire (owned) */
     sched_ticket to_wire, coll, from_wire;  /* statements to report */
 } real_allreduce;
+
+/* Every rank a process (mpi.c): makes MPI the set's transport. 0, or -1
+ * with one line in err (this build has no MPI, MPI is not initialised,
+ * or the set is no rank of the job). */
+int real_mpi_attach(real_ctx *c, char *err, size_t errlen);
 
 void real_coll_init(real_ctx *c);
 void real_coll_destroy(real_ctx *c);

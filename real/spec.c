@@ -17,7 +17,8 @@
  * KEY=VALUE words; here each item's count and options are checked and
  * turned into the devices they make, the cpu last (appended when the spec
  * has none). The devices of one spec form a set: they share the events'
- * lock and the all-reduce rendezvous (collective.c).
+ * lock and the all-reduce rendezvous (collective.c), or, for one rank of a
+ * job over processes, MPI's (mpi.c).
  */
 #include "real_int.h"
 
@@ -387,6 +388,13 @@ int real_set_create(const sched_spec *spec, const real_options *opt, sched_backe
     pthread_mutex_init(&c->ev_lock, NULL);
     pthread_cond_init(&c->ev_cond, NULL);
     real_coll_init(c);
+    /* The one place a set's all-reduce transport is chosen: a rank of a job
+     * over processes reaches the other ranks through MPI (mpi.c). */
+    if (opt->world > 0 && real_mpi_attach(c, errbuf, errlen) != 0) {
+        free(arr);
+        ctx_free(c);
+        return -1;
+    }
     int cs_index = 0, cuda_index = 0;
     for (int i = 0; i < n_items; i++) {
         for (int k = 0; k < items[i].count; k++) {

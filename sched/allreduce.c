@@ -83,6 +83,8 @@ sched_allreduce sched_allreduce_pick(sched_allreduce a, const char *family, int 
             return SCHED_ALLREDUCE_NCCL;
         if (family && strcmp(family, "sycl") == 0 && n == 2)
             return SCHED_ALLREDUCE_SYCL;
+        if (family && strcmp(family, "mpi") == 0)
+            return SCHED_ALLREDUCE_RING;     /* ranks in other processes: one collective */
         return SCHED_ALLREDUCE_BUTTERFLY;
     }
     if (a == SCHED_ALLREDUCE_SYCL && n != 2)
@@ -307,9 +309,10 @@ sched_status sched_ar_plan(sched *s, char *err, size_t err_cap)
         for (int32_t j = i + 1; j < n_orig && s->ar_next[i] < 0; j++)
             if (g->tensors[j].op == SCHED_OP_ALL_REDUCE && g->tensors[j].param == g->tensors[i].param)
                 s->ar_next[i] = j;
-        if (s->ar_rank[i] != 0)
+        if (s->ar_rank[i] != (g->world > 0 ? g->rank : 0))
             continue;
-        /* The group's strategy, decided at its first rank for all. */
+        /* The group's strategy, decided at its first rank for all (the
+         * only one of a rank's part of a multi-process job). */
         const sched_tensor *src = &g->tensors[g->tensors[i].src[0]];
         sched_allreduce a = sched_allreduce_pick(s->opts.allreduce, s->opts.allreduce_family,
                                                  s->ar_n[i], src->type);

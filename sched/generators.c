@@ -18,7 +18,9 @@
  * shard of each layer (its heads of wq/wk/wv and its rows of wo; its
  * columns of gate/up and rows of down): each device computes a partial
  * sum of the attention and feed-forward outputs and an all_reduce joins
- * them; the output head goes to device 0.
+ * them; the output head goes to device 0. A rank of a tensor split over
+ * processes (one_rank, MPI) builds only its own shard, on its device 0,
+ * and the output head from its own copy of the last all-reduce.
  */
 #include "sched.h"
 
@@ -395,6 +397,13 @@ static sched_graph *build_llama(const sched_model_params *p, int T)
     int32_t xs[16];
     for (int d = 0; d < 16; d++)
         xs[d] = x;
+    /* Tensor split over processes: this rank's shard only, on device 0. */
+    bool one = tp && p->one_rank;
+    int d_lo = one ? p->rank : 0, d_hi = one ? p->rank + 1 : nd;
+    if (one) {
+        b.g->rank = p->rank;
+        b.g->world = nd;
+    }
     int group = 0;
     for (int l = 0; l < p->n_layer && !b.failed; l++) {
         if (!tp) {
@@ -409,33 +418,42 @@ static sched_graph *build_llama(const sched_model_params *p, int T)
         }
         int32_t h[16];
         char sfx[16];
-        for (int d = 0; d < nd && d < 16; d++) {
+        for (int d = d_lo; d < d_hi && d < 16; d++) {
+            int dev = one ? 0 : d;
             snprintf(sfx, sizeof sfx, "@%d", d);
             int32_t from = b.g->n_tensors;
-            int32_t part = attention(&b, p, l, d, sfx, xs[d], inp_pos, kq_mask, p->n_head / nd,
+            int32_t part = attention(&b, p, l, dev, sfx, xs[d], inp_pos, kq_mask, p->n_head / nd,
                                      p->n_head_kv / nd, T);
+            if (one && p->skip_first_allreduce && l == 0) {
+                h[d] = part;        /* the seeded bug: no all-reduce on this rank */
+                pin_shard(&b, from, dev);
+                continue;
+            }
             int32_t ar = op(&b, NAME("l%d.attn_ar@%d", l, d), SCHED_OP_ALL_REDUCE, part, -1);
             if (!b.failed)
                 b.g->tensors[ar].param = group;
             h[d] = ar;
-            pin_shard(&b, from, d);
+            pin_shard(&b, from, dev);
         }
         group++;
-        for (int d = 0; d < nd && d < 16; d++) {
+        for (int d = d_lo; d < d_hi && d < 16; d++) {
+            int dev = one ? 0 : d;
             snprintf(sfx, sizeof sfx, "@%d", d);
             int32_t from = b.g->n_tensors;
             h[d] = op(&b, NAME("l%d.ffn_inp@%d", l, d), SCHED_OP_ADD, h[d], xs[d]);
-            int32_t part = feed_forward(&b, p, l, d, sfx, h[d], p->n_ff / nd);
+            int32_t part = feed_forward(&b, p, l, dev, sfx, h[d], p->n_ff / nd);
             int32_t ar = op(&b, NAME("l%d.ffn_ar@%d", l, d), SCHED_OP_ALL_REDUCE, part, -1);
             if (!b.failed)
                 b.g->tensors[ar].param = group;
             xs[d] = op(&b, NAME("l%d.out@%d", l, d), SCHED_OP_ADD, ar, h[d]);
-            pin_shard(&b, from, d);
+            pin_shard(&b, from, dev);
         }
         group++;
     }
+    /* Every rank ends with the same bits after the last all-reduce: the
+     * head of the whole graph reads rank 0's, a rank's part its own. */
     if (tp)
-        x = xs[0];
+        x = xs[d_lo];
     int out_dev = tp ? 0 : nd - 1;
     int32_t onorm = leaf(&b, "output_norm", SCHED_F32, 1, E, 1, 1, SCHED_FLAG_WEIGHT, out_dev);
     int32_t out_w = leaf(&b, "output", p->dtype, 2, E, p->n_vocab, 1, SCHED_FLAG_WEIGHT, out_dev);
@@ -459,7 +477,8 @@ sched_graph *sched_model_build(const sched_model_params *p, int n_tokens)
         return NULL;
     if (strcmp(p->kind, "mlp") == 0)
         return build_mlp(p, n_tokens);
-    if (p->split_mode == SCHED_SPLIT_TENSOR && p->n_devices > 16)
+    if (p->split_mode == SCHED_SPLIT_TENSOR &&
+        (p->n_devices > 16 || (p->one_rank && (p->rank < 0 || p->rank >= p->n_devices))))
         return NULL;
     return build_llama(p, n_tokens);
 }

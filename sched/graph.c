@@ -355,6 +355,11 @@ bool sched_node_half(const sched_graph *g, const sched_tensor *t)
 void sched_allreduce_group(const sched_graph *g, int32_t node, int *rank, int *n)
 {
     int32_t group = g->tensors[node].param;
+    if (g->world > 0) {             /* one rank of a multi-process job */
+        *rank = g->rank;
+        *n = g->world;
+        return;
+    }
     *rank = 0;
     *n = 0;
     for (int32_t i = 0; i < g->n_tensors; i++) {
@@ -378,6 +383,8 @@ sched_graph *sched_graph_copy(const sched_graph *g)
     }
     memcpy(c->tensors, g->tensors, (size_t)g->n_tensors * sizeof *c->tensors);
     c->n_tensors = g->n_tensors;
+    c->rank = g->rank;
+    c->world = g->world;
     c->cap_tensors = g->n_tensors + 1;
     return c;
 }

@@ -57,6 +57,8 @@ struct sched_run {
     int n_copies, tokens, prompt, n_ub, n_ranks;
     sched_model_params p;
     sched_graph *g[2];                  /* prompt (may be NULL), decode */
+    sched_graph *whole[2];              /* a rank of a multi-process job: the whole
+                                         * graphs, for the machine's reference */
     int32_t out[2];
     char name[512];
     char model_desc[256];
@@ -146,6 +148,20 @@ static int build_graphs(sched_run *r, trace_error *err)
             return trace_error_set(err, TRACE_EUSAGE, "%s", perr), 2;
         sched_model_params *p = &r->p;
         int n_dev = r->info.n_devices > 0 ? r->info.n_devices : 1;
+        if (o->world > 0) {
+            /* One rank per process: each builds its shard, the job has
+             * world of them. */
+            if (p->split_mode != SCHED_SPLIT_TENSOR)
+                return trace_error_set(err, TRACE_EUSAGE, "--tp %d splits a tensor-parallel "
+                                       "model over processes: give --model tp[:...], not '%s'",
+                                       o->world, o->model ? o->model : "llama"), 2;
+            if (strcmp(r->family->iface->name, "cpustream") != 0 || r->info.n_devices != 1)
+                return trace_error_set(err, TRACE_EUSAGE, "--tp %d runs one rank per process "
+                                       "on one device: give --devices cpustream:1 (or "
+                                       "cpustream:1,cpu...), not '%s'", o->world,
+                                       r->spec.text), 2;
+            n_dev = o->world;
+        }
         p->n_devices = n_dev;
         if (p->split_mode == SCHED_SPLIT_TENSOR &&
             (p->n_head_kv % n_dev || p->n_ff % n_dev || p->n_head % n_dev))
@@ -157,8 +173,18 @@ static int build_graphs(sched_run *r, trace_error *err)
         if (ub > p->n_ctx)
             return trace_error_set(err, TRACE_EUSAGE, "ubatch %d exceeds n_ctx %d", ub, p->n_ctx), 2;
         p->ubatch = ub;
+        if (o->world > 0) {
+            r->whole[1] = sched_model_build(p, 1);
+            r->whole[0] = r->prompt > 0 ? sched_model_build(p, ub) : NULL;
+            if (!r->whole[1] || (r->prompt > 0 && !r->whole[0]))
+                return trace_error_set(err, TRACE_ENOMEM, "cannot build the %s graph", p->kind), 2;
+            p->one_rank = true;
+            p->rank = o->rank;
+            p->skip_first_allreduce = o->skip_allreduce && o->rank == o->world - 1;
+        }
         r->g[1] = sched_model_build(p, 1);
         r->g[0] = r->prompt > 0 ? sched_model_build(p, ub) : NULL;
+        p->one_rank = p->skip_first_allreduce = false;
         if (!r->g[1] || (r->prompt > 0 && !r->g[0]))
             return trace_error_set(err, TRACE_ENOMEM, "cannot build the %s graph", p->kind), 2;
         r->n_ub = r->prompt > 0 ? (r->prompt + ub - 1) / ub : 0;
@@ -205,6 +231,18 @@ int sched_run_prepare(const sched_run_opts *o, const sched_family *const *famili
     r->prompt = o->prompt >= 0 ? o->prompt : 64;
     if (o->model && o->graph_file) {
         trace_error_set(err, TRACE_EUSAGE, "give --model or --graph, not both");
+        goto fail;
+    }
+    if (o->world > 0 && (o->graph_file || o->rank < 0 || o->rank >= o->world)) {
+        trace_error_set(err, TRACE_EUSAGE, o->graph_file ? "--tp splits a tp model over "
+                        "processes: give --model tp[:...], not --graph" :
+                        "rank %d is not one of the %d ranks", o->rank, o->world);
+        goto fail;
+    }
+    if (o->world > 0 && sched_allreduce_expanded(r->allreduce)) {
+        trace_error_set(err, TRACE_EUSAGE, "--allreduce %s is copies between the devices' "
+                        "memories; the ranks of --tp are processes: use ring, bf16, nccl or auto",
+                        sched_allreduce_str(r->allreduce));
         goto fail;
     }
     const char *devices = o->devices;
@@ -256,6 +294,8 @@ void sched_run_free(sched_run *r)
         r->m.iface->free(r->m.ctx);
     sched_graph_free(r->g[0]);
     sched_graph_free(r->g[1]);
+    sched_graph_free(r->whole[0]);
+    sched_graph_free(r->whole[1]);
     free(r);
 }
 
@@ -553,7 +593,10 @@ static int setup(exec *x, sched_sink sink, sched_weights **wts, trace_error *err
     for (int i = 0; i < n; i++)
         if (!(x->be[x->nb++] = sched_rec_wrap(x->rec, inner[i])))
             return trace_error_set(err, TRACE_ENOMEM, "out of memory"), -1;
-    if (mi->adopt && mi->adopt(x->m->ctx, r->g[0], r->g[1], err) != 0)
+    /* A rank of a multi-process job checks its output against the whole
+     * job's graphs. */
+    sched_graph *const *adopt = r->whole[1] ? r->whole : r->g;
+    if (mi->adopt && mi->adopt(x->m->ctx, adopt[0], adopt[1], err) != 0)
         return -1;
     sched_graph_prefix_names(r->g[1], "d:");
     if (r->g[0])
@@ -573,6 +616,8 @@ static int setup(exec *x, sched_sink sink, sched_weights **wts, trace_error *err
     const char *ar_family = NULL;
     if (strcmp(sched_run_source(r), "sim") == 0)
         ar_family = traits[0] && traits[0]->family ? traits[0]->family : "cuda";
+    if (r->o.world > 0)
+        ar_family = "mpi";      /* the other ranks are other processes: one collective */
     sched_options so = { .policy = r->policy, .n_copies = r->n_copies,
                          .allreduce = r->allreduce, .allreduce_bf16_min = r->bf16_min,
                          .allreduce_family = ar_family,
@@ -605,6 +650,12 @@ static int setup(exec *x, sched_sink sink, sched_weights **wts, trace_error *err
     meta(rs, "n_copies", buf);
     if (r->n_ranks > 0)
         meta(rs, "allreduce", sched_allreduce_str(r->allreduce));
+    if (r->o.world > 0) {       /* what `syncsim merge` reads */
+        snprintf(buf, sizeof buf, "%d", r->o.rank);
+        meta(rs, "rank", buf);
+        snprintf(buf, sizeof buf, "%d", r->o.world);
+        meta(rs, "world_size", buf);
+    }
     if (mi->meta)
         mi->meta(x->m->ctx, rs);
     /* Output tensors: one per phase, or a window of them. */

@@ -187,6 +187,11 @@ typedef struct sched_graph {
     sched_tensor *tensors;          /* in execution order */
     int32_t n_tensors, cap_tensors;
     char name[SCHED_NAME_MAX];
+    /* A part of a multi-process job (MPI, docs/multi-rank.md): world > 0
+     * makes each all_reduce node rank `rank` of `world` ranks, the other
+     * ranks being other processes; 0: every rank of a group is in this
+     * graph (sched_allreduce_group). */
+    int rank, world;
 } sched_graph;
 
 sched_graph *sched_graph_new(const char *name);
@@ -236,6 +241,14 @@ typedef struct sched_model_params {
     sched_dtype dtype;              /* weights */
     int n_devices;                  /* devices the weights are placed on */
     sched_split_mode split_mode;    /* layer (llama) or tensor (tp) */
+    /* Tensor split over processes: build only rank `rank`'s shard of the
+     * n_devices ranks, on device 0, and its own output head (the graph's
+     * world is n_devices). false: every shard, rank d on device d. */
+    bool one_rank;
+    int rank;
+    /* A seeded bug of such a rank (run --break rank-skips-allreduce): its
+     * first all_reduce is left out (the partial sum is used as it is). */
+    bool skip_first_allreduce;
 } sched_model_params;
 
 /* Defaults for a kind (a small llama unless told otherwise). */
@@ -914,6 +927,16 @@ typedef struct sched_run_opts {
     int n_options;
     sched_progress progress;        /* on stderr (default: none) */
     int progress_ms;                /* SCHED_PROGRESS_LINES: between lines (0: 5000) */
+    /* One rank of a tensor-parallel job over processes (MPI: --tp N): this
+     * process builds and runs rank `rank`'s part of a tp model split over
+     * `world` ranks; the machine's all-reduce joins the other processes.
+     * world 0: a single-process run. */
+    int rank, world;
+    /* Seeded bugs of such a job (run --break): the last rank's part leaves
+     * out its first all_reduce (rank-skips-allreduce); a rank writes its
+     * send buffer before MPI_Wait of the MPI_Isend that reads it
+     * (isend-buffer-reused). */
+    bool skip_allreduce, isend_reuse;
 } sched_run_opts;
 
 /* A machine: { iface; ctx }. */
