@@ -1,0 +1,81 @@
+#!/bin/sh
+# run_case.sh SYNCSIM MPIRUN N CASE DIR -- one test of real ranks over MPI
+# (ctest mpi/CASE-Nranks, docs/multi-rank.md "Real ranks over MPI"): run a
+# tensor-parallel model as N processes with MPIRUN (scripts/mpirun: the one
+# place with the mpirun flags), merge the ranks' databases, check the job
+# and assert what each case must give. Exit 77 (ctest: skipped) with one line
+# when there is no mpirun or this syncsim was built without MPI.
+#   clean                 every rank's outputs match the reference exactly;
+#                         rank= and world_size= in each database; the merged
+#                         job checks clean
+#   rank-skips-allreduce  the last rank leaves out an all-reduce: a rank ends
+#                         with the one-line error, every database stays, and
+#                         check finds the hang naming the rank that skipped
+#   isend-buffer-reused   ranks 1.. write their send buffer before MPI_Wait:
+#                         check finds the WAR race of each such rank's send
+set -u
+syncsim=$1 mpirun=$2 n=$3 case=$4 dir=$5
+command -v mpirun >/dev/null 2>&1 || { echo "skip: no mpirun on PATH (scripts/setup installs openmpi-bin)"; exit 77; }
+work="$dir/$case-${n}ranks"
+rm -rf "$work" && mkdir -p "$work" && cd "$work" || exit 1
+fail() { echo "FAIL ($case, $n ranks): $*"; exit 1; }
+model="tp:n_layer=2,n_embd=64,n_head=4,n_head_kv=4,n_ff=128,n_vocab=64,n_ctx=32"
+set -- run --model "$model" --devices cpustream:1 --tp "$n" --tokens 3 --prompt 8 -o 'job.r%d.db'
+case $case in
+clean) ;;
+rank-skips-allreduce) set -- "$@" --break rank-skips-allreduce --allreduce-timeout 3000 ;;
+isend-buffer-reused) set -- "$@" --break isend-buffer-reused ;;
+*) fail "unknown case" ;;
+esac
+"$mpirun" "$n" "$syncsim" "$@" > run.log 2>&1
+rc=$?
+cat run.log
+if grep -q "built without MPI" run.log; then
+    echo "skip: this syncsim was built without MPI (-DSYNCSIM_MPI=OFF, or no MPI found)"
+    exit 77
+fi
+files=""
+r=0
+while [ "$r" -lt "$n" ]; do
+    [ -s "job.r$r.db" ] || fail "rank $r left no database job.r$r.db"
+    "$syncsim" info "job.r$r.db" > "info.r$r" 2>&1 || fail "rank $r's database is unreadable"
+    grep -q "meta rank = $r\$" "info.r$r" || fail "rank $r's run has no rank=$r"
+    grep -q "meta world_size = $n\$" "info.r$r" || fail "rank $r's run has no world_size=$n"
+    files="$files job.r$r.db"
+    r=$((r + 1))
+done
+"$syncsim" merge $files -o job.db || fail "merge failed"
+"$syncsim" check job.db > check.log 2>&1
+crc=$?
+cat check.log
+case $case in
+clean)
+    [ "$rc" -eq 0 ] || fail "mpirun exited $rc"
+    m=$(grep -c "outputs match exactly" run.log)
+    [ "$m" -eq "$n" ] || fail "$m of $n ranks say 'outputs match exactly'"
+    [ "$crc" -eq 0 ] && grep -q "^clean:" check.log || fail "the merged job does not check clean"
+    ;;
+rank-skips-allreduce)
+    [ "$rc" -ne 0 ] || fail "the seeded run exited 0"
+    grep -q "waited [0-9.]*s in MPI_Iallgather\|MPI_Iallgather failed" run.log ||
+        fail "no rank ended with the one-line all-reduce error"
+    [ "$crc" -eq 1 ] || fail "check exited $crc, expected 1"
+    last=$((n - 1))
+    # The other ranks wait at a generation the last rank never reaches.
+    grep -q "^hang: .*waits for collective tp generation [0-9]* ($last of $n arrived)" check.log ||
+        fail "no hang at a collective with $last of $n ranks arrived"
+    ! grep -q "r$last\.cs0 waits for collective" check.log ||
+        fail "rank $last, the one that skipped, is named as a waiter"
+    [ "$n" -gt 2 ] || grep -q "r$last.cs0 arrived at an earlier generation but not at this one" check.log ||
+        fail "the hang's fix does not name rank $last, the one that skipped"
+    ;;
+isend-buffer-reused)
+    [ "$crc" -eq 1 ] || fail "check exited $crc, expected 1"
+    r=1
+    while [ "$r" -lt "$n" ]; do
+        grep -q "^race: WAR .*r$r\.sendbuf" check.log || fail "no WAR race on rank $r's send buffer"
+        r=$((r + 1))
+    done
+    ;;
+esac
+echo "ok: $case, $n ranks"
