@@ -169,6 +169,16 @@ typedef struct real_machine {
     size_t cap_got;
     real_error err;
     uint64_t n_evals;
+    /* A rank of a job over processes (o.world > 0): each evaluation's output
+     * goes to rank 0, which checks that every rank has the same bits. */
+    bool isend_reuse;               /* the seeded bug: stage before MPI_Wait */
+    sched_rec *rec;
+    uint32_t q_mpi, b_send, b_recv; /* the request queue, the buffers */
+    uint64_t msg_bytes;             /* the largest output */
+    void *sendbuf, *recvbuf;
+    void *req;                      /* the MPI_Isend in flight */
+    uint64_t n_msgs, n_agree, n_disagree;
+    bool finished;
 } real_machine;
 
 static int64_t m_now(void *ctx)
@@ -207,6 +217,16 @@ static int m_adopt(void *ctx, const sched_graph *prompt, const sched_graph *deco
         if (!rm->ref[k])
             return trace_error_set(err, TRACE_ENOMEM, "out of memory for the reference"), -1;
         real_ref_set_allreduce(rm->ref[k], sched_allreduce_str(rm->allreduce), rm->bf16_min);
+        /* The host tensors the outputs are read into are f32. */
+        uint64_t bytes = (uint64_t)sched_tensor_nelements(&g[k]->tensors[output_of(g[k])]) * 4;
+        if (bytes > rm->msg_bytes)
+            rm->msg_bytes = bytes;
+    }
+    if (rm->o.world > 1 && rm->msg_bytes) {
+        rm->sendbuf = malloc(rm->msg_bytes);
+        rm->recvbuf = malloc(rm->msg_bytes);
+        if (!rm->sendbuf || !rm->recvbuf)
+            return trace_error_set(err, TRACE_ENOMEM, "out of memory"), -1;
     }
     return 0;
 }
@@ -225,6 +245,127 @@ static int m_fill_inputs(void *ctx, sched_graph *g, uint64_t eval)
 {
     real_machine *rm = ctx;
     return real_set_inputs(rm->be, rm->nb, g, eval, rm->seed);
+}
+
+/* ------------------------------------------------------------------ */
+/* A rank's outputs over MPI.                                          */
+
+static void m_recording(void *ctx, sched_rec *rec)
+{
+    real_machine *rm = ctx;
+    if (rm->o.world < 2 || !rm->msg_bytes)
+        return;
+    rm->rec = rec;
+    if (rm->o.rank > 0) {
+        rm->q_mpi = sched_rec_queue(rec, "mpi", true, "nic");
+        rm->b_send = sched_rec_buffer(rec, "sendbuf", rm->msg_bytes);
+    } else {
+        rm->b_recv = sched_rec_buffer(rec, "recvbuf", rm->msg_bytes);
+    }
+}
+
+static int msg_fail(real_machine *rm, const char *msg, trace_error *err)
+{
+    real_ctx *c = rm->nb ? real_ctx_of(rm->be[rm->nb - 1]) : NULL;
+    if (c)
+        real_fail(c, msg);
+    return trace_error_set(err, TRACE_EUSAGE, "%s", msg), -1;
+}
+
+/* MPI_Wait of the send in flight: the host's wait of the event recorded
+ * after it. */
+static int wait_send(real_machine *rm, trace_error *err)
+{
+    if (!rm->req)
+        return 0;
+    char msg[512];
+    int64_t t = real_now_ns();
+    int rc = real_mpi_wait(&rm->req, rm->o.allreduce_timeout_ns, "MPI_Wait of its MPI_Isend of "
+                           "outputs to rank 0", msg, sizeof msg);
+    sched_rec_stmt w = { .kind = TRACE_WAIT, .queue = sched_rec_host(rm->rec), .object = "isend",
+                         .t = t, .dur = real_now_ns() - t };
+    sched_rec_add(rm->rec, &w);
+    return rc == 0 ? 0 : msg_fail(rm, msg, err);
+}
+
+/* Rank r > 0 sends output out to rank 0 (tag: the message's number):
+ * staged into the send buffer, then MPI_Isend from it; the seeded bug
+ * stages before waiting for the previous send. Rank 0 receives every
+ * other rank's and compares the bits with its own. */
+static int exchange_output(real_machine *rm, const sched_tensor *out, trace_error *err)
+{
+    uint64_t bytes = sched_tensor_nbytes(out);
+    const void *mine = real_tensor_data(out);
+    if (!rm->rec || bytes > rm->msg_bytes || !mine)
+        return 0;
+    int tag = (int)(rm->n_msgs++ % 32768);
+    uint32_t host = sched_rec_host(rm->rec);
+    trace_access whole = { sched_tensor_view(sched_rec_sink(rm->rec), (sched_tensor *)out),
+                           TRACE_R, TRACE_REF_WHOLE, 0, bytes };
+    /* Labels without digits: which output is token=; a label's numbers are
+     * stored apart, and the database's lazy labels of send/recv statements
+     * do not decode (traces/store_read.c, reader_label_text). */
+    char label[32], msg[512];
+    if (rm->o.rank > 0) {
+        if (!rm->isend_reuse && wait_send(rm, err) != 0)
+            return -1;
+        int64_t t = real_now_ns();
+        memcpy(rm->sendbuf, mine, bytes);
+        trace_access stage[2] = { whole, { rm->b_send, TRACE_W, TRACE_REF_RANGE, 0, bytes } };
+        snprintf(label, sizeof label, "stage_output");
+        sched_rec_stmt st = { .kind = TRACE_OP, .queue = host, .label = label, .acc = stage,
+                              .n_acc = 2, .t = t, .dur = real_now_ns() - t };
+        sched_rec_add(rm->rec, &st);
+        if (rm->isend_reuse && wait_send(rm, err) != 0)
+            return -1;
+        t = real_now_ns();
+        if (real_mpi_isend(rm->sendbuf, bytes, 0, tag, &rm->req, msg, sizeof msg) != 0)
+            return msg_fail(rm, msg, err);
+        trace_access sent = { rm->b_send, TRACE_R, TRACE_REF_RANGE, 0, bytes };
+        snprintf(label, sizeof label, "isend_output");
+        sched_rec_stmt send = { .kind = TRACE_SEND, .queue = rm->q_mpi, .stream = true,
+                                .object = "world", .label = label, .rank = (uint32_t)rm->o.rank,
+                                .peer = 0, .tag = (uint64_t)tag, .acc = &sent, .n_acc = 1,
+                                .t = t, .dur = 0 };
+        sched_rec_add(rm->rec, &send);
+        sched_rec_stmt rec = { .kind = TRACE_RECORD, .queue = rm->q_mpi, .stream = true,
+                               .object = "isend", .t = real_now_ns(), .dur = 0 };
+        sched_rec_add(rm->rec, &rec);
+        return 0;
+    }
+    for (int p = 1; p < rm->o.world; p++) {
+        int64_t t = real_now_ns();
+        if (real_mpi_recv(rm->recvbuf, bytes, p, tag, rm->o.allreduce_timeout_ns, msg,
+                          sizeof msg) != 0)
+            return msg_fail(rm, msg, err);
+        trace_access got = { rm->b_recv, TRACE_W, TRACE_REF_RANGE, 0, bytes };
+        snprintf(label, sizeof label, "recv_output");
+        sched_rec_stmt recv = { .kind = TRACE_RECV, .queue = host, .object = "world",
+                                .label = label, .rank = 0, .peer = (uint32_t)p,
+                                .tag = (uint64_t)tag, .acc = &got, .n_acc = 1, .t = t,
+                                .dur = real_now_ns() - t };
+        sched_rec_add(rm->rec, &recv);
+        t = real_now_ns();
+        bool same = memcmp(rm->recvbuf, mine, bytes) == 0;
+        rm->n_agree += same;
+        rm->n_disagree += !same;
+        trace_access cmp[2] = { { rm->b_recv, TRACE_R, TRACE_REF_RANGE, 0, bytes }, whole };
+        snprintf(label, sizeof label, "compare_output");
+        sched_rec_stmt op = { .kind = TRACE_OP, .queue = host, .label = label, .acc = cmp,
+                              .n_acc = 2, .t = t, .dur = real_now_ns() - t };
+        sched_rec_add(rm->rec, &op);
+    }
+    return 0;
+}
+
+static int m_finish(void *ctx)
+{
+    real_machine *rm = ctx;
+    if (rm->finished)
+        return 0;
+    rm->finished = true;
+    trace_error err = { 0 };
+    return wait_send(rm, &err);
 }
 
 static int m_check_output(void *ctx, int phase, uint64_t eval, const sched_tensor *out,
@@ -247,7 +388,7 @@ static int m_check_output(void *ctx, int phase, uint64_t eval, const sched_tenso
         return trace_error_set(err, TRACE_EUSAGE, "cannot read output %s", out->name), -1;
     real_compare_outputs(rm->got, want, n, &rm->err);
     rm->n_evals++;
-    return 0;
+    return exchange_output(rm, out, err);
 }
 
 static const char *m_error(void *ctx)
@@ -317,6 +458,18 @@ static int m_report(void *ctx, FILE *out, const char *db)
     if (e->n_nan)
         fprintf(out, "%llu %s NaN on one side only\n", (unsigned long long)e->n_nan,
                 e->n_nan == 1 ? "value is" : "values are");
+    if (rm->o.world > 1 && rm->o.rank == 0)
+        fprintf(out, "ranks: %llu outputs of the other %d %s received over MPI, %llu "
+                "bit-identical to rank 0's\n", (unsigned long long)(rm->n_agree + rm->n_disagree),
+                rm->o.world - 1, rm->o.world == 2 ? "rank" : "ranks",
+                (unsigned long long)rm->n_agree);
+    else if (rm->o.world > 1)
+        fprintf(out, "ranks: %llu outputs sent to rank 0 over MPI\n", (unsigned long long)rm->n_msgs);
+    if (rm->n_disagree) {
+        fprintf(out, "ranks DISAGREE: %llu outputs differ from rank 0's; see `syncsim check` of "
+                "the merged job\n", (unsigned long long)rm->n_disagree);
+        return 1;
+    }
     if (e->n_nan > 0 || e->max_rel > REAL_RUN_TOLERANCE) {
         fprintf(out, "outputs DIFFER from the reference (max rel error above %g): a "
                 "synchronisation bug manifested; see `syncsim check %s`\n", REAL_RUN_TOLERANCE, db);
@@ -330,6 +483,8 @@ static int m_report(void *ctx, FILE *out, const char *db)
 static void m_free(void *ctx)
 {
     real_machine *rm = ctx;
+    free(rm->sendbuf);
+    free(rm->recvbuf);
     real_ref_free(rm->ref[1]);
     real_ref_free(rm->ref[0]);
     sched_graph_free(rm->rg[0]);
@@ -356,6 +511,8 @@ static const sched_machine_iface machine_iface = {
     .now = m_now,
     .backends = m_backends,
     .adopt = m_adopt,
+    .recording = m_recording,
+    .finish = m_finish,
     .fill_weight = m_fill_weight,
     .fill_inputs = m_fill_inputs,
     .read_i32 = m_read_i32,
@@ -387,6 +544,7 @@ static int real_open(const sched_family *f, const sched_spec *spec, const sched_
     if (ro->world > 0 && rm->allreduce == SCHED_ALLREDUCE_AUTO)
         rm->allreduce = SCHED_ALLREDUCE_RING;
     rm->bf16_min = ro->bf16_min > 0 ? ro->bf16_min : 0;      /* 0: the strategy's */
+    rm->isend_reuse = ro->isend_reuse;
     char msg[512];
     if (real_set_create(spec, &rm->o, &rm->be, &rm->nb, msg, sizeof msg) != 0) {
         free(rm);

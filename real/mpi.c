@@ -48,6 +48,7 @@
 static pthread_mutex_t mpi_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool mpi_up;
 static int mpi_rank = -1, mpi_world;
+static MPI_Comm msg_comm = MPI_COMM_NULL;   /* point to point: the trace's `world` */
 
 bool real_mpi_built(void) { return true; }
 
@@ -84,6 +85,8 @@ int real_mpi_init(int *rank, int *world, char *err, size_t errlen)
             MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
             MPI_Comm_rank(MPI_COMM_WORLD, &mpi_rank);
             MPI_Comm_size(MPI_COMM_WORLD, &mpi_world);
+            MPI_Comm_dup(MPI_COMM_WORLD, &msg_comm);
+            MPI_Comm_set_errhandler(msg_comm, MPI_ERRORS_RETURN);
             mpi_up = true;
         }
     }
@@ -99,6 +102,8 @@ void real_mpi_finalize(void)
 {
     pthread_mutex_lock(&mpi_lock);
     if (mpi_up) {
+        if (msg_comm != MPI_COMM_NULL)
+            MPI_Comm_free(&msg_comm);
         MPI_Finalize();
         mpi_up = false;
     }
@@ -150,6 +155,104 @@ static bool poll_until(real_ctx *c, MPI_Request *req, int *mpi_err)
             pthread_mutex_lock(&mpi_lock);
         }
     }
+}
+
+static int64_t timeout_of(int64_t ns) { return ns > 0 ? ns : 10000000000ll; }
+
+int real_mpi_isend(const void *buf, size_t bytes, int peer, int tag, void **req, char *err,
+                   size_t errlen)
+{
+    MPI_Request *r = malloc(sizeof *r);
+    if (!r || bytes > (size_t)INT32_MAX) {
+        free(r);
+        snprintf(err, errlen, "MPI_Isend to rank %d: %s", peer, r ? "too many bytes" :
+                 "out of memory");
+        return -1;
+    }
+    pthread_mutex_lock(&mpi_lock);
+    int rc = mpi_up ? MPI_Isend(buf, (int)bytes, MPI_BYTE, peer, tag, msg_comm, r) : MPI_ERR_OTHER;
+    pthread_mutex_unlock(&mpi_lock);
+    if (rc != MPI_SUCCESS) {
+        free(r);
+        snprintf(err, errlen, "MPI_Isend to rank %d (tag %d) failed", peer, tag);
+        return -1;
+    }
+    *req = r;
+    return 0;
+}
+
+/* Polls r until done or the deadline: 0, 1 (timed out) or an MPI error. */
+static int wait_req(MPI_Request *r, int64_t timeout_ns)
+{
+    int64_t deadline = real_now_ns() + timeout_of(timeout_ns);
+    for (int spins = 0;; spins++) {
+        int done = 0;
+        MPI_Status st;
+        pthread_mutex_lock(&mpi_lock);
+        int rc = MPI_Test(r, &done, &st);
+        pthread_mutex_unlock(&mpi_lock);
+        if (rc != MPI_SUCCESS)
+            return rc == MPI_ERR_IN_STATUS ? st.MPI_ERROR : rc;
+        if (done)
+            return 0;
+        if (real_now_ns() > deadline)
+            return 1;
+        if (spins < 64)
+            sched_yield();
+        else
+            sleep_ns(spins < 1024 ? 20000 : 200000);
+    }
+}
+
+static void wait_error(int rc, int64_t timeout_ns, const char *what, char *err, size_t errlen)
+{
+    if (rc == 1) {
+        snprintf(err, errlen, "rank %d waited %gs for %s; the ranks' messages do not match "
+                 "\xe2\x80\x94 `syncsim merge` the ranks' databases and `syncsim check` the job",
+                 mpi_rank, (double)timeout_of(timeout_ns) / 1e9, what);
+    } else {
+        char why[MPI_MAX_ERROR_STRING] = "";
+        int len = 0;
+        MPI_Error_string(rc, why, &len);
+        snprintf(err, errlen, "rank %d: %s failed (%s)", mpi_rank, what, why);
+    }
+}
+
+int real_mpi_wait(void **req, int64_t timeout_ns, const char *what, char *err, size_t errlen)
+{
+    MPI_Request *r = *req;
+    if (!r)
+        return 0;
+    int rc = wait_req(r, timeout_ns);
+    if (rc != 0) {
+        wait_error(rc, timeout_ns, what, err, errlen);
+        return -1;                  /* the request stays pending: MPI_Finalize does not wait */
+    }
+    free(r);
+    *req = NULL;
+    return 0;
+}
+
+int real_mpi_recv(void *buf, size_t bytes, int peer, int tag, int64_t timeout_ns, char *err,
+                  size_t errlen)
+{
+    MPI_Request r;
+    char what[96];
+    snprintf(what, sizeof what, "MPI_Recv from rank %d (tag %d)", peer, tag);
+    if (bytes > (size_t)INT32_MAX) {
+        snprintf(err, errlen, "%s: too many bytes", what);
+        return -1;
+    }
+    pthread_mutex_lock(&mpi_lock);
+    int rc = mpi_up ? MPI_Irecv(buf, (int)bytes, MPI_BYTE, peer, tag, msg_comm, &r) : MPI_ERR_OTHER;
+    pthread_mutex_unlock(&mpi_lock);
+    if (rc == MPI_SUCCESS)
+        rc = wait_req(&r, timeout_ns);
+    if (rc != 0) {
+        wait_error(rc, timeout_ns, what, err, errlen);
+        return -1;
+    }
+    return 0;
 }
 
 static int64_t mpi_arrive(real_ctx *c, const real_allreduce *ar, const real_tensor *t,
@@ -303,6 +406,28 @@ void real_mpi_finalize(void) {}
 int real_mpi_attach(real_ctx *c, char *err, size_t errlen)
 {
     (void)c;
+    snprintf(err, errlen, NO_MPI);
+    return -1;
+}
+
+int real_mpi_isend(const void *buf, size_t bytes, int peer, int tag, void **req, char *err,
+                   size_t errlen)
+{
+    (void)buf, (void)bytes, (void)peer, (void)tag, (void)req;
+    snprintf(err, errlen, NO_MPI);
+    return -1;
+}
+
+int real_mpi_wait(void **req, int64_t timeout_ns, const char *what, char *err, size_t errlen)
+{
+    (void)timeout_ns, (void)what, (void)err, (void)errlen;
+    return *req ? -1 : 0;
+}
+
+int real_mpi_recv(void *buf, size_t bytes, int peer, int tag, int64_t timeout_ns, char *err,
+                  size_t errlen)
+{
+    (void)buf, (void)bytes, (void)peer, (void)tag, (void)timeout_ns;
     snprintf(err, errlen, NO_MPI);
     return -1;
 }

@@ -90,6 +90,20 @@ typedef struct real_allreduce {
  * or the set is no rank of the job). */
 int real_mpi_attach(real_ctx *c, char *err, size_t errlen);
 
+/* Point to point between the ranks of the job (mpi.c), on the job's message
+ * communicator (the trace's `world`): what `run --tp` sends of its outputs
+ * (family.c). An MPI_Isend of bytes to rank peer with tag: 0 and *req, or
+ * -1 with one line in err. */
+int real_mpi_isend(const void *buf, size_t bytes, int peer, int tag, void **req, char *err,
+                   size_t errlen);
+/* MPI_Wait of *req as an MPI_Test loop bounded by timeout_ns; frees it. 0,
+ * or -1 with one line naming `what` it waited for. */
+int real_mpi_wait(void **req, int64_t timeout_ns, const char *what, char *err, size_t errlen);
+/* A blocking receive of bytes from peer with tag (MPI_Irecv and the same
+ * bounded wait). 0, or -1 with one line. */
+int real_mpi_recv(void *buf, size_t bytes, int peer, int tag, int64_t timeout_ns, char *err,
+                  size_t errlen);
+
 void real_coll_init(real_ctx *c);
 void real_coll_destroy(real_ctx *c);
 /* Rank ar->rank joins its next generation of ar->group, publishing t (its

@@ -543,6 +543,49 @@ int sched_rec_host_op(sched_rec *r, const char *label, const trace_access *acc, 
     return slot ? 0 : -1;
 }
 
+uint32_t sched_rec_queue(sched_rec *r, const char *name, bool stream, const char *device)
+{
+    rec_lock(r);
+    uint32_t q = rec_declare_queue(r, name, stream ? TRACE_QUEUE_STREAM : TRACE_QUEUE_HOST,
+                                   stream ? device : NULL);
+    rec_unlock(r);
+    return q;
+}
+
+uint32_t sched_rec_buffer(sched_rec *r, const char *name, uint64_t size)
+{
+    rec_lock(r);
+    uint32_t b = rec_declare_root(r, name, size, TRACE_LOC_HOST, NULL, false);
+    rec_unlock(r);
+    return b;
+}
+
+int sched_rec_add(sched_rec *r, const sched_rec_stmt *s)
+{
+    rec_lock(r);
+    uint64_t pos;
+    rec_slot *slot = rec_stmt(r, s->queue, s->stream, s->kind, &pos);
+    if (slot) {
+        if (s->object)
+            slot->s.object = rec_intern(r, s->object);
+        if (s->label)
+            slot->s.label = rec_intern(r, s->label);
+        if (s->kind == TRACE_SEND || s->kind == TRACE_RECV) {
+            slot->s.rank = s->rank;
+            slot->s.peer = s->peer;
+            slot->s.count = s->tag;
+        }
+        set_access(slot, s->acc, s->n_acc);
+        rec_add_token(r, slot);
+        rec_observe(r, slot);
+        if (s->t >= 0)
+            rec_done_at(r, pos, s->t, s->dur);
+        rec_call_end(r);
+    }
+    rec_unlock(r);
+    return slot ? 0 : -1;
+}
+
 void sched_rec_observe(sched_rec *r, trace_pattern *p)
 {
     rec_lock(r);

@@ -598,6 +598,8 @@ static int setup(exec *x, sched_sink sink, sched_weights **wts, trace_error *err
     sched_graph *const *adopt = r->whole[1] ? r->whole : r->g;
     if (mi->adopt && mi->adopt(x->m->ctx, adopt[0], adopt[1], err) != 0)
         return -1;
+    if (mi->recording)
+        mi->recording(x->m->ctx, x->rec);
     sched_graph_prefix_names(r->g[1], "d:");
     if (r->g[0])
         sched_graph_prefix_names(r->g[0], "p:");

@@ -842,6 +842,28 @@ uint64_t sched_rec_count(const sched_rec *rec);
 /* Passes every held statement on (without times where it has none). */
 void sched_rec_flush(sched_rec *rec);
 
+/* Statements of the program itself beside the scheduler's: a rank's MPI
+ * messages (real/family.c; docs/multi-rank.md). A queue (a host, or a
+ * stream the host submits to: an MPI request queue) and a host buffer,
+ * declared once; TRACE_NONE when out of memory. Ids are the recording's
+ * own, as sched_tensor_view(sched_rec_sink(rec), t) gives for tensors. */
+uint32_t sched_rec_queue(sched_rec *rec, const char *name, bool stream, const char *device);
+uint32_t sched_rec_buffer(sched_rec *rec, const char *name, uint64_t size);
+typedef struct sched_rec_stmt {
+    trace_kind kind;                /* TRACE_OP, _SEND, _RECV, _RECORD, _WAIT */
+    uint32_t queue;                 /* sched_rec_host, or a sched_rec_queue */
+    bool stream;                    /* queue is a stream (submitted by the host) */
+    const char *object;             /* communicator (send/recv), event; NULL: none */
+    const char *label;              /* NULL: none */
+    uint32_t rank, peer;            /* send/recv: own rank and the other end's */
+    uint64_t tag;                   /* send/recv: tag= */
+    const trace_access *acc;
+    uint32_t n_acc;
+    int64_t t, dur;                 /* when it ran; t < 0: not observed */
+} sched_rec_stmt;
+/* Adds s (token= the current evaluation). 0, or -1 when out of memory. */
+int sched_rec_add(sched_rec *rec, const sched_rec_stmt *s);
+
 /* Backend side. The ticket of the statement rec made for the call of b in
  * progress (set_async, get_async, copy_async, event_record, event_wait):
  * report its times with sched_rec_done once known. SCHED_NO_TICKET when b
@@ -952,6 +974,10 @@ typedef struct sched_machine_iface {
      * nothing to do (a real machine copies them for its reference). */
     int (*adopt)(void *ctx, const sched_graph *prompt, const sched_graph *decode,
                  trace_error *err);
+    /* The run's recording, before the first evaluation, for a machine that
+     * records statements of its own (a rank's messages: sched_rec_add).
+     * NULL: none. */
+    void (*recording)(void *ctx, sched_rec *rec);
     /* Gives weight (or cache) t its values. NULL: weights have none. */
     int (*fill_weight)(void *ctx, sched_tensor *t);
     /* Writes the user inputs of g for evaluation eval. NULL: inputs have none. */
