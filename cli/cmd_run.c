@@ -146,9 +146,10 @@ void cmd_run_help(FILE *out)
             "              --tokens 8 --prompt 16 -o real.db\n"
             "  syncsim run --policy async-user-inputs -o racy.db\n"
             "  syncsim check racy.db               # exit 1: the races that policy lets in\n"
-            "  scripts/mpirun 2 syncsim run --model tp:n_layer=2,n_embd=64,n_head=4,n_head_kv=2,\\\n"
-            "        n_ff=128,n_vocab=64,n_ctx=32 --devices cpustream:1 --tp 2 -o 'job.r%%d.db'\n"
-            "  syncsim merge job.r0.db job.r1.db -o job.db && syncsim check job.db\n");
+            "\nA tensor-parallel job over MPI, 2 ranks (scripts/mpirun has the mpirun flags):\n"
+            "    scripts/mpirun 2 syncsim run --model tp:n_layer=2,n_embd=128,n_ff=256,n_vocab=256 \\\n"
+            "        --devices cpustream:1 --tp 2 --tokens 4 --prompt 16 -o 'job.r%%d.db'\n"
+            "    syncsim merge job.r0.db job.r1.db -o job.db && syncsim check job.db\n");
 }
 
 /* Where the database goes: a path whose directory exists. Returns 0, or
