@@ -179,6 +179,7 @@ typedef struct real_machine {
     void *req;                      /* the MPI_Isend in flight */
     uint64_t n_msgs, n_agree, n_disagree;
     bool finished;
+    bool pending;                   /* a failed MPI request may still use the buffers */
 } real_machine;
 
 static int64_t m_now(void *ctx)
@@ -266,6 +267,7 @@ static void m_recording(void *ctx, sched_rec *rec)
 
 static int msg_fail(real_machine *rm, const char *msg, trace_error *err)
 {
+    rm->pending = true;
     real_ctx *c = rm->nb ? real_ctx_of(rm->be[rm->nb - 1]) : NULL;
     if (c)
         real_fail(c, msg);
@@ -364,6 +366,13 @@ static int m_finish(void *ctx)
     if (rm->finished)
         return 0;
     rm->finished = true;
+    /* A failed run does not wait for its last send: rank 0 may never take
+     * it (the request stays pending; MPI_Finalize does not wait for it). */
+    real_ctx *c = rm->nb ? real_ctx_of(rm->be[rm->nb - 1]) : NULL;
+    if (c && real_failed(c)) {
+        rm->pending = rm->pending || rm->req;
+        return 0;
+    }
     trace_error err = { 0 };
     return wait_send(rm, &err);
 }
@@ -483,8 +492,10 @@ static int m_report(void *ctx, FILE *out, const char *db)
 static void m_free(void *ctx)
 {
     real_machine *rm = ctx;
-    free(rm->sendbuf);
-    free(rm->recvbuf);
+    if (!rm->pending) {             /* else MPI may still read or write them */
+        free(rm->sendbuf);
+        free(rm->recvbuf);
+    }
     real_ref_free(rm->ref[1]);
     real_ref_free(rm->ref[0]);
     sched_graph_free(rm->rg[0]);

@@ -250,7 +250,7 @@ int real_mpi_recv(void *buf, size_t bytes, int peer, int tag, int64_t timeout_ns
         rc = wait_req(&r, timeout_ns);
     if (rc != 0) {
         wait_error(rc, timeout_ns, what, err, errlen);
-        return -1;
+        return -1;                  /* pending (timed out): buf is the request's now */
     }
     return 0;
 }
@@ -292,6 +292,12 @@ static int64_t mpi_arrive(real_ctx *c, const real_allreduce *ar, const real_tens
     int rc = MPI_Iallgather(t->data, (int)bytes, MPI_BYTE, m->buf, (int)bytes, MPI_BYTE, m->comm,
                             &req);
     bool ok = rc == MPI_SUCCESS && poll_until(c, &req, &rc);
+    if (!ok && rc == MPI_SUCCESS) {
+        /* The request stays pending (MPI cannot cancel a collective): a
+         * late rank could still write the buffer, so it is left to it. */
+        m->buf = NULL;
+        m->cap = 0;
+    }
     pthread_mutex_unlock(&mpi_lock);
     if (!ok && rc != MPI_SUCCESS) {
         char why[MPI_MAX_ERROR_STRING] = "";

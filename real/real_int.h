@@ -100,7 +100,9 @@ int real_mpi_isend(const void *buf, size_t bytes, int peer, int tag, void **req,
  * or -1 with one line naming `what` it waited for. */
 int real_mpi_wait(void **req, int64_t timeout_ns, const char *what, char *err, size_t errlen);
 /* A blocking receive of bytes from peer with tag (MPI_Irecv and the same
- * bounded wait). 0, or -1 with one line. */
+ * bounded wait). 0, or -1 with one line. After -1 (and after real_mpi_wait
+ * timed out) the request may still be pending: its buffer must not be
+ * freed. */
 int real_mpi_recv(void *buf, size_t bytes, int peer, int tag, int64_t timeout_ns, char *err,
                   size_t errlen);
 
