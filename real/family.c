@@ -492,7 +492,11 @@ static int m_report(void *ctx, FILE *out, const char *db)
 static void m_free(void *ctx)
 {
     real_machine *rm = ctx;
-    if (!rm->pending) {             /* else MPI may still read or write them */
+    if (rm->pending) {              /* MPI may still read or write them */
+        real_mpi_abandon(rm->req);  /* a send never waited for */
+        real_mpi_abandon(rm->sendbuf);
+        real_mpi_abandon(rm->recvbuf);
+    } else {
         free(rm->sendbuf);
         free(rm->recvbuf);
     }

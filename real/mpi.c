@@ -159,6 +159,19 @@ static bool poll_until(real_ctx *c, MPI_Request *req, int *mpi_err)
 
 static int64_t timeout_of(int64_t ns) { return ns > 0 ? ns : 10000000000ll; }
 
+/* Buffers of requests that failed but may still be pending: kept here,
+ * reachable, until the process ends (MPI may still read or write them). */
+static void *abandoned[16];
+static int n_abandoned;
+
+void real_mpi_abandon(void *buf)
+{
+    pthread_mutex_lock(&mpi_lock);
+    if (buf && n_abandoned < (int)(sizeof abandoned / sizeof *abandoned))
+        abandoned[n_abandoned++] = buf;
+    pthread_mutex_unlock(&mpi_lock);
+}
+
 int real_mpi_isend(const void *buf, size_t bytes, int peer, int tag, void **req, char *err,
                    size_t errlen)
 {
@@ -295,6 +308,8 @@ static int64_t mpi_arrive(real_ctx *c, const real_allreduce *ar, const real_tens
     if (!ok && rc == MPI_SUCCESS) {
         /* The request stays pending (MPI cannot cancel a collective): a
          * late rank could still write the buffer, so it is left to it. */
+        if (n_abandoned < (int)(sizeof abandoned / sizeof *abandoned))
+            abandoned[n_abandoned++] = m->buf;
         m->buf = NULL;
         m->cap = 0;
     }
@@ -393,6 +408,8 @@ int real_mpi_attach(real_ctx *c, char *err, size_t errlen)
 }
 
 #else /* no MPI */
+
+void real_mpi_abandon(void *buf) { free(buf); }
 
 #define NO_MPI "this syncsim was built without MPI (no MPI was found, or -DSYNCSIM_MPI=OFF; " \
                "scripts/setup installs OpenMPI)"

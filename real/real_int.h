@@ -105,6 +105,8 @@ int real_mpi_wait(void **req, int64_t timeout_ns, const char *what, char *err, s
  * freed. */
 int real_mpi_recv(void *buf, size_t bytes, int peer, int tag, int64_t timeout_ns, char *err,
                   size_t errlen);
+/* Keeps buf (of a request that may be pending) until the process ends. */
+void real_mpi_abandon(void *buf);
 
 void real_coll_init(real_ctx *c);
 void real_coll_destroy(real_ctx *c);

@@ -34,6 +34,7 @@ if grep -q "built without MPI" run.log; then
     echo "skip: this syncsim was built without MPI (-DSYNCSIM_MPI=OFF, or no MPI found)"
     exit 77
 fi
+! grep -q "Sanitizer\|runtime error" run.log || fail "a rank reported a sanitizer error"
 files=""
 r=0
 while [ "$r" -lt "$n" ]; do
