@@ -58,6 +58,9 @@ void check_engine_report_mismatch(check_engine *e, const trace_bind *bd, const t
     uint64_t expected = bd->gen_count;
     char *members = gen_members(e, s->object, coll, k);
     char *at = s->line ? check_strf(" (line %u)", s->line) : check_strf("%s", "");
+    /* a database or capture has no lines: say none rather than "line 0" */
+    char *at1 = bd->gen_first_line ? check_strf(" (line %u)", bd->gen_first_line)
+                                   : check_strf("%s", "");
     char *text = NULL, *fix = NULL;
     if (why == MISMATCH_EXTRA) {
         text = check_strf("%s %s generation %llu has %s=%llu but more queues arrive (%s): "
@@ -70,19 +73,19 @@ void check_engine_report_mismatch(check_engine *e, const trace_bind *bd, const t
                          "arrival",
                          (unsigned long long)expected, name, q2, at ? at : "", what);
     } else if (!coll) {
-        text = check_strf("barrier %s generation %llu: %s arrives with count=%llu (line %u) but "
+        text = check_strf("barrier %s generation %llu: %s arrives with count=%llu%s but "
                           "%s with count=%llu%s",
                           name, (unsigned long long)k, q1, (unsigned long long)expected,
-                          bd->gen_first_line, q2, (unsigned long long)s->count, at ? at : "");
+                          at1 ? at1 : "", q2, (unsigned long long)s->count, at ? at : "");
         fix = check_strf("give every arrival at %s the same count=: the number of queues that "
                          "arrive at each generation",
                          name);
     } else {
-        text = check_strf("generation %llu of communicator %s: %s issues %s size=%llu (line %u) "
-                          "but %s issues %s size=%llu (line %u)",
+        text = check_strf("generation %llu of communicator %s: %s issues %s size=%llu%s "
+                          "but %s issues %s size=%llu%s",
                           (unsigned long long)k, name, q1, trace_str(t, bd->gen_first_kind),
-                          (unsigned long long)expected, bd->gen_first_line, q2,
-                          trace_str(t, s->coll_kind), (unsigned long long)s->count, s->line);
+                          (unsigned long long)expected, at1 ? at1 : "", q2,
+                          trace_str(t, s->coll_kind), (unsigned long long)s->count, at ? at : "");
         fix = check_strf("make every participant of %s issue the same collectives in the same "
                          "order: generation %llu pairs %s's %s with %s's %s",
                          name, (unsigned long long)k, q1, trace_str(t, bd->gen_first_kind), q2,
@@ -125,6 +128,7 @@ void check_engine_report_mismatch(check_engine *e, const trace_bind *bd, const t
         e->oom = true;
     free(members);
     free(at);
+    free(at1);
     f.text = text;
     f.fix = fix;
     f.parts = parts;

@@ -220,6 +220,16 @@ bool check_sees_races(const trace *t)
     return !a || strcmp(a, "none") != 0;
 }
 
+/* Some ranks of a larger job (merge --partial): what was not checked. */
+static void partial_note(char *buf, size_t cap, size_t *len, const trace *t)
+{
+    const char *p = trace_get_meta(t, "partial");
+    if (p)
+        *len += (size_t)snprintf(buf + *len, *len < cap ? cap - *len : 0,
+                                 "; a partial job (%s ranks): collectives and messages that "
+                                 "need an absent rank are ops, not matched across ranks", p);
+}
+
 const char *check_verdict(char *buf, size_t cap, const trace *t, uint64_t statements,
                           uint64_t found, bool incomplete, const trace_finding *f, size_t n)
 {
@@ -240,6 +250,7 @@ const char *check_verdict(char *buf, size_t cap, const trace *t, uint64_t statem
             ADD("; the capture has no byte ranges (accesses=none), so races and uses after "
                 "free were not checked (a PyTorch capture gets them from its execution trace: "
                 "import --et)");
+        partial_note(buf, cap, &len, t);
         return buf;
     }
     /* Kind words are the spec's ("wait-unrecorded"), so they are counted
@@ -264,6 +275,7 @@ const char *check_verdict(char *buf, size_t cap, const trace *t, uint64_t statem
         ADD("; the run is incomplete (still recording or interrupted)");
     if (!races)
         ADD("; races and uses after free were not checked (no byte ranges: accesses=none)");
+    partial_note(buf, cap, &len, t);
 #undef ADD
     return buf;
 }
@@ -271,7 +283,7 @@ const char *check_verdict(char *buf, size_t cap, const trace *t, uint64_t statem
 void check_report_print(FILE *out, const check_report *rep, bool incomplete)
 {
     const trace *t = rep->t;
-    char verdict[512];
+    char verdict[1024];
     uint64_t found = rep->n + rep->dropped;
     fprintf(out, "%s\n", check_verdict(verdict, sizeof verdict, t, rep->ops, found, incomplete,
                                        rep->f, rep->n));

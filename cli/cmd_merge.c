@@ -14,7 +14,7 @@
 void cmd_merge_help(FILE *out)
 {
     fprintf(out,
-            "usage: syncsim merge [--run N] TRACE [--run N] TRACE... [-o OUT] [--format db|trace]\n"
+            "usage: syncsim merge [--partial] [--run N] TRACE [--run N] TRACE... [-o OUT] [--format db|trace]\n"
             "\n"
             "Merges one trace per rank (process) of a job into one trace that `check` reads\n"
             "as a whole: cross-rank races, collectives a rank skips or reorders, sends no rank\n"
@@ -30,6 +30,10 @@ void cmd_merge_help(FILE *out)
             "    given, must agree and equal the number of files.\n"
             "  - Statements are interleaved by time when every input is timed (t=), else\n"
             "    rank by rank. The inputs' expect lines are kept (they name merged names).\n"
+            "  - Profiles of some ranks of a larger job (PyTorch profiles ranks 0 and 1 of\n"
+            "    128) merge with --partial: ranks keep their numbers, and a collective\n"
+            "    larger than the ranks given, or a message to or from an absent rank,\n"
+            "    becomes an op of its queue, ordering nothing across ranks.\n"
             "\n"
             "Options:\n"
             "  -o, --output OUT   where to write (default ./" CLI_DEFAULT_DB ", or standard output\n"
@@ -37,11 +41,13 @@ void cmd_merge_help(FILE *out)
             "  -f, --format FMT   db: a new run of the database OUT (default); trace: text\n"
             "  -n, --name NAME    the run's name in the database (default: merged)\n"
             "  -r, --run N        the run of the database that follows (default: its latest)\n"
+            "      --partial      the inputs are some ranks of a larger world (world_size=)\n"
             "\n"
             "Examples:\n"
             "  syncsim merge rank0.db rank1.db -o job.db && syncsim check job.db\n"
             "  syncsim merge rank-0.trace rank-1.trace --format trace -o job.trace\n"
-            "  syncsim merge --run 2 a.db --run 2 b.db -o job.db\n");
+            "  syncsim merge --run 2 a.db --run 2 b.db -o job.db\n"
+            "  syncsim merge --partial RANK0.json.gz RANK1.json.gz -o job.db\n");
 }
 
 int cmd_merge(int argc, char **argv)
@@ -58,6 +64,7 @@ int cmd_merge(int argc, char **argv)
         goto out;
     }
     int64_t next_run = 0;
+    bool partial = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         bool takes = !strcmp(a, "-o") || !strcmp(a, "--output") || !strcmp(a, "-f") ||
@@ -78,6 +85,8 @@ int cmd_merge(int argc, char **argv)
             if (cli_parse_run("merge", argv[++i], &r) != 0)
                 goto out;
             next_run = (int64_t)r;
+        } else if (!strcmp(a, "--partial")) {
+            partial = true;
         } else if (a[0] == '-' && a[1]) {
             rc = cli_usage_error("merge", "unknown option '%s'", a);
             goto out;
@@ -139,7 +148,7 @@ int cmd_merge(int argc, char **argv)
     }
     trace_error err = { 0 };
     trace_reader job;
-    if (trace_merge_open(readers, n, &job, &err) != 0) {
+    if (trace_merge_open_partial(readers, n, partial, &job, &err) != 0) {
         rc = cli_error("merge", "%s", err.msg);
         goto out;
     }

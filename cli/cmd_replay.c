@@ -79,7 +79,7 @@ static int check_what_if(trace *t, const char *db, int64_t out_run, int n_drop)
     trace_reader_close(&r);
     trace_source src;
     trace_source_opts so = { .run = out_run, .write_results = true, .lazy_labels = true };
-    char verdict[512];
+    char verdict[1024];
     int64_t after = -1;
     if (before >= 0 && trace_source_open(&src, db, &so, &err) == 0) {
         after = count_findings(&src.reader, &src, verdict, sizeof verdict, &err);

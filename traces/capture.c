@@ -408,6 +408,52 @@ const char *capture_nccl_spans(const char *call, uint64_t send, uint64_t recv, u
     return NULL;
 }
 
+/* What a collective's name says its KIND is. Three spellings reach the
+ * importers: an NCCL kernel ("ncclKernel_AllReduce_RING_LL_Sum_float",
+ * "ncclDevKernel_AllGather_RING_LL"), PyTorch's annotation around the call
+ * ("nccl:all_reduce", "nccl:_all_gather_base") and Kineto's "Collective
+ * name" argument ("allreduce", "all_gather_into_tensor_coalesced"). Each is
+ * lower-cased without underscores and matched by prefix; reducescatter comes
+ * before reduce. Point to point (send, recv, SendRecv) and kernels that say
+ * nothing (ncclDevKernel_Generic) give NULL. */
+static const char *const nccl_kinds[] = {
+    "allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "reduce", "barrier",
+};
+
+static const char *nccl_kind(const char *name)
+{
+    static const char *const prefixes[] = { "ncclKernel_", "ncclDevKernel_", "nccl:" };
+    bool kernel = false;
+    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++) {
+        size_t l = strlen(prefixes[i]);
+        if (strncmp(name, prefixes[i], l) == 0) {
+            kernel = i < 2;
+            name += l;
+            break;
+        }
+    }
+    char word[48];
+    size_t n = 0;
+    for (const char *p = name; *p && n + 1 < sizeof word; p++) {
+        if (*p == '_') {
+            if (kernel && n)    /* a kernel's kind is its first word */
+                break;
+            continue;
+        }
+        word[n++] = (char)(*p >= 'A' && *p <= 'Z' ? *p - 'A' + 'a' : *p);
+    }
+    word[n] = 0;
+    for (size_t i = 0; i < sizeof nccl_kinds / sizeof nccl_kinds[0]; i++)
+        if (strncmp(word, nccl_kinds[i], strlen(nccl_kinds[i])) == 0)
+            return nccl_kinds[i];
+    return NULL;
+}
+
+static bool nccl_kernel(const char *name)
+{
+    return strncmp(name, "ncclKernel_", 11) == 0 || strncmp(name, "ncclDevKernel_", 14) == 0;
+}
+
 bool capture_gemm_spans(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
                         int64_t lda, int64_t ldb, int64_t ldc, unsigned elem, bool beta_nonzero,
                         uint64_t a, uint64_t b, uint64_t c, cap_span out[3])
@@ -875,6 +921,7 @@ typedef struct builder {
     uint64_t n_gaps, cap_gaps;
     uint32_t *gap_at;
     int64_t *op_rf;             /* per GPU activity: the ET op giving its accesses */
+    uint32_t *nccl_range;       /* per GPU activity: the "nccl:" range around its launch */
     map3 size_of;               /* storage -> index in sizes */
     uint64_t *sizes, n_sizes;   /* root size per storage */
     trace_access acc[256];      /* the statement handed out last */
@@ -1553,6 +1600,16 @@ static int sweep_hosts(builder *b, int64_t *op_rf)
             for (uint64_t d = 0; d < depth && cur_iter == TRACE_NONE; d++)
                 cur_iter = stack_iter[d];
             b->items[idx].iter = cur_iter;
+            /* an NCCL kernel's collective, as the annotation around it says */
+            uint32_t ga = b->items[idx].gpu;
+            if (ga != TRACE_NONE && b->items[idx].kind == TRACE_OP &&
+                nccl_kernel(trace_str(b->t, c->gpus[ga].name))) {
+                for (uint64_t d = depth; d-- > 0;)
+                    if (strncmp(trace_str(b->t, stack[d]->name), "nccl:", 5) == 0) {
+                        b->nccl_range[ga] = stack[d]->name;
+                        break;
+                    }
+            }
             /* the op around the launch that has tensors */
             if (b->et && b->items[idx].gpu != TRACE_NONE) {
                 for (uint64_t d = depth; d-- > 0;) {
@@ -1631,6 +1688,56 @@ static uint32_t device_name(builder *b, int64_t proc, int64_t device)
 {
     return b->multi_proc ? intern_fmt(b->t, "p%lld.gpu%lld", (long long)proc, (long long)device)
                          : intern_fmt(b->t, "gpu%lld", (long long)device);
+}
+
+/* Pass: the NCCL kernels of a profile (Kineto, nsys) that say which
+ * collective they are become `collective` statements, so that a merged job
+ * matches them across ranks. KIND: the importer's "Collective name", else the
+ * kernel's name, else the "nccl:" annotation around its launch (nccl_kind).
+ * Communicator: the process group's name when the importer has it, else
+ * "nccl-stream<S>": PyTorch gives each process group its own NCCL stream,
+ * created in the same order on every rank. size=: the group's size when
+ * given, else the world size of the capture's run metadata. A kernel whose
+ * KIND or size is unknown stays an op, counted in capture.nccl_unmatched. */
+static int name_collectives(builder *b)
+{
+    capture *c = b->c;
+    const char *ws = trace_get_meta(b->t, "world_size");
+    uint64_t world = ws ? strtoull(ws, NULL, 10) : 0, unmatched = 0, matched = 0;
+    for (uint64_t i = 0; i < b->n; i++) {
+        item *it = &b->items[i];
+        if (it->gpu == TRACE_NONE || it->kind != TRACE_OP)
+            continue;
+        cap_gpu *g = &c->gpus[it->gpu];
+        if (g->kind != CAP_KERNEL || !nccl_kernel(trace_str(b->t, g->name)))
+            continue;
+        const char *kind = g->coll != TRACE_NONE ? nccl_kind(trace_str(b->t, g->coll)) : NULL;
+        if (!kind)
+            kind = nccl_kind(trace_str(b->t, g->name));
+        if (!kind && b->nccl_range[it->gpu] != TRACE_NONE)
+            kind = nccl_kind(trace_str(b->t, b->nccl_range[it->gpu]));
+        uint64_t ranks = g->ranks ? g->ranks : world;
+        if (!kind || !ranks) {
+            unmatched++;
+            continue;
+        }
+        uint32_t comm = g->comm;
+        if (comm == TRACE_NONE)
+            comm = intern_fmt(b->t, "nccl-stream%lld", (long long)c->streams[g->stream].stream);
+        uint32_t k = trace_intern_cstr(b->t, kind);
+        if (comm == TRACE_NONE || k == TRACE_NONE)
+            return oom(b);
+        g->kind = CAP_COLLECTIVE;
+        g->comm = comm;
+        g->coll = k;
+        g->ranks = ranks;
+        it->kind = TRACE_COLLECTIVE;
+        matched++;
+    }
+    if ((matched && capture_count(c, "capture.nccl_collectives", matched) != 0) ||
+        (unmatched && capture_count(c, "capture.nccl_unmatched", unmatched) != 0))
+        return oom(b);
+    return 0;
 }
 
 static int declare_queues(builder *b)
@@ -2083,6 +2190,7 @@ static int set_counts(builder *b)
 static void builder_free(builder *b)
 {
     free(b->op_rf);
+    free(b->nccl_range);
     free(b->items);
     free(b->gaps);
     free(b->gap_at);
@@ -2124,13 +2232,16 @@ static int build(builder *b)
     }
     free(role_by_name);
     b->op_rf = malloc((c->n_gpus + 1) * sizeof *b->op_rf);
-    if (!b->op_rf)
+    b->nccl_range = malloc((c->n_gpus + 1) * sizeof *b->nccl_range);
+    if (!b->op_rf || !b->nccl_range)
         return oom(b);
-    for (uint64_t i = 0; i < c->n_gpus; i++)
+    for (uint64_t i = 0; i < c->n_gpus; i++) {
         b->op_rf[i] = CAP_NONE;
+        b->nccl_range[i] = TRACE_NONE;
+    }
     if (add_gpu_items(b) != 0 || add_sync_items(b) != 0 || add_call_items(b) != 0 ||
         add_record_items(b) != 0 || add_mem_items(b) != 0 || sort_items(b) != 0 || add_legacy_syncs(b) != 0 ||
-        sweep_hosts(b, b->op_rf) != 0 || declare_queues(b) != 0 || prepare_accesses(b) != 0 ||
+        sweep_hosts(b, b->op_rf) != 0 || name_collectives(b) != 0 || declare_queues(b) != 0 || prepare_accesses(b) != 0 ||
         set_counts(b) != 0)
         return -1;
     /* what only the build needed */

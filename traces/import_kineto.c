@@ -76,11 +76,16 @@ static int kineto_member(void *ctx, const json_val *v, trace_error *err)
                                    v->s ? v->s : "(not a number)"),
                    -1;
     } else if (v->key_len == 15 && memcmp(v->key, "distributedInfo", 15) == 0) {
-        int64_t rank;
-        if (json_int(json_get(v, "rank"), &rank)) {
+        /* the job: merge takes a rank's place and the world's size from
+         * these, and NCCL kernels their size= (capture.c) */
+        static const char *const keys[] = { "rank", "world_size" };
+        for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+            int64_t x;
+            if (!json_int(json_get(v, keys[i]), &x) || x < 0)
+                continue;
             char buf[32];
-            snprintf(buf, sizeof buf, "%lld", (long long)rank);
-            if (trace_set_meta(k->t, "capture.rank", buf) != 0)
+            snprintf(buf, sizeof buf, "%lld", (long long)x);
+            if (trace_set_meta(k->t, keys[i], buf) != 0)
                 return trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", k->path), -1;
         }
     }
@@ -211,7 +216,20 @@ static int kineto_event(void *ctx, const json_val *e, trace_error *err)
         if (st == TRACE_NONE || nm == TRACE_NONE)
             goto oom;
         cap_gpu g = { .stream = st, .t0 = ts, .t1 = ts + dur, .corr = corr, .name = nm,
-                      .src_device = CAP_NONE, .dst_device = CAP_NONE };
+                      .src_device = CAP_NONE, .dst_device = CAP_NONE, .comm = TRACE_NONE,
+                      .coll = TRACE_NONE };
+        /* newer Kineto copies the collective's description onto its kernel */
+        const json_val *pg = arg(args, "Process Group Name"), *cn = arg(args, "Collective name");
+        int64_t group = arg_int(args, "Group size");
+        if (pg && pg->type == JSON_STRING) {
+            char buf[160];
+            snprintf(buf, sizeof buf, "pg.%.*s", (int)(pg->len > 150 ? 150 : pg->len), pg->s);
+            g.comm = trace_intern_cstr(k->t, buf);
+        }
+        if (cn && cn->type == JSON_STRING)
+            g.coll = intern_val(k->t, cn);
+        if (group > 0)
+            g.ranks = (uint64_t)group;
         g.kind = is_cat(cat, "kernel") ? CAP_KERNEL : is_cat(cat, "gpu_memcpy") ? CAP_MEMCPY
                                                                                 : CAP_MEMSET;
         int64_t bytes = arg_int(args, "bytes");

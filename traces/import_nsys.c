@@ -201,7 +201,7 @@ static int kernel_row(nsys *n, sqlite3_stmt *q)
         return oom(n);
     cap_gpu g = { .stream = st, .kind = CAP_KERNEL, .t0 = col_int(q, 0), .t1 = col_int(q, 1),
                   .corr = col_int(q, 4), .name = name, .src_device = CAP_NONE,
-                  .dst_device = CAP_NONE };
+                  .dst_device = CAP_NONE, .comm = TRACE_NONE, .coll = TRACE_NONE };
     return capture_gpu(n->c, &g) != 0 ? oom(n) : 0;
 }
 

@@ -28,6 +28,17 @@
  * memory: rank by rank, a rank blocked at a collective keeps everything it
  * does after it pending until the others arrive.
  *
+ * A partial job (trace_merge_open_partial, `merge --partial`): some ranks of
+ * a larger world, as profilers sample them (a PyTorch job of 128 ranks
+ * profiled on ranks 0 and 1). Ranks keep their numbers (they may exceed the
+ * inputs), and what needs an absent rank cannot be matched: a collective
+ * whose size= exceeds the ranks given, and a send or recv whose peer is not
+ * given, becomes an `op` of its queue with the same accesses and times,
+ * labelled "KIND COMM (partial)" or "send to r5 (partial)", so the checker
+ * neither hangs on the absent ranks nor orders anything through them. A
+ * communicator no larger than the ranks given is assumed to be among them.
+ * Run metadata `partial=GIVEN/WORLD` says so, and `check` repeats it.
+ *
  * Declarations are translated lazily: a text input declares as it goes, so
  * before each statement the merge copies what its input declared since.
  */
@@ -55,6 +66,9 @@ typedef struct merge_ctx {
     trace *out;
     merge_in *in;
     uint32_t n;
+    bool partial;               /* some ranks of a larger world */
+    uint8_t *present;           /* partial: rank -> given (ranks < world) */
+    uint32_t world;
     bool by_time;
     bool started, expects_done;
     uint32_t cur;               /* rank by rank: the input being read */
@@ -258,6 +272,41 @@ static int start(merge_ctx *m, trace_error *err)
     return 0;
 }
 
+/* Partial jobs: whether s needs a rank that was not given. */
+static bool needs_absent(const merge_ctx *m, const trace_stmt *s)
+{
+    if (s->kind == TRACE_COLLECTIVE)
+        return s->count > m->n;
+    return s->peer >= m->world || !m->present[s->peer];
+}
+
+static int translate_accesses(merge_ctx *m, merge_in *in, const trace_stmt *s, trace_stmt *out,
+                              trace_error *err);
+
+/* Partial jobs: s as an op of its queue, labelled with what it was. */
+static int local_op(merge_ctx *m, merge_in *in, const trace_stmt *s, trace_stmt *out,
+                    trace_error *err)
+{
+    const trace *t = in->r->trace;
+    char buf[256];
+    if (s->kind == TRACE_COLLECTIVE)
+        snprintf(buf, sizeof buf, "%s %s (partial)",
+                 s->coll_kind != TRACE_NONE ? trace_str(t, s->coll_kind) : "collective",
+                 trace_str(t, s->object));
+    else
+        snprintf(buf, sizeof buf, "%s r%u on %s (partial)",
+                 s->kind == TRACE_SEND ? "send to" : "recv from", s->peer,
+                 trace_str(t, s->object));
+    out->kind = TRACE_OP;
+    out->object = TRACE_NONE;
+    out->coll_kind = TRACE_NONE;
+    out->count = 0;
+    out->rank = out->peer = TRACE_NONE;
+    if ((out->label = trace_intern_cstr(m->out, buf)) == TRACE_NONE)
+        return nomem(err);
+    return translate_accesses(m, in, s, out, err);
+}
+
 /* Translates input in's statement into *out (pointers into m's pools). */
 static int translate(merge_ctx *m, merge_in *in, trace_stmt *out, trace_error *err)
 {
@@ -290,6 +339,8 @@ static int translate(merge_ctx *m, merge_in *in, trace_stmt *out, trace_error *e
     case TRACE_COLLECTIVE:
     case TRACE_SEND:
     case TRACE_RECV:
+        if (m->partial && needs_absent(m, s))
+            return local_op(m, in, s, out, err);
         /* communicators are shared between ranks */
         fail |= (out->object = map_str(m, in, s->object, false)) == TRACE_NONE;
         if (s->coll_kind != TRACE_NONE)
@@ -301,6 +352,16 @@ static int translate(merge_ctx *m, merge_in *in, trace_stmt *out, trace_error *e
             fail |= (out->object = map_str(m, in, s->object, true)) == TRACE_NONE;
         break;
     }
+    if (fail)
+        return nomem(err);
+    return translate_accesses(m, in, s, out, err);
+}
+
+/* The accesses and attributes of s into *out (m's pools). */
+static int translate_accesses(merge_ctx *m, merge_in *in, const trace_stmt *s, trace_stmt *out,
+                              trace_error *err)
+{
+    bool fail = false;
     if (trace_grow32((void **)&m->acc, &m->cap_acc, s->n_access, sizeof *m->acc) != 0 ||
         trace_grow32((void **)&m->attr, &m->cap_attr, s->n_attr, sizeof *m->attr) != 0)
         return nomem(err);
@@ -384,6 +445,7 @@ static void merge_close(void *ctx)
         free(in->buffer_map);
     }
     free(m->in);
+    free(m->present);
     free(m->heap);
     free(m->acc);
     free(m->attr);
@@ -444,6 +506,12 @@ static int carry_expects(merge_ctx *m, merge_in *in, trace_error *err)
 
 int trace_merge_open(trace_reader *const *inputs, uint32_t n, trace_reader *out, trace_error *err)
 {
+    return trace_merge_open_partial(inputs, n, false, out, err);
+}
+
+int trace_merge_open_partial(trace_reader *const *inputs, uint32_t n, bool partial,
+                             trace_reader *out, trace_error *err)
+{
     memset(out, 0, sizeof *out);
     if (n == 0)
         return trace_error_set(err, TRACE_EUSAGE, "merge: no input traces"), -1;
@@ -451,6 +519,7 @@ int trace_merge_open(trace_reader *const *inputs, uint32_t n, trace_reader *out,
     if (!m)
         return nomem(err);
     m->n = n;
+    m->partial = partial;
     if (!(m->in = calloc(n, sizeof *m->in)) || !(m->heap = calloc(n, sizeof *m->heap)) ||
         !(m->out = trace_new())) {
         nomem(err);
@@ -496,15 +565,40 @@ int trace_merge_open(trace_reader *const *inputs, uint32_t n, trace_reader *out,
                                 m->in[j].r->source, m->in[i].r->source, m->in[i].rank);
                 goto fail;
             }
-    if (world != TRACE_NONE && world != n) {
+    if (partial && (world == TRACE_NONE || world <= n)) {
         trace_error_set(err, TRACE_EUSAGE,
-                        "merge: world_size=%u (%s) but %u traces given: give one trace per rank",
+                        "merge --partial: the inputs %s; merge them without --partial",
+                        world == TRACE_NONE ? "give no world_size= in their run metadata, so "
+                                              "they are taken as the whole job"
+                                            : "are the whole job (world_size= equals their number)");
+        goto fail;
+    }
+    if (!partial && world != TRACE_NONE && world != n) {
+        trace_error_set(err, TRACE_EUSAGE,
+                        "merge: world_size=%u (%s) but %u traces given: give one trace per rank, "
+                        "or --partial for some ranks of the job (what needs an absent rank is "
+                        "then left unmatched)",
                         world, world_src, n);
         goto fail;
     }
+    uint32_t limit = partial ? world : n;
+    if (partial) {
+        m->world = world;
+        if (!(m->present = calloc(world, 1))) {
+            nomem(err);
+            goto fail;
+        }
+    }
     for (uint32_t i = 0; i < n; i++) {
         merge_in *in = &m->in[i];
-        if (in->rank >= n) {
+        if (partial && in->rank < limit)
+            m->present[in->rank] = 1;
+        if (partial && in->rank >= limit) {
+            trace_error_set(err, TRACE_EUSAGE, "%s: rank %u, but world_size=%u (ranks 0 to %u)",
+                            in->r->source, in->rank, world, world - 1);
+            goto fail;
+        }
+        if (!partial && in->rank >= n) {
             trace_error_set(err, TRACE_EUSAGE,
                             "%s: rank %u, but there are %u traces (ranks 0 to %u)",
                             in->r->source, in->rank, n, n - 1);
@@ -514,8 +608,11 @@ int trace_merge_open(trace_reader *const *inputs, uint32_t n, trace_reader *out,
     }
     /* 2. The job's metadata and expectations. */
     char buf[64];
-    snprintf(buf, sizeof buf, "%u", n);
+    snprintf(buf, sizeof buf, "%u", partial ? world : n);
+    char given[32];
+    snprintf(given, sizeof given, "%u/%u", n, partial ? world : n);
     if (trace_set_meta(m->out, "world_size", buf) != 0 ||
+        (partial && trace_set_meta(m->out, "partial", given) != 0) ||
         trace_set_meta(m->out, "source", "merge") != 0) {
         nomem(err);
         goto fail;

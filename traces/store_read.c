@@ -608,7 +608,7 @@ static int reader_label_text(void *ctx, uint64_t seq, const char **text, size_t 
     store_reader *sr = ctx;
     pipe_stop(sr);              /* the connection is this thread's */
     if (!sr->q_label &&
-        sqlite3_prepare_v2(sr->st->db, "SELECT label, body FROM statements WHERE id = ?1", -1,
+        sqlite3_prepare_v2(sr->st->db, "SELECT label, body, kind FROM statements WHERE id = ?1", -1,
                            &sr->q_label, NULL) != SQLITE_OK)
         return store_fail(sr->st, sqlite3_errcode(sr->st->db), "statements", NULL, err);
     sqlite3_bind_int64(sr->q_label, 1, (int64_t)((uint64_t)sr->run << STORE_SEQ_BITS | seq));
@@ -618,6 +618,9 @@ static int reader_label_text(void *ctx, uint64_t seq, const char **text, size_t 
     if (rc == SQLITE_ROW) {
         trace_stmt s;
         trace_stmt_init(&s);
+        /* the body's argument means what the kind says (a collective's KIND) */
+        int64_t kind = sqlite3_column_int64(sr->q_label, 2);
+        s.kind = kind >= 0 && kind < TRACE_KIND_COUNT ? (trace_kind)kind : TRACE_OP;
         sqlite3_value *body = sqlite3_column_value(sr->q_label, 1);
         const uint8_t *p = sqlite3_value_blob(body);
         int n_body = sqlite3_value_bytes(body);

@@ -721,6 +721,12 @@ int trace_text_write(FILE *out, trace_reader *r, trace_error *err);
  * beyond the inputs); a send or recv in the wrong rank's file is an error
  * of the read. Rewinds when every input does. */
 int trace_merge_open(trace_reader *const *inputs, uint32_t n, trace_reader *out, trace_error *err);
+/* The same for some ranks of a larger job (`merge --partial`): the inputs'
+ * world_size= must exceed their number; ranks keep their numbers; a
+ * collective larger than the ranks given, and a send or recv whose peer is
+ * absent, become ops (traces/merge.c). Run metadata partial=GIVEN/WORLD. */
+int trace_merge_open_partial(trace_reader *const *inputs, uint32_t n, bool partial,
+                             trace_reader *out, trace_error *err);
 
 /* ------------------------------------------------------------------ */
 /* Output files (traces/outfile.c): written whole or not at all.       */
