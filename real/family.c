@@ -304,9 +304,7 @@ static int exchange_output(real_machine *rm, const sched_tensor *out, trace_erro
     uint32_t host = sched_rec_host(rm->rec);
     trace_access whole = { sched_tensor_view(sched_rec_sink(rm->rec), (sched_tensor *)out),
                            TRACE_R, TRACE_REF_WHOLE, 0, bytes };
-    /* Labels without digits: which output is token=; a label's numbers are
-     * stored apart, and the database's lazy labels of send/recv statements
-     * do not decode (traces/store_read.c, reader_label_text). */
+    /* One label per role (which output it is, is token=). */
     char label[32], msg[512];
     if (rm->o.rank > 0) {
         if (!rm->isend_reuse && wait_send(rm, err) != 0)
