@@ -120,7 +120,8 @@ void cmd_run_help(FILE *out)
                  "                   --allreduce-timeout ends the rank with one line, database kept.\n"
                  "  --break BUG      a seeded cross-rank bug of a --tp job, for the checker to find:\n"
                  "                   rank-skips-allreduce  the last rank leaves out its first\n"
-                 "                                         all-reduce (the others hang at the last)\n"
+                 "                                         all-reduce (the others then wait at\n"
+                 "                                         one it never joins: a hang)\n"
                  "                   isend-buffer-reused   each rank but 0 writes its send buffer\n"
                  "                                         of outputs before MPI_Wait of its\n"
                  "                                         MPI_Isend (a WAR race with the send)\n");

@@ -63,8 +63,8 @@ static void help_seed(char *buf, size_t cap)
 
 static void help_timeout(char *buf, size_t cap)
 {
-    snprintf(buf, cap, "real: how long a rank waits at an all-reduce before the run fails as "
-             "hung (default 10000)");
+    snprintf(buf, cap, "real: how long a rank waits at an all-reduce (with --tp: at any MPI "
+             "wait) before the run fails as hung (default 10000)");
 }
 
 static const sched_option real_options_list[] = {
