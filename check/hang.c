@@ -40,9 +40,10 @@ static void edges_to_pending(const check_engine *e, blocked_info *b, uint32_t se
 {
     for (uint32_t q = 0; q < e->n_q; q++) {
         for (const check_pend *p = e->q[q].head; p; p = p->next) {
-            if (!p->marker && p->s.kind == k && p->s.object == obj && !p->removed &&
-                !p->arrived) {
-                if (q != self)
+            /* its first such statement: one that arrived already waits for
+             * the same generation (a later one behind it is not the point) */
+            if (!p->marker && p->s.kind == k && p->s.object == obj && !p->removed) {
+                if (q != self && !p->arrived)
                     add_edge(b, q);
                 break;
             }
@@ -85,8 +86,11 @@ static void explain(const check_engine *e, uint32_t q, const check_pend *p, bloc
     switch (s->kind) {
     case TRACE_WAIT: {
         const ev_node *n = p->bind;
-        b->waits_for = check_strf("event %s (recorded on %s at line %u, which has not run)",
-                                  trace_str(t, s->object), qname(e, n->queue), n->line);
+        b->waits_for = n->line ? check_strf("event %s (recorded on %s at line %u, which has "
+                                            "not run)",
+                                            trace_str(t, s->object), qname(e, n->queue), n->line)
+                               : check_strf("event %s (recorded on %s, which has not run)",
+                                            trace_str(t, s->object), qname(e, n->queue));
         add_edge(b, n->queue);
         break;
     }
