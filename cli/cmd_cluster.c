@@ -91,8 +91,8 @@ static void print_text(const sim_net *net, const char *workload, const sim_clust
                "%d layers, n_embd %d\n", r->tp, r->pp, r->dp, r->microbatches, r->mbs, r->seq,
                r->schedule, r->n_layer, r->n_embd);
         printf("step time       %.3f ms\n", (double)r->time_ns / 1e6);
-        printf("pipeline        %.3f ms (until the last kernel; the dp all-reduce follows)\n",
-               (double)r->pipeline_ns / 1e6);
+        printf("pipeline        %.3f ms (until the last kernel%s)\n",
+               (double)r->pipeline_ns / 1e6, r->dp > 1 ? "; the dp all-reduce follows" : "");
         printf("compute         %.3f ms per GPU (kernels)\n", r->compute_ns / 1e6);
         printf("communication   %.3f ms per GPU (comm stream moving bytes: collectives once all arrived, sends)\n",
                r->comm_ns / 1e6);
