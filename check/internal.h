@@ -60,6 +60,22 @@ int check_vc_raise(check_vc **dst, uint32_t q, uint32_t t);
 /* Folds the delta of *v into a new flat clock unless it is tiny (a clock
  * about to be shared by many queues, such as a generation's). Same value. */
 int check_vc_compact(check_vc **v);
+/* Joins many clocks at once (a generation's arrivals): the deltas and
+ * raised entries are collected, then sorted and merged in one pass, so n
+ * clocks that each add entries cost O(total log total + queues), not a
+ * merge into a growing clock per clock. */
+typedef struct check_vc_acc {
+    check_vc *vc;               /* the join so far, less the pending entries */
+    check_vc_entry *pend;       /* entries still to raise, unsorted */
+    uint32_t n, cap;
+    bool oom;
+} check_vc_acc;
+/* Starts from clock start (a reference is taken; NULL: empty). */
+void check_vc_acc_init(check_vc_acc *a, check_vc *start);
+void check_vc_acc_join(check_vc_acc *a, const check_vc *v);
+void check_vc_acc_raise(check_vc_acc *a, uint32_t q, uint32_t t);
+/* *out := the join (a reference); frees what a holds. 0 or -1 (OOM). */
+int check_vc_acc_finish(check_vc_acc *a, check_vc **out);
 /* True when every entry of a is <= the same entry of b. */
 bool check_vc_leq(const check_vc *a, const check_vc *b);
 bool check_vc_equal(const check_vc *a, const check_vc *b);

@@ -427,3 +427,114 @@ uint32_t check_vc_count(const check_vc *v)
         n += x.time != 0;
     return n;
 }
+
+/* ------------------------------------------------------------------ */
+/* Joining many clocks at once (a generation's arrivals).              */
+
+void check_vc_acc_init(check_vc_acc *a, check_vc *start)
+{
+    a->vc = check_vc_ref(start);
+    a->pend = NULL;
+    a->n = a->cap = 0;
+    a->oom = false;
+}
+
+static void acc_push(check_vc_acc *a, const check_vc_entry *x, uint32_t n)
+{
+    if (a->oom || n == 0)
+        return;
+    if (a->n + n > a->cap) {
+        uint32_t cap = a->cap ? a->cap : 64;
+        while (cap < a->n + n)
+            cap *= 2;
+        check_vc_entry *p = realloc(a->pend, (size_t)cap * sizeof *p);
+        if (!p) {
+            a->oom = true;
+            return;
+        }
+        a->pend = p;
+        a->cap = cap;
+    }
+    memcpy(a->pend + a->n, x, (size_t)n * sizeof *x);
+    a->n += n;
+}
+
+void check_vc_acc_join(check_vc_acc *a, const check_vc *v)
+{
+    if (!v || a->oom)
+        return;
+    const check_vc *bv = vc_base(v);
+    uint32_t nd = v->base ? v->n : 0;
+    if (!a->vc) {
+        a->vc = check_vc_ref((check_vc *)bv);
+    } else if (!base_leq(bv, vc_base(a->vc)) && check_vc_join(&a->vc, bv) != 0) {
+        /* (a newer base: O(delta) on one line; else O(queues)) */
+        a->oom = true;
+    }
+    /* the delta waits with the raised entries */
+    acc_push(a, v->e, nd);
+}
+
+void check_vc_acc_raise(check_vc_acc *a, uint32_t q, uint32_t t)
+{
+    if (t == 0)
+        return;
+    check_vc_entry x = { q, t };
+    acc_push(a, &x, 1);
+}
+
+static int entry_cmp(const void *x, const void *y)
+{
+    const check_vc_entry *a = x, *b = y;
+    return a->queue < b->queue ? -1 : a->queue > b->queue;
+}
+
+int check_vc_acc_finish(check_vc_acc *a, check_vc **out)
+{
+    *out = NULL;
+    int rc = a->oom ? -1 : 0;
+    uint32_t m = 0;
+    if (rc == 0 && a->n) {
+        /* the pending entries sorted, one per queue (the largest) */
+        qsort(a->pend, a->n, sizeof *a->pend, entry_cmp);
+        for (uint32_t i = 0; i < a->n; i++) {
+            if (m && a->pend[m - 1].queue == a->pend[i].queue) {
+                if (a->pend[i].time > a->pend[m - 1].time)
+                    a->pend[m - 1].time = a->pend[i].time;
+            } else {
+                a->pend[m++] = a->pend[i];
+            }
+        }
+    }
+    check_vc *v = a->vc;
+    a->vc = NULL;
+    if (rc == 0 && m && !v) {
+        /* nothing but raises: a flat clock of them */
+        if (!(v = vc_alloc(m))) {
+            rc = -1;
+        } else {
+            memcpy(v->e, a->pend, (size_t)m * sizeof *v->e);
+            v->n = m;
+            vc_new_line(v);
+        }
+    } else if (rc == 0 && m) {
+        vc_it it = { NULL, NULL, a->pend, a->pend + m };
+        check_vc *r = vc_rebase(vc_base(v), v->e, v->base ? v->n : 0, &it, m);
+        if (!r) {
+            rc = -1;
+        } else {
+            check_vc_unref(v);
+            v = r;
+            rc = maybe_fold(&v, false);
+        }
+    }
+    free(a->pend);
+    a->pend = NULL;
+    a->n = a->cap = 0;
+    if (rc != 0) {
+        check_vc_unref(v);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}

@@ -5,7 +5,8 @@
  * in place after its line was continued is no longer taken to be below its
  * successor; and random sequences of raises, joins, shares, compactions and
  * generation-like joins of many clocks against a dense reference, with
- * every clock checked after every step (copy-on-write included).
+ * every clock checked after every step (copy-on-write included), and
+ * generations joined through check_vc_acc.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -214,7 +215,7 @@ static void test_vclock_random_against_dense_reference(void **state)
     static slot pool[POOL];
     memset(pool, 0, sizeof pool);
     rng = 0x7c10c4ULL;
-    uint32_t clock = 1, deltas = 0, ordered_joins = 0, gens = 0, on_line = 0;
+    uint32_t clock = 1, deltas = 0, ordered_joins = 0, gens = 0, on_line = 0, accs = 0;
     for (int step = 0; step < 40000; step++) {
         slot *a = &pool[rnd(POOL)], *b = &pool[rnd(POOL)];
         int op = rnd(100);
@@ -246,19 +247,43 @@ static void test_vclock_random_against_dense_reference(void **state)
              * result compacted and shared by every member */
             static slot joined;
             int members[POOL], n = 2 + rnd(POOL - 2);
+            bool many = rnd(2);     /* through check_vc_acc, or one by one */
+            check_vc_acc acc;
             memset(&joined, 0, sizeof joined);
+            if (many) {
+                /* sometimes from a start clock, as after a collective's accesses */
+                slot *s0 = &pool[rnd(POOL)];
+                if (rnd(2))
+                    set(&joined, s0);
+                check_vc_acc_init(&acc, joined.vc);
+            }
             for (int i = 0; i < n; i++) {
                 members[i] = rnd(POOL);
                 slot *m = &pool[members[i]];
-                assert_int_equal(check_vc_join(&joined.vc, m->vc), 0);
                 uint32_t q = (uint32_t)members[i] * 5 % NQ, t = clock++;
-                assert_int_equal(check_vc_raise(&joined.vc, q, t), 0);
+                if (many) {
+                    check_vc_acc_join(&acc, m->vc);
+                    check_vc_acc_raise(&acc, q, t);
+                    uint32_t q2 = pick_q(), t2 = rnd(clock + 1);    /* often below */
+                    check_vc_acc_raise(&acc, q2, t2);
+                    if (t2 > joined.t[q2])
+                        joined.t[q2] = t2;
+                } else {
+                    assert_int_equal(check_vc_join(&joined.vc, m->vc), 0);
+                    assert_int_equal(check_vc_raise(&joined.vc, q, t), 0);
+                }
                 for (uint32_t k = 0; k < NQ; k++)
                     if (m->t[k] > joined.t[k])
                         joined.t[k] = m->t[k];
                 if (t > joined.t[q])
                     joined.t[q] = t;
             }
+            if (many) {
+                check_vc_unref(joined.vc);
+                assert_int_equal(check_vc_acc_finish(&acc, &joined.vc), 0);
+                accs++;
+            }
+            expect(&joined);
             assert_int_equal(check_vc_compact(&joined.vc), 0);
             expect(&joined);
             for (int i = 0; i < n; i++)
@@ -280,13 +305,14 @@ static void test_vclock_random_against_dense_reference(void **state)
     for (int i = 0; i < POOL; i++)
         check_vc_unref(pool[i].vc);
     fprintf(stderr, "vclock: %u steps on a delta, %u joins of deltas on one line, %u generations, "
-                    "%u steps on a continued line\n",
-            deltas, ordered_joins, gens, on_line);
+                    "%u steps on a continued line, %u joins of many\n",
+            deltas, ordered_joins, gens, on_line, accs);
     /* the fast paths were exercised, not only the flat ones */
     assert_true(deltas > 5000);
     assert_true(ordered_joins > 1000);
     assert_true(gens > 1000);
     assert_true(on_line > 1000);
+    assert_true(accs > 500);
 }
 
 int main(void)
