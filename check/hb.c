@@ -62,7 +62,11 @@
  * free, and a stream remembers the last host clock it joined, so the common
  * case (a host submitting many statements between two syncs) is one
  * integer raise per statement. Nothing is O(queues) per statement: a
- * `sync all` visits the streams, each in O(1) unless it has news.
+ * `sync all` visits the streams, each in O(1) unless it has news. A
+ * generation's joined clock is built in one sorted pass (check_vc_acc) and
+ * made flat; its participants share it, and what they learn afterwards is
+ * a small delta over it, so that even after a collective over thousands of
+ * queues a join or a comparison costs O(delta log queues) (vclock.c).
  *
  * Races. Each access becomes a site (its statement's epoch and name) and
  * updates the shadow of its root buffer (shadow.c), FastTrack style: a read

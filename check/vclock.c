@@ -36,7 +36,15 @@
  * a queue whose delta sits on an older generation joins a newer one in
  * O(delta). A flat clock changed in place (only reference, raised) after its
  * line was continued starts a new line: its successor no longer covers it.
- * When nothing is known, a comparison or join walks both clocks in full.
+ * When nothing is known, a comparison or join walks both clocks in full
+ * and keeps the larger base.
+ *
+ * Many at once. A generation joins the clocks of all its arrivals and
+ * raises an entry per participant. Joined one by one, each arrival would
+ * merge its few entries into a delta that grows with every arrival; the
+ * accumulator (check_vc_acc) instead collects the deltas and raised entries,
+ * moves its base forward when an arrival's base is newer, and sorts and
+ * merges everything once at the end.
  */
 #include "internal.h"
 
