@@ -25,7 +25,9 @@
  * the other) merges their deltas in O(delta log base), and so does a
  * comparison. A delta that grows past a quarter of its base (and past
  * FLAT_MIN entries) is folded into a new flat clock, so deltas stay small
- * and the cost of a fold is spread over the entries that made it.
+ * and the cost of a fold is spread over the entries that made it. Small
+ * clocks (bases of at most FLAT_MIN entries, every clock of a trace with a
+ * few queues) stay flat: a join of two is one merge pass, as is a copy.
  *
  * Lines. "Base X is below base Y" must be cheap to know. A flat clock made
  * from a base (a fold, or a join whose result is flat) is above it; the
@@ -36,8 +38,9 @@
  * a queue whose delta sits on an older generation joins a newer one in
  * O(delta). A flat clock changed in place (only reference, raised) after its
  * line was continued starts a new line: its successor no longer covers it.
- * When nothing is known, a comparison or join walks both clocks in full
- * and keeps the larger base.
+ * Every flat clock has a line (line 0 is never "the same line"). When
+ * nothing is known, a comparison or join walks both clocks in full and
+ * keeps the larger base.
  *
  * Many at once. A generation joins the clocks of all its arrivals and
  * raises an entry per participant. Joined one by one, each arrival would
@@ -122,7 +125,7 @@ static inline const check_vc *vc_base(const check_vc *v)
 /* Flat clocks x <= y, as far as is known without looking at entries. */
 static inline bool base_leq(const check_vc *x, const check_vc *y)
 {
-    return x == y || (x->line == y->line && x->depth <= y->depth);
+    return x == y || (x->line && x->line == y->line && x->depth <= y->depth);
 }
 
 static uint32_t find(const check_vc_entry *e, uint32_t n, uint32_t q)
