@@ -62,7 +62,11 @@
  * free, and a stream remembers the last host clock it joined, so the common
  * case (a host submitting many statements between two syncs) is one
  * integer raise per statement. Nothing is O(queues) per statement: a
- * `sync all` visits the streams, each in O(1) unless it has news.
+ * `sync all` visits the streams, each in O(1) unless it has news. A
+ * generation's joined clock is built in one sorted pass (check_vc_acc) and
+ * made flat; its participants share it, and what they learn afterwards is
+ * a small delta over it, so that even after a collective over thousands of
+ * queues a join or a comparison costs O(delta log queues) (vclock.c).
  *
  * Races. Each access becomes a site (its statement's epoch and name) and
  * updates the shadow of its root buffer (shadow.c), FastTrack style: a read
@@ -415,12 +419,15 @@ static void stream_advanced(check_engine *e, uint32_t q)
  * accesses happen inside, with the joined clock. */
 static void release_gen(check_engine *e, gen_state *g)
 {
-    check_vc *joined = NULL;
+    check_vc *joined;
+    check_vc_acc acc;
+    check_vc_acc_init(&acc, NULL);
     for (uint32_t i = 0; i < g->n_arrived; i++) {
-        if (check_vc_join(&joined, g->arr[i].snap.vc) != 0 ||
-            check_vc_raise(&joined, g->arr[i].snap.queue, g->arr[i].snap.own) != 0)
-            e->oom = true;
+        check_vc_acc_join(&acc, g->arr[i].snap.vc);
+        check_vc_acc_raise(&acc, g->arr[i].snap.queue, g->arr[i].snap.own);
     }
+    if (check_vc_acc_finish(&acc, &joined) != 0)
+        e->oom = true;
     check_report_begin_stmt(e->rep);
     for (uint32_t i = 0; i < g->n_arrived; i++) {
         uint32_t q = g->arr[i].queue;
@@ -431,9 +438,16 @@ static void release_gen(check_engine *e, gen_state *g)
         if (g->collective && g->arr[i].pend)
             do_accesses(e, q, &g->arr[i].pend->s);
     }
+    check_vc_acc_init(&acc, joined);
     for (uint32_t i = 0; i < g->n_arrived; i++)
-        if (check_vc_raise(&joined, g->arr[i].queue, e->q[g->arr[i].queue].own) != 0)
-            e->oom = true;
+        check_vc_acc_raise(&acc, g->arr[i].queue, e->q[g->arr[i].queue].own);
+    check_vc_unref(joined);
+    if (check_vc_acc_finish(&acc, &joined) != 0)
+        e->oom = true;
+    /* every participant shares it, and whoever learns one of them joins
+     * it: a flat clock, so their deltas over it stay small */
+    if (check_vc_compact(&joined) != 0)
+        e->oom = true;
     for (uint32_t i = 0; i < g->n_arrived; i++) {
         uint32_t q = g->arr[i].queue;
         check_vc_unref(e->q[q].vc);

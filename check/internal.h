@@ -23,10 +23,14 @@
 /*
  * A sparse vector clock: entries (queue, time) sorted by queue, only for
  * queues actually joined; a missing entry is 0. NULL is the empty clock.
- * Clocks are shared by reference count: a clock with refs > 1 is immutable,
- * and the mutators below copy it first (copy-on-write). A queue's own entry
- * is kept outside its clock (see check_qstate), so running a statement does
- * not touch the clock at all.
+ * A clock is flat (base NULL: e[] is all of it) or a delta over a flat
+ * `base` (its value is the base with e[]'s entries raised; each is above
+ * the base's), so that clocks that all know one large generation share it
+ * and differ in a few entries (vclock.c's head). Clocks are shared by
+ * reference count: a clock with refs > 1 is immutable, and the mutators
+ * below copy it first (copy-on-write). A queue's own entry is kept outside
+ * its clock (see check_qstate), so running a statement does not touch the
+ * clock at all.
  */
 typedef struct check_vc_entry {
     uint32_t queue, time;
@@ -34,7 +38,11 @@ typedef struct check_vc_entry {
 
 typedef struct check_vc {
     uint32_t refs;
-    uint32_t n, cap;
+    uint32_t n, cap;            /* entries in e[] */
+    struct check_vc *base;      /* NULL: flat; else a reference to a flat clock */
+    uint64_t line;              /* flat: its line (vclock.c: "Lines") */
+    uint32_t depth;             /* flat: its place on the line */
+    bool extended;              /* flat: a later clock continues its line */
     check_vc_entry e[];
 } check_vc;
 
@@ -42,14 +50,37 @@ check_vc *check_vc_ref(check_vc *v);
 void check_vc_unref(check_vc *v);
 /* The entry of queue q (0 when absent). O(log n). */
 uint32_t check_vc_get(const check_vc *v, uint32_t q);
-/* *dst := *dst joined with src (copying *dst first if shared). Returns 0 or
- * -1 when out of memory. */
+/* *dst := *dst joined with src (copying *dst first if shared; *dst may
+ * become a reference to src). O(delta log n) when the bases of the two are
+ * ordered, O(n) otherwise. Returns 0 or -1 when out of memory. */
 int check_vc_join(check_vc **dst, const check_vc *src);
-/* *dst := *dst with entry q raised to at least t. */
+/* *dst := *dst with entry q raised to at least t. A large shared clock gets
+ * a one-entry delta, not a copy. */
 int check_vc_raise(check_vc **dst, uint32_t q, uint32_t t);
+/* Folds the delta of *v into a new flat clock unless it is tiny (a clock
+ * about to be shared by many queues, such as a generation's). Same value. */
+int check_vc_compact(check_vc **v);
+/* Joins many clocks at once (a generation's arrivals): the deltas and
+ * raised entries are collected, then sorted and merged in one pass, so n
+ * clocks that each add entries cost O(total log total + queues), not a
+ * merge into a growing clock per clock. */
+typedef struct check_vc_acc {
+    check_vc *vc;               /* the join so far, less the pending entries */
+    check_vc_entry *pend;       /* entries still to raise, unsorted */
+    uint32_t n, cap;
+    bool oom;
+} check_vc_acc;
+/* Starts from clock start (a reference is taken; NULL: empty). */
+void check_vc_acc_init(check_vc_acc *a, check_vc *start);
+void check_vc_acc_join(check_vc_acc *a, const check_vc *v);
+void check_vc_acc_raise(check_vc_acc *a, uint32_t q, uint32_t t);
+/* *out := the join (a reference); frees what a holds. 0 or -1 (OOM). */
+int check_vc_acc_finish(check_vc_acc *a, check_vc **out);
 /* True when every entry of a is <= the same entry of b. */
 bool check_vc_leq(const check_vc *a, const check_vc *b);
 bool check_vc_equal(const check_vc *a, const check_vc *b);
+/* Number of non-zero entries of the value (tests, statistics). O(n). */
+uint32_t check_vc_count(const check_vc *v);
 
 /* A queue's clock at one moment: its shared clock plus its own entry. */
 typedef struct check_snap {

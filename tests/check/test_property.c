@@ -15,6 +15,9 @@
  *    generations as a node between arrivals and departures), reachability
  *    by breadth-first search, and a fixpoint that decides which statements
  *    can ever run.
+ * 2b. The same on wide traces: 17 to 37 streams with barriers over all of
+ *    them (the shape of collectives across ranks), where clocks are large
+ *    and shared and the checker joins them through their deltas.
  * 3. On multi-host traces, whose cross-host order often rests on the
  *    submission edge of a stream wait, await or barrier that another host
  *    submitted, deleting what `minimize` lists -- each removal alone, and all
@@ -31,7 +34,9 @@
 #include "check_test_util.h"
 
 #define MAXS 256
-#define MAXQ 8
+#define MAXQ 40
+#define MAXB (MAXQ + 2)     /* barrier ids: 0 the hosts', 1.. a stream's own, WIDE_B */
+#define WIDE_B (MAXQ + 1)   /* the barrier over every stream (wide traces) */
 
 typedef struct gacc {
     int buf;
@@ -111,12 +116,12 @@ static void ref_analyse(const gtrace *g, ref_result *r)
     int n = g->n, nq = g->n_hosts + g->n_streams;
     int pred[MAXS], sub[MAXS], bind[MAXS], gen[MAXS];
     bool extra[MAXS];       /* an arrival beyond its generation's count */
-    int members[16][MAXS];
+    static int members[MAXB][MAXS];
     memset(members, 0, sizeof members);
     r->mismatch = false;
     int sync_t[MAXS][MAXQ];
     int last[MAXQ];
-    int arrivals[16][MAXQ];
+    int arrivals[MAXB][MAXQ];
     memset(arrivals, 0, sizeof arrivals);
     for (int q = 0; q < nq; q++)
         last[q] = -1;
@@ -201,7 +206,7 @@ static void ref_analyse(const gtrace *g, ref_result *r)
     /* the happens-before graph: statements, then one node per generation */
     static int adj[MAXS + 64][MAXS + 64];
     static int deg[MAXS + 64];
-    static int gnode[16][MAXS];
+    static int gnode[MAXB][MAXS];
     memset(gnode, -1, sizeof gnode);
     int nn = n;
     memset(deg, 0, sizeof deg);
@@ -277,6 +282,11 @@ static void ref_analyse(const gtrace *g, ref_result *r)
 static int n_events, n_flags;
 static int sem_val[MAXQ];       /* the last value each queue set its semaphore to */
 static int n_handoffs;          /* cross-host orders carried by a submission edge */
+/* generate_hosts makes wide traces: 17 to 37 streams (more than a clock
+ * keeps flat when shared: vclock.c's deltas and lines are at work) and
+ * barriers over every stream, the shape of a collective across ranks */
+static bool wide;
+static int n_wide_gens;
 
 static void push(gtrace *g, gstmt s)
 {
@@ -354,11 +364,11 @@ static void generate_hosts(gtrace *g, int min_hosts)
     n_events = n_flags = 0;
     memset(sem_val, 0, sizeof sem_val);
     g->n_hosts = min_hosts + rnd(4 - min_hosts);
-    g->n_streams = 2 + rnd(3);
+    g->n_streams = wide ? 17 + rnd(MAXQ - 3 - 17 + 1) : 2 + rnd(3);
     g->n_bufs = 2 + rnd(3);
     for (int i = 0; i < g->n_streams; i++)
         g->dev[g->n_hosts + i] = rnd(2);
-    int steps = 14 + rnd(10);
+    int steps = wide ? 24 + rnd(10) : 14 + rnd(10);
     int n_barriers = 0;
     for (int step = 0; step < steps && g->n < MAXS - 40; step++) {
         int what = rnd(10);
@@ -377,6 +387,14 @@ static void generate_hosts(gtrace *g, int min_hosts)
                 gstmt p = { .q = a };
                 order(g, &p, b, rnd(g->n_hosts));
             }
+            continue;
+        }
+        if (wide && what == 4 && g->n < MAXS - 40 - g->n_streams) {
+            /* every stream arrives, each submitted by some host */
+            for (int q = g->n_hosts; q < nq; q++)
+                push(g, (gstmt){ .q = q, .kind = TRACE_BARRIER, .obj = WIDE_B,
+                                 .count = g->n_streams, .by = (int)rnd(g->n_hosts) });
+            n_wide_gens++;
             continue;
         }
         if (what == 2 && g->n_hosts >= 2 && n_barriers < 15) {
@@ -570,38 +588,46 @@ static void test_property_generated_traces_are_clean(void **state)
     }
 }
 
+/* Deletes each synchronisation of g in turn (and each barrier generation
+ * whole): the checker's verdict must agree with the reference's. */
+static void delete_each_sync(const gtrace *g, int *mutants, int *racy, int *hang)
+{
+    bool drop[MAXS];
+    int gen_of[MAXS], arrivals[MAXB][MAXQ];
+    memset(arrivals, 0, sizeof arrivals);
+    for (int i = 0; i < g->n; i++)
+        gen_of[i] = g->s[i].kind == TRACE_BARRIER ? ++arrivals[g->s[i].obj][g->s[i].q] : 0;
+    for (int i = 0; i < g->n; i++) {
+        trace_kind kd = g->s[i].kind;
+        if (kd != TRACE_WAIT && kd != TRACE_SYNC && kd != TRACE_AWAIT && kd != TRACE_BARRIER &&
+            kd != TRACE_SIGNAL)
+            continue;
+        /* one statement */
+        memset(drop, 0, sizeof drop);
+        drop[i] = true;
+        *mutants += check_mutant(g, drop, racy, hang);
+        /* a whole barrier generation (once, at its first participant) */
+        int first = g->s[i].obj == WIDE_B ? g->n_hosts : 0;
+        if (kd == TRACE_BARRIER && g->s[i].q == first) {
+            for (int j = 0; j < g->n; j++)
+                drop[j] = g->s[j].kind == TRACE_BARRIER && g->s[j].obj == g->s[i].obj &&
+                          gen_of[j] == gen_of[i];
+            *mutants += check_mutant(g, drop, racy, hang);
+        }
+    }
+}
+
 static void test_property_deleting_one_sync_agrees_with_reference(void **state)
 {
     (void)state;
     rng_state = 0xfeedbeef77ULL;
     static gtrace g;
     int mutants = 0, racy = 0, hang = 0, sem_mutants = 0;
-    bool drop[MAXS];
     for (int k = 0; k < 300; k++) {
         generate(&g);
         for (int i = 0; i < g.n; i++)
             sem_mutants += g.s[i].sem;
-        int gen_of[MAXS], arrivals[16][MAXQ];
-        memset(arrivals, 0, sizeof arrivals);
-        for (int i = 0; i < g.n; i++)
-            gen_of[i] = g.s[i].kind == TRACE_BARRIER ? ++arrivals[g.s[i].obj][g.s[i].q] : 0;
-        for (int i = 0; i < g.n; i++) {
-            trace_kind kd = g.s[i].kind;
-            if (kd != TRACE_WAIT && kd != TRACE_SYNC && kd != TRACE_AWAIT && kd != TRACE_BARRIER &&
-                kd != TRACE_SIGNAL)
-                continue;
-            /* one statement */
-            memset(drop, 0, sizeof drop);
-            drop[i] = true;
-            mutants += check_mutant(&g, drop, &racy, &hang);
-            /* a whole barrier generation */
-            if (kd == TRACE_BARRIER && g.s[i].q == 0) {
-                for (int j = 0; j < g.n; j++)
-                    drop[j] = g.s[j].kind == TRACE_BARRIER && g.s[j].obj == g.s[i].obj &&
-                              gen_of[j] == gen_of[i];
-                mutants += check_mutant(&g, drop, &racy, &hang);
-            }
-        }
+        delete_each_sync(&g, &mutants, &racy, &hang);
     }
     fprintf(stderr, "property: %d mutants (%d of a semaphore's set or await), %d racy, %d hang\n",
             mutants, sem_mutants, racy, hang);
@@ -609,6 +635,48 @@ static void test_property_deleting_one_sync_agrees_with_reference(void **state)
     assert_true(sem_mutants > 100);  /* value semaphores are exercised */
     assert_true(racy > 100);    /* the test must exercise both verdicts */
     assert_true(hang > 20);
+    assert_true(mutants - racy - hang > 100);
+}
+
+/* Wide traces (17 to 37 streams, barriers over all of them: the clocks of a
+ * multi-rank trace after a collective, large and shared, joined through
+ * their deltas) are clean, and deleting any synchronisation gives the
+ * reference's verdict. */
+static void test_property_wide_traces_agree_with_reference(void **state)
+{
+    (void)state;
+    rng_state = 0x3172a5e5ULL;
+    static gtrace g;
+    int traces = 0, mutants = 0, racy = 0, hang = 0, max_streams = 0;
+    wide = true;
+    n_wide_gens = 0;
+    for (int k = 0; k < 60; k++) {
+        generate(&g);
+        ref_result ref;
+        ref_analyse(&g, &ref);
+        assert_false(ref.racy);
+        assert_false(ref.hang);
+        trace *t = materialise(&g, NULL);
+        check_report *rep = tb_check(t);
+        if (check_report_count(rep)) {
+            dump(&g, NULL);
+            check_report_print(stderr, rep, false);
+        }
+        assert_int_equal(check_report_count(rep), 0);
+        check_report_free(rep);
+        trace_free(t);
+        traces++;
+        if (g.n_streams > max_streams)
+            max_streams = g.n_streams;
+        delete_each_sync(&g, &mutants, &racy, &hang);
+    }
+    wide = false;
+    fprintf(stderr, "wide property: %d traces (up to %d streams), %d barriers over every stream, "
+                    "%d mutants, %d racy, %d hang\n",
+            traces, max_streams, n_wide_gens, mutants, racy, hang);
+    assert_true(n_wide_gens > 60);
+    assert_true(racy > 100);
+    assert_true(hang > 50);
     assert_true(mutants - racy - hang > 100);
 }
 
@@ -681,6 +749,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_property_generated_traces_are_clean),
         cmocka_unit_test(test_property_deleting_one_sync_agrees_with_reference),
+        cmocka_unit_test(test_property_wide_traces_agree_with_reference),
         cmocka_unit_test(test_property_minimize_removals_are_deletions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
