@@ -1,0 +1,337 @@
+/*
+ * test_net_simgrid.c -- the SimGrid network engine (sim/net_simgrid.cpp)
+ * on the shipped platforms: what one transfer costs, how transfers share a
+ * GPU's NVLink or NIC, that next(until) stops at until without drifting,
+ * the naming rules and errors.
+ *
+ * SimGrid runs one simulation per process, so every scenario runs in a
+ * child process (fork) that writes its figures into shared memory; the
+ * tests assert on them here.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <cmocka.h>
+
+#ifndef SYNCSIM_HAVE_SIMGRID
+int main(void)
+{
+    printf("skipped: this build has no SimGrid (install libsimgrid-dev and reconfigure)\n");
+    return 77;
+}
+#else
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "sim/net.h"
+
+extern const sim_net_iface sim_net_simgrid;
+
+/* The shipped platforms' numbers (sim/platforms/README.md). */
+#define NVLINK_BYTES_PER_NS 450.0
+#define NVLINK_NS 1000
+#define NIC_BYTES_PER_NS 50.0
+#define NIC_NS 3000
+#define BYTES 100000000ull          /* 100 MB */
+
+/* What one run of the scenarios measured, on one network. */
+typedef struct figures {
+    int rc;                         /* open's result */
+    char err[256], describe[160];
+    int n_gpus, gpus_per_node;
+    int64_t lone_nvlink;            /* gpu0 -> gpu1 alone */
+    int64_t into_one[2];            /* gpu0 -> gpu2 and gpu1 -> gpu2 together */
+    int64_t out_of_one[2];          /* gpu0 -> gpu1 and gpu0 -> gpu2 together */
+    int64_t into_one_back[2];       /* gpu3 -> gpu2 and gpu1 -> gpu2 together */
+    int64_t opposite[2];            /* gpu0 -> gpu1 and gpu1 -> gpu0 together */
+    int64_t nic_opposite[2];        /* gpu0 -> gpu16 and gpu16 -> gpu0 together */
+    int64_t lone_nic;               /* gpu0 -> gpu8 alone */
+    int64_t nic_into_one[2];        /* gpu0 -> gpu16 and gpu8 -> gpu16 together */
+    int64_t mixed[2];               /* gpu0 -> gpu1 (NVLink) and gpu0 -> gpu8 (NIC) together */
+    bool stopped_at_until;          /* next(start + 1000) returned false at once */
+    int64_t lone_after_until;       /* the lone NVLink transfer, waited for in slices */
+    int second_rc;                  /* a second open in the same process */
+    char second_err[256];
+    uint64_t busiest_bytes;
+    char busiest[64];
+} figures;
+
+static int64_t now;
+
+/* Starts the transfers (src[i] -> dst[i]) together and fills took[i] with
+ * how long each took. */
+static void together(sim_net *n, int count, const int *src, const int *dst, int64_t *took)
+{
+    int64_t ids[4], t0 = now;
+    for (int i = 0; i < count; i++)
+        ids[i] = n->iface->start(n, now, src[i], dst[i], BYTES);
+    for (int left = count; left > 0; left--) {
+        int64_t at = -1, id = -1;
+        if (!n->iface->next(n, INT64_MAX, &at, &id))
+            return;
+        for (int i = 0; i < count; i++)
+            if (ids[i] == id)
+                took[i] = at - t0;
+        now = at;
+    }
+}
+
+typedef struct job {
+    sim_net *net;
+    figures *f;
+} job;
+
+static int body(void *arg)
+{
+    job *j = arg;
+    sim_net *n = j->net;
+    figures *f = j->f;
+    together(n, 1, (int[]){ 0 }, (int[]){ 1 }, &f->lone_nvlink);
+    together(n, 2, (int[]){ 0, 1 }, (int[]){ 2, 2 }, f->into_one);
+    together(n, 2, (int[]){ 0, 0 }, (int[]){ 1, 2 }, f->out_of_one);
+    together(n, 2, (int[]){ 3, 1 }, (int[]){ 2, 2 }, f->into_one_back);
+    together(n, 2, (int[]){ 0, 1 }, (int[]){ 1, 0 }, f->opposite);
+    together(n, 2, (int[]){ 0, 16 }, (int[]){ 16, 0 }, f->nic_opposite);
+    together(n, 1, (int[]){ 0 }, (int[]){ 8 }, &f->lone_nic);
+    together(n, 2, (int[]){ 0, 8 }, (int[]){ 16, 16 }, f->nic_into_one);
+    together(n, 2, (int[]){ 0, 0 }, (int[]){ 1, 8 }, f->mixed);
+
+    /* The same lone transfer, waited for 1000 ns at a time. */
+    int64_t t0 = now, at = -1, id = -1, until = now;
+    n->iface->start(n, now, 0, 1, BYTES);
+    f->stopped_at_until = !n->iface->next(n, now + 1000, &at, &id);
+    for (;;) {
+        until += 1000;
+        if (n->iface->next(n, until, &at, &id))
+            break;
+    }
+    f->lone_after_until = at - t0;
+    now = at;
+    return 0;
+}
+
+/* Opens spec's platform in a child process, runs the scenarios there when
+ * asked, and returns what the child measured (shared memory). */
+static figures *measure(const char *arg, bool run)
+{
+    figures *f = mmap(NULL, sizeof *f, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    assert_true(f != MAP_FAILED);
+    memset(f, 0, sizeof *f);
+    f->rc = -2;
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        sim_net n = { 0 };
+        n.iface = &sim_net_simgrid;
+        f->rc = sim_net_simgrid.open(&n, arg, f->err, sizeof f->err);
+        if (f->rc == 0) {
+            f->n_gpus = n.n_gpus;
+            f->gpus_per_node = n.gpus_per_node;
+            snprintf(f->describe, sizeof f->describe, "%s", n.describe);
+            if (run) {
+                now = 0;
+                job j = { &n, f };
+                sim_net_simgrid.run(&n, body, &j);
+                f->busiest_bytes = sim_net_simgrid.busiest(&n, f->busiest, sizeof f->busiest);
+            }
+            sim_net other = { 0 };
+            f->second_rc = sim_net_simgrid.open(&other, arg, f->second_err, sizeof f->second_err);
+            sim_net_simgrid.close(&n);
+        }
+        fflush(NULL);
+        _exit(0);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    return f;
+}
+
+static figures *on_4x8;
+
+static int setup(void **state)
+{
+    (void)state;
+    on_4x8 = measure("4x8.xml", true);
+    return on_4x8->rc == 0 ? 0 : (fprintf(stderr, "open 4x8.xml: %s\n", on_4x8->err), -1);
+}
+
+static int64_t alone(double bytes_per_ns, int64_t latency)
+{
+    return latency + (int64_t)(BYTES / bytes_per_ns + 0.5);
+}
+
+/* Within 1 ns + 0.01 %: SimGrid's solver works in doubles. */
+static void assert_about(int64_t got, int64_t want)
+{
+    int64_t slack = 1 + want / 10000;
+    if (got < want - slack || got > want + slack)
+        fail_msg("took %lld ns, expected %lld +- %lld", (long long)got, (long long)want,
+                 (long long)slack);
+}
+
+static void test_simgrid_4x8_is_4_nodes_of_8_gpus_node_major(void **state)
+{
+    (void)state;
+    assert_int_equal(on_4x8->n_gpus, 32);
+    assert_int_equal(on_4x8->gpus_per_node, 8);
+    assert_non_null(strstr(on_4x8->describe, "4 nodes x 8 GPUs"));
+}
+
+static void test_simgrid_shipped_platforms_have_their_shapes(void **state)
+{
+    (void)state;
+    static const struct { const char *name; int gpus, per; } shipped[] = {
+        { "1x8.xml", 8, 8 }, { "4x8", 32, 8 }, { "128x8.xml", 1024, 8 },
+        { "4x8-taper4.xml", 32, 8 },
+    };
+    for (size_t i = 0; i < sizeof shipped / sizeof *shipped; i++) {
+        figures *f = measure(shipped[i].name, false);
+        if (f->rc != 0)
+            fail_msg("%s: %s", shipped[i].name, f->err);
+        assert_int_equal(f->n_gpus, shipped[i].gpus);
+        assert_int_equal(f->gpus_per_node, shipped[i].per);
+        munmap(f, sizeof *f);
+    }
+}
+
+static void test_simgrid_lone_transfer_takes_latency_plus_bytes_over_bandwidth(void **state)
+{
+    (void)state;
+    assert_about(on_4x8->lone_nvlink, alone(NVLINK_BYTES_PER_NS, NVLINK_NS));
+    assert_about(on_4x8->lone_nic, alone(NIC_BYTES_PER_NS, NIC_NS));
+}
+
+static void test_simgrid_two_transfers_into_one_gpu_share_its_nvlink(void **state)
+{
+    (void)state;
+    int64_t want = alone(NVLINK_BYTES_PER_NS / 2, NVLINK_NS);
+    assert_about(on_4x8->into_one[0], want);
+    assert_about(on_4x8->into_one[1], want);
+    assert_about(on_4x8->out_of_one[0], want);
+    assert_about(on_4x8->out_of_one[1], want);
+    assert_about(on_4x8->into_one_back[0], want);
+    assert_about(on_4x8->into_one_back[1], want);
+}
+
+static void test_simgrid_links_are_full_duplex(void **state)
+{
+    (void)state;
+    int64_t nvlink = alone(NVLINK_BYTES_PER_NS, NVLINK_NS), nic = alone(NIC_BYTES_PER_NS, NIC_NS);
+    assert_about(on_4x8->opposite[0], nvlink);
+    assert_about(on_4x8->opposite[1], nvlink);
+    assert_about(on_4x8->nic_opposite[0], nic);
+    assert_about(on_4x8->nic_opposite[1], nic);
+}
+
+static void test_simgrid_cross_node_transfer_is_limited_by_the_nic(void **state)
+{
+    (void)state;
+    assert_true(on_4x8->lone_nic > 8 * on_4x8->lone_nvlink);
+    int64_t want = alone(NIC_BYTES_PER_NS / 2, NIC_NS);
+    assert_about(on_4x8->nic_into_one[0], want);
+    assert_about(on_4x8->nic_into_one[1], want);
+    /* NVLink and NIC are different links: neither slows the other. */
+    assert_about(on_4x8->mixed[0], alone(NVLINK_BYTES_PER_NS, NVLINK_NS));
+    assert_about(on_4x8->mixed[1], alone(NIC_BYTES_PER_NS, NIC_NS));
+}
+
+static void test_simgrid_next_stops_at_until_without_drift(void **state)
+{
+    (void)state;
+    assert_true(on_4x8->stopped_at_until);
+    assert_int_equal(on_4x8->lone_after_until, on_4x8->lone_nvlink);
+}
+
+static void test_simgrid_busiest_link_is_gpu0s_nvlink_up(void **state)
+{
+    (void)state;
+    /* gpu0 sent 7 of the 14 NVLink transfers; gpu2 received 5. */
+    assert_string_equal(on_4x8->busiest, "gpu0-nvlink_UP");
+    assert_true(on_4x8->busiest_bytes == 7 * BYTES);
+}
+
+static void test_simgrid_second_open_in_a_process_says_why_it_fails(void **state)
+{
+    (void)state;
+    assert_int_equal(on_4x8->second_rc, -1);
+    assert_non_null(strstr(on_4x8->second_err, "one simulation per process"));
+}
+
+static void test_simgrid_unknown_platform_lists_the_shipped_ones(void **state)
+{
+    (void)state;
+    figures *f = measure("no-such-platform.xml", false);
+    assert_int_equal(f->rc, -1);
+    assert_non_null(strstr(f->err, "no platform 'no-such-platform.xml'"));
+    assert_non_null(strstr(f->err, "4x8.xml"));
+    munmap(f, sizeof *f);
+    f = measure("4x8.xml,colour=blue", false);
+    assert_int_equal(f->rc, -1);
+    assert_non_null(strstr(f->err, "unknown option 'colour=blue'"));
+    munmap(f, sizeof *f);
+}
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *fp = fopen(path, "w");
+    assert_non_null(fp);
+    fputs(text, fp);
+    fclose(fp);
+}
+
+static void test_simgrid_platform_not_node_major_is_refused(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/syncsim-platform-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    /* gpu1 and gpu2 swapped: node a holds gpu0 and gpu2. */
+    write_file(path,
+               "<?xml version='1.0'?>\n"
+               "<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
+               "<platform version=\"4.1\"><zone id=\"top\" routing=\"Full\">\n"
+               " <zone id=\"a\" routing=\"Full\"><host id=\"gpu0\" speed=\"1f\"/>"
+               "<host id=\"gpu2\" speed=\"1f\"/></zone>\n"
+               " <zone id=\"b\" routing=\"Full\"><host id=\"gpu1\" speed=\"1f\"/>"
+               "<host id=\"gpu3\" speed=\"1f\"/></zone>\n"
+               "</zone></platform>\n");
+    figures *f = measure(path, false);
+    assert_int_equal(f->rc, -1);
+    assert_non_null(strstr(f->err, "not node-major"));
+    munmap(f, sizeof *f);
+    write_file(path, "<?xml version='1.0'?>\n<platform version=\"4.1\"><zone id=\"x\"\n");
+    f = measure(path, false);
+    assert_int_equal(f->rc, -1);
+    assert_non_null(strstr(f->err, path));
+    munmap(f, sizeof *f);
+    unlink(path);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_simgrid_4x8_is_4_nodes_of_8_gpus_node_major),
+        cmocka_unit_test(test_simgrid_shipped_platforms_have_their_shapes),
+        cmocka_unit_test(test_simgrid_lone_transfer_takes_latency_plus_bytes_over_bandwidth),
+        cmocka_unit_test(test_simgrid_two_transfers_into_one_gpu_share_its_nvlink),
+        cmocka_unit_test(test_simgrid_links_are_full_duplex),
+        cmocka_unit_test(test_simgrid_cross_node_transfer_is_limited_by_the_nic),
+        cmocka_unit_test(test_simgrid_next_stops_at_until_without_drift),
+        cmocka_unit_test(test_simgrid_busiest_link_is_gpu0s_nvlink_up),
+        cmocka_unit_test(test_simgrid_second_open_in_a_process_says_why_it_fails),
+        cmocka_unit_test(test_simgrid_unknown_platform_lists_the_shipped_ones),
+        cmocka_unit_test(test_simgrid_platform_not_node_major_is_refused),
+    };
+    return cmocka_run_group_tests(tests, setup, NULL);
+}
+#endif
