@@ -276,8 +276,9 @@ int sg_open(sim_net *n, const char *arg, char *err, size_t errlen)
         return -1;
     }
     std::string base = file.substr(file.find_last_of('/') + 1);
-    snprintf(n->describe, sizeof n->describe, "simgrid:%s: %d nodes x %d GPUs, SimGrid %d.%d %s%s",
-             base.c_str(), n->n_gpus / n->gpus_per_node, n->gpus_per_node, SIMGRID_VERSION_MAJOR,
+    int nodes = n->n_gpus / n->gpus_per_node;
+    snprintf(n->describe, sizeof n->describe, "simgrid:%s: %d node%s x %d GPUs, SimGrid %d.%d %s%s",
+             base.c_str(), nodes, nodes == 1 ? "" : "s", n->gpus_per_node, SIMGRID_VERSION_MAJOR,
              SIMGRID_VERSION_MINOR, model.c_str(),
              model == "CM02" ? " (max-min sharing, no TCP factors, no cross-traffic)" : "");
     n->ctx = net;

@@ -2,7 +2,8 @@
  * test_net_simgrid.c -- the SimGrid network engine (sim/net_simgrid.cpp)
  * on the shipped platforms: what one transfer costs, how transfers share a
  * GPU's NVLink or NIC, that next(until) stops at until without drifting,
- * the naming rules and errors.
+ * the naming rules and errors; and that the same scenarios take the same
+ * time on builtin:4x8, the machine the platform 4x8.xml describes.
  *
  * SimGrid runs one simulation per process, so every scenario runs in a
  * child process (fork) that writes its figures into shared memory; the
@@ -16,6 +17,34 @@
 #include <cmocka.h>
 
 #ifndef SYNCSIM_HAVE_SIMGRID
+/* Within 1 ns + 0.1 %: both compute max-min fair shares, in doubles here
+ * and in integer ns there. */
+static void assert_same(const char *what, int64_t simgrid, int64_t builtin)
+{
+    int64_t slack = 1 + builtin / 1000;
+    if (simgrid < builtin - slack || simgrid > builtin + slack)
+        fail_msg("%s: simgrid %lld ns, builtin %lld ns (+- %lld)", what, (long long)simgrid,
+                 (long long)builtin, (long long)slack);
+}
+
+static void test_simgrid_and_builtin_agree_on_the_same_machine(void **state)
+{
+    (void)state;
+    const figures *s = on_4x8, *b = on_builtin;
+    assert_same("lone NVLink", s->lone_nvlink, b->lone_nvlink);
+    assert_same("lone NIC", s->lone_nic, b->lone_nic);
+    assert_same("after until", s->lone_after_until, b->lone_after_until);
+    for (int i = 0; i < 2; i++) {
+        assert_same("into one", s->into_one[i], b->into_one[i]);
+        assert_same("out of one", s->out_of_one[i], b->out_of_one[i]);
+        assert_same("into one, back", s->into_one_back[i], b->into_one_back[i]);
+        assert_same("opposite", s->opposite[i], b->opposite[i]);
+        assert_same("NIC opposite", s->nic_opposite[i], b->nic_opposite[i]);
+        assert_same("NIC into one", s->nic_into_one[i], b->nic_into_one[i]);
+        assert_same("NVLink and NIC", s->mixed[i], b->mixed[i]);
+    }
+}
+
 int main(void)
 {
     printf("skipped: this build has no SimGrid (install libsimgrid-dev and reconfigure)\n");
@@ -30,8 +59,6 @@ int main(void)
 #include <unistd.h>
 
 #include "sim/net.h"
-
-extern const sim_net_iface sim_net_simgrid;
 
 /* The shipped platforms' numbers (sim/platforms/README.md). */
 #define NVLINK_BYTES_PER_NS 450.0
@@ -116,9 +143,9 @@ static int body(void *arg)
     return 0;
 }
 
-/* Opens spec's platform in a child process, runs the scenarios there when
- * asked, and returns what the child measured (shared memory). */
-static figures *measure(const char *arg, bool run)
+/* Opens the network of spec in a child process, runs the scenarios there
+ * when asked, and returns what the child measured (shared memory). */
+static figures *measure(const char *spec, bool run)
 {
     figures *f = mmap(NULL, sizeof *f, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     assert_true(f != MAP_FAILED);
@@ -128,9 +155,8 @@ static figures *measure(const char *arg, bool run)
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
-        sim_net n = { 0 };
-        n.iface = &sim_net_simgrid;
-        f->rc = sim_net_simgrid.open(&n, arg, f->err, sizeof f->err);
+        sim_net n;
+        f->rc = sim_net_open(&n, spec, f->err, sizeof f->err);
         if (f->rc == 0) {
             f->n_gpus = n.n_gpus;
             f->gpus_per_node = n.gpus_per_node;
@@ -138,12 +164,18 @@ static figures *measure(const char *arg, bool run)
             if (run) {
                 now = 0;
                 job j = { &n, f };
-                sim_net_simgrid.run(&n, body, &j);
-                f->busiest_bytes = sim_net_simgrid.busiest(&n, f->busiest, sizeof f->busiest);
+                if (n.iface->run)
+                    n.iface->run(&n, body, &j);
+                else
+                    body(&j);
+                if (n.iface->busiest)
+                    f->busiest_bytes = n.iface->busiest(&n, f->busiest, sizeof f->busiest);
             }
-            sim_net other = { 0 };
-            f->second_rc = sim_net_simgrid.open(&other, arg, f->second_err, sizeof f->second_err);
-            sim_net_simgrid.close(&n);
+            sim_net other;
+            f->second_rc = sim_net_open(&other, spec, f->second_err, sizeof f->second_err);
+            if (f->second_rc == 0)
+                sim_net_close(&other);
+            sim_net_close(&n);
         }
         fflush(NULL);
         _exit(0);
@@ -155,13 +187,18 @@ static figures *measure(const char *arg, bool run)
     return f;
 }
 
-static figures *on_4x8;
+static figures *on_4x8, *on_builtin;
 
 static int setup(void **state)
 {
     (void)state;
-    on_4x8 = measure("4x8.xml", true);
-    return on_4x8->rc == 0 ? 0 : (fprintf(stderr, "open 4x8.xml: %s\n", on_4x8->err), -1);
+    on_4x8 = measure("simgrid:4x8.xml", true);
+    if (on_4x8->rc != 0)
+        return fprintf(stderr, "open simgrid:4x8.xml: %s\n", on_4x8->err), -1;
+    on_builtin = measure("builtin:4x8", true);
+    if (on_builtin->rc != 0)
+        return fprintf(stderr, "open builtin:4x8: %s\n", on_builtin->err), -1;
+    return 0;
 }
 
 static int64_t alone(double bytes_per_ns, int64_t latency)
@@ -194,7 +231,9 @@ static void test_simgrid_shipped_platforms_have_their_shapes(void **state)
         { "4x8-taper4.xml", 32, 8 },
     };
     for (size_t i = 0; i < sizeof shipped / sizeof *shipped; i++) {
-        figures *f = measure(shipped[i].name, false);
+        char spec[64];
+        snprintf(spec, sizeof spec, "simgrid:%s", shipped[i].name);
+        figures *f = measure(spec, false);
         if (f->rc != 0)
             fail_msg("%s: %s", shipped[i].name, f->err);
         assert_int_equal(f->n_gpus, shipped[i].gpus);
@@ -269,12 +308,12 @@ static void test_simgrid_second_open_in_a_process_says_why_it_fails(void **state
 static void test_simgrid_unknown_platform_lists_the_shipped_ones(void **state)
 {
     (void)state;
-    figures *f = measure("no-such-platform.xml", false);
+    figures *f = measure("simgrid:no-such-platform.xml", false);
     assert_int_equal(f->rc, -1);
     assert_non_null(strstr(f->err, "no platform 'no-such-platform.xml'"));
     assert_non_null(strstr(f->err, "4x8.xml"));
     munmap(f, sizeof *f);
-    f = measure("4x8.xml,colour=blue", false);
+    f = measure("simgrid:4x8.xml,colour=blue", false);
     assert_int_equal(f->rc, -1);
     assert_non_null(strstr(f->err, "unknown option 'colour=blue'"));
     munmap(f, sizeof *f);
@@ -305,16 +344,46 @@ static void test_simgrid_platform_not_node_major_is_refused(void **state)
                " <zone id=\"b\" routing=\"Full\"><host id=\"gpu1\" speed=\"1f\"/>"
                "<host id=\"gpu3\" speed=\"1f\"/></zone>\n"
                "</zone></platform>\n");
-    figures *f = measure(path, false);
+    char spec[64];
+    snprintf(spec, sizeof spec, "simgrid:%s", path);
+    figures *f = measure(spec, false);
     assert_int_equal(f->rc, -1);
     assert_non_null(strstr(f->err, "not node-major"));
     munmap(f, sizeof *f);
     write_file(path, "<?xml version='1.0'?>\n<platform version=\"4.1\"><zone id=\"x\"\n");
-    f = measure(path, false);
+    f = measure(spec, false);
     assert_int_equal(f->rc, -1);
     assert_non_null(strstr(f->err, path));
     munmap(f, sizeof *f);
     unlink(path);
+}
+
+/* Within 1 ns + 0.1 %: both compute max-min fair shares, in doubles here
+ * and in integer ns there. */
+static void assert_same(const char *what, int64_t simgrid, int64_t builtin)
+{
+    int64_t slack = 1 + builtin / 1000;
+    if (simgrid < builtin - slack || simgrid > builtin + slack)
+        fail_msg("%s: simgrid %lld ns, builtin %lld ns (+- %lld)", what, (long long)simgrid,
+                 (long long)builtin, (long long)slack);
+}
+
+static void test_simgrid_and_builtin_agree_on_the_same_machine(void **state)
+{
+    (void)state;
+    const figures *s = on_4x8, *b = on_builtin;
+    assert_same("lone NVLink", s->lone_nvlink, b->lone_nvlink);
+    assert_same("lone NIC", s->lone_nic, b->lone_nic);
+    assert_same("after until", s->lone_after_until, b->lone_after_until);
+    for (int i = 0; i < 2; i++) {
+        assert_same("into one", s->into_one[i], b->into_one[i]);
+        assert_same("out of one", s->out_of_one[i], b->out_of_one[i]);
+        assert_same("into one, back", s->into_one_back[i], b->into_one_back[i]);
+        assert_same("opposite", s->opposite[i], b->opposite[i]);
+        assert_same("NIC opposite", s->nic_opposite[i], b->nic_opposite[i]);
+        assert_same("NIC into one", s->nic_into_one[i], b->nic_into_one[i]);
+        assert_same("NVLink and NIC", s->mixed[i], b->mixed[i]);
+    }
 }
 
 int main(void)
@@ -331,6 +400,7 @@ int main(void)
         cmocka_unit_test(test_simgrid_second_open_in_a_process_says_why_it_fails),
         cmocka_unit_test(test_simgrid_unknown_platform_lists_the_shipped_ones),
         cmocka_unit_test(test_simgrid_platform_not_node_major_is_refused),
+        cmocka_unit_test(test_simgrid_and_builtin_agree_on_the_same_machine),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
