@@ -235,6 +235,14 @@ int sg_open(sim_net *n, const char *arg, char *err, size_t errlen)
             return -1;
         }
     }
+    /* SimGrid aborts on a model it does not know: check first. */
+    static const char *const models[] = {"CM02", "LV08", "SMPI", "IB", "Constant"};
+    if (std::none_of(std::begin(models), std::end(models),
+                     [&model](const char *m) { return model == m; })) {
+        say(err, errlen, "simgrid: unknown network model '" + model +
+                             "' (expected CM02, LV08, SMPI, IB or Constant)");
+        return -1;
+    }
     std::string file = resolve(parts[0], err, errlen);
     if (file.empty())
         return -1;
@@ -261,13 +269,26 @@ int sg_open(sim_net *n, const char *arg, char *err, size_t errlen)
 
     auto *net = new Net;
     net->model = model;
+    /* SimGrid says what is wrong in an exception; its first line is enough
+     * (a bad key is followed by the list of every key). */
+    auto first_line = [](const std::exception &e) {
+        std::string what = e.what();
+        return what.substr(0, what.find('\n'));
+    };
     try {
         engine = new sg4::Engine(&argc, argv.data());
+    } catch (const std::exception &e) {
+        std::string given = "model=" + model;
+        for (const std::string &c : cfgs)
+            given += ",cfg=" + c;
+        say(err, errlen, "simgrid: " + given + ": " + first_line(e));
+        delete net;
+        return -1;
+    }
+    try {
         engine->load_platform(file);
     } catch (const std::exception &e) {
-        std::string what = e.what();
-        std::replace(what.begin(), what.end(), '\n', ' ');
-        say(err, errlen, "simgrid: " + file + ": " + what);
+        say(err, errlen, "simgrid: " + file + ": " + first_line(e));
         delete net;
         return -1;
     }

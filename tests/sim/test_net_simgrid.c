@@ -305,7 +305,7 @@ static void test_simgrid_second_open_in_a_process_says_why_it_fails(void **state
     assert_non_null(strstr(on_4x8->second_err, "one simulation per process"));
 }
 
-static void test_simgrid_unknown_platform_lists_the_shipped_ones(void **state)
+static void test_simgrid_bad_spec_says_what_is_wrong(void **state)
 {
     (void)state;
     figures *f = measure("simgrid:no-such-platform.xml", false);
@@ -316,6 +316,14 @@ static void test_simgrid_unknown_platform_lists_the_shipped_ones(void **state)
     f = measure("simgrid:4x8.xml,colour=blue", false);
     assert_int_equal(f->rc, -1);
     assert_non_null(strstr(f->err, "unknown option 'colour=blue'"));
+    munmap(f, sizeof *f);
+    f = measure("simgrid:4x8.xml,model=XX", false);
+    assert_int_equal(f->rc, -1);
+    assert_non_null(strstr(f->err, "unknown network model 'XX'"));
+    munmap(f, sizeof *f);
+    f = measure("simgrid:4x8.xml,cfg=network/no-such-key:1", false);
+    assert_int_equal(f->rc, -1);
+    assert_non_null(strstr(f->err, "network/no-such-key"));
     munmap(f, sizeof *f);
 }
 
@@ -398,7 +406,7 @@ int main(void)
         cmocka_unit_test(test_simgrid_next_stops_at_until_without_drift),
         cmocka_unit_test(test_simgrid_busiest_link_is_gpu0s_nvlink_up),
         cmocka_unit_test(test_simgrid_second_open_in_a_process_says_why_it_fails),
-        cmocka_unit_test(test_simgrid_unknown_platform_lists_the_shipped_ones),
+        cmocka_unit_test(test_simgrid_bad_spec_says_what_is_wrong),
         cmocka_unit_test(test_simgrid_platform_not_node_major_is_refused),
         cmocka_unit_test(test_simgrid_and_builtin_agree_on_the_same_machine),
     };
