@@ -2,8 +2,10 @@
  * test_net_simgrid.c -- the SimGrid network engine (sim/net_simgrid.cpp)
  * on the shipped platforms: what one transfer costs, how transfers share a
  * GPU's NVLink or NIC, that next(until) stops at until without drifting,
- * the naming rules and errors; and that the same scenarios take the same
- * time on builtin:4x8, the machine the platform 4x8.xml describes.
+ * the naming rules and errors; that the same scenarios and workloads take
+ * the same time on builtin:4x8, the machine the platform 4x8.xml describes;
+ * and that a tapered fabric, which only SimGrid can describe, slows the
+ * transfers that share its uplinks.
  *
  * SimGrid runs one simulation per process, so every scenario runs in a
  * child process (fork) that writes its figures into shared memory; the
@@ -17,34 +19,6 @@
 #include <cmocka.h>
 
 #ifndef SYNCSIM_HAVE_SIMGRID
-/* Within 1 ns + 0.1 %: both compute max-min fair shares, in doubles here
- * and in integer ns there. */
-static void assert_same(const char *what, int64_t simgrid, int64_t builtin)
-{
-    int64_t slack = 1 + builtin / 1000;
-    if (simgrid < builtin - slack || simgrid > builtin + slack)
-        fail_msg("%s: simgrid %lld ns, builtin %lld ns (+- %lld)", what, (long long)simgrid,
-                 (long long)builtin, (long long)slack);
-}
-
-static void test_simgrid_and_builtin_agree_on_the_same_machine(void **state)
-{
-    (void)state;
-    const figures *s = on_4x8, *b = on_builtin;
-    assert_same("lone NVLink", s->lone_nvlink, b->lone_nvlink);
-    assert_same("lone NIC", s->lone_nic, b->lone_nic);
-    assert_same("after until", s->lone_after_until, b->lone_after_until);
-    for (int i = 0; i < 2; i++) {
-        assert_same("into one", s->into_one[i], b->into_one[i]);
-        assert_same("out of one", s->out_of_one[i], b->out_of_one[i]);
-        assert_same("into one, back", s->into_one_back[i], b->into_one_back[i]);
-        assert_same("opposite", s->opposite[i], b->opposite[i]);
-        assert_same("NIC opposite", s->nic_opposite[i], b->nic_opposite[i]);
-        assert_same("NIC into one", s->nic_into_one[i], b->nic_into_one[i]);
-        assert_same("NVLink and NIC", s->mixed[i], b->mixed[i]);
-    }
-}
-
 int main(void)
 {
     printf("skipped: this build has no SimGrid (install libsimgrid-dev and reconfigure)\n");
@@ -394,6 +368,54 @@ static void test_simgrid_and_builtin_agree_on_the_same_machine(void **state)
     }
 }
 
+/* `syncsim cluster ... --json`'s time_ns for one workload on one network. */
+static int64_t cluster_time(const char *net, const char *workload)
+{
+    char cmd[512], out[4096] = "";
+    snprintf(cmd, sizeof cmd, "%s cluster --network %s --workload %s --json 2>&1", SYNCSIM_BINARY,
+             net, workload);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t len = fread(out, 1, sizeof out - 1, p);
+    out[len] = '\0';
+    int rc = pclose(p);
+    const char *t = strstr(out, "\"time_ns\":");
+    if (rc != 0 || !t)
+        fail_msg("%s: exit %d: %s", cmd, rc, out);
+    return strtoll(t + 10, NULL, 10);
+}
+
+static void test_simgrid_and_builtin_agree_on_whole_workloads(void **state)
+{
+    (void)state;
+    static const char *const workloads[] = {
+        "allreduce:bytes=16M",
+        "allreduce:bytes=16M,group=rail",
+        "step:tp=8,pp=4,dp=1,microbatches=4,seq=1024,model=llama:n_layer=8",
+    };
+    for (size_t i = 0; i < sizeof workloads / sizeof *workloads; i++)
+        assert_same(workloads[i], cluster_time("simgrid:4x8.xml", workloads[i]),
+                    cluster_time("builtin:4x8", workloads[i]));
+}
+
+static void test_simgrid_tapered_fabric_shares_the_uplink(void **state)
+{
+    (void)state;
+    /* Eight rail rings leave every node through its one uplink of 8 x 50 / 4
+     * GB/s: each ring gets a quarter of a NIC; the built-in network, non-
+     * blocking by construction, gives each its whole NIC. */
+    const char *w = "allreduce:bytes=256M,group=rail";
+    int64_t tapered = cluster_time("simgrid:4x8-taper4.xml", w);
+    int64_t open = cluster_time("simgrid:4x8.xml", w);
+    assert_same("non-blocking", open, cluster_time("builtin:4x8", w));
+    if (tapered < 39 * open / 10 || tapered > 4 * open)
+        fail_msg("tapered %lld ns, non-blocking %lld ns: expected about 4x", (long long)tapered,
+                 (long long)open);
+    /* One ring over every GPU crosses each uplink with one flow: no change. */
+    assert_same("one ring", cluster_time("simgrid:4x8-taper4.xml", "allreduce:bytes=16M"),
+                cluster_time("simgrid:4x8.xml", "allreduce:bytes=16M"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -409,6 +431,8 @@ int main(void)
         cmocka_unit_test(test_simgrid_bad_spec_says_what_is_wrong),
         cmocka_unit_test(test_simgrid_platform_not_node_major_is_refused),
         cmocka_unit_test(test_simgrid_and_builtin_agree_on_the_same_machine),
+        cmocka_unit_test(test_simgrid_and_builtin_agree_on_whole_workloads),
+        cmocka_unit_test(test_simgrid_tapered_fabric_shares_the_uplink),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
