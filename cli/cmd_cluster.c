@@ -31,11 +31,13 @@ void cmd_cluster_help(FILE *out)
             "  Engines in this build: %s.\n"
             "\n"
             "Workloads (--workload):\n"
-            "  allreduce:bytes=B[,group=all|node|rail]\n"
+            "  allreduce:bytes=B[,group=all|node|rail][,channels=C]\n"
             "      one ring all-reduce of B bytes (K, M, G suffixes) per GPU: over every GPU,\n"
             "      inside each node, or across nodes among the GPUs of one local index (a\n"
             "      rail); prints time, algbw = B / time and busbw = algbw x 2(n-1)/n, the\n"
-            "      figures of nccl-tests.\n"
+            "      figures of nccl-tests. The bytes are split over C rings, NCCL's channels\n"
+            "      (default: one per GPU of a node for group=all over several nodes, each\n"
+            "      leaving a node through another GPU's NIC; else 1).\n"
             "  step:tp=T,pp=P,dp=D,microbatches=M,seq=S[,mbs=1][,schedule=1f1b|gpipe]\n"
             "       [,model=llama:n_layer=80,n_embd=8192,n_ff=28672,n_head=64,n_kv_head=8]\n"
             "      one training step of a llama: T-way tensor parallel inside a node (an\n"
@@ -69,7 +71,7 @@ void cmd_cluster_help(FILE *out)
             "step:tp=8,pp=4,dp=1,microbatches=8,seq=4096\n"
             "  syncsim cluster --network builtin:2x8 --workload "
             "step:tp=8,pp=2,dp=1,microbatches=4,seq=2048,model=llama:n_layer=8 \\\n"
-            "          -o job.db --seed-bug send-before-compute && syncsim check job.db\n",
+            "          -o job.db --seed-bug send-before-compute && syncsim check job.db   # exit 1\n",
             sim_net_engines());
 }
 
@@ -78,9 +80,9 @@ static void print_text(const sim_net *net, const char *workload, const sim_clust
     printf("network:  %s\n", net->describe);
     printf("workload: %s\n", workload);
     if (strcmp(r->workload, "allreduce") == 0) {
-        printf("all-reduce of %llu bytes, %d group%s of %d GPUs (group=%s)\n",
+        printf("all-reduce of %llu bytes, %d group%s of %d GPUs (group=%s), %d ring%s\n",
                (unsigned long long)r->bytes, r->n_groups, r->n_groups == 1 ? "" : "s",
-               r->group_size, r->group);
+               r->group_size, r->group, r->channels, r->channels == 1 ? "" : "s");
         printf("time      %.3f us\n", (double)r->time_ns / 1e3);
         printf("algbw     %.2f GB/s\n", r->algbw_gbps);
         printf("busbw     %.2f GB/s   (algbw x 2(n-1)/n)\n", r->busbw_gbps);
@@ -89,8 +91,8 @@ static void print_text(const sim_net *net, const char *workload, const sim_clust
                "%d layers, n_embd %d\n", r->tp, r->pp, r->dp, r->microbatches, r->mbs, r->seq,
                r->schedule, r->n_layer, r->n_embd);
         printf("step time       %.3f ms\n", (double)r->time_ns / 1e6);
-        printf("pipeline        %.3f ms (until the last kernel; the dp all-reduce follows)\n",
-               (double)r->pipeline_ns / 1e6);
+        printf("pipeline        %.3f ms (until the last kernel%s)\n",
+               (double)r->pipeline_ns / 1e6, r->dp > 1 ? "; the dp all-reduce follows" : "");
         printf("compute         %.3f ms per GPU (kernels)\n", r->compute_ns / 1e6);
         printf("communication   %.3f ms per GPU (comm stream moving bytes: collectives once all arrived, sends)\n",
                r->comm_ns / 1e6);
@@ -115,8 +117,9 @@ static void print_json(const sim_net *net, const char *workload, const sim_clust
            (long long)r->time_ns);
     if (strcmp(r->workload, "allreduce") == 0)
         printf(",\"bytes\":%llu,\"group\":\"%s\",\"group_size\":%d,\"groups\":%d,"
-               "\"algbw_gbps\":%.6g,\"busbw_gbps\":%.6g", (unsigned long long)r->bytes, r->group,
-               r->group_size, r->n_groups, r->algbw_gbps, r->busbw_gbps);
+               "\"channels\":%d,\"algbw_gbps\":%.6g,\"busbw_gbps\":%.6g",
+               (unsigned long long)r->bytes, r->group, r->group_size, r->n_groups, r->channels,
+               r->algbw_gbps, r->busbw_gbps);
     else
         printf(",\"tp\":%d,\"pp\":%d,\"dp\":%d,\"microbatches\":%d,\"seq\":%d,\"mbs\":%d,"
                "\"schedule\":\"%s\",\"pipeline_ns\":%lld,\"compute_ns\":%.0f,\"comm_ns\":%.0f,"

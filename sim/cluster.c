@@ -16,7 +16,10 @@
  *               instance): it starts when every member's comm stream has
  *               reached it and runs as its algorithm's transfers through
  *               the network: 2(n-1) steps, in step s member i sends chunk
- *               B/n to member i+1. Member i starts step s when its own send
+ *               B/n to member i+1; with C rings (NCCL's channels: the
+ *               allreduce workload over several nodes), C such rings each
+ *               of B/C, ring r rotated by r inside every node so that each
+ *               leaves a node through another GPU's NIC. Member i starts step s when its own send
  *               of step s-1 and the one it received (from member i-1) have
  *               completed, allreduce_step_ns after (allreduce_base_ns more
  *               before step 0): the alpha terms of the ring formula of
@@ -111,11 +114,13 @@ typedef struct cl_event {
 } cl_event;
 
 typedef struct cl_coll {
-    int n, arrived;
+    int n, arrived, rings;  /* members; rings (channels) that each carry 1/rings */
     uint8_t label;
     uint64_t chunk;
-    int32_t *members;       /* ranks in ring order */
     uint32_t *ops;          /* each member's op */
+    /* Per ring position (ring r, place p: r x n + p): */
+    int32_t *members;       /* the rank */
+    uint32_t *pos_op;       /* its op */
     int32_t *started, *done;/* last ring step started / whose send completed, -1 */
     int64_t t_start;        /* when the last member arrived */
     char name[24];
@@ -222,9 +227,13 @@ static void handover(cluster *c, int rank, int from, int to)
     }
 }
 
-/* A collective instance over members (ranks in ring order); returns its id. */
+/* A collective instance over members (ranks in ring order), its bytes
+ * split over `rings` rings (NCCL's channels): ring r visits the same
+ * members, but inside each block of `block` consecutive members (a node)
+ * starting r places further, so that each ring leaves a node through
+ * another GPU's NIC. Returns its id. */
 static uint32_t add_coll(cluster *c, const int *members, int n, uint64_t bytes, int label,
-                         const char *name)
+                         const char *name, int rings, int block)
 {
     uint32_t cap = c->cap_colls;
     if (grow((void **)&c->colls, &cap, c->n_colls + 1, sizeof *c->colls) != 0) {
@@ -235,22 +244,23 @@ static uint32_t add_coll(cluster *c, const int *members, int n, uint64_t bytes, 
     cl_coll *k = &c->colls[c->n_colls];
     memset(k, 0, sizeof *k);
     k->n = n;
+    k->rings = rings;
     k->label = (uint8_t)label;
-    k->chunk = (bytes + (uint64_t)n - 1) / (uint64_t)n;
+    k->chunk = (bytes + (uint64_t)n * rings - 1) / ((uint64_t)n * rings);
     snprintf(k->name, sizeof k->name, "%s", name);
-    k->members = malloc((size_t)n * sizeof *k->members);
+    size_t np = (size_t)n * rings;
     k->ops = malloc((size_t)n * sizeof *k->ops);
-    k->started = malloc((size_t)n * sizeof *k->started);
-    k->done = malloc((size_t)n * sizeof *k->done);
-    if (!k->members || !k->ops || !k->started || !k->done) {
-        free(k->members), free(k->ops), free(k->started), free(k->done);
+    k->members = malloc(np * sizeof *k->members);
+    k->pos_op = malloc(np * sizeof *k->pos_op);
+    k->started = malloc(np * sizeof *k->started);
+    k->done = malloc(np * sizeof *k->done);
+    if (!k->members || !k->ops || !k->pos_op || !k->started || !k->done) {
+        free(k->members), free(k->ops), free(k->pos_op), free(k->started), free(k->done);
         c->failed = true;
         return 0;
     }
     uint32_t id = c->n_colls++;
     for (int i = 0; i < n; i++) {
-        k->members[i] = members[i];
-        k->started[i] = k->done[i] = -1;
         uint32_t op = add_op(c, members[i], ST_COMM, OP_COLL, label);
         if (c->failed)
             return 0;
@@ -258,6 +268,15 @@ static uint32_t add_coll(cluster *c, const int *members, int n, uint64_t bytes, 
         c->ops[op].aux = (uint32_t)i;
         c->colls[id].ops[i] = op;
     }
+    k = &c->colls[id];
+    for (int r = 0; r < rings; r++)
+        for (int p = 0; p < n; p++) {
+            int base = p / block * block, i = base + (p - base + r) % block;
+            size_t pos = (size_t)r * n + p;
+            k->members[pos] = members[i];
+            k->pos_op[pos] = k->ops[i];
+            k->started[pos] = k->done[pos] = -1;
+        }
     return id;
 }
 
@@ -305,6 +324,7 @@ typedef struct workload {
     bool step;
     uint64_t bytes;
     char group[8];
+    int channels;           /* 0: the default (build_allreduce) */
     step_cfg s;
 } workload;
 
@@ -339,7 +359,7 @@ static int parse_int(const char *v, int lo, int hi, int *out)
 #define STEP_USAGE                                                                              \
     "step:tp=T,pp=P,dp=D,microbatches=M,seq=S[,mbs=B][,schedule=1f1b|gpipe]"                   \
     "[,model=llama:n_layer=L,n_embd=E,n_ff=F,n_head=H,n_kv_head=K]"
-#define AR_USAGE "allreduce:bytes=B[,group=all|node|rail] (B may end in K, M, G)"
+#define AR_USAGE "allreduce:bytes=B[,group=all|node|rail][,channels=C] (B may end in K, M, G)"
 
 static int parse_workload(const char *spec, workload *w, char *err, size_t errlen)
 {
@@ -376,6 +396,8 @@ static int parse_workload(const char *spec, workload *w, char *err, size_t errle
         if (!w->step && strcmp(key, "bytes") == 0) {
             bad = parse_u64(val, &w->bytes) || w->bytes == 0;
             have_bytes = true;
+        } else if (!w->step && strcmp(key, "channels") == 0) {
+            bad = parse_int(val, 1, 64, &w->channels);
         } else if (!w->step && strcmp(key, "group") == 0) {
             bad = strcmp(val, "all") && strcmp(val, "node") && strcmp(val, "rail");
             if (!bad)
@@ -470,6 +492,12 @@ static int build_allreduce(cluster *c, const workload *w, sim_cluster_result *re
     if (size < 2)
         return snprintf(err, errlen, "workload allreduce group=%s: groups of %d GPU on this "
                         "network (%d x %d): an all-reduce needs 2", w->group, size, N, G), -1;
+    /* NCCL's rings over several nodes: one per GPU of a node, each leaving
+     * the node through its own NIC; inside a node or along a rail, one. */
+    workload wc = *w;
+    if (!wc.channels)
+        wc.channels = strcmp(w->group, "all") == 0 && N > 1 ? G : 1;
+    w = &wc;
     int *members = malloc((size_t)size * sizeof *members);
     if (!members)
         return snprintf(err, errlen, "out of memory"), -1;
@@ -480,7 +508,8 @@ static int build_allreduce(cluster *c, const workload *w, sim_cluster_result *re
                                                          : i;
         char name[24];
         snprintf(name, sizeof name, "ring%d", k);
-        uint32_t id = add_coll(c, members, size, w->bytes, L_AR, name);
+        uint32_t id = add_coll(c, members, size, w->bytes, L_AR, name, w->channels,
+                               strcmp(w->group, "all") == 0 ? G : 1);
         for (int i = 0; i < size && !c->failed; i++)
             op_access(c, c->colls[id].ops[i], ACC(BUF_X, TRACE_RW));
     }
@@ -489,7 +518,8 @@ static int build_allreduce(cluster *c, const workload *w, sim_cluster_result *re
     res->bytes = w->bytes;
     res->group_size = size;
     res->n_groups = n_groups;
-    snprintf(res->group, sizeof res->group, "%s", w->group);
+    res->channels = w->channels;
+    snprintf(res->group, sizeof res->group, "%.7s", w->group);
     return 0;
 }
 
@@ -570,7 +600,7 @@ static void tp_allreduce(cluster *c, const step_ctx *x, int dpi, int stage)
     }
     char name[24];
     snprintf(name, sizeof name, "tp%d", dpi * s->pp + stage);
-    uint32_t id = add_coll(c, members, s->tp, x->lc.act, L_TP_AR, name);
+    uint32_t id = add_coll(c, members, s->tp, x->lc.act, L_TP_AR, name, 1, 1);
     for (int t = 0; t < s->tp && !c->failed; t++) {
         op_access(c, c->colls[id].ops[t], ACC(BUF_X, TRACE_RW));
         handover(c, members[t], ST_COMM, ST_COMPUTE);
@@ -742,7 +772,7 @@ static int build_step(cluster *c, const workload *w, bool bug, sim_cluster_resul
                 char name[24];
                 snprintf(name, sizeof name, "dp%d", stage * s->tp + t);
                 uint64_t b = 2 * (uint64_t)stage_layers(s, stage) * x.lc.layer_params;
-                uint32_t id = add_coll(c, members, s->dp, b, L_DP_AR, name);
+                uint32_t id = add_coll(c, members, s->dp, b, L_DP_AR, name, 1, 1);
                 for (int dpi = 0; dpi < s->dp && !c->failed; dpi++)
                     op_access(c, c->colls[id].ops[dpi], ACC(BUF_GW, TRACE_RW));
             }
@@ -775,7 +805,7 @@ static int build_step(cluster *c, const workload *w, bool bug, sim_cluster_resul
 #define XFER_RING (1ull << 63)
 static uint64_t ring_tag(uint32_t coll, uint32_t member)
 {
-    return XFER_RING | (uint64_t)coll << 24 | member;
+    return XFER_RING | (uint64_t)coll << 31 | member;
 }
 
 static void fail(cluster *c, const char *what)
@@ -820,24 +850,35 @@ static void finish_op(cluster *c, uint32_t op)
     advance(c, 2 * o->rank + o->stream);
 }
 
-/* Member i of collective k starts its next ring step when it can, or ends
- * its op after the last. */
-static void ring_try(cluster *c, uint32_t k, int i)
+/* Ring position pos of collective k starts its next step when it can (its
+ * own send and the one it received of the step before completed), or, after
+ * the last, counts its ring done for its member's op, which ends with its
+ * last ring. */
+static void ring_try(cluster *c, uint32_t k, uint32_t pos)
 {
     cl_coll *r = &c->colls[k];
-    int steps = 2 * (r->n - 1), prev = (i + r->n - 1) % r->n;
-    if (r->started[i] == steps)
+    uint32_t n = (uint32_t)r->n, base = pos / n * n;
+    uint32_t prev = base + (pos - base + n - 1) % n;
+    int steps = 2 * (r->n - 1);
+    if (r->started[pos] == steps)
         return;                                 /* ended */
-    int s = r->started[i] + 1;                  /* the step it would start */
-    if (r->done[i] < s - 1 || r->done[prev] < s - 1 || r->started[i] > r->done[i])
+    int s = r->started[pos] + 1;                /* the step it would start */
+    if (r->done[pos] < s - 1 || r->done[prev] < s - 1 || r->started[pos] > r->done[pos])
         return;
-    r->started[i] = s;
+    r->started[pos] = s;
     if (s == steps) {
-        finish_op(c, r->ops[i]);
+        if (--c->ops[r->pos_op[pos]].dur == 0)
+            finish_op(c, r->pos_op[pos]);
         return;
     }
     int64_t overhead = c->m->allreduce_step_ns + (s == 0 ? c->m->allreduce_base_ns : 0);
-    push(c, c->now + overhead, EV_RING_STEP, k, (uint32_t)i);
+    push(c, c->now + overhead, EV_RING_STEP, k, pos);
+}
+
+static uint32_t ring_next(const cl_coll *r, uint32_t pos)
+{
+    uint32_t n = (uint32_t)r->n, base = pos / n * n;
+    return base + (pos - base + 1) % n;
 }
 
 /* The stream's next op starts if it can; instant ones end at once. */
@@ -873,9 +914,12 @@ static void advance(cluster *c, int stream)
         case OP_COLL: {
             s->busy = true;
             cl_coll *r = &c->colls[o->obj];
-            if (++r->arrived == r->n && (r->t_start = c->now, true))
-                for (int i = 0; i < r->n; i++)
-                    ring_try(c, o->obj, i);
+            o->dur = r->rings;                  /* rings still to end */
+            if (++r->arrived == r->n) {
+                r->t_start = c->now;
+                for (uint32_t pos = 0; pos < (uint32_t)(r->n * r->rings); pos++)
+                    ring_try(c, o->obj, pos);
+            }
             return;
         }
         case OP_SEND: {
@@ -909,12 +953,12 @@ static void on_transfer(cluster *c, int64_t id)
     uint64_t tag = *v;
     trace_u64map_del(&c->inflight, (uint64_t)id);
     if (tag & XFER_RING) {
-        uint32_t k = (uint32_t)((tag & ~XFER_RING) >> 24);
-        int i = (int)(tag & 0xffffff);
+        uint32_t k = (uint32_t)((tag & ~XFER_RING) >> 31);
+        uint32_t pos = (uint32_t)(tag & 0x7fffffff);
         cl_coll *r = &c->colls[k];
-        r->done[i] = r->started[i];
-        ring_try(c, k, i);
-        ring_try(c, k, (i + 1) % r->n);
+        r->done[pos] = r->started[pos];
+        ring_try(c, k, pos);
+        ring_try(c, k, ring_next(r, pos));
         return;
     }
     cl_msg *mg = &c->msgs[tag];
@@ -930,8 +974,7 @@ static void on_event(cluster *c, const sim_heap_ev *ev)
         finish_op(c, ev->a);
     } else if (ev->kind == EV_RING_STEP) {
         cl_coll *r = &c->colls[ev->a];
-        int i = (int)ev->b;
-        net_start(c, r->members[i], r->members[(i + 1) % r->n], r->chunk,
+        net_start(c, r->members[ev->b], r->members[ring_next(r, ev->b)], r->chunk,
                   ring_tag(ev->a, ev->b));
     }
 }
@@ -1127,6 +1170,7 @@ static void cluster_free(cluster *c)
     for (uint32_t k = 0; k < c->n_colls; k++) {
         free(c->colls[k].members);
         free(c->colls[k].ops);
+        free(c->colls[k].pos_op);
         free(c->colls[k].started);
         free(c->colls[k].done);
     }

@@ -17,7 +17,7 @@
 #define SIM_CLUSTER_BUGS "send-before-compute"
 
 typedef struct sim_cluster_opts {
-    /* allreduce:bytes=B[,group=all|node|rail]
+    /* allreduce:bytes=B[,group=all|node|rail][,channels=C]
      * step:tp=T,pp=P,dp=D[,model=llama:n_layer=..,n_embd=..,n_ff=..,n_head=..,n_kv_head=..]
      *      ,microbatches=M,seq=S[,mbs=B][,schedule=1f1b|gpipe] */
     const char *workload;
@@ -33,6 +33,7 @@ typedef struct sim_cluster_result {
     uint64_t bytes;
     char group[8];                  /* all, node, rail */
     int group_size, n_groups;
+    int channels;                   /* rings, each carrying bytes / channels */
     double algbw_gbps, busbw_gbps;  /* bytes / time; algbw x 2(n-1)/n (nccl-tests) */
     /* step */
     int tp, pp, dp, microbatches, seq, mbs, n_layer, n_embd;

@@ -169,6 +169,15 @@ static void test_cluster_ring_busbw_approaches_nvlink_for_large_messages(void **
     assert_int_equal(ib.n_groups, 8);
     assert_true(ib.busbw_gbps > 0.95 * 50 && ib.busbw_gbps <= 50);
     assert_non_null(strstr(ib.busiest, ".nic."));
+    /* one ring over 4 nodes leaves each node through one NIC; NCCL's channels
+     * (one ring per GPU of a node, the default) through all 8 */
+    sim_cluster_result one, eight;
+    run("builtin:4x8", "allreduce:bytes=1G,channels=1", &one);
+    run("builtin:4x8", "allreduce:bytes=1G", &eight);
+    assert_int_equal(one.channels, 1);
+    assert_int_equal(eight.channels, 8);
+    assert_true(one.busbw_gbps > 0.95 * 50 && one.busbw_gbps <= 50);
+    assert_true(eight.busbw_gbps > 6 * 50 && eight.busbw_gbps <= 8 * 50);
 }
 
 static void test_cluster_gpipe_bubble_follows_the_formula(void **state)
