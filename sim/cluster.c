@@ -1008,15 +1008,18 @@ static int sim_loop(void *arg)
 /* ------------------------------------------------------------------ */
 /* Pass 3: the trace.                                                  */
 
-static const uint32_t *sort_ops;
-static const cl_op *sort_base;
+/* An op's place in the trace: by end time, ties in program order. */
+typedef struct end_key {
+    int64_t t1;
+    uint32_t op;
+} end_key;
+
 static int by_end(const void *a, const void *b)
 {
-    const cl_op *x = &sort_base[*(const uint32_t *)a], *y = &sort_base[*(const uint32_t *)b];
+    const end_key *x = a, *y = b;
     if (x->t1 != y->t1)
         return x->t1 < y->t1 ? -1 : 1;
-    uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
-    return i < j ? -1 : i > j;
+    return x->op < y->op ? -1 : x->op > y->op;
 }
 
 static void buffer_name(char *out, size_t cap, int rank, uint32_t buf)
@@ -1030,8 +1033,7 @@ static void buffer_name(char *out, size_t cap, int rank, uint32_t buf)
         snprintf(out, cap, "r%d.%s.%u", rank, mb_names[(buf - BUF_MB) % 4], (buf - BUF_MB) / 4);
 }
 
-static int write_trace(cluster *c, const sim_cluster_opts *o, const char *workload_kind,
-                       sim_cluster_result *res)
+static int write_trace(cluster *c, const sim_cluster_opts *o, sim_cluster_result *res)
 {
     trace_error terr = { 0 };
     trace_recorder_opts ro = { .run_name = "cluster", .source = "cluster" };
@@ -1044,7 +1046,7 @@ static int write_trace(cluster *c, const sim_cluster_opts *o, const char *worklo
     uint32_t n_buf = BUF_MB + 4 * (uint32_t)c->n_mb;
     uint32_t *queues = malloc(3 * (size_t)c->n * sizeof *queues);
     uint32_t *bufs = malloc((size_t)c->n * n_buf * sizeof *bufs);
-    uint32_t *order = malloc((size_t)c->n_ops * sizeof *order);
+    end_key *order = malloc((size_t)c->n_ops * sizeof *order);
     uint32_t labels[sizeof label_text / sizeof label_text[0]];
     if (!queues || !bufs || !order) {
         snprintf(c->err, c->errlen, "out of memory writing the trace");
@@ -1058,7 +1060,6 @@ static int write_trace(cluster *c, const sim_cluster_opts *o, const char *worklo
     trace_recorder_meta(rec, "device_model", c->m->name);
     if (o->seed_bug)
         trace_recorder_meta(rec, "seeded_bug", o->seed_bug);
-    (void)workload_kind;
     for (size_t l = 0; l < sizeof label_text / sizeof label_text[0]; l++)
         labels[l] = trace_recorder_intern(rec, label_text[l]);
     for (int g = 0; g < c->n; g++) {
@@ -1086,12 +1087,10 @@ static int write_trace(cluster *c, const sim_cluster_opts *o, const char *worklo
     for (uint32_t k = 0; k < c->n_colls; k++)
         comm_names[k] = trace_recorder_intern(rec, c->colls[k].name);
     for (uint32_t i = 0; i < c->n_ops; i++)
-        order[i] = i;
-    sort_base = c->ops;
-    sort_ops = order;
+        order[i] = (end_key){ c->ops[i].t1, i };
     qsort(order, c->n_ops, sizeof *order, by_end);
     for (uint32_t n = 0; n < c->n_ops; n++) {
-        const cl_op *op = &c->ops[order[n]];
+        const cl_op *op = &c->ops[order[n].op];
         trace_stmt st;
         trace_stmt_init(&st);
         trace_access acc[3];
@@ -1250,7 +1249,7 @@ int sim_cluster_run(sim_net *net, const sim_cluster_opts *o, sim_cluster_result 
     }
     if (net->iface->busiest)
         res->busiest_bytes = net->iface->busiest(net, res->busiest, sizeof res->busiest);
-    if (o->trace_path && write_trace(&c, o, res->workload, res) != 0)
+    if (o->trace_path && write_trace(&c, o, res) != 0)
         goto done;
     rc = 0;
 done:

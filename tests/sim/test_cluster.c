@@ -180,26 +180,28 @@ static void test_cluster_ring_busbw_approaches_nvlink_for_large_messages(void **
     assert_true(eight.busbw_gbps > 6 * 50 && eight.busbw_gbps <= 8 * 50);
 }
 
-static void test_cluster_gpipe_bubble_follows_the_formula(void **state)
+static void test_cluster_pipeline_bubble_follows_the_formula(void **state)
 {
     (void)state;
     static const struct {
         int pp, mb;
     } cases[] = { { 4, 8 }, { 4, 4 }, { 2, 8 } };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    for (size_t k = 0; k < 2 * sizeof cases / sizeof cases[0]; k++) {
+        size_t i = k / 2;
+        const char *schedule = k % 2 ? "1f1b" : "gpipe";
         char net[64], w[160];
         /* the formula counts no communication: a network that costs next to nothing */
         snprintf(net, sizeof net, "builtin:%dx1,nic_gbps=100000,nic_ns=0", cases[i].pp);
-        snprintf(w, sizeof w, "step:tp=1,pp=%d,dp=1,microbatches=%d,seq=2048,schedule=gpipe,"
+        snprintf(w, sizeof w, "step:tp=1,pp=%d,dp=1,microbatches=%d,seq=2048,schedule=%s,"
                  "model=llama:n_layer=16,n_embd=4096,n_ff=14336,n_head=32,n_kv_head=8",
-                 cases[i].pp, cases[i].mb);
+                 cases[i].pp, cases[i].mb, schedule);
         sim_cluster_result r;
         run(net, w, &r);
         double ideal = (double)(cases[i].pp - 1) / (cases[i].mb + cases[i].pp - 1);
         assert_true(r.ideal_bubble == ideal);
         if (r.bubble < ideal - 0.005 || r.bubble > ideal + 0.03)
-            fail_msg("pp=%d M=%d: bubble %.4f, ideal %.4f", cases[i].pp, cases[i].mb, r.bubble,
-                     ideal);
+            fail_msg("%s pp=%d M=%d: bubble %.4f, ideal %.4f", schedule, cases[i].pp,
+                     cases[i].mb, r.bubble, ideal);
     }
     /* more microbatches, less bubble; 1f1b no worse than gpipe */
     sim_cluster_result g8, g32, f8;
@@ -279,7 +281,7 @@ int main(void)
         cmocka_unit_test(test_cluster_network_specs_are_checked),
         cmocka_unit_test(test_cluster_ring_allreduce_is_2n_minus_2_chunk_steps),
         cmocka_unit_test(test_cluster_ring_busbw_approaches_nvlink_for_large_messages),
-        cmocka_unit_test(test_cluster_gpipe_bubble_follows_the_formula),
+        cmocka_unit_test(test_cluster_pipeline_bubble_follows_the_formula),
         cmocka_unit_test(test_cluster_step_tp_and_dp_communicate),
         cmocka_unit_test(test_cluster_workloads_are_checked),
     };
