@@ -9,6 +9,7 @@
  * the CUDA toolkit has none and says so.
  */
 #include "cli.h"
+#include "sched/sched.h"
 #include "traces/trace.h"
 
 #include <dlfcn.h>
@@ -61,31 +62,11 @@ void cmd_capture_help(FILE *out)
             "  syncsim check run.cuda-log\n");
 }
 
-/* The folder holding the syncsim binary. */
-static int exe_dir(char *out, size_t cap)
-{
-    char self[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n <= 0)
-        return -1;
-    self[n] = '\0';
-    snprintf(out, cap, "%s", dirname(self));
-    return 0;
-}
-
-/* The path of library `name` of the CUDA parts, or "" when none. */
+/* The path of library `name` of the CUDA parts, or "" when none
+ * (sched_plugin_path says where plugins are). */
 static void find_lib(const char *name, char *out, size_t cap)
 {
-    char dir[PATH_MAX / 2];
-    const char *env = getenv("SYNCSIM_CUDA_LIB_DIR");
-    out[0] = '\0';
-    if (env && *env) {
-        snprintf(out, cap, "%s/%s", env, name);
-    } else if (exe_dir(dir, sizeof dir) == 0) {
-        snprintf(out, cap, "%s/lib/%s", dir, name);
-        if (access(out, R_OK) != 0)
-            snprintf(out, cap, "%s/../lib/syncsim/%s", dir, name);
-    }
+    sched_plugin_path(name, "SYNCSIM_CUDA_LIB_DIR", out, cap);
     if (out[0] && access(out, R_OK) != 0)
         out[0] = '\0';
 }

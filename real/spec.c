@@ -83,26 +83,6 @@ static const real_cuda_plugin *cuda_plugin;
 static int cuda_count = -2;         /* -2: not asked yet */
 static char cuda_why[320];
 
-/* Where the plugin is: $SYNCSIM_CUDA_LIB_DIR, else lib/ next to the
- * binary, else ../lib/syncsim/ (installed), as `syncsim capture` looks. */
-static void cuda_lib_path(char *out, size_t cap)
-{
-    const char *env = getenv("SYNCSIM_CUDA_LIB_DIR");
-    char self[PATH_MAX];
-    ssize_t n;
-    if (env && *env) {
-        snprintf(out, cap, "%s/%s", env, REAL_CUDA_LIB);
-    } else if ((n = readlink("/proc/self/exe", self, sizeof self - 1)) > 0) {
-        self[n] = '\0';
-        const char *dir = dirname(self);
-        snprintf(out, cap, "%s/lib/%s", dir, REAL_CUDA_LIB);
-        if (access(out, R_OK) != 0)
-            snprintf(out, cap, "%s/../lib/syncsim/%s", dir, REAL_CUDA_LIB);
-    } else {
-        snprintf(out, cap, "%s", REAL_CUDA_LIB);
-    }
-}
-
 /* Loads the plugin and counts the GPUs, once; cuda_why says why not. */
 static void cuda_load(void)
 {
@@ -110,7 +90,7 @@ static void cuda_load(void)
         return;
     cuda_count = -1;
     char path[PATH_MAX + 64];
-    cuda_lib_path(path, sizeof path);
+    sched_plugin_path(REAL_CUDA_LIB, "SYNCSIM_CUDA_LIB_DIR", path, sizeof path);
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         snprintf(cuda_why, sizeof cuda_why, "cannot load the CUDA backend: %.250s", dlerror());

@@ -12,8 +12,12 @@
  */
 #include "sched.h"
 
+#include <libgen.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 const sched_family *sched_family_find(const sched_family *const *families, const char *word)
 {
@@ -146,4 +150,26 @@ const char *sched_copy_family_names(void)
                                      sched_copy_families[i].family);
     }
     return names;
+}
+
+void sched_plugin_path(const char *name, const char *env_dir, char *out, size_t cap)
+{
+    const char *env = env_dir ? getenv(env_dir) : NULL;
+    char self[PATH_MAX];
+    ssize_t n;
+    if (env && *env) {
+        snprintf(out, cap, "%s/%s", env, name);
+    } else if ((n = readlink("/proc/self/exe", self, sizeof self - 1)) > 0) {
+        self[n] = '\0';
+        const char *dir = dirname(self);
+        /* beside the binary; installed; beside a build tree's tests/ */
+        static const char *const where[] = { "%s/lib/%s", "%s/../lib/syncsim/%s", "%s/../lib/%s" };
+        for (size_t i = 0; i < sizeof where / sizeof where[0]; i++) {
+            snprintf(out, cap, where[i], dir, name);
+            if (access(out, R_OK) == 0)
+                break;
+        }
+    } else {
+        snprintf(out, cap, "%s", name);
+    }
 }

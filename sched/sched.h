@@ -1149,4 +1149,13 @@ int sched_ring_variant_parse(const char *word);
  * which; TRACE_ENOMEM). */
 int sched_ring_generate(const sched_ring_opts *o, trace **out, trace_error *err);
 
+/* Where syncsim's plugin library `name` is (the cuda backend family, the
+ * CUDA injection library, the SimGrid network engine): $ENV_DIR/name when
+ * the environment variable env_dir is set, else lib/name beside the binary
+ * (a build tree), else ../lib/syncsim/name (an install), else ../lib/name
+ * (a build tree's tests/). Writes the first readable path into out, or the
+ * last one tried when none is (the caller's dlopen then says why).
+ * sched/family.c. */
+void sched_plugin_path(const char *name, const char *env_dir, char *out, size_t cap);
+
 #endif

@@ -69,11 +69,18 @@ struct sim_net {
     void *ctx;
     int n_gpus, gpus_per_node;
     char describe[160];     /* one line: engine, shape, bandwidths */
+    /* Set by sim_net_open before open(): the shipped data (DATA, whose
+     * devices/ sim_devices_dir finds), where an engine looks for its own
+     * (DATA/platforms). An engine loaded as a plugin cannot ask the binary. */
+    const char *data_dir;
 };
 
 /* Opens the network of spec ("builtin:4x8", "simgrid:sim/platforms/4x8.xml").
  * Returns 0, or -1 with one line in err that lists the engines this build
- * has when the prefix is unknown. */
+ * has when the prefix is unknown. SimGrid is a plugin (libsyncsim_simgrid.so,
+ * found by sched_plugin_path, loaded on first use with its symbols kept to
+ * itself): libsimgrid defines MPI_* for SMPI, which must not take the place
+ * of the MPI library of a `run` under mpirun. */
 int sim_net_open(sim_net *n, const char *spec, char *err, size_t errlen);
 void sim_net_close(sim_net *n);
 /* The engines this build has, as "builtin, simgrid". */

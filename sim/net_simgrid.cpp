@@ -12,7 +12,7 @@
  * GPUs, every node holds the same number of them, GPU k lives in the node of
  * GPU k - k % G. Other hosts and routers are ignored. A name without a
  * slash that is not a file here is looked for among the shipped platforms
- * (DATA/platforms next to DATA/devices, see sim_devices_dir), ".xml" added
+ * (DATA/platforms, DATA from net.h's data_dir), ".xml" added
  * when missing: `simgrid:4x8` is sim/platforms/4x8.xml.
  *
  * The network model: CM02 without cross-traffic by default, i.e. a transfer
@@ -82,13 +82,11 @@ void say(char *err, size_t errlen, const std::string &line)
     snprintf(err, errlen, "%s", line.c_str());
 }
 
-/* DATA/platforms: beside the devices directory sim_devices_dir finds (an
- * install's share/syncsim, the build tree's, else the source tree's sim/). */
-std::string platforms_dir()
+/* DATA/platforms, DATA being net.h's data_dir (an install's share/syncsim,
+ * the build tree's, else the source tree's sim/). */
+std::string platforms_dir(const sim_net *n)
 {
-    std::string dev = sim_devices_dir();
-    size_t slash = dev.find_last_of('/');
-    return (slash == std::string::npos ? std::string(".") : dev.substr(0, slash)) + "/platforms";
+    return std::string(n->data_dir ? n->data_dir : ".") + "/platforms";
 }
 
 std::string shipped_list(const std::string &dir)
@@ -110,11 +108,11 @@ std::string shipped_list(const std::string &dir)
 }
 
 /* The file a platform name means, or "" with the reason in err. */
-std::string resolve(const std::string &name, char *err, size_t errlen)
+std::string resolve(const sim_net *n, const std::string &name, char *err, size_t errlen)
 {
     if (access(name.c_str(), R_OK) == 0)
         return name;
-    std::string dir = platforms_dir();
+    std::string dir = platforms_dir(n);
     if (name.find('/') == std::string::npos) {
         std::string file = dir + "/" + name;
         if (name.size() < 4 || name.compare(name.size() - 4, 4, ".xml") != 0)
@@ -243,7 +241,7 @@ int sg_open(sim_net *n, const char *arg, char *err, size_t errlen)
                              "' (expected CM02, LV08, SMPI, IB or Constant)");
         return -1;
     }
-    std::string file = resolve(parts[0], err, errlen);
+    std::string file = resolve(n, parts[0], err, errlen);
     if (file.empty())
         return -1;
 
@@ -408,6 +406,6 @@ void sg_close(sim_net *n)
 
 } // namespace
 
-extern "C" const sim_net_iface sim_net_simgrid = {
+extern "C" __attribute__((visibility("default"))) const sim_net_iface sim_net_simgrid = {
     "simgrid", sg_open, sg_run, sg_start, sg_next, sg_busiest, sg_close,
 };
