@@ -17,108 +17,69 @@
  *     `syncsim check PATH` in a child: its verdict, wall, CPU, peak RSS.
  * Every figure is measured by this run; nothing is hard-coded.
  */
+#include "bench/child.h"
 #include "sim/cluster.h"
 
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #ifndef SYNCSIM_BINARY
 #define SYNCSIM_BINARY "syncsim"
 #endif
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+typedef struct sim_args {
+    const char *network, *workload, *device, *db;
+} sim_args;
 
-static void report_child(const char *what, double t0, const struct rusage *ru)
+/* The simulation (in a child: bench_in_child). */
+static int simulate(void *p)
 {
-    printf("  %-34s wall %7.2f s  cpu %7.2f s  peak RSS %7.1f MB\n", what, now() - t0,
-           (double)ru->ru_utime.tv_sec + ru->ru_utime.tv_usec * 1e-6 +
-               (double)ru->ru_stime.tv_sec + ru->ru_stime.tv_usec * 1e-6,
-           (double)ru->ru_maxrss / 1024.0);
-}
-
-/* Simulates in a child (its own peak RSS); returns 0 when it succeeded. */
-static int simulate(const char *network, const char *workload, const char *device,
-                    const char *db)
-{
-    fflush(stdout);
-    double t0 = now();
-    pid_t pid = fork();
-    if (pid < 0)
+    const sim_args *a = p;
+    sim_model m;
+    trace_error terr = { 0 };
+    if (sim_model_load(a->device, &m, &terr) != 0) {
+        fprintf(stderr, "bench_cluster: %s\n", terr.msg);
         return -1;
-    if (pid == 0) {
-        sim_model m;
-        trace_error terr = { 0 };
-        if (sim_model_load(device, &m, &terr) != 0) {
-            fprintf(stderr, "bench_cluster: %s\n", terr.msg);
-            _exit(2);
-        }
-        sim_net net;
-        char err[512];
-        if (sim_net_open(&net, network, err, sizeof err) != 0) {
-            fprintf(stderr, "bench_cluster: %s\n", err);
-            _exit(2);
-        }
-        sim_cluster_opts o = { .workload = workload, .model = &m, .trace_path = db };
-        sim_cluster_result r;
-        if (sim_cluster_run(&net, &o, &r, err, sizeof err) != 0) {
-            fprintf(stderr, "bench_cluster: %s\n", err);
-            _exit(2);
-        }
-        printf("  simulated: %d GPUs, %llu ops, %llu events, %llu transfers\n", net.n_gpus,
-               (unsigned long long)r.ops, (unsigned long long)r.events,
-               (unsigned long long)r.transfers);
-        if (strcmp(r.workload, "step") == 0)
-            printf("  step %.3f ms (pipeline %.3f ms), compute %.3f ms, communication %.3f ms "
-                   "per GPU, bubble %.1f %% (ideal %.1f %%), busiest link %s %.2f GB\n",
-                   (double)r.time_ns / 1e6, (double)r.pipeline_ns / 1e6, r.compute_ns / 1e6,
-                   r.comm_ns / 1e6, 100 * r.bubble, 100 * r.ideal_bubble, r.busiest,
-                   (double)r.busiest_bytes / 1e9);
-        else
-            printf("  all-reduce %.3f us, algbw %.2f GB/s, busbw %.2f GB/s\n",
-                   (double)r.time_ns / 1e3, r.algbw_gbps, r.busbw_gbps);
-        if (db)
-            printf("  wrote run %lld of %s: %llu statements\n", (long long)r.run, db,
-                   (unsigned long long)r.stmts_written);
-        sim_net_close(&net);
-        fflush(stdout);
-        _exit(0);
     }
-    int st;
-    struct rusage ru;
-    if (wait4(pid, &st, 0, &ru) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+    sim_net net;
+    char err[512];
+    if (sim_net_open(&net, a->network, err, sizeof err) != 0) {
+        fprintf(stderr, "bench_cluster: %s\n", err);
         return -1;
-    report_child(db ? "simulation + trace" : "simulation", t0, &ru);
+    }
+    sim_cluster_opts o = { .workload = a->workload, .model = &m, .trace_path = a->db };
+    sim_cluster_result r;
+    if (sim_cluster_run(&net, &o, &r, err, sizeof err) != 0) {
+        fprintf(stderr, "bench_cluster: %s\n", err);
+        return -1;
+    }
+    printf("  simulated: %d GPUs, %llu ops, %llu events, %llu transfers\n", net.n_gpus,
+           (unsigned long long)r.ops, (unsigned long long)r.events,
+           (unsigned long long)r.transfers);
+    if (strcmp(r.workload, "step") == 0)
+        printf("  step %.3f ms (pipeline %.3f ms), compute %.3f ms, communication %.3f ms "
+               "per GPU, bubble %.1f %% (ideal %.1f %%), busiest link %s %.2f GB\n",
+               (double)r.time_ns / 1e6, (double)r.pipeline_ns / 1e6, r.compute_ns / 1e6,
+               r.comm_ns / 1e6, 100 * r.bubble, 100 * r.ideal_bubble, r.busiest,
+               (double)r.busiest_bytes / 1e9);
+    else
+        printf("  all-reduce %.3f us, algbw %.2f GB/s, busbw %.2f GB/s\n",
+               (double)r.time_ns / 1e3, r.algbw_gbps, r.busbw_gbps);
+    if (a->db)
+        printf("  wrote run %lld of %s: %llu statements\n", (long long)r.run, a->db,
+               (unsigned long long)r.stmts_written);
+    sim_net_close(&net);
     return 0;
 }
 
-static int check_db(const char *db)
+/* `syncsim check DB` (in a child: bench_in_child). */
+static int check_db(void *db)
 {
-    fflush(stdout);
-    double t0 = now();
-    pid_t pid = fork();
-    if (pid < 0)
-        return -1;
-    if (pid == 0) {
-        execl(SYNCSIM_BINARY, SYNCSIM_BINARY, "check", db, (char *)NULL);
-        _exit(127);
-    }
-    int st;
-    struct rusage ru;
-    if (wait4(pid, &st, 0, &ru) < 0 || !WIFEXITED(st))
-        return -1;
-    report_child("syncsim check of the trace", t0, &ru);
-    return WEXITSTATUS(st) == 0 ? 0 : -1;
+    execl(SYNCSIM_BINARY, SYNCSIM_BINARY, "check", (const char *)db, (char *)NULL);
+    return -1;
 }
 
 int main(int argc, char **argv)
@@ -145,17 +106,19 @@ int main(int argc, char **argv)
         }
     }
     printf("bench_cluster: %s on %s (device %s)\n", workload, network, device);
-    if (simulate(network, workload, device, NULL) != 0) {
+    sim_args a = { network, workload, device, NULL };
+    if (bench_in_child("simulation", simulate, &a) != 0) {
         fprintf(stderr, "bench_cluster: the simulation failed\n");
         return 1;
     }
     if (db) {
         unlink(db);
-        if (simulate(network, workload, device, db) != 0) {
+        a.db = db;
+        if (bench_in_child("simulation + trace", simulate, &a) != 0) {
             fprintf(stderr, "bench_cluster: the simulation with -o failed\n");
             return 1;
         }
-        if (check_db(db) != 0) {
+        if (bench_in_child("syncsim check of the trace", check_db, (void *)db) != 0) {
             fprintf(stderr, "bench_cluster: the check of %s failed or found something\n", db);
             return 1;
         }

@@ -23,6 +23,7 @@
  */
 #include "check/check.h"
 #include "traces/trace.h"
+#include "bench/child.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -34,12 +35,6 @@
 #define SLOTS 4
 #define PER_STEP 10
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 typedef struct rank_gen {
     trace *t;
@@ -241,32 +236,6 @@ static void job_close(job *j)
     free(j->ptrs);
 }
 
-/* Runs fn in a child; prints its wall time and peak RSS under `what`. */
-static int in_child(const char *what, int (*fn)(void *), void *arg)
-{
-    fflush(stdout);
-    double t0 = now();
-    pid_t pid = fork();
-    if (pid < 0)
-        return -1;
-    if (pid == 0) {
-        int rc = fn(arg);
-        fflush(stdout);
-        _exit(rc == 0 ? 0 : 1);
-    }
-    int status;
-    struct rusage ru;
-    if (wait4(pid, &status, 0, &ru) < 0)
-        return -1;
-    double dt = now() - t0;
-    double cpu = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 +
-                 (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6;
-    printf("  %-30s %8.2f s wall %8.2f s CPU   peak RSS %7.1f MB%s\n", what, dt, cpu,
-           ru.ru_maxrss / 1024.0,
-           WIFEXITED(status) && WEXITSTATUS(status) == 0 ? "" : "   (FAILED)");
-    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
-}
-
 typedef struct args {
     uint32_t ranks;
     uint64_t steps;
@@ -373,10 +342,10 @@ int main(int argc, char **argv)
            "(3 queues a rank, an allreduce over all ranks and a ring send/recv every step)\n",
            a.ranks, (unsigned long long)a.steps, PER_STEP,
            (unsigned long long)a.ranks * a.steps * PER_STEP);
-    int rc = in_child("merge + check, streamed", merge_and_check, &a);
+    int rc = bench_in_child("merge + check, streamed", merge_and_check, &a);
     if (a.db) {
-        rc |= in_child("merge into a database", merge_to_db, &a);
-        rc |= in_child("check of the merged database", check_db, &a);
+        rc |= bench_in_child("merge into a database", merge_to_db, &a);
+        rc |= bench_in_child("check of the merged database", check_db, &a);
     }
     return rc ? 1 : 0;
 }
