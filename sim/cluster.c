@@ -144,8 +144,6 @@ typedef struct cluster {
     cl_stream *streams;     /* 2 per rank */
     cl_event *events;
     uint32_t n_events, cap_events;
-    uint32_t *event_rank_index; /* an event's number within its rank (its trace name) */
-    uint32_t *rank_events;  /* events per rank so far */
     cl_coll *colls;
     uint32_t n_colls, cap_colls;
     cl_msg *msgs;
@@ -210,15 +208,12 @@ static uint32_t add_kernel(cluster *c, int rank, int label, int64_t dur)
  * what `to` does next happens after what `from` did so far. */
 static void handover(cluster *c, int rank, int from, int to)
 {
-    uint32_t cap = c->cap_events;
-    if (grow((void **)&c->events, &c->cap_events, c->n_events + 1, sizeof *c->events) != 0 ||
-        grow((void **)&c->event_rank_index, &cap, c->n_events + 1, sizeof(uint32_t))) {
+    if (grow((void **)&c->events, &c->cap_events, c->n_events + 1, sizeof *c->events) != 0) {
         c->failed = true;
         return;
     }
     uint32_t ev = c->n_events++;
     c->events[ev] = (cl_event){ -1, false };
-    c->event_rank_index[ev] = c->rank_events[rank]++;
     uint32_t r = add_op(c, rank, from, OP_RECORD, L_NONE);
     uint32_t w = add_op(c, rank, to, OP_WAIT, L_NONE);
     if (!c->failed) {
@@ -1047,8 +1042,19 @@ static int write_trace(cluster *c, const sim_cluster_opts *o, sim_cluster_result
     uint32_t *queues = malloc(3 * (size_t)c->n * sizeof *queues);
     uint32_t *bufs = malloc((size_t)c->n * n_buf * sizeof *bufs);
     end_key *order = malloc((size_t)c->n_ops * sizeof *order);
+    /* Event names are slots of their rank, r<g>.e<k>: a record takes a slot
+     * its rank has free, its wait gives it back. A rank then names as many
+     * events as it has handovers in flight, as a CUDA program reuses its
+     * events, and the checker keeps that many recorded clocks instead of
+     * one per handover. Binding is unchanged: in the written order a
+     * record comes before its wait, and its slot is not recorded again in
+     * between. */
+    size_t n_ev = c->n_events ? c->n_events : 1;
+    uint32_t *ev_slot = malloc(n_ev * sizeof *ev_slot), *free_next = malloc(n_ev * sizeof *free_next);
+    uint32_t *free_head = malloc((size_t)c->n * sizeof *free_head);
+    uint32_t *n_slots = calloc((size_t)c->n, sizeof *n_slots);
     uint32_t labels[sizeof label_text / sizeof label_text[0]];
-    if (!queues || !bufs || !order) {
+    if (!queues || !bufs || !order || !ev_slot || !free_next || !free_head || !n_slots) {
         snprintf(c->err, c->errlen, "out of memory writing the trace");
         goto done;
     }
@@ -1086,6 +1092,8 @@ static int write_trace(cluster *c, const sim_cluster_opts *o, sim_cluster_result
     }
     for (uint32_t k = 0; k < c->n_colls; k++)
         comm_names[k] = trace_recorder_intern(rec, c->colls[k].name);
+    for (int g = 0; g < c->n; g++)
+        free_head[g] = UINT32_MAX;
     for (uint32_t i = 0; i < c->n_ops; i++)
         order[i] = (end_key){ c->ops[i].t1, i };
     qsort(order, c->n_ops, sizeof *order, by_end);
@@ -1116,11 +1124,24 @@ static int write_trace(cluster *c, const sim_cluster_opts *o, sim_cluster_result
             st.kind = TRACE_OP;
             break;
         case OP_RECORD:
-        case OP_WAIT:
+        case OP_WAIT: {
+            uint32_t ev = op->obj, *head = &free_head[op->rank];
+            if (op->kind == OP_RECORD) {
+                if (*head != UINT32_MAX) {
+                    ev_slot[ev] = ev_slot[*head];
+                    *head = free_next[*head];
+                } else {
+                    ev_slot[ev] = n_slots[op->rank]++;
+                }
+            } else {
+                free_next[ev] = *head;
+                *head = ev;
+            }
             st.kind = op->kind == OP_RECORD ? TRACE_RECORD : TRACE_WAIT;
-            snprintf(name, sizeof name, "r%d.e%u", op->rank, c->event_rank_index[op->obj]);
+            snprintf(name, sizeof name, "r%d.e%u", op->rank, ev_slot[ev]);
             st.object = trace_recorder_intern(rec, name);
             break;
+        }
         case OP_COLL:
             st.kind = TRACE_COLLECTIVE;
             st.object = comm_names[op->obj];
@@ -1148,6 +1169,10 @@ done:
     free(queues);
     free(bufs);
     free(order);
+    free(ev_slot);
+    free(free_next);
+    free(free_head);
+    free(n_slots);
     if (trace_recorder_close(rec, &terr) != 0 && rc == 0) {
         snprintf(c->err, c->errlen, "%s", terr.msg);
         rc = -1;
@@ -1164,8 +1189,6 @@ static void cluster_free(cluster *c)
     free(c->streams);
     free(c->ops);
     free(c->events);
-    free(c->event_rank_index);
-    free(c->rank_events);
     for (uint32_t k = 0; k < c->n_colls; k++) {
         free(c->colls[k].members);
         free(c->colls[k].ops);
@@ -1196,9 +1219,8 @@ int sim_cluster_run(sim_net *net, const sim_cluster_opts *o, sim_cluster_result 
     cluster c = { .net = net, .m = o->model, .n = net->n_gpus, .err = err, .errlen = errlen };
     sim_engine_init(&c.heap);
     c.streams = calloc(2 * (size_t)c.n, sizeof *c.streams);
-    c.rank_events = calloc((size_t)c.n, sizeof *c.rank_events);
     int rc = -1;
-    if (!c.streams || !c.rank_events) {
+    if (!c.streams) {
         snprintf(err, errlen, "out of memory");
         goto done;
     }
