@@ -71,7 +71,7 @@ int real_mpi_init(int *rank, int *world, char *err, size_t errlen)
         int provided = 0;
         if (!launched()) {
             snprintf(err, errlen, "no MPI job: start one process per rank with mpirun (mpirun "
-                     "-np N syncsim run ... --tp N)");
+                     "-np N syncsim run ... --tp N, or --pp N)");
             rc = -1;
         } else if (MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS) {
             snprintf(err, errlen, "MPI_Init_thread failed");
