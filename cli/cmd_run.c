@@ -41,7 +41,7 @@ void cmd_run_help(FILE *out)
     int n_fopt = family_options(fopt, 32);
     fprintf(out, "usage: syncsim run [--model SPEC | --graph FILE] [--devices SPEC] [--policy NAME]\n"
                  "                   [--copies N] [--tokens N] [--prompt N] [--allreduce NAME]\n"
-                 "                   [--bf16-min ELEMENTS] [--tp N [--break BUG]]");
+                 "                   [--bf16-min ELEMENTS] [--tp N | --pp N [--break BUG]]");
     for (int i = 0; i < n_fopt; i++)
         fprintf(out, "%s[--%s %s]", i % 3 == 0 ? "\n                   " : " ", fopt[i]->name,
                 fopt[i]->arg);
@@ -118,13 +118,26 @@ void cmd_run_help(FILE *out)
                  "                   rank (default syncsim.r%%d.db); then `syncsim merge` them and\n"
                  "                   `syncsim check` the job (docs/multi-rank.md). A wait longer than\n"
                  "                   --allreduce-timeout ends the rank with one line, database kept.\n"
-                 "  --break BUG      a seeded cross-rank bug of a --tp job, for the checker to find:\n"
+                 "  --pp N           one pipeline stage per process: under `mpirun -np N`, rank\n"
+                 "                   r runs the layers of --model llama (or moe) that one process\n"
+                 "                   gives device r of N (layer l on l*N/n_layer; n_layer >= N)\n"
+                 "                   on --devices cpustream:1; each stage's output activation\n"
+                 "                   goes to rank r+1 by MPI_Isend (MPI_Wait before its buffer is\n"
+                 "                   written again), which takes it as its input by MPI_Recv.\n"
+                 "                   Every stage's output is checked against the whole model's\n"
+                 "                   reference (the last stage's, the logits, bit for bit).\n"
+                 "                   Databases, merge and timeouts as for --tp.\n"
+                 "  --break BUG      a seeded cross-rank bug of a --tp or --pp job, for the checker:\n"
                  "                   rank-skips-allreduce  the last rank leaves out its first\n"
                  "                                         all-reduce (the others then wait at\n"
                  "                                         one it never joins: a hang)\n"
                  "                   isend-buffer-reused   each rank but 0 writes its send buffer\n"
                  "                                         of outputs before MPI_Wait of its\n"
-                 "                                         MPI_Isend (a WAR race with the send)\n");
+                 "                                         MPI_Isend (a WAR race with the send)\n"
+                 "                   activation-buffer-reused  (--pp) each stage but the last\n"
+                 "                                         stages the next activation into its\n"
+                 "                                         send buffer before MPI_Wait of the\n"
+                 "                                         previous one's MPI_Isend (a WAR race)\n");
     for (int i = 0; i < n_fopt; i++) {
         char head[64], help[768];
         snprintf(head, sizeof head, "--%s %s", fopt[i]->name, fopt[i]->arg);
@@ -150,7 +163,11 @@ void cmd_run_help(FILE *out)
             "\nA tensor-parallel job over MPI, 2 ranks (scripts/mpirun has the mpirun flags):\n"
             "    scripts/mpirun 2 syncsim run --model tp:n_layer=2,n_embd=128,n_ff=256,n_vocab=256 \\\n"
             "        --devices cpustream:1 --tp 2 --tokens 4 --prompt 16 -o 'job.r%%d.db'\n"
-            "    syncsim merge job.r0.db job.r1.db -o job.db && syncsim check job.db\n");
+            "    syncsim merge job.r0.db job.r1.db -o job.db && syncsim check job.db\n"
+            "A pipeline over MPI, 2 stages of 2 layers each:\n"
+            "    scripts/mpirun 2 syncsim run --model llama:n_layer=4,n_embd=128,n_ff=256,n_vocab=256 \\\n"
+            "        --devices cpustream:1 --pp 2 --tokens 4 --prompt 16 -o 'pp.r%%d.db'\n"
+            "    syncsim merge pp.r0.db pp.r1.db -o pp.db && syncsim check pp.db\n");
 }
 
 /* Where the database goes: a path whose directory exists. Returns 0, or
@@ -192,7 +209,7 @@ static int close_run(trace_recorder *rec, int rc, const trace_error *err, const 
     return 1;
 }
 
-enum { OPT_FAMILY = 1000, OPT_TP = 900, OPT_BREAK };
+enum { OPT_FAMILY = 1000, OPT_TP = 900, OPT_BREAK, OPT_PP };
 
 /* The database of rank `rank`: pattern with %d replaced by the rank (the
  * default syncsim.r%d.db). Returns 0, or prints what is wrong and returns 2. */
@@ -201,7 +218,7 @@ static int rank_db(const char *pattern, bool given, int rank, int world, char *o
     const char *pct = strchr(pattern, '%');
     if (!pct) {
         if (given && world > 1)
-            return cli_usage_error("run", "-o %s: every rank of --tp records its own database: put "
+            return cli_usage_error("run", "-o %s: every rank of --tp or --pp records its own database: put "
                                    "%%d where the rank goes (-o 'job.r%%d.db')", pattern);
         snprintf(out, cap, "%s", pattern);
         return 0;
@@ -224,6 +241,7 @@ int cmd_run(int argc, char **argv)
         { "prompt", required_argument, NULL, 'P' }, { "allreduce", required_argument, NULL, 'a' },
         { "bf16-min", required_argument, NULL, 'b' }, { "output", required_argument, NULL, 'o' },
         { "tp", required_argument, NULL, OPT_TP }, { "break", required_argument, NULL, OPT_BREAK },
+        { "pp", required_argument, NULL, OPT_PP },
     };
     enum { N_COMMON = sizeof common / sizeof common[0] };
     const sched_option *fopt[32];
@@ -239,7 +257,7 @@ int cmd_run(int argc, char **argv)
     sched_option_value values[32];
     const char *db = NULL;
     const char *bug = NULL;
-    int tp = 0;
+    int tp = 0, pp = 0;
     unsigned long long v;
     int c;
     while ((c = getopt_long(argc, argv, "o:", longopts, NULL)) != -1) {
@@ -271,19 +289,25 @@ int cmd_run(int argc, char **argv)
             o.bf16_min = (int64_t)v;
             break;
         case OPT_TP:
+        case OPT_PP:
             if (cli_parse_u64(optarg, &v) || v < 1 || v > 16)
-                return cli_usage_error("run", "--tp expects a rank count from 1 to 16, got '%s'",
-                                       optarg);
-            tp = (int)v;
+                return cli_usage_error("run", "--%s expects a rank count from 1 to 16, got '%s'",
+                                       c == OPT_TP ? "tp" : "pp", optarg);
+            if (c == OPT_TP)
+                tp = (int)v;
+            else
+                pp = (int)v;
             break;
         case OPT_BREAK:
             if (strcmp(optarg, "rank-skips-allreduce") == 0)
                 o.skip_allreduce = true;
-            else if (strcmp(optarg, "isend-buffer-reused") == 0)
+            else if (strcmp(optarg, "isend-buffer-reused") == 0 ||
+                     strcmp(optarg, "activation-buffer-reused") == 0)
                 o.isend_reuse = true;
             else
                 return cli_usage_error("run", "unknown --break '%s' (expected rank-skips-allreduce "
-                                       "or isend-buffer-reused)", optarg);
+                                       "or isend-buffer-reused with --tp, "
+                                       "activation-buffer-reused with --pp)", optarg);
             bug = optarg;
             break;
         default:
@@ -296,27 +320,33 @@ int cmd_run(int argc, char **argv)
     }
     if (optind < argc)
         return cli_usage_error("run", "unexpected argument '%s'", argv[optind]);
-    if (bug && !tp)
-        return cli_usage_error("run", "--break %s seeds a bug between ranks: give --tp N (under "
-                               "mpirun)", bug);
+    if (tp && pp)
+        return cli_usage_error("run", "give --tp N or --pp N, not both");
+    bool pp_bug = bug && strcmp(bug, "activation-buffer-reused") == 0;
+    if (bug && !(pp_bug ? pp : tp))
+        return cli_usage_error("run", "--break %s seeds a bug between ranks: give --%s N (under "
+                               "mpirun)", bug, pp_bug ? "pp" : "tp");
     o.options = values;
     o.progress = isatty(2) ? SCHED_PROGRESS_BAR : SCHED_PROGRESS_LINES;
     const char *every = getenv("SYNCSIM_PROGRESS_MS");
     if (every && cli_parse_u64(every, &v) == 0 && v > 0 && v < 86400000)
         o.progress_ms = (int)v;
 
-    if (!tp)
+    if (!tp && !pp)
         return run_main(&o, db ? db : CLI_DEFAULT_DB);
+    const char *flag = tp ? "tp" : "pp";
+    int ranks = tp ? tp : pp;
+    o.pipeline = pp > 0;
     /* One rank of a job over processes: MPI from here to the end, every
      * rank's exit (MPI_Finalize waits for the others, so no rank is killed
      * while another still writes its database). */
     char why[256], path[4096];
     if (real_mpi_init(&o.rank, &o.world, why, sizeof why) != 0)
-        return cli_error("run", "--tp %d: %s", tp, why);
+        return cli_error("run", "--%s %d: %s", flag, ranks, why);
     int status;
-    if (o.world != tp)
-        status = cli_usage_error("run", "--tp %d: mpirun started %d %s (mpirun -np %d)", tp,
-                                 o.world, o.world == 1 ? "process" : "processes", tp);
+    if (o.world != ranks)
+        status = cli_usage_error("run", "--%s %d: mpirun started %d %s (mpirun -np %d)", flag,
+                                 ranks, o.world, o.world == 1 ? "process" : "processes", ranks);
     else if ((status = rank_db(db ? db : "syncsim.r%d.db", db != NULL, o.rank, o.world, path,
                                sizeof path)) == 0)
         status = run_main(&o, path);

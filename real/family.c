@@ -172,6 +172,10 @@ typedef struct real_machine {
     /* A rank of a job over processes (o.world > 0): each evaluation's output
      * goes to rank 0, which checks that every rank has the same bits. */
     bool isend_reuse;               /* the seeded bug: stage before MPI_Wait */
+    /* A stage of a pipeline over processes (run --pp): the output goes to
+     * rank + 1 instead, and the input activation comes from rank - 1. */
+    bool pipeline;
+    uint64_t n_recvd;               /* activations received */
     sched_rec *rec;
     uint32_t q_mpi, b_send, b_recv; /* the request queue, the buffers */
     uint64_t msg_bytes;             /* the largest output */
@@ -242,10 +246,14 @@ static int m_fill_weight(void *ctx, sched_tensor *t)
     return 0;
 }
 
+static int recv_activation(real_machine *rm, sched_graph *g);
+
 static int m_fill_inputs(void *ctx, sched_graph *g, uint64_t eval)
 {
     real_machine *rm = ctx;
-    return real_set_inputs(rm->be, rm->nb, g, eval, rm->seed);
+    if (real_set_inputs(rm->be, rm->nb, g, eval, rm->seed) != 0)
+        return -1;
+    return rm->pipeline && rm->o.rank > 0 ? recv_activation(rm, g) : 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -257,7 +265,14 @@ static void m_recording(void *ctx, sched_rec *rec)
     if (rm->o.world < 2 || !rm->msg_bytes)
         return;
     rm->rec = rec;
-    if (rm->o.rank > 0) {
+    if (rm->pipeline) {             /* a stage sends to the next one */
+        if (rm->o.rank < rm->o.world - 1) {
+            rm->q_mpi = sched_rec_queue(rec, "mpi", true, "nic");
+            rm->b_send = sched_rec_buffer(rec, "sendbuf", rm->msg_bytes);
+        }
+        if (rm->o.rank > 0)
+            rm->b_recv = sched_rec_buffer(rec, "recvbuf", rm->msg_bytes);
+    } else if (rm->o.rank > 0) {
         rm->q_mpi = sched_rec_queue(rec, "mpi", true, "nic");
         rm->b_send = sched_rec_buffer(rec, "sendbuf", rm->msg_bytes);
     } else {
@@ -282,8 +297,10 @@ static int wait_send(real_machine *rm, trace_error *err)
         return 0;
     char msg[512];
     int64_t t = real_now_ns();
-    int rc = real_mpi_wait(&rm->req, rm->o.allreduce_timeout_ns, "MPI_Wait of its MPI_Isend of "
-                           "outputs to rank 0", msg, sizeof msg);
+    char what[96];
+    snprintf(what, sizeof what, "MPI_Wait of its MPI_Isend of %s to rank %d",
+             rm->pipeline ? "activations" : "outputs", rm->pipeline ? rm->o.rank + 1 : 0);
+    int rc = real_mpi_wait(&rm->req, rm->o.allreduce_timeout_ns, what, msg, sizeof msg);
     sched_rec_stmt w = { .kind = TRACE_WAIT, .queue = sched_rec_host(rm->rec), .object = "isend",
                          .t = t, .dur = real_now_ns() - t };
     sched_rec_add(rm->rec, &w);
@@ -306,26 +323,29 @@ static int exchange_output(real_machine *rm, const sched_tensor *out, trace_erro
                            TRACE_R, TRACE_REF_WHOLE, 0, bytes };
     /* One label per role (which output it is, is token=). */
     char label[32], msg[512];
-    if (rm->o.rank > 0) {
+    /* A pipeline: every stage but the last sends its activation on. */
+    int peer = rm->pipeline ? rm->o.rank + 1 : 0;
+    const char *what = rm->pipeline ? "activation" : "output";
+    if (rm->pipeline ? peer < rm->o.world : rm->o.rank > 0) {
         if (!rm->isend_reuse && wait_send(rm, err) != 0)
             return -1;
         int64_t t = real_now_ns();
         memcpy(rm->sendbuf, mine, bytes);
         trace_access stage[2] = { whole, { rm->b_send, TRACE_W, TRACE_REF_RANGE, 0, bytes } };
-        snprintf(label, sizeof label, "stage_output");
+        snprintf(label, sizeof label, "stage_%s", what);
         sched_rec_stmt st = { .kind = TRACE_OP, .queue = host, .label = label, .acc = stage,
                               .n_acc = 2, .t = t, .dur = real_now_ns() - t };
         sched_rec_add(rm->rec, &st);
         if (rm->isend_reuse && wait_send(rm, err) != 0)
             return -1;
         t = real_now_ns();
-        if (real_mpi_isend(rm->sendbuf, bytes, 0, tag, &rm->req, msg, sizeof msg) != 0)
+        if (real_mpi_isend(rm->sendbuf, bytes, peer, tag, &rm->req, msg, sizeof msg) != 0)
             return msg_fail(rm, msg, err);
         trace_access sent = { rm->b_send, TRACE_R, TRACE_REF_RANGE, 0, bytes };
-        snprintf(label, sizeof label, "isend_output");
+        snprintf(label, sizeof label, "isend_%s", what);
         sched_rec_stmt send = { .kind = TRACE_SEND, .queue = rm->q_mpi, .stream = true,
                                 .object = "world", .label = label, .rank = (uint32_t)rm->o.rank,
-                                .peer = 0, .tag = (uint64_t)tag, .acc = &sent, .n_acc = 1,
+                                .peer = (uint32_t)peer, .tag = (uint64_t)tag, .acc = &sent, .n_acc = 1,
                                 .t = t, .dur = 0 };
         sched_rec_add(rm->rec, &send);
         sched_rec_stmt rec = { .kind = TRACE_RECORD, .queue = rm->q_mpi, .stream = true,
@@ -333,6 +353,8 @@ static int exchange_output(real_machine *rm, const sched_tensor *out, trace_erro
         sched_rec_add(rm->rec, &rec);
         return 0;
     }
+    if (rm->pipeline)               /* the last stage: its outputs are the logits */
+        return 0;
     for (int p = 1; p < rm->o.world; p++) {
         int64_t t = real_now_ns();
         if (real_mpi_recv(rm->recvbuf, bytes, p, tag, rm->o.allreduce_timeout_ns, msg,
@@ -356,6 +378,50 @@ static int exchange_output(real_machine *rm, const sched_tensor *out, trace_erro
         sched_rec_add(rm->rec, &op);
     }
     return 0;
+}
+
+/* A later stage of a pipeline: the input activation inp_act of g (its
+ * set_inputs values replaced) is what rank - 1 sent: MPI_Recv into the
+ * receive buffer (tag: the message's number, as the sender counts them),
+ * then copied into the input. The buffer, not the tensor, is the request's:
+ * a request that fails stays pending and keeps its buffer (m_free). */
+static int recv_activation(real_machine *rm, sched_graph *g)
+{
+    sched_tensor *t = NULL;
+    for (int32_t i = 0; i < g->n_tensors && !t; i++) {
+        const char *nm = g->tensors[i].name;
+        size_t len = strlen(nm);
+        if ((g->tensors[i].flags & SCHED_FLAG_INPUT) && len >= 7 &&
+            strcmp(nm + len - 7, "inp_act") == 0)
+            t = &g->tensors[i];
+    }
+    void *d = t ? real_tensor_data(t) : NULL;
+    uint64_t bytes = t ? sched_tensor_nbytes(t) : 0;
+    if (!d || !rm->rec || !rm->recvbuf || bytes > rm->msg_bytes)
+        return -1;
+    int peer = rm->o.rank - 1, tag = (int)(rm->n_recvd++ % 32768);
+    char msg[512];
+    trace_error err = { 0 };
+    int64_t t0 = real_now_ns();
+    if (real_mpi_recv(rm->recvbuf, bytes, peer, tag, rm->o.allreduce_timeout_ns, msg,
+                      sizeof msg) != 0)
+        return msg_fail(rm, msg, &err);
+    uint32_t host = sched_rec_host(rm->rec);
+    trace_access got = { rm->b_recv, TRACE_W, TRACE_REF_RANGE, 0, bytes };
+    sched_rec_stmt recv = { .kind = TRACE_RECV, .queue = host, .object = "world",
+                            .label = "recv_activation", .rank = (uint32_t)rm->o.rank,
+                            .peer = (uint32_t)peer, .tag = (uint64_t)tag, .acc = &got,
+                            .n_acc = 1, .t = t0, .dur = real_now_ns() - t0 };
+    if (sched_rec_add(rm->rec, &recv) != 0)
+        return -1;
+    t0 = real_now_ns();
+    memcpy(d, rm->recvbuf, bytes);
+    trace_access cp[2] = { { rm->b_recv, TRACE_R, TRACE_REF_RANGE, 0, bytes },
+                           { sched_tensor_view(sched_rec_sink(rm->rec), t), TRACE_W,
+                             TRACE_REF_WHOLE, 0, bytes } };
+    sched_rec_stmt op = { .kind = TRACE_OP, .queue = host, .label = "unstage_activation",
+                          .acc = cp, .n_acc = 2, .t = t0, .dur = real_now_ns() - t0 };
+    return sched_rec_add(rm->rec, &op);
 }
 
 static int m_finish(void *ctx)
@@ -450,7 +516,8 @@ static void m_describe(void *ctx, char *buf, size_t cap)
     int threads = cpu_threads(rm);
     char rank[64] = "";
     if (rm->o.world > 0)
-        snprintf(rank, sizeof rank, "; rank %d of %d over MPI", rm->o.rank, rm->o.world);
+        snprintf(rank, sizeof rank, "; %s %d of %d over MPI", rm->pipeline ? "stage" : "rank",
+                 rm->o.rank, rm->o.world);
     snprintf(buf, cap, "%s (%sCPU, %d %s, %s barrier%s)", rm->spec, devices, threads,
              threads == 1 ? "thread" : "threads", real_barrier_str(rm->o.barrier), rank);
 }
@@ -465,7 +532,15 @@ static int m_report(void *ctx, FILE *out, const char *db)
     if (e->n_nan)
         fprintf(out, "%llu %s NaN on one side only\n", (unsigned long long)e->n_nan,
                 e->n_nan == 1 ? "value is" : "values are");
-    if (rm->o.world > 1 && rm->o.rank == 0)
+    if (rm->pipeline && rm->o.world > 1) {
+        if (rm->o.rank > 0)
+            fprintf(out, "pipeline: stage %d of %d, %llu activations received from rank %d over "
+                    "MPI\n", rm->o.rank, rm->o.world, (unsigned long long)rm->n_recvd,
+                    rm->o.rank - 1);
+        if (rm->o.rank < rm->o.world - 1)
+            fprintf(out, "pipeline: stage %d of %d, %llu activations sent to rank %d over MPI\n",
+                    rm->o.rank, rm->o.world, (unsigned long long)rm->n_msgs, rm->o.rank + 1);
+    } else if (rm->o.world > 1 && rm->o.rank == 0)
         fprintf(out, "ranks: %llu outputs of the other %d %s received over MPI, %llu "
                 "bit-identical to rank 0's\n", (unsigned long long)(rm->n_agree + rm->n_disagree),
                 rm->o.world - 1, rm->o.world == 2 ? "rank" : "ranks",
@@ -558,6 +633,7 @@ static int real_open(const sched_family *f, const sched_spec *spec, const sched_
         rm->allreduce = SCHED_ALLREDUCE_RING;
     rm->bf16_min = ro->bf16_min > 0 ? ro->bf16_min : 0;      /* 0: the strategy's */
     rm->isend_reuse = ro->isend_reuse;
+    rm->pipeline = ro->pipeline && ro->world > 0;
     char msg[512];
     if (real_set_create(spec, &rm->o, &rm->be, &rm->nb, msg, sizeof msg) != 0) {
         free(rm);

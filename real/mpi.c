@@ -27,6 +27,11 @@
  * their remaining work and `run` ends with its partial database (the
  * request stays pending; MPI_Finalize does not wait for it).
  *
+ * Point to point (real_mpi_isend, real_mpi_wait, real_mpi_recv, each wait
+ * the same bounded MPI_Test loop): the outputs of --tp's ranks to rank 0,
+ * and the activations between the stages of a pipeline (`run --pp N`:
+ * rank r to r + 1), both made and recorded by real/family.c.
+ *
  * Threads: MPI_THREAD_SERIALIZED. The host thread calls MPI only to
  * initialise, to make the communicator (before any device runs) and to
  * finalise (after every device stopped); the device worker's thread 0 makes
@@ -71,7 +76,7 @@ int real_mpi_init(int *rank, int *world, char *err, size_t errlen)
         int provided = 0;
         if (!launched()) {
             snprintf(err, errlen, "no MPI job: start one process per rank with mpirun (mpirun "
-                     "-np N syncsim run ... --tp N)");
+                     "-np N syncsim run ... --tp N, or --pp N)");
             rc = -1;
         } else if (MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS) {
             snprintf(err, errlen, "MPI_Init_thread failed");

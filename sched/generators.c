@@ -389,11 +389,27 @@ static sched_graph *build_llama(const sched_model_params *p, int T)
     int64_t E = p->n_embd;
     int nd = p->n_devices > 0 ? p->n_devices : 1;
     bool tp = p->split_mode == SCHED_SPLIT_TENSOR;
-    int32_t tokens = leaf(&b, "inp_tokens", SCHED_I32, 1, T, 1, 1, SCHED_FLAG_INPUT, -1);
+    /* Layer split over processes: this rank's stage only, on device 0. */
+    bool stage = !tp && p->one_rank;
+    int l_lo = 0, l_hi = p->n_layer;
+    if (stage) {
+        sched_model_stage(p, p->rank, nd, &l_lo, &l_hi);
+        b.g->rank = p->rank;
+        b.g->world = nd;
+    }
+    bool first = !stage || p->rank == 0, last = !stage || p->rank == nd - 1;
+    int32_t tokens = first ? leaf(&b, "inp_tokens", SCHED_I32, 1, T, 1, 1, SCHED_FLAG_INPUT, -1)
+                           : -1;
     int32_t inp_pos = leaf(&b, "inp_pos", SCHED_I32, 1, T, 1, 1, SCHED_FLAG_INPUT, -1);
     int32_t kq_mask = leaf(&b, "kq_mask", SCHED_F32, 2, p->n_ctx, T, 1, SCHED_FLAG_INPUT, -1);
-    int32_t tok_embd = leaf(&b, "tok_embd", p->dtype, 2, E, p->n_vocab, 1, SCHED_FLAG_WEIGHT, -1);
-    int32_t x = op(&b, "inp_embd", SCHED_OP_GET_ROWS, tok_embd, tokens);
+    int32_t x;
+    if (first) {
+        int32_t tok_embd = leaf(&b, "tok_embd", p->dtype, 2, E, p->n_vocab, 1, SCHED_FLAG_WEIGHT,
+                                -1);
+        x = op(&b, "inp_embd", SCHED_OP_GET_ROWS, tok_embd, tokens);
+    } else {
+        x = leaf(&b, "inp_act", SCHED_F32, 2, E, T, 1, SCHED_FLAG_INPUT, -1);
+    }
     int32_t xs[16];
     for (int d = 0; d < 16; d++)
         xs[d] = x;
@@ -407,7 +423,9 @@ static sched_graph *build_llama(const sched_model_params *p, int T)
     int group = 0;
     for (int l = 0; l < p->n_layer && !b.failed; l++) {
         if (!tp) {
-            int dev = l * nd / p->n_layer;
+            if (l < l_lo || l >= l_hi)
+                continue;
+            int dev = stage ? 0 : l * nd / p->n_layer;
             int32_t attn = attention(&b, p, l, dev, "", x, inp_pos, kq_mask, p->n_head,
                                      p->n_head_kv, T);
             int32_t ffn_inp = op(&b, NAME("l%d.ffn_inp", l), SCHED_OP_ADD, attn, x);
@@ -454,7 +472,15 @@ static sched_graph *build_llama(const sched_model_params *p, int T)
      * head of the whole graph reads rank 0's, a rank's part its own. */
     if (tp)
         x = xs[d_lo];
-    int out_dev = tp ? 0 : nd - 1;
+    if (!last) {                /* an earlier stage: its activation goes on */
+        if (b.failed) {
+            sched_graph_free(b.g);
+            return NULL;
+        }
+        b.g->tensors[x].flags |= SCHED_FLAG_OUTPUT;
+        return b.g;
+    }
+    int out_dev = tp || stage ? 0 : nd - 1;
     int32_t onorm = leaf(&b, "output_norm", SCHED_F32, 1, E, 1, 1, SCHED_FLAG_WEIGHT, out_dev);
     int32_t out_w = leaf(&b, "output", p->dtype, 2, E, p->n_vocab, 1, SCHED_FLAG_WEIGHT, out_dev);
     int32_t from = b.g->n_tensors;
@@ -471,6 +497,19 @@ static sched_graph *build_llama(const sched_model_params *p, int T)
     return b.g;
 }
 
+void sched_model_stage(const sched_model_params *p, int rank, int n_stages, int *lo, int *hi)
+{
+    /* build_llama's device of layer l: l * n_devices / n_layer. */
+    *lo = *hi = 0;
+    int l = 0;
+    while (l < p->n_layer && (int)((int64_t)l * n_stages / p->n_layer) < rank)
+        l++;
+    *lo = l;
+    while (l < p->n_layer && (int)((int64_t)l * n_stages / p->n_layer) == rank)
+        l++;
+    *hi = l;
+}
+
 sched_graph *sched_model_build(const sched_model_params *p, int n_tokens)
 {
     if (n_tokens < 1 || n_tokens > p->n_ctx)
@@ -479,6 +518,8 @@ sched_graph *sched_model_build(const sched_model_params *p, int n_tokens)
         return build_mlp(p, n_tokens);
     if (p->split_mode == SCHED_SPLIT_TENSOR &&
         (p->n_devices > 16 || (p->one_rank && (p->rank < 0 || p->rank >= p->n_devices))))
+        return NULL;
+    if (p->one_rank && (p->rank < 0 || p->rank >= p->n_devices))
         return NULL;
     return build_llama(p, n_tokens);
 }

@@ -148,7 +148,26 @@ static int build_graphs(sched_run *r, trace_error *err)
             return trace_error_set(err, TRACE_EUSAGE, "%s", perr), 2;
         sched_model_params *p = &r->p;
         int n_dev = r->info.n_devices > 0 ? r->info.n_devices : 1;
-        if (o->world > 0) {
+        if (o->world > 0 && o->pipeline) {
+            /* One pipeline stage per process: the layers a single process
+             * would give device `rank` of `world`. */
+            if (p->split_mode != SCHED_SPLIT_LAYER || strcmp(p->kind, "mlp") == 0)
+                return trace_error_set(err, TRACE_EUSAGE, "--pp %d splits the layers of a llama "
+                                       "model over processes: give --model llama[:...] or "
+                                       "moe[:...], not '%s'", o->world,
+                                       o->model ? o->model : "llama"), 2;
+            if (p->n_layer < o->world)
+                return trace_error_set(err, TRACE_EUSAGE, "--pp %d: the model has %d %s, fewer "
+                                       "than the stages (give n_layer=%d or more)", o->world,
+                                       p->n_layer, plural(p->n_layer, "layer", "layers"),
+                                       o->world), 2;
+            if (strcmp(r->family->iface->name, "cpustream") != 0 || r->info.n_devices != 1)
+                return trace_error_set(err, TRACE_EUSAGE, "--pp %d runs one stage per process "
+                                       "on one device: give --devices cpustream:1 (or "
+                                       "cpustream:1,cpu...), not '%s'", o->world,
+                                       r->spec.text), 2;
+            n_dev = o->world;
+        } else if (o->world > 0) {
             /* One rank per process: each builds its shard, the job has
              * world of them. */
             if (p->split_mode != SCHED_SPLIT_TENSOR)
@@ -181,6 +200,23 @@ static int build_graphs(sched_run *r, trace_error *err)
             p->one_rank = true;
             p->rank = o->rank;
             p->skip_first_allreduce = o->skip_allreduce && o->rank == o->world - 1;
+            if (o->pipeline && o->rank < o->world - 1) {
+                /* The reference checks an earlier stage's output: its last
+                 * layer's in the whole graphs. */
+                int lo, hi;
+                sched_model_stage(p, o->rank, o->world, &lo, &hi);
+                char name[SCHED_NAME_MAX];
+                snprintf(name, sizeof name, "l%d.out", hi - 1);
+                for (int k = 0; k < 2; k++) {
+                    sched_graph *w = r->whole[k];
+                    for (int32_t i = 0; w && i < w->n_tensors; i++) {
+                        if (strcmp(w->tensors[i].name, name) == 0)
+                            w->tensors[i].flags |= SCHED_FLAG_OUTPUT;
+                        else
+                            w->tensors[i].flags &= ~(uint32_t)SCHED_FLAG_OUTPUT;
+                    }
+                }
+            }
         }
         r->g[1] = sched_model_build(p, 1);
         r->g[0] = r->prompt > 0 ? sched_model_build(p, ub) : NULL;
@@ -239,7 +275,7 @@ int sched_run_prepare(const sched_run_opts *o, const sched_family *const *famili
                         "rank %d is not one of the %d ranks", o->rank, o->world);
         goto fail;
     }
-    if (o->world > 0 && sched_allreduce_expanded(r->allreduce)) {
+    if (o->world > 0 && !o->pipeline && sched_allreduce_expanded(r->allreduce)) {
         trace_error_set(err, TRACE_EUSAGE, "--allreduce %s is copies between the devices' "
                         "memories; the ranks of --tp are processes: use ring, bf16, nccl or auto",
                         sched_allreduce_str(r->allreduce));
@@ -618,7 +654,7 @@ static int setup(exec *x, sched_sink sink, sched_weights **wts, trace_error *err
     const char *ar_family = NULL;
     if (strcmp(sched_run_source(r), "sim") == 0)
         ar_family = traits[0] && traits[0]->family ? traits[0]->family : "cuda";
-    if (r->o.world > 0)
+    if (r->o.world > 0 && !r->o.pipeline)
         ar_family = "mpi";      /* the other ranks are other processes: one collective */
     sched_options so = { .policy = r->policy, .n_copies = r->n_copies,
                          .allreduce = r->allreduce, .allreduce_bf16_min = r->bf16_min,

@@ -246,10 +246,21 @@ typedef struct sched_model_params {
      * world is n_devices). false: every shard, rank d on device d. */
     bool one_rank;
     int rank;
+    /* The same under a layer split (a pipeline over processes, run --pp):
+     * rank `rank`'s stage only -- the layers l with l * n_devices / n_layer
+     * == rank, the split a single process makes over n_devices devices --
+     * on device 0. Rank 0 starts from the token embedding, a later rank
+     * from the input `inp_act` [n_embd, T] (the previous stage's output);
+     * the last rank ends with the output head, an earlier one with its last
+     * layer's output (flagged output). sched_model_stage says which layers. */
     /* A seeded bug of such a rank (run --break rank-skips-allreduce): its
      * first all_reduce is left out (the partial sum is used as it is). */
     bool skip_first_allreduce;
 } sched_model_params;
+
+/* The layers [*lo, *hi) of pipeline stage `rank` of n_stages under a
+ * layer split (empty when there are more stages than layers). */
+void sched_model_stage(const sched_model_params *p, int rank, int n_stages, int *lo, int *hi);
 
 /* Defaults for a kind (a small llama unless told otherwise). */
 void sched_model_defaults(sched_model_params *p, const char *kind);
@@ -954,10 +965,18 @@ typedef struct sched_run_opts {
      * `world` ranks; the machine's all-reduce joins the other processes.
      * world 0: a single-process run. */
     int rank, world;
+    /* The job is a pipeline (run --pp N) rather than a tensor split: rank
+     * `rank` runs its stage of the layers of a llama model split over
+     * `world` ranks (sched_model_stage), receives its input activation from
+     * rank - 1 and sends its output to rank + 1 over MPI; the last rank's
+     * outputs are the logits. */
+    bool pipeline;
     /* Seeded bugs of such a job (run --break): the last rank's part leaves
      * out its first all_reduce (rank-skips-allreduce); a rank writes its
      * send buffer before MPI_Wait of the MPI_Isend that reads it
-     * (isend-buffer-reused). */
+     * (isend-buffer-reused); of a pipeline: a stage writes the next
+     * activation into its send buffer before MPI_Wait of the MPI_Isend of
+     * the previous one (activation-buffer-reused: isend_reuse too). */
     bool skip_allreduce, isend_reuse;
 } sched_run_opts;
 

@@ -13,6 +13,14 @@
 #                         check finds the hang naming the rank that skipped
 #   isend-buffer-reused   ranks 1.. write their send buffer before MPI_Wait:
 #                         check finds the WAR race of each such rank's send
+# and a llama model as a pipeline of N stages (run --pp N), one per process:
+#   pp-clean              every stage's output (the last one's: the logits)
+#                         matches the reference exactly; each activation is
+#                         one send and one recv; the merged job checks clean
+#   pp-activation-buffer-reused
+#                         stages 0..N-2 stage the next activation into their
+#                         send buffer before MPI_Wait: check finds the WAR
+#                         race of each such rank's send and proposes the wait
 set -u
 syncsim=$1 mpirun=$2 n=$3 case=$4 dir=$5
 command -v mpirun >/dev/null 2>&1 || { echo "skip: no mpirun on PATH (scripts/setup installs openmpi-bin)"; exit 77; }
@@ -20,9 +28,15 @@ work="$dir/$case-${n}ranks"
 rm -rf "$work" && mkdir -p "$work" && cd "$work" || exit 1
 fail() { echo "FAIL ($case, $n ranks): $*"; exit 1; }
 model="tp:n_layer=2,n_embd=64,n_head=4,n_head_kv=4,n_ff=128,n_vocab=64,n_ctx=32"
-set -- run --model "$model" --devices cpustream:1 --tp "$n" --tokens 3 --prompt 8 -o 'job.r%d.db'
+split="--tp"
+case $case in pp-*)         # 4 layers: one stage each at 4 ranks, two at 2
+    model="llama:n_layer=4,n_embd=64,n_head=4,n_head_kv=4,n_ff=128,n_vocab=96,n_ctx=32"
+    split="--pp" ;;
+esac
+set -- run --model "$model" --devices cpustream:1 "$split" "$n" --tokens 3 --prompt 8 -o 'job.r%d.db'
 case $case in
-clean) ;;
+clean|pp-clean) ;;
+pp-activation-buffer-reused) set -- "$@" --break activation-buffer-reused ;;
 rank-skips-allreduce) set -- "$@" --break rank-skips-allreduce --allreduce-timeout 3000 ;;
 isend-buffer-reused) set -- "$@" --break isend-buffer-reused ;;
 *) fail "unknown case" ;;
@@ -87,6 +101,43 @@ isend-buffer-reused)
             fail "no WAR race between rank $r's MPI_Isend and its next write of the send buffer"
         r=$((r + 1))
     done
+    ;;
+pp-clean)
+    [ "$rc" -eq 0 ] || fail "mpirun exited $rc"
+    m=$(grep -c "outputs match exactly" run.log)
+    [ "$m" -eq "$n" ] || fail "$m of $n stages say 'outputs match exactly'"
+    [ "$crc" -eq 0 ] && grep -q "^clean:" check.log || fail "the merged job does not check clean"
+    # Each of the 4 evaluations' activations (1 prompt ubatch, 3 tokens)
+    # crosses each of the n-1 stage boundaries once.
+    k=$(( (n - 1) * 4 ))
+    "$syncsim" info job.db | grep -q "send $k, recv $k)" || fail "the job has not $k sends and $k recvs"
+    r=0
+    while [ "$r" -lt "$n" ]; do
+        [ "$r" -eq 0 ] || grep -q "^pipeline: stage $r of $n, 4 activations received from rank $((r - 1)) over MPI" run.log ||
+            fail "stage $r did not receive 4 activations from rank $((r - 1))"
+        [ "$r" -eq $((n - 1)) ] || grep -q "^pipeline: stage $r of $n, 4 activations sent to rank $((r + 1)) over MPI" run.log ||
+            fail "stage $r did not send 4 activations to rank $((r + 1))"
+        r=$((r + 1))
+    done
+    # The last stage's outputs are the logits (n_vocab 96 x 11 tokens); the
+    # others' the activations (n_embd 64 x 11).
+    grep -q "against the reference (cpu, sequential): 1056 values of 4 evaluations" run.log ||
+        fail "the last stage did not check the logits"
+    [ "$(grep -c "against the reference (cpu, sequential): 704 values of 4 evaluations" run.log)" -eq $((n - 1)) ] ||
+        fail "the earlier stages did not each check their activations"
+    ;;
+pp-activation-buffer-reused)
+    [ "$rc" -eq 0 ] || fail "mpirun exited $rc"
+    [ "$crc" -eq 1 ] || fail "check exited $crc, expected 1"
+    r=0
+    while [ "$r" -lt $((n - 1)) ]; do
+        grep -q "^race .*WAR race on r$r\.sendbuf.*isend_activation (r$r\.mpi) and stage_activation (r$r\.host)" check.log ||
+            fail "no WAR race between stage $r's MPI_Isend and its next write of the send buffer"
+        grep -q "fix: add \"r$r\.host sync r$r\.mpi\" before stage_activation" check.log ||
+            fail "the fix for stage $r does not wait for its send"
+        r=$((r + 1))
+    done
+    ! grep -q "r$((n - 1))\.sendbuf" check.log || fail "the last stage, which sends nothing, is named"
     ;;
 esac
 echo "ok: $case, $n ranks"
