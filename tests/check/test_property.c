@@ -565,6 +565,24 @@ static int check_mutant(const gtrace *g, const bool *drop, int *n_racy, int *n_h
     return 1;
 }
 
+/* A generated trace is clean for the reference and for the checker. */
+static void assert_generated_clean(const gtrace *g)
+{
+    ref_result ref;
+    ref_analyse(g, &ref);
+    assert_false(ref.racy);
+    assert_false(ref.hang);
+    trace *t = materialise(g, NULL);
+    check_report *rep = tb_check(t);
+    if (check_report_count(rep)) {
+        dump(g, NULL);
+        check_report_print(stderr, rep, false);
+    }
+    assert_int_equal(check_report_count(rep), 0);
+    check_report_free(rep);
+    trace_free(t);
+}
+
 static void test_property_generated_traces_are_clean(void **state)
 {
     (void)state;
@@ -572,19 +590,7 @@ static void test_property_generated_traces_are_clean(void **state)
     static gtrace g;
     for (int k = 0; k < 300; k++) {
         generate(&g);
-        ref_result ref;
-        ref_analyse(&g, &ref);
-        assert_false(ref.racy);
-        assert_false(ref.hang);
-        trace *t = materialise(&g, NULL);
-        check_report *rep = tb_check(t);
-        if (check_report_count(rep)) {
-            dump(&g, NULL);
-            check_report_print(stderr, rep, false);
-        }
-        assert_int_equal(check_report_count(rep), 0);
-        check_report_free(rep);
-        trace_free(t);
+        assert_generated_clean(&g);
     }
 }
 
@@ -652,19 +658,7 @@ static void test_property_wide_traces_agree_with_reference(void **state)
     n_wide_gens = 0;
     for (int k = 0; k < 60; k++) {
         generate(&g);
-        ref_result ref;
-        ref_analyse(&g, &ref);
-        assert_false(ref.racy);
-        assert_false(ref.hang);
-        trace *t = materialise(&g, NULL);
-        check_report *rep = tb_check(t);
-        if (check_report_count(rep)) {
-            dump(&g, NULL);
-            check_report_print(stderr, rep, false);
-        }
-        assert_int_equal(check_report_count(rep), 0);
-        check_report_free(rep);
-        trace_free(t);
+        assert_generated_clean(&g);
         traces++;
         if (g.n_streams > max_streams)
             max_streams = g.n_streams;
