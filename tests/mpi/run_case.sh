@@ -63,16 +63,22 @@ done
 "$syncsim" check job.db > check.log 2>&1
 crc=$?
 cat check.log
-case $case in
-clean)
+# A correct job: mpirun succeeded, every rank (WHO: ranks or stages) matched
+# the reference, the merged job is clean, and it has k = (n-1) x 4 sends and
+# recvs (4 evaluations: 1 prompt ubatch, 3 tokens).
+expect_clean_job() {
     [ "$rc" -eq 0 ] || fail "mpirun exited $rc"
     m=$(grep -c "outputs match exactly" run.log)
-    [ "$m" -eq "$n" ] || fail "$m of $n ranks say 'outputs match exactly'"
+    [ "$m" -eq "$n" ] || fail "$m of $n $1 say 'outputs match exactly'"
     [ "$crc" -eq 0 ] && grep -q "^clean:" check.log || fail "the merged job does not check clean"
-    # Ranks 1.. send each of the 4 evaluations' outputs to rank 0 (1 prompt
-    # ubatch, 3 tokens), which receives and compares them.
     k=$(( (n - 1) * 4 ))
     "$syncsim" info job.db | grep -q "send $k, recv $k)" || fail "the job has not $k sends and $k recvs"
+}
+case $case in
+clean)
+    # Ranks 1.. send each of the 4 evaluations' outputs to rank 0 (1 prompt
+    # ubatch, 3 tokens), which receives and compares them.
+    expect_clean_job ranks
     grep -q "ranks: $k outputs of the other $((n - 1)) ranks\{0,1\} received over MPI, $k bit-identical" run.log ||
         fail "rank 0 did not receive $k bit-identical outputs"
     ;;
@@ -103,14 +109,9 @@ isend-buffer-reused)
     done
     ;;
 pp-clean)
-    [ "$rc" -eq 0 ] || fail "mpirun exited $rc"
-    m=$(grep -c "outputs match exactly" run.log)
-    [ "$m" -eq "$n" ] || fail "$m of $n stages say 'outputs match exactly'"
-    [ "$crc" -eq 0 ] && grep -q "^clean:" check.log || fail "the merged job does not check clean"
     # Each of the 4 evaluations' activations (1 prompt ubatch, 3 tokens)
     # crosses each of the n-1 stage boundaries once.
-    k=$(( (n - 1) * 4 ))
-    "$syncsim" info job.db | grep -q "send $k, recv $k)" || fail "the job has not $k sends and $k recvs"
+    expect_clean_job stages
     r=0
     while [ "$r" -lt "$n" ]; do
         [ "$r" -eq 0 ] || grep -q "^pipeline: stage $r of $n, 4 activations received from rank $((r - 1)) over MPI" run.log ||
