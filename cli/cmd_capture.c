@@ -3,7 +3,7 @@
  * runs an unmodified CUDA program with syncsim's CUPTI injection library
  * (real/cuda/inject.c, through CUDA_INJECTION64_PATH) and its cuBLAS/NCCL
  * shim (LD_PRELOAD), then reads the event log they wrote (the cuda-log
- * format, traces/capture_cuda.c) and stores it as a new run of DB, as
+ * format, traces/formats/cuda_log.c) and stores it as a new run of DB, as
  * `syncsim import` does. The libraries are found next to the binary
  * (build/lib, or LIBDIR/syncsim once installed); a syncsim built without
  * the CUDA toolkit has none and says so.

@@ -1011,9 +1011,9 @@ int trace_store_load_check(trace_store *st, int64_t run, trace *t, trace_check_i
                            trace_finding **out, size_t *n, trace_error *err);
 
 /* ------------------------------------------------------------------ */
-/* Captured traces: importers of profiler captures and the Chrome       */
-/* exporter (traces/import_*.c, traces/capture.c, traces/export_chrome.c; */
-/* docs/importers.md says how each maps onto the trace model).          */
+/* Captured traces: the formats folder, traces/formats/ (importers of  */
+/* profiler captures, the Chrome exporter, the shared capture model);  */
+/* docs/importers.md says how each maps onto the trace model.          */
 
 /* Nsight Systems SQLite exports (schemas 2.x and 3.x). */
 extern const trace_format trace_format_nsys;
@@ -1022,7 +1022,7 @@ extern const trace_format trace_format_nsys;
 extern const trace_format trace_format_kineto;
 /* syncsim's own Chrome trace export, read back exactly. */
 extern const trace_format trace_format_chrome;
-/* The event log of `syncsim capture` (traces/capture_cuda.c). */
+/* The event log of `syncsim capture` (traces/formats/cuda_log.c). */
 extern const trace_format trace_format_cuda_log;
 
 /* Writes r as Chrome Trace Event JSON (Perfetto, chrome://tracing): one

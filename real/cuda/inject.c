@@ -2,9 +2,9 @@
  * inject.c -- libsyncsim_inject.so, the CUPTI injection library of
  * `syncsim capture` (CUDA_INJECTION64_PATH: the CUDA driver loads it into
  * an unmodified program and calls InitializeInjection). It writes the event
- * log that traces/capture_cuda.c reads (its header comment is the format),
+ * log that traces/formats/cuda_log.c reads (its header comment is the format),
  * and decides nothing: which call synchronises, allocates or frees is the
- * capture mapping's (traces/capture.c). What it does:
+ * capture mapping's (traces/formats/capture.c). What it does:
  *
  *   - runtime API callbacks (exit): allocations and frees with pointer and
  *     size, copies with source, destination and bytes, memsets, records and

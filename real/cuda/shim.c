@@ -2,7 +2,7 @@
  * shim.c -- libsyncsim_shim.so, preloaded by `syncsim capture`
  * (LD_PRELOAD): cuBLAS and NCCL calls recorded at the library call, with
  * their documented read/write sets, as `lib` records of the event log
- * (traces/capture_cuda.c). The translation puts each in place of the
+ * (traces/formats/cuda_log.c). The translation puts each in place of the
  * kernels the thread launched inside it, instead of guessing accesses from
  * kernels whose parameters say nothing about what they touch.
  *
@@ -19,7 +19,7 @@
  *   ncclReduceScatter ncclUniqueId every rank passed to ncclCommInitRank
  *   ncclAllGather     (ncclCommInitAll: one id per call), and its number of
  *                     ranks (ncclCommCount); the read/write set and KIND are
- *                     capture_nccl_spans's (traces/capture.c).
+ *                     capture_nccl_spans's (traces/formats/capture.c).
  */
 #include <cublas_v2.h>
 #include <cuda.h>
@@ -145,7 +145,7 @@ cublasStatus_t cublasSgemm_v2(cublasHandle_t handle, cublasOperation_t transa,
     long stream;
     where(s, &dev, &stream);
     /* the arguments; the read/write set is the capture's rule
-     * (capture_gemm_spans in traces/capture.c). beta is read on the host in
+     * (capture_gemm_spans in traces/formats/capture.c). beta is read on the host in
      * the default pointer mode: in device mode it counts as not zero. */
     cublasPointerMode_t pm = CUBLAS_POINTER_MODE_HOST;
     static cublasStatus_t (*get_pm)(cublasHandle_t, cublasPointerMode_t *);
@@ -228,7 +228,7 @@ static size_t dtype_size(ncclDataType_t t)
 }
 
 /* One `lib` record of an NCCL call: its arguments; the read/write set and
- * KIND are capture_nccl_spans's (traces/capture.c). */
+ * KIND are capture_nccl_spans's (traces/formats/capture.c). */
 static void coll(const char *name, const void *send, void *recv, size_t count, ncclDataType_t t,
                  ncclComm_t comm, cudaStream_t s, uint64_t t0)
 {

@@ -1,6 +1,6 @@
 /* test_cli_merge_captures.c -- profiles of a multi-rank job, one file per
  * rank, merged and checked: PyTorch profiler captures whose NCCL kernels
- * become collectives (traces/capture.c), the seeded cross-rank bugs found
+ * become collectives (traces/formats/capture.c), the seeded cross-rank bugs found
  * with their ranks, and some ranks of a larger job (`merge --partial`),
  * synthetic and real (tests/data/external: ranks 0 and 1 of 128). */
 #include <setjmp.h>

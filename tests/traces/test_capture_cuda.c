@@ -1,6 +1,6 @@
 /*
  * test_capture_cuda.c -- the event log of `syncsim capture` becomes a
- * trace (traces/capture_cuda.c through traces/capture.c), checked on
+ * trace (traces/formats/cuda_log.c through traces/formats/capture.c), checked on
  * synthetic call sequences: no GPU, no CUDA header. Each case is a small
  * log of what a CUDA program called and what its GPU ran, and the findings
  * the checker must then give.
@@ -18,7 +18,7 @@
 
 #include "check/check.h"
 #include "import_test_util.h"
-#include "traces/import_int.h"
+#include "traces/formats/formats.h"
 
 #define HEAD "syncsim-cuda-log 1\n"
 

@@ -1,10 +1,10 @@
 /*
- * import_kineto.c -- PyTorch profiler (Kineto) traces: Chrome trace-event
+ * kineto.c -- PyTorch profiler (Kineto) traces: Chrome trace-event
  * JSON, plain or gzipped, optionally joined to an execution trace.
  *
  * The file is one object: {"schemaVersion": 1, "deviceProperties": [...],
  * "traceEvents": [...]}. The events are streamed one at a time
- * (import_json.c); the ones that matter are complete events ("ph": "X"):
+ * (json.c); the ones that matter are complete events ("ph": "X"):
  *
  *   cat cuda_runtime, cuda_driver  an API call on host thread (pid, tid),
  *                      args.correlation; ROCm traces use the same
@@ -35,7 +35,7 @@
  * one process, so correlation ids are unique in it. capture.c maps the rest
  * (docs/importers.md).
  */
-#include "import_int.h"
+#include "formats.h"
 
 #include <stdlib.h>
 #include <string.h>

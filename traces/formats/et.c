@@ -1,5 +1,5 @@
 /*
- * import_et.c -- the PyTorch execution trace (ET): which bytes each op
+ * et.c -- the PyTorch execution trace (ET): which bytes each op
  * read and wrote, joined to a Kineto trace by record-function id.
  *
  * An ET is one JSON object, {"schema": "1.0.1", "pid": ..., "nodes": [...]};
@@ -20,7 +20,7 @@
  * (docs/importers.md says so). The result is a map rf_id -> tensors that
  * capture.c gives to the kernels and copies the op launched.
  */
-#include "import_int.h"
+#include "formats.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /*
- * import_nsys.c -- Nsight Systems captures, as `nsys export --type sqlite`
+ * nsys.c -- Nsight Systems captures, as `nsys export --type sqlite`
  * writes them.
  *
  * The tables read (columns looked up by name, so that both schemas work):
@@ -40,7 +40,7 @@
  * synchronisation (syncType 1, stream and event -1); capture.c trusts the
  * call's name over the sync type.
  */
-#include "import_int.h"
+#include "formats.h"
 
 #include <sqlite3.h>
 #include <stdlib.h>

@@ -1,16 +1,16 @@
 /*
- * capture_cuda.c -- the event log of `syncsim capture` (the CUPTI injection
+ * cuda_log.c -- the event log of `syncsim capture` (the CUPTI injection
  * library real/cuda/inject.c and its cuBLAS/NCCL shim) as a capture.
  *
  * The log is plain text, one record a line, appended as the program runs
  * (a crash loses at most the line being written). It says what the CUDA
  * calls were and with which arguments; it decides nothing. This file
- * parses it into a `capture` and the shared mapping of traces/capture.c
+ * parses it into a `capture` and the shared mapping of traces/formats/capture.c
  * writes the trace: which call synchronises (capture_call), which
  * allocates or frees (capture_memcall), how memory becomes buffers
  * (capture_buffer), submission, order, events, the legacy default stream.
  * No CUDA header is needed: the module is tested on synthetic logs
- * (tests/traces/test_capture_cuda.c).
+ * (tests/traces/test_cuda_log.c).
  *
  *   syncsim-cuda-log 1
  *   stream pid=P dev=D stream=S kind=blocking|nonblocking|legacy|per-thread
@@ -55,7 +55,7 @@
  *           (an op, or for NCCL a `collective` of communicator comm=) in
  *           place of the kernels the thread launched inside the call.
  */
-#include "import_int.h"
+#include "formats.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /*
- * import_json.c -- streaming JSON for the importers, plain or gzipped.
+ * json.c -- streaming JSON for the importers, plain or gzipped.
  *
  * Captures are large (a Kineto trace of a training step holds millions of
  * events), so no importer may hold a document. zlib's gzread inflates the
@@ -14,7 +14,7 @@
  * corrupt gzip stream, invalid JSON, a callback's refusal -- ends in one
  * line that names the file and the byte offset.
  */
-#include "import_int.h"
+#include "formats.h"
 
 #include <errno.h>
 #include <stdlib.h>

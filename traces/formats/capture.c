@@ -75,7 +75,7 @@
  *   collectives a library collective (NCCL) is a `collective` on its stream,
  *               communicator and KIND as the capture says.
  */
-#include "import_int.h"
+#include "formats.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -2338,7 +2338,7 @@ int capture_open_reader(capture *c, cap_accesses *et, trace_reader *r, const cha
 
 /* ------------------------------------------------------------------ */
 /* A reader over a trace's statements held in memory in a second trace   */
-/* (import_chrome.c): owns both.                                       */
+/* (chrome_import.c): owns both.                                       */
 
 typedef struct body_rd {
     trace *body;

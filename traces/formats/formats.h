@@ -1,8 +1,22 @@
 /*
- * import_int.h -- what the importers of captured traces (import_*.c) share
- * and nobody else sees:
+ * formats.h -- the formats folder: one file per format that syncsim reads
+ * or writes besides its own text and database (the spine: the files of
+ * traces/ itself), and the capture model they share. Nothing outside traces/ includes it; the
+ * spine opens a format by content (traces/source.c).
  *
- *   - import_json.c: a streaming JSON reader over plain or gzipped files
+ *   nsys.c           Nsight Systems SQLite exports
+ *   kineto.c         PyTorch profiler (Kineto) JSON traces
+ *   et.c             the PyTorch execution trace (byte ranges per op)
+ *   cuda_log.c       the event log of `syncsim capture` (CUPTI injection)
+ *   chrome_import.c  syncsim's own Chrome trace, read back
+ *   chrome_export.c  syncsim's Chrome trace (Perfetto), written
+ *   json.c           streaming JSON, plain or gzipped, for the JSON formats
+ *   capture.c        the capture model every importer fills and its one
+ *                    mapping onto the trace model
+ *
+ * In more detail:
+ *
+ *   - json.c: a streaming JSON reader over plain or gzipped files
  *     (zlib's gzread, yajl's callbacks) that hands over one element of a
  *     large array at a time as a small tree, so that memory follows the
  *     biggest element, never the document;
@@ -12,16 +26,16 @@
  *     importer fills a capture and lets capture_build() write statements,
  *     so that a rule ("a blocking copy is a copy and a host sync") has one
  *     home;
- *   - import_et.c: the PyTorch execution trace (byte ranges per op), read
+ *   - et.c: the PyTorch execution trace (byte ranges per op), read
  *     beside a Kineto trace.
  */
-#ifndef SYNCSIM_IMPORT_INT_H
-#define SYNCSIM_IMPORT_INT_H
+#ifndef SYNCSIM_TRACES_FORMATS_H
+#define SYNCSIM_TRACES_FORMATS_H
 
-#include "trace.h"
+#include "traces/trace.h"
 
 /* ------------------------------------------------------------------ */
-/* JSON (import_json.c).                                               */
+/* JSON (json.c).                                               */
 
 typedef enum {
     JSON_NULL, JSON_FALSE, JSON_TRUE, JSON_NUMBER, JSON_STRING, JSON_ARRAY, JSON_OBJECT,
@@ -176,7 +190,7 @@ int capture_record(capture *c, int64_t proc, int64_t corr, int64_t device, int64
 int capture_range(capture *c, uint32_t host, int64_t t0, int64_t t1, uint32_t name,
                   int64_t rf_id, bool op);
 
-/* Byte ranges per op, from an execution trace (import_et.c). */
+/* Byte ranges per op, from an execution trace (et.c). */
 typedef struct cap_tensor {
     int64_t storage;            /* storage id: one root buffer per storage */
     int64_t tensor;             /* tensor id: one view per tensor range */
@@ -193,7 +207,7 @@ const cap_tensor *cap_accesses_of(const cap_accesses *a, int64_t rf, uint32_t *n
 uint64_t cap_accesses_ops(const cap_accesses *a);
 
 /* Memory known by address (captures that record allocations and pointers:
- * the CUDA injection log, traces/capture_cuda.c). A buffer is one
+ * the CUDA injection log, traces/formats/cuda_log.c). A buffer is one
  * allocation: a root buffer of its size, named after its memory space
  * ("gpu0.b3", "pinned.b4", "managed.b5", "host.b6"). An allocation at the
  * same address, of the same size and space as an earlier one, is the same
@@ -300,7 +314,7 @@ int capture_body_reader(trace_reader *r, trace *t, trace *body, const char *path
 const char *capture_api_base(const char *name, char *buf, size_t cap);
 
 /* ------------------------------------------------------------------ */
-/* The execution trace (import_et.c).                                  */
+/* The execution trace (et.c).                                  */
 
 /* Reads the ET at path. Returns the accesses, or NULL with err (bad JSON,
  * an unknown schema version, out of memory). */

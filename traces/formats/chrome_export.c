@@ -1,7 +1,7 @@
 /*
- * export_chrome.c -- syncsim's Chrome trace: Trace Event JSON that
+ * chrome_export.c -- syncsim's Chrome trace: Trace Event JSON that
  * Perfetto (ui.perfetto.dev) and chrome://tracing open, and that syncsim
- * reads back exactly (import_chrome.c).
+ * reads back exactly (chrome_import.c).
  *
  * The document, written in one pass over a reader:
  *
@@ -38,7 +38,7 @@
  * nanoseconds as three exact decimals; args.t and args.dur keep the
  * nanoseconds as integers, and those are what is read back.
  */
-#include "trace.h"
+#include "traces/trace.h"
 
 #include <errno.h>
 #include <stdlib.h>

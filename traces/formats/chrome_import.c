@@ -1,15 +1,15 @@
 /*
- * import_chrome.c -- reads back syncsim's own Chrome trace (the format is
- * described at the top of export_chrome.c): the declarations from the
+ * chrome_import.c -- reads back syncsim's own Chrome trace (the format is
+ * described at the top of chrome_export.c): the declarations from the
  * thread_name and syncsim_buffer metadata events, each statement from its
  * event's args, the run metadata and expectations from the members after
  * traceEvents. Flows, track names and findings are for viewers and are
  * skipped. Statements come in the order their events
  * are written in (seq order: one that is not is refused). A Chrome trace
  * written by another program is not this format
- * (a Kineto trace is read by import_kineto.c).
+ * (a Kineto trace is read by kineto.c).
  */
-#include "import_int.h"
+#include "formats.h"
 
 #include <stdlib.h>
 #include <string.h>
