@@ -605,6 +605,26 @@ const char *trace_get_meta(const trace *t, const char *key)
     return NULL;
 }
 
+uint64_t trace_ledger(const trace *t, void (*fn)(void *ctx, const char *reason, uint64_t n),
+                      void *ctx)
+{
+    const size_t plen = strlen(TRACE_LEDGER_PREFIX);
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < t->n_meta; i++) {
+        const char *key = trace_str(t, t->meta[i].key);
+        if (strncmp(key, TRACE_LEDGER_PREFIX, plen) != 0 || !key[plen])
+            continue;
+        char *end;
+        unsigned long long n = strtoull(trace_str(t, t->meta[i].value), &end, 10);
+        if (*end || n == 0)
+            continue;
+        total += n;
+        if (fn)
+            fn(ctx, key + plen, n);
+    }
+    return total;
+}
+
 uint32_t trace_submitter(const trace *t, const trace_stmt *s)
 {
     if (s->queue >= t->n_queues || t->queues[s->queue].kind == TRACE_QUEUE_HOST)

@@ -478,6 +478,16 @@ int trace_set_meta(trace *t, const char *key, const char *value);
 /* The value of a metadata key, or NULL. */
 const char *trace_get_meta(const trace *t, const char *key);
 
+/* The import ledger: what an importer read and did not import, counted by
+ * reason, kept as run metadata "dropped.REASON" = a decimal count (the
+ * formats' shared capture model writes it: traces/formats/capture.c; a
+ * clamped or guessed value counts as dropped too). Calls fn (when not NULL)
+ * for each reason with a non-zero count, in metadata order, and returns the
+ * total. Costs one pass over the run metadata. */
+#define TRACE_LEDGER_PREFIX "dropped."
+uint64_t trace_ledger(const trace *t, void (*fn)(void *ctx, const char *reason, uint64_t n),
+                      void *ctx);
+
 /* The host queue that submitted s: its by=, else the only host queue when
  * the trace declares exactly one, else TRACE_NONE. Host statements return
  * TRACE_NONE (they are not submitted by anyone). */
