@@ -345,18 +345,18 @@ int capture_count(capture *c, const char *key, uint64_t n);
     X(NEGATIVE_DUR, "negative-dur-clamped", "negative durations, clamped to 0")                \
     X(BAD_NUMBER, "bad-number", "number fields holding text or a value out of range")          \
     X(BAD_TYPE, "bad-type", "events or fields of the wrong JSON type")                         \
-    X(MISSING_FIELD, "missing-field", "events without a field the mapping needs (a thread, a stream, an id)") \
-    X(UNKNOWN_CATEGORY, "unknown-category", "events of a category syncsim does not know")      \
+    X(MISSING_FIELD, "missing-field", "events without a field the mapping needs: a thread, a stream, a name") \
+    X(UNKNOWN_CATEGORY, "unknown-category", "events of a category or phase syncsim does not model")      \
     X(UNKNOWN_KIND, "unknown-kind", "a copy direction or stream kind syncsim does not know, guessed") \
     X(UNMATCHED_CORRELATION, "unmatched-correlation",                                          \
       "GPU work or event records whose launching call is not in the capture")                  \
     X(SYNC_WITHOUT_CALL, "sync-without-call", "synchronisation rows whose call is not in the capture") \
     X(UNBOUND_WAIT, "unbound-wait", "waits whose event record is unknown")                     \
     X(NCCL_UNMATCHED, "nccl-unmatched", "NCCL kernels whose collective or size is unknown, kept as kernels") \
-    X(GUESSED_STREAM, "guessed-stream", "kernels whose stream and times the capture does not say (CUPTI profiler ranges)") \
+    X(GUESSED_STREAM, "guessed-stream", "kernels whose stream and times the capture does not say: CUPTI profiler ranges") \
     X(UNJOINED_ET_OP, "unjoined-et-op", "execution-trace ops with tensors that join no op of the capture") \
     X(UNRESOLVED_PARAM, "unresolved-param", "kernel parameters that point into no known allocation") \
-    X(TRUNCATED_LINE, "truncated-line", "a last line cut short (the program died writing it)")  \
+    X(TRUNCATED_LINE, "truncated-line", "a last line cut short: the program died writing it")  \
     X(UNACCOUNTED, "unaccounted", "events an importer read but neither imported nor counted")
 
 typedef enum {
