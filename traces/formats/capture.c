@@ -1833,7 +1833,8 @@ static int sweep_hosts(builder *b, int64_t *op_rf)
                             goto done;
                         }
                         b->et_launch_ops++;
-                        b->et_launch_joined += cap_accesses_of(b->et, stack[d]->rf, &nt) != NULL;
+                        b->et_launch_joined +=
+                            cap_accesses_of(b->et, stack[d]->rf, &nt) != NULL && nt > 0;
                     }
                     break;
                 }
@@ -2496,8 +2497,9 @@ static int build(builder *b)
     if (b->et && !c->et_force && b->et_launch_joined * 2 < b->et_launch_ops + (b->et_launch_ops == 0)) {
         const char *et = trace_get_meta(b->t, "capture.execution_trace");
         trace_error_set(b->err, TRACE_EUSAGE,
-                        "%s: joins %llu of the %llu ops of %s that launched GPU work (rf_id and "
-                        "name): not this capture's execution trace (--force-et takes it anyway)",
+                        "%s: gives byte ranges to %llu of the %llu ops of %s that launched GPU "
+                        "work (joined on rf_id and name): not this capture's execution trace "
+                        "(--force-et takes it anyway)",
                         et ? et : "the execution trace", (unsigned long long)b->et_launch_joined,
                         (unsigned long long)b->et_launch_ops, c->path);
         return -1;
