@@ -223,6 +223,25 @@ static void test_import_ledger_reasons_have_meanings(void **state)
     assert_null(trace_ledger_meaning("no-such-reason"));
 }
 
+/* docs/importers.md lists every reason of the table (and no other). */
+static void test_import_ledger_docs_list_every_reason(void **state)
+{
+    (void)state;
+    FILE *f = fopen(SYNCSIM_SOURCE_DIR "/docs/importers.md", "r");
+    assert_non_null(f);
+    static char doc[1 << 17];
+    size_t n = fread(doc, 1, sizeof doc - 1, f);
+    fclose(f);
+    doc[n] = '\0';
+    const char *word;
+    char row[64];
+    for (size_t i = 0; (word = trace_ledger_reason(i, NULL)); i++) {
+        snprintf(row, sizeof row, "| `%s` |", word);
+        if (!strstr(doc, row))
+            fail_msg("docs/importers.md has no row for %s", word);
+    }
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(test_import_ledger_##fn, tmpdir_setup, tmpdir_teardown)
 int main(void)
 {
@@ -246,6 +265,7 @@ int main(void)
         T(truncated_line),
         cmocka_unit_test(test_import_ledger_unaccounted_events_are_counted),
         cmocka_unit_test(test_import_ledger_reasons_have_meanings),
+        cmocka_unit_test(test_import_ledger_docs_list_every_reason),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

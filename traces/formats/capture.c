@@ -50,8 +50,9 @@
  *               (an nsys CUDA_EVENT row, a Kineto sync row's record
  *               correlation). Where only the recording stream is known, the
  *               record is assumed right before the wait (assumed=record).
- *               A wait whose record is unknown is left out and counted
- *               (capture.unbound_waits).
+ *               Where the wait row names the recording stream but no event,
+ *               the record is assumed there too, as "ev.wCORR". A wait whose
+ *               record is unknown is left out and counted (unbound-wait).
  *   legacy stream  where the capture says which streams are blocking and
  *               which is the legacy default stream (nsys), the implicit
  *               synchronisation between them is written out as record/wait
@@ -74,6 +75,13 @@
  *               cudaFreeAsync an `alloc`/`free` on their stream.
  *   collectives a library collective (NCCL) is a `collective` on its stream,
  *               communicator and KIND as the capture says.
+ *   ledger      what the capture held and the trace does not is counted by
+ *               reason, here, for every importer (formats.h says how an
+ *               importer cannot lose an event uncounted): GPU work whose call
+ *               is missing (kept, without a submitter), sync rows without a
+ *               call, unbound waits, NCCL kernels left as kernels, clamped
+ *               durations, and what the importers' field readers refuse. It
+ *               becomes run metadata dropped.REASON (trace_ledger).
  */
 #include "formats.h"
 

@@ -19,6 +19,13 @@
  * spans more than numel elements; its range here is the contiguous one
  * (docs/importers.md says so). The result is a map rf_id -> tensors that
  * capture.c gives to the kernels and copies the op launched.
+ *
+ * An op is joined (cap_accesses_join) only to a capture op of its rf_id and
+ * its name: rf_ids are small counters that an ET of another program shares
+ * by coincidence, names are not. Only joined ops give byte ranges. A value
+ * that its "types" entry calls a tensor, or that has a tensor's six fields,
+ * but whose fields have the wrong types is counted in the ledger (bad-type):
+ * its bytes would otherwise be lost without a word.
  */
 #include "formats.h"
 

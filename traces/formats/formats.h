@@ -11,8 +11,9 @@
  *   chrome_import.c  syncsim's own Chrome trace, read back
  *   chrome_export.c  syncsim's Chrome trace (Perfetto), written
  *   json.c           streaming JSON, plain or gzipped, for the JSON formats
- *   capture.c        the capture model every importer fills and its one
- *                    mapping onto the trace model
+ *   capture.c        the capture model every importer fills, its one
+ *                    mapping onto the trace model, and the import ledger
+ *                    (what was read and not imported, by reason)
  *
  * In more detail:
  *

@@ -30,6 +30,28 @@
  *                      correlation, used when an activity lacks
  *                      args.correlation.
  *
+ *   cat cuda_profiler_range  a kernel measured by the CUPTI range profiler:
+ *                      no stream, no correlation, times Kineto spreads evenly
+ *                      over the window; the k-th range is the kernel of the
+ *                      k-th launch call (as HTA pairs them).
+ *
+ * One table (categories[]) says what each category is: Kineto's
+ * ActivityType names, and PyTorch 1.8-1.10's (Kernel, Runtime, Memcpy,
+ * Memset, Operator, "async" flows; thread ids as strings, GPU work on tid
+ * "stream 7"), which map like the modern ones. Categories of other
+ * accelerators (mtia_*, xpu_runtime, hpu_op, ...) are not modelled: a
+ * profile with no CUDA or ROCm call or GPU work at all is refused in one
+ * line naming what it holds; within a CUDA profile they are dropped
+ * (unknown-category). Metadata, instant and counter events, Python stacks
+ * and the profiler's own spans are ignored by design; every other event is
+ * imported or counted in the ledger (formats.h): its fields are read
+ * through capture_json_ts/dur/id, which count what they refuse.
+ *
+ * distributedInfo is kept whole as run metadata: rank, world_size,
+ * dist.backend, dist.pg_count, dist.nccl_version, dist.pg_config (a digest
+ * of the process-group config) and dist.job (the top-level group_trace_id),
+ * which merge compares.
+ *
  * Timestamps are microseconds, integers or with nanosecond decimals, read
  * exactly (json_us_to_ns). Events may come in any order. A Kineto file holds
  * one process, so correlation ids are unique in it. capture.c maps the rest

@@ -39,6 +39,13 @@
  * Some CUPTI versions label every cudaDeviceSynchronize's row as an event
  * synchronisation (syncType 1, stream and event -1); capture.c trusts the
  * call's name over the sync type.
+ *
+ * Every row read is an event of the import ledger (formats.h). Number cells
+ * are read by col_int alone, which counts text or a fraction (bad-number:
+ * SQLite would read 'banana' as 0); a row without a start (no-ts), a GPU row
+ * without device or stream, a call or range without a thread
+ * (missing-field), an unknown copyKind or stream flag (unknown-kind) are
+ * counted too.
  */
 #include "formats.h"
 
