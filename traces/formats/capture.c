@@ -628,6 +628,18 @@ struct capture {
 
 static void taken(capture *c);
 
+/* Times beyond 2^62 ns (146 years) are not times, nor durations beyond
+ * 2^61: a time plus a duration cannot overflow. */
+#define CAP_TIME_MAX (INT64_C(1) << 62)
+#define CAP_DUR_MAX (INT64_C(1) << 61)
+
+/* Whether t0 (and t1, unless CAP_NONE) are times the model can hold. */
+static bool times_ok(int64_t t0, int64_t t1)
+{
+    return t0 >= -CAP_TIME_MAX && t0 <= CAP_TIME_MAX &&
+           (t1 == CAP_NONE || (t1 >= -CAP_TIME_MAX && t1 <= CAP_TIME_MAX));
+}
+
 capture *capture_new(trace *t, const char *path)
 {
     capture *c = calloc(1, sizeof *c);
@@ -731,6 +743,8 @@ int capture_api(capture *c, uint32_t host, int64_t proc, int64_t t0, int64_t t1,
     taken(c);
     if (t0 == CAP_NONE)
         return capture_drop(c, CAP_DROP_NO_TS, 1);
+    if (!times_ok(t0, t1))
+        return capture_drop(c, CAP_DROP_BAD_TS, 1);
     if (t1 == CAP_NONE) {
         capture_drop(c, CAP_DROP_NO_DUR, 1);
         t1 = t0;
@@ -765,6 +779,8 @@ int capture_gpu(capture *c, const cap_gpu *g)
     taken(c);
     if (g->t0 == CAP_NONE)
         return capture_drop(c, CAP_DROP_NO_TS, 1);
+    if (!times_ok(g->t0, g->t1))
+        return capture_drop(c, CAP_DROP_BAD_TS, 1);
     int64_t i = PUSH(c->gpus, c->n_gpus, c->cap_gpus);
     if (i < 0)
         return -1;
@@ -807,6 +823,8 @@ int capture_range(capture *c, uint32_t host, int64_t t0, int64_t t1, uint32_t na
     taken(c);
     if (t0 == CAP_NONE)
         return capture_drop(c, CAP_DROP_NO_TS, 1);
+    if (!times_ok(t0, t1))
+        return capture_drop(c, CAP_DROP_BAD_TS, 1);
     if (t1 == CAP_NONE || t1 < t0) {
         capture_drop(c, t1 == CAP_NONE ? CAP_DROP_NO_DUR : CAP_DROP_NEGATIVE_DUR, 1);
         t1 = t0;
@@ -1007,9 +1025,6 @@ void capture_et_force(capture *c, bool force)
     c->et_force = force;
 }
 
-/* Times beyond 2^62 ns (146 years) are not times: sums of two cannot
- * overflow. */
-#define CAP_TIME_MAX (INT64_C(1) << 62)
 
 bool capture_json_ts(capture *c, const json_val *v, int64_t *out)
 {
@@ -1030,7 +1045,7 @@ bool capture_json_dur(capture *c, const json_val *v, int64_t *out)
     if (v->type != JSON_NUMBER && v->type != JSON_STRING)
         return capture_drop(c, CAP_DROP_BAD_TYPE, 1), false;
     int64_t d;
-    if (!json_us_to_ns(v, &d) || d > CAP_TIME_MAX || d < -CAP_TIME_MAX)
+    if (!json_us_to_ns(v, &d) || d > CAP_DUR_MAX || d < -CAP_DUR_MAX)
         return capture_drop(c, CAP_DROP_BAD_NUMBER, 1), false;
     if (d < 0)
         return capture_drop(c, CAP_DROP_NEGATIVE_DUR, 1), true;
