@@ -287,6 +287,13 @@ static void test_import_formats_et_joins_and_counts_its_ops(void **state)
     assert_meta(t, "et.launch_ops", "2");
     assert_meta(t, "et.launch_ops_joined", "2");
     trace_free(t);
+    char out[4096];
+    assert_int_equal(tmpdir_sh(f, out, sizeof out, "%s import %s --et et.json -o k.db",
+                               SYNCSIM_BINARY, CLEAN), 0);
+    assert_non_null(strstr(out, "warning: 1 event dropped: unjoined-et-op"));
+    assert_int_equal(tmpdir_sh(f, out, sizeof out, "%s import --strict %s --et et.json -o s.db",
+                               SYNCSIM_BINARY, CLEAN), 2);
+    assert_int_equal(tmpdir_sh(f, NULL, 0, "test ! -e s.db"), 0);
 }
 
 static void expect_et_refused(const fixture *f, const char *et, const char *says)
