@@ -193,16 +193,18 @@ static uint64_t mutable_args(const json_val *schema)
 static bool tensor_of(const json_val *v, bool typed, cap_tensor *out, bool *bad)
 {
     *bad = false;
-    if (!v || v->type != JSON_ARRAY || v->n_child < 6) {
-        *bad = typed;
+    if (!v || v->type != JSON_ARRAY)
+        return false;           /* a scalar: an undefined tensor, or no tensor */
+    if (v->n_child < 6) {
+        *bad = typed && v->n_child > 0;
         return false;
     }
     const json_val *dev = v->child;
     for (int i = 0; i < 5; i++)
         dev = dev->next;
-    bool looks = typed || (v->n_child == 6 && dev->type == JSON_STRING &&
+    bool looks = typed || (v->n_child == 6 && dev->type == JSON_STRING && dev->len >= 3 &&
                            (memcmp(dev->s, "cuda", dev->len < 4 ? dev->len : 4) == 0 ||
-                            memcmp(dev->s, "cpu", dev->len < 3 ? dev->len : 3) == 0));
+                            memcmp(dev->s, "cpu", 3) == 0));
     int64_t f[5];
     const json_val *c = v->child;
     for (int i = 0; i < 5; i++, c = c->next)
