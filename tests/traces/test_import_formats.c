@@ -242,7 +242,7 @@ static void test_import_formats_distributed_info_is_kept_whole(void **state)
     assert_meta(t[0], "dist.backend", "nccl");
     assert_meta(t[0], "dist.pg_count", "1");
     assert_meta(t[0], "dist.nccl_version", "2.18.3");
-    assert_meta(t[0], "dist.job", "job-42");
+    assert_meta(t[0], "job.id", "job-42");
     /* the digest follows the config: same config, same digest */
     assert_string_not_equal(digest[0], digest[1]);
     snprintf(text, sizeof text, dist_fmt, 2);

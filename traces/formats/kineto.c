@@ -49,7 +49,7 @@
  *
  * distributedInfo is kept whole as run metadata: rank, world_size,
  * dist.backend, dist.pg_count, dist.nccl_version, dist.pg_config (a digest
- * of the process-group config) and dist.job (the top-level group_trace_id),
+ * of the process-group config) and job.id (the top-level group_trace_id),
  * which merge compares.
  *
  * Timestamps are microseconds, integers or with nanosecond decimals, read
@@ -208,7 +208,7 @@ static int dist_info(kineto *k, const json_val *v)
     }
     static const char *const strs[][2] = { { "backend", "dist.backend" },
                                            { "nccl_version", "dist.nccl_version" },
-                                           { "job_id", "dist.job" } };
+                                           { "job_id", "job.id" } };
     for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++) {
         const json_val *x = json_get(v, strs[i][0]);
         if (!x || (x->type != JSON_STRING && x->type != JSON_NUMBER))
@@ -245,7 +245,7 @@ static int kineto_member(void *ctx, const json_val *v, trace_error *err)
         /* the job's id (one per job, where trace_id is one per rank) */
         char val[256];
         snprintf(val, sizeof val, "%.*s", (int)(v->len > 200 ? 200 : v->len), v->s);
-        if (trace_set_meta(k->t, "dist.job", val) != 0)
+        if (trace_set_meta(k->t, "job.id", val) != 0)
             return trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", k->path), -1;
     }
     return 0;
