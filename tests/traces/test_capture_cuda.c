@@ -145,7 +145,7 @@ static void test_kernel_params(void **state)
     assert_int_equal(s.access[1].lo, 0);
     assert_int_equal(s.access[1].hi, 256);
     assert_string_equal(trace_str(t, t->buffers[s.access[0].buffer].name), "gpu0.b0");
-    assert_meta(t, "capture.params_unresolved", "1");
+    assert_meta(t, "dropped.unresolved-param", "1");
     assert_int_equal(count_kind(t, TRACE_ALLOC), 1);
     trace_free(t);
 }
@@ -549,7 +549,7 @@ static void test_truncated_last_line(void **state)
     trace *t = load_log(HEAD
         "api pid=1 tid=1 t0=10 t1=11 corr=1 dev=0 ptr=0x1000 size=4096 name=cudaMalloc\n"
         "api pid=1 tid=1 t0=12 t1=");
-    assert_meta(t, "capture.truncated_lines", "1");
+    assert_meta(t, "dropped.truncated-line", "1");
     assert_int_equal(count_kind(t, TRACE_ALLOC), 1);
     trace_free(t);
 }

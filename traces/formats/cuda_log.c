@@ -44,7 +44,7 @@
  *           (capture_param_const), else read and write; mode= overrides.
  *           It becomes an access from the pointer to the end of its
  *           allocation; a value that points into no allocation is not a
- *           pointer the log knows and is counted (capture.params_unresolved).
+ *           pointer the log knows and is counted (the ledger's unresolved-param).
  *   range   an NVTX range (push/pop or start/end): iteration marks.
  *   host    a host thread's own access, made known with an NVTX mark
  *           "syncsim:r PTR SIZE" (or w, rw): CUPTI cannot see loads.
@@ -838,9 +838,9 @@ static int cudalog_open(trace_source *src, const char *path, const trace_source_
     f = NULL;
     if (trace_set_meta(l.t, "capture.format", "cuda-log") != 0 ||
         trace_set_meta(l.t, "capture.schema", "1") != 0 ||
-        capture_count(l.c, "capture.params_unresolved", l.unresolved) != 0 ||
+        capture_drop(l.c, CAP_DROP_UNRESOLVED_PARAM, l.unresolved) != 0 ||
         capture_count(l.c, "capture.library_kernels", l.lib_kernels) != 0 ||
-        capture_count(l.c, "capture.truncated_lines", l.truncated) != 0) {
+        capture_drop(l.c, CAP_DROP_TRUNCATED_LINE, l.truncated) != 0) {
         oom(&l);
         goto fail;
     }
