@@ -7,17 +7,24 @@
  * capture mapping's (traces/formats/capture.c). What it does:
  *
  *   - runtime API callbacks (exit): allocations and frees with pointer and
- *     size, copies with source, destination and bytes, memsets, records and
- *     waits with stream and event, synchronisations, kernel launches with
- *     their pointer-sized parameters (layout from cuFuncGetParamInfo; the
- *     kernel's demangled name in its activity record says which pointees
- *     are const), graph launches with each kernel
- *     node's parameters, streams as they are first used (legacy,
- *     per-thread, blocking or non-blocking). Driver API calls made outside
- *     a runtime call (programs and libraries using the driver API) are
- *     logged the same way: launches with parameters, allocations, copies,
- *     records, waits and synchronisations with their arguments, the rest
- *     by name.
+ *     size, copies with source, destination and bytes, memsets, records,
+ *     waits and successful event queries with stream and event,
+ *     synchronisations, launches with their stream, streams as they are
+ *     first used (legacy, per-thread, blocking or non-blocking). Driver API
+ *     calls made outside a runtime call (programs and libraries using the
+ *     driver API) are logged the same way, the rest by name.
+ *   - launches where the driver sees them, inside a runtime call or not
+ *     (cuLaunchKernel, cuLaunchKernelEx, cuLaunchCooperativeKernel,
+ *     cuGraphLaunch): the CUfunction the driver got and its parameters
+ *     (layout from cuFuncGetParamInfo, cached per function; the kernel's
+ *     demangled name in its activity record says which pointees are
+ *     const). Every runtime reaches the driver, the program's own (static
+ *     or shipped, as PyTorch's) included, so this library links none: only
+ *     libcuda and CUPTI. A graph launch gives the kernel nodes of the graph
+ *     its exec was instantiated from (cuGraphInstantiate*), under the ids
+ *     of their clones in the exec (CUPTI's resource callback).
+ *   - call sites (site=, py=; below): where in the program each call was
+ *     made, symbolised after the run.
  *   - activity records (kernels, copies, peer copies, memsets): GPU start
  *     and end on the CUPTI clock, which the API times use too;
  *   - NVTX (NVTX_INJECTION64_PATH, set by `syncsim capture`): push/pop
@@ -493,6 +500,35 @@ static void graph_instantiated(CUgraphExec exec, CUgraph graph)
     pthread_mutex_unlock(&graph_lock);
 }
 
+/* Kernel nodes cloned into an executable graph get ids of their own, and
+ * the activity of a graph launch names those: the latest clone of each
+ * node of an original graph (CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED). */
+#define CLONES 8192
+static struct { uint64_t orig, clone; } clones[CLONES];
+
+static void graph_node_cloned(const CUpti_GraphData *gd)
+{
+    uint64_t orig = 0, clone = 0;
+    if (!gd || gd->nodeType != CU_GRAPH_NODE_TYPE_KERNEL ||
+        cuptiGetGraphNodeId(gd->originalNode, &orig) != CUPTI_SUCCESS ||
+        cuptiGetGraphNodeId(gd->node, &clone) != CUPTI_SUCCESS)
+        return;
+    pthread_mutex_lock(&graph_lock);
+    size_t i = orig % CLONES;
+    clones[i].orig = orig;
+    clones[i].clone = clone;
+    pthread_mutex_unlock(&graph_lock);
+}
+
+static uint64_t clone_of(uint64_t orig)
+{
+    pthread_mutex_lock(&graph_lock);
+    size_t i = orig % CLONES;
+    uint64_t c = clones[i].orig == orig ? clones[i].clone : 0;
+    pthread_mutex_unlock(&graph_lock);
+    return c;
+}
+
 static void graph_params(CUgraphExec exec, long corr, long dcorr)
 {
     pthread_mutex_lock(&graph_lock);
@@ -520,6 +556,9 @@ static void graph_params(CUgraphExec exec, long corr, long dcorr)
                 if (!f && kp.kern && cuKernelGetFunction(&f, kp.kern) != CUDA_SUCCESS)
                     continue;
                 write_params(f, kp.kernelParams, kp.extra, corr, dcorr, (long long)id);
+                uint64_t clone = clone_of(id);
+                if (clone && clone != id)
+                    write_params(f, kp.kernelParams, kp.extra, corr, dcorr, (long long)clone);
             }
         }
         free(nodes);
@@ -948,6 +987,10 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain domain, CUpti_Ca
             driver_launch(cbid, cb, in_runtime ? outer_corr : (long)cb->correlationId);
         if (!in_runtime)
             driver_exit(cbid, cb, drv_t0);
+    } else if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
+        const CUpti_ResourceData *rd = data;
+        if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED)
+            graph_node_cloned(rd->resourceDescriptor);
     } else if (domain == CUPTI_CB_DOMAIN_NVTX) {
         const CUpti_NvtxData *nv = data;
         static __thread struct { uint64_t t0; char name[200]; } stack[64];
@@ -1139,6 +1182,8 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
         return 0;
     }
     cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_NVTX);
+    cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+                        CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED);
     cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
     cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
     cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY);

@@ -57,7 +57,11 @@
  *   block   an allocator block (PyTorch's caching allocator: a tensor's
  *           bytes inside a cudaMalloc segment), from its memory history
  *           (action alloc, free_requested, free_completed, segment_alloc,
- *           segment_free; others are read and unused). A kernel parameter
+ *           segment_free, segment_map; others are read and unused). A
+ *           segment (segment_alloc, segment_map) at an address the log saw
+ *           no allocation of (expandable segments are mapped with cuMemMap,
+ *           which the injection library does not record) becomes device
+ *           memory of its size. A kernel parameter
  *           that points into the latest block allocated over its bytes (at
  *           or before the launch) becomes an access from the pointer to the
  *           end of that block, not of the segment. Reuse needs no rule of
@@ -125,7 +129,7 @@ typedef struct rec {
 /* What a `block` record says the caching allocator did. */
 typedef enum {
     BLOCK_OTHER = 0, BLOCK_ALLOC, BLOCK_FREE_REQUESTED, BLOCK_FREE_COMPLETED, BLOCK_SEGMENT_ALLOC,
-    BLOCK_SEGMENT_FREE,
+    BLOCK_SEGMENT_FREE, BLOCK_SEGMENT_MAP,
 } block_action;
 
 typedef struct lib_acc {
@@ -314,7 +318,7 @@ static int parse_line(cudalog *l, char *line, size_t len, uint32_t no)
         } else if (is(key, kl, "action") && k == 'b') {
             static const char *const actions[] = { "", "alloc", "free_requested",
                                                    "free_completed", "segment_alloc",
-                                                   "segment_free" };
+                                                   "segment_free", "segment_map" };
             r->action = BLOCK_OTHER;    /* segment_map, oom, snapshot, ...: kept, unused */
             for (uint8_t j = 1; j < sizeof actions / sizeof actions[0]; j++)
                 if (is(v, vl, actions[j]))
@@ -1145,6 +1149,15 @@ static int translate(cudalog *l)
         if (r->kind == 'b' && r->action == BLOCK_ALLOC && r->size &&
             block_alloc(&x, r->pid, r->ptr, r->ptr + r->size) != 0)
             goto done;
+        /* a segment the log saw no cudaMalloc of (expandable segments are
+         * mapped with cuMemMap): device memory all the same */
+        uint64_t base;
+        if (r->kind == 'b' && (r->action == BLOCK_SEGMENT_ALLOC || r->action == BLOCK_SEGMENT_MAP) &&
+            r->size && capture_buffer_at(l->c, r->pid, r->ptr, &base) == TRACE_NONE &&
+            capture_buffer(l->c, r->pid, CAP_MEM_DEVICE, r->dev, r->ptr, r->size) == TRACE_NONE) {
+            oom(l);
+            goto done;
+        }
         if (r->kind == 'h') {
             uint32_t host = capture_host(l->c, r->pid, r->tid);
             uint64_t off;
