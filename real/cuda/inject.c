@@ -449,6 +449,9 @@ static const unsigned char *packed_args(void **extra)
     return NULL;
 }
 
+#define AGGREGATE_WORDS 64         /* words of a by-value structure looked at */
+#define MIN_ADDRESS 0x100000ull    /* below: a count or a stride, not an address */
+
 /* One `param` line per pointer-sized parameter of the launch of f (a
  * pointer or not: the log's reader keeps the values that point into
  * allocations, and reads const-ness off the kernel's demangled name).
@@ -469,19 +472,29 @@ static void write_params(CUfunction f, void **args, void **extra, long corr, lon
     if (dcorr >= 0 && dcorr != corr)
         snprintf(dbuf, sizeof dbuf, " dcorr=%ld", dcorr);
     for (size_t i = 0; i < l.n; i++) {
-        if (l.size[i] != sizeof(void *))
+        const unsigned char *at = args && args[i] ? args[i] : packed ? packed + l.off[i] : NULL;
+        if (!at || l.size[i] < sizeof(void *))
             continue;
         uint64_t v;
-        if (args && args[i])
-            memcpy(&v, args[i], sizeof v);
-        else if (packed)
-            memcpy(&v, packed + l.off[i], sizeof v);
-        else
+        if (l.size[i] == sizeof(void *)) {
+            memcpy(&v, at, sizeof v);
+            if (v)
+                say("param pid=%d corr=%ld%s%s idx=%zu ptr=0x%llx", getpid(), corr, dbuf,
+                    nodebuf, i, (unsigned long long)v);
             continue;
-        if (!v)
-            continue;
-        say("param pid=%d corr=%ld%s%s idx=%zu ptr=0x%llx", getpid(), corr, dbuf, nodebuf, i,
-            (unsigned long long)v);
+        }
+        /* a structure passed by value (PyTorch's TensorIterator kernels pass
+         * their operands' pointers in at::detail::Array<char*, N>): each
+         * aligned word that could be an address; the reader keeps those
+         * that point into allocations */
+        size_t words = l.size[i] / sizeof v;
+        for (size_t w = 0; w < words && w < AGGREGATE_WORDS; w++) {
+            memcpy(&v, at + w * sizeof v, sizeof v);
+            if (v < MIN_ADDRESS || v >> 57)
+                continue;
+            say("param pid=%d corr=%ld%s%s idx=%zu word=%zu ptr=0x%llx", getpid(), corr, dbuf,
+                nodebuf, i, w, (unsigned long long)v);
+        }
     }
 }
 

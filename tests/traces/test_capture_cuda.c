@@ -736,6 +736,47 @@ static void test_symbolize_sites(void **state)
     trace_free(t);
 }
 
+/* Pointers inside a structure passed by value (word=): PyTorch's
+ * TensorIterator kernels write the first operand of their
+ * at::detail::Array<char*, N> and read the others; another structure's
+ * addresses are read and written. */
+static void test_aggregate_params(void **state)
+{
+    (void)state;
+    trace *t = load_log(HEAD
+        "api pid=1 tid=1 t0=10 t1=11 corr=1 dev=0 ptr=0x10000 size=4096 name=cudaMalloc\n"
+        "api pid=1 tid=1 t0=12 t1=13 corr=2 dev=0 ptr=0x20000 size=4096 name=cudaMalloc\n"
+        "api pid=1 tid=1 t0=14 t1=15 corr=3 dev=0 ptr=0x30000 size=4096 name=cudaMalloc\n"
+        "api pid=1 tid=1 t0=30 t1=40 corr=4 dev=0 stream=0 name=cudaLaunchKernel\n"
+        "param pid=1 corr=4 idx=2 word=0 ptr=0x30000\n"
+        "param pid=1 corr=4 idx=2 word=1 ptr=0x10000\n"
+        "param pid=1 corr=4 idx=2 word=2 ptr=0x20100\n"
+        "gpu pid=1 corr=4 kind=kernel dev=0 stream=0 t0=50 t1=60 name=void "
+        "at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
+        "at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<float>, "
+        "at::detail::Array<char*, 3>)\n"
+        "api pid=1 tid=1 t0=70 t1=80 corr=5 dev=0 stream=0 name=cudaLaunchKernel\n"
+        "param pid=1 corr=5 idx=0 word=3 ptr=0x10000\n"
+        "gpu pid=1 corr=5 kind=kernel dev=0 stream=0 t0=90 t1=95 name=reduce(Params)\n");
+    trace_stmt s;
+    for (uint64_t i = 0;; i++) {
+        assert_true(i < t->n_stmts);
+        trace_stmt_at(t, i, &s);
+        if (s.label != TRACE_NONE && strstr(trace_str(t, s.label), "vectorized_elementwise"))
+            break;
+    }
+    assert_int_equal(s.n_access, 3);
+    assert_int_equal(s.access[0].mode, TRACE_W);
+    assert_string_equal(trace_str(t, t->buffers[s.access[0].buffer].name), "gpu0.b2");
+    assert_int_equal(s.access[1].mode, TRACE_R);
+    assert_int_equal(s.access[2].mode, TRACE_R);
+    assert_int_equal(s.access[2].lo, 0x100);
+    s = find_label(t, "reduce(Params)");
+    assert_int_equal(s.n_access, 1);
+    assert_int_equal(s.access[0].mode, TRACE_RW);
+    trace_free(t);
+}
+
 /* A log whose program died mid-line: the complete lines are kept. */
 static void test_truncated_last_line(void **state)
 {
@@ -802,6 +843,7 @@ int main(void)
         cmocka_unit_test(test_driver_launch_ids),
         cmocka_unit_test(test_call_sites),
         cmocka_unit_test(test_symbolize_sites),
+        cmocka_unit_test(test_aggregate_params),
         cmocka_unit_test(test_truncated_last_line),
         cmocka_unit_test(test_bad_logs),
     };

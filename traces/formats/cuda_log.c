@@ -19,7 +19,7 @@
  *          [site=ADDR,ADDR,...] [py=FILE:LINE] name=CALL
  *   gpu    pid=P corr=C kind=kernel|memcpy|memset dev=D stream=S t0=NS t1=NS
  *          [bytes=N] [srcmem=M] [dstmem=M] [srcdev=D] [dstdev=D] [node=N] name=NAME
- *   param  pid=P corr=C [dcorr=C2] [node=N] idx=I ptr=ADDR [mode=r|rw]
+ *   param  pid=P corr=C [dcorr=C2] [node=N] idx=I [word=W] ptr=ADDR [mode=r|rw]
  *   range  pid=P tid=T t0=NS t1=NS name=NAME
  *   host   pid=P tid=T t0=NS t1=NS mode=r|w|rw ptr=ADDR size=N name=LABEL
  *   lib    pid=P tid=T t0=NS t1=NS dev=D stream=S [acc=ADDR:LEN:r|w|rw ...]
@@ -48,6 +48,11 @@
  *           a pointer-sized value: read-only when the kernel's demangled
  *           name (its gpu record) says the pointee is const
  *           (capture_param_const), else read and write; mode= overrides.
+ *           word=W: the W-th 8-byte word of parameter I, a structure passed
+ *           by value (PyTorch's TensorIterator kernels: at::detail::Array
+ *           <char*, N>, whose first word is the output, written, and the
+ *           others inputs, read; another structure's words are read and
+ *           written).
  *           It becomes an access from the pointer to the end of its
  *           allocation; a value that points into no allocation is not a
  *           pointer the log knows and is counted (capture.params_unresolved).
@@ -106,7 +111,7 @@ typedef struct rec {
     char kind;                  /* a api, s stream, g gpu, p param, r range, h host, l lib,
                                  * b block, c clock, m module, y sym */
     int64_t pid, tid, t0, t1, corr, dev, stream, event, node, idx;
-    int64_t dcorr, us, unix_ns;
+    int64_t dcorr, us, unix_ns, word;
     uint64_t base;              /* module: load address */
     uint32_t py;                /* py=FILE:LINE (string id) */
     uint32_t site_first, n_site;/* api: site= addresses in log.sites */
@@ -261,7 +266,7 @@ static int parse_line(cudalog *l, char *line, size_t len, uint32_t no)
                 .idx = CAP_NONE,
                 .srcdev = CAP_NONE, .dstdev = CAP_NONE, .name = TRACE_NONE, .comm = TRACE_NONE,
                 .coll = TRACE_NONE, .acc_first = (uint32_t)l->n_accs, .line = no,
-                .dcorr = CAP_NONE, .us = CAP_NONE, .unix_ns = CAP_NONE, .py = TRACE_NONE,
+                .dcorr = CAP_NONE, .us = CAP_NONE, .word = CAP_NONE, .unix_ns = CAP_NONE, .py = TRACE_NONE,
                 .site_first = (uint32_t)l->n_sites };
     char *p = line + wl;
     bool has_name = false, has_t = false;
@@ -298,6 +303,8 @@ static int parse_line(cudalog *l, char *line, size_t len, uint32_t no)
             ok = parse_i64(v, vl, &r->t1);
         else if (is(key, kl, "corr"))
             ok = parse_i64(v, vl, &r->corr);
+        else if (is(key, kl, "word"))
+            ok = parse_i64(v, vl, &r->word) && r->word >= 0;
         else if (is(key, kl, "dcorr"))
             ok = parse_i64(v, vl, &r->dcorr);
         else if (is(key, kl, "us"))
@@ -609,6 +616,52 @@ static const live_block *block_at(const xlate *x, int64_t pid, uint64_t addr)
     return b->pid == pid && addr >= b->lo && addr < b->hi ? b : NULL;
 }
 
+/* The mode of word `word` of parameter idx of a kernel (demangled
+ * signature sig) passed as a structure: PyTorch's TensorIterator kernels
+ * pass their operands in at::detail::Array<char*, N>, the output first
+ * (written), then the inputs (read); any other structure's addresses are
+ * read and written. */
+static uint8_t aggregate_mode(const char *sig, int64_t idx, int64_t word)
+{
+    size_t n = sig ? strlen(sig) : 0;
+    if (!n || sig[n - 1] != ')' || idx < 0)
+        return TRACE_RW;
+    /* the parameter list: the '(' that matches the final ')' */
+    const char *open = NULL;
+    int depth = 0;
+    for (size_t i = n; i-- > 0;) {
+        char ch = sig[i];
+        depth += ch == ')' || ch == '>' ? 1 : ch == '(' || ch == '<' ? -1 : 0;
+        if (depth == 0) {
+            open = &sig[i];
+            break;
+        }
+    }
+    if (!open || *open != '(')
+        return TRACE_RW;
+    const char *start = open + 1;
+    int64_t at = 0;
+    depth = 0;
+    for (const char *q = start; q < sig + n; q++) {
+        if (*q == '<' || *q == '(')
+            depth++;
+        else if ((*q == '>' || *q == ')') && depth > 0)
+            depth--;
+        else if ((*q == ',' || q == sig + n - 1) && depth == 0) {
+            if (at++ == idx) {
+                while (*start == ' ')
+                    start++;
+                static const char array[] = "at::detail::Array<char*,";
+                if (strncmp(start, array, sizeof array - 1) != 0)
+                    return TRACE_RW;
+                return word == 0 ? TRACE_W : TRACE_R;
+            }
+            start = q + 1;
+        }
+    }
+    return TRACE_RW;
+}
+
 static int gpu_of(xlate *x, uint64_t gi, const rec *call)
 {
     cudalog *l = x->l;
@@ -667,6 +720,8 @@ static int gpu_of(xlate *x, uint64_t gi, const rec *call)
                 continue;
             }
             uint8_t mode = p->mode;
+            if (!mode && p->word != CAP_NONE)
+                mode = aggregate_mode(trace_str(l->t, g->name), p->idx, p->word);
             if (!mode)
                 mode = p->idx != CAP_NONE &&
                                capture_param_const(trace_str(l->t, g->name), (unsigned)p->idx)
