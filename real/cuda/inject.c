@@ -32,9 +32,11 @@
  *     rw; PTR in hex) that tell the log about a host access CUPTI cannot
  *     see. Start/end ranges and the wide-character calls are not recorded.
  *
- * The log is opened O_APPEND and every record is one write(2) of a whole
- * line, so what was written survives a crash; activity buffers are flushed
- * every 100 ms and at exit. SYNCSIM_CAPTURE_LOG names the file.
+ * The log is opened O_APPEND and written in batches of whole lines (one
+ * write(2) each: when full, at each synchronise, every 100 ms with the
+ * activity buffers, at exit and on a fatal signal), so what the program did
+ * survives a crash; a program killed outright (SIGKILL) loses at most the
+ * last batch. SYNCSIM_CAPTURE_LOG names the file.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE 1           /* dl_iterate_phdr, RTLD_DEFAULT */
@@ -50,6 +52,7 @@
 #include <link.h>
 #include <time.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -69,6 +72,39 @@ static __thread uint64_t t_enter[64];  /* runtime call start, by depth */
 static __thread long outer_corr;       /* the open runtime call's correlation id */
 
 #define LINE_MAX_BYTES 8192
+#define BATCH_BYTES (64u << 10)
+
+/* Lines are batched (one write(2) per batch, not per line: the cost of a
+ * launch-bound program is mostly these calls). A batch is written when it
+ * is full, at each synchronising call, at each activity flush (every 100
+ * ms), at exit, and on a fatal signal (SIGSEGV, SIGBUS, SIGFPE, SIGILL,
+ * SIGABRT: the program's own handler then runs). A program killed outright
+ * loses at most its last batch; every batch holds whole lines and the file
+ * is opened O_APPEND, so the shim's lines never interleave inside ours. */
+static char batch[BATCH_BYTES];
+static size_t batch_len;
+static pthread_mutex_t batch_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void flush_locked(void)
+{
+    size_t at = 0;
+    while (at < batch_len) {
+        ssize_t w = write(log_fd, batch + at, batch_len - at);
+        if (w <= 0)
+            break;
+        at += (size_t)w;
+    }
+    batch_len = 0;
+}
+
+static void flush_log(void)
+{
+    if (log_fd < 0)
+        return;
+    pthread_mutex_lock(&batch_lock);
+    flush_locked();
+    pthread_mutex_unlock(&batch_lock);
+}
 
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void say(const char *fmt, ...)
@@ -86,8 +122,56 @@ static void say(const char *fmt, ...)
         n = (int)sizeof buf - 2;
     }
     buf[n++] = '\n';
-    ssize_t w = write(log_fd, buf, (size_t)n);
-    (void)w;
+    pthread_mutex_lock(&batch_lock);
+    if (batch_len + (size_t)n > sizeof batch)
+        flush_locked();
+    memcpy(batch + batch_len, buf, (size_t)n);
+    batch_len += (size_t)n;
+    pthread_mutex_unlock(&batch_lock);
+}
+
+/* A fatal signal: the batch as it is (no lock: the thread that holds it
+ * may be the one that faulted), then the program's own handling. */
+static struct sigaction old_action[32];
+static const int fatal_signals[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT };
+
+static void on_fatal(int sig, siginfo_t *info, void *uc)
+{
+    if (log_fd >= 0 && batch_len <= sizeof batch) {
+        ssize_t w = write(log_fd, batch, batch_len);
+        (void)w;
+        batch_len = 0;
+    }
+    struct sigaction *old = sig < 32 ? &old_action[sig] : NULL;
+    if (old && (old->sa_flags & SA_SIGINFO) && old->sa_sigaction) {
+        old->sa_sigaction(sig, info, uc);
+        return;
+    }
+    if (old && old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN && old->sa_handler) {
+        old->sa_handler(sig);
+        return;
+    }
+    signal(sig, SIG_DFL);       /* the default action, as without syncsim */
+    raise(sig);
+}
+
+/* A forked child starts with no lines of its parent's to write. */
+static void forget_batch(void)
+{
+    batch_len = 0;
+}
+
+static void catch_fatal_signals(void)
+{
+    pthread_atfork(NULL, NULL, forget_batch);
+    for (size_t i = 0; i < sizeof fatal_signals / sizeof fatal_signals[0]; i++) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = on_fatal;
+        sa.sa_flags = SA_SIGINFO | SA_RESETHAND | SA_NODEFER;
+        sigemptyset(&sa.sa_mask);
+        sigaction(fatal_signals[i], &sa, &old_action[fatal_signals[i]]);
+    }
 }
 
 static uint64_t now(void)
@@ -804,6 +888,8 @@ static void runtime_exit(CUpti_CallbackId cbid, const CUpti_CallbackData *cb, ui
     say("api pid=%d tid=%ld t0=%llu t1=%llu corr=%ld dev=%d%s%s name=%s", pid, tid(),
         (unsigned long long)t0, (unsigned long long)t1, corr, dev, extra, site_words,
         one_line(name, nm, sizeof nm));
+    if (strstr(name, "Synchronize"))
+        flush_log();            /* what happened before a synchronise is on disk */
 }
 
 /* A driver API call made outside any runtime call (programs and libraries
@@ -960,6 +1046,8 @@ static void driver_exit(CUpti_CallbackId cbid, const CUpti_CallbackData *cb, uin
     say("api pid=%d tid=%ld t0=%llu t1=%llu corr=%ld dev=%d%s%s name=%s", getpid(), tid(),
         (unsigned long long)t0, (unsigned long long)t1, corr, cur_device(), extra, site_words,
         one_line(name, nm, sizeof nm));
+    if (strstr(name, "Synchronize"))
+        flush_log();
 }
 
 static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
@@ -1146,6 +1234,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
         }
     }
     free(buf);
+    flush_log();                /* every 100 ms (cuptiActivityFlushPeriod) */
 }
 
 static void at_exit(void)
@@ -1153,6 +1242,7 @@ static void at_exit(void)
     cuptiActivityFlushAll(1);
     if (sites_on)
         dl_iterate_phdr(write_module, NULL);
+    flush_log();
     if (log_fd >= 0)
         close(log_fd);
     log_fd = -1;
@@ -1203,6 +1293,7 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
     cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY2);
     cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET);
     cuptiActivityFlushPeriod(100);
+    catch_fatal_signals();
     atexit(at_exit);
     return 1;
 }
