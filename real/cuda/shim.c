@@ -10,7 +10,8 @@
  * program that brings its own, as PyTorch does, keeps using its own): the
  * real functions are found with dlsym(RTLD_NEXT), else in whichever object
  * the program loaded them with (next()), and CUPTI's clock and stream ids
- * with dlsym(RTLD_DEFAULT) once the injection library is loaded, so a
+ * with dlsym (RTLD_DEFAULT, else through the injection library, which the
+ * driver loads RTLD_LOCAL) once the injection library is loaded, so a
  * preloaded process that never touches CUDA (a shell script around the
  * program) loads it harmlessly. A function it cannot find fails its call
  * with the library's own error code; it never aborts the program.
@@ -118,12 +119,29 @@ static void *next(const char *name)
     return f;
 }
 
+/* Symbol `name` of CUPTI or the driver: in the global scope, else through
+ * the injection library (the driver loads it, and with it CUPTI, with
+ * RTLD_LOCAL: out of RTLD_DEFAULT's sight). NULL before it is loaded. */
+static void *inject_sym(const char *name)
+{
+    void *f = dlsym(RTLD_DEFAULT, name);
+    const char *path = getenv("CUDA_INJECTION64_PATH");
+    if (!f && path && *path) {
+        void *h = dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
+        if (h) {
+            f = dlsym(h, name);
+            dlclose(h);
+        }
+    }
+    return f;
+}
+
 /* CUPTI's clock (the log's), or 0 before the injection is loaded. */
 static uint64_t now(void)
 {
     static int (*ts)(uint64_t *);
     if (!ts)
-        ts = (int (*)(uint64_t *))dlsym(RTLD_DEFAULT, "cuptiGetTimestamp");
+        ts = (int (*)(uint64_t *))inject_sym("cuptiGetTimestamp");
     uint64_t t = 0;
     if (ts)
         ts(&t);
@@ -136,10 +154,10 @@ static void where(cudaStream_t s, int *dev, long *stream)
     static CUresult (*get_ctx)(CUcontext *);
     static CUresult (*get_dev)(CUdevice *);
     static int (*sid)(CUcontext, CUstream, uint8_t, uint32_t *);
-    if (!get_ctx) {
-        get_ctx = (CUresult(*)(CUcontext *))dlsym(RTLD_DEFAULT, "cuCtxGetCurrent");
-        get_dev = (CUresult(*)(CUdevice *))dlsym(RTLD_DEFAULT, "cuCtxGetDevice");
-        sid = (int (*)(CUcontext, CUstream, uint8_t, uint32_t *))dlsym(RTLD_DEFAULT,
+    if (!get_ctx || !sid) {
+        get_ctx = (CUresult(*)(CUcontext *))inject_sym("cuCtxGetCurrent");
+        get_dev = (CUresult(*)(CUdevice *))inject_sym("cuCtxGetDevice");
+        sid = (int (*)(CUcontext, CUstream, uint8_t, uint32_t *))inject_sym(
                                                                         "cuptiGetStreamIdEx");
     }
     CUcontext ctx = NULL;
