@@ -13,6 +13,7 @@
 #include "traces/trace.h"
 
 #include <dlfcn.h>
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -122,6 +123,42 @@ static const char *word(const char *line, const char *key)
     return w ? w + strlen(key) : NULL;
 }
 
+/* Whether the ELF object at path has a line table (.debug_line): without
+ * one addr2line can only answer "??" and would spend seconds reading a
+ * large library (PyTorch's) to say so. */
+static bool has_line_table(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    bool found = false;
+    Elf64_Ehdr eh;
+    Elf64_Shdr *sh = NULL;
+    char *names = NULL;
+    if (pread(fd, &eh, sizeof eh, 0) != (ssize_t)sizeof eh || memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
+        eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_shentsize != sizeof *sh || !eh.e_shnum ||
+        eh.e_shstrndx >= eh.e_shnum)
+        goto done;
+    sh = malloc((size_t)eh.e_shnum * sizeof *sh);
+    if (!sh || pread(fd, sh, (size_t)eh.e_shnum * sizeof *sh, (off_t)eh.e_shoff) !=
+                   (ssize_t)((size_t)eh.e_shnum * sizeof *sh))
+        goto done;
+    const Elf64_Shdr *str = &sh[eh.e_shstrndx];
+    if (str->sh_size > (64u << 20) || !(names = malloc(str->sh_size + 1)) ||
+        pread(fd, names, str->sh_size, (off_t)str->sh_offset) != (ssize_t)str->sh_size)
+        goto done;
+    names[str->sh_size] = '\0';
+    for (unsigned i = 0; i < eh.e_shnum && !found; i++)
+        found = sh[i].sh_name < str->sh_size &&
+                (strcmp(names + sh[i].sh_name, ".debug_line") == 0 ||
+                 strcmp(names + sh[i].sh_name, ".zdebug_line") == 0);
+done:
+    free(sh);
+    free(names);
+    close(fd);
+    return found;
+}
+
 /* Runs addr2line on path for n addresses (offsets in the object), one
  * answer a line into out (each "FILE:LINE", "??:0" when unknown). Returns
  * 0, or -1 when addr2line could not run. */
@@ -180,7 +217,7 @@ static int addr2line(const char *path, const unsigned long long *off, size_t n, 
 /* Appends to log one `sym` record per distinct return address of its
  * site= words, resolved in the objects its `module` records name
  * (addr2line on the address minus one: the call, not the instruction
- * after it). Returns the number of addresses given a source line, or -1
+ * after it; objects without a line table are skipped). Returns the number of addresses given a source line, or -1
  * (one line printed) when the log cannot be read or addr2line is missing. */
 static long symbolize(const char *log)
 {
@@ -258,8 +295,8 @@ static long symbolize(const char *log)
                 mine[k] = addrs[i];
                 off[k++] = addrs[i].addr - 1 - mods[m].base;
             }
-        if (!k)
-            continue;
+        if (!k || !has_line_table(mods[m].path))
+            continue;           /* its sites stay OBJECT+OFFSET */
         FILE *mem = open_memstream(&answers, &answers_len);
         if (!mem || addr2line(mods[m].path, off, k, mem) != 0) {
             if (mem)
