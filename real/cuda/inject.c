@@ -351,8 +351,8 @@ static void take_site(const char *name)
     site_words[0] = '\0';
     if (!sites_on || !site_wanted(name))
         return;
-    void *pc[32];
-    int n = backtrace(pc, 32), kept = 0;
+    void *pc[24];                /* CUPTI's, the driver's and a runtime's frames first */
+    int n = backtrace(pc, 24), kept = 0;
     size_t at = 0;
     for (int i = 1; i < n && kept < SITE_FRAMES; i++) {
         uintptr_t a = (uintptr_t)pc[i];
@@ -432,12 +432,6 @@ static long stream_id(cudaStream_t s, int per_thread_api)
     CUstream cs = per_thread || legacy ? NULL : (CUstream)s;
     if (cuptiGetStreamIdEx(ctx, cs, (uint8_t)per_thread, &id) != CUPTI_SUCCESS)
         id = 0;
-    const char *kind = per_thread ? "per-thread" : legacy ? "legacy" : "blocking";
-    if (!per_thread && !legacy) {
-        unsigned int flags = 0;
-        if (cuStreamGetFlags(cs, &flags) == CUDA_SUCCESS && (flags & CU_STREAM_NON_BLOCKING))
-            kind = "nonblocking";
-    }
     in_glue--;
     int dev = cur_device();
     uint64_t key = ((uint64_t)(unsigned)dev << 32) | id;
@@ -454,8 +448,16 @@ static long stream_id(cudaStream_t s, int per_thread_api)
         }
     }
     pthread_mutex_unlock(&seen_lock);
-    if (fresh)
+    if (fresh) {                /* its kind: asked once per stream */
+        const char *kind = per_thread ? "per-thread" : legacy ? "legacy" : "blocking";
+        unsigned int flags = 0;
+        in_glue++;
+        if (!per_thread && !legacy && cuStreamGetFlags(cs, &flags) == CUDA_SUCCESS &&
+            (flags & CU_STREAM_NON_BLOCKING))
+            kind = "nonblocking";
+        in_glue--;
         say("stream pid=%d dev=%d stream=%u kind=%s", getpid(), dev, id, kind);
+    }
     return (long)id;
 }
 
