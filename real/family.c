@@ -237,12 +237,24 @@ static int m_adopt(void *ctx, const sched_graph *prompt, const sched_graph *deco
     return 0;
 }
 
+/* A weight or cache in a GPU's memory (a cuda device's buffers are device
+ * memory, never the host's) is filled in host memory and copied. */
 static int m_fill_weight(void *ctx, sched_tensor *t)
 {
     real_machine *rm = ctx;
     void *d = real_tensor_data(t);
     if (!d)
         return -1;
+    if (rm->n_cuda > 0 && !t->buffer->host) {
+        uint64_t n = sched_tensor_nbytes(t);
+        void *staged = malloc(n ? n : 1);
+        if (!staged)
+            return -1;
+        real_fill_weight(t, staged, rm->seed);
+        int rc = real_copy_bytes(d, staged, n);
+        free(staged);
+        return rc;
+    }
     real_fill_weight(t, d, rm->seed);
     return 0;
 }

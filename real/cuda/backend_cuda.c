@@ -22,21 +22,16 @@
  *                   cudaStreamWaitEvent, cudaEventSynchronize;
  *   synchronize     cudaStreamSynchronize.
  *
- * Memory, by what a buffer holds (sched_buffer_usage):
- *   compute   the scheduler's arena, read and written every token: device
- *             memory (cudaMalloc). Only the GPU and CUDA copies touch it;
- *             a blocking copy by the host (the cpu backend's copy_sync of
- *             a copy the devices declined) goes through copy_bytes.
- *   weights   weights and KV caches, which the host fills once
- *             (real_init_weights writes them through their addresses):
- *             managed memory, preferred on the device, prefetched to it
- *             (cudaMemPrefetchAsync) before the device's first kernel, so
- *             that kernels find every page on the GPU from the first token
- *             and the host never touches them again.
- *   host      pinned (cudaMallocHost): copies from and to it are DMA.
- * While CUDA devices are open the cpu backend's buffers are pinned too
- * (host_alloc, real_host_alloc): the run's inputs, its outputs' host
- * copies and the cpu's arena, as ggml's CUDA host buffers.
+ * Memory: a device's buffers, the scheduler's arena and the weights and
+ * caches alike, are device memory (cudaMalloc); host buffers
+ * (SCHED_BUFFER_HOST) are pinned (cudaMallocHost). Only kernels and CUDA
+ * copies touch device memory: the host fills the weights in host memory
+ * and copies them (real/family.c, m_fill_weight), and a blocking copy by
+ * the host (the cpu backend's copy_sync of a copy the devices declined)
+ * goes through copy_bytes. While CUDA devices are open the cpu backend's
+ * buffers are pinned too (host_alloc, real_host_alloc): the run's inputs,
+ * its outputs' host copies and the cpu's arena, as ggml's CUDA host
+ * buffers, so that copies from and to them are DMA.
  *
  * Times: a recorded call (a ticket) gets one timing event after its work
  * on the stream, none before: its end is the event's time, its start the
@@ -85,20 +80,13 @@
 #define RCU_GEMM_MIN_N 4
 
 /* A timing event after a piece of work on the stream, and the call it
- * times (SCHED_NO_TICKET: it only marks the stream's last end). */
+ * times. */
 typedef struct pending {
     sched_ticket tk;
     cudaEvent_t end;
     int64_t queued;                 /* host clock when the host queued the work */
     struct pending *next;
 } pending;
-
-/* A managed buffer not yet prefetched to the device. */
-typedef struct fresh_buf {
-    void *p;
-    size_t size;
-    struct fresh_buf *next;
-} fresh_buf;
 
 typedef struct cu_dev {
     sched_backend base;             /* first, then the set: real_backend_hdr's layout */
@@ -110,7 +98,6 @@ typedef struct cu_dev {
     cublasHandle_t blas;
     cudaEvent_t anchor;
     int64_t anchor_ns;
-    fresh_buf *fresh;               /* weights to prefetch before the next kernel */
     void *scratch;                  /* gemm_f16's split activations (device memory) */
     size_t scratch_size;
     /* The reporter. */
@@ -169,12 +156,11 @@ static int64_t timed_begin(cu_dev *d, sched_ticket tk)
 }
 
 /* Queues the timing event after the work of tk (queued at host time
- * queued) and hands it to the reporter; mark: also without a ticket (the
- * end of work the next call's start must not include). Without an event
- * to spare and none to create, the call goes untimed. */
-static void timed_end(cu_dev *d, sched_ticket tk, int64_t queued, bool mark)
+ * queued) and hands it to the reporter. Without an event to spare and none
+ * to create, the call goes untimed. */
+static void timed_end(cu_dev *d, sched_ticket tk, int64_t queued)
 {
-    if (tk == SCHED_NO_TICKET && !mark)
+    if (tk == SCHED_NO_TICKET)
         return;
     pthread_mutex_lock(&d->lock);
     pending *q = d->spare;
@@ -235,8 +221,7 @@ static void *reporter(void *arg)
                 int64_t start = q->queued > last_end ? q->queued : last_end;
                 if (start > end)
                     start = end;
-                if (q->tk != SCHED_NO_TICKET)
-                    d->h->rec_done(&d->base, q->tk, start, end - start);
+                d->h->rec_done(&d->base, q->tk, start, end - start);
                 last_end = end;
                 ref_ns = end;
                 ref = q->end;
@@ -279,8 +264,8 @@ static bool cu_supports_op(sched_backend *b, const sched_graph *g, const sched_t
     return d->h->kernel_supports(g, t);
 }
 
-/* Buffers by usage (the head comment): compute in device memory, weights
- * managed and queued for the prefetch, host pinned. Zeroed. */
+/* Device memory (cudaMalloc), or pinned host memory for host buffers;
+ * zeroed. */
 static sched_buffer *cu_buffer_alloc(sched_backend *b, const char *name, uint64_t size,
                                      sched_buffer_usage usage)
 {
@@ -288,45 +273,25 @@ static sched_buffer *cu_buffer_alloc(sched_backend *b, const char *name, uint64_
     if (cudaSetDevice(d->device) != cudaSuccess)
         return NULL;
     sched_buffer *buf = calloc(1, sizeof *buf);
-    fresh_buf *f = usage == SCHED_BUFFER_WEIGHTS ? calloc(1, sizeof *f) : NULL;
-    if (!buf || (usage == SCHED_BUFFER_WEIGHTS && !f)) {
-        free(buf);
-        free(f);
+    if (!buf)
         return NULL;
-    }
     size_t alloc = (size_t)((size + 255) & ~(uint64_t)255);
     if (alloc == 0)
         alloc = 256;
     bool host = usage == SCHED_BUFFER_HOST;
-    cudaError_t e = host ? cudaMallocHost(&buf->ctx, alloc)
-                    : f  ? cudaMallocManaged(&buf->ctx, alloc, cudaMemAttachGlobal)
-                         : cudaMalloc(&buf->ctx, alloc);
+    cudaError_t e = host ? cudaMallocHost(&buf->ctx, alloc) : cudaMalloc(&buf->ctx, alloc);
     if (e != cudaSuccess) {
         free(buf);
-        free(f);
         return NULL;
     }
     if (host) {
         memset(buf->ctx, 0, alloc);
-    } else {
-        if (f) {
-            struct cudaMemLocation loc = { .type = cudaMemLocationTypeDevice, .id = d->device };
-            cudaMemAdvise(buf->ctx, alloc, cudaMemAdviseSetPreferredLocation, loc);
-        }
-        /* Set-up time, not per token: the host may fill it next. */
-        if (cudaMemsetAsync(buf->ctx, 0, alloc, d->stream) != cudaSuccess ||
-            cudaStreamSynchronize(d->stream) != cudaSuccess) {
-            cudaFree(buf->ctx);
-            free(buf);
-            free(f);
-            return NULL;
-        }
-    }
-    if (f) {
-        f->p = buf->ctx;
-        f->size = alloc;
-        f->next = d->fresh;
-        d->fresh = f;
+    } else if (cudaMemsetAsync(buf->ctx, 0, alloc, d->stream) != cudaSuccess ||
+               cudaStreamSynchronize(d->stream) != cudaSuccess) {
+        /* Set-up time, not per token: the host may copy into it next. */
+        cudaFree(buf->ctx);
+        free(buf);
+        return NULL;
     }
     buf->backend = b;
     buf->size = size;
@@ -338,49 +303,15 @@ static sched_buffer *cu_buffer_alloc(sched_backend *b, const char *name, uint64_
     return buf;
 }
 
-/* Drops p from the prefetch list (freed before the device's first kernel). */
-static void forget_fresh(cu_dev *d, const void *p)
-{
-    for (fresh_buf **f = &d->fresh; *f; f = &(*f)->next)
-        if ((*f)->p == p) {
-            fresh_buf *gone = *f;
-            *f = gone->next;
-            free(gone);
-            return;
-        }
-}
-
 static void cu_buffer_free(sched_backend *b, sched_buffer *buf)
 {
     cu_dev *d = b->ctx;
     cudaSetDevice(d->device);
-    forget_fresh(d, buf->ctx);
     if (buf->host)
         cudaFreeHost(buf->ctx);
     else
         cudaFree(buf->ctx);
     free(buf);
-}
-
-/* Queues the prefetch of the weights filled since the last kernel to the
- * device, ahead of it (once per buffer: afterwards only kernels touch
- * them). Its end is marked so that the next call's time leaves it out. */
-static void prefetch_fresh(cu_dev *d)
-{
-    if (!d->fresh)
-        return;
-    int64_t q0 = d->h->now_ns();
-    struct cudaMemLocation loc = { .type = cudaMemLocationTypeDevice, .id = d->device };
-    while (d->fresh) {
-        fresh_buf *f = d->fresh;
-        d->fresh = f->next;
-        /* A refusal (no concurrent managed access) leaves the pages to
-         * migrate on first touch: slower once, as correct. */
-        if (cudaMemPrefetchAsync(f->p, f->size, loc, 0, d->stream) != cudaSuccess)
-            cudaGetLastError();
-        free(f);
-    }
-    timed_end(d, SCHED_NO_TICKET, q0, true);
 }
 
 static void *data_of(const sched_tensor *t)
@@ -423,7 +354,7 @@ static int queue_copy(cu_dev *d, sched_tensor *src, sched_tensor *dst)
     bool peer = from >= 0 && to >= 0 && from != to;
     cudaError_t e = peer ? cudaMemcpyPeerAsync(t, to, s, from, n, d->stream)
                          : cudaMemcpyAsync(t, s, n, cudaMemcpyDefault, d->stream);
-    timed_end(d, tk, q0, false);
+    timed_end(d, tk, q0);
     if (e != cudaSuccess) {
         fail(d, peer ? "cudaMemcpyPeerAsync" : "cudaMemcpyAsync", e);
         return -1;
@@ -694,7 +625,7 @@ static int run_allreduce(cu_dev *d, const sched_exec *x, int k, const real_kerne
         t_ = tk ? tk[0] : SCHED_NO_TICKET;
         q0 = timed_begin(d, t_);
         int e = rcu_launch(&r, d->stream);
-        timed_end(d, t_, q0, false);
+        timed_end(d, t_, q0);
         return e ? (fail(d, "all_reduce", (cudaError_t)e), -1) : 0;
     }
 #ifndef SYNCSIM_CUDA_NCCL
@@ -733,7 +664,7 @@ static int run_allreduce(cu_dev *d, const sched_exec *x, int k, const real_kerne
         t_ = tk ? tk[1] : SCHED_NO_TICKET;
         q0 = timed_begin(d, t_);
         int e = rcu_launch(&conv, d->stream);
-        timed_end(d, t_, q0, false);
+        timed_end(d, t_, q0);
         if (e)
             return fail(d, "all_reduce to bf16", (cudaError_t)e), -1;
     }
@@ -743,7 +674,7 @@ static int run_allreduce(cu_dev *d, const sched_exec *x, int k, const real_kerne
                                           d->comm, d->stream)
                           : ncclAllReduce(a->src[0].data, a->dst.data, count, ncclFloat, ncclSum,
                                           d->comm, d->stream);
-    timed_end(d, t_, q0, false);
+    timed_end(d, t_, q0);
     if (r != ncclSuccess) {
         char msg[192];
         snprintf(msg, sizeof msg, "%s: ncclAllReduce: %s", d->qname, ncclGetErrorString(r));
@@ -757,7 +688,7 @@ static int run_allreduce(cu_dev *d, const sched_exec *x, int k, const real_kerne
         t_ = tk ? tk[2] : SCHED_NO_TICKET;
         q0 = timed_begin(d, t_);
         int e = rcu_launch(&conv, d->stream);
-        timed_end(d, t_, q0, false);
+        timed_end(d, t_, q0);
         if (e)
             return fail(d, "all_reduce from bf16", (cudaError_t)e), -1;
     }
@@ -770,7 +701,6 @@ static int cu_graph_compute(sched_backend *b, const sched_exec *x)
     cu_dev *d = b->ctx;
     if (d->h->failed(d->set) || use(d) != 0)
         return -1;
-    prefetch_fresh(d);
     for (int i = 0; i < x->n_nodes; i++) {
         int32_t node = x->nodes[i];
         const sched_tensor *t = &x->graph->tensors[node];
@@ -788,7 +718,7 @@ static int cu_graph_compute(sched_backend *b, const sched_exec *x)
         sched_ticket t_ = x->tickets ? x->tickets[3 * i] : SCHED_NO_TICKET;
         int64_t q0 = timed_begin(d, t_);
         int rc = run_node(d, x->graph, node, &a);
-        timed_end(d, t_, q0, false);
+        timed_end(d, t_, q0);
         if (rc != 0)
             return -1;
     }
@@ -832,7 +762,7 @@ static int cu_event_record(sched_backend *b, sched_event *ev)
     sched_ticket t_ = d->h->rec_ticket(b);
     int64_t q0 = timed_begin(d, t_);
     cudaError_t e = cudaEventRecord((cudaEvent_t)ev->ctx, d->stream);
-    timed_end(d, t_, q0, false);
+    timed_end(d, t_, q0);
     if (e != cudaSuccess)
         return fail(d, "cudaEventRecord", e), -1;
     ev->n_records++;
@@ -852,7 +782,7 @@ static int cu_event_wait(sched_backend *b, sched_event *ev)
     int64_t q0 = timed_begin(d, t_);
     cudaError_t e = ev->n_records ? cudaStreamWaitEvent(d->stream, (cudaEvent_t)ev->ctx, 0)
                                   : cudaSuccess;
-    timed_end(d, t_, q0, false);
+    timed_end(d, t_, q0);
     if (e != cudaSuccess)
         return fail(d, "cudaStreamWaitEvent", e), -1;
     return 0;
@@ -934,11 +864,6 @@ static void cu_close(sched_backend *b)
         d->spare = q->next;
         cudaEventDestroy(q->end);
         free(q);
-    }
-    while (d->fresh) {
-        fresh_buf *f = d->fresh;
-        d->fresh = f->next;
-        free(f);
     }
     if (d->scratch)
         cudaFree(d->scratch);
