@@ -11,11 +11,14 @@
  *
  * A run computes for real on deterministic weights and inputs
  * (values.c), and checks every evaluation's output against the reference
- * (reference.c: the same graphs, copied before planning, on one thread,
- * sequentially; the prompt's and the decode's share their KV cache as the
- * run's do). The driver reads the outputs pipelined and leaves the
- * checking time out of the run's times; the verdict is "outputs match"
- * or, when a synchronisation bug manifested, "outputs DIFFER" (1).
+ * (reference.c: the same graphs, copied before planning, node by node,
+ * each node chunked over a pool of as many threads as the cpu backend has
+ * (the devices are synchronised while it checks, so the cores are free);
+ * the prompt's and the decode's share their KV cache as the run's do).
+ * The driver reads the outputs pipelined and leaves the checking time out
+ * of the run's times (each check is a host op of the trace); the verdict
+ * is "outputs match" or, when a synchronisation bug manifested, "outputs
+ * DIFFER" (1).
  */
 #include "real_int.h"
 
@@ -165,6 +168,7 @@ typedef struct real_machine {
     sched_graph *rg[2];             /* the reference's copies of the run's graphs */
     int32_t out[2];
     real_ref *ref[2];
+    real_pool *ref_pool;            /* the references' threads; NULL: one */
     float *got;
     size_t cap_got;
     real_error err;
@@ -208,10 +212,15 @@ static int32_t output_of(const sched_graph *g)
     return -1;
 }
 
+static int cpu_threads(const real_machine *rm);
+
 static int m_adopt(void *ctx, const sched_graph *prompt, const sched_graph *decode, trace_error *err)
 {
     real_machine *rm = ctx;
     const sched_graph *g[2] = { prompt, decode };
+    int threads = cpu_threads(rm);
+    if (threads > 1 && !(rm->ref_pool = real_pool_new(threads, REAL_BARRIER_HYBRID)))
+        return trace_error_set(err, TRACE_ENOMEM, "cannot start the reference's threads"), -1;
     for (int k = 0; k < 2; k++) {
         if (!g[k])
             continue;
@@ -223,6 +232,7 @@ static int m_adopt(void *ctx, const sched_graph *prompt, const sched_graph *deco
         if (!rm->ref[k])
             return trace_error_set(err, TRACE_ENOMEM, "out of memory for the reference"), -1;
         real_ref_set_allreduce(rm->ref[k], sched_allreduce_str(rm->allreduce), rm->bf16_min);
+        real_ref_set_pool(rm->ref[k], rm->ref_pool);
         /* The host tensors the outputs are read into are f32. */
         uint64_t bytes = (uint64_t)sched_tensor_nelements(&g[k]->tensors[output_of(g[k])]) * 4;
         if (bytes > rm->msg_bytes)
@@ -614,6 +624,7 @@ static void m_free(void *ctx)
     }
     real_ref_free(rm->ref[1]);
     real_ref_free(rm->ref[0]);
+    real_pool_free(rm->ref_pool);
     sched_graph_free(rm->rg[0]);
     sched_graph_free(rm->rg[1]);
     real_backends_free(rm->be, rm->nb);
