@@ -29,7 +29,10 @@
 #              full run (makespan error), and the simulator's decode ms/token with it
 #              against the measured events median
 # Every step that needs the GPU stops the script at once with one line when there is
-# none (exit 2); a command past STEP_TIMEOUT is one line too, and the step goes on.
+# none (exit 2); a command past STEP_TIMEOUT is one line too, and the step goes on
+# with the next policy. Device time: tests+decode+calibrate take a few minutes; race
+# is 3 x RUNS runs of a 2048-token prompt (issue 24's goal: 20 s each): run it in a
+# call of its own when a call is limited to 10 minutes.
 set -u
 build=${1:-build-gpu}
 out=${2:-${OUT:-./cuda-backend-out}}
@@ -86,6 +89,7 @@ step_decode() {
             rm -f "$db"
             run "$out/decode-$p-$i.log" run --model "$model" --devices $pair --copies 2 --policy $p \
                 --tokens "$tokens" --prompt 32 -o "$db"
+            [ $? -eq 124 ] && break     # one timeout says it: the next policy
             local ms
             ms=$(sed -n 's/^decode: \([0-9.]*\) ms\/token.*/\1/p' "$out/decode-$p-$i.log")
             [ -n "$ms" ] && echo "$ms" >> "$out/decode-$p.ms"
@@ -108,7 +112,9 @@ step_race() {
             local t0 t1
             t0=$(date +%s.%N)
             run "$log" run --model "$race_model" --prompt "$race_prompt" --devices $pair --policy $p -o "$db"
+            local rc=$?
             t1=$(date +%s.%N)
+            [ $rc -eq 124 ] && break    # one timeout says it: the next policy
             echo "$t0 $t1" | awk '{printf "%.2f\n", $2 - $1}' >> "$out/race-$p.s"
             [ -f "$db" ] && run "$out/race-$p-$i.check" check "$db"
             grep -hoE 'max rel error [^ ]* against' "$log" >> "$out/race-$p.err"
@@ -125,7 +131,8 @@ step_race() {
 
 step_calibrate() {
     local fit=$out/decode-events-1.db other=$out/decode-full-1.db dev=$out/gpu.dev
-    [ -f "$fit" ] && [ -f "$other" ] || { note "calibrate: no decode databases in $out (run the decode step first)"; return; }
+    [ -s "$out/decode-events.ms" ] && [ -s "$out/decode-full.ms" ] && [ -f "$fit" ] && [ -f "$other" ] ||
+        { note "calibrate: no complete events and full decode runs in $out (the decode step first)"; return; }
     run "$out/calibrate.log" calibrate "$fit" -o "$dev" --validate "$other"
     note "calibrate: fitted on events run 1, validated on full run 1:"
     grep -E 'makespan' "$out/calibrate.log" | sed 's/^ */  /' | tee -a "$out/summary.txt"
