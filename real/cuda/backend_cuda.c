@@ -35,10 +35,11 @@
  *
  * Times: a recorded call (a ticket) gets one timing event after its work
  * on the stream, none before: its end is the event's time, its start the
- * later of the previous end on this stream and the moment the host queued
- * it (the stream runs its work in order; an event wait is a recorded call
- * of its own, so the work after it starts no earlier than the wait ended).
- * What this misses: the launch latency of work queued on an idle stream
+ * later of the previous end on this stream and the moment the call that
+ * queued it returned (the stream runs its work in order; an event wait is
+ * a recorded call of its own, so the work after it starts no earlier than
+ * the wait ended; the host's time inside the call is the host's). What
+ * this misses: the launch latency of work queued on an idle stream
  * (microseconds) is counted as its duration. A reporter thread per device
  * takes what is queued, waits for the last event only (the earlier ones
  * are complete when it is: one stream), and reports each call's start and
@@ -84,7 +85,7 @@
 typedef struct pending {
     sched_ticket tk;
     cudaEvent_t end;
-    int64_t queued;                 /* host clock when the host queued the work */
+    int64_t queued;                 /* host clock when the call that queued it returned */
     struct pending *next;
 } pending;
 
@@ -148,20 +149,16 @@ static int use(cu_dev *d)
 /* ------------------------------------------------------------------ */
 /* Times.                                                              */
 
-/* The host clock before queuing the work of ticket tk (0 when unrecorded:
- * nothing to time). */
-static int64_t timed_begin(cu_dev *d, sched_ticket tk)
-{
-    return tk == SCHED_NO_TICKET ? 0 : d->h->now_ns();
-}
-
-/* Queues the timing event after the work of tk (queued at host time
- * queued) and hands it to the reporter. Without an event to spare and none
- * to create, the call goes untimed. */
-static void timed_end(cu_dev *d, sched_ticket tk, int64_t queued)
+/* Queues the timing event after the work of tk, just queued, and hands it
+ * to the reporter with the host clock now: the work cannot have started
+ * much before the call that queued it returned (the host's own time in
+ * the call is the host's, not the device's). Without an event to spare
+ * and none to create, the call goes untimed. */
+static void timed_end(cu_dev *d, sched_ticket tk)
 {
     if (tk == SCHED_NO_TICKET)
         return;
+    int64_t queued = d->h->now_ns();
     pthread_mutex_lock(&d->lock);
     pending *q = d->spare;
     if (q)
@@ -347,14 +344,13 @@ static int queue_copy(cu_dev *d, sched_tensor *src, sched_tensor *dst)
         return -1;
     uint64_t n = copy_bytes(d, src, dst);
     sched_ticket tk = d->h->rec_ticket(&d->base);
-    int64_t q0 = timed_begin(d, tk);
     /* Host memory on either side: no need to ask CUDA whose memory it is. */
     bool host = (src->buffer && src->buffer->host) || (dst->buffer && dst->buffer->host);
     int from = host ? -1 : gpu_of(s), to = host ? -1 : gpu_of(t);
     bool peer = from >= 0 && to >= 0 && from != to;
     cudaError_t e = peer ? cudaMemcpyPeerAsync(t, to, s, from, n, d->stream)
                          : cudaMemcpyAsync(t, s, n, cudaMemcpyDefault, d->stream);
-    timed_end(d, tk, q0);
+    timed_end(d, tk);
     if (e != cudaSuccess) {
         fail(d, peer ? "cudaMemcpyPeerAsync" : "cudaMemcpyAsync", e);
         return -1;
@@ -612,7 +608,6 @@ static int run_allreduce(cu_dev *d, const sched_exec *x, int k, const real_kerne
     const sched_ticket *tk = x->tickets ? &x->tickets[3 * k] : NULL;
     bool bf16 = d->h->exec_bf16(x, node) && x->wire;
     sched_ticket t_;
-    int64_t q0;
     if (n_ranks <= 1) {             /* one rank: a copy, rounded as the wire would */
         real_kernel_args one = *a;
         one.bf16_wire = bf16;
@@ -623,15 +618,13 @@ static int run_allreduce(cu_dev *d, const sched_exec *x, int k, const real_kerne
         if (to_rcu(&one.src[0], &r.src[0]) != 0 || to_rcu(&one.dst, &r.dst) != 0)
             return -1;
         t_ = tk ? tk[0] : SCHED_NO_TICKET;
-        q0 = timed_begin(d, t_);
         int e = rcu_launch(&r, d->stream);
-        timed_end(d, t_, q0);
+        timed_end(d, t_);
         return e ? (fail(d, "all_reduce", (cudaError_t)e), -1) : 0;
     }
 #ifndef SYNCSIM_CUDA_NCCL
     (void)tk;
     (void)t_;
-    (void)q0;
     char msg[192];
     snprintf(msg, sizeof msg, "%s: all_reduce across %d devices needs NCCL: this "
              "libsyncsim_cuda.so was built without it", d->qname, n_ranks);
@@ -662,19 +655,17 @@ static int run_allreduce(cu_dev *d, const sched_exec *x, int k, const real_kerne
         conv.dst.type = RCU_BF16;
         conv.dst.data = x->wire->ctx;
         t_ = tk ? tk[1] : SCHED_NO_TICKET;
-        q0 = timed_begin(d, t_);
         int e = rcu_launch(&conv, d->stream);
-        timed_end(d, t_, q0);
+        timed_end(d, t_);
         if (e)
             return fail(d, "all_reduce to bf16", (cudaError_t)e), -1;
     }
     t_ = tk ? tk[0] : SCHED_NO_TICKET;
-    q0 = timed_begin(d, t_);
     ncclResult_t r = bf16 ? ncclAllReduce(x->wire->ctx, x->wire->ctx, count, ncclBfloat16, ncclSum,
                                           d->comm, d->stream)
                           : ncclAllReduce(a->src[0].data, a->dst.data, count, ncclFloat, ncclSum,
                                           d->comm, d->stream);
-    timed_end(d, t_, q0);
+    timed_end(d, t_);
     if (r != ncclSuccess) {
         char msg[192];
         snprintf(msg, sizeof msg, "%s: ncclAllReduce: %s", d->qname, ncclGetErrorString(r));
@@ -686,9 +677,8 @@ static int run_allreduce(cu_dev *d, const sched_exec *x, int k, const real_kerne
         if (to_rcu(&a->dst, &conv.dst) != 0)
             return -1;
         t_ = tk ? tk[2] : SCHED_NO_TICKET;
-        q0 = timed_begin(d, t_);
         int e = rcu_launch(&conv, d->stream);
-        timed_end(d, t_, q0);
+        timed_end(d, t_);
         if (e)
             return fail(d, "all_reduce from bf16", (cudaError_t)e), -1;
     }
@@ -716,9 +706,8 @@ static int cu_graph_compute(sched_backend *b, const sched_exec *x)
             continue;
         }
         sched_ticket t_ = x->tickets ? x->tickets[3 * i] : SCHED_NO_TICKET;
-        int64_t q0 = timed_begin(d, t_);
         int rc = run_node(d, x->graph, node, &a);
-        timed_end(d, t_, q0);
+        timed_end(d, t_);
         if (rc != 0)
             return -1;
     }
@@ -760,9 +749,8 @@ static int cu_event_record(sched_backend *b, sched_event *ev)
     if (use(d) != 0)
         return -1;
     sched_ticket t_ = d->h->rec_ticket(b);
-    int64_t q0 = timed_begin(d, t_);
     cudaError_t e = cudaEventRecord((cudaEvent_t)ev->ctx, d->stream);
-    timed_end(d, t_, q0);
+    timed_end(d, t_);
     if (e != cudaSuccess)
         return fail(d, "cudaEventRecord", e), -1;
     ev->n_records++;
@@ -779,10 +767,9 @@ static int cu_event_wait(sched_backend *b, sched_event *ev)
     if (use(d) != 0)
         return -1;
     sched_ticket t_ = d->h->rec_ticket(b);
-    int64_t q0 = timed_begin(d, t_);
     cudaError_t e = ev->n_records ? cudaStreamWaitEvent(d->stream, (cudaEvent_t)ev->ctx, 0)
                                   : cudaSuccess;
-    timed_end(d, t_, q0);
+    timed_end(d, t_);
     if (e != cudaSuccess)
         return fail(d, "cudaStreamWaitEvent", e), -1;
     return 0;
