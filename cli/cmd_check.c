@@ -169,7 +169,7 @@ int cmd_check(int argc, char **argv)
         FILE *say = json ? stderr : stdout;
         bool ok = check_report_expect(say, rep);
         if (json)
-            check_report_print_json(stdout, rep, path, src.incomplete);
+            check_report_print_json(stdout, rep, path, trace_source_incomplete(&src));
         if (ok)
             fprintf(say, "%s: ok, %zu finding%s as expected (%u expect line%s)\n", path,
                     check_report_count(rep), check_report_count(rep) == 1 ? "" : "s",
@@ -179,11 +179,11 @@ int cmd_check(int argc, char **argv)
         status = ok ? 0 : 1;
     } else {
         if (json)
-            check_report_print_json(stdout, rep, path, src.incomplete);
+            check_report_print_json(stdout, rep, path, trace_source_incomplete(&src));
         else
-            check_report_print(stdout, rep, src.incomplete);
+            check_report_print(stdout, rep, trace_source_incomplete(&src));
         check_status cs = check_status_of(check_report_count(rep) + check_report_dropped(rep),
-                                          src.incomplete, check_report_coverage(rep));
+                                          trace_source_incomplete(&src), check_report_coverage(rep));
         status = check_exit_status(cs);
     }
     check_report_free(rep);
