@@ -94,8 +94,10 @@ static void usage(FILE *out)
     fprintf(out,
             "\n"
             "A command that takes a database and is given none uses ./" CLI_DEFAULT_DB ".\n"
-            "Exit status: 0 success, 1 findings (check) or outputs that differ from the\n"
-            "reference (run on real devices), 2 bad input or usage.\n"
+            "Exit status: 0 success (check: clean, with full coverage), 1 findings (check)\n"
+            "or outputs that differ from the reference (run on real devices), 2 bad input\n"
+            "or usage, 3 no findings in an incomplete run, 4 no findings but partial\n"
+            "coverage (not known to be clean: see 'syncsim help check').\n"
             "Run 'syncsim help COMMAND' for a command's options and examples.\n");
 }
 
