@@ -234,6 +234,33 @@ static void test_cli_incomplete_run_is_never_clean(void **state)
                      3);
 }
 
+/* `syncsim run` killed with SIGKILL once it has flushed statements, its run
+ * exported and imported again: the check says incomplete (exit 3), never
+ * clean. The kill waits for the first flush (no sleep decides it). */
+static void test_cli_killed_run_exported_stays_incomplete(void **state)
+{
+    fixture *f = *state;
+    char out[8192];
+    /* braces: tmpdir_sh runs "cd DIR && CMD", and '&' would take the cd along */
+    int rc = SH(out, "{ %s run --devices cpustream:1,cpu --model llama:n_layer=1,n_embd=64,n_ff=128,"
+                     "n_vocab=256 --tokens 1000000 -o kill.db >/dev/null "
+                     "2>&1 & pid=$!; "
+                     "for i in $(seq 600); do "
+                     "  %s info kill.db 2>/dev/null | grep -q 'recording  *[1-9]' && break; "
+                     "  sleep 0.1; done; "
+                     "kill -9 $pid; wait $pid; %s info kill.db | grep -c 'recording  *[1-9]'; }",
+                SYNCSIM_BINARY, SYNCSIM_BINARY, SYNCSIM_BINARY);
+    if (rc != 0)
+        fail_msg("the run was not caught recording: %s", out);
+    assert_int_equal(SH(out, "%s check kill.db", SYNCSIM_BINARY), 3);
+    assert_int_equal(SH(out, "%s export kill.db -o kill.trace && %s import kill.trace -o back.db "
+                             ">/dev/null && %s check back.db",
+                        SYNCSIM_BINARY, SYNCSIM_BINARY, SYNCSIM_BINARY),
+                     3);
+    assert_non_null(strstr(out, "incomplete:"));
+    assert_null(strstr(out, "clean:"));
+}
+
 static void test_cli_fewer_findings_kept_than_found_say_so(void **state)
 {
     fixture *f = *state;
@@ -297,6 +324,7 @@ int main(void)
         T(test_cli_reads_a_database_it_cannot_write),
         T(test_cli_reading_leaves_no_side_files),
         T(test_cli_incomplete_run_is_never_clean),
+        T(test_cli_killed_run_exported_stays_incomplete),
         T(test_cli_fewer_findings_kept_than_found_say_so),
         T(test_cli_default_database_is_read),
         T(test_cli_no_option_is_ignored),
