@@ -209,6 +209,45 @@ static const check_pend *cycle_breaker(const check_engine *e, uint32_t q, const 
     return NULL;
 }
 
+/* The fix for a queue blocked at `await F` (at): nothing signals F, or the
+ * signals it waits for (those not ordered after it, ruling 1) never run. */
+static char *await_fix(check_engine *e, const check_pend *p, const char *at)
+{
+    const trace *t = e->t;
+    const char *f = trace_str(t, p->s.object);
+    char *which = NULL;
+    uint32_t n = 0;
+    if (p->flag && p->flag->fed && check_after_mark(e, p) == 0) {
+        char buf[256];
+        for (uint32_t q = 0; q < e->n_q; q++)
+            for (const check_pend *x = e->q[q].head; x; x = x->next) {
+                if (x->marker || x->removed || x->after_mark || x->s.kind != TRACE_SIGNAL ||
+                    x->s.sem || x->s.object != p->s.object)
+                    continue;
+                trace_stmt_ref r = check_ref_of_stmt(&x->s);
+                char *w = check_strf("%s%s (%s)", which ? ", " : "",
+                                     check_ref_name(t, &r, buf, sizeof buf), qname(e, q));
+                char *m = w ? check_strf("%s%s", which ? which : "", w) : NULL;
+                free(w);
+                if (m) {
+                    free(which);
+                    which = m;
+                    n++;
+                }
+            }
+    }
+    if (!n)
+        return check_strf("nothing signals %s: add `signal %s` where its data is ready, or "
+                          "remove the await at %s",
+                          f, f, at);
+    char *fix = check_strf("the await of %s at %s waits for the signal%s of %s at %s, which "
+                           "never run%s: release %s, or remove the await",
+                           f, at, n > 1 ? "s" : "", f, which, n > 1 ? "" : "s",
+                           n > 1 ? "what blocks them" : "what blocks it");
+    free(which);
+    return fix;
+}
+
 void check_engine_report_hang(check_engine *e)
 {
     const trace *t = e->t;
@@ -316,9 +355,7 @@ void check_engine_report_hang(check_engine *e)
                                          trace_str(t, p->s.object),
                                          (unsigned long long)p->s.count, at));
             else if (p->s.kind == TRACE_AWAIT)
-                str_cat(&fix, check_strf("nothing signals %s: add `signal %s` where its data is "
-                                         "ready, or remove the await at %s",
-                                         trace_str(t, p->s.object), trace_str(t, p->s.object), at));
+                str_cat(&fix, await_fix(e, p, at));
             else if (p->s.kind == TRACE_BARRIER || p->s.kind == TRACE_COLLECTIVE) {
                 const gen_state *g = p->gen;
                 bool told = false;  /* one line per generation, not per participant */

@@ -648,9 +648,19 @@ static int run_stmt(check_engine *e, uint32_t q, check_pend *p)
                     return RUN_BLOCKED;
                 }
             } else if (p->flag) {
-                if (!flag_pass(e, q, p->flag))
+                flag_node *f = p->flag;
+                if (p->forced) {
+                    /* ruling 1: the signals left all come after this await */
+                    if (check_vc_join(&Q->vc, f->vc) != 0)
+                        e->oom = true;
+                } else if (!flag_pass(e, q, f)) {
                     return RUN_BLOCKED;
-                p->flag->passed = true;
+                }
+                if (!f->passed)
+                    f->passed_q = q;
+                else if (f->passed_q != q)
+                    f->passed_q = TRACE_NONE;
+                f->passed = true;
             }
             break;
         case TRACE_RECV:
@@ -1034,7 +1044,9 @@ int check_engine_feed(check_engine *e, const trace_stmt *s)
             return -1;
         if (p.flag && s->kind == TRACE_SIGNAL && !s->sem) {
             p.flag->fed++;
-            if (p.flag->total == FLAG_UNKNOWN && p.flag->passed)
+            /* an await that passed without this signal should have
+             * waited for it, unless the signal follows it in its queue */
+            if (p.flag->total == FLAG_UNKNOWN && p.flag->passed && p.flag->passed_q != q)
                 e->inexact = true;
         }
         break;
@@ -1149,9 +1161,49 @@ static void report_unmatched(check_engine *e)
     free(ends);
 }
 
+/* Ruling 1 at the end of the input: a queue blocked at `await F` whose
+ * flag's signals that have not run all come after the await (after.c) is
+ * released with the signals that ran; then the queues run on, and the
+ * others are asked again. True when one was released. */
+static bool release_awaits(check_engine *e)
+{
+    for (uint32_t q = 0; q < e->n_q; q++) {
+        check_pend *p = e->q[q].head;
+        if (!p || p->marker || p->unsubmitted || p->removed || p->s.kind != TRACE_AWAIT ||
+            p->s.sem || !p->flag)
+            continue;
+        const flag_node *f = p->flag;
+        uint64_t need = f->total != FLAG_UNKNOWN ? f->total : f->fed;
+        if (need == 0)
+            continue;           /* no signal at all: a hang */
+        if (check_after_mark(e, p) != 0) {
+            e->oom = true;
+            return false;
+        }
+        uint64_t after = 0;
+        bool waits = false;
+        for (uint32_t k = 0; k < e->n_q && !waits; k++)
+            for (const check_pend *x = e->q[k].head; x && !waits; x = x->next)
+                if (!x->marker && !x->removed && x->s.kind == TRACE_SIGNAL && !x->s.sem &&
+                    x->flag == f) {
+                    waits = !x->after_mark;
+                    after++;
+                }
+        if (waits || f->ran + after < need)
+            continue;
+        p->forced = true;
+        push_work(e, q);
+        drain(e);
+        return true;
+    }
+    return false;
+}
+
 int check_engine_finish(check_engine *e, bool ignore_hangs)
 {
     drain(e);
+    while (!e->oom && release_awaits(e))
+        ;
     report_unmatched(e);
     if (!ignore_hangs && !check_engine_quiescent(e))
         check_engine_report_hang(e);
