@@ -73,9 +73,11 @@
  * is checked against the last write, a write against the last write and
  * the reads since it; the reads since the last write are one site, or a
  * per-queue set when reads were concurrent. alloc and free are writes of
- * the whole buffer; a free also marks the bytes freed (and an alloc after it
- * is remembered beside the free): an access ordered after the free but not
- * after that alloc is a use-after-free, whatever order the engine met them in.
+ * the whole buffer; each free and each alloc after a free is also kept in
+ * the bytes' lifetime marks, an alloc with the frees it is ordered after.
+ * Ruling 2: an access ordered after some free F and after no alloc A with
+ * F HB A is a use-after-free (uaf_free), whatever order the engine met them
+ * in; an alloc or free it is not ordered after races with it instead.
  */
 #include "engine.h"
 
@@ -266,18 +268,50 @@ static inline bool site_hb(const check_engine *e, const check_site *s)
     return s->queue == e->cur_q || check_vc_get(e->cur_vc, s->queue) >= s->time;
 }
 
+/* The free that makes the current access a use after free (ruling 2): one
+ * it is ordered after with no alloc between (F HB A HB access); the latest
+ * such free in the file, so that the finding does not depend on the order
+ * the engine ran them in. NULL: none. */
+static const check_site *uaf_free(const check_engine *e, const check_life *l)
+{
+    const check_site *best = NULL;
+    for (uint32_t i = 0; i < l->n; i++) {
+        const check_site *f = &l->ev[i];
+        if (f->kind != TRACE_FREE || (best && best->seq > f->seq) || !site_hb(e, f))
+            continue;
+        bool covered = false;
+        for (uint32_t j = i + 1; j < l->n && !covered; j++)
+            covered = l->ev[j].kind == TRACE_ALLOC && (l->covers[j] >> i & 1) &&
+                      site_hb(e, &l->ev[j]);
+        if (!covered)
+            best = f;
+    }
+    return best;
+}
+
+/* The frees of l that the current statement (an alloc) is ordered after. */
+static uint16_t alloc_covers(const check_engine *e, const check_life *l)
+{
+    uint16_t m = 0;
+    for (uint32_t i = 0; i < l->n; i++)
+        if (l->ev[i].kind == TRACE_FREE && site_hb(e, &l->ev[i]))
+            m |= (uint16_t)(1u << i);
+    return m;
+}
+
 static void visit_cell(void *ctx, uint64_t lo, uint64_t hi, check_cell *c)
 {
     check_engine *e = ctx;
     const check_site *x = &e->cur_site;
     bool reads = e->cur_mode & TRACE_R, writes = e->cur_mode & TRACE_W;
-    /* Use after free: ordered after the free, and not after an alloc that
-     * followed it (an alloc the access is not ordered after is a race). */
+    /* Use after free (ruling 2): ordered after a free, and after no alloc
+     * that follows that free (an alloc or free the access is not ordered
+     * after races with it instead). */
     const check_life *life = c->life;
-    if (life && e->cur_kind != TRACE_ALLOC && site_hb(e, &life->freed) &&
-        !(life->alloc.seq != TRACE_NO_SEQ && site_hb(e, &life->alloc)))
-        check_report_conflict(e->rep, TRACE_FINDING_USE_AFTER_FREE, &life->freed, x, 0,
-                              e->cur_root, lo, hi);
+    const check_site *freed = life && e->cur_kind != TRACE_ALLOC ? uaf_free(e, life) : NULL;
+    if (freed)
+        check_report_conflict(e->rep, TRACE_FINDING_USE_AFTER_FREE, freed, x, 0, e->cur_root, lo,
+                              hi);
     if (c->w.seq != TRACE_NO_SEQ && !site_hb(e, &c->w)) {
         uint8_t type = (reads ? TRACE_RACE_RAW : 0) | (writes ? TRACE_RACE_WAW : 0);
         check_report_conflict(e->rep, TRACE_FINDING_RACE, &c->w, x, type, e->cur_root, lo, hi);
@@ -292,8 +326,8 @@ static void visit_cell(void *ctx, uint64_t lo, uint64_t hi, check_cell *c)
         check_cell_drop_reads(c);
         c->w = *x;
         int rc = 0;
-        if (e->cur_kind == TRACE_ALLOC)
-            rc = check_cell_mark_alloc(c, x);
+        if (e->cur_kind == TRACE_ALLOC && life)
+            rc = check_cell_mark_alloc(c, x, alloc_covers(e, life));
         else if (e->cur_kind == TRACE_FREE)
             rc = check_cell_mark_free(c, x);
         if (rc != 0)
