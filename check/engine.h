@@ -60,8 +60,11 @@ typedef struct ev_node {
  * of it, so an await passes once every signal has run: all `total` of them
  * when the trace's signal counts are known (check_engine_set_flag_totals),
  * else every signal fed so far. Streaming that way is exact unless a signal
- * is fed after an await already passed; that sets the engine's `inexact`,
- * and check_trace runs a second pass with the counts of the first. */
+ * is fed after an await already passed on another queue; that sets the
+ * engine's `inexact`, and check_trace runs a second pass with the counts of
+ * the first. Ruling 1 exempts the signals ordered after an await: those are
+ * still pending when the input ends, and hb.c's release_awaits releases an
+ * await whose remaining signals all follow it (after.c). */
 typedef struct flag_node {
     uint64_t fed, ran;              /* signals read, signals run */
     uint64_t total;                 /* signals in the whole trace, or FLAG_UNKNOWN */

@@ -20,7 +20,10 @@
  *     every participant's earlier statements HB every participant's later
  *     ones.
  *  6. Flags: `signal F` HB what follows any `await F`, wherever the signal
- *     stands in the file.
+ *     stands in the file, unless the signal is ordered after that await
+ *     (ruling 1): an await is released once every signal not ordered after
+ *     it has run, and one exists. Such signals are pending when the input
+ *     ends; release_awaits asks after.c which ones follow the await.
  *  6b. Value semaphores: the sets of S happen one after another (else a
  *     semaphore-race); `await S >=V` is released by the first set, from the
  *     last set that HB the await on, whose value reaches V
