@@ -188,8 +188,8 @@ static void follow(check_engine *e, after_index *x, check_pend *p)
         mark(x, p->target);
         return;
     }
-    if (p->removed)
-        return;
+    /* a removed statement (the minimiser's) keeps its place in its queue,
+     * so a sync still waits for it, and a removed record still runs */
     uint32_t q = p->s.queue;
     if (q < e->n_q && e->q[q].is_stream && p->after_pos < x->min_pos[q]) {
         x->min_pos[q] = p->after_pos;
@@ -201,6 +201,8 @@ static void follow(check_engine *e, after_index *x, check_pend *p)
     }
     if (p->s.kind == TRACE_RECORD && p->rec)
         mark_chain(x, &x->waits, (uint64_t)(uintptr_t)p->rec);
+    if (p->removed)
+        return;
     if (p->gen)
         mark_chain(x, &x->members, (uint64_t)(uintptr_t)p->gen);
     if (p->s.kind == TRACE_SEND) {
