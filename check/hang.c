@@ -34,15 +34,18 @@ static void add_edge(blocked_info *b, uint32_t q)
 }
 
 /* Queues whose pending list holds a statement of kind k on object obj
- * (signals of a flag, records of an event, arrivals at a barrier). */
+ * (signals of a flag, records of an event, arrivals at a barrier); with
+ * skip_after, not one marked as following the blocked statement (a signal
+ * its await does not wait for, ruling 1). */
 static void edges_to_pending(const check_engine *e, blocked_info *b, uint32_t self, trace_kind k,
-                             uint32_t obj)
+                             uint32_t obj, bool skip_after)
 {
     for (uint32_t q = 0; q < e->n_q; q++) {
         for (const check_pend *p = e->q[q].head; p; p = p->next) {
             /* its first such statement: one that arrived already waits for
              * the same generation (a later one behind it is not the point) */
-            if (!p->marker && p->s.kind == k && p->s.object == obj && !p->removed) {
+            if (!p->marker && p->s.kind == k && p->s.object == obj && !p->removed &&
+                !(skip_after && p->after_mark)) {
                 if (q != self && !p->arrived)
                     add_edge(b, q);
                 break;
@@ -120,7 +123,8 @@ static void explain(const check_engine *e, uint32_t q, const check_pend *p, bloc
         } else {
             b->waits_for = check_strf("flag %s", trace_str(t, s->object));
         }
-        edges_to_pending(e, b, q, TRACE_SIGNAL, s->object);
+        /* report_hang marked what follows the await (after.c) */
+        edges_to_pending(e, b, q, TRACE_SIGNAL, s->object, !s->sem && p->flag);
         break;
     case TRACE_RECV:
         b->waits_for = check_strf("a send from rank %u to rank %u (tag %llu on %s), which %s",
@@ -135,7 +139,7 @@ static void explain(const check_engine *e, uint32_t q, const check_pend *p, bloc
                                   s->kind == TRACE_BARRIER ? "barrier" : "collective",
                                   trace_str(t, s->object), (unsigned long long)g->gen,
                                   g->n_arrived, (unsigned long long)g->count);
-        edges_to_pending(e, b, q, s->kind, s->object);
+        edges_to_pending(e, b, q, s->kind, s->object, false);
         break;
     }
     default:
@@ -265,6 +269,9 @@ void check_engine_report_hang(check_engine *e)
         if (!p)
             continue;
         info[q].at = p;
+        if (!p->marker && !p->unsubmitted && p->s.kind == TRACE_AWAIT && !p->s.sem && p->flag &&
+            check_after_mark(e, p) != 0)
+            e->oom = true;
         explain(e, q, p, &info[q]);
     }
     uint32_t n_blocked = 0;

@@ -255,6 +255,33 @@ static void test_findings_hang_fix_names_place_of_lazy_label(void **state)
     trace_free(t);
 }
 
+/* Ruling 1 in the hang's explanation: a signal that follows the await is
+ * not what it waits for, so h1 -> s0 -> h1 (s0's signal submitted by h1
+ * after its await) is no deadlock; h0's signal, stuck behind an await
+ * nothing signals, is the cause. */
+static void test_findings_hang_no_cycle_through_later_signal(void **state)
+{
+    (void)state;
+    trace *t = tb_new();
+    tb_host(t, "h0");
+    tb_host(t, "h1");
+    tb_stream(t, "s0", "0");
+    tb_await(t, "h0", "g");
+    tb_signal(t, "h0", "f");
+    tb_await(t, "h1", "f");
+    tb_by_host = tb_q(t, "h1");
+    tb_signal(t, "s0", "f");
+    tb_by_host = TRACE_NONE;
+    check_report *rep = tb_check(t);
+    const trace_finding *f = tb_find(rep, TRACE_FINDING_HANG);
+    assert_non_null(f);
+    assert_int_equal(tb_parts(f, TRACE_PART_BLOCKED, NULL), 3);
+    assert_int_equal(tb_parts(f, TRACE_PART_CYCLE, NULL), 0);
+    assert_non_null(strstr(f->fix, "nothing signals g"));
+    check_report_free(rep);
+    trace_free(t);
+}
+
 /* Bytes that are not UTF-8 (from a database or an importer) leave valid JSON. */
 static void test_findings_json_escapes_invalid_utf8(void **state)
 {
@@ -423,6 +450,7 @@ int main(void)
         cmocka_unit_test(test_findings_max_findings_counts_each_dropped_once),
         cmocka_unit_test(test_findings_hang_unsubmitted_has_seq),
         cmocka_unit_test(test_findings_hang_fix_names_place_of_lazy_label),
+        cmocka_unit_test(test_findings_hang_no_cycle_through_later_signal),
         cmocka_unit_test(test_findings_json_escapes_invalid_utf8),
         cmocka_unit_test(test_findings_double_free_fix),
         cmocka_unit_test(test_findings_barrier_mismatch_json),
