@@ -1,13 +1,15 @@
 /*
  * bench_check.c -- the checker's speed and memory.
  *
- *   bench_check [--stmts N] [--db-stmts M] [--db PATH] [--min-stmts K]
+ *   bench_check [--stmts N] [--db-stmts M] [--db PATH] [--min-stmts K] [--shape capture]
  *
  * 1. In memory: a synthetic trace of N statements (default 10 M; 8 streams,
  *    2 host threads, 4096 buffers) generated on the fly by a custom
  *    trace_reader, so the trace itself takes no memory; checked as it is
  *    generated. Prints statements/s and the peak RSS after 1 M and after N
- *    statements (it must not grow with the length).
+ *    statements (it must not grow with the length). With --shape capture,
+ *    the capture shape of shapes.h instead (8 streams on 4 devices, 2 hosts,
+ *    a distinct label on every statement, `sync all` every 8 iterations).
  * 2. From SQLite: M statements (default 2 M) of the same trace written
  *    through the recorder, then checked end to end (open, stream, check).
  * 3. The minimiser on a K-statement trace (default 100 k) with about K/20
@@ -20,6 +22,7 @@
  */
 #include "check/check.h"
 #include "traces/trace.h"
+#include "shapes.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -265,10 +268,17 @@ static void open_gen_reader(trace_reader *r, uint64_t n)
 
 /* ------------------------------------------------------------------ */
 
+static bool capture_shape;
+
 static int check_in_memory(uint64_t n, double *rate, long *rss, size_t *findings)
 {
     trace_reader r;
-    open_gen_reader(&r, n);
+    if (!capture_shape)
+        open_gen_reader(&r, n);
+    else if (capture_open(&r, n, false) != 0) {
+        fprintf(stderr, "bench_check: out of memory\n");
+        return -1;
+    }
     check_options opt = { .max_findings = 1000 };
     check_report *rep;
     trace_error err;
@@ -534,6 +544,8 @@ int main(int argc, char **argv)
             n_min = strtoull(argv[i + 1], NULL, 0);
         else if (strcmp(argv[i], "--min-shape") == 0)
             sync_heavy_shape = strcmp(argv[i + 1], "sync-heavy") == 0;
+        else if (strcmp(argv[i], "--shape") == 0)
+            capture_shape = strcmp(argv[i + 1], "capture") == 0;
     }
     double r1, rn;
     long rss1, rssn;
@@ -546,10 +558,12 @@ int main(int argc, char **argv)
     if (check_in_memory(n < 1000000 ? n : 1000000, &r1, &rss1, &f1) != 0 ||
         check_in_memory(n, &rn, &rssn, &fn) != 0)
         return 1;
-    printf("in memory:    %d streams, %d hosts, %d buffers; 1 M statements: %.2f M statements/s, "
+    printf("in memory:    %s%d streams, %d hosts, %d buffers; 1 M statements: %.2f M statements/s, "
            "peak RSS %ld KiB; %llu statements: %.2f M statements/s, peak RSS %ld KiB "
            "(findings: %zu, %zu)\n",
-           N_STREAMS, N_HOSTS, N_BUFFERS, r1 / 1e6, rss1, (unsigned long long)n, rn / 1e6, rssn,
+           capture_shape ? "capture shape, " : "", capture_shape ? CAP_STREAMS : N_STREAMS,
+           capture_shape ? CAP_HOSTS : N_HOSTS, capture_shape ? CAP_HOSTS * CAP_SLOTS * (CAP_DEV + 2) : N_BUFFERS,
+           r1 / 1e6, rss1, (unsigned long long)n, rn / 1e6, rssn,
            f1, fn);
     if (n_db && check_from_db(db, n_db) != 0)
         return 1;

@@ -180,7 +180,8 @@ bool check_engine_same(const check_engine *a, const check_engine *b)
         if (!x || !y)
             return false;
         const flag_node *n = (const flag_node *)(uintptr_t)*x, *m = (const flag_node *)(uintptr_t)*y;
-        if (n->ran != m->ran || n->passed != m->passed || !check_vc_equal(n->vc, m->vc) ||
+        if (n->ran != m->ran || n->passed != m->passed ||
+            (n->passed && n->passed_q != m->passed_q) || !check_vc_equal(n->vc, m->vc) ||
             n->n_sets != m->n_sets)
             return false;
         for (uint64_t k = 0; k < n->n_sets; k++)

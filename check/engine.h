@@ -60,12 +60,16 @@ typedef struct ev_node {
  * of it, so an await passes once every signal has run: all `total` of them
  * when the trace's signal counts are known (check_engine_set_flag_totals),
  * else every signal fed so far. Streaming that way is exact unless a signal
- * is fed after an await already passed; that sets the engine's `inexact`,
- * and check_trace runs a second pass with the counts of the first. */
+ * is fed after an await already passed on another queue; that sets the
+ * engine's `inexact`, and check_trace runs a second pass with the counts of
+ * the first. Ruling 1 exempts the signals ordered after an await: those are
+ * still pending when the input ends, and hb.c's release_awaits releases an
+ * await whose remaining signals all follow it (after.c). */
 typedef struct flag_node {
     uint64_t fed, ran;              /* signals read, signals run */
     uint64_t total;                 /* signals in the whole trace, or FLAG_UNKNOWN */
     bool passed;                    /* an await has passed */
+    uint32_t passed_q;              /* the queue of every await that passed; TRACE_NONE: several */
     check_vc *vc;                   /* the signals that ran, joined */
     uint32_t name;
     qlist waiters;
@@ -153,6 +157,10 @@ typedef struct check_pend {
     uint64_t match;                 /* send/recv: the message id (trace_bind.match) */
     gen_state *gen;                 /* barrier/collective */
     bool arrived, done;
+    bool forced;                    /* await: released at the end by ruling 1 (after.c) */
+    bool after_mark;                /* after.c: ordered after the statement asked about */
+    uint32_t after_idx;             /* after.c: its index in the marking's table */
+    uint64_t after_pos;             /* after.c: its position in its queue */
     sync_item *items;               /* sync */
     uint32_t n_items;
     sync_item item_local[2];
@@ -210,6 +218,12 @@ struct check_engine {
 /* hb.c: what the others share of it. */
 void check_snap_release(check_snap *s);
 void check_ev_unref(ev_node *n);
+
+/* after.c: sets after_mark on every pending statement that can only run
+ * after pending statement `from` (ruling 1's "ordered after the await"),
+ * through queue order, submission, events, syncs, generations and messages,
+ * not flags or semaphores; clears it on the others. 0 or -1 (OOM). */
+int check_after_mark(check_engine *e, const check_pend *from);
 
 /* hang.c: reports the queues that can never advance (one finding). */
 void check_engine_report_hang(check_engine *e);

@@ -178,7 +178,9 @@ size_t check_report_take(check_report *rep, trace_finding **out)
 const char *check_ref_name(const trace *t, const trace_stmt_ref *r, char *buf, size_t cap)
 {
     const char *q = r->queue < t->n_queues ? trace_str(t, t->queues[r->queue].name) : "?";
-    if (r->label != TRACE_NONE)
+    /* a label a lazy reader has not built yet (the engine's hang fixes are
+     * written before labels are resolved) names nothing: use the place */
+    if (r->label != TRACE_NONE && r->label != TRACE_LABEL_LAZY && *trace_str(t, r->label))
         snprintf(buf, cap, "%s", trace_str(t, r->label));
     else if (r->line)
         snprintf(buf, cap, "%s@%u", q, r->line);

@@ -34,15 +34,18 @@ static void add_edge(blocked_info *b, uint32_t q)
 }
 
 /* Queues whose pending list holds a statement of kind k on object obj
- * (signals of a flag, records of an event, arrivals at a barrier). */
+ * (signals of a flag, records of an event, arrivals at a barrier); with
+ * skip_after, not one marked as following the blocked statement (a signal
+ * its await does not wait for, ruling 1). */
 static void edges_to_pending(const check_engine *e, blocked_info *b, uint32_t self, trace_kind k,
-                             uint32_t obj)
+                             uint32_t obj, bool skip_after)
 {
     for (uint32_t q = 0; q < e->n_q; q++) {
         for (const check_pend *p = e->q[q].head; p; p = p->next) {
             /* its first such statement: one that arrived already waits for
              * the same generation (a later one behind it is not the point) */
-            if (!p->marker && p->s.kind == k && p->s.object == obj && !p->removed) {
+            if (!p->marker && p->s.kind == k && p->s.object == obj && !p->removed &&
+                !(skip_after && p->after_mark)) {
                 if (q != self && !p->arrived)
                     add_edge(b, q);
                 break;
@@ -120,7 +123,8 @@ static void explain(const check_engine *e, uint32_t q, const check_pend *p, bloc
         } else {
             b->waits_for = check_strf("flag %s", trace_str(t, s->object));
         }
-        edges_to_pending(e, b, q, TRACE_SIGNAL, s->object);
+        /* report_hang marked what follows the await (after.c) */
+        edges_to_pending(e, b, q, TRACE_SIGNAL, s->object, !s->sem && p->flag);
         break;
     case TRACE_RECV:
         b->waits_for = check_strf("a send from rank %u to rank %u (tag %llu on %s), which %s",
@@ -135,7 +139,7 @@ static void explain(const check_engine *e, uint32_t q, const check_pend *p, bloc
                                   s->kind == TRACE_BARRIER ? "barrier" : "collective",
                                   trace_str(t, s->object), (unsigned long long)g->gen,
                                   g->n_arrived, (unsigned long long)g->count);
-        edges_to_pending(e, b, q, s->kind, s->object);
+        edges_to_pending(e, b, q, s->kind, s->object, false);
         break;
     }
     default:
@@ -209,6 +213,45 @@ static const check_pend *cycle_breaker(const check_engine *e, uint32_t q, const 
     return NULL;
 }
 
+/* The fix for a queue blocked at `await F` (at): nothing signals F, or the
+ * signals it waits for (those not ordered after it, ruling 1) never run. */
+static char *await_fix(check_engine *e, const check_pend *p, const char *at)
+{
+    const trace *t = e->t;
+    const char *f = trace_str(t, p->s.object);
+    char *which = NULL;
+    uint32_t n = 0;
+    if (p->flag && p->flag->fed && check_after_mark(e, p) == 0) {
+        char buf[256];
+        for (uint32_t q = 0; q < e->n_q; q++)
+            for (const check_pend *x = e->q[q].head; x; x = x->next) {
+                if (x->marker || x->removed || x->after_mark || x->s.kind != TRACE_SIGNAL ||
+                    x->s.sem || x->s.object != p->s.object)
+                    continue;
+                trace_stmt_ref r = check_ref_of_stmt(&x->s);
+                char *w = check_strf("%s%s (%s)", which ? ", " : "",
+                                     check_ref_name(t, &r, buf, sizeof buf), qname(e, q));
+                char *m = w ? check_strf("%s%s", which ? which : "", w) : NULL;
+                free(w);
+                if (m) {
+                    free(which);
+                    which = m;
+                    n++;
+                }
+            }
+    }
+    if (!n)
+        return check_strf("nothing signals %s: add `signal %s` where its data is ready, or "
+                          "remove the await at %s",
+                          f, f, at);
+    char *fix = check_strf("the await of %s at %s waits for the signal%s of %s at %s, which "
+                           "never run%s: release %s, or remove the await",
+                           f, at, n > 1 ? "s" : "", f, which, n > 1 ? "" : "s",
+                           n > 1 ? "what blocks them" : "what blocks it");
+    free(which);
+    return fix;
+}
+
 void check_engine_report_hang(check_engine *e)
 {
     const trace *t = e->t;
@@ -226,6 +269,9 @@ void check_engine_report_hang(check_engine *e)
         if (!p)
             continue;
         info[q].at = p;
+        if (!p->marker && !p->unsubmitted && p->s.kind == TRACE_AWAIT && !p->s.sem && p->flag &&
+            check_after_mark(e, p) != 0)
+            e->oom = true;
         explain(e, q, p, &info[q]);
     }
     uint32_t n_blocked = 0;
@@ -316,9 +362,7 @@ void check_engine_report_hang(check_engine *e)
                                          trace_str(t, p->s.object),
                                          (unsigned long long)p->s.count, at));
             else if (p->s.kind == TRACE_AWAIT)
-                str_cat(&fix, check_strf("nothing signals %s: add `signal %s` where its data is "
-                                         "ready, or remove the await at %s",
-                                         trace_str(t, p->s.object), trace_str(t, p->s.object), at));
+                str_cat(&fix, await_fix(e, p, at));
             else if (p->s.kind == TRACE_BARRIER || p->s.kind == TRACE_COLLECTIVE) {
                 const gen_state *g = p->gen;
                 bool told = false;  /* one line per generation, not per participant */

@@ -20,7 +20,10 @@
  *     every participant's earlier statements HB every participant's later
  *     ones.
  *  6. Flags: `signal F` HB what follows any `await F`, wherever the signal
- *     stands in the file.
+ *     stands in the file, unless the signal is ordered after that await
+ *     (ruling 1): an await is released once every signal not ordered after
+ *     it has run, and one exists. Such signals are pending when the input
+ *     ends; release_awaits asks after.c which ones follow the await.
  *  6b. Value semaphores: the sets of S happen one after another (else a
  *     semaphore-race); `await S >=V` is released by the first set, from the
  *     last set that HB the await on, whose value reaches V
@@ -73,9 +76,11 @@
  * is checked against the last write, a write against the last write and
  * the reads since it; the reads since the last write are one site, or a
  * per-queue set when reads were concurrent. alloc and free are writes of
- * the whole buffer; a free also marks the bytes freed (and an alloc after it
- * is remembered beside the free): an access ordered after the free but not
- * after that alloc is a use-after-free, whatever order the engine met them in.
+ * the whole buffer; each free and each alloc after a free is also kept in
+ * the bytes' lifetime marks, an alloc with the frees it is ordered after.
+ * Ruling 2: an access ordered after some free F and after no alloc A with
+ * F HB A is a use-after-free (uaf_free), whatever order the engine met them
+ * in; an alloc or free it is not ordered after races with it instead.
  */
 #include "engine.h"
 
@@ -266,18 +271,50 @@ static inline bool site_hb(const check_engine *e, const check_site *s)
     return s->queue == e->cur_q || check_vc_get(e->cur_vc, s->queue) >= s->time;
 }
 
+/* The free that makes the current access a use after free (ruling 2): one
+ * it is ordered after with no alloc between (F HB A HB access); the latest
+ * such free in the file, so that the finding does not depend on the order
+ * the engine ran them in. NULL: none. */
+static const check_site *uaf_free(const check_engine *e, const check_life *l)
+{
+    const check_site *best = NULL;
+    for (uint32_t i = 0; i < l->n; i++) {
+        const check_site *f = &l->ev[i];
+        if (f->kind != TRACE_FREE || (best && best->seq > f->seq) || !site_hb(e, f))
+            continue;
+        bool covered = false;
+        for (uint32_t j = i + 1; j < l->n && !covered; j++)
+            covered = l->ev[j].kind == TRACE_ALLOC && (l->covers[j] >> i & 1) &&
+                      site_hb(e, &l->ev[j]);
+        if (!covered)
+            best = f;
+    }
+    return best;
+}
+
+/* The frees of l that the current statement (an alloc) is ordered after. */
+static uint16_t alloc_covers(const check_engine *e, const check_life *l)
+{
+    uint16_t m = 0;
+    for (uint32_t i = 0; i < l->n; i++)
+        if (l->ev[i].kind == TRACE_FREE && site_hb(e, &l->ev[i]))
+            m |= (uint16_t)(1u << i);
+    return m;
+}
+
 static void visit_cell(void *ctx, uint64_t lo, uint64_t hi, check_cell *c)
 {
     check_engine *e = ctx;
     const check_site *x = &e->cur_site;
     bool reads = e->cur_mode & TRACE_R, writes = e->cur_mode & TRACE_W;
-    /* Use after free: ordered after the free, and not after an alloc that
-     * followed it (an alloc the access is not ordered after is a race). */
+    /* Use after free (ruling 2): ordered after a free, and after no alloc
+     * that follows that free (an alloc or free the access is not ordered
+     * after races with it instead). */
     const check_life *life = c->life;
-    if (life && e->cur_kind != TRACE_ALLOC && site_hb(e, &life->freed) &&
-        !(life->alloc.seq != TRACE_NO_SEQ && site_hb(e, &life->alloc)))
-        check_report_conflict(e->rep, TRACE_FINDING_USE_AFTER_FREE, &life->freed, x, 0,
-                              e->cur_root, lo, hi);
+    const check_site *freed = life && e->cur_kind != TRACE_ALLOC ? uaf_free(e, life) : NULL;
+    if (freed)
+        check_report_conflict(e->rep, TRACE_FINDING_USE_AFTER_FREE, freed, x, 0, e->cur_root, lo,
+                              hi);
     if (c->w.seq != TRACE_NO_SEQ && !site_hb(e, &c->w)) {
         uint8_t type = (reads ? TRACE_RACE_RAW : 0) | (writes ? TRACE_RACE_WAW : 0);
         check_report_conflict(e->rep, TRACE_FINDING_RACE, &c->w, x, type, e->cur_root, lo, hi);
@@ -292,8 +329,8 @@ static void visit_cell(void *ctx, uint64_t lo, uint64_t hi, check_cell *c)
         check_cell_drop_reads(c);
         c->w = *x;
         int rc = 0;
-        if (e->cur_kind == TRACE_ALLOC)
-            rc = check_cell_mark_alloc(c, x);
+        if (e->cur_kind == TRACE_ALLOC && life)
+            rc = check_cell_mark_alloc(c, x, alloc_covers(e, life));
         else if (e->cur_kind == TRACE_FREE)
             rc = check_cell_mark_free(c, x);
         if (rc != 0)
@@ -648,9 +685,19 @@ static int run_stmt(check_engine *e, uint32_t q, check_pend *p)
                     return RUN_BLOCKED;
                 }
             } else if (p->flag) {
-                if (!flag_pass(e, q, p->flag))
+                flag_node *f = p->flag;
+                if (p->forced) {
+                    /* ruling 1: the signals left all come after this await */
+                    if (check_vc_join(&Q->vc, f->vc) != 0)
+                        e->oom = true;
+                } else if (!flag_pass(e, q, f)) {
                     return RUN_BLOCKED;
-                p->flag->passed = true;
+                }
+                if (!f->passed)
+                    f->passed_q = q;
+                else if (f->passed_q != q)
+                    f->passed_q = TRACE_NONE;
+                f->passed = true;
             }
             break;
         case TRACE_RECV:
@@ -1034,7 +1081,9 @@ int check_engine_feed(check_engine *e, const trace_stmt *s)
             return -1;
         if (p.flag && s->kind == TRACE_SIGNAL && !s->sem) {
             p.flag->fed++;
-            if (p.flag->total == FLAG_UNKNOWN && p.flag->passed)
+            /* an await that passed without this signal should have
+             * waited for it, unless the signal follows it in its queue */
+            if (p.flag->total == FLAG_UNKNOWN && p.flag->passed && p.flag->passed_q != q)
                 e->inexact = true;
         }
         break;
@@ -1149,9 +1198,49 @@ static void report_unmatched(check_engine *e)
     free(ends);
 }
 
+/* Ruling 1 at the end of the input: a queue blocked at `await F` whose
+ * flag's signals that have not run all come after the await (after.c) is
+ * released with the signals that ran; then the queues run on, and the
+ * others are asked again. True when one was released. */
+static bool release_awaits(check_engine *e)
+{
+    for (uint32_t q = 0; q < e->n_q; q++) {
+        check_pend *p = e->q[q].head;
+        if (!p || p->marker || p->unsubmitted || p->removed || p->s.kind != TRACE_AWAIT ||
+            p->s.sem || !p->flag)
+            continue;
+        const flag_node *f = p->flag;
+        uint64_t need = f->total != FLAG_UNKNOWN ? f->total : f->fed;
+        if (need == 0)
+            continue;           /* no signal at all: a hang */
+        if (check_after_mark(e, p) != 0) {
+            e->oom = true;
+            return false;
+        }
+        uint64_t after = 0;
+        bool waits = false;
+        for (uint32_t k = 0; k < e->n_q && !waits; k++)
+            for (const check_pend *x = e->q[k].head; x && !waits; x = x->next)
+                if (!x->marker && !x->removed && x->s.kind == TRACE_SIGNAL && !x->s.sem &&
+                    x->flag == f) {
+                    waits = !x->after_mark;
+                    after++;
+                }
+        if (waits || f->ran + after < need)
+            continue;
+        p->forced = true;
+        push_work(e, q);
+        drain(e);
+        return true;
+    }
+    return false;
+}
+
 int check_engine_finish(check_engine *e, bool ignore_hangs)
 {
     drain(e);
+    while (!e->oom && release_awaits(e))
+        ;
     report_unmatched(e);
     if (!ignore_hangs && !check_engine_quiescent(e))
         check_engine_report_hang(e);

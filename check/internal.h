@@ -111,14 +111,21 @@ typedef struct check_reads {
     check_site s[];
 } check_reads;
 
-/* Lifetime marks of a byte range since its last free: rare, so kept out of
- * line and shared (reference counted) by the segments a split makes. An
- * access ordered after `freed` is a use-after-free unless it is also ordered
- * after `alloc` (the spec: "no alloc of it in between"). */
+/* Lifetime marks of a byte range (ruling 2: an access is a use after free
+ * when it happens after some free F of its bytes and no alloc A has F HB A
+ * HB the access): the frees and allocs of the bytes in the order the engine
+ * ran them, each alloc with the frees that happen before it. Rare, so kept
+ * out of line and shared (reference counted) by the segments a split makes.
+ * An alloc run before any free covers nothing and is not kept. At most
+ * CHECK_LIFE_MAX events: beyond that the oldest is forgotten, which changes
+ * a verdict only for an access ordered after a forgotten free and unordered
+ * with the CHECK_LIFE_MAX later frees and allocs (a race with each). */
+#define CHECK_LIFE_MAX 16
 typedef struct check_life {
     uint32_t refs;
-    check_site freed;       /* the last free */
-    check_site alloc;       /* the latest alloc after it; seq TRACE_NO_SEQ: none */
+    uint32_t n;
+    check_site ev[CHECK_LIFE_MAX];      /* kind TRACE_FREE or TRACE_ALLOC */
+    uint16_t covers[CHECK_LIFE_MAX];    /* an alloc: bit i set when free ev[i] HB it */
 } check_life;
 
 /* The state of a byte range. */
@@ -157,10 +164,11 @@ void check_cell_clear(check_cell *c);
 void check_cell_release(check_cell *c);
 /* Forgets the reads since the last write (a write replaces them). */
 void check_cell_drop_reads(check_cell *c);
-/* A free of the bytes: life becomes {freed = s, no alloc}. 0 or -1 (OOM). */
+/* A free of the bytes, appended to their lifetime marks. 0 or -1 (OOM). */
 int check_cell_mark_free(check_cell *c, const check_site *s);
-/* An alloc of the bytes: remembered as the alloc after the last free, if any. */
-int check_cell_mark_alloc(check_cell *c, const check_site *s);
+/* An alloc of the bytes that the frees ev[i] with bit i of covers happen
+ * before; not kept when the bytes were never freed. 0 or -1 (OOM). */
+int check_cell_mark_alloc(check_cell *c, const check_site *s, uint16_t covers);
 bool check_cell_equal(const check_cell *a, const check_cell *b);
 /* Appends s to c's reads (replacing the read of the same queue). */
 int check_cell_add_read(check_cell *c, const check_site *s);

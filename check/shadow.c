@@ -65,37 +65,58 @@ void check_cell_release(check_cell *c)
     c->life = NULL;
 }
 
-int check_cell_mark_free(check_cell *c, const check_site *s)
+/* c's lifetime marks, made its own (copied when shared); NULL on OOM. */
+static check_life *life_own(check_cell *c)
 {
     check_life *l = c->life;
-    if (!l || l->refs > 1) {
-        l = malloc(sizeof *l);
-        if (!l)
-            return -1;
-        l->refs = 1;
-        life_unref(c->life);
-        c->life = l;
+    if (l && l->refs == 1)
+        return l;
+    check_life *n = malloc(sizeof *n);
+    if (!n)
+        return NULL;
+    if (l)
+        *n = *l;
+    else
+        n->n = 0;
+    n->refs = 1;
+    life_unref(l);
+    c->life = n;
+    return n;
+}
+
+/* Appends event s (with the frees it covers) to l, forgetting the oldest
+ * event when l is full. */
+static void life_push(check_life *l, const check_site *s, uint16_t covers)
+{
+    if (l->n == CHECK_LIFE_MAX) {
+        memmove(l->ev, l->ev + 1, (CHECK_LIFE_MAX - 1) * sizeof *l->ev);
+        memmove(l->covers, l->covers + 1, (CHECK_LIFE_MAX - 1) * sizeof *l->covers);
+        for (uint32_t i = 0; i < CHECK_LIFE_MAX - 1; i++)
+            l->covers[i] >>= 1;
+        l->n--;
     }
-    l->freed = *s;
-    l->alloc = no_site;
+    l->ev[l->n] = *s;
+    l->covers[l->n] = covers;
+    l->n++;
+}
+
+int check_cell_mark_free(check_cell *c, const check_site *s)
+{
+    check_life *l = life_own(c);
+    if (!l)
+        return -1;
+    life_push(l, s, 0);
     return 0;
 }
 
-int check_cell_mark_alloc(check_cell *c, const check_site *s)
+int check_cell_mark_alloc(check_cell *c, const check_site *s, uint16_t covers)
 {
-    check_life *l = c->life;
-    if (!l)
+    if (!c->life)
         return 0;               /* never freed: the alloc only starts the lifetime */
-    if (l->refs > 1) {
-        check_life *n = malloc(sizeof *n);
-        if (!n)
-            return -1;
-        *n = *l;
-        n->refs = 1;
-        life_unref(l);
-        c->life = l = n;
-    }
-    l->alloc = *s;
+    check_life *l = life_own(c);
+    if (!l)
+        return -1;
+    life_push(l, s, covers);
     return 0;
 }
 
@@ -119,7 +140,12 @@ static bool life_equal(const check_life *a, const check_life *b)
 {
     if (a == b)
         return true;
-    return a && b && a->freed.seq == b->freed.seq && a->alloc.seq == b->alloc.seq;
+    if (!a || !b || a->n != b->n)
+        return false;
+    for (uint32_t i = 0; i < a->n; i++)
+        if (a->ev[i].seq != b->ev[i].seq || a->covers[i] != b->covers[i])
+            return false;
+    return true;
 }
 
 const check_site *check_cell_read(const check_cell *c, uint32_t i)

@@ -16,6 +16,8 @@
  *   rule 4  `sync S | device=D | all` covers the streams in its scope
  *           (trace_sync_covers); "what was submitted before the sync" is
  *           each consumer's count of the stream's statements at that point.
+ *           In a merged job (queues named rN. by merge.c) a host's `sync
+ *           all` covers its own rank's streams only (ruling 4).
  *   rule 5, 7  generation k of a barrier (a communicator's collectives) is
  *           each queue's k-th arrival; it holds the first count= (size=)
  *           such arrivals in submission order. One more is an extra arrival
@@ -225,6 +227,20 @@ void trace_binder_forget(trace_binder *b, bool (*dead)(void *ctx, uint64_t recor
     }
 }
 
+/* The rank of queue q in a merged job: N when its name is "rN." and more
+ * (traces/merge.c names every queue of rank N so); TRACE_NONE otherwise. */
+static uint32_t queue_rank(const trace *t, uint32_t q)
+{
+    const char *n = trace_str(t, t->queues[q].name);
+    if (n[0] != 'r' || n[1] < '0' || n[1] > '9')
+        return TRACE_NONE;
+    uint64_t r = 0;
+    for (n++; *n >= '0' && *n <= '9'; n++)
+        if ((r = r * 10 + (uint64_t)(*n - '0')) >= TRACE_NONE)
+            return TRACE_NONE;
+    return *n == '.' ? (uint32_t)r : TRACE_NONE;
+}
+
 bool trace_sync_covers(const trace *t, const trace_stmt *s, uint32_t q)
 {
     if (q >= t->n_queues || t->queues[q].kind != TRACE_QUEUE_STREAM)
@@ -234,8 +250,13 @@ bool trace_sync_covers(const trace *t, const trace_stmt *s, uint32_t q)
         return q == s->object;
     case TRACE_SYNC_DEVICE:
         return t->queues[q].device == s->object;
-    case TRACE_SYNC_ALL:
-        return true;
+    case TRACE_SYNC_ALL: {
+        /* ruling 4: a rank's `sync all` covers that rank's streams only
+         * (a device sync is per rank already: merge names devices rN.D) */
+        uint32_t h = s->queue < t->n_queues ? queue_rank(t, s->queue) : TRACE_NONE;
+        uint32_t r = h == TRACE_NONE ? TRACE_NONE : queue_rank(t, q);
+        return r == TRACE_NONE || r == h;
+    }
     }
     return false;
 }

@@ -587,7 +587,8 @@ int trace_reader_load(trace_reader *r, trace **out, trace_error *err);
 /* The binder (traces/bind.c): what a statement depends on, by the      */
 /* format's rules, decided once for the checker, replay and pictures.   */
 
-/* Rule 4: whether host sync s covers stream queue q (its scope). */
+/* Rule 4: whether host sync s covers stream queue q (its scope; in a merged
+ * job, `sync all` only the streams of the host's rank: ruling 4). */
 bool trace_sync_covers(const trace *t, const trace_stmt *s, uint32_t q);
 
 /* How an arrival at a barrier or collective takes part in its generation. */

@@ -225,6 +225,63 @@ static void test_findings_hang_unsubmitted_has_seq(void **state)
     trace_free(t);
 }
 
+/* A hang's fix names the place of the statement it is stuck at, also when a
+ * lazy reader has not built its label yet (issue 21: "recv at  can never
+ * complete"). */
+static void test_findings_hang_fix_names_place_of_lazy_label(void **state)
+{
+    (void)state;
+    trace *t = tb_new();
+    tb_host(t, "h");
+    tb_buf(t, "b", 8);
+    trace_stmt s;
+    trace_access acc = { .buffer = 0, .mode = TRACE_W, .form = TRACE_REF_WHOLE, .lo = 0, .hi = 8 };
+    trace_stmt_init(&s);
+    s.queue = tb_q(t, "h");
+    s.kind = TRACE_RECV;
+    s.object = trace_intern_cstr(t, "ctl");
+    s.rank = 0;
+    s.peer = 1;
+    s.label = TRACE_LABEL_LAZY;
+    s.n_access = 1;
+    s.access = &acc;
+    s.line = 4;
+    trace_append(t, &s);
+    check_report *rep = tb_check(t);
+    const trace_finding *f = tb_find(rep, TRACE_FINDING_HANG);
+    assert_non_null(f);
+    assert_non_null(strstr(f->fix, "recv at h@4 can never complete"));
+    check_report_free(rep);
+    trace_free(t);
+}
+
+/* Ruling 1 in the hang's explanation: a signal that follows the await is
+ * not what it waits for, so h1 -> s0 -> h1 (s0's signal submitted by h1
+ * after its await) is no deadlock; h0's signal, stuck behind an await
+ * nothing signals, is the cause. */
+static void test_findings_hang_no_cycle_through_later_signal(void **state)
+{
+    (void)state;
+    trace *t = tb_new();
+    tb_host(t, "h0");
+    tb_host(t, "h1");
+    tb_stream(t, "s0", "0");
+    tb_await(t, "h0", "g");
+    tb_signal(t, "h0", "f");
+    tb_await(t, "h1", "f");
+    tb_by_host = tb_q(t, "h1");
+    tb_signal(t, "s0", "f");
+    tb_by_host = TRACE_NONE;
+    check_report *rep = tb_check(t);
+    const trace_finding *f = tb_find(rep, TRACE_FINDING_HANG);
+    assert_non_null(f);
+    assert_int_equal(tb_parts(f, TRACE_PART_BLOCKED, NULL), 3);
+    assert_int_equal(tb_parts(f, TRACE_PART_CYCLE, NULL), 0);
+    assert_non_null(strstr(f->fix, "nothing signals g"));
+    check_report_free(rep);
+    trace_free(t);
+}
+
 /* Bytes that are not UTF-8 (from a database or an importer) leave valid JSON. */
 static void test_findings_json_escapes_invalid_utf8(void **state)
 {
@@ -436,6 +493,8 @@ int main(void)
         cmocka_unit_test(test_findings_max_findings_counts_the_rest),
         cmocka_unit_test(test_findings_max_findings_counts_each_dropped_once),
         cmocka_unit_test(test_findings_hang_unsubmitted_has_seq),
+        cmocka_unit_test(test_findings_hang_fix_names_place_of_lazy_label),
+        cmocka_unit_test(test_findings_hang_no_cycle_through_later_signal),
         cmocka_unit_test(test_findings_json_escapes_invalid_utf8),
         cmocka_unit_test(test_findings_double_free_fix),
         cmocka_unit_test(test_findings_barrier_mismatch_json),
