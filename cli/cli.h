@@ -55,4 +55,24 @@ FILE *cli_output_open(const char *cmd, const char *output, char **tmp);
  * Returns 0, or 2 after printing the error (also when !ok). */
 int cli_output_close(const char *cmd, FILE *f, const char *output, char *tmp, bool ok);
 
+/* Known findings (cli/baseline.c, whose head comment is the file format). */
+typedef struct cli_baseline cli_baseline;
+/* Reads the baseline at path. Returns 0, or 2 after printing the error
+ * ("syncsim CMD: FILE:LINE: message"). */
+int cli_baseline_read(const char *cmd, const char *path, cli_baseline **out);
+/* Whether finding f of trace t is known (false for b NULL). */
+bool cli_baseline_has(const cli_baseline *b, const trace *t, const trace_finding *f);
+/* Releases the known findings of f[0..n) and moves the others to the front,
+ * in order; returns how many remain. */
+size_t cli_baseline_filter(const cli_baseline *b, const trace *t, trace_finding *f, size_t n);
+void cli_baseline_free(cli_baseline *b);
+/* Collects findings for --write-baseline, then writes the file whole. */
+typedef struct cli_baseline_writer cli_baseline_writer;
+cli_baseline_writer *cli_baseline_writer_new(void);   /* NULL: out of memory */
+void cli_baseline_writer_add(cli_baseline_writer *w, const trace *t, const char *path,
+                             const trace_finding *f, size_t n);
+/* Writes path (sorted, one line per fingerprint) and frees w. 0, or 2 after
+ * printing the error. */
+int cli_baseline_writer_finish(cli_baseline_writer *w, const char *cmd, const char *path);
+
 #endif
