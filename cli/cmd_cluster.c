@@ -4,6 +4,7 @@
  */
 #include "cli.h"
 #include "sim/cluster.h"
+#include "sim/sim.h"
 
 #include <getopt.h>
 #include <stdlib.h>
@@ -52,8 +53,17 @@ void cmd_cluster_help(FILE *out)
             "Options:\n"
             "  -n, --network SPEC   the network (required)\n"
             "  -w, --workload W     the workload (required)\n"
-            "  -d, --device MODEL   device model for kernels and collective overheads\n"
-            "                       (default h100-sxm; a name of sim/devices or a .dev file)\n"
+            "  -d, --device MODEL   device model for kernels and collective overheads\n",
+            sim_net_engines());
+    /* the models shipped with this build or install, from the family's table */
+    char names[512] = "";
+    if (sim_family.iface->list)
+        sim_family.iface->list(&sim_family, names, sizeof names);
+    char text[768];
+    snprintf(text, sizeof text, "(default h100-sxm): %s", names[0] ? names : "a .dev file");
+    fprintf(out, "%23s", "");
+    cli_wrapped(out, text, 23);
+    fprintf(out,
             "  -o, --output DB      also write the run as a multi-rank trace (a new run of DB:\n"
             "                       queues r<g>.compute and r<g>.comm, collectives, send/recv,\n"
             "                       timed) that `syncsim check DB` checks\n"
@@ -71,8 +81,7 @@ void cmd_cluster_help(FILE *out)
             "step:tp=8,pp=4,dp=1,microbatches=8,seq=4096\n"
             "  syncsim cluster --network builtin:2x8 --workload "
             "step:tp=8,pp=2,dp=1,microbatches=4,seq=2048,model=llama:n_layer=8 \\\n"
-            "          -o job.db --seed-bug send-before-compute && syncsim check job.db   # exit 1\n",
-            sim_net_engines());
+            "          -o job.db --seed-bug send-before-compute && syncsim check job.db   # exit 1\n");
 }
 
 static void print_text(const sim_net *net, const char *workload, const sim_cluster_result *r)
