@@ -27,10 +27,19 @@
 int cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Prints the error, then the command's usage line and a hint; returns 2. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Parses a non-negative integer option value; returns 0 or -1. */
+/* getopt_long for a command, with getopt's own messages off: returns the
+ * next option as getopt_long does (-1 at the end), or CLI_OPT_ERROR after
+ * printing the one error line ("syncsim CMD: unknown option '--x'",
+ * "... option '--run' needs a value") and the usage; the command then
+ * returns 2. shortopts as getopt's (a leading ':' is added). */
+#define CLI_OPT_ERROR (-2)
+struct option;
+int cli_getopt(const char *cmd, int argc, char **argv, const char *shortopts,
+               const struct option *longopts);
 /* Prints text wrapped at 95 columns, every line after the first indented by
  * `indent` columns (the first starts there too), and a newline. */
 void cli_wrapped(FILE *out, const char *text, int indent);
+/* Parses a non-negative integer option value; returns 0 or -1. */
 int cli_parse_u64(const char *s, unsigned long long *out);
 /* Parses the value of --run (a run id: 1, 2, ...). Returns 0, or prints the
  * usage error for cmd and returns 2, the exit status. */

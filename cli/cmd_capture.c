@@ -147,9 +147,8 @@ int cmd_capture(int argc, char **argv)
     const char *db = CLI_DEFAULT_DB, *name = NULL, *log_opt = NULL;
     bool keep = false;
     int c;
-    opterr = 0;
     /* "+": options stop at the program, whose own options are its own */
-    while ((c = getopt_long(argc, argv, "+:o:n:kl:", longopts, NULL)) != -1) {
+    while ((c = cli_getopt("capture", argc, argv, "+:o:n:kl:", longopts)) != -1) {
         switch (c) {
         case 'o':
             db = optarg;
@@ -164,10 +163,8 @@ int cmd_capture(int argc, char **argv)
             log_opt = optarg;
             keep = true;
             break;
-        case ':':
-            return cli_usage_error("capture", "option '%s' needs a value", argv[optind - 1]);
-        default:
-            return cli_usage_error("capture", "unknown option '%s'", argv[optind - 1]);
+        default: /* CLI_OPT_ERROR: said */
+            return 2;
         }
     }
     if (optind >= argc)

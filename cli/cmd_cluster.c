@@ -162,8 +162,7 @@ int cmd_cluster(int argc, char **argv)
     bool json = false;
     int c;
     optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":n:w:d:o:b:jh", longopts, NULL)) != -1) {
+    while ((c = cli_getopt("cluster", argc, argv, ":n:w:d:o:b:jh", longopts)) != -1) {
         switch (c) {
         case 'n': network = optarg; break;
         case 'w': workload = optarg; break;
@@ -172,8 +171,8 @@ int cmd_cluster(int argc, char **argv)
         case 'b': bug = optarg; break;
         case 'j': json = true; break;
         case 'h': cmd_cluster_help(stdout); return 0;
-        case ':': return cli_usage_error("cluster", "option '%s' needs a value", argv[optind - 1]);
-        default: return cli_usage_error("cluster", "unknown option '%s'", argv[optind - 1]);
+        default: /* CLI_OPT_ERROR: said */
+            return 2;
         }
     }
     if (optind < argc)

@@ -49,8 +49,7 @@ int cmd_import(int argc, char **argv)
     };
     const char *db = CLI_DEFAULT_DB, *name = NULL, *et = NULL;
     int c;
-    opterr = 0; /* one error line: ours */
-    while ((c = getopt_long(argc, argv, ":o:n:e:", longopts, NULL)) != -1) {
+    while ((c = cli_getopt("import", argc, argv, ":o:n:e:", longopts)) != -1) {
         switch (c) {
         case 'o':
             db = optarg;
@@ -61,10 +60,8 @@ int cmd_import(int argc, char **argv)
         case 'e':
             et = optarg;
             break;
-        case ':':
-            return cli_usage_error("import", "option '%s' needs a value", argv[optind - 1]);
-        default:
-            return cli_usage_error("import", "unknown option '%s'", argv[optind - 1]);
+        default: /* CLI_OPT_ERROR: said */
+            return 2;
         }
     }
     if (optind >= argc)

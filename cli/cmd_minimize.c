@@ -73,8 +73,7 @@ int cmd_minimize(int argc, char **argv)
     const char *output = NULL;
     bool quiet = false, all = false, allow_findings = false;
     int c;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":r:o:q", longopts, NULL)) != -1) {
+    while ((c = cli_getopt("minimize", argc, argv, ":r:o:q", longopts)) != -1) {
         switch (c) {
         case 'r':
             if (cli_parse_run("minimize", optarg, &run) != 0)
@@ -92,10 +91,8 @@ int cmd_minimize(int argc, char **argv)
         case 'F':
             allow_findings = true;
             break;
-        case ':':
-            return cli_usage_error("minimize", "option '%s' needs a value", argv[optind - 1]);
-        default:
-            return cli_usage_error("minimize", "unknown option '%s'", argv[optind - 1]);
+        default: /* CLI_OPT_ERROR: said */
+            return 2;
         }
     }
     const char *path = cli_trace_arg("minimize", argc, argv, optind);

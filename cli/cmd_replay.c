@@ -125,7 +125,7 @@ int cmd_replay(int argc, char **argv)
     int n_drop = 0;
     unsigned long long v;
     int c;
-    while ((c = getopt_long(argc, argv, "o:", longopts, NULL)) != -1) {
+    while ((c = cli_getopt("replay", argc, argv, "o:", longopts)) != -1) {
         switch (c) {
         case 'r':
             if (cli_parse_run("replay", optarg, &v) != 0)
@@ -158,8 +158,8 @@ int cmd_replay(int argc, char **argv)
             free(copy);
             break;
         }
-        default:
-            return cli_usage_error("replay", "unknown option");
+        default: /* CLI_OPT_ERROR: said */
+            return 2;
         }
     }
     const char *path = cli_trace_arg("replay", argc, argv, optind);

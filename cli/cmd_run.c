@@ -18,6 +18,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* The most tokens --tokens and --prompt take (the messages name it). */
+#define RUN_MAX_TOKENS 1000000
+
 /* The machine options of every family (--barrier, ...), each once. */
 static int family_options(const sched_option **out, int cap)
 {
@@ -260,7 +263,7 @@ int cmd_run(int argc, char **argv)
     int tp = 0, pp = 0;
     unsigned long long v;
     int c;
-    while ((c = getopt_long(argc, argv, "o:", longopts, NULL)) != -1) {
+    while ((c = cli_getopt("run", argc, argv, "o:", longopts)) != -1) {
         switch (c) {
         case 'm': o.model = optarg; break;
         case 'g': o.graph_file = optarg; break;
@@ -275,9 +278,9 @@ int cmd_run(int argc, char **argv)
             break;
         case 't':
         case 'P':
-            if (cli_parse_u64(optarg, &v) || v > 1000000)
-                return cli_usage_error("run", "--%s expects a count, got '%s'",
-                                       c == 't' ? "tokens" : "prompt", optarg);
+            if (cli_parse_u64(optarg, &v) || v > RUN_MAX_TOKENS)
+                return cli_usage_error("run", "--%s expects a count from 0 to %d, got '%s'",
+                                       c == 't' ? "tokens" : "prompt", RUN_MAX_TOKENS, optarg);
             if (c == 't')
                 o.tokens = (int)v;
             else
@@ -315,7 +318,7 @@ int cmd_run(int argc, char **argv)
                 values[o.n_options++] = (sched_option_value){ fopt[c - OPT_FAMILY]->name, optarg };
                 break;
             }
-            return cli_usage_error("run", "unknown option");
+            return 2;           /* CLI_OPT_ERROR: said */
         }
     }
     if (optind < argc)

@@ -83,8 +83,7 @@ int cmd_timeline(int argc, char **argv)
     const char *output = NULL;
     viz_timeline_opts opts = { .from = TRACE_TIME_NONE, .to = TRACE_TIME_NONE };
     int c;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":r:o:", longopts, NULL)) != -1) {
+    while ((c = cli_getopt("timeline", argc, argv, ":r:o:", longopts)) != -1) {
         switch (c) {
         case 'r':
             if (cli_parse_run("timeline", optarg, &run) != 0)
@@ -108,10 +107,8 @@ int cmd_timeline(int argc, char **argv)
         case OPT_NO_RACES:
             opts.no_findings = true;
             break;
-        case ':':
-            return cli_usage_error("timeline", "option '%s' needs a value", argv[optind - 1]);
-        default:
-            return cli_usage_error("timeline", "unknown option '%s'", argv[optind - 1]);
+        default: /* CLI_OPT_ERROR: said */
+            return 2;
         }
     }
     const char *path = cli_trace_arg("timeline", argc, argv, optind);

@@ -99,14 +99,26 @@ static void usage(FILE *out)
             "Run 'syncsim help COMMAND' for a command's options and examples.\n");
 }
 
+/* Prints "syncsim CMD: message" from fmt and ap. A message that already
+ * starts with "CMD: " (a library's error that names its operation the way
+ * the command is named, e.g. "merge: ...") is not prefixed twice. */
+static void error_line(const char *cmd, const char *fmt, va_list ap)
+{
+    char msg[4096];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    size_t n = strlen(cmd);
+    const char *m = strncmp(msg, cmd, n) == 0 && msg[n] == ':' && msg[n + 1] == ' '
+                        ? msg + n + 2
+                        : msg;
+    fprintf(stderr, "syncsim %s: %s\n", cmd, m);
+}
+
 int cli_error(const char *cmd, const char *fmt, ...)
 {
     va_list ap;
-    fprintf(stderr, "syncsim %s: ", cmd);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    error_line(cmd, fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
     return 2;
 }
 
@@ -137,11 +149,9 @@ void cli_wrapped(FILE *out, const char *text, int indent)
 int cli_usage_error(const char *cmd, const char *fmt, ...)
 {
     va_list ap;
-    fprintf(stderr, "syncsim %s: ", cmd);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    error_line(cmd, fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
     const command *c = find_command(cmd);
     if (c) {
         /* The first line of the help is the usage line. */
@@ -160,6 +170,43 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
     }
     fprintf(stderr, "Run 'syncsim help %s' for more.\n", cmd);
     return 2;
+}
+
+int cli_getopt(const char *cmd, int argc, char **argv, const char *shortopts,
+               const struct option *longopts)
+{
+    /* getopt prints nothing when opterr is 0 and the short options start
+     * with ':' (after a leading '+'), which also tells a missing value
+     * (':') from an unknown option ('?') */
+    char spec[128];
+    bool plus = shortopts[0] == '+';
+    const char *rest = shortopts + plus + (shortopts[plus] == ':');
+    snprintf(spec, sizeof spec, "%s:%s", plus ? "+" : "", rest);
+    opterr = 0;
+    int c = getopt_long(argc, argv, spec, longopts, NULL);
+    if (c != '?' && c != ':')
+        return c;
+    /* optopt: the short option at fault, or a long option's value (0 for
+     * an unknown long option), whose text is then argv[optind - 1] */
+    char name[64];
+    bool is_long = optopt == 0 || (optind > 0 && optind <= argc && argv[optind - 1][0] == '-' &&
+                                   argv[optind - 1][1] == '-');
+    if (is_long) {
+        const char *a = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
+        snprintf(name, sizeof name, "%.*s", (int)strcspn(a, "="), a);
+    } else {
+        snprintf(name, sizeof name, "-%c", optopt);
+    }
+    bool known = false;
+    for (const struct option *o = longopts; is_long && o && o->name; o++)
+        known |= strcmp(o->name, name + 2) == 0;
+    if (c == ':')
+        cli_usage_error(cmd, "option '%s' needs a value", name);
+    else if (known)
+        cli_usage_error(cmd, "option '%s' takes no value", name);
+    else
+        cli_usage_error(cmd, "unknown option '%s'", name);
+    return CLI_OPT_ERROR;
 }
 
 int cli_parse_u64(const char *s, unsigned long long *out)
