@@ -41,9 +41,23 @@ int cli_getopt(const char *cmd, int argc, char **argv, const char *shortopts,
 void cli_wrapped(FILE *out, const char *text, int indent);
 /* Parses a non-negative integer option value; returns 0 or -1. */
 int cli_parse_u64(const char *s, unsigned long long *out);
-/* Parses the value of --run (a run id: 1, 2, ...). Returns 0, or prints the
- * usage error for cmd and returns 2, the exit status. */
+/* Parses the value of --run: a run id (1, 2, ...), or a run's name, which
+ * stands as CLI_RUN_NAMED(k) until cli_run_resolve (cli_open does it) finds
+ * it in the database. Returns 0, or prints the usage error for cmd and
+ * returns 2, the exit status. */
 int cli_parse_run(const char *cmd, const char *arg, unsigned long long *run);
+#define CLI_RUN_NAMED(k) ((1ULL << 62) + (unsigned long long)(k))
+/* Replaces a run name that cli_parse_run left in *run by the id of the run
+ * of path with that name. 0 (also when *run is an id), or 2 after printing
+ * the error (no such name, a name two runs share, no database). */
+int cli_run_resolve(const char *cmd, const char *path, int64_t *run);
+/* Run arg (an id, or a name) of the open database st at path: 0 with *id,
+ * or 2 after printing the error. */
+int cli_resolve_run_in(const char *cmd, trace_store *st, const char *path, const char *arg,
+                       int64_t *id);
+/* 1 when exactly one run of st is named name (*id: its id), 0 when none,
+ * -1 when several (err says which) or on error. */
+int cli_find_run_name(trace_store *st, const char *name, int64_t *id, trace_error *err);
 
 /* The trace argument: argv[first] when given, else ./syncsim.db when it
  * exists. Prints the usage error and returns NULL otherwise (or when more

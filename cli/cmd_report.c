@@ -77,6 +77,8 @@ int cmd_report(int argc, char **argv)
     if (!opts.no_timeline && !viz_gnuplot_available())
         return cli_error("report", "gnuplot is not installed (Debian: apt-get install "
                          "gnuplot-nox); it draws the timeline (or pass --no-timeline)");
+    if (cli_run_resolve("report", db, &opts.run) != 0)
+        return 2;
     trace_error err = { 0 };
     if (viz_report_write(db, &opts, output, &err) != 0)
         return cli_error("report", "%s", err.msg);

@@ -135,7 +135,10 @@ int cmd_timeline(int argc, char **argv)
                          "gnuplot-nox); the timeline is drawn by it");
     trace_error err = { 0 };
     viz_timeline *tl = NULL;
-    if (viz_timeline_open(path, (int64_t)run, &opts, &tl, &err) != 0)
+    int64_t run_id = (int64_t)run;
+    if (cli_run_resolve("timeline", path, &run_id) != 0)
+        return 2;
+    if (viz_timeline_open(path, run_id, &opts, &tl, &err) != 0)
         return cli_error("timeline", "%s", err.msg);
     if (!format)
         format = viz_timeline_default_format(tl);

@@ -222,11 +222,46 @@ int cli_parse_u64(const char *s, unsigned long long *out)
     return 0;
 }
 
+/* The run names given to --run so far, until cli_run_resolve reads them:
+ * a name is known only once the database is. */
+static const char *run_names[64];
+static unsigned n_run_names;
+
 int cli_parse_run(const char *cmd, const char *arg, unsigned long long *run)
 {
-    if (cli_parse_u64(arg, run) != 0 || *run == 0 || *run > INT64_MAX)
-        return cli_usage_error(cmd, "--run expects a run id (1, 2, ...), got '%s'", arg);
+    if (arg[0] >= '0' && arg[0] <= '9') {
+        if (cli_parse_u64(arg, run) != 0 || *run == 0 || *run >= CLI_RUN_NAMED(0))
+            return cli_usage_error(cmd, "--run expects a run id (1, 2, ...) or a run's name, "
+                                   "got '%s'", arg);
+        return 0;
+    }
+    if (!*arg)
+        return cli_usage_error(cmd, "--run expects a run id (1, 2, ...) or a run's name, got "
+                               "an empty one");
+    if (n_run_names == sizeof run_names / sizeof run_names[0])
+        return cli_usage_error(cmd, "--run: at most %zu run names in one command",
+                               sizeof run_names / sizeof run_names[0]);
+    run_names[n_run_names] = arg;
+    *run = CLI_RUN_NAMED(n_run_names++);
     return 0;
+}
+
+int cli_run_resolve(const char *cmd, const char *path, int64_t *run)
+{
+    if ((unsigned long long)*run < CLI_RUN_NAMED(0))
+        return 0;
+    const char *name = run_names[(unsigned long long)*run - CLI_RUN_NAMED(0)];
+    trace_error err = { 0 };
+    trace_store *st = strcmp(path, "-") != 0 && trace_sqlite_has_table(path, "runs") == 1
+                          ? trace_store_open_mode(path, TRACE_STORE_READ, &err)
+                          : NULL;
+    if (!st)
+        return err.msg[0] ? cli_error(cmd, "%s", err.msg)
+                          : cli_usage_error(cmd, "--run %s: %s is no trace database, whose "
+                                            "runs have names", name, path);
+    int rc = cli_resolve_run_in(cmd, st, path, name, run);
+    trace_store_close(st);
+    return rc;
 }
 
 int main(int argc, char **argv)

@@ -34,7 +34,7 @@
 /* The order a user meets the commands in: each may use what the ones
  * before it wrote. */
 static const char *const tour[] = {
-    "examples", "run", "info", "check", "export", "import", "minimize", "replay", "calibrate",
+    "examples", "run", "info", "runs", "check", "export", "import", "minimize", "replay", "calibrate",
     "timeline", "graph", "report", "generate",
 };
 
