@@ -67,6 +67,10 @@ const char *cli_trace_arg(const char *cmd, int argc, char **argv, int first);
  * on failure, 0 on success. */
 int cli_open(const char *cmd, const char *path, const trace_source_opts *o, trace_source *src);
 
+/* How many statements src holds, where it says (a database's run: for
+ * progress); 0 when not known. */
+uint64_t cli_source_statements(trace_source *src);
+
 /* Whether output may be written: not empty, not a directory, not the input
  * itself, not an existing trace database. 0, or the usage status 2 (error
  * printed). "-" is standard output. */
@@ -77,6 +81,26 @@ FILE *cli_output_open(const char *cmd, const char *output, char **tmp);
 /* Closes f; when ok, renames it over output, else removes it. Frees tmp.
  * Returns 0, or 2 after printing the error (also when !ok). */
 int cli_output_close(const char *cmd, FILE *f, const char *output, char *tmp, bool ok);
+
+/* Progress of long work on standard error (cli/progress.c, whose head
+ * comment says what is shown when). The work counts; a timer thread shows
+ * it. Every function accepts NULL (progress off, or out of memory). */
+typedef struct cli_progress cli_progress;
+/* Starts showing progress of cmd's work, counted in unit ("statements"). */
+cli_progress *cli_progress_start(const char *cmd, const char *unit);
+/* How much there is in all (0: not known: no percentage, no ETA). */
+void cli_progress_total(cli_progress *p, uint64_t total);
+/* How much is done (any thread). */
+void cli_progress_set(cli_progress *p, uint64_t done);
+void cli_progress_add(cli_progress *p, uint64_t n);
+/* Makes r count the statements it gives into p (a rewind starts a new
+ * pass). Undo with cli_progress_unwrap before cli_progress_end unless r
+ * is closed first. */
+void cli_progress_reader(cli_progress *p, trace_reader *r);
+void cli_progress_unwrap(cli_progress *p, trace_reader *r);
+/* Stops the ticker: erases the bar, or prints a last line when lines were
+ * printed; frees p. */
+void cli_progress_end(cli_progress *p);
 
 /* Known findings (cli/baseline.c, whose head comment is the file format). */
 typedef struct cli_baseline cli_baseline;

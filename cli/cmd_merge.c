@@ -58,6 +58,7 @@ int cmd_merge(int argc, char **argv)
     trace_source *src = NULL;
     trace_reader **readers = NULL;
     uint32_t n = 0, opened = 0;
+    cli_progress *prog = NULL;
     int rc = 2;
     if (!paths || !runs) {
         rc = cli_error("merge", "out of memory");
@@ -152,6 +153,16 @@ int cmd_merge(int argc, char **argv)
         rc = cli_error("merge", "%s", err.msg);
         goto out;
     }
+    /* the job's statements as they are merged; of how many when every
+     * input is a database, which says */
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < n && (i == 0 || total); i++) {
+        uint64_t k = cli_source_statements(&src[i]);
+        total = k ? total + k : 0;
+    }
+    prog = cli_progress_start("merge", "statements");
+    cli_progress_total(prog, total);
+    cli_progress_reader(prog, &job);
     if (text) {
         char *tmp = NULL;
         FILE *f = cli_output_open("merge", output, &tmp);
@@ -177,6 +188,7 @@ int cmd_merge(int argc, char **argv)
         rc = 0;
     }
 out:
+    cli_progress_end(prog);     /* job is closed: its reader counted into prog */
     for (uint32_t i = 0; i < opened; i++)
         trace_source_close(&src[i]);
     free(src);

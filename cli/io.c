@@ -41,6 +41,17 @@ int cli_open(const char *cmd, const char *path, const trace_source_opts *o, trac
     return 0;
 }
 
+uint64_t cli_source_statements(trace_source *src)
+{
+    trace_run_info *ri = NULL;
+    trace_error err = { 0 };
+    if (!src->store || trace_store_run(src->store, src->run, &ri, &err) != 0)
+        return 0;
+    uint64_t n = ri->n_stmts;
+    trace_run_info_free(ri, 1);
+    return n;
+}
+
 int cli_find_run_name(trace_store *st, const char *name, int64_t *id, trace_error *err)
 {
     trace_run_info *runs = NULL;

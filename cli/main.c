@@ -96,6 +96,9 @@ static void usage(FILE *out)
             "A command that takes a database and is given none uses ./" CLI_DEFAULT_DB ".\n"
             "Exit status: 0 success, 1 findings (check) or outputs that differ from the\n"
             "reference (run on real devices), 2 bad input or usage.\n"
+            "Long work (run, merge, check) shows progress on standard error: a bar with an\n"
+            "ETA on a terminal, else a line every 5 s ($SYNCSIM_PROGRESS_MS: another\n"
+            "interval; $SYNCSIM_PROGRESS=bar|lines|off: the form).\n"
             "Run 'syncsim help COMMAND' for a command's options and examples.\n");
 }
 
