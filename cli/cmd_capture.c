@@ -56,10 +56,8 @@ void cmd_capture_help(FILE *out)
             "usage, no CUDA support, a program that could not run or made no CUDA call.\n"
             "\n"
             "Examples:\n"
-            "  syncsim capture -o run.db -- ./my_pipeline --steps 4\n"
-            "  syncsim check run.db\n"
-            "  syncsim capture --log run.cuda-log -- python3 train.py   # the log is a trace too\n"
-            "  syncsim check run.cuda-log\n");
+            "  syncsim capture -o run.db -- PROGRAM --steps 4 && syncsim check run.db\n"
+            "  syncsim capture --log run.cuda-log -- python3 TRAIN.py && syncsim check run.cuda-log\n");
 }
 
 /* The path of library `name` of the CUDA parts, or "" when none

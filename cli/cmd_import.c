@@ -35,7 +35,7 @@ void cmd_import_help(FILE *out)
             "\n"
             "Examples:\n"
             "  syncsim import examples/event-chain-clean.trace -o traces.db\n"
-            "  syncsim import run.trace -o traces.db --name baseline\n"
+            "  syncsim import examples/event-missing-wait.trace -o traces.db --name baseline\n"
             "  syncsim import examples/kineto-missing-wait.json --et examples/et.json -o traces.db\n");
 }
 

@@ -44,10 +44,14 @@ void cmd_merge_help(FILE *out)
             "      --partial      the inputs are some ranks of a larger world (world_size=)\n"
             "\n"
             "Examples:\n"
-            "  syncsim merge rank0.db rank1.db -o job.db && syncsim check job.db\n"
-            "  syncsim merge rank-0.trace rank-1.trace --format trace -o job.trace\n"
-            "  syncsim merge --run 2 a.db --run 2 b.db -o job.db\n"
-            "  syncsim merge --partial RANK0.json.gz RANK1.json.gz -o job.db\n");
+            "  syncsim examples    # rank-0.trace, rank-1.trace: two ranks of one job\n"
+            "  syncsim merge examples/rank-0.trace examples/rank-1.trace -o job.db\n"
+            "  syncsim check job.db                                   # exit 1: a race across ranks\n"
+            "  syncsim merge examples/rank-0.trace examples/rank-1.trace --format trace -o job.trace\n"
+            "  syncsim import examples/rank-0.trace -o r0.db && syncsim import examples/rank-1.trace -o r1.db\n"
+            "  syncsim merge --run 1 r0.db --run 1 r1.db -o job2.db\n"
+            "  syncsim merge examples/kineto-rank0-nccl.json examples/kineto-rank1-nccl.json -o nccl.db\n"
+            "  syncsim merge --partial examples/kineto-rank0-of-4.json -o part.db   # 1 rank of 4\n");
 }
 
 int cmd_merge(int argc, char **argv)

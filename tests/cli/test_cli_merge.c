@@ -141,7 +141,7 @@ static void test_cli_merge_help(void **state)
     assert_int_equal(tmpdir_sh(f, out, sizeof out, "%s merge --help", SYNCSIM_BINARY), 0);
     assert_non_null(strstr(out, "usage: syncsim merge"));
     assert_non_null(strstr(out, "host -> r1.host"));
-    assert_non_null(strstr(out, "syncsim merge rank0.db rank1.db -o job.db"));
+    assert_non_null(strstr(out, "syncsim merge examples/rank-0.trace examples/rank-1.trace -o job.db"));
 }
 
 /* A rank that skips a collective: the hang's fix names the queue of the
