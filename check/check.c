@@ -114,6 +114,7 @@ static int check_pass(trace_reader *r, const check_options *opt, const trace_u64
         return -1;
     }
     check_engine_set_flag_totals(e, totals);
+    check_coverage_init(&rep->cov, r->trace);
     trace_stmt s;
     int rc;
     while ((rc = trace_reader_next(r, &s, err)) == 1) {
@@ -121,6 +122,7 @@ static int check_pass(trace_reader *r, const check_options *opt, const trace_u64
             rc = -1;
             break;
         }
+        check_coverage_stmt(&rep->cov, r->trace, &s);
         if (check_engine_feed(e, &s) != 0) {
             trace_error_set(err, TRACE_ENOMEM, "out of memory after %llu statements",
                             (unsigned long long)s.seq);
@@ -199,6 +201,7 @@ int check_store_report(trace_source *src, const check_report *rep, trace_error *
     trace_check_info info = { .incomplete = src->incomplete,
                               .statements = check_report_ops(rep),
                               .findings = check_report_count(rep) + check_report_dropped(rep) };
+    check_coverage_to_info(&rep->cov, &info);
     return trace_store_save_check(src->store, src->run, src->reader.trace, &info,
                                   check_report_findings(rep), check_report_count(rep), err) == 0
                ? 0

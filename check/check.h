@@ -71,23 +71,74 @@ size_t check_report_take(check_report *rep, trace_finding **out);
 /* A race type's word: RAW, WAR or WAW (TRACE_RACE_*). */
 const char *check_race_word(uint8_t type);
 
-/* How a check ended, for people and programs: clean, findings, or a run
- * that is incomplete (still recording, or its producer died), which is
- * never called clean. */
-typedef enum { CHECK_CLEAN = 0, CHECK_FINDINGS = 1, CHECK_INCOMPLETE = 2 } check_status;
-check_status check_status_of(uint64_t findings, bool incomplete);
+/* What a check could judge (check/coverage.c says why each part counts):
+ * device statements with byte ranges out of all that compute or move data,
+ * host statements with byte ranges, events dropped at import (the ledger),
+ * ranks absent from a job. Filled while checking; check_coverage_of() fills
+ * it from an in-memory trace. */
+typedef struct check_coverage {
+    uint64_t device;        /* op, copy, collective, send, recv on stream queues */
+    uint64_t device_ranged; /* of which with a non-empty byte range */
+    uint64_t host_accesses; /* host statements with a non-empty byte range */
+    uint64_t dropped;       /* events read and not imported (trace_ledger) */
+    bool captured;          /* a capture: accesses come from its source (run
+                             * metadata accesses=), so a missing one is unknown */
+    uint32_t ranks_given, ranks_world;  /* some ranks of a job (partial=); 0, 0: whole */
+} check_coverage;
+
+void check_coverage_init(check_coverage *c, const trace *t);
+void check_coverage_stmt(check_coverage *c, const trace *t, const trace_stmt *s);
+void check_coverage_of(check_coverage *c, const trace *t);
+/* Full: every device statement of a capture has byte ranges (and it has
+ * some), nothing was dropped at import, no rank is absent. */
+bool check_coverage_full(const check_coverage *c);
+/* What is missing, in one line without a final period ("" when full); t
+ * (may be NULL) names the ledger's reasons and the absent ranks. Writes at
+ * most cap bytes of buf; returns the length it needed. */
+size_t check_coverage_missing(char *buf, size_t cap, const check_coverage *c, const trace *t);
+/* "coverage full[: N of N device statements with byte ranges, ...]" or
+ * "coverage partial: <what is missing>". Same conventions. */
+size_t check_coverage_describe(char *buf, size_t cap, const check_coverage *c, const trace *t);
+/* The JSON object {"full": ..., "device_statements": ..., ...}. */
+void check_coverage_print_json(FILE *out, const check_coverage *c, const trace *t);
+/* A coverage as the store keeps it with a check (trace_check_info), and
+ * back: NULL when info has none (a check stored before coverage was). */
+void check_coverage_to_info(const check_coverage *c, trace_check_info *info);
+const check_coverage *check_coverage_from_info(check_coverage *c, const trace_check_info *info);
+/* The coverage of a report's check. */
+const check_coverage *check_report_coverage(const check_report *rep);
+
+/* How a check ended, for people and programs: clean (with full coverage),
+ * findings, a run that is incomplete (still recording, or its producer
+ * died), or no findings with partial coverage. Neither of the last two is
+ * ever called clean. */
+typedef enum {
+    CHECK_CLEAN = 0,
+    CHECK_FINDINGS = 1,
+    CHECK_INCOMPLETE = 2,
+    CHECK_PARTIAL = 3,
+} check_status;
+/* cov NULL: coverage unknown, taken as full (a check stored before coverage was). */
+check_status check_status_of(uint64_t findings, bool incomplete, const check_coverage *cov);
 const char *check_status_str(check_status st);
+/* The exit status of `check` for st: 0 clean, 1 findings, 3 incomplete,
+ * 4 partial coverage (2 is bad input or usage, never a verdict). */
+int check_exit_status(check_status st);
 /* False when t records only ordering (run metadata accesses=none: a capture
  * without byte ranges), where races and uses after free cannot be seen. */
 bool check_sees_races(const trace *t);
 /* The verdict in one line, the words every command and picture uses:
- * "clean: 27 statements, no findings", "incomplete: ...", or "3 findings in
- * 27 statements (race 2, hang 1)", with "; 1 of 3 shown (--max-findings)"
- * when fewer than found are at hand (f[0..n): those, counted by kind),
- * "; the run is incomplete ..." when it is, and what was not checked when
- * t records only ordering. Writes into buf (cap bytes). */
+ * "clean: 27 statements, no findings", "incomplete: ...", "no findings,
+ * partial coverage: ..." or "3 findings in 27 statements (race 2, hang 1)",
+ * with "; 1 of 3 shown (--max-findings)" when fewer than found are at hand
+ * (f[0..n): those, counted by kind), "; the run is incomplete ..." when it
+ * is, and the coverage (check_coverage_describe) when cov is given and the
+ * trace is a capture or its coverage partial. cov NULL: coverage unknown
+ * (a check stored before coverage was), judged from t's metadata alone.
+ * Writes into buf (cap bytes). */
 const char *check_verdict(char *buf, size_t cap, const trace *t, uint64_t statements,
-                          uint64_t found, bool incomplete, const trace_finding *f, size_t n);
+                          uint64_t found, bool incomplete, const check_coverage *cov,
+                          const trace_finding *f, size_t n);
 
 /* The --json form: one object (format syncsim-findings, version 1) with the
  * status, the statements checked, each finding (check_finding_print_json)
@@ -95,7 +146,8 @@ const char *check_verdict(char *buf, size_t cap, const trace *t, uint64_t statem
  * those a database stores (t: the trace their ids refer to). dropped: found
  * but not kept. */
 void check_print_json(FILE *out, const trace *t, const char *trace_name, uint64_t statements,
-                      bool incomplete, const trace_finding *f, size_t n, uint64_t dropped);
+                      bool incomplete, const check_coverage *cov, const trace_finding *f,
+                      size_t n, uint64_t dropped);
 /* Writes finding f of trace t as one JSON object (no newline). */
 void check_finding_print_json(FILE *out, const trace *t, const trace_finding *f);
 

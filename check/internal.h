@@ -192,6 +192,7 @@ struct check_report {
     size_t n, cap;
     uint64_t dropped;
     uint64_t ops;
+    check_coverage cov;     /* what the check could judge (coverage.c) */
     size_t taken;           /* findings moved out by check_report_take */
     uint32_t max_findings;
     size_t dedupe_from;     /* findings of the statement being checked start here */

@@ -14,15 +14,30 @@
 #include <stdlib.h>
 #include <string.h>
 
-check_status check_status_of(uint64_t findings, bool incomplete)
+check_status check_status_of(uint64_t findings, bool incomplete, const check_coverage *cov)
 {
-    return findings ? CHECK_FINDINGS : incomplete ? CHECK_INCOMPLETE : CHECK_CLEAN;
+    if (findings)
+        return CHECK_FINDINGS;
+    if (incomplete)
+        return CHECK_INCOMPLETE;
+    return cov && !check_coverage_full(cov) ? CHECK_PARTIAL : CHECK_CLEAN;
 }
 
 const char *check_status_str(check_status st)
 {
-    static const char *const words[] = { "clean", "findings", "incomplete" };
-    return (unsigned)st < 3 ? words[st] : "?";
+    static const char *const words[] = { "clean", "findings", "incomplete", "partial" };
+    return (unsigned)st < 4 ? words[st] : "?";
+}
+
+int check_exit_status(check_status st)
+{
+    static const int codes[] = { 0, 1, 3, 4 };
+    return (unsigned)st < 4 ? codes[st] : 2;
+}
+
+const check_coverage *check_report_coverage(const check_report *rep)
+{
+    return &rep->cov;
 }
 
 /* ------------------------------------------------------------------ */
@@ -169,15 +184,22 @@ void check_finding_print_json(FILE *out, const trace *t, const trace_finding *f)
 }
 
 void check_print_json(FILE *out, const trace *t, const char *trace_name, uint64_t statements,
-                      bool incomplete, const trace_finding *f, size_t n, uint64_t dropped)
+                      bool incomplete, const check_coverage *cov, const trace_finding *f,
+                      size_t n, uint64_t dropped)
 {
-    check_status st = check_status_of(n + dropped, incomplete);
+    check_status st = check_status_of(n + dropped, incomplete, cov);
     fputs("{\"format\": \"syncsim-findings\", \"version\": 1,\n \"trace\": ", out);
     trace_json_str(out, trace_name ? trace_name : "");
-    fprintf(out, ", \"status\": \"%s\", \"complete\": %s, \"races_checked\": %s, "
-                 "\"ops\": %llu,\n \"findings\": [",
-            check_status_str(st), incomplete ? "false" : "true",
+    fprintf(out, ", \"status\": \"%s\", \"exit\": %d, \"complete\": %s, \"races_checked\": %s, "
+                 "\"ops\": %llu,\n",
+            check_status_str(st), check_exit_status(st), incomplete ? "false" : "true",
             check_sees_races(t) ? "true" : "false", (unsigned long long)statements);
+    if (cov) {
+        fputs(" \"coverage\": ", out);
+        check_coverage_print_json(out, cov, t);
+        fputs(",\n", out);
+    }
+    fputs(" \"findings\": [", out);
     for (size_t i = 0; i < n; i++) {
         fputs(i ? ",\n  " : "\n  ", out);
         check_finding_print_json(out, t, &f[i]);
@@ -201,7 +223,8 @@ void check_print_json(FILE *out, const trace *t, const char *trace_name, uint64_
 void check_report_print_json(FILE *out, const check_report *rep, const char *trace_name,
                              bool incomplete)
 {
-    check_print_json(out, rep->t, trace_name, rep->ops, incomplete, rep->f, rep->n, rep->dropped);
+    check_print_json(out, rep->t, trace_name, rep->ops, incomplete, &rep->cov, rep->f, rep->n,
+                     rep->dropped);
 }
 
 /* ------------------------------------------------------------------ */
@@ -220,63 +243,65 @@ bool check_sees_races(const trace *t)
     return !a || strcmp(a, "none") != 0;
 }
 
-/* Some ranks of a larger job (merge --partial): what was not checked. */
-static void partial_note(char *buf, size_t cap, size_t *len, const trace *t)
-{
-    const char *p = trace_get_meta(t, "partial");
-    if (p)
-        *len += (size_t)snprintf(buf + *len, *len < cap ? cap - *len : 0,
-                                 "; a partial job (%s ranks): collectives and messages that "
-                                 "need an absent rank are ops, not matched across ranks", p);
-}
-
 const char *check_verdict(char *buf, size_t cap, const trace *t, uint64_t statements,
-                          uint64_t found, bool incomplete, const trace_finding *f, size_t n)
+                          uint64_t found, bool incomplete, const check_coverage *cov,
+                          const trace_finding *f, size_t n)
 {
     size_t len = 0;
 #define ADD(...) (len += (size_t)snprintf(buf + len, len < cap ? cap - len : 0, __VA_ARGS__))
-    bool races = check_sees_races(t);
+    /* Without a coverage (a check stored before coverage was), the
+     * metadata alone says what is known: byte ranges or none, drops, ranks. */
+    check_coverage meta_only;
+    if (!cov) {
+        check_coverage_init(&meta_only, t);
+        meta_only.captured = !check_sees_races(t);
+        meta_only.device = meta_only.captured;  /* "none of them had ranges" */
+        cov = &meta_only;
+    }
+    bool full = check_coverage_full(cov);
     if (found == 0) {
         if (incomplete)
             ADD("incomplete: %llu statements checked, no findings among them; the run is still "
                 "recording or was interrupted, so it is not known to be clean",
                 (unsigned long long)statements);
-        else if (!races)
-            ADD("clean (ordering only): %llu statements, no hangs, unrecorded waits or "
-                "mismatches", (unsigned long long)statements);
+        else if (!full)
+            ADD("no findings, partial coverage: %llu statements; not judged: ",
+                (unsigned long long)statements);
         else
             ADD("clean: %llu statements, no findings", (unsigned long long)statements);
-        if (!races)
-            ADD("; the capture has no byte ranges (accesses=none), so races and uses after "
-                "free were not checked (a PyTorch capture gets them from its execution trace: "
-                "import --et)");
-        partial_note(buf, cap, &len, t);
-        return buf;
-    }
-    /* Kind words are the spec's ("wait-unrecorded"), so they are counted
-     * rather than pluralised: "3 findings in 27 statements (race 2, hang 1)". */
-    ADD("%llu finding%s in %llu statements", (unsigned long long)found, found == 1 ? "" : "s",
-        (unsigned long long)statements);
-    if ((uint64_t)n < found)
-        ADD("; %zu of %llu shown (--max-findings)", n, (unsigned long long)found);
-    const char *sep = (uint64_t)n < found ? ": " : " (";
-    for (int k = 0; k < TRACE_FINDING_COUNT; k++) {
-        size_t c = 0;
-        for (size_t i = 0; i < n; i++)
-            c += f[i].kind == (trace_finding_kind)k;
-        if (c) {
-            ADD("%s%s %zu", sep, trace_finding_str((trace_finding_kind)k), c);
-            sep = ", ";
+    } else {
+        /* Kind words are the spec's ("wait-unrecorded"), so they are counted
+         * rather than pluralised: "3 findings in 27 statements (race 2, hang 1)". */
+        ADD("%llu finding%s in %llu statements", (unsigned long long)found, found == 1 ? "" : "s",
+            (unsigned long long)statements);
+        if ((uint64_t)n < found)
+            ADD("; %zu of %llu shown (--max-findings)", n, (unsigned long long)found);
+        const char *sep = (uint64_t)n < found ? ": " : " (";
+        for (int k = 0; k < TRACE_FINDING_COUNT; k++) {
+            size_t c = 0;
+            for (size_t i = 0; i < n; i++)
+                c += f[i].kind == (trace_finding_kind)k;
+            if (c) {
+                ADD("%s%s %zu", sep, trace_finding_str((trace_finding_kind)k), c);
+                sep = ", ";
+            }
         }
+        if ((uint64_t)n >= found)
+            ADD(")");
+        if (incomplete)
+            ADD("; the run is incomplete (still recording or interrupted)");
     }
-    if ((uint64_t)n >= found)
-        ADD(")");
-    if (incomplete)
-        ADD("; the run is incomplete (still recording or interrupted)");
-    if (!races)
-        ADD("; races and uses after free were not checked (no byte ranges: accesses=none)");
-    partial_note(buf, cap, &len, t);
+    if (found == 0 && !incomplete && !full) {
+        len += check_coverage_missing(len < cap ? buf + len : NULL, len < cap ? cap - len : 0,
+                                      cov, t);
+    } else if (!full || cov->captured) {
+        ADD("; ");
+        len += check_coverage_describe(len < cap ? buf + len : NULL, len < cap ? cap - len : 0,
+                                       cov, t);
+    }
 #undef ADD
+    if (cap && len >= cap)
+        buf[cap - 1] = '\0';
     return buf;
 }
 
@@ -286,7 +311,7 @@ void check_report_print(FILE *out, const check_report *rep, bool incomplete)
     char verdict[1024];
     uint64_t found = rep->n + rep->dropped;
     fprintf(out, "%s\n", check_verdict(verdict, sizeof verdict, t, rep->ops, found, incomplete,
-                                       rep->f, rep->n));
+                                       &rep->cov, rep->f, rep->n));
     if (found == 0)
         return;
     bool *shown = calloc(rep->n ? rep->n : 1, sizeof *shown);

@@ -196,7 +196,7 @@ int cmd_capture(int argc, char **argv)
                                     "CUDA program, or no CUDA driver)", prog[0]);
     }
     trace_source src;
-    trace_source_opts so = { .lazy_labels = true };
+    trace_source_opts so = { .lazy_labels = true, .as_recorded = true };
     if (cli_open("capture", log, &so, &src) != 0) {
         fprintf(stderr, "syncsim capture: the event log is kept: %s\n", log);
         return 2;

@@ -45,8 +45,14 @@ void cmd_check_help(FILE *out)
             "'recording'), is never called clean: without findings the verdict is\n"
             "'incomplete', in the text, the JSON status and the stored check.\n"
             "\n"
-            "Exit status: 0 no findings (or --expect agrees), 1 findings (or --expect\n"
-            "disagrees), 2 bad input or usage, 3 no findings in an incomplete run.\n"
+            "Coverage: the verdict says what could be judged: how many device statements\n"
+            "of a capture carry byte ranges (without them, races and uses after free cannot\n"
+            "be seen), events an importer dropped (its ledger: `syncsim info`), ranks absent\n"
+            "from a job. 'clean' is said only with full coverage.\n"
+            "\n"
+            "Exit status: 0 clean, with full coverage (or --expect agrees); 1 findings (or\n"
+            "--expect disagrees); 2 bad input or usage; 3 no findings in an incomplete run;\n"
+            "4 no findings, but partial coverage (see above: not known to be clean).\n"
             "\n"
             "Examples:\n"
             "  syncsim examples && syncsim check examples/event-missing-wait.trace   # exit 1: two races\n"
@@ -177,8 +183,8 @@ int cmd_check(int argc, char **argv)
         else
             check_report_print(stdout, rep, src.incomplete);
         check_status cs = check_status_of(check_report_count(rep) + check_report_dropped(rep),
-                                          src.incomplete);
-        status = cs == CHECK_CLEAN ? 0 : cs == CHECK_FINDINGS ? 1 : 3;
+                                          src.incomplete, check_report_coverage(rep));
+        status = check_exit_status(cs);
     }
     check_report_free(rep);
     trace_source_close(&src);

@@ -94,9 +94,15 @@ int cmd_export(int argc, char **argv)
         return 2;
     trace_error err = { 0 };
     trace_source src;
-    trace_source_opts so = { .run = (int64_t)run };
+    trace_source_opts so = { .run = (int64_t)run, .as_recorded = true };
     if (cli_open("export", db, &so, &src) != 0)
         return 2;
+    /* a run still recording or interrupted stays so once exported: read
+     * back, it is never checked clean (run metadata status=) */
+    if (src.incomplete && trace_set_meta(src.reader.trace, "status", "incomplete") != 0) {
+        trace_source_close(&src);
+        return cli_error("export", "out of memory");
+    }
     char *tmp;
     FILE *out = cli_output_open("export", output, &tmp);
     if (!out) {

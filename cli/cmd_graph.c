@@ -82,7 +82,7 @@ int cmd_graph(int argc, char **argv)
         return 2;
     trace_error err = { 0 };
     trace_source src;
-    trace_source_opts so = { .run = (int64_t)run };
+    trace_source_opts so = { .run = (int64_t)run, .as_recorded = true };
     if (cli_open("graph", db, &so, &src) != 0)
         return 2;
     if (!src.store) {

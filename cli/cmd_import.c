@@ -77,7 +77,7 @@ int cmd_import(int argc, char **argv)
     trace_error err = { 0 };
     trace_source src;
     /* labels are copied as text, never interned */
-    trace_source_opts so = { .companion = et, .lazy_labels = true };
+    trace_source_opts so = { .companion = et, .lazy_labels = true, .as_recorded = true };
     if (cli_open("import", path, &so, &src) != 0)
         return 2;
     uint64_t n_stmts = 0;

@@ -216,7 +216,7 @@ int cmd_info(int argc, char **argv)
     trace_run_info *runs = NULL;
     size_t n_runs = 0;
     trace_source src;
-    trace_source_opts so = { .run = (int64_t)run };
+    trace_source_opts so = { .run = (int64_t)run, .as_recorded = true };
     if (cli_open("info", path, &so, &src) != 0)
         return 2;
     int status = 2;

@@ -14,7 +14,8 @@
 void cmd_merge_help(FILE *out)
 {
     fprintf(out,
-            "usage: syncsim merge [--partial] [--run N] TRACE [--run N] TRACE... [-o OUT] [--format db|trace]\n"
+            "usage: syncsim merge [--partial] [--force] [--run N] TRACE [--run N] TRACE... [-o OUT]\n"
+            "                     [--format db|trace]\n"
             "\n"
             "Merges one trace per rank (process) of a job into one trace that `check` reads\n"
             "as a whole: cross-rank races, collectives a rank skips or reorders, sends no rank\n"
@@ -34,6 +35,11 @@ void cmd_merge_help(FILE *out)
             "    128) merge with --partial: ranks keep their numbers, and a collective\n"
             "    larger than the ranks given, or a message to or from an absent rank,\n"
             "    becomes an op of its queue, ordering nothing across ranks.\n"
+            "  - Ranks of different jobs are refused: inputs whose run metadata disagrees on\n"
+            "    the job (a profile's distributed backend, process-group config or job id;\n"
+            "    a syncsim run's parallelism, model or policy) name both files and the key.\n"
+            "  - The job keeps the inputs' import ledgers (summed) and what they know of\n"
+            "    byte ranges, so `check` of the job says what could not be judged.\n"
             "\n"
             "Options:\n"
             "  -o, --output OUT   where to write (default ./" CLI_DEFAULT_DB ", or standard output\n"
@@ -42,6 +48,7 @@ void cmd_merge_help(FILE *out)
             "  -n, --name NAME    the run's name in the database (default: merged)\n"
             "  -r, --run N        the run of the database that follows (default: its latest)\n"
             "      --partial      the inputs are some ranks of a larger world (world_size=)\n"
+            "      --force        merge ranks whose run metadata names different jobs\n"
             "\n"
             "Examples:\n"
             "  syncsim examples    # rank-0.trace, rank-1.trace: two ranks of one job\n"
@@ -69,7 +76,7 @@ int cmd_merge(int argc, char **argv)
         goto out;
     }
     int64_t next_run = 0;
-    bool partial = false;
+    bool partial = false, force = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         bool takes = !strcmp(a, "-o") || !strcmp(a, "--output") || !strcmp(a, "-f") ||
@@ -92,6 +99,8 @@ int cmd_merge(int argc, char **argv)
             next_run = (int64_t)r;
         } else if (!strcmp(a, "--partial")) {
             partial = true;
+        } else if (!strcmp(a, "--force")) {
+            force = true;
         } else if (a[0] == '-' && a[1]) {
             rc = cli_usage_error("merge", "unknown option '%s'", a);
             goto out;
@@ -146,14 +155,15 @@ int cmd_merge(int argc, char **argv)
         goto out;
     }
     for (; opened < n; opened++) {
-        trace_source_opts so = { .run = runs[opened] };
+        trace_source_opts so = { .run = runs[opened], .as_recorded = true };
         if (cli_open("merge", paths[opened], &so, &src[opened]) != 0)
             goto out;
         readers[opened] = &src[opened].reader;
     }
     trace_error err = { 0 };
     trace_reader job;
-    if (trace_merge_open_partial(readers, n, partial, &job, &err) != 0) {
+    trace_merge_opts mo = { .partial = partial, .force = force };
+    if (trace_merge_open_opts(readers, n, &mo, &job, &err) != 0) {
         rc = cli_error("merge", "%s", err.msg);
         goto out;
     }

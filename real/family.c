@@ -489,6 +489,8 @@ static void m_meta(void *ctx, sched_sink *sink)
     sink->iface->meta(sink->ctx, "seed", buf);
     sink->iface->meta(sink->ctx, "trace_level",
                       rm->o.trace_level == REAL_TRACE_THREAD ? "thread" : "stream");
+    if (rm->o.world > 1)        /* a job's identity, for merge: tp and pp ranks differ */
+        sink->iface->meta(sink->ctx, "parallel", rm->pipeline ? "pp" : "tp");
 }
 
 /* Copy placement: a cpustream device copies as ggml's CUDA backend does

@@ -67,6 +67,7 @@ typedef struct merge_ctx {
     merge_in *in;
     uint32_t n;
     bool partial;               /* some ranks of a larger world */
+    bool owns_inputs;           /* close and free the input readers with the merge */
     uint8_t *present;           /* partial: rank -> given (ranks < world) */
     uint32_t world;
     bool by_time;
@@ -439,6 +440,10 @@ static void merge_close(void *ctx)
     merge_ctx *m = ctx;
     for (uint32_t i = 0; i < m->n; i++) {
         merge_in *in = &m->in[i];
+        if (m->owns_inputs && in->r) {
+            trace_reader_close(in->r);
+            free(in->r);
+        }
         free(in->str_map);
         free(in->pstr_map);
         free(in->queue_map);
@@ -504,6 +509,106 @@ static int carry_expects(merge_ctx *m, merge_in *in, trace_error *err)
     return 0;
 }
 
+/* Run metadata that names the job a rank belongs to: ranks whose values
+ * disagree are of different jobs (a PyTorch profile's distributed backend,
+ * process-group config and job id; a syncsim run's parallelism, model and
+ * policy). A key only some inputs have says nothing. */
+static const char *const job_keys[] = {
+    "job.id", "dist.backend", "dist.pg_count", "dist.pg_config", "parallel", "model", "policy",
+};
+
+/* 0 when the inputs agree on every job key they share, else -1 with err
+ * naming the key, both values and both files. */
+static int same_job(trace_reader *const *inputs, uint32_t n, trace_error *err)
+{
+    for (size_t k = 0; k < sizeof job_keys / sizeof job_keys[0]; k++) {
+        const char *first = NULL, *first_src = NULL;
+        for (uint32_t i = 0; i < n; i++) {
+            const char *v = trace_get_meta(inputs[i]->trace, job_keys[k]);
+            if (!v)
+                continue;
+            if (!first) {
+                first = v;
+                first_src = inputs[i]->source;
+            } else if (strcmp(first, v) != 0) {
+                return trace_error_set(err, TRACE_EUSAGE,
+                                       "merge: %s says %s=%s but %s says %s=%s: the ranks are of "
+                                       "different jobs (--force merges them all the same)",
+                                       first_src ? first_src : "an input", job_keys[k], first,
+                                       inputs[i]->source ? inputs[i]->source : "an input",
+                                       job_keys[k], v),
+                       -1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* What the job's checker must know of its inputs: the ledgers summed (an
+ * event a rank's importer dropped is missing from the job), and whether
+ * accesses came from a capture (none wins: one rank without byte ranges
+ * makes the job's races unchecked there). */
+static int carry_coverage_meta(merge_ctx *m, trace_error *err)
+{
+    const size_t plen = strlen(TRACE_LEDGER_PREFIX);
+    const char *acc = NULL;
+    for (uint32_t i = 0; i < m->n; i++) {
+        const trace *t = m->in[i].r->trace;
+        const char *a = trace_get_meta(t, "accesses");
+        if (a && (!acc || strcmp(a, "none") == 0))
+            acc = a;
+        for (uint32_t j = 0; j < t->n_meta; j++) {
+            const char *key = trace_str(t, t->meta[j].key);
+            if (strncmp(key, TRACE_LEDGER_PREFIX, plen) != 0)
+                continue;
+            unsigned long long sum = strtoull(trace_str(t, t->meta[j].value), NULL, 10);
+            const char *have = trace_get_meta(m->out, key);
+            if (have)
+                sum += strtoull(have, NULL, 10);
+            char v[32];
+            snprintf(v, sizeof v, "%llu", sum);
+            if (trace_set_meta(m->out, key, v) != 0)
+                return nomem(err);
+        }
+    }
+    if (acc && trace_set_meta(m->out, "accesses", acc) != 0)
+        return nomem(err);
+    return 0;
+}
+
+/* "1, 3" or "2-127": the ranks of the world not given, for check's coverage. */
+static int set_absent_ranks(merge_ctx *m, trace_error *err)
+{
+    size_t cap = 64, len = 0;
+    char *s = malloc(cap);
+    if (!s)
+        return nomem(err);
+    s[0] = '\0';
+    for (uint32_t r = 0; r < m->world;) {
+        if (m->present[r]) {
+            r++;
+            continue;
+        }
+        uint32_t end = r;
+        while (end + 1 < m->world && !m->present[end + 1])
+            end++;
+        if (cap - len < 32) {
+            char *g = realloc(s, cap *= 2);
+            if (!g) {
+                free(s);
+                return nomem(err);
+            }
+            s = g;
+        }
+        len += (size_t)snprintf(s + len, cap - len, end > r ? "%s%u-%u" : "%s%u", len ? ", " : "",
+                                r, end);
+        r = end + 1;
+    }
+    int rc = trace_set_meta(m->out, "ranks.absent", s);
+    free(s);
+    return rc == 0 ? 0 : nomem(err);
+}
+
 int trace_merge_open(trace_reader *const *inputs, uint32_t n, trace_reader *out, trace_error *err)
 {
     return trace_merge_open_partial(inputs, n, false, out, err);
@@ -512,6 +617,14 @@ int trace_merge_open(trace_reader *const *inputs, uint32_t n, trace_reader *out,
 int trace_merge_open_partial(trace_reader *const *inputs, uint32_t n, bool partial,
                              trace_reader *out, trace_error *err)
 {
+    trace_merge_opts o = { .partial = partial };
+    return trace_merge_open_opts(inputs, n, &o, out, err);
+}
+
+int trace_merge_open_opts(trace_reader *const *inputs, uint32_t n, const trace_merge_opts *o,
+                          trace_reader *out, trace_error *err)
+{
+    bool partial = o && o->partial;
     memset(out, 0, sizeof *out);
     if (n == 0)
         return trace_error_set(err, TRACE_EUSAGE, "merge: no input traces"), -1;
@@ -520,11 +633,14 @@ int trace_merge_open_partial(trace_reader *const *inputs, uint32_t n, bool parti
         return nomem(err);
     m->n = n;
     m->partial = partial;
+    m->owns_inputs = o && o->owns_inputs;
     if (!(m->in = calloc(n, sizeof *m->in)) || !(m->heap = calloc(n, sizeof *m->heap)) ||
         !(m->out = trace_new())) {
         nomem(err);
         goto fail;
     }
+    if (!(o && o->force) && same_job(inputs, n, err) != 0)
+        goto fail;
     /* 1. Ranks: run metadata rank= for all inputs, else the list order. */
     uint32_t with_rank = 0, world = TRACE_NONE;
     const char *world_src = NULL;
@@ -625,12 +741,9 @@ int trace_merge_open_partial(trace_reader *const *inputs, uint32_t n, bool parti
             nomem(err);
             goto fail;
         }
-        const char *acc = trace_get_meta(in->r->trace, "accesses");
-        if (acc && strcmp(acc, "none") == 0 && trace_set_meta(m->out, "accesses", "none") != 0) {
-            nomem(err);
-            goto fail;
-        }
     }
+    if (carry_coverage_meta(m, err) != 0 || (partial && set_absent_ranks(m, err) != 0))
+        goto fail;
     out->iface = &merge_iface;
     out->ctx = m;
     out->trace = m->out;
@@ -645,6 +758,7 @@ fail:
     if (m) {
         trace_free(m->out);
         m->n = m->in ? n : 0;
+        m->owns_inputs = false;     /* a failed open leaves the inputs the caller's */
         merge_close(m);
     }
     return -1;

@@ -130,6 +130,36 @@ static void format_list(char *buf, size_t cap)
         n += (size_t)snprintf(buf + n, cap - n, "%s%s", i ? ", " : "", formats[i]->name);
 }
 
+/* One rank's trace of a larger job: its run metadata says rank= and a
+ * world_size= above 1, and it is no merged job (partial=, source=merge). */
+static bool rank_alone(const trace *t)
+{
+    const char *rank = trace_get_meta(t, "rank"), *world = trace_get_meta(t, "world_size");
+    const char *source = trace_get_meta(t, "source");
+    return rank && world && strtoul(world, NULL, 10) > 1 && !trace_get_meta(t, "partial") &&
+           !(source && strcmp(source, "merge") == 0);
+}
+
+/* Reads src's one rank as a partial job (trace_source_opts.as_recorded):
+ * the merge takes the rank's reader over. */
+static int open_rank_alone(trace_source *src, trace_error *err)
+{
+    trace_reader *one = malloc(sizeof *one);
+    if (!one)
+        return trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", src->path), -1;
+    *one = src->reader;
+    trace_merge_opts mo = { .partial = true, .owns_inputs = true };
+    trace_reader job;
+    if (trace_merge_open_opts(&one, 1, &mo, &job, err) != 0) {
+        free(one);              /* src->reader still holds the rank */
+        return -1;
+    }
+    free(job.source);
+    job.source = strdup(one->source ? one->source : src->path);
+    src->reader = job;
+    return 0;
+}
+
 int trace_source_open(trace_source *src, const char *path, const trace_source_opts *opts,
                       trace_error *err)
 {
@@ -196,6 +226,12 @@ int trace_source_open(trace_source *src, const char *path, const trace_source_op
     }
     src->format = fmt;
     if (fmt->open(src, path, o, err) != 0)
+        goto fail;
+    /* a run exported while incomplete says so in its metadata (status=) */
+    const char *status = trace_get_meta(src->reader.trace, "status");
+    if (status && strcmp(status, "complete") != 0)
+        src->incomplete = true;
+    if (!o->as_recorded && rank_alone(src->reader.trace) && open_rank_alone(src, err) != 0)
         goto fail;
     return 0;
 fail:

@@ -13,6 +13,11 @@
  *            generation, text, fix)
  *   finding_parts(run, finding, pos, role, queue, seq, line, text, kind,
  *                 count, extra)
+ *   check_coverage(run, check_id, captured, device, device_ranged,
+ *                  host_accesses, dropped, ranks_given, ranks_world)
+ *       what each check could judge (check/coverage.c); made by the first
+ *       check that stores one, so a database written before it has none and
+ *       its checks read back without coverage.
  *
  * Names (queues, buffers, labels, the object) are stored as text, so that a
  * person querying by hand reads them without joins, and a finding survives
@@ -74,6 +79,79 @@ static int step_once(trace_store *st, sqlite3_stmt *q, const char *table, trace_
     return rc == SQLITE_DONE ? 0 : store_fail(st, rc, table, "cannot write", err);
 }
 
+#define COVERAGE_SQL                                                                       \
+    "CREATE TABLE IF NOT EXISTS check_coverage(run INTEGER, check_id INTEGER,"              \
+    " captured INTEGER, device INTEGER, device_ranged INTEGER, host_accesses INTEGER,"      \
+    " dropped INTEGER, ranks_given INTEGER, ranks_world INTEGER,"                           \
+    " PRIMARY KEY(run, check_id)) WITHOUT ROWID"
+
+/* The coverage of the check just inserted (the run's highest check id). */
+static int save_coverage(trace_store *st, int64_t run, const trace_check_info *info,
+                         trace_error *err)
+{
+    if (store_exec(st, COVERAGE_SQL, "check_coverage", err) != 0)
+        return -1;
+    sqlite3_stmt *q = NULL;
+    int rc = sqlite3_prepare_v2(st->db,
+                                "INSERT OR REPLACE INTO check_coverage SELECT ?1, max(id), ?2, ?3,"
+                                " ?4, ?5, ?6, ?7, ?8 FROM checks WHERE run = ?1",
+                                -1, &q, NULL);
+    if (rc != SQLITE_OK)
+        return store_fail(st, rc, "check_coverage", NULL, err);
+    sqlite3_bind_int64(q, 1, run);
+    sqlite3_bind_int(q, 2, info->captured);
+    sqlite3_bind_int64(q, 3, (int64_t)info->device);
+    sqlite3_bind_int64(q, 4, (int64_t)info->device_ranged);
+    sqlite3_bind_int64(q, 5, (int64_t)info->host_accesses);
+    sqlite3_bind_int64(q, 6, (int64_t)info->dropped);
+    sqlite3_bind_int64(q, 7, info->ranks_given);
+    sqlite3_bind_int64(q, 8, info->ranks_world);
+    rc = step_once(st, q, "check_coverage", err);
+    sqlite3_finalize(q);
+    return rc;
+}
+
+/* Fills info's coverage from the check it describes, where one was stored. */
+static int load_coverage(trace_store *st, int64_t run, trace_check_info *info, trace_error *err)
+{
+    sqlite3_stmt *q = NULL;
+    int rc = sqlite3_prepare_v2(st->db,
+                                "SELECT 1 FROM sqlite_master WHERE type = 'table'"
+                                " AND name = 'check_coverage'",
+                                -1, &q, NULL);
+    if (rc != SQLITE_OK)
+        return store_fail(st, rc, "sqlite_master", NULL, err);
+    rc = sqlite3_step(q);
+    sqlite3_finalize(q);
+    q = NULL;
+    if (rc == SQLITE_DONE)
+        return 0;               /* stored before coverage was */
+    if (rc != SQLITE_ROW)
+        return store_fail(st, rc, "sqlite_master", NULL, err);
+    rc = sqlite3_prepare_v2(st->db,
+                                "SELECT captured, device, device_ranged, host_accesses, dropped,"
+                                " ranks_given, ranks_world FROM check_coverage"
+                                " WHERE run = ?1 AND check_id = ?2",
+                                -1, &q, NULL);
+    if (rc != SQLITE_OK)
+        return store_fail(st, rc, "check_coverage", NULL, err);
+    sqlite3_bind_int64(q, 1, run);
+    sqlite3_bind_int64(q, 2, info->id);
+    rc = sqlite3_step(q);
+    if (rc == SQLITE_ROW) {
+        info->has_coverage = true;
+        info->captured = sqlite3_column_int(q, 0) != 0;
+        info->device = (uint64_t)sqlite3_column_int64(q, 1);
+        info->device_ranged = (uint64_t)sqlite3_column_int64(q, 2);
+        info->host_accesses = (uint64_t)sqlite3_column_int64(q, 3);
+        info->dropped = (uint64_t)sqlite3_column_int64(q, 4);
+        info->ranks_given = (uint32_t)sqlite3_column_int64(q, 5);
+        info->ranks_world = (uint32_t)sqlite3_column_int64(q, 6);
+    }
+    sqlite3_finalize(q);
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : store_fail(st, rc, "check_coverage", NULL, err);
+}
+
 int trace_store_save_check(trace_store *st, int64_t run, const trace *t,
                            const trace_check_info *info, const trace_finding *f, size_t n,
                            trace_error *err)
@@ -117,6 +195,8 @@ int trace_store_save_check(trace_store *st, int64_t run, const trace *t,
     sqlite3_bind_int64(qc, 6, (int64_t)info->findings);
     sqlite3_bind_int64(qc, 7, (int64_t)n);
     if (step_once(st, qc, "checks", err) != 0)
+        goto fail;
+    if (info->has_coverage && save_coverage(st, run, info, err) != 0)
         goto fail;
     for (size_t i = 0; i < n; i++) {
         const trace_finding *x = &f[i];
@@ -272,6 +352,8 @@ int trace_store_load_check(trace_store *st, int64_t run, trace *t, trace_check_i
         return store_fail(st, rc, "checks", NULL, err);
     if (rc == SQLITE_DONE)
         return 0;
+    if (load_coverage(st, run, info, err) != 0)
+        return -1;
     rc = sqlite3_prepare_v2(st->db,
                             "SELECT kind, type, first_seq, first_queue, first_label, first_line,"
                             " second_seq, second_queue, second_label, second_line, buffer, root,"

@@ -17,6 +17,7 @@
 #include "store_int.h"
 
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 static void remove_db_files(const char *path)
@@ -93,6 +94,15 @@ static int write_stmts(store_writer *w, trace_reader *r, trace_error *err)
     return rc;
 }
 
+/* An imported run is complete unless the trace says it was not (run
+ * metadata status=, which export writes for a run that was recording or
+ * interrupted): then it stays 'incomplete', and is never checked clean. */
+static const char *run_status(const trace *t)
+{
+    const char *s = trace_get_meta(t, "status");
+    return s && strcmp(s, "complete") != 0 ? "incomplete" : "complete";
+}
+
 int64_t trace_store_import(const char *path, trace_reader *r, const char *run_name,
                            uint64_t *n_stmts, trace_error *err)
 {
@@ -111,7 +121,7 @@ int64_t trace_store_import(const char *path, trace_reader *r, const char *run_na
     run = store_new_run(st, run_name, "import", err);
     if (run < 0 || store_writer_init(&w, st, run, err) != 0 || write_stmts(&w, r, err) != 0 ||
         store_writer_decls(&w, r->trace, err) != 0 || store_writer_meta(&w, r->trace, err) != 0 ||
-        store_writer_run_row(&w, "complete", err) != 0)
+        store_writer_run_row(&w, run_status(r->trace), err) != 0)
         goto fail;
     if (n_stmts)
         *n_stmts = w.n_stmts;

@@ -32,7 +32,7 @@
  *      dropped (CRLF files).
  *   2. Parsing (parse_line) reads the words by position: a word is taken
  *      apart with a cursor (text_cursor) that reads names, numbers and
- *      values. Keywords (queue, buffer, expect, semaphore, host, stream, pinned, all,
+ *      values. Keywords (queue, buffer, expect, semaphore, meta, host, stream, pinned, all,
  *      device=, count=, ...) are recognised only unquoted, so a quoted word
  *      is always a name: `"queue" op x` is an op on a queue named queue.
  *
@@ -1418,6 +1418,36 @@ static int parse_header(text_parser *p)
     return 0;
 }
 
+/* An unquoted `meta` first word is run metadata, unless a queue is named
+ * meta (as for `semaphore` below). */
+static bool is_meta_line(const text_parser *p)
+{
+    return word_is(p, 0, "meta") && trace_find_queue(p->t, "meta", 4) == TRACE_NONE;
+}
+
+/* meta KEY=VALUE...: run metadata (docs/trace-format.md), so that what a
+ * database knows of a run beyond its statements -- that it is incomplete,
+ * an importer's ledger, where accesses came from -- survives export and
+ * re-import. A later value of a key replaces an earlier one. */
+static int parse_meta(text_parser *p)
+{
+    if (p->n_words < 2)
+        return expected_word(p, 1, "KEY=VALUE after meta");
+    for (uint32_t i = 1; i < p->n_words; i++) {
+        text_str key, value;
+        text_cursor vc;
+        if (key_value(p, i, &key, &value, &vc, "KEY=VALUE") != 0)
+            return -1;
+        char *k = strndup(key.s, key.len), *v = strndup(value.s, value.len);
+        int rc = k && v ? trace_set_meta(p->t, k, v) : -1;
+        free(k);
+        free(v);
+        if (rc != 0)
+            return nomem(p);
+    }
+    return 0;
+}
+
 /* An unquoted `semaphore` first word declares one, unless a queue is named
  * semaphore (traces older than the keyword keep their meaning). */
 static bool is_semaphore_decl(const text_parser *p)
@@ -1431,7 +1461,7 @@ static int parse_line(text_parser *p, trace_stmt *s)
 {
     if (p->replay && (word_is(p, 0, "syncsim-trace") || word_is(p, 0, "queue") ||
                       word_is(p, 0, "buffer") || word_is(p, 0, "expect") ||
-                      is_semaphore_decl(p)))
+                      is_semaphore_decl(p) || is_meta_line(p)))
         return 0;               /* read the first time */
     if (!p->header_line)
         return parse_header(p);
@@ -1443,6 +1473,8 @@ static int parse_line(text_parser *p, trace_stmt *s)
         return parse_expect(p);
     if (is_semaphore_decl(p))
         return parse_semaphore_decl(p);
+    if (is_meta_line(p))
+        return parse_meta(p);
     if (word_is(p, 0, "syncsim-trace"))
         return perr(p, p->words[0].col, "the header may appear only once (it is on line %u)",
                     p->header_line);

@@ -516,13 +516,28 @@ static int write_expect(text_writer *w, const trace_expect *e)
     return 0;
 }
 
-/* Metadata as comments: informative only, not read back. */
+/* Run metadata as `meta KEY=VALUE` lines, read back by the parser. A key
+ * that is not a bare name (none syncsim writes) stays a comment. */
 static void write_meta(text_writer *w)
 {
     for (uint32_t i = 0; i < w->t->n_meta; i++) {
+        const char *key = trace_str(w->t, w->t->meta[i].key);
+        const char *value = trace_str(w->t, w->t->meta[i].value);
+        if (is_bare_name(key)) {
+            /* a control character cannot be written: it becomes '?' */
+            char *clean = strdup(value);
+            for (char *c = clean; c && *c; c++)
+                if (((unsigned char)*c < 0x20 && *c != '\t') || *c == 0x7f)
+                    *c = '?';
+            fprintf(w->out, "meta %s=", key);
+            put_value_str(w, clean ? clean : "?");
+            free(clean);
+            end_line(w);
+            continue;
+        }
         fputs("# meta ", w->out);
         for (int part = 0; part < 2; part++) {
-            const char *s = trace_str(w->t, part ? w->t->meta[i].value : w->t->meta[i].key);
+            const char *s = part ? value : key;
             for (; *s; s++)
                 putc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, w->out);
             if (!part)

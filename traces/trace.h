@@ -737,6 +737,19 @@ int trace_merge_open(trace_reader *const *inputs, uint32_t n, trace_reader *out,
  * absent, become ops (traces/merge.c). Run metadata partial=GIVEN/WORLD. */
 int trace_merge_open_partial(trace_reader *const *inputs, uint32_t n, bool partial,
                              trace_reader *out, trace_error *err);
+/* How to merge. */
+typedef struct trace_merge_opts {
+    bool partial;           /* some ranks of a larger world (above) */
+    bool force;             /* merge inputs whose run metadata names different jobs
+                             * (dist.backend, dist.pg_config, job.id, parallel,
+                             * model, policy disagree); refused otherwise */
+    bool owns_inputs;       /* *out closes and frees the input readers (heap-allocated) */
+} trace_merge_opts;
+/* Either of the above, with options. The merged run carries what a check's
+ * coverage needs: the inputs' ledgers summed, accesses=, and for a partial
+ * job ranks.absent= ("1, 3", "2-127"). */
+int trace_merge_open_opts(trace_reader *const *inputs, uint32_t n, const trace_merge_opts *o,
+                          trace_reader *out, trace_error *err);
 
 /* ------------------------------------------------------------------ */
 /* Output files (traces/outfile.c): written whole or not at all.       */
@@ -898,6 +911,13 @@ typedef struct trace_source_opts {
                              * order and accesses only (the checker) */
     const char *companion;  /* a second input that some formats take (a PyTorch
                              * execution trace beside its Kineto trace); NULL */
+    bool as_recorded;       /* one rank's trace of a larger job (run metadata rank=,
+                             * world_size= > 1) is read as recorded (import, merge,
+                             * export). Otherwise it is read as a partial job of that
+                             * one rank (trace_merge_open_opts): collectives and
+                             * messages that need an absent rank are local, queues
+                             * are named by rank, and a check says which ranks are
+                             * absent, instead of a hang on them */
 } trace_source_opts;
 
 /* A format syncsim reads. source.c lists them in one table, one line each. */
@@ -1012,6 +1032,12 @@ typedef struct trace_check_info {
     uint64_t statements;    /* statements checked */
     uint64_t findings;      /* findings found */
     uint64_t stored;        /* of which stored (fewer with --max-findings) */
+    /* What the check could judge (check/check.h: check_coverage), stored
+     * beside it in table check_coverage; has_coverage is false for a check
+     * stored before coverage was. */
+    bool has_coverage, captured;
+    uint64_t device, device_ranged, host_accesses, dropped;
+    uint32_t ranks_given, ranks_world;
 } trace_check_info;
 
 /* Records a check of run `run` (t: the trace the findings' ids refer to) and

@@ -227,12 +227,14 @@ static void write_findings(FILE *out, const trace *t, const trace_check_info *in
                 (unsigned long long)info->statements);
     }
     fputs("</p>\n", out);
-    check_status st = check_status_of(info->findings, info->incomplete);
-    static const char *const cls[] = { "clean", "race", "incomplete" };
-    char verdict[512];
+    check_coverage cov;
+    const check_coverage *c = check_coverage_from_info(&cov, info);
+    check_status st = check_status_of(info->findings, info->incomplete, c);
+    static const char *const cls[] = { "clean", "race", "incomplete", "incomplete" };
+    char verdict[1024];
     fprintf(out, "<p class=\"%s\">", cls[st]);
     viz_html_escape(out, check_verdict(verdict, sizeof verdict, t, info->statements, info->findings,
-                                       info->incomplete, f, n));
+                                       info->incomplete, c, f, n));
     fputs("</p>\n", out);
     if (st != CHECK_FINDINGS)
         return;
@@ -415,7 +417,8 @@ static const char *check_cell(const trace_check_info *c, char *buf, size_t cap)
 {
     if (!c->id)
         return "not checked";
-    check_status st = check_status_of(c->findings, c->incomplete);
+    check_coverage cov;
+    check_status st = check_status_of(c->findings, c->incomplete, check_coverage_from_info(&cov, c));
     if (st == CHECK_FINDINGS)
         snprintf(buf, cap, "%llu finding%s", (unsigned long long)c->findings,
                  c->findings == 1 ? "" : "s");

@@ -570,8 +570,10 @@ int viz_timeline_add_race(viz_timeline *tl, uint64_t first_seq, uint64_t second_
 int viz_timeline_add_findings(viz_timeline *tl, const trace *t, const trace_check_info *info,
                               const trace_finding *f, size_t n)
 {
+    check_coverage cov;
     check_verdict(tl->verdict, sizeof tl->verdict, t, info ? info->statements : tl->n_items,
-                  info ? info->findings : n, info && info->incomplete, f, n);
+                  info ? info->findings : n, info && info->incomplete,
+                  check_coverage_from_info(&cov, info), f, n);
     for (size_t i = 0; i < n; i++) {
         const trace_finding *x = &f[i];
         bool race = x->kind == TRACE_FINDING_RACE, uaf = x->kind == TRACE_FINDING_USE_AFTER_FREE;
@@ -618,6 +620,7 @@ int viz_findings_of(trace_source *src, trace_check_info *info, trace_finding **o
     info->statements = check_report_ops(rep);
     info->findings = check_report_count(rep) + check_report_dropped(rep);
     info->stored = check_report_count(rep);
+    check_coverage_to_info(check_report_coverage(rep), info);
     *n = check_report_take(rep, out);
     check_report_free(rep);
     return 0;

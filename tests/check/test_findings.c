@@ -46,7 +46,7 @@ static void test_findings_json_has_the_spec_fields(void **state)
     check_report *rep = tb_check(t);
     char *j = capture_json(rep);
     assert_non_null(strstr(j, "{\"format\": \"syncsim-findings\", \"version\": 1,"));
-    assert_non_null(strstr(j, "\"trace\": \"x.trace\", \"status\": \"findings\", "
+    assert_non_null(strstr(j, "\"trace\": \"x.trace\", \"status\": \"findings\", \"exit\": 1, "
                               "\"complete\": true, \"races_checked\": true, \"ops\": 8"));
     assert_non_null(strstr(j, "{\"kind\": \"race\", \"type\": \"RAW\", \"buffer\": \"A\", \"root\": "
                               "\"A\", \"range\": [0, 4096]"));
@@ -340,17 +340,18 @@ static void test_findings_incomplete_is_never_clean(void **state)
     fclose(f);
     assert_null(strstr(buf, "clean:"));
     assert_non_null(strstr(buf, "incomplete: 1 statements checked, no findings among them"));
-    assert_non_null(strstr(buf, "\"status\": \"incomplete\", \"complete\": false"));
+    assert_non_null(strstr(buf, "\"status\": \"incomplete\", \"exit\": 3, \"complete\": false"));
     free(buf);
-    assert_int_equal(check_status_of(0, true), CHECK_INCOMPLETE);
-    assert_int_equal(check_status_of(2, true), CHECK_FINDINGS);
-    assert_int_equal(check_status_of(0, false), CHECK_CLEAN);
+    assert_int_equal(check_status_of(0, true, NULL), CHECK_INCOMPLETE);
+    assert_int_equal(check_status_of(2, true, NULL), CHECK_FINDINGS);
+    assert_int_equal(check_status_of(0, false, NULL), CHECK_CLEAN);
     check_report_free(rep);
     trace_free(t);
 }
 
-/* A capture without byte ranges is never called plainly clean: races
- * were not checked, and the verdict and the JSON say so. */
+/* A capture without byte ranges is never called clean: races were not
+ * checked, the verdict and the JSON say so, and the status is "partial"
+ * (exit 4), not "clean" (exit 0). */
 static void test_findings_ordering_only_says_what_was_not_checked(void **state)
 {
     (void)state;
@@ -367,14 +368,57 @@ static void test_findings_ordering_only_says_what_was_not_checked(void **state)
     check_report_print(f, rep, false);
     check_report_print_json(f, rep, "cap.json", false);
     fclose(f);
-    assert_null(strstr(buf, "clean:"));
-    assert_non_null(strstr(buf, "clean (ordering only): 2 statements, no hangs, unrecorded "
-                                "waits or mismatches"));
-    assert_non_null(strstr(buf, "races and uses after free were not checked"));
-    assert_non_null(strstr(buf, "\"status\": \"clean\", \"complete\": true, "
+    assert_null(strstr(buf, "clean"));
+    assert_non_null(strstr(buf, "no findings, partial coverage: 2 statements"));
+    assert_non_null(strstr(buf, "1 of 1 device statements have no byte ranges, so their races "
+                                "and uses after free were not checked"));
+    assert_non_null(strstr(buf, "\"status\": \"partial\", \"exit\": 4, \"complete\": true, "
                                 "\"races_checked\": false"));
+    assert_non_null(strstr(buf, "\"coverage\": {\"full\": false, \"captured\": true, "
+                                "\"device_statements\": 1, \"with_byte_ranges\": 0"));
     free(buf);
     assert_false(check_sees_races(t));
+    assert_int_equal(check_status_of(0, false, check_report_coverage(rep)), CHECK_PARTIAL);
+    assert_int_equal(check_exit_status(CHECK_PARTIAL), 4);
+    check_report_free(rep);
+    trace_free(t);
+}
+
+/* Coverage is full when every device statement of a capture has a byte
+ * range; events dropped at import or absent ranks make it partial, each
+ * named in the verdict. */
+static void test_findings_coverage_counts_drops_and_ranks(void **state)
+{
+    (void)state;
+    trace *t = tb_new();
+    tb_host(t, "h");
+    tb_stream(t, "s0", "0");
+    tb_buf(t, "A", 64);
+    tb_op(t, "s0", "kernel", "w:A");
+    tb_sync(t, "h", "s0");
+    assert_int_equal(trace_set_meta(t, "accesses", "pointers"), 0);
+    check_report *rep = tb_check(t);
+    assert_true(check_coverage_full(check_report_coverage(rep)));
+    char v[1024];
+    const check_coverage *c = check_report_coverage(rep);
+    check_verdict(v, sizeof v, t, 2, 0, false, c, NULL, 0);
+    assert_non_null(strstr(v, "clean: 2 statements, no findings; coverage full: 1 of 1 device "
+                              "statements with byte ranges"));
+    check_report_free(rep);
+
+    assert_int_equal(trace_set_meta(t, "dropped.no-ts", "3"), 0);
+    assert_int_equal(trace_set_meta(t, "partial", "1/4"), 0);
+    assert_int_equal(trace_set_meta(t, "ranks.absent", "1-3"), 0);
+    rep = tb_check(t);
+    c = check_report_coverage(rep);
+    assert_false(check_coverage_full(c));
+    check_verdict(v, sizeof v, t, 2, 0, false, c, NULL, 0);
+    assert_non_null(strstr(v, "no findings, partial coverage"));
+    assert_non_null(strstr(v, "3 events dropped at import (no-ts 3)"));
+    assert_non_null(strstr(v, "3 of 4 ranks absent (1-3)"));
+    assert_int_equal(check_status_of(0, false, c), CHECK_PARTIAL);
+    /* findings still win over partial coverage */
+    assert_int_equal(check_status_of(1, false, c), CHECK_FINDINGS);
     check_report_free(rep);
     trace_free(t);
 }
@@ -398,6 +442,7 @@ int main(void)
         cmocka_unit_test(test_findings_human_output_groups_races),
         cmocka_unit_test(test_findings_incomplete_is_never_clean),
         cmocka_unit_test(test_findings_ordering_only_says_what_was_not_checked),
+        cmocka_unit_test(test_findings_coverage_counts_drops_and_ranks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -69,7 +69,7 @@ static void test_cli_merge_then_check(void **state)
     assert_non_null(strstr(out, "clean"));
     /* the text job is the format: it says where each rank came from */
     assert_int_equal(tmpdir_sh(f, out, sizeof out, "cat job.trace"), 0);
-    assert_non_null(strstr(out, "# meta rank.1=rank1.trace"));
+    assert_non_null(strstr(out, "meta rank.1=rank1.trace"));
     assert_non_null(strstr(out, "r0.mpi send pp from=0 to=1 tag=0 r:r0.act label=isend by=r0.host"));
     /* info counts a message's two ends among the synchronisations */
     assert_int_equal(tmpdir_sh(f, out, sizeof out, "%s info job.trace", SYNCSIM_BINARY), 0);

@@ -208,7 +208,7 @@ static void test_cli_incomplete_run_is_never_clean(void **state)
     assert_null(strstr(out, "clean:"));
     assert_non_null(strstr(out, "incomplete: 3 statements checked, no findings among them"));
     assert_int_equal(SH(out, "%s check k.db --json", SYNCSIM_BINARY), 3);
-    assert_non_null(strstr(out, "\"status\": \"incomplete\", \"complete\": false"));
+    assert_non_null(strstr(out, "\"status\": \"incomplete\", \"exit\": 3, \"complete\": false"));
     assert_int_equal(SH(out, "%s report k.db -o r.html && grep -c 'class=\"incomplete\">incomplete:' "
                              "r.html && ! grep -q 'class=\"clean\"' r.html",
                         SYNCSIM_BINARY),

@@ -36,6 +36,17 @@ static trace *parse_ok(const char *text)
     return t;
 }
 
+/* Parsing text fails with a message that starts with want. */
+static void parse_fails(const char *text, const char *want)
+{
+    trace *t = NULL;
+    trace_error err = { 0 };
+    int rc = trace_text_parse_string("t.trace", text, strlen(text), &t, &err);
+    if (rc != -1 || strncmp(err.msg, want, strlen(want)) != 0)
+        fail_msg("expected '%s', got rc %d: %s", want, rc, err.msg);
+    trace_free(t);
+}
+
 static trace_stmt stmt_at(const trace *t, uint64_t i)
 {
     trace_stmt s;
@@ -823,15 +834,45 @@ static void test_text_write_declares_just_before_first_use(void **state)
     assert_round_trip(text);
 }
 
-static void test_text_write_meta_as_comments(void **state)
+/* Run metadata is written as `meta KEY=VALUE` lines and read back: a
+ * control character becomes '?', a value with blanks is quoted, and a key
+ * that is not a name stays a comment. */
+static void test_text_write_meta_reads_back(void **state)
 {
     (void)state;
     trace *t = parse_ok("syncsim-trace 1\n");
     assert_int_equal(trace_set_meta(t, "producer", "sim\nx"), 0);
+    assert_int_equal(trace_set_meta(t, "status", "incomplete"), 0);
+    assert_int_equal(trace_set_meta(t, "dropped.no-ts", "3"), 0);
+    assert_int_equal(trace_set_meta(t, "model", "tp:a b"), 0);
+    assert_int_equal(trace_set_meta(t, "bad key", "v"), 0);
     char *out = write_trace(t);
-    assert_string_equal(out, "syncsim-trace 1\n# meta producer=sim?x\n");
+    assert_string_equal(out, "syncsim-trace 1\nmeta producer=\"sim?x\"\nmeta status=incomplete\n"
+                             "meta dropped.no-ts=3\nmeta model=\"tp:a b\"\n# meta bad key=v\n");
+    trace *back = parse_ok(out);
+    assert_string_equal(trace_get_meta(back, "status"), "incomplete");
+    assert_string_equal(trace_get_meta(back, "dropped.no-ts"), "3");
+    assert_string_equal(trace_get_meta(back, "model"), "tp:a b");
+    assert_null(trace_get_meta(back, "bad key"));
     free(out);
+    trace_free(back);
     trace_free(t);
+}
+
+/* `meta` is a keyword only where no queue is named meta, and needs a
+ * KEY=VALUE. */
+static void test_text_meta_line(void **state)
+{
+    (void)state;
+    trace *t = parse_ok("syncsim-trace 1\nqueue meta host\nbuffer X size=4\nmeta op k w:X\n");
+    assert_int_equal(t->n_stmts, 1);
+    trace_free(t);
+    t = parse_ok("syncsim-trace 1\nmeta a=1 b=\"x y\"\nmeta a=2\n");
+    assert_string_equal(trace_get_meta(t, "a"), "2");
+    assert_string_equal(trace_get_meta(t, "b"), "x y");
+    trace_free(t);
+    parse_fails("syncsim-trace 1\nmeta\n", "t.trace:2:5: expected KEY=VALUE after meta");
+    parse_fails("syncsim-trace 1\nmeta x\n", "t.trace:2:6: expected KEY=VALUE");
 }
 
 static void test_text_write_refuses_unwritable_names(void **state)
@@ -917,7 +958,8 @@ int main(void)
         cmocka_unit_test(test_text_round_trip_litmus_files),
         cmocka_unit_test(test_text_write_renumbers_statement_lines),
         cmocka_unit_test(test_text_write_declares_just_before_first_use),
-        cmocka_unit_test(test_text_write_meta_as_comments),
+        cmocka_unit_test(test_text_write_meta_reads_back),
+        cmocka_unit_test(test_text_meta_line),
         cmocka_unit_test(test_text_write_refuses_unwritable_names),
         cmocka_unit_test(test_text_streams_200k_statements_in_constant_memory),
     };

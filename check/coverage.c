@@ -1,0 +1,249 @@
+/*
+ * coverage.c -- what a check could judge, so that "clean" means "looked,
+ * and found nothing".
+ *
+ * A verdict is only as good as what the trace holds. Three things can be
+ * missing, and each is counted here, once, for every command that gives a
+ * verdict (check, minimize, replay --drop-sync, report):
+ *
+ *   byte ranges   A captured trace (run metadata accesses=: none, pointers,
+ *                 execution-trace; traces/formats/capture.c sets it) knows
+ *                 which bytes a device statement touched only where its
+ *                 source said so. A device statement that computes or moves
+ *                 data (op, copy, collective, send, recv on a stream) with
+ *                 no non-empty byte range cannot race, so its races and
+ *                 uses after free were not checked. In a trace written by
+ *                 hand or recorded by syncsim, accesses are declared: an op
+ *                 without one touches nothing, and is judged as such. A
+ *                 capture that yields no device statement at all is never
+ *                 full either: nothing on a device was seen.
+ *   import drops  What an importer read and did not import (the ledger,
+ *                 trace_ledger): an event the checker never saw may be the
+ *                 one that races.
+ *   absent ranks  Some ranks of a larger job (merge --partial, or one rank's
+ *                 trace alone): what needs an absent rank was made local.
+ *
+ * Host accesses are counted and shown (a capture records a host load or
+ * store only where the program marks it), but their absence alone does not
+ * make coverage partial: a host that only launches and syncs has none.
+ *
+ * Coverage is full when none of the three is missing. A check without
+ * findings is then "clean" (exit 0); with partial coverage it is "no
+ * findings, partial coverage" (exit 4), and the minimiser and replay's
+ * --drop-sync refuse to call a sync removable unless asked for the weaker,
+ * ordering-only promise.
+ *
+ * Cost: one test per access of each statement (streaming, no memory).
+ */
+#include "internal.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void check_coverage_init(check_coverage *c, const trace *t)
+{
+    memset(c, 0, sizeof *c);
+    if (!t)
+        return;
+    c->dropped = trace_ledger(t, NULL, NULL);
+    const char *acc = trace_get_meta(t, "accesses");
+    c->captured = acc != NULL;
+    const char *p = trace_get_meta(t, "partial");
+    unsigned given, world;
+    if (p && sscanf(p, "%u/%u", &given, &world) == 2 && given < world) {
+        c->ranks_given = given;
+        c->ranks_world = world;
+    }
+}
+
+/* Statements that compute or move data: where byte ranges matter. */
+static bool moves_data(trace_kind k)
+{
+    return k == TRACE_OP || k == TRACE_COPY || k == TRACE_COLLECTIVE || k == TRACE_SEND ||
+           k == TRACE_RECV;
+}
+
+void check_coverage_stmt(check_coverage *c, const trace *t, const trace_stmt *s)
+{
+    if (!moves_data(s->kind) || s->queue >= t->n_queues)
+        return;
+    bool ranged = false;
+    for (uint32_t i = 0; i < s->n_access && !ranged; i++)
+        ranged = s->access[i].hi > s->access[i].lo;
+    if (t->queues[s->queue].kind == TRACE_QUEUE_HOST) {
+        c->host_accesses += ranged;
+        return;
+    }
+    c->device++;
+    c->device_ranged += ranged;
+}
+
+void check_coverage_of(check_coverage *c, const trace *t)
+{
+    check_coverage_init(c, t);
+    for (uint64_t i = 0; i < t->n_stmts; i++) {
+        trace_stmt s;
+        trace_stmt_at(t, i, &s);
+        check_coverage_stmt(c, t, &s);
+    }
+}
+
+/* Device statements whose races were not checked. */
+static uint64_t unranged(const check_coverage *c)
+{
+    return c->captured ? c->device - c->device_ranged : 0;
+}
+
+bool check_coverage_full(const check_coverage *c)
+{
+    return unranged(c) == 0 && !(c->captured && c->device == 0) && c->dropped == 0 &&
+           c->ranks_world == 0;
+}
+
+typedef struct text_buf {
+    char *buf;
+    size_t cap, len;
+} text_buf;
+
+static void add(text_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void add(text_buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    bool room = b->buf && b->len < b->cap;
+    int n = vsnprintf(room ? b->buf + b->len : NULL, room ? b->cap - b->len : 0, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        b->len += (size_t)n;
+}
+
+typedef struct ledger_text {
+    text_buf *b;
+    unsigned shown;
+} ledger_text;
+
+static void add_reason(void *ctx, const char *reason, uint64_t n)
+{
+    ledger_text *lt = ctx;
+    add(lt->b, "%s%s %" PRIu64, lt->shown++ ? ", " : "", reason, n);
+}
+
+size_t check_coverage_missing(char *buf, size_t cap, const check_coverage *c, const trace *t)
+{
+    text_buf b = { buf, cap, 0 };
+    if (buf && cap)
+        buf[0] = '\0';
+    const char *sep = "";
+    if (c->captured && c->device == 0) {
+        add(&b, "the capture holds no device statement (no kernel, copy or memset was imported)");
+        sep = "; ";
+    } else if (unranged(c)) {
+        add(&b, "%" PRIu64 " of %" PRIu64 " device statements have no byte ranges, so their races "
+                "and uses after free were not checked",
+            unranged(c), c->device);
+        const char *acc = t ? trace_get_meta(t, "accesses") : NULL;
+        if (acc && strcmp(acc, "none") == 0)
+            add(&b, " (a PyTorch capture gets them from its execution trace: import --et)");
+        sep = "; ";
+    }
+    if (c->dropped) {
+        add(&b, "%s%" PRIu64 " event%s dropped at import", sep, c->dropped,
+            c->dropped == 1 ? "" : "s");
+        if (t) {
+            ledger_text lt = { &b, 0 };
+            add(&b, " (");
+            trace_ledger(t, add_reason, &lt);
+            add(&b, ")");
+        }
+        sep = "; ";
+    }
+    if (c->ranks_world) {
+        const char *absent = t ? trace_get_meta(t, "ranks.absent") : NULL;
+        add(&b, "%s%u of %u ranks absent%s%s%s: collectives and messages that need them were "
+                "made local",
+            sep, c->ranks_world - c->ranks_given, c->ranks_world, absent ? " (" : "",
+            absent ? absent : "", absent ? ")" : "");
+    }
+    return b.len;
+}
+
+size_t check_coverage_describe(char *buf, size_t cap, const check_coverage *c, const trace *t)
+{
+    text_buf b = { buf, cap, 0 };
+    if (buf && cap)
+        buf[0] = '\0';
+    if (!check_coverage_full(c)) {
+        add(&b, "coverage partial: ");
+        bool room = buf && b.len < cap;
+        size_t n = check_coverage_missing(room ? buf + b.len : NULL, room ? cap - b.len : 0, c, t);
+        b.len += n;
+        return b.len;
+    }
+    add(&b, "coverage full");
+    if (c->captured)
+        add(&b, ": %" PRIu64 " of %" PRIu64 " device statements with byte ranges, host accesses "
+                "%s",
+            c->device_ranged, c->device, c->host_accesses ? "recorded" : "none recorded");
+    return b.len;
+}
+
+typedef struct ledger_json {
+    FILE *out;
+    unsigned shown;
+} ledger_json;
+
+static void json_reason(void *ctx, const char *reason, uint64_t n)
+{
+    ledger_json *lj = ctx;
+    fputs(lj->shown++ ? ", " : "", lj->out);
+    trace_json_str(lj->out, reason);
+    fprintf(lj->out, ": %" PRIu64, n);
+}
+
+void check_coverage_print_json(FILE *out, const check_coverage *c, const trace *t)
+{
+    fprintf(out,
+            "{\"full\": %s, \"captured\": %s, \"device_statements\": %" PRIu64
+            ", \"with_byte_ranges\": %" PRIu64 ", \"host_accesses\": %" PRIu64
+            ", \"dropped\": %" PRIu64 ", \"dropped_by_reason\": {",
+            check_coverage_full(c) ? "true" : "false", c->captured ? "true" : "false", c->device,
+            c->device_ranged, c->host_accesses, c->dropped);
+    if (t) {
+        ledger_json lj = { out, 0 };
+        trace_ledger(t, json_reason, &lj);
+    }
+    fputs("}", out);
+    if (c->ranks_world) {
+        const char *absent = t ? trace_get_meta(t, "ranks.absent") : NULL;
+        fprintf(out, ", \"ranks\": {\"given\": %u, \"world\": %u, \"absent\": ", c->ranks_given,
+                c->ranks_world);
+        trace_json_str(out, absent ? absent : "");
+        fputs("}", out);
+    }
+    fputs("}", out);
+}
+
+void check_coverage_to_info(const check_coverage *c, trace_check_info *info)
+{
+    info->has_coverage = true;
+    info->captured = c->captured;
+    info->device = c->device;
+    info->device_ranged = c->device_ranged;
+    info->host_accesses = c->host_accesses;
+    info->dropped = c->dropped;
+    info->ranks_given = c->ranks_given;
+    info->ranks_world = c->ranks_world;
+}
+
+const check_coverage *check_coverage_from_info(check_coverage *c, const trace_check_info *info)
+{
+    if (!info || !info->has_coverage)
+        return NULL;
+    *c = (check_coverage){ info->device,  info->device_ranged, info->host_accesses,
+                           info->dropped, info->captured,      info->ranks_given,
+                           info->ranks_world };
+    return c;
+}
