@@ -192,6 +192,16 @@ void cli_baseline_writer_add(cli_baseline_writer *w, const trace *t, const char 
     }
 }
 
+void cli_baseline_writer_free(cli_baseline_writer *w)
+{
+    if (!w)
+        return;
+    for (size_t i = 0; i < w->n; i++)
+        free(w->e[i].text);
+    free(w->e);
+    free(w);
+}
+
 int cli_baseline_writer_finish(cli_baseline_writer *w, const char *cmd, const char *path)
 {
     int status = 2;
@@ -215,9 +225,6 @@ int cli_baseline_writer_finish(cli_baseline_writer *w, const char *cmd, const ch
                     (unsigned long long)w->e[i].k.fingerprint, w->e[i].text);
     status = cli_output_close(cmd, out, path, tmp, !ferror(out));
 done:
-    for (size_t i = 0; i < w->n; i++)
-        free(w->e[i].text);
-    free(w->e);
-    free(w);
+    cli_baseline_writer_free(w);
     return status;
 }

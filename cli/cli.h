@@ -121,5 +121,7 @@ void cli_baseline_writer_add(cli_baseline_writer *w, const trace *t, const char 
 /* Writes path (sorted, one line per fingerprint) and frees w. 0, or 2 after
  * printing the error. */
 int cli_baseline_writer_finish(cli_baseline_writer *w, const char *cmd, const char *path);
+/* Frees w without writing anything (NULL: nothing). */
+void cli_baseline_writer_free(cli_baseline_writer *w);
 
 #endif
