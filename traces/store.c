@@ -217,13 +217,12 @@ int store_fail(trace_store *st, int rc, const char *table, const char *what, tra
     const char *msg = st && st->db ? sqlite3_errmsg(st->db) : sqlite3_errstr(rc);
     if ((rc & 0xff) == SQLITE_CORRUPT || (rc & 0xff) == SQLITE_NOTADB)
         msg = "database disk image is malformed";
-    trace_error_set(err, store_status_of(rc), "%s: %s%s%s: %s", st ? st->path : "database",
-                    table ? "table " : "", table ? table : "", table ? (what ? ": " : "") : "",
-                    what ? what : "");
-    if (err) {
-        size_t len = strlen(err->msg);
-        snprintf(err->msg + len, sizeof err->msg - len, "%s%s", what || table ? ": " : "", msg);
-    }
+    /* "PATH[: table T][: what]: message"; a read-only file says what to do */
+    bool ro = (rc & 0xff) == SQLITE_READONLY;
+    trace_error_set(err, store_status_of(rc), "%s%s%s%s%s: %s%s", st ? st->path : "database",
+                    table ? ": table " : "", table ? table : "", what && *what ? ": " : "",
+                    what ? what : "", msg,
+                    ro ? " (the file, or the folder it is in, cannot be written here)" : "");
     return -1;
 }
 

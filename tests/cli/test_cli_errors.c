@@ -13,6 +13,9 @@
 #include <string.h>
 
 #include "tests/tmpdir.h"
+#include "traces/store_int.h"
+
+#include <sqlite3.h>
 
 /* getopt's own wording, which must never reach the user. */
 static void assert_no_getopt_lines(const char *out)
@@ -96,6 +99,26 @@ static void test_cli_errors_no_doubled_command(void **state)
     assert_string_equal(out, "syncsim merge: a.db and b.db are both rank 0\n");
 }
 
+/* A database error names the file and the table once ("table meta: :
+ * attempt to write a readonly database" had neither the colon right nor a
+ * hint), and a read-only one says what is wrong. Running as root, a
+ * read-only file cannot be made here, so the message is built directly. */
+static void test_cli_errors_database_errors_name_the_file(void **state)
+{
+    (void)state;
+    char path[] = "/data/run.db";
+    trace_store st = { .db = NULL, .path = path };
+    trace_error err = { 0 };
+    assert_int_equal(store_fail(&st, SQLITE_READONLY, "meta", NULL, &err), -1);
+    assert_string_equal(err.msg, "/data/run.db: table meta: attempt to write a readonly database "
+                                 "(the file, or the folder it is in, cannot be written here)");
+    assert_int_equal(store_fail(&st, SQLITE_FULL, "statements", "appending", &err), -1);
+    assert_string_equal(err.msg, "/data/run.db: table statements: appending: database or disk "
+                                 "is full");
+    assert_int_equal(store_fail(&st, SQLITE_IOERR, NULL, NULL, &err), -1);
+    assert_string_equal(err.msg, "/data/run.db: disk I/O error");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -103,6 +126,7 @@ int main(void)
         cmocka_unit_test(test_cli_errors_missing_and_extra_values),
         cmocka_unit_test(test_cli_errors_name_the_limit),
         cmocka_unit_test(test_cli_errors_no_doubled_command),
+        cmocka_unit_test(test_cli_errors_database_errors_name_the_file),
     };
     return cmocka_run_group_tests(tests, tmpdir_setup, tmpdir_teardown);
 }
