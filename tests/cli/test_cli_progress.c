@@ -83,11 +83,33 @@ static void test_cli_progress_bar_and_off(void **state)
     assert_string_equal(out + n - 4, "\r\033[K");       /* erased */
 }
 
+/* check counts the statements it checks, of the run's total for a
+ * database; standard output keeps the findings and the verdict alone. */
+static void test_cli_progress_check(void **state)
+{
+    fixture *f = *state;
+    static char out[1 << 16];
+    assert_int_equal(tmpdir_sh(f, out, sizeof out,
+                               "{ SYNCSIM_PROGRESS_MS=1 %s check a0.db 2>&1 >/dev/null; }",
+                               SYNCSIM_BINARY),
+                     0);
+    assert_non_null(strstr(out, "syncsim check: "));
+    const char *last = strstr(out, "syncsim check: done, ");
+    assert_non_null(last);
+    assert_non_null(strstr(last, " statements (100%), "));
+    assert_int_equal(tmpdir_sh(f, out, sizeof out,
+                               "{ SYNCSIM_PROGRESS_MS=1 %s check big.trace 2>/dev/null; }",
+                               SYNCSIM_BINARY),
+                     0);
+    assert_int_equal(strncmp(out, "big.trace: clean: ", 18), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cli_progress_lines_on_a_pipe),
         cmocka_unit_test(test_cli_progress_bar_and_off),
+        cmocka_unit_test(test_cli_progress_check),
     };
     return cmocka_run_group_tests(tests, setup, tmpdir_teardown);
 }
