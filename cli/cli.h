@@ -4,7 +4,12 @@
  * Each subcommand lives in cli/cmd_<name>.c and is listed in
  * cli/commands.def. It gets argv with argv[0] = its own name, returns the
  * process exit status (0 success, 1 "findings" where that applies, 2 bad
- * input or usage) and prints errors as one line: "syncsim NAME: message".
+ * input or usage; check adds 3 incomplete and 4 partial coverage) and
+ * prints errors as one line, "syncsim NAME: message" (cli_error; a place
+ * in a file as FILE:LINE: at the start of the message), parsing options
+ * with cli_getopt so that getopt says nothing of its own. Long work shows
+ * progress through cli_progress; a command that derives a run from another
+ * writes it only where -o says.
  */
 #ifndef SYNCSIM_CLI_H
 #define SYNCSIM_CLI_H

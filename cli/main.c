@@ -94,8 +94,11 @@ static void usage(FILE *out)
     fprintf(out,
             "\n"
             "A command that takes a database and is given none uses ./" CLI_DEFAULT_DB ".\n"
-            "Exit status: 0 success, 1 findings (check) or outputs that differ from the\n"
-            "reference (run on real devices), 2 bad input or usage.\n"
+            "Exit status: 0 success, 1 findings (check, minimize), an unsafe what-if\n"
+            "(replay) or outputs that differ from the reference (run on real devices),\n"
+            "2 bad input or usage, 3 no findings in an incomplete run (check), 4 no\n"
+            "findings but partial coverage (check). Errors are one line: 'syncsim COMMAND:\n"
+            "FILE:LINE: message' or 'syncsim COMMAND: message'.\n"
             "Long work (run, merge, check) shows progress on standard error: a bar with an\n"
             "ETA on a terminal, else a line every 5 s ($SYNCSIM_PROGRESS_MS: another\n"
             "interval; $SYNCSIM_PROGRESS=bar|lines|off: the form).\n"
