@@ -76,6 +76,9 @@ int cli_open(const char *cmd, const char *path, const trace_source_opts *o, trac
  * progress); 0 when not known. */
 uint64_t cli_source_statements(trace_source *src);
 
+/* True when a and b name the same existing file (links and ./ included). */
+bool cli_same_file(const char *a, const char *b);
+
 /* Whether output may be written: not empty, not a directory, not the input
  * itself, not an existing trace database. 0, or the usage status 2 (error
  * printed). "-" is standard output. */

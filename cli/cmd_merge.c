@@ -131,7 +131,7 @@ int cmd_merge(int argc, char **argv)
             rc = cli_usage_error("merge", "standard input cannot be one of the ranks: give files");
             goto out;
         }
-        if (!strcmp(paths[i], output)) {
+        if (!strcmp(paths[i], output) || cli_same_file(paths[i], output)) {
             rc = cli_error("merge", "%s: is an input; write the job elsewhere (-o)", output);
             goto out;
         }

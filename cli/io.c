@@ -98,8 +98,7 @@ int cli_resolve_run_in(const char *cmd, trace_store *st, const char *path, const
     return cli_error(cmd, "%s: %s", path, err.msg);
 }
 
-/* True when a and b name the same file. */
-static bool same_file(const char *a, const char *b)
+bool cli_same_file(const char *a, const char *b)
 {
     struct stat sa, sb;
     return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
@@ -115,7 +114,7 @@ int cli_output_check(const char *cmd, const char *output, const char *input)
     struct stat sb;
     if (stat(output, &sb) == 0 && S_ISDIR(sb.st_mode))
         return cli_error(cmd, "%s: is a directory; -o names the file to write", output);
-    if (input && strcmp(input, "-") != 0 && same_file(output, input))
+    if (input && strcmp(input, "-") != 0 && cli_same_file(output, input))
         return cli_error(cmd, "%s: is the input; refusing to write over it (choose another -o)",
                          output);
     if (access(output, F_OK) == 0 && trace_sqlite_has_table(output, "statements") == 1)
