@@ -228,7 +228,8 @@ static int check_one(check_job *job, const char *path)
             fprintf(say, "%s: FAILED: the findings differ from the expect lines\n", path);
         status = ok ? 0 : 1;
     } else {
-        status = report_findings(job, path, &src, t, rep);
+        /* standard input as compilers name it */
+        status = report_findings(job, strcmp(path, "-") == 0 ? "<stdin>" : path, &src, t, rep);
     }
     check_report_free(rep);
     trace_source_close(&src);
