@@ -94,7 +94,8 @@ int cli_output_close(const char *cmd, FILE *f, const char *output, char *tmp, bo
  * comment says what is shown when). The work counts; a timer thread shows
  * it. Every function accepts NULL (progress off, or out of memory). */
 typedef struct cli_progress cli_progress;
-/* Starts showing progress of cmd's work, counted in unit ("statements"). */
+/* Starts showing progress of cmd's work, counted in unit ("statements"),
+ * or, with unit "", only that it goes on. */
 cli_progress *cli_progress_start(const char *cmd, const char *unit);
 /* How much there is in all (0: not known: no percentage, no ETA). */
 void cli_progress_total(cli_progress *p, uint64_t total);

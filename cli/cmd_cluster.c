@@ -195,7 +195,9 @@ int cmd_cluster(int argc, char **argv)
         return cli_error("cluster", "%s", err);
     sim_cluster_opts o = { .workload = workload, .model = &m, .trace_path = db, .seed_bug = bug };
     sim_cluster_result r;
+    cli_progress *prog = cli_progress_start("cluster", "");
     int rc = sim_cluster_run(&net, &o, &r, err, sizeof err);
+    cli_progress_end(prog);
     if (rc != 0) {
         sim_net_close(&net);
         return cli_error("cluster", "%s", err);

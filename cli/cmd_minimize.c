@@ -112,7 +112,10 @@ int cmd_minimize(int argc, char **argv)
         return cli_error("minimize", "%s", err.msg);
     check_options opt = { .allow_findings = allow_findings };
     check_min_result res;
-    if (check_minimize(t, &opt, &res, &err) != 0) {
+    cli_progress *prog = cli_progress_start("minimize", "");
+    int mrc = check_minimize(t, &opt, &res, &err);
+    cli_progress_end(prog);
+    if (mrc != 0) {
         trace_free(t);
         return cli_error("minimize", "%s", err.msg);
     }

@@ -80,7 +80,10 @@ int cmd_report(int argc, char **argv)
     if (cli_run_resolve("report", db, &opts.run) != 0)
         return 2;
     trace_error err = { 0 };
-    if (viz_report_write(db, &opts, output, &err) != 0)
+    cli_progress *prog = cli_progress_start("report", "");
+    int wrc = viz_report_write(db, &opts, output, &err);
+    cli_progress_end(prog);
+    if (wrc != 0)
         return cli_error("report", "%s", err.msg);
     printf("%s\n", output);
     return 0;

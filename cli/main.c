@@ -99,9 +99,9 @@ static void usage(FILE *out)
             "2 bad input or usage, 3 no findings in an incomplete run (check), 4 no\n"
             "findings but partial coverage (check). Errors are one line: 'syncsim COMMAND:\n"
             "FILE:LINE: message' or 'syncsim COMMAND: message'.\n"
-            "Long work (run, merge, check) shows progress on standard error: a bar with an\n"
-            "ETA on a terminal, else a line every 5 s ($SYNCSIM_PROGRESS_MS: another\n"
-            "interval; $SYNCSIM_PROGRESS=bar|lines|off: the form).\n"
+            "Long work (run, merge, check, minimize, cluster, report) shows progress on\n"
+            "standard error: a bar with an ETA on a terminal, else a line every 5 s\n"
+            "($SYNCSIM_PROGRESS_MS: another interval; $SYNCSIM_PROGRESS=bar|lines|off).\n"
             "Run 'syncsim help COMMAND' for a command's options and examples.\n");
 }
 

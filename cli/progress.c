@@ -16,6 +16,10 @@
  *                  2600000 statements (47%), 5.0 s, ETA 5.6 s" -- and one
  *                  last line with the total if any line was printed.
  *
+ * Work that cannot be counted from here (a simulation, the minimiser, a
+ * report) gives no unit: its lines say "working, 35.0 s" and at the end
+ * "done, 36.2 s", so that a log is never silent for long.
+ *
  * The interval is 5 s, or $SYNCSIM_PROGRESS_MS milliseconds when set.
  * $SYNCSIM_PROGRESS=bar|lines|off chooses the form whatever standard error
  * is. The ETA is the time so far scaled by what is left, shown once 1 % is
@@ -83,7 +87,13 @@ static void print_state(cli_progress *p, bool last)
         fmt_time(left, sizeof left, elapsed * (double)(total - done) / (double)done);
         snprintf(eta, sizeof eta, ", ETA %s", left);
     }
-    if (p->bar) {
+    if (!p->unit[0]) {
+        /* nothing counted: the work only says it goes on */
+        if (p->bar)
+            fprintf(stderr, "\rsyncsim %s: working, %s\033[K", p->cmd, took);
+        else
+            fprintf(stderr, "syncsim %s: %s, %s\n", p->cmd, last ? "done" : "working", took);
+    } else if (p->bar) {
         enum { WIDTH = 30 };
         int fill = total ? (int)(done >= total ? WIDTH : done * WIDTH / total) : 0;
         if (total)

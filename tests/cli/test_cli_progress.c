@@ -104,12 +104,29 @@ static void test_cli_progress_check(void **state)
     assert_int_equal(strncmp(out, "big.trace: clean: ", 18), 0);
 }
 
+/* Work that is not counted (a cluster simulation) still says it goes on,
+ * and when it is done. */
+static void test_cli_progress_uncounted_work(void **state)
+{
+    fixture *f = *state;
+    static char out[1 << 16];
+    assert_int_equal(tmpdir_sh(f, out, sizeof out,
+                               "{ SYNCSIM_PROGRESS_MS=1 %s cluster --network builtin:4x8 "
+                               "--workload step:tp=8,pp=4,dp=1,microbatches=8,seq=4096 "
+                               "2>&1 >/dev/null; }",
+                               SYNCSIM_BINARY),
+                     0);
+    assert_non_null(strstr(out, "syncsim cluster: working, "));
+    assert_non_null(strstr(out, "syncsim cluster: done, "));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cli_progress_lines_on_a_pipe),
         cmocka_unit_test(test_cli_progress_bar_and_off),
         cmocka_unit_test(test_cli_progress_check),
+        cmocka_unit_test(test_cli_progress_uncounted_work),
     };
     return cmocka_run_group_tests(tests, setup, tmpdir_teardown);
 }
