@@ -76,7 +76,7 @@ int cli_resolve_run_in(const char *cmd, trace_store *st, const char *path, const
                        int64_t *id)
 {
     unsigned long long v;
-    if (arg[0] >= '0' && arg[0] <= '9') {
+    if (*arg && strspn(arg, "0123456789") == strlen(arg)) {
         if (cli_parse_u64(arg, &v) != 0 || v == 0 || v > INT64_MAX)
             return cli_usage_error(cmd, "expected a run id (1, 2, ...) or a run's name, got "
                                    "'%s'", arg);

@@ -235,7 +235,7 @@ static unsigned n_run_names;
 
 int cli_parse_run(const char *cmd, const char *arg, unsigned long long *run)
 {
-    if (arg[0] >= '0' && arg[0] <= '9') {
+    if (*arg && strspn(arg, "0123456789") == strlen(arg)) {
         if (cli_parse_u64(arg, run) != 0 || *run == 0 || *run >= CLI_RUN_NAMED(0))
             return cli_usage_error(cmd, "--run expects a run id (1, 2, ...) or a run's name, "
                                    "got '%s'", arg);

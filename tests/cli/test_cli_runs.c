@@ -88,6 +88,11 @@ static void test_cli_runs_names_and_run_by_name(void **state)
     assert_non_null(strstr(out, "run 1 is already named 'before'"));
     assert_int_equal(tmpdir_sh(f, out, sizeof out, "%s runs r.db --name 2 7", SYNCSIM_BINARY), 2);
     assert_non_null(strstr(out, "cannot name a run"));
+    /* a name may start with a digit: only a number is an id */
+    assert_int_equal(tmpdir_sh(f, out, sizeof out, "%s runs r.db --name 2 2nd-try && "
+                               "%s export r.db --run 2nd-try", SYNCSIM_BINARY, SYNCSIM_BINARY),
+                     0);
+    assert_non_null(strstr(out, "h sync s"));
 }
 
 /* Deleting a run leaves no row of it in any table; the other run is whole. */
