@@ -145,8 +145,12 @@ size_t check_coverage_missing(char *buf, size_t cap, const check_coverage *c, co
                 "and uses after free were not checked",
             unranged(c), c->device);
         const char *acc = t ? trace_get_meta(t, "accesses") : NULL;
-        if (acc && strcmp(acc, "none") == 0)
-            add(&b, " (a PyTorch capture gets them from its execution trace: import --et)");
+        const char *fmt = t ? trace_get_meta(t, "capture.format") : NULL;
+        if (acc && strcmp(acc, "none") == 0 && fmt && strcmp(fmt, "kineto") == 0)
+            add(&b, " (a PyTorch profile gets them from its execution trace: import --et)");
+        else if (acc && strcmp(acc, "none") == 0 && fmt && strcmp(fmt, "nsys") == 0)
+            add(&b, " (Nsight Systems records no addresses: `syncsim capture` records each "
+                    "kernel's pointers)");
         sep = "; ";
     }
     if (c->dropped) {

@@ -13,6 +13,7 @@
 #include "traces/trace.h"
 
 #include <dlfcn.h>
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -29,6 +30,7 @@ void cmd_capture_help(FILE *out)
 {
     fprintf(out,
             "usage: syncsim capture [-o DB] [--name NAME] [--keep-log] [--log FILE] -- PROGRAM [ARGS...]\n"
+            "       syncsim capture --symbolize LOG\n"
             "\n"
             "Runs PROGRAM, any CUDA program, unmodified, under syncsim's CUPTI injection\n"
             "library and records what it did: allocations and frees, streams (the legacy\n"
@@ -38,10 +40,12 @@ void cmd_capture_help(FILE *out)
             "launches, NVTX ranges (iterations), cuBLAS and NCCL calls with their read/write\n"
             "sets (NCCL collectives as collectives), and the GPU times of each. The record\n"
             "is stored as a new run of DB; `syncsim check DB` then says which copy or\n"
-            "kernel is missing a wait. Prints the run id, what was recorded and the\n"
-            "program's exit status. A host thread's own reads and writes are invisible to\n"
-            "CUPTI: mark one with nvtxMarkA(\"syncsim:r PTR SIZE [LABEL]\") (w, rw; PTR in\n"
-            "hex) to have it checked. docs/cuda.md says how each call maps.\n"
+            "kernel is missing a wait, with each side's call site (file:line; Python's\n"
+            "line in Python programs, whose kernels access the tensors they point into).\n"
+            "Prints the run id, what was recorded and the program's exit status. A host\n"
+            "thread's own reads and writes are invisible to CUPTI: mark one with\n"
+            "nvtxMarkA(\"syncsim:r PTR SIZE [LABEL]\") (w, rw; PTR in hex) to have it\n"
+            "checked. docs/cuda.md says how each call maps.\n"
             "\n"
             "Needs a CUDA driver and a syncsim built with the CUDA toolkit (it finds its\n"
             "libsyncsim_inject.so next to the binary, in lib/ or ../lib/syncsim/).\n"
@@ -51,6 +55,7 @@ void cmd_capture_help(FILE *out)
             "  -n, --name NAME   the run's name (default: the program's name)\n"
             "  -k, --keep-log    keep the event log (DB.PID.cuda-log) after storing it\n"
             "  -l, --log FILE    write the event log to FILE (kept)\n"
+            "  -s, --symbolize LOG  resolve the call sites of LOG only (done after each run)\n"
             "\n"
             "Exit status: 0 recorded and stored (whatever the program returned), 2 bad\n"
             "usage, no CUDA support, a program that could not run or made no CUDA call.\n"
@@ -87,6 +92,250 @@ static int cupti_path(const char *inject, char *out, size_t cap)
     return 0;
 }
 
+/* ------------------------------------------------------------------ */
+/* Call sites, symbolised after the run.                               */
+
+typedef struct site_module {
+    long pid;
+    unsigned long long base, lo, hi;
+    char *path;
+} site_module;
+
+typedef struct site_addr {
+    long pid;
+    unsigned long long addr;
+} site_addr;
+
+static int by_site_addr(const void *pa, const void *pb)
+{
+    const site_addr *a = pa, *b = pb;
+    if (a->pid != b->pid)
+        return a->pid < b->pid ? -1 : 1;
+    return a->addr < b->addr ? -1 : a->addr > b->addr;
+}
+
+/* The value of key (" pid=") in line, or NULL. */
+static const char *word(const char *line, const char *key)
+{
+    const char *w = strstr(line, key);
+    return w ? w + strlen(key) : NULL;
+}
+
+/* Whether the ELF object at path has a line table (.debug_line): without
+ * one addr2line can only answer "??" and would spend seconds reading a
+ * large library (PyTorch's) to say so. */
+static bool has_line_table(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    bool found = false;
+    Elf64_Ehdr eh;
+    Elf64_Shdr *sh = NULL;
+    char *names = NULL;
+    if (pread(fd, &eh, sizeof eh, 0) != (ssize_t)sizeof eh || memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
+        eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_shentsize != sizeof *sh || !eh.e_shnum ||
+        eh.e_shstrndx >= eh.e_shnum)
+        goto done;
+    sh = malloc((size_t)eh.e_shnum * sizeof *sh);
+    if (!sh || pread(fd, sh, (size_t)eh.e_shnum * sizeof *sh, (off_t)eh.e_shoff) !=
+                   (ssize_t)((size_t)eh.e_shnum * sizeof *sh))
+        goto done;
+    const Elf64_Shdr *str = &sh[eh.e_shstrndx];
+    if (str->sh_size > (64u << 20) || !(names = malloc(str->sh_size + 1)) ||
+        pread(fd, names, str->sh_size, (off_t)str->sh_offset) != (ssize_t)str->sh_size)
+        goto done;
+    names[str->sh_size] = '\0';
+    for (unsigned i = 0; i < eh.e_shnum && !found; i++)
+        found = sh[i].sh_name < str->sh_size &&
+                (strcmp(names + sh[i].sh_name, ".debug_line") == 0 ||
+                 strcmp(names + sh[i].sh_name, ".zdebug_line") == 0);
+done:
+    free(sh);
+    free(names);
+    close(fd);
+    return found;
+}
+
+/* Runs addr2line on path for n addresses (offsets in the object), one
+ * answer a line into out (each "FILE:LINE", "??:0" when unknown). Returns
+ * 0, or -1 when addr2line could not run. */
+static int addr2line(const char *path, const unsigned long long *off, size_t n, FILE *out)
+{
+    char **argv = calloc(n + 5, sizeof *argv);
+    char *nums = malloc(n * 20 + 1);
+    int fds[2] = { -1, -1 };
+    if (!argv || !nums || pipe2(fds, O_CLOEXEC) != 0) {
+        free(argv);
+        free(nums);
+        return -1;
+    }
+    size_t k = 0;
+    argv[k++] = "addr2line";
+    argv[k++] = "-e";
+    argv[k++] = (char *)path;
+    for (size_t i = 0; i < n; i++) {
+        argv[k] = nums + 20 * i;
+        snprintf(argv[k++], 20, "0x%llx", off[i]);
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fds[1], 1);
+        int null = open("/dev/null", O_WRONLY);
+        if (null >= 0)
+            dup2(null, 2);
+        execvp("addr2line", argv);
+        _exit(127);
+    }
+    close(fds[1]);
+    FILE *in = pid > 0 ? fdopen(fds[0], "r") : NULL;
+    char line[4096];
+    size_t got = 0;
+    while (in && fgets(line, sizeof line, in)) {
+        line[strcspn(line, "\n")] = '\0';
+        char *disc = strstr(line, " (discriminator");
+        if (disc)
+            *disc = '\0';
+        fprintf(out, "%s\n", line);
+        got++;
+    }
+    if (in)
+        fclose(in);
+    else
+        close(fds[0]);
+    int status = 0;
+    if (pid > 0)
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+            ;
+    free(argv);
+    free(nums);
+    return pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 && got == n ? 0 : -1;
+}
+
+/* Appends to log one `sym` record per distinct return address of its
+ * site= words, resolved in the objects its `module` records name
+ * (addr2line on the address minus one: the call, not the instruction
+ * after it; objects without a line table are skipped). Returns the number of addresses given a source line, or -1
+ * (one line printed) when the log cannot be read or addr2line is missing. */
+static long symbolize(const char *log)
+{
+    FILE *f = fopen(log, "r");
+    if (!f)
+        return cli_error("capture", "%s: %s", log, strerror(errno)), -1;
+    site_module *mods = NULL;
+    site_addr *addrs = NULL;
+    size_t n_mods = 0, n_addrs = 0, cap_mods = 0, cap_addrs = 0;
+    char *line = NULL;
+    size_t cap = 0;
+    long resolved = -1;
+    while (getline(&line, &cap, f) > 0) {
+        const char *pid = word(line, " pid=");
+        if (!pid)
+            continue;
+        if (strncmp(line, "module ", 7) == 0) {
+            const char *b = word(line, " base="), *lo = word(line, " lo="),
+                       *hi = word(line, " hi="), *name = word(line, " name=");
+            if (!b || !lo || !hi || !name)
+                continue;
+            if (n_mods == cap_mods) {
+                cap_mods = cap_mods ? 2 * cap_mods : 64;
+                site_module *m = realloc(mods, cap_mods * sizeof *m);
+                if (!m)
+                    goto done;
+                mods = m;
+            }
+            mods[n_mods] = (site_module){ strtol(pid, NULL, 10), strtoull(b, NULL, 0),
+                                          strtoull(lo, NULL, 0), strtoull(hi, NULL, 0),
+                                          strndup(name, strcspn(name, "\n")) };
+            if (!mods[n_mods].path)
+                goto done;
+            n_mods++;
+        } else if (strncmp(line, "api ", 4) == 0) {
+            const char *site = word(line, " site=");
+            for (const char *p = site; p && *p && *p != ' ' && *p != '\n';) {
+                char *end;
+                unsigned long long a = strtoull(p, &end, 0);
+                if (end == p)
+                    break;
+                if (n_addrs == cap_addrs) {
+                    cap_addrs = cap_addrs ? 2 * cap_addrs : 1024;
+                    site_addr *x = realloc(addrs, cap_addrs * sizeof *x);
+                    if (!x)
+                        goto done;
+                    addrs = x;
+                }
+                addrs[n_addrs++] = (site_addr){ strtol(pid, NULL, 10), a };
+                p = *end == ',' ? end + 1 : end;
+            }
+        }
+    }
+    qsort(addrs, n_addrs, sizeof *addrs, by_site_addr);
+    size_t n = 0;
+    for (size_t i = 0; i < n_addrs; i++)
+        if (n == 0 || by_site_addr(&addrs[n - 1], &addrs[i]) != 0)
+            addrs[n++] = addrs[i];
+    n_addrs = n;
+    FILE *out = fopen(log, "a");
+    if (!out) {
+        cli_error("capture", "%s: %s", log, strerror(errno));
+        goto done;
+    }
+    resolved = 0;
+    unsigned long long *off = malloc((n_addrs + 1) * sizeof *off);
+    site_addr *mine = malloc((n_addrs + 1) * sizeof *mine);
+    char *answers = NULL;
+    size_t answers_len = 0;
+    for (size_t m = 0; off && mine && m < n_mods && resolved >= 0; m++) {
+        size_t k = 0;
+        for (size_t i = 0; i < n_addrs; i++)
+            if (addrs[i].pid == mods[m].pid && addrs[i].addr > mods[m].lo &&
+                addrs[i].addr <= mods[m].hi) {
+                mine[k] = addrs[i];
+                off[k++] = addrs[i].addr - 1 - mods[m].base;
+            }
+        if (!k || !has_line_table(mods[m].path))
+            continue;           /* its sites stay OBJECT+OFFSET */
+        FILE *mem = open_memstream(&answers, &answers_len);
+        if (!mem || addr2line(mods[m].path, off, k, mem) != 0) {
+            if (mem)
+                fclose(mem);
+            if (access(mods[m].path, R_OK) != 0)
+                continue;       /* gone since the run: its sites stay addresses */
+            cli_error("capture", "addr2line failed on %s: call sites stay addresses "
+                                 "(is binutils installed?)", mods[m].path);
+            resolved = -1;
+            break;
+        }
+        fclose(mem);
+        char *p = answers;
+        for (size_t i = 0; i < k && p && *p; i++) {
+            char *nl = strchr(p, '\n');
+            if (nl)
+                *nl = '\0';
+            fprintf(out, "sym pid=%ld addr=0x%llx name=%s\n", mine[i].pid, mine[i].addr, p);
+            if (p[0] != '?' && !strstr(p, ":?") && !strstr(p, ":0"))
+                resolved++;
+            p = nl ? nl + 1 : NULL;
+        }
+        free(answers);
+        answers = NULL;
+    }
+    free(off);
+    free(mine);
+    if (fclose(out) != 0 && resolved >= 0) {
+        cli_error("capture", "%s: %s", log, strerror(errno));
+        resolved = -1;
+    }
+done:
+    fclose(f);
+    free(line);
+    for (size_t i = 0; i < n_mods; i++)
+        free(mods[i].path);
+    free(mods);
+    free(addrs);
+    return resolved;
+}
+
 /* Runs argv with the capture environment; returns its wait status, or -1
  * (error printed) when it could not start. */
 static int run_program(char **argv, const char *inject, const char *shim, const char *cupti,
@@ -107,6 +356,25 @@ static int run_program(char **argv, const char *inject, const char *shim, const 
         setenv("SYNCSIM_CAPTURE_LOG", log, 1);
         if (cupti[0])
             setenv("NVTX_INJECTION64_PATH", cupti, 1);
+        /* Python programs: sitecustomize.py beside the libraries records
+         * PyTorch's allocator history into the log (it then runs the
+         * sitecustomize it shadows) */
+        char py[PATH_MAX];
+        snprintf(py, sizeof py, "%s", inject);
+        char *slash = strrchr(py, '/');
+        if (slash && (size_t)(slash - py) + sizeof "/python/sitecustomize.py" <= sizeof py) {
+            strcpy(slash, "/python/sitecustomize.py");
+            if (access(py, R_OK) == 0) {
+                slash[sizeof "/python" - 1] = '\0';
+                const char *old = getenv("PYTHONPATH");
+                char *pp = malloc(strlen(py) + (old ? strlen(old) : 0) + 2);
+                if (pp) {
+                    sprintf(pp, "%s%s%s", py, old && *old ? ":" : "", old && *old ? old : "");
+                    setenv("PYTHONPATH", pp, 1);
+                    setenv("SYNCSIM_PYTHON_DIR", py, 1);
+                }
+            }
+        }
         if (shim[0]) {
             const char *old = getenv("LD_PRELOAD");
             char *pre = malloc(strlen(shim) + (old ? strlen(old) : 0) + 2);
@@ -140,14 +408,22 @@ int cmd_capture(int argc, char **argv)
         { "name", required_argument, NULL, 'n' },
         { "keep-log", no_argument, NULL, 'k' },
         { "log", required_argument, NULL, 'l' },
+        { "symbolize", required_argument, NULL, 's' },
         { NULL, 0, NULL, 0 },
     };
     const char *db = CLI_DEFAULT_DB, *name = NULL, *log_opt = NULL;
     bool keep = false;
     int c;
     /* "+": options stop at the program, whose own options are its own */
-    while ((c = cli_getopt("capture", argc, argv, "+:o:n:kl:", longopts)) != -1) {
+    while ((c = cli_getopt("capture", argc, argv, "+:o:n:kl:s:", longopts)) != -1) {
         switch (c) {
+        case 's': {
+            long n = symbolize(optarg);
+            if (n < 0)
+                return 2;
+            printf("%s: %ld call-site addresses on a source line\n", optarg, n);
+            return 0;
+        }
         case 'o':
             db = optarg;
             break;
@@ -189,6 +465,10 @@ int cmd_capture(int argc, char **argv)
     int status = run_program(prog, inject, shim, cupti, log);
     if (status < 0)
         return 2;
+    /* the program's objects are still where it loaded them from: now the
+     * call sites become file:line (a failure leaves them addresses) */
+    if (symbolize(log) < 0)
+        fprintf(stderr, "syncsim capture: call sites are shown as OBJECT+OFFSET\n");
     struct stat st;
     if (stat(log, &st) != 0 || st.st_size <= (off_t)strlen("syncsim-cuda-log 1\n")) {
         unlink(log);

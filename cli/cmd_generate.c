@@ -148,7 +148,7 @@ int cmd_generate(int argc, char **argv)
     trace_reader_close(&r);
     trace_free(t);
     if (rc != 0)
-        cli_error("generate", "%s", err.msg);
+        cli_error("generate", "%s: %s", output ? output : "standard output", err.msg);
     rc = cli_output_close("generate", out, output, tmp, rc == 0);
     if (rc == 0 && output)
         fprintf(stderr, "wrote %s: nvfuser-ring, %s, %llu ranks x %llu streams, %llu calls, "

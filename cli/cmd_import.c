@@ -1,8 +1,10 @@
 /*
- * cmd_import.c -- `syncsim import FILE [--et ET] [-o DB] [--name NAME]`: a
- * trace (text, a run of another database, or a capture syncsim reads: an
- * Nsight Systems export, a PyTorch profiler trace with its execution trace)
- * becomes a new run of a database.
+ * cmd_import.c -- `syncsim import FILE [--et ET [--force-et]] [-o DB]
+ * [--name NAME] [--strict]`: a trace (text, a run of another database, or a
+ * capture syncsim reads: an Nsight Systems export, a PyTorch profiler trace
+ * with its execution trace) becomes a new run of a database. What the
+ * importer did not import (its ledger, trace_ledger) is said first, one
+ * warning line per reason; --strict refuses any of it.
  */
 #include "cli.h"
 #include "traces/trace.h"
@@ -16,7 +18,7 @@
 void cmd_import_help(FILE *out)
 {
     fprintf(out,
-            "usage: syncsim import FILE [--et ET] [-o DB] [--name NAME]\n"
+            "usage: syncsim import FILE [--et ET [--force-et]] [-o DB] [--name NAME] [--strict]\n"
             "\n"
             "Reads a trace in any format syncsim reads and stores it as a new run of DB,\n"
             "which is created when missing. Prints the run id and the statement count.\n"
@@ -27,16 +29,44 @@ void cmd_import_help(FILE *out)
             "Captures map onto the trace model as docs/importers.md says; one without byte\n"
             "ranges is ordering-only (run metadata accesses=none).\n"
             "\n"
+            "Every event of a capture is imported or counted: a warning line per reason\n"
+            "says what was not imported (run metadata dropped.REASON; `info` shows it).\n"
+            "The reasons:\n");
+    const char *meaning, *word;
+    for (size_t i = 0; (word = trace_ledger_reason(i, &meaning)); i++)
+        fprintf(out, "  %-22s %s\n", word, meaning);
+    fprintf(out,
+            "\n"
             "Options:\n"
             "  -o, --output DB   the database (default ./" CLI_DEFAULT_DB ")\n"
             "  -n, --name NAME   the run's name (default: the file name)\n"
             "  -e, --et ET       a PyTorch execution trace to join to a Kineto trace (by\n"
-            "                    rf_id): its kernels and copies get byte-range accesses\n"
+            "                    rf_id and name): its kernels and copies get byte ranges.\n"
+            "                    An ET of another process, or one that gives byte ranges to\n"
+            "                    fewer than half of the ops that launched GPU work, is\n"
+            "                    refused (exit 2)\n"
+            "  -F, --force-et    join the ET anyway\n"
+            "  -s, --strict      refuse a capture the importer dropped anything of (exit 2,\n"
+            "                    nothing written)\n"
             "\n"
             "Examples:\n"
             "  syncsim import examples/event-chain-clean.trace -o traces.db\n"
             "  syncsim import examples/event-missing-wait.trace -o traces.db --name baseline\n"
             "  syncsim import examples/kineto-missing-wait.json --et examples/et.json -o traces.db\n");
+}
+
+typedef struct ledger_out {
+    const char *path;
+} ledger_out;
+
+/* One warning line per reason of the ledger. */
+static void warn_dropped(void *ctx, const char *reason, uint64_t n)
+{
+    const ledger_out *o = ctx;
+    const char *meaning = trace_ledger_meaning(reason);
+    fprintf(stderr, "%s: warning: %llu event%s dropped: %s%s%s%s\n", o->path,
+            (unsigned long long)n, n == 1 ? "" : "s", reason, meaning ? " (" : "",
+            meaning ? meaning : "", meaning ? ")" : "");
 }
 
 int cmd_import(int argc, char **argv)
@@ -45,11 +75,14 @@ int cmd_import(int argc, char **argv)
         { "output", required_argument, NULL, 'o' },
         { "name", required_argument, NULL, 'n' },
         { "et", required_argument, NULL, 'e' },
+        { "force-et", no_argument, NULL, 'F' },
+        { "strict", no_argument, NULL, 's' },
         { NULL, 0, NULL, 0 },
     };
     const char *db = CLI_DEFAULT_DB, *name = NULL, *et = NULL;
+    bool strict = false, force_et = false;
     int c;
-    while ((c = cli_getopt("import", argc, argv, ":o:n:e:", longopts)) != -1) {
+    while ((c = cli_getopt("import", argc, argv, ":o:n:e:Fs", longopts)) != -1) {
         switch (c) {
         case 'o':
             db = optarg;
@@ -59,6 +92,12 @@ int cmd_import(int argc, char **argv)
             break;
         case 'e':
             et = optarg;
+            break;
+        case 'F':
+            force_et = true;
+            break;
+        case 's':
+            strict = true;
             break;
         default: /* CLI_OPT_ERROR: said */
             return 2;
@@ -77,9 +116,19 @@ int cmd_import(int argc, char **argv)
     trace_error err = { 0 };
     trace_source src;
     /* labels are copied as text, never interned */
-    trace_source_opts so = { .companion = et, .lazy_labels = true, .as_recorded = true };
+    if (force_et && !et)
+        return cli_usage_error("import", "--force-et needs --et ET");
+    trace_source_opts so = { .companion = et, .lazy_labels = true, .force_companion = force_et,
+                             .as_recorded = true };
     if (cli_open("import", path, &so, &src) != 0)
         return 2;
+    ledger_out lo = { path };
+    uint64_t dropped = trace_ledger(src.reader.trace, warn_dropped, &lo);
+    if (strict && dropped) {
+        trace_source_close(&src);
+        return cli_error("import", "%s: %llu event%s not imported (--strict): nothing written",
+                         path, (unsigned long long)dropped, dropped == 1 ? "" : "s");
+    }
     uint64_t n_stmts = 0;
     int64_t run = trace_store_import(db, &src.reader, name ? name : path, &n_stmts, &err);
     trace_source_close(&src);

@@ -1,8 +1,9 @@
 /*
  * cmd_info.c -- `syncsim info DB|FILE [--run N] [--json]`: what a trace
  * holds. For a database: its runs; for the chosen run (or a text file):
- * queues, buffers, statements by kind, synchronisations and the time span.
- * Statements are streamed, never loaded.
+ * queues, buffers, statements by kind, synchronisations and the time span,
+ * and for a capture its import ledger (what was read, ignored and dropped by
+ * reason: trace_ledger). Statements are streamed, never loaded.
  */
 #include "cli.h"
 #include "traces/trace.h"
@@ -20,7 +21,9 @@ void cmd_info_help(FILE *out)
             "For a database, lists its runs (id, name, source, status, statements; a run\n"
             "whose producer died stays 'recording'), then describes run N (default: the\n"
             "latest): queues, buffers, statements by kind, synchronisations, and the time\n"
-            "span when times exist.\n"
+            "span when times exist. For a capture: the events read, ignored by design and\n"
+            "dropped by reason (the import ledger, docs/importers.md); --json adds every\n"
+            "run metadata key.\n"
             "\n"
             "Options:\n"
             "  -r, --run N   the run to describe (default: the latest)\n"
@@ -64,6 +67,34 @@ static int collect(trace_reader *r, info_stats *s, trace_error *err)
 static const trace_kind sync_kinds[] = { TRACE_RECORD,     TRACE_WAIT, TRACE_SYNC,
                                          TRACE_BARRIER,    TRACE_SIGNAL, TRACE_AWAIT,
                                          TRACE_COLLECTIVE, TRACE_SEND, TRACE_RECV };
+
+/* The ledger's lines (text) and members (JSON). */
+static void ledger_line(void *ctx, const char *reason, uint64_t n)
+{
+    const char *meaning = trace_ledger_meaning(reason);
+    fprintf(ctx, "    dropped %-22s %llu%s%s%s\n", reason, (unsigned long long)n,
+            meaning ? " (" : "", meaning ? meaning : "", meaning ? ")" : "");
+}
+
+typedef struct ledger_json {
+    FILE *out;
+    int n;
+} ledger_json;
+
+static void ledger_member(void *ctx, const char *reason, uint64_t n)
+{
+    ledger_json *j = ctx;
+    fprintf(j->out, "%s", j->n++ ? ", " : "");
+    trace_json_str(j->out, reason);
+    fprintf(j->out, ": %llu", (unsigned long long)n);
+}
+
+/* A metadata count, or -1 when absent. */
+static long long meta_count(const trace *t, const char *key)
+{
+    const char *v = trace_get_meta(t, key);
+    return v ? strtoll(v, NULL, 10) : -1;
+}
 
 static void print_text(FILE *out, const char *path, const trace_format *fmt,
                        const trace_run_info *runs, size_t n_runs,
@@ -124,6 +155,17 @@ static void print_text(FILE *out, const char *path, const trace_format *fmt,
         fprintf(out, "  time: none recorded\n");
     if (t->n_expects)
         fprintf(out, "  expectations: %u\n", t->n_expects);
+    uint64_t dropped = trace_ledger(t, NULL, NULL);
+    long long read = meta_count(t, "import.read"), ignored = meta_count(t, "import.ignored");
+    if (read >= 0 || dropped) {
+        fprintf(out, "  import: ");
+        if (read >= 0)
+            fprintf(out, "%lld events read, %lld ignored by design, ", read,
+                    ignored < 0 ? 0 : ignored);
+        fprintf(out, "%llu dropped%s\n", (unsigned long long)dropped,
+                dropped ? ":" : " (everything read was imported)");
+        trace_ledger(t, ledger_line, out);
+    }
     for (uint32_t i = 0; i < t->n_meta; i++)
         fprintf(out, "  meta %s = %s\n", trace_str(t, t->meta[i].key),
                 trace_str(t, t->meta[i].value));
@@ -183,7 +225,25 @@ static void print_json(FILE *out, const char *path, const trace_format *fmt,
                 (long long)s->t_min, (long long)s->t_max, (unsigned long long)s->n_timed);
     else
         fprintf(out, "}, \"time\": null");
-    fprintf(out, ", \"expectations\": %u}\n", t->n_expects);
+    fprintf(out, ", \"expectations\": %u", t->n_expects);
+    /* the import ledger; null members where the trace was not imported */
+    long long read = meta_count(t, "import.read"), ignored = meta_count(t, "import.ignored");
+    fprintf(out, ", \"import\": {\"read\": ");
+    read >= 0 ? fprintf(out, "%lld", read) : fprintf(out, "null");
+    fprintf(out, ", \"ignored\": ");
+    ignored >= 0 ? fprintf(out, "%lld", ignored) : fprintf(out, "null");
+    fprintf(out, ", \"dropped_total\": %llu, \"dropped\": {",
+            (unsigned long long)trace_ledger(t, NULL, NULL));
+    ledger_json lj = { out, 0 };
+    trace_ledger(t, ledger_member, &lj);
+    fprintf(out, "}}, \"meta\": {");
+    for (uint32_t i = 0; i < t->n_meta; i++) {
+        fprintf(out, "%s", i ? ", " : "");
+        trace_json_str(out, trace_str(t, t->meta[i].key));
+        fprintf(out, ": ");
+        trace_json_str(out, trace_str(t, t->meta[i].value));
+    }
+    fprintf(out, "}}\n");
 }
 
 int cmd_info(int argc, char **argv)

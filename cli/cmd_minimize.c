@@ -19,7 +19,7 @@ void cmd_minimize_help(FILE *out)
 {
     fprintf(out,
             "usage: syncsim minimize [TRACE|DB] [--run N] [-o OUT] [--quiet] [--all]\n"
-            "                        [--allow-findings]\n"
+            "                        [--allow-findings] [--ordering-only]\n"
             "\n"
             "Tries removing each wait, sync and await statement and each barrier\n"
             "generation, in submission order, and keeps a removal when checking the trace\n"
@@ -43,15 +43,25 @@ void cmd_minimize_help(FILE *out)
             "against the latest conflicting ones and a new race can hide behind a\n"
             "reported one until that one is fixed.\n"
             "\n"
+            "A sync is called removable only where every access it could order is known:\n"
+            "a trace whose coverage is partial (a capture whose device statements lack\n"
+            "byte ranges, events an importer dropped, absent ranks: `syncsim check` says\n"
+            "which) is refused with one line naming what is missing (exit 2), unless\n"
+            "--ordering-only asks for the weaker promise: the removals add no hang,\n"
+            "unrecorded wait or mismatch, and say nothing of races.\n"
+            "\n"
             "Options:\n"
             "  -r, --run N         the run of DB (default: the latest)\n"
             "  -o, --output OUT    write the minimised trace (text format) to OUT\n"
             "  -q, --quiet         print the summary line only (no list, no sync patterns)\n"
             "      --all           list every removable synchronisation (default: the first %d)\n"
             "      --allow-findings  minimise a trace that has findings (the weaker promise)\n"
+            "      --ordering-only   minimise a trace whose coverage is partial, promising\n"
+            "                        only what ordering can show (no races are judged)\n"
             "\n"
             "Exit status: 0 done (whether or not something can go), 1 the trace has\n"
-            "findings and --allow-findings was not given, 2 bad input or usage.\n"
+            "findings and --allow-findings was not given, 2 bad input or usage, or\n"
+            "partial coverage without --ordering-only.\n"
             "\n"
             "Examples:\n"
             "  syncsim minimize examples/sync-pattern-full.trace\n"
@@ -67,11 +77,12 @@ int cmd_minimize(int argc, char **argv)
         { "quiet", no_argument, NULL, 'q' },
         { "all", no_argument, NULL, 'A' },
         { "allow-findings", no_argument, NULL, 'F' },
+        { "ordering-only", no_argument, NULL, 'O' },
         { NULL, 0, NULL, 0 },
     };
     unsigned long long run = 0;
     const char *output = NULL;
-    bool quiet = false, all = false, allow_findings = false;
+    bool quiet = false, all = false, allow_findings = false, ordering_only = false;
     int c;
     while ((c = cli_getopt("minimize", argc, argv, ":r:o:q", longopts)) != -1) {
         switch (c) {
@@ -90,6 +101,9 @@ int cmd_minimize(int argc, char **argv)
             break;
         case 'F':
             allow_findings = true;
+            break;
+        case 'O':
+            ordering_only = true;
             break;
         default: /* CLI_OPT_ERROR: said */
             return 2;
@@ -110,6 +124,18 @@ int cmd_minimize(int argc, char **argv)
     trace_source_close(&src);
     if (lrc != 0)
         return cli_error("minimize", "%s", err.msg);
+    check_coverage cov;
+    check_coverage_of(&cov, t);
+    bool partial = !check_coverage_full(&cov);
+    if (partial && !ordering_only) {
+        char missing[1024];
+        check_coverage_missing(missing, sizeof missing, &cov, t);
+        trace_free(t);
+        return cli_error("minimize",
+                         "%s: coverage is partial, so no sync can be called removable: %s "
+                         "(--ordering-only for the weaker promise)",
+                         path, missing);
+    }
     check_options opt = { .allow_findings = allow_findings };
     check_min_result res;
     cli_progress *prog = cli_progress_start("minimize", "");
@@ -143,6 +169,9 @@ int cmd_minimize(int argc, char **argv)
            path, groups, res.n_candidates, res.n_candidates == 1 ? "" : "s", res.n_removed,
            res.n_removed == 1 ? "" : "s", (unsigned long long)res.replayed,
            (unsigned long long)res.n_stmts);
+    if (partial)
+        printf("ordering only (--ordering-only): coverage is partial, so these removals add no "
+               "hang, unrecorded wait or mismatch, and nothing is known of races\n");
     size_t listed = res.n_removed;
     if (quiet)
         listed = 0;

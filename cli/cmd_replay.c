@@ -14,7 +14,7 @@ void cmd_replay_help(FILE *out)
 {
     fprintf(out,
             "usage: syncsim replay TRACE|DB [--run N] [--devices MODEL] [--durations recorded|model]\n"
-            "                      [--drop-sync SEQ[,SEQ...]]... [-o DB]\n"
+            "                      [--drop-sync SEQ[,SEQ...]]... [--ordering-only] [-o DB]\n"
             "\n"
             "Re-times every statement of a trace through a device model, honouring every\n"
             "happens-before edge (queue order, submission, events, syncs, collectives, barriers,\n"
@@ -37,6 +37,10 @@ void cmd_replay_help(FILE *out)
             "                   its accesses and the flops=, bytes=, overhead_ns= and\n"
             "                   algorithm= attributes `syncsim run` records\n"
             "  --drop-sync SEQ  remove the sync statement with this seq (repeatable, or a list)\n"
+            "                   refused (exit 2) where the trace's coverage is partial\n"
+            "                   (`syncsim check` says why): safety cannot be judged there\n"
+            "  --ordering-only  drop syncs of a trace whose coverage is partial all the\n"
+            "                   same, judging only ordering (hangs), never races\n"
             "  -o DB            record the re-timed trace as a new run of DB\n"
             "\n"
             "Examples:\n"
@@ -137,8 +141,10 @@ int cmd_replay(int argc, char **argv)
     static const struct option longopts[] = {
         { "run", required_argument, NULL, 'r' },       { "devices", required_argument, NULL, 'd' },
         { "durations", required_argument, NULL, 'D' }, { "drop-sync", required_argument, NULL, 'x' },
-        { "output", required_argument, NULL, 'o' },    { NULL, 0, NULL, 0 },
+        { "output", required_argument, NULL, 'o' },    { "ordering-only", no_argument, NULL, 'O' },
+        { NULL, 0, NULL, 0 },
     };
+    bool ordering_only = false;
     const char *devices = NULL, *db = NULL;
     int64_t run = 0;
     bool recorded = true;
@@ -179,6 +185,9 @@ int cmd_replay(int argc, char **argv)
             free(copy);
             break;
         }
+        case 'O':
+            ordering_only = true;
+            break;
         default: /* CLI_OPT_ERROR: said */
             return 2;
         }
@@ -200,6 +209,21 @@ int cmd_replay(int argc, char **argv)
     trace_source_close(&src);
     if (lrc != 0)
         return cli_error("replay", "%s", err.msg);
+    if (n_drop && !ordering_only) {
+        /* whether a what-if is safe is a check: it needs every access */
+        check_coverage cov;
+        check_coverage_of(&cov, t);
+        if (!check_coverage_full(&cov)) {
+            char missing[1024];
+            check_coverage_missing(missing, sizeof missing, &cov, t);
+            trace_free(t);
+            return cli_error("replay",
+                             "--drop-sync: %s: coverage is partial, so whether dropping a sync "
+                             "is safe cannot be judged: %s (--ordering-only to drop it all the "
+                             "same, judging ordering only)",
+                             path, missing);
+        }
+    }
 
     /* The run's own device model by default. */
     char spec[256] = "h100-pcie";
@@ -340,6 +364,14 @@ static int replay_and_record(trace *t, const char *path, const char *db, bool fr
     trace_recorder_meta(rec, "replay_of", path);
     /* What this what-if changed, for reports and for whoever reads the run later. */
     trace_recorder_meta(rec, "durations", recorded ? "recorded" : "model");
+    /* The replay knows no more accesses than its source: its check's
+     * coverage must say what the source's would. */
+    for (uint32_t i = 0; i < t->n_meta; i++) {
+        const char *key = trace_str(t, t->meta[i].key);
+        if (!strncmp(key, TRACE_LEDGER_PREFIX, strlen(TRACE_LEDGER_PREFIX)) ||
+            !strcmp(key, "accesses") || !strcmp(key, "partial") || !strcmp(key, "ranks.absent"))
+            trace_recorder_meta(rec, key, trace_str(t, t->meta[i].value));
+    }
     if (n_drop) {
         char list[256 * 21] = "";
         size_t used = 0;

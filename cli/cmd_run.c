@@ -62,7 +62,7 @@ void cmd_run_help(FILE *out)
             "the wall clock: every evaluation's output is read asynchronously (a synchronize every\n"
             "64 evaluations and at the end of the prompt and of the decode; a sync after every\n"
             "token would hide the broken policies' races) and compared with a reference (the same\n"
-            "graphs on one cpu thread, sequentially), which is left out of the times and said.\n"
+            "graphs node by node on the cpu's threads), which is left out of the times and said.\n"
             "'outputs match' means a max relative error of at most %g (a correct schedule matches\n"
             "exactly); 'outputs DIFFER from the reference' means more, or a NaN on one side: a\n"
             "synchronisation bug manifested (exit status 1). Run `syncsim check DB` on the run\n"

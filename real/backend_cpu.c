@@ -73,7 +73,8 @@ static void cpu_buffer_free(sched_backend *b, sched_buffer *buf)
 }
 
 /* A blocking copy by the host: src must be complete (the scheduler
- * synchronised its backend). */
+ * synchronised its backend). Either side may be a GPU's memory (a copy
+ * the devices declined): real_copy_bytes reaches it. */
 static int cpu_copy_sync(sched_backend *b, sched_tensor *src, sched_tensor *dst)
 {
     (void)b;
@@ -82,8 +83,7 @@ static int cpu_copy_sync(sched_backend *b, sched_tensor *src, sched_tensor *dst)
         return -1;
     uint64_t n = sched_tensor_nbytes(src) < sched_tensor_nbytes(dst) ? sched_tensor_nbytes(src)
                                                                       : sched_tensor_nbytes(dst);
-    memcpy(d, s, n);
-    return 0;
+    return real_copy_bytes(d, s, n);
 }
 
 static int cpu_workers(sched_backend *b)

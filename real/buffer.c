@@ -5,7 +5,9 @@
  * (64-byte aligned, zeroed): sched_buffer.ctx is its bytes. A cpustream
  * device only counts its buffers against its capacity (mem=); the
  * emulation keeps them addressable by the host so that a missing sync
- * shows as wrong numbers, not as a crash.
+ * shows as wrong numbers, not as a crash. Beside CUDA devices the cpu's
+ * buffers are pinned (real_host_alloc; sched_buffer.pinned says it), so
+ * that the GPUs' copies from and to them are asynchronous.
  */
 #include "real_int.h"
 
@@ -19,17 +21,20 @@ sched_buffer *real_buffer_new(sched_backend *b, const char *name, uint64_t size,
     if (!buf)
         return NULL;
     uint64_t alloc = (size + 63) & ~(uint64_t)63;
-    buf->ctx = aligned_alloc(64, alloc ? alloc : 64);
+    /* The cpu's memory beside CUDA devices: pinned (copies are DMA). */
+    buf->pinned = host && (buf->ctx = real_host_alloc(alloc ? alloc : 64)) != NULL;
+    if (!buf->pinned)
+        buf->ctx = aligned_alloc(64, alloc ? alloc : 64);
     if (!buf->ctx) {
         free(buf);
         return NULL;
     }
-    memset(buf->ctx, 0, alloc ? alloc : 64);
+    if (!buf->pinned)
+        memset(buf->ctx, 0, alloc ? alloc : 64);
     buf->backend = b;
     buf->size = size;
     buf->usage = usage;
     buf->host = host;
-    buf->pinned = false;
     buf->trace_id = TRACE_NONE;
     snprintf(buf->name, sizeof buf->name, "%s", name);
     return buf;
@@ -39,7 +44,10 @@ void real_buffer_free(sched_buffer *buf)
 {
     if (!buf)
         return;
-    free(buf->ctx);
+    if (buf->pinned)
+        real_host_free(buf->ctx);
+    else
+        free(buf->ctx);
     free(buf);
 }
 

@@ -11,11 +11,14 @@
  *
  * A run computes for real on deterministic weights and inputs
  * (values.c), and checks every evaluation's output against the reference
- * (reference.c: the same graphs, copied before planning, on one thread,
- * sequentially; the prompt's and the decode's share their KV cache as the
- * run's do). The driver reads the outputs pipelined and leaves the
- * checking time out of the run's times; the verdict is "outputs match"
- * or, when a synchronisation bug manifested, "outputs DIFFER" (1).
+ * (reference.c: the same graphs, copied before planning, node by node,
+ * each node chunked over a pool of as many threads as the cpu backend has
+ * (the devices are synchronised while it checks, so the cores are free);
+ * the prompt's and the decode's share their KV cache as the run's do).
+ * The driver reads the outputs pipelined and leaves the checking time out
+ * of the run's times (each check is a host op of the trace); the verdict
+ * is "outputs match" or, when a synchronisation bug manifested, "outputs
+ * DIFFER" (1).
  */
 #include "real_int.h"
 
@@ -165,6 +168,7 @@ typedef struct real_machine {
     sched_graph *rg[2];             /* the reference's copies of the run's graphs */
     int32_t out[2];
     real_ref *ref[2];
+    real_pool *ref_pool;            /* the references' threads; NULL: one */
     float *got;
     size_t cap_got;
     real_error err;
@@ -176,7 +180,8 @@ typedef struct real_machine {
      * rank + 1 instead, and the input activation comes from rank - 1. */
     bool pipeline;
     uint64_t n_recvd;               /* activations received */
-    sched_rec *rec;
+    sched_rec *rec;                 /* the recording, when MPI statements go in it */
+    sched_rec *checks;              /* the recording, for the output checks' host time */
     uint32_t q_mpi, b_send, b_recv; /* the request queue, the buffers */
     uint64_t msg_bytes;             /* the largest output */
     void *sendbuf, *recvbuf;
@@ -207,10 +212,15 @@ static int32_t output_of(const sched_graph *g)
     return -1;
 }
 
+static int cpu_threads(const real_machine *rm);
+
 static int m_adopt(void *ctx, const sched_graph *prompt, const sched_graph *decode, trace_error *err)
 {
     real_machine *rm = ctx;
     const sched_graph *g[2] = { prompt, decode };
+    int threads = cpu_threads(rm);
+    if (threads > 1 && !(rm->ref_pool = real_pool_new(threads, REAL_BARRIER_HYBRID)))
+        return trace_error_set(err, TRACE_ENOMEM, "cannot start the reference's threads"), -1;
     for (int k = 0; k < 2; k++) {
         if (!g[k])
             continue;
@@ -222,6 +232,7 @@ static int m_adopt(void *ctx, const sched_graph *prompt, const sched_graph *deco
         if (!rm->ref[k])
             return trace_error_set(err, TRACE_ENOMEM, "out of memory for the reference"), -1;
         real_ref_set_allreduce(rm->ref[k], sched_allreduce_str(rm->allreduce), rm->bf16_min);
+        real_ref_set_pool(rm->ref[k], rm->ref_pool);
         /* The host tensors the outputs are read into are f32. */
         uint64_t bytes = (uint64_t)sched_tensor_nelements(&g[k]->tensors[output_of(g[k])]) * 4;
         if (bytes > rm->msg_bytes)
@@ -236,12 +247,24 @@ static int m_adopt(void *ctx, const sched_graph *prompt, const sched_graph *deco
     return 0;
 }
 
+/* A weight or cache in a GPU's memory (a cuda device's buffers are device
+ * memory, never the host's) is filled in host memory and copied. */
 static int m_fill_weight(void *ctx, sched_tensor *t)
 {
     real_machine *rm = ctx;
     void *d = real_tensor_data(t);
     if (!d)
         return -1;
+    if (rm->n_cuda > 0 && !t->buffer->host) {
+        uint64_t n = sched_tensor_nbytes(t);
+        void *staged = malloc(n ? n : 1);
+        if (!staged)
+            return -1;
+        real_fill_weight(t, staged, rm->seed);
+        int rc = real_copy_bytes(d, staged, n);
+        free(staged);
+        return rc;
+    }
     real_fill_weight(t, d, rm->seed);
     return 0;
 }
@@ -262,6 +285,7 @@ static int m_fill_inputs(void *ctx, sched_graph *g, uint64_t eval)
 static void m_recording(void *ctx, sched_rec *rec)
 {
     real_machine *rm = ctx;
+    rm->checks = rec;
     if (rm->o.world < 2 || !rm->msg_bytes)
         return;
     rm->rec = rec;
@@ -441,10 +465,35 @@ static int m_finish(void *ctx)
     return wait_send(rm, &err);
 }
 
+static int check_output(real_machine *rm, int phase, uint64_t eval, const sched_tensor *out,
+                        trace_error *err);
+
+/* The check of an output (the reference's evaluation, the comparison, the
+ * exchange with rank 0) is host time like any other: it goes in the trace
+ * as a host op `check:OUTPUT` with its duration, priced by itself
+ * (overhead_ns= its duration), so that the trace's makespan and a replay of
+ * it both hold it, and a calibration leaves it out of its fits. sched/run.c
+ * leaves the same time out of ms/token. */
 static int m_check_output(void *ctx, int phase, uint64_t eval, const sched_tensor *out,
                           trace_error *err)
 {
     real_machine *rm = ctx;
+    int64_t t0 = real_now_ns();
+    int rc = check_output(rm, phase, eval, out, err);
+    int64_t dur = real_now_ns() - t0;
+    if (rc == 0 && rm->checks) {
+        char label[SCHED_NAME_MAX + 8];
+        snprintf(label, sizeof label, "check:%s", out->name);
+        if (sched_rec_host_op(rm->checks, label, NULL, 0, dur, 0, t0, dur) != 0)
+            return trace_error_set(err, TRACE_ENOMEM, "cannot record the check of %s",
+                                   out->name), -1;
+    }
+    return rc;
+}
+
+static int check_output(real_machine *rm, int phase, uint64_t eval, const sched_tensor *out,
+                        trace_error *err)
+{
     real_ref *ref = rm->ref[phase];
     if (!ref || real_ref_eval(ref, eval) != 0)
         return trace_error_set(err, TRACE_EUSAGE, "the reference cannot evaluate the graph"), -1;
@@ -577,6 +626,7 @@ static void m_free(void *ctx)
     }
     real_ref_free(rm->ref[1]);
     real_ref_free(rm->ref[0]);
+    real_pool_free(rm->ref_pool);
     sched_graph_free(rm->rg[0]);
     sched_graph_free(rm->rg[1]);
     real_backends_free(rm->be, rm->nb);

@@ -24,7 +24,7 @@
  *               --tp N` under mpirun): an allgather, polled with a timeout;
  *   spec.c      device specs, and the set of backends they make;
  *   values.c    deterministic weights and inputs;
- *   reference.c the reference run (the whole graph on one thread) and the
+ *   reference.c the reference run (the whole graph node by node) and the
  *               error of outputs against it;
  *   family.c    the `cpu`, `cpustream` and `cuda` backend families of `run`
  *               and their machine: this computer, on the wall clock;
@@ -268,7 +268,8 @@ int real_mpi_init(int *rank, int *world, char *err, size_t errlen);
 void real_mpi_finalize(void);
 
 /* ------------------------------------------------------------------ */
-/* The reference: the whole graph on one cpu thread, sequentially.     */
+/* The reference: the whole graph node by node, on one cpu thread or  */
+/* chunked over a pool's threads (the same numbers either way).        */
 
 typedef struct real_ref real_ref;
 
@@ -287,6 +288,10 @@ void real_ref_free(real_ref *r);
  * backends do; anything else ("ring", "butterfly", NULL) sums exactly.
  * Default: NULL. */
 void real_ref_set_allreduce(real_ref *r, const char *strategy, int64_t bf16_min);
+/* Runs every node of r chunked over pool's threads (real_pool_run), as the
+ * cpu backend does: the same results as one thread, sooner. NULL: one
+ * thread (the default). pool is not owned and must outlive r's use. */
+void real_ref_set_pool(real_ref *r, real_pool *pool);
 /* One evaluation with real_set_inputs' inputs for eval. Caches persist
  * between evaluations, as in the real run. Returns 0 or -1. */
 int real_ref_eval(real_ref *r, uint64_t eval);
@@ -316,7 +321,7 @@ void real_compare_outputs(const float *out, const float *ref, size_t n, real_err
 /* `cpustream[:N]` and `cpu`: devices of this computer. A run on them
  * computes for real, times on the wall clock, reads every evaluation's
  * output asynchronously and compares it with the reference (the same
- * graphs on one cpu thread, sequentially, same weights, caches and
+ * graphs node by node on the cpu's threads, same weights, caches and
  * inputs); outputs that differ make the run's verdict 1. */
 extern const sched_family real_cpustream_family;
 extern const sched_family real_cpu_family;

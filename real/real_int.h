@@ -147,6 +147,14 @@ bool real_is_cuda(const sched_backend *b);
 int real_cpu_threads(const sched_backend *b);
 real_ctx *real_ctx_of(const sched_backend *b);
 
+/* Host memory while CUDA devices are open (spec.c, through the plugin):
+ * pinned and zeroed, or NULL (no CUDA device open, or CUDA refused);
+ * freed with real_host_free. real_copy_bytes: the host's blocking copy,
+ * which reaches device memory too when CUDA devices are open. */
+void *real_host_alloc(size_t size);
+void real_host_free(void *p);
+int real_copy_bytes(void *dst, const void *src, size_t n);
+
 /* Buffers shared by both backends (buffer.c). */
 sched_buffer *real_buffer_new(sched_backend *b, const char *name, uint64_t size,
                               sched_buffer_usage usage, bool host);

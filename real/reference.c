@@ -5,10 +5,14 @@
  * it starts from is a pure function of names, evaluations and the seed
  * (values.c), so the reference gives its own copy of the graph the same
  * weights, caches and inputs, and runs every node of the whole graph in
- * order on one thread with the same kernels. Since a kernel's result does
- * not depend on how it is chunked, a correctly synchronised run matches
- * it exactly, and any difference comes from an ordering bug (or a kernel
- * bug: the kernel tests rule that out).
+ * order with the same kernels: on one thread, or, given a pool
+ * (real_ref_set_pool), each node chunked over the pool's threads as the
+ * cpu backend chunks it. Since a kernel's result does not depend on how it
+ * is chunked, a correctly synchronised run matches it exactly either way,
+ * and any difference comes from an ordering bug (or a kernel bug: the
+ * kernel tests rule that out). The pool is the difference between a
+ * reference that keeps up with a GPU and one that does not: the whole
+ * graph of a 2048-token prompt is hundreds of GFLOP (issue 24).
  */
 #include "real_int.h"
 
@@ -24,6 +28,7 @@ struct real_ref {
     float **f32;            /* per tensor: f32 copy made on request */
     sched_allreduce allreduce;  /* as asked (picked per group for the CPU devices) */
     int64_t bf16_min;           /* 0: the strategy's threshold */
+    real_pool *pool;            /* NULL: one thread; not owned */
     /* Scratch of real_ref_eval, per tensor. */
     bool *done;
     uint8_t *pend;          /* of a base tensor: PEND_R / PEND_W by a deferred node */
@@ -105,6 +110,30 @@ void real_ref_set_allreduce(real_ref *r, const char *strategy, int64_t bf16_min)
     r->bf16_min = bf16_min;
 }
 
+void real_ref_set_pool(real_ref *r, real_pool *pool) { r->pool = pool; }
+
+typedef struct ref_job {
+    const real_kernel_args *a;
+    int failed;                     /* written with atomics: any thread may fail */
+} ref_job;
+
+static void ref_chunk(void *arg, int ith, int nth)
+{
+    ref_job *j = arg;
+    if (real_kernel_run(j->a, ith, nth) != REAL_OK)
+        __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
+}
+
+/* Runs kernel a, on the pool's threads when r has one. REAL_OK or not. */
+static real_status ref_kernel(const real_ref *r, const real_kernel_args *a)
+{
+    if (!r->pool)
+        return real_kernel_run(a, 0, 1);
+    ref_job j = { a, 0 };
+    real_pool_run(r->pool, ref_chunk, &j);
+    return __atomic_load_n(&j.failed, __ATOMIC_RELAXED) ? REAL_EUNSUPPORTED : REAL_OK;
+}
+
 static real_tensor ref_tensor(const real_ref *r, int32_t i)
 {
     const sched_tensor *t = &r->g->tensors[i];
@@ -136,7 +165,7 @@ static int ref_node(real_ref *r, int32_t i)
         sched_allreduce algo = sched_allreduce_pick(r->allreduce, NULL, 1, src->type);
         a.bf16_wire = sched_tensor_nelements(src) >= sched_allreduce_bf16_from(algo, 1, r->bf16_min);
     }
-    return real_kernel_run(&a, 0, 1) == REAL_OK ? 0 : -1;
+    return ref_kernel(r, &a) == REAL_OK ? 0 : -1;
 }
 
 /* An expanded all-reduce (sched_allreduce_program), step by step in its
@@ -197,7 +226,7 @@ static int ref_steps(real_ref *r, sched_allreduce algo, bool bf16, const int32_t
         case SCHED_AR_SYNC:
             break;              /* orderings: one thread has them */
         }
-        if (x.op != SCHED_OP_NONE && real_kernel_run(&x, 0, 1) != REAL_OK)
+        if (x.op != SCHED_OP_NONE && ref_kernel(r, &x) != REAL_OK)
             rc = -1;
     }
     for (int k = 0; k < 2 * n; k++)
@@ -245,7 +274,7 @@ static int ref_group(real_ref *r, int32_t i)
         a.src[0] = srcs[m];
         a.n_src = 1;
         a.bf16_wire = bf16;
-        if (real_kernel_run(&a, 0, 1) != REAL_OK)
+        if (ref_kernel(r, &a) != REAL_OK)
             return -1;
         r->done[members[m]] = true;
     }

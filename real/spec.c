@@ -141,6 +141,44 @@ bool real_cuda_nccl(void)
 #endif
 }
 
+/* Logical CUDA devices open now: while there are any, the cpu backend's
+ * buffers are pinned (real_host_alloc), as ggml's CUDA host buffers. */
+static int cuda_open;
+
+void *real_host_alloc(size_t size)
+{
+#ifdef SYNCSIM_CUDA_BACKEND
+    pthread_mutex_lock(&cuda_lock);
+    void *p = cuda_open > 0 && cuda_plugin->host_alloc ? cuda_plugin->host_alloc(size) : NULL;
+    pthread_mutex_unlock(&cuda_lock);
+    return p;
+#else
+    (void)size;
+    (void)cuda_open;
+    return NULL;
+#endif
+}
+
+void real_host_free(void *p)
+{
+#ifdef SYNCSIM_CUDA_BACKEND
+    if (p && cuda_plugin)
+        cuda_plugin->host_free(p);
+#else
+    (void)p;
+#endif
+}
+
+int real_copy_bytes(void *dst, const void *src, size_t n)
+{
+#ifdef SYNCSIM_CUDA_BACKEND
+    if (cuda_open > 0 && cuda_plugin->copy_bytes)
+        return cuda_plugin->copy_bytes(dst, src, n);
+#endif
+    memcpy(dst, src, n);
+    return 0;
+}
+
 bool real_is_cuda(const sched_backend *b)
 {
 #ifdef SYNCSIM_CUDA_BACKEND
@@ -383,6 +421,9 @@ int real_set_create(const sched_spec *spec, const real_options *opt, sched_backe
 #ifdef SYNCSIM_CUDA_BACKEND
                 real_cuda_params p = { .index = cuda_index++, .device = items[i].gpu, .set = c };
                 b = cuda_plugin->open(&cuda_host, &p, errbuf, errlen);
+                pthread_mutex_lock(&cuda_lock);
+                cuda_open += b != NULL;
+                pthread_mutex_unlock(&cuda_lock);
 #else
                 (void)cuda_index;
                 b = NULL;
@@ -429,8 +470,12 @@ void real_backends_free(sched_backend **backends, size_t n)
         if (real_is_cs(backends[i]))
             real_cs_free(backends[i]);
 #ifdef SYNCSIM_CUDA_BACKEND
-        else if (real_is_cuda(backends[i]))
+        else if (real_is_cuda(backends[i])) {
             cuda_plugin->close(backends[i]);
+            pthread_mutex_lock(&cuda_lock);
+            cuda_open--;
+            pthread_mutex_unlock(&cuda_lock);
+        }
 #endif
         else if (real_is_cpu(backends[i]) && n_cpus < REAL_MAX_BACKENDS)
             cpus[n_cpus++] = backends[i];

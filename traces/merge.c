@@ -547,7 +547,8 @@ static int same_job(trace_reader *const *inputs, uint32_t n, trace_error *err)
 /* What the job's checker must know of its inputs: the ledgers summed (an
  * event a rank's importer dropped is missing from the job), and whether
  * accesses came from a capture (none wins: one rank without byte ranges
- * makes the job's races unchecked there). */
+ * makes the job's races unchecked there); and every other key on which all
+ * inputs agree. */
 static int carry_coverage_meta(merge_ctx *m, trace_error *err)
 {
     const size_t plen = strlen(TRACE_LEDGER_PREFIX);
@@ -573,6 +574,23 @@ static int carry_coverage_meta(merge_ctx *m, trace_error *err)
     }
     if (acc && trace_set_meta(m->out, "accesses", acc) != 0)
         return nomem(err);
+    /* what every rank says alike is the job's (its backend, format, model) */
+    const trace *first = m->in[0].r->trace;
+    for (uint32_t j = 0; j < first->n_meta; j++) {
+        const char *key = trace_str(first, first->meta[j].key);
+        const char *value = trace_str(first, first->meta[j].value);
+        if (!strncmp(key, TRACE_LEDGER_PREFIX, plen) || !strcmp(key, "accesses") ||
+            !strcmp(key, "rank") || !strcmp(key, "world_size") || !strcmp(key, "source") ||
+            !strcmp(key, "partial") || !strncmp(key, "rank.", 5) || trace_get_meta(m->out, key))
+            continue;
+        bool alike = true;
+        for (uint32_t i = 1; i < m->n && alike; i++) {
+            const char *v = trace_get_meta(m->in[i].r->trace, key);
+            alike = v && strcmp(v, value) == 0;
+        }
+        if (alike && trace_set_meta(m->out, key, value) != 0)
+            return nomem(err);
+    }
     return 0;
 }
 

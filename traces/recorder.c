@@ -43,6 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* A statement in a batch: the fields of trace_stmt, pool offsets instead
  * of pointers. */
@@ -101,6 +102,8 @@ struct trace_recorder {
     size_t n_updates, cap_updates;
     uint64_t flush_req, flush_done;
     bool closing, failed;
+    bool created;               /* this recorder created the database file */
+    char *path;
     trace_error error;          /* the first write error */
 
     pthread_t writer;
@@ -315,7 +318,33 @@ static void recorder_free(trace_recorder *rec)
     pthread_cond_destroy(&rec->wake);
     pthread_cond_destroy(&rec->space);
     pthread_cond_destroy(&rec->done);
+    free(rec->path);
     free(rec);
+}
+
+/* A recording that failed (a full disk, a read-only file) leaves the
+ * database as it was: its run is deleted, and a file this recorder
+ * created is removed. Best effort: where even the deletion cannot be
+ * written, the run stays 'recording' and is never called clean. */
+static void undo_failed_run(trace_recorder *rec)
+{
+    if (!rec->st)
+        return;
+    trace_error ignored = { 0 };
+    bool deleted = rec->run > 0 && store_delete_run(rec->st, rec->run, &ignored) == 0;
+    bool only_run = false;
+    sqlite3_stmt *q = NULL;
+    if (deleted && sqlite3_prepare_v2(rec->st->db, "SELECT count(*) FROM runs", -1, &q, NULL) ==
+                       SQLITE_OK &&
+        sqlite3_step(q) == SQLITE_ROW)
+        only_run = sqlite3_column_int64(q, 0) == 0;
+    sqlite3_finalize(q);
+    if (rec->created && (only_run || rec->run <= 0)) {
+        store_writer_fini(&rec->w);
+        trace_store_close(rec->st);
+        rec->st = NULL;
+        store_remove_files(rec->path);
+    }
 }
 
 trace_recorder *trace_recorder_open(const char *path, const trace_recorder_opts *opts,
@@ -342,6 +371,12 @@ trace_recorder *trace_recorder_open(const char *path, const trace_recorder_opts 
     }
     rec->cur = &rec->batches[0];
     rec->spare = &rec->batches[1];
+    rec->created = access(path, F_OK) != 0;
+    rec->path = strdup(path);
+    if (!rec->path) {
+        trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", path);
+        goto fail;
+    }
     rec->st = trace_store_open(path, true, err);
     if (!rec->st)
         goto fail;
@@ -350,6 +385,8 @@ trace_recorder *trace_recorder_open(const char *path, const trace_recorder_opts 
     rec->run = store_new_run(rec->st, o.run_name, o.source, err);
     if (rec->run < 0 || store_exec(rec->st, "COMMIT", NULL, err) != 0) {
         sqlite3_exec(rec->st->db, "ROLLBACK", NULL, NULL, NULL);
+        rec->run = 0;
+        undo_failed_run(rec);
         goto fail;
     }
     if (store_writer_init(&rec->w, rec->st, rec->run, err) != 0)
@@ -402,6 +439,8 @@ int trace_recorder_close(trace_recorder *rec, trace_error *err)
             *err = rec->error;
         rc = -1;
     }
+    if (rec->failed)
+        undo_failed_run(rec);
     if (rc == 0) {
         /* The writer has exited: this thread owns the connection now. */
         if (store_exec(rec->st, "BEGIN IMMEDIATE", NULL, err) != 0 ||

@@ -20,16 +20,6 @@
 #include <string.h>
 #include <unistd.h>
 
-static void remove_db_files(const char *path)
-{
-    char side[4096];
-    unlink(path);
-    snprintf(side, sizeof side, "%s-wal", path);
-    unlink(side);
-    snprintf(side, sizeof side, "%s-shm", path);
-    unlink(side);
-}
-
 /* The producer: statements of the reader, each with its label's text. */
 static int import_fill(void *ctx, stmt_batch *b)
 {
@@ -136,6 +126,6 @@ fail:
         sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
     trace_store_close(st);
     if (!existed)
-        remove_db_files(path);
+        store_remove_files(path);
     return -1;
 }

@@ -29,6 +29,7 @@
  */
 #include "trace.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,6 +56,12 @@ static int werr(text_writer *w, trace_status st, const char *msg, const char *wh
         trace_error_set(w->err, st, "text writer: %s%s", msg, what ? what : "");
     w->failed = true;
     return -1;
+}
+
+/* The output refused a write (a full disk): the error names the cause. */
+static int write_failed(text_writer *w)
+{
+    return werr(w, TRACE_EIO, "cannot write: ", strerror(errno));
 }
 
 static inline bool is_name_start(unsigned char c)
@@ -106,7 +113,7 @@ static int put_name_str(text_writer *w, const char *s, bool force_quote)
     if (!*s)
         return werr(w, TRACE_EUSAGE, "cannot write an empty name", NULL);
     if (!force_quote && is_bare_name(s))
-        return fputs(s, w->out) < 0 ? -1 : 0;
+        return fputs(s, w->out) < 0 ? write_failed(w) : 0;
     return put_quoted(w, s);
 }
 
@@ -121,7 +128,7 @@ static int put_value_str(text_writer *w, const char *s)
     for (const char *c = s; *c && bare; c++)
         bare = is_value_char((unsigned char)*c);
     if (bare)
-        return fputs(s, w->out) < 0 ? -1 : 0;
+        return fputs(s, w->out) < 0 ? write_failed(w) : 0;
     return put_quoted(w, s);
 }
 
@@ -571,7 +578,7 @@ int trace_text_write(FILE *out, trace_reader *r, trace_error *err)
         if (write_expect(&w, &w.t->expects[i]) != 0)
             goto fail;
     if (fflush(out) != 0 || ferror(out)) {
-        werr(&w, TRACE_EIO, "write error", NULL);
+        write_failed(&w);
         goto fail;
     }
     free(w.runs);

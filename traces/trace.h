@@ -487,6 +487,12 @@ const char *trace_get_meta(const trace *t, const char *key);
 #define TRACE_LEDGER_PREFIX "dropped."
 uint64_t trace_ledger(const trace *t, void (*fn)(void *ctx, const char *reason, uint64_t n),
                       void *ctx);
+/* What a ledger reason means ("events without a timestamp"), from the one
+ * table of reasons (traces/formats/formats.h, CAPTURE_DROP_MAP); NULL for a
+ * word it does not hold. trace_ledger_reason(i, &meaning) walks the table:
+ * the i-th reason's word, NULL past the end. */
+const char *trace_ledger_meaning(const char *reason);
+const char *trace_ledger_reason(size_t i, const char **meaning);
 
 /* The host queue that submitted s: its by=, else the only host queue when
  * the trace declares exactly one, else TRACE_NONE. Host statements return
@@ -918,6 +924,8 @@ typedef struct trace_source_opts {
                              * messages that need an absent rank are local, queues
                              * are named by rank, and a check says which ranks are
                              * absent, instead of a hang on them */
+    bool force_companion;   /* take the companion even where it does not look like
+                             * the input's own (import --force-et) */
 } trace_source_opts;
 
 /* A format syncsim reads. source.c lists them in one table, one line each. */

@@ -1,15 +1,19 @@
 /*
  * backend_cuda.c -- `cuda`: a logical device on a real GPU (libsyncsim_cuda.so).
  *
- * NEVER RUN ON A GPU: written and compiled on a machine without one
+ * Run on an H200 once (issue 24: correct, 24 ms per token); what issue 24
+ * changed since, for speed, was written and compiled without a GPU
  * (docs/cuda.md, "The cuda backend family", says what remains to check).
  *
  * Each `cuda:N` item of a spec is one logical device on physical GPU N
  * with its own stream (non-blocking), its own buffers and its own events;
  * `cuda:0,cuda:0` is two of them on one GPU. The host's calls only queue:
  *
- *   graph_compute   one kernel per node (backend_kernels.cu; mul_mat of f32
- *                   by f32 with cublasSgemm), all_reduce with NCCL;
+ *   graph_compute   one kernel per node (backend_kernels.cu); 2-D mul_mat
+ *                   on cuBLAS: f32 by f32 with cublasSgemm, f16 weights by
+ *                   f32 activations with cublasGemmEx (from RCU_GEMM_MIN_N
+ *                   columns on; below, matrix-vector products, the warp
+ *                   kernel); all_reduce with NCCL;
  *   set/get_async   cudaMemcpyAsync between host memory and the device;
  *   copy_async      to or from host memory or another logical device:
  *                   cudaMemcpyAsync on this stream, cudaMemcpyPeerAsync
@@ -18,30 +22,43 @@
  *                   cudaStreamWaitEvent, cudaEventSynchronize;
  *   synchronize     cudaStreamSynchronize.
  *
- * Memory: buffers are cudaMallocManaged, preferred on the device. The
- * rest of real/ is host code that touches a device's bytes in a few
- * places (weights filled by the host, the cpu backend's copy_sync of a
- * declined copy); managed memory makes those correct (the driver migrates
- * the pages) without a second path for each. The GPU's kernels then find
- * their pages on the device. Host buffers (SCHED_BUFFER_HOST) are pinned
- * (cudaMallocHost), so copies from and to them are asynchronous.
+ * Memory: a device's buffers, the scheduler's arena and the weights and
+ * caches alike, are device memory (cudaMalloc); host buffers
+ * (SCHED_BUFFER_HOST) are pinned (cudaMallocHost). Only kernels and CUDA
+ * copies touch device memory: the host fills the weights in host memory
+ * and copies them (real/family.c, m_fill_weight), and a blocking copy by
+ * the host (the cpu backend's copy_sync of a copy the devices declined)
+ * goes through copy_bytes. While CUDA devices are open the cpu backend's
+ * buffers are pinned too (host_alloc, real_host_alloc): the run's inputs,
+ * its outputs' host copies and the cpu's arena, as ggml's CUDA host
+ * buffers, so that copies from and to them are DMA.
  *
- * Times: a recorded call (a ticket) gets two timing events around its
- * work on the stream; a reporter thread per device waits for the second,
- * reads both against the device's anchor event (recorded and waited for at
- * open, when the host clock was read) and reports the work's start and
- * duration on the run's clock (CLOCK_MONOTONIC) with sched_rec_done.
- * cudaEventElapsedTime is a float of milliseconds: about 0.5 us of
- * resolution, and the offset from the anchor loses precision as the run
- * goes on (some microseconds after 100 s).
+ * Times: a recorded call (a ticket) gets one timing event after its work
+ * on the stream, none before: its end is the event's time, its start the
+ * later of the previous end on this stream and the moment the call that
+ * queued it returned (the stream runs its work in order; an event wait is
+ * a recorded call of its own, so the work after it starts no earlier than
+ * the wait ended; the host's time inside the call is the host's). What
+ * this misses: the launch latency of work queued on an idle stream
+ * (microseconds) is counted as its duration. A reporter thread per device
+ * takes what is queued, waits for the last event only (the earlier ones
+ * are complete when it is: one stream), and reports each call's start and
+ * duration on the run's clock (CLOCK_MONOTONIC) with sched_rec_done. Each
+ * time is read against the previous event read (the first against an
+ * anchor event recorded and waited for at open, when the host clock was
+ * read), so that cudaEventElapsedTime's float of milliseconds is always a
+ * short interval (about 0.5 us of resolution) and never drifts. Events
+ * come from a per-device pool: none is created on the per-token path.
  *
  * All-reduce: NCCL, one communicator per logical device of the set,
  * created (ncclCommInitAll over their physical GPUs) at the set's first
  * all_reduce and warmed by one grouped all-reduce so that later,
  * ungrouped calls from the one host thread do not block it. NCCL does not
- * put two ranks on one GPU: `cuda:0,cuda:0` with a tensor-split model is
- * refused with one line, as is any all_reduce when the plugin was built
- * without NCCL.
+ * put two ranks on one GPU ("Duplicate GPU detected"): under
+ * --allreduce nccl, `cuda:0,cuda:0` with a tensor-split model is refused
+ * with one line, as is any all_reduce when the plugin was built without
+ * NCCL. The default all-reduce of the real devices (auto: ggml's
+ * butterfly, copies and adds) needs no NCCL and runs there.
  */
 #include "backend_cuda.h"
 
@@ -57,10 +74,18 @@
 
 #define MAX_DEVS 16
 
-/* A recorded piece of work whose times the reporter reads. */
+/* 2-D mul_mat of f16 weights goes to cuBLAS from this many columns (tokens)
+ * on; below, the warp kernel, which reads the weights once per column. A
+ * guess, not a measurement: decode (1 column) is the warp kernel either
+ * way. */
+#define RCU_GEMM_MIN_N 4
+
+/* A timing event after a piece of work on the stream, and the call it
+ * times. */
 typedef struct pending {
     sched_ticket tk;
-    cudaEvent_t start, end;
+    cudaEvent_t end;
+    int64_t queued;                 /* host clock when the call that queued it returned */
     struct pending *next;
 } pending;
 
@@ -74,12 +99,15 @@ typedef struct cu_dev {
     cublasHandle_t blas;
     cudaEvent_t anchor;
     int64_t anchor_ns;
+    void *scratch;                  /* gemm_f16's split activations (device memory) */
+    size_t scratch_size;
     /* The reporter. */
     pthread_t reporter;
     bool started;
     pthread_mutex_t lock;
     pthread_cond_t cv;
-    pending *head, *tail;
+    pending *head, *tail;           /* queued, in stream order */
+    pending *spare;                 /* read: their events to record again */
     bool stop;
 #ifdef SYNCSIM_CUDA_NCCL
     ncclComm_t comm;
@@ -121,37 +149,37 @@ static int use(cu_dev *d)
 /* ------------------------------------------------------------------ */
 /* Times.                                                              */
 
-/* Queues the start of a recorded piece of work; *p NULL when unrecorded. */
-static int timed_begin(cu_dev *d, sched_ticket tk, pending **p)
+/* Queues the timing event after the work of tk, just queued, and hands it
+ * to the reporter with the host clock now: the work cannot have started
+ * much before the call that queued it returned (the host's own time in
+ * the call is the host's, not the device's). Without an event to spare
+ * and none to create, the call goes untimed. */
+static void timed_end(cu_dev *d, sched_ticket tk)
 {
-    *p = NULL;
     if (tk == SCHED_NO_TICKET)
-        return 0;
-    pending *q = calloc(1, sizeof *q);
-    if (!q)
-        return -1;
-    q->tk = tk;
-    if (cudaEventCreate(&q->start) != cudaSuccess) {
-        free(q);
-        return -1;
-    }
-    /* The reporter sleeps on the end event rather than spin on a CPU. */
-    if (cudaEventCreateWithFlags(&q->end, cudaEventBlockingSync) != cudaSuccess) {
-        cudaEventDestroy(q->start);
-        free(q);
-        return -1;
-    }
-    cudaEventRecord(q->start, d->stream);
-    *p = q;
-    return 0;
-}
-
-/* Queues its end and hands it to the reporter. */
-static void timed_end(cu_dev *d, pending *q)
-{
-    if (!q)
         return;
-    cudaEventRecord(q->end, d->stream);
+    int64_t queued = d->h->now_ns();
+    pthread_mutex_lock(&d->lock);
+    pending *q = d->spare;
+    if (q)
+        d->spare = q->next;
+    pthread_mutex_unlock(&d->lock);
+    if (!q) {
+        q = calloc(1, sizeof *q);
+        /* The reporter sleeps on the event rather than spin on a CPU. */
+        if (!q || cudaEventCreateWithFlags(&q->end, cudaEventBlockingSync) != cudaSuccess) {
+            free(q);
+            return;
+        }
+    }
+    q->tk = tk;
+    q->queued = queued;
+    q->next = NULL;
+    if (cudaEventRecord(q->end, d->stream) != cudaSuccess) {
+        cudaEventDestroy(q->end);
+        free(q);
+        return;
+    }
     pthread_mutex_lock(&d->lock);
     if (d->tail)
         d->tail->next = q;
@@ -166,27 +194,55 @@ static void *reporter(void *arg)
 {
     cu_dev *d = arg;
     cudaSetDevice(d->device);
+    cudaEvent_t ref = d->anchor;    /* the last event read, and its time */
+    pending *ref_p = NULL;          /* its pending (none: the anchor) */
+    int64_t ref_ns = d->anchor_ns, last_end = d->anchor_ns;
     pthread_mutex_lock(&d->lock);
     for (;;) {
         while (!d->head && !d->stop)
             pthread_cond_wait(&d->cv, &d->lock);
         if (!d->head)
             break;
-        pending *q = d->head;
-        d->head = q->next;
-        if (!d->head)
-            d->tail = NULL;
+        pending *batch = d->head, *last = d->tail;
+        d->head = d->tail = NULL;
         pthread_mutex_unlock(&d->lock);
-        float from_anchor = 0, dur = 0;
-        if (cudaEventSynchronize(q->end) == cudaSuccess &&
-            cudaEventElapsedTime(&from_anchor, d->anchor, q->start) == cudaSuccess &&
-            cudaEventElapsedTime(&dur, q->start, q->end) == cudaSuccess)
-            d->h->rec_done(&d->base, q->tk, d->anchor_ns + (int64_t)((double)from_anchor * 1e6),
-                           (int64_t)((double)dur * 1e6));
-        cudaEventDestroy(q->start);
-        cudaEventDestroy(q->end);
-        free(q);
+        bool ok = cudaEventSynchronize(last->end) == cudaSuccess;
+        pending *done = NULL;
+        for (pending *q = batch, *next; q; q = next) {
+            next = q->next;
+            float ms = 0;
+            if (ok && cudaEventElapsedTime(&ms, ref, q->end) == cudaSuccess) {
+                int64_t end = ref_ns + (int64_t)((double)ms * 1e6);
+                if (end < last_end)
+                    end = last_end;
+                int64_t start = q->queued > last_end ? q->queued : last_end;
+                if (start > end)
+                    start = end;
+                d->h->rec_done(&d->base, q->tk, start, end - start);
+                last_end = end;
+                ref_ns = end;
+                ref = q->end;
+                if (ref_p) {        /* the old reference is free again */
+                    ref_p->next = done;
+                    done = ref_p;
+                }
+                ref_p = q;
+            } else {
+                q->next = done;
+                done = q;
+            }
+        }
         pthread_mutex_lock(&d->lock);
+        while (done) {
+            pending *q = done;
+            done = q->next;
+            q->next = d->spare;
+            d->spare = q;
+        }
+    }
+    if (ref_p) {
+        ref_p->next = d->spare;
+        d->spare = ref_p;
     }
     pthread_mutex_unlock(&d->lock);
     return NULL;
@@ -205,6 +261,8 @@ static bool cu_supports_op(sched_backend *b, const sched_graph *g, const sched_t
     return d->h->kernel_supports(g, t);
 }
 
+/* Device memory (cudaMalloc), or pinned host memory for host buffers;
+ * zeroed. */
 static sched_buffer *cu_buffer_alloc(sched_backend *b, const char *name, uint64_t size,
                                      sched_buffer_usage usage)
 {
@@ -218,27 +276,19 @@ static sched_buffer *cu_buffer_alloc(sched_backend *b, const char *name, uint64_
     if (alloc == 0)
         alloc = 256;
     bool host = usage == SCHED_BUFFER_HOST;
-    cudaError_t e = host ? cudaMallocHost(&buf->ctx, alloc)
-                         : cudaMallocManaged(&buf->ctx, alloc, cudaMemAttachGlobal);
+    cudaError_t e = host ? cudaMallocHost(&buf->ctx, alloc) : cudaMalloc(&buf->ctx, alloc);
     if (e != cudaSuccess) {
         free(buf);
         return NULL;
     }
     if (host) {
         memset(buf->ctx, 0, alloc);
-    } else {
-#if CUDART_VERSION >= 13000
-        struct cudaMemLocation loc = { .type = cudaMemLocationTypeDevice, .id = d->device };
-        cudaMemAdvise(buf->ctx, alloc, cudaMemAdviseSetPreferredLocation, loc);
-#else
-        cudaMemAdvise(buf->ctx, alloc, cudaMemAdviseSetPreferredLocation, d->device);
-#endif
-        if (cudaMemsetAsync(buf->ctx, 0, alloc, d->stream) != cudaSuccess ||
-            cudaStreamSynchronize(d->stream) != cudaSuccess) {
-            cudaFree(buf->ctx);
-            free(buf);
-            return NULL;
-        }
+    } else if (cudaMemsetAsync(buf->ctx, 0, alloc, d->stream) != cudaSuccess ||
+               cudaStreamSynchronize(d->stream) != cudaSuccess) {
+        /* Set-up time, not per token: the host may copy into it next. */
+        cudaFree(buf->ctx);
+        free(buf);
+        return NULL;
     }
     buf->backend = b;
     buf->size = size;
@@ -293,14 +343,14 @@ static int queue_copy(cu_dev *d, sched_tensor *src, sched_tensor *dst)
     if (!s || !t || use(d) != 0)
         return -1;
     uint64_t n = copy_bytes(d, src, dst);
-    pending *p;
-    if (timed_begin(d, d->h->rec_ticket(&d->base), &p) != 0)
-        return -1;
-    int from = gpu_of(s), to = gpu_of(t);
+    sched_ticket tk = d->h->rec_ticket(&d->base);
+    /* Host memory on either side: no need to ask CUDA whose memory it is. */
+    bool host = (src->buffer && src->buffer->host) || (dst->buffer && dst->buffer->host);
+    int from = host ? -1 : gpu_of(s), to = host ? -1 : gpu_of(t);
     bool peer = from >= 0 && to >= 0 && from != to;
     cudaError_t e = peer ? cudaMemcpyPeerAsync(t, to, s, from, n, d->stream)
                          : cudaMemcpyAsync(t, s, n, cudaMemcpyDefault, d->stream);
-    timed_end(d, p);
+    timed_end(d, tk);
     if (e != cudaSuccess) {
         fail(d, peer ? "cudaMemcpyPeerAsync" : "cudaMemcpyAsync", e);
         return -1;
@@ -389,9 +439,17 @@ static int to_rcu(const real_tensor *t, rcu_tensor *out)
     return out->type < 0 ? -1 : 0;
 }
 
-static bool is_2d_f32(const real_tensor *t)
+static bool is_2d(const real_tensor *t, sched_dtype type)
 {
-    return t->type == SCHED_F32 && t->ne[2] == 1 && t->ne[3] == 1;
+    return t->type == type && t->ne[2] == 1 && t->ne[3] == 1;
+}
+
+static int blas_fail(cu_dev *d, const char *what, cublasStatus_t st)
+{
+    char msg[128];
+    snprintf(msg, sizeof msg, "%s: %s: %s", d->qname, what, cublasGetStatusString(st));
+    d->h->fail(d->set, msg);
+    return -1;
 }
 
 /* dst[n][m] = sum_k a[m][k] b[n][k], row-major (ne[0] contiguous): in
@@ -402,20 +460,55 @@ static int gemm(cu_dev *d, const real_kernel_args *a)
     const float one = 1, zero = 0;
     cublasStatus_t st = cublasSgemm(d->blas, CUBLAS_OP_T, CUBLAS_OP_N, M, N, K, &one,
                                     a->src[0].data, K, a->src[1].data, K, &zero, a->dst.data, M);
-    if (st != CUBLAS_STATUS_SUCCESS) {
-        char msg[128];
-        snprintf(msg, sizeof msg, "%s: cublasSgemm: %s", d->qname, cublasGetStatusString(st));
-        d->h->fail(d->set, msg);
-        return -1;
+    return st == CUBLAS_STATUS_SUCCESS ? 0 : blas_fail(d, "cublasSgemm", st);
+}
+
+/* The same with f16 weights a->src[0] and f32 activations: cublasGemmEx
+ * takes both operands f16 (tensor cores, f32 sums), so the activations are
+ * split into two f16 halves, hi + lo (rcu_split_f16), and D = A hi + A lo:
+ * two products whose sum keeps 22 bits of each activation where one f16
+ * copy would keep 11 and miss REAL_RUN_TOLERANCE. An activation beyond
+ * f16's range (65504) becomes inf and the outputs DIFFER: said, not hidden.
+ * The halves live in d->scratch, grown (the device synchronised first) to
+ * the largest product seen. */
+static int gemm_f16(cu_dev *d, const real_kernel_args *a)
+{
+    int K = (int)a->src[0].ne[0], M = (int)a->dst.ne[0], N = (int)a->dst.ne[1];
+    size_t half = (size_t)K * (size_t)N * 2, need = 2 * ((half + 255) & ~(size_t)255);
+    if (need > d->scratch_size) {
+        if (d->scratch) {
+            CU(d, cudaStreamSynchronize(d->stream));
+            cudaFree(d->scratch);
+            d->scratch = NULL;
+            d->scratch_size = 0;
+        }
+        CU(d, cudaMalloc(&d->scratch, need));
+        d->scratch_size = need;
     }
-    return 0;
+    void *hi = d->scratch, *lo = (char *)d->scratch + need / 2;
+    int e = rcu_split_f16(a->src[1].data, hi, lo, (int64_t)K * N, d->stream);
+    if (e != 0)
+        return fail(d, "the split of mul_mat's activations", (cudaError_t)e), -1;
+    const float one = 1, zero = 0;
+    cublasStatus_t st = cublasGemmEx(d->blas, CUBLAS_OP_T, CUBLAS_OP_N, M, N, K, &one,
+                                     a->src[0].data, CUDA_R_16F, K, hi, CUDA_R_16F, K, &zero,
+                                     a->dst.data, CUDA_R_32F, M, CUBLAS_COMPUTE_32F,
+                                     CUBLAS_GEMM_DEFAULT);
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = cublasGemmEx(d->blas, CUBLAS_OP_T, CUBLAS_OP_N, M, N, K, &one, a->src[0].data,
+                          CUDA_R_16F, K, lo, CUDA_R_16F, K, &one, a->dst.data, CUDA_R_32F, M,
+                          CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    return st == CUBLAS_STATUS_SUCCESS ? 0 : blas_fail(d, "cublasGemmEx", st);
 }
 
 static int run_node(cu_dev *d, const sched_graph *g, int32_t node, const real_kernel_args *a)
 {
-    if (a->op == SCHED_OP_MUL_MAT && is_2d_f32(&a->src[0]) && is_2d_f32(&a->src[1]) &&
-        is_2d_f32(&a->dst))
-        return gemm(d, a);
+    if (a->op == SCHED_OP_MUL_MAT && is_2d(&a->src[1], SCHED_F32) && is_2d(&a->dst, SCHED_F32)) {
+        if (is_2d(&a->src[0], SCHED_F32))
+            return gemm(d, a);
+        if (is_2d(&a->src[0], SCHED_F16) && a->dst.ne[1] >= RCU_GEMM_MIN_N)
+            return gemm_f16(d, a);
+    }
     rcu_args r;
     memset(&r, 0, sizeof r);
     r.op = rcu_op_of(a->op);
@@ -514,7 +607,7 @@ static int run_allreduce(cu_dev *d, const sched_exec *x, int k, const real_kerne
     d->h->exec_group(x, node, &rank, &n_ranks);
     const sched_ticket *tk = x->tickets ? &x->tickets[3 * k] : NULL;
     bool bf16 = d->h->exec_bf16(x, node) && x->wire;
-    pending *p;
+    sched_ticket t_;
     if (n_ranks <= 1) {             /* one rank: a copy, rounded as the wire would */
         real_kernel_args one = *a;
         one.bf16_wire = bf16;
@@ -524,15 +617,14 @@ static int run_allreduce(cu_dev *d, const sched_exec *x, int k, const real_kerne
         r.bf16_wire = bf16;
         if (to_rcu(&one.src[0], &r.src[0]) != 0 || to_rcu(&one.dst, &r.dst) != 0)
             return -1;
-        if (timed_begin(d, tk ? tk[0] : SCHED_NO_TICKET, &p) != 0)
-            return -1;
+        t_ = tk ? tk[0] : SCHED_NO_TICKET;
         int e = rcu_launch(&r, d->stream);
-        timed_end(d, p);
+        timed_end(d, t_);
         return e ? (fail(d, "all_reduce", (cudaError_t)e), -1) : 0;
     }
 #ifndef SYNCSIM_CUDA_NCCL
     (void)tk;
-    (void)p;
+    (void)t_;
     char msg[192];
     snprintf(msg, sizeof msg, "%s: all_reduce across %d devices needs NCCL: this "
              "libsyncsim_cuda.so was built without it", d->qname, n_ranks);
@@ -562,20 +654,18 @@ static int run_allreduce(cu_dev *d, const sched_exec *x, int k, const real_kerne
         conv.dst = conv.src[0];
         conv.dst.type = RCU_BF16;
         conv.dst.data = x->wire->ctx;
-        if (timed_begin(d, tk ? tk[1] : SCHED_NO_TICKET, &p) != 0)
-            return -1;
+        t_ = tk ? tk[1] : SCHED_NO_TICKET;
         int e = rcu_launch(&conv, d->stream);
-        timed_end(d, p);
+        timed_end(d, t_);
         if (e)
             return fail(d, "all_reduce to bf16", (cudaError_t)e), -1;
     }
-    if (timed_begin(d, tk ? tk[0] : SCHED_NO_TICKET, &p) != 0)
-        return -1;
+    t_ = tk ? tk[0] : SCHED_NO_TICKET;
     ncclResult_t r = bf16 ? ncclAllReduce(x->wire->ctx, x->wire->ctx, count, ncclBfloat16, ncclSum,
                                           d->comm, d->stream)
                           : ncclAllReduce(a->src[0].data, a->dst.data, count, ncclFloat, ncclSum,
                                           d->comm, d->stream);
-    timed_end(d, p);
+    timed_end(d, t_);
     if (r != ncclSuccess) {
         char msg[192];
         snprintf(msg, sizeof msg, "%s: ncclAllReduce: %s", d->qname, ncclGetErrorString(r));
@@ -586,10 +676,9 @@ static int run_allreduce(cu_dev *d, const sched_exec *x, int k, const real_kerne
         conv.src[0] = conv.dst;
         if (to_rcu(&a->dst, &conv.dst) != 0)
             return -1;
-        if (timed_begin(d, tk ? tk[2] : SCHED_NO_TICKET, &p) != 0)
-            return -1;
+        t_ = tk ? tk[2] : SCHED_NO_TICKET;
         int e = rcu_launch(&conv, d->stream);
-        timed_end(d, p);
+        timed_end(d, t_);
         if (e)
             return fail(d, "all_reduce from bf16", (cudaError_t)e), -1;
     }
@@ -616,11 +705,9 @@ static int cu_graph_compute(sched_backend *b, const sched_exec *x)
                 return -1;
             continue;
         }
-        pending *p;
-        if (timed_begin(d, x->tickets ? x->tickets[3 * i] : SCHED_NO_TICKET, &p) != 0)
-            return -1;
+        sched_ticket t_ = x->tickets ? x->tickets[3 * i] : SCHED_NO_TICKET;
         int rc = run_node(d, x->graph, node, &a);
-        timed_end(d, p);
+        timed_end(d, t_);
         if (rc != 0)
             return -1;
     }
@@ -659,11 +746,11 @@ static void cu_event_free(sched_backend *b, sched_event *ev)
 static int cu_event_record(sched_backend *b, sched_event *ev)
 {
     cu_dev *d = b->ctx;
-    pending *p;
-    if (use(d) != 0 || timed_begin(d, d->h->rec_ticket(b), &p) != 0)
+    if (use(d) != 0)
         return -1;
+    sched_ticket t_ = d->h->rec_ticket(b);
     cudaError_t e = cudaEventRecord((cudaEvent_t)ev->ctx, d->stream);
-    timed_end(d, p);
+    timed_end(d, t_);
     if (e != cudaSuccess)
         return fail(d, "cudaEventRecord", e), -1;
     ev->n_records++;
@@ -677,12 +764,12 @@ static int cu_event_wait(sched_backend *b, sched_event *ev)
         d->h->fail(d->set, "a cuda stream cannot wait for an event of another kind of device");
         return -1;
     }
-    pending *p;
-    if (use(d) != 0 || timed_begin(d, d->h->rec_ticket(b), &p) != 0)
+    if (use(d) != 0)
         return -1;
+    sched_ticket t_ = d->h->rec_ticket(b);
     cudaError_t e = ev->n_records ? cudaStreamWaitEvent(d->stream, (cudaEvent_t)ev->ctx, 0)
                                   : cudaSuccess;
-    timed_end(d, p);
+    timed_end(d, t_);
     if (e != cudaSuccess)
         return fail(d, "cudaStreamWaitEvent", e), -1;
     return 0;
@@ -759,6 +846,14 @@ static void cu_close(sched_backend *b)
 #endif
     if (d->blas)
         cublasDestroy(d->blas);
+    while (d->spare) {
+        pending *q = d->spare;
+        d->spare = q->next;
+        cudaEventDestroy(q->end);
+        free(q);
+    }
+    if (d->scratch)
+        cudaFree(d->scratch);
     if (d->anchor)
         cudaEventDestroy(d->anchor);
     if (d->stream)
@@ -840,6 +935,28 @@ static sched_backend *cu_open(const real_cuda_host *h, const real_cuda_params *p
     return &d->base;
 }
 
+static void *cu_host_alloc(size_t size)
+{
+    void *p = NULL;
+    if (cudaHostAlloc(&p, size, cudaHostAllocPortable) != cudaSuccess) {
+        cudaGetLastError();
+        return NULL;
+    }
+    memset(p, 0, size);
+    return p;
+}
+
+static void cu_host_free(void *p) { cudaFreeHost(p); }
+
+static int cu_copy_bytes(void *dst, const void *src, size_t n)
+{
+    if (gpu_of(dst) < 0 && gpu_of(src) < 0) {
+        memcpy(dst, src, n);
+        return 0;
+    }
+    return cudaMemcpy(dst, src, n, cudaMemcpyDefault) == cudaSuccess ? 0 : -1;
+}
+
 static const real_cuda_plugin plugin = {
     .abi = REAL_CUDA_ABI,
     .device_count = cu_device_count,
@@ -851,6 +968,9 @@ static const real_cuda_plugin plugin = {
     .open = cu_open,
     .close = cu_close,
     .is_device = cu_is_device,
+    .host_alloc = cu_host_alloc,
+    .host_free = cu_host_free,
+    .copy_bytes = cu_copy_bytes,
 };
 
 __attribute__((visibility("default"))) const real_cuda_plugin *syncsim_cuda_plugin(void)

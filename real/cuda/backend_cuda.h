@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define REAL_CUDA_ABI 1
+#define REAL_CUDA_ABI 2
 #define REAL_CUDA_LIB "libsyncsim_cuda.so"
 #define REAL_CUDA_ENTRY "syncsim_cuda_plugin"
 
@@ -35,7 +35,7 @@ typedef enum {
 typedef struct rcu_tensor {
     int type;                       /* rcu_type */
     int64_t ne[4];
-    void *data;                     /* device (managed) memory */
+    void *data;                     /* device memory (weights: managed, on the device) */
 } rcu_tensor;
 
 typedef struct rcu_args {
@@ -53,6 +53,11 @@ extern "C" {
 /* Queues the kernel of a on stream (a cudaStream_t). Returns 0, or the
  * cudaError_t of the launch. */
 int rcu_launch(const rcu_args *a, void *stream);
+/* Queues hi[e] + lo[e] = src[e] (f16 each: hi the nearest to src, lo the
+ * nearest to the rest) for e < n: the f32 activations of a mul_mat of f16
+ * weights as two f16 operands of cublasGemmEx, which together hold 22 of
+ * f32's 24 bits. Returns 0, or the cudaError_t of the launch. */
+int rcu_split_f16(const float *src, void *hi, void *lo, int64_t n, void *stream);
 #ifdef __cplusplus
 }
 #endif
@@ -103,6 +108,16 @@ typedef struct real_cuda_plugin {
     /* Waits for its work, then frees it (its buffers must be freed). */
     void (*close)(sched_backend *b);
     bool (*is_device)(const sched_backend *b);
+    /* Pinned host memory (cudaMallocHost), zeroed, for the cpu backend's
+     * buffers while CUDA devices are open, so that copies from and to them
+     * are asynchronous DMA; NULL when CUDA cannot give it. Freed with
+     * host_free. */
+    void *(*host_alloc)(size_t size);
+    void (*host_free)(void *p);
+    /* A blocking copy of n bytes by the host between any two addresses,
+     * device memory included (cudaMemcpy; memcpy when both are host
+     * memory). 0, or -1. */
+    int (*copy_bytes)(void *dst, const void *src, size_t n);
 } real_cuda_plugin;
 
 typedef const real_cuda_plugin *(*real_cuda_entry_fn)(void);

@@ -7,17 +7,24 @@
  * capture mapping's (traces/formats/capture.c). What it does:
  *
  *   - runtime API callbacks (exit): allocations and frees with pointer and
- *     size, copies with source, destination and bytes, memsets, records and
- *     waits with stream and event, synchronisations, kernel launches with
- *     their pointer-sized parameters (layout from cuFuncGetParamInfo; the
- *     kernel's demangled name in its activity record says which pointees
- *     are const), graph launches with each kernel
- *     node's parameters, streams as they are first used (legacy,
- *     per-thread, blocking or non-blocking). Driver API calls made outside
- *     a runtime call (programs and libraries using the driver API) are
- *     logged the same way: launches with parameters, allocations, copies,
- *     records, waits and synchronisations with their arguments, the rest
- *     by name.
+ *     size, copies with source, destination and bytes, memsets, records,
+ *     waits and successful event queries with stream and event,
+ *     synchronisations, launches with their stream, streams as they are
+ *     first used (legacy, per-thread, blocking or non-blocking). Driver API
+ *     calls made outside a runtime call (programs and libraries using the
+ *     driver API) are logged the same way, the rest by name.
+ *   - launches where the driver sees them, inside a runtime call or not
+ *     (cuLaunchKernel, cuLaunchKernelEx, cuLaunchCooperativeKernel,
+ *     cuGraphLaunch): the CUfunction the driver got and its parameters
+ *     (layout from cuFuncGetParamInfo, cached per function; the kernel's
+ *     demangled name in its activity record says which pointees are
+ *     const). Every runtime reaches the driver, the program's own (static
+ *     or shipped, as PyTorch's) included, so this library links none: only
+ *     libcuda and CUPTI. A graph launch gives the kernel nodes of the graph
+ *     its exec was instantiated from (cuGraphInstantiate*), under the ids
+ *     of their clones in the exec (CUPTI's resource callback).
+ *   - call sites (site=, py=; below): where in the program each call was
+ *     made, symbolised after the run.
  *   - activity records (kernels, copies, peer copies, memsets): GPU start
  *     and end on the CUPTI clock, which the API times use too;
  *   - NVTX (NVTX_INJECTION64_PATH, set by `syncsim capture`): push/pop
@@ -25,17 +32,27 @@
  *     rw; PTR in hex) that tell the log about a host access CUPTI cannot
  *     see. Start/end ranges and the wide-character calls are not recorded.
  *
- * The log is opened O_APPEND and every record is one write(2) of a whole
- * line, so what was written survives a crash; activity buffers are flushed
- * every 100 ms and at exit. SYNCSIM_CAPTURE_LOG names the file.
+ * The log is opened O_APPEND and written in batches of whole lines (one
+ * write(2) each: when full, at each synchronise, every 100 ms with the
+ * activity buffers, at exit and on a fatal signal), so what the program did
+ * survives a crash; a program killed outright (SIGKILL) loses at most the
+ * last batch. SYNCSIM_CAPTURE_LOG names the file.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1           /* dl_iterate_phdr, RTLD_DEFAULT */
+#endif
 #include <cuda.h>
-#include <cuda_runtime_api.h>
+#include <cuda_runtime_api.h>   /* types of the runtime callbacks' parameters only */
 #include <cupti.h>
 
+#include <dlfcn.h>
 #include <errno.h>
+#include <execinfo.h>
 #include <fcntl.h>
+#include <link.h>
+#include <time.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -52,8 +69,42 @@ static CUpti_SubscriberHandle subscriber;
 static __thread int in_runtime;        /* depth of runtime calls on this thread */
 static __thread int in_glue;           /* our own CUDA calls: not logged */
 static __thread uint64_t t_enter[64];  /* runtime call start, by depth */
+static __thread long outer_corr;       /* the open runtime call's correlation id */
 
 #define LINE_MAX_BYTES 8192
+#define BATCH_BYTES (64u << 10)
+
+/* Lines are batched (one write(2) per batch, not per line: the cost of a
+ * launch-bound program is mostly these calls). A batch is written when it
+ * is full, at each synchronising call, at each activity flush (every 100
+ * ms), at exit, and on a fatal signal (SIGSEGV, SIGBUS, SIGFPE, SIGILL,
+ * SIGABRT: the program's own handler then runs). A program killed outright
+ * loses at most its last batch; every batch holds whole lines and the file
+ * is opened O_APPEND, so the shim's lines never interleave inside ours. */
+static char batch[BATCH_BYTES];
+static size_t batch_len;
+static pthread_mutex_t batch_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void flush_locked(void)
+{
+    size_t at = 0;
+    while (at < batch_len) {
+        ssize_t w = write(log_fd, batch + at, batch_len - at);
+        if (w <= 0)
+            break;
+        at += (size_t)w;
+    }
+    batch_len = 0;
+}
+
+static void flush_log(void)
+{
+    if (log_fd < 0)
+        return;
+    pthread_mutex_lock(&batch_lock);
+    flush_locked();
+    pthread_mutex_unlock(&batch_lock);
+}
 
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void say(const char *fmt, ...)
@@ -71,8 +122,56 @@ static void say(const char *fmt, ...)
         n = (int)sizeof buf - 2;
     }
     buf[n++] = '\n';
-    ssize_t w = write(log_fd, buf, (size_t)n);
-    (void)w;
+    pthread_mutex_lock(&batch_lock);
+    if (batch_len + (size_t)n > sizeof batch)
+        flush_locked();
+    memcpy(batch + batch_len, buf, (size_t)n);
+    batch_len += (size_t)n;
+    pthread_mutex_unlock(&batch_lock);
+}
+
+/* A fatal signal: the batch as it is (no lock: the thread that holds it
+ * may be the one that faulted), then the program's own handling. */
+static struct sigaction old_action[32];
+static const int fatal_signals[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT };
+
+static void on_fatal(int sig, siginfo_t *info, void *uc)
+{
+    if (log_fd >= 0 && batch_len <= sizeof batch) {
+        ssize_t w = write(log_fd, batch, batch_len);
+        (void)w;
+        batch_len = 0;
+    }
+    struct sigaction *old = sig < 32 ? &old_action[sig] : NULL;
+    if (old && (old->sa_flags & SA_SIGINFO) && old->sa_sigaction) {
+        old->sa_sigaction(sig, info, uc);
+        return;
+    }
+    if (old && old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN && old->sa_handler) {
+        old->sa_handler(sig);
+        return;
+    }
+    signal(sig, SIG_DFL);       /* the default action, as without syncsim */
+    raise(sig);
+}
+
+/* A forked child starts with no lines of its parent's to write. */
+static void forget_batch(void)
+{
+    batch_len = 0;
+}
+
+static void catch_fatal_signals(void)
+{
+    pthread_atfork(NULL, NULL, forget_batch);
+    for (size_t i = 0; i < sizeof fatal_signals / sizeof fatal_signals[0]; i++) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = on_fatal;
+        sa.sa_flags = SA_SIGINFO | SA_RESETHAND | SA_NODEFER;
+        sigemptyset(&sa.sa_mask);
+        sigaction(fatal_signals[i], &sa, &old_action[fatal_signals[i]]);
+    }
 }
 
 static uint64_t now(void)
@@ -95,6 +194,211 @@ static const char *one_line(const char *s, char *buf, size_t cap)
         buf[i] = s[i] == '\n' || s[i] == '\r' ? ' ' : s[i];
     buf[i] = '\0';
     return buf;
+}
+
+/* ------------------------------------------------------------------ */
+/* Call sites: where in the program a CUDA call was made.             */
+/*                                                                    */
+/* At the entry of the call the program made (the outermost runtime or  */
+/* driver call of a thread), the return addresses of the stack outside  */
+/* the CUDA driver, CUPTI, the CUDA runtime and syncsim's libraries are */
+/* kept (at most SITE_FRAMES, written as site=ADDR,ADDR,...). Nothing is */
+/* symbolised while the program runs: at exit a `module` record gives   */
+/* each loaded object's load address and path, and `syncsim capture`    */
+/* turns addresses into file:line after the run (addr2line). In a      */
+/* Python process whose thread holds the GIL, the innermost Python     */
+/* frame outside torch/ is written too (py=FILE:LINE): a few reads of  */
+/* the interpreter's frame, no hook on every Python call.              */
+/* SYNCSIM_CAPTURE_SITES=0 turns both off.                             */
+
+#define SITE_FRAMES 4
+#define SKIP_RANGES 32
+static struct { uintptr_t lo, hi; } skip[SKIP_RANGES];
+static int n_skip;
+static int sites_on = 1;
+static __thread char site_words[256];  /* " site=... py=..." of the open call */
+
+static int skip_object(const char *path)
+{
+    static const char *const names[] = { "libcuda.so", "libcupti", "libcudart", "libnvrtc",
+                                         "libsyncsim_inject", "libsyncsim_shim", "libcublas" };
+    for (size_t i = 0; path && i < sizeof names / sizeof names[0]; i++)
+        if (strstr(path, names[i]))
+            return 1;
+    return 0;
+}
+
+static int add_skip(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    (void)data;
+    if (!skip_object(info->dlpi_name))
+        return 0;
+    for (int i = 0; i < info->dlpi_phnum && n_skip < SKIP_RANGES; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+            continue;
+        skip[n_skip].lo = info->dlpi_addr + ph->p_vaddr;
+        skip[n_skip].hi = skip[n_skip].lo + ph->p_memsz;
+        n_skip++;
+    }
+    return 0;
+}
+
+static int skipped(uintptr_t a)
+{
+    for (int i = 0; i < n_skip; i++)
+        if (a >= skip[i].lo && a < skip[i].hi)
+            return 1;
+    return 0;
+}
+
+/* The Python interpreter's C API, when the process has one (dlsym in the
+ * program's own objects: nothing is linked). */
+static struct {
+    int (*initialized)(void);
+    int (*gil)(void);
+    void *(*frame)(void);
+    void *(*back)(void *);
+    void *(*code)(void *);
+    int (*line)(void *);
+    void *(*attr)(void *, const char *);
+    const char *(*utf8)(void *);
+    void (*decref)(void *);
+} py;
+
+static void python_api(void)
+{
+#define PYSYM(field, name) *(void **)&py.field = dlsym(RTLD_DEFAULT, name)
+    PYSYM(initialized, "Py_IsInitialized");
+    PYSYM(gil, "PyGILState_Check");
+    PYSYM(frame, "PyEval_GetFrame");
+    PYSYM(back, "PyFrame_GetBack");
+    PYSYM(code, "PyFrame_GetCode");
+    PYSYM(line, "PyFrame_GetLineNumber");
+    PYSYM(attr, "PyObject_GetAttrString");
+    PYSYM(utf8, "PyUnicode_AsUTF8");
+    PYSYM(decref, "Py_DecRef");
+#undef PYSYM
+}
+
+/* " py=FILE:LINE" of the calling thread's Python code, into out. */
+static void python_site(char *out, size_t cap)
+{
+    out[0] = '\0';
+    if (!py.initialized || !py.gil || !py.frame || !py.back || !py.code || !py.line ||
+        !py.attr || !py.utf8 || !py.decref || !py.initialized() || !py.gil())
+        return;
+    void *f = py.frame();       /* borrowed */
+    int owned = 0;
+    char first[200] = "";
+    for (int depth = 0; f && depth < 12; depth++) {
+        void *code = py.code(f);
+        void *fn = code ? py.attr(code, "co_filename") : NULL;
+        const char *file = fn ? py.utf8(fn) : NULL;
+        int line = py.line(f);
+        int library = !file || file[0] == '<' || strstr(file, "/torch/") ||
+                      strstr(file, "/site-packages/") || strstr(file, "/dist-packages/");
+        char here[200];
+        here[0] = '\0';
+        if (file)
+            snprintf(here, sizeof here, "%s:%d", file, line);
+        if (fn)
+            py.decref(fn);
+        if (code)
+            py.decref(code);
+        if (!first[0])
+            memcpy(first, here, sizeof first);
+        if (!library && here[0]) {
+            memcpy(first, here, sizeof first);
+            break;
+        }
+        void *up = py.back(f);  /* a new reference */
+        if (owned)
+            py.decref(f);
+        f = up;
+        owned = 1;
+    }
+    if (owned && f)
+        py.decref(f);
+    if (first[0]) {
+        for (char *c = first; *c; c++)
+            if (*c == ' ' || *c == '\n')
+                *c = '_';
+        snprintf(out, cap, " py=%s", first);
+    }
+}
+
+/* Whether call `name` is one whose site a finding may show (work,
+ * memory, synchronisation): the others are not worth a stack walk. */
+static int site_wanted(const char *name)
+{
+    static const char *const prefixes[] = {
+        "cudaLaunch", "cudaMemcpy", "cudaMemset", "cudaEvent", "cudaStream", "cudaDeviceSynchronize",
+        "cudaMalloc", "cudaFree", "cudaHost", "cudaGraphLaunch", "cuLaunch", "cuMemcpy", "cuMemset",
+        "cuEvent", "cuStream", "cuCtxSynchronize", "cuMemAlloc", "cuMemFree", "cuMemHost",
+        "cuGraphLaunch",
+    };
+    for (size_t i = 0; name && i < sizeof prefixes / sizeof prefixes[0]; i++)
+        if (strncmp(name, prefixes[i], strlen(prefixes[i])) == 0)
+            return 1;
+    return 0;
+}
+
+/* Fills site_words for call `name`, which the program is entering. */
+static void take_site(const char *name)
+{
+    site_words[0] = '\0';
+    if (!sites_on || !site_wanted(name))
+        return;
+    void *pc[24];                /* CUPTI's, the driver's and a runtime's frames first */
+    int n = backtrace(pc, 24), kept = 0;
+    size_t at = 0;
+    for (int i = 1; i < n && kept < SITE_FRAMES; i++) {
+        uintptr_t a = (uintptr_t)pc[i];
+        if (skipped(a))
+            continue;
+        int w = snprintf(site_words + at, sizeof site_words - at, "%s0x%llx",
+                         kept ? "," : " site=", (unsigned long long)a);
+        if (w < 0 || (size_t)w >= sizeof site_words - at)
+            break;
+        at += (size_t)w;
+        kept++;
+    }
+    python_site(site_words + at, sizeof site_words - at);
+}
+
+/* One `module` record per loaded object (at exit: what the addresses of
+ * site= resolve against after the run). */
+static int write_module(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    (void)data;
+    const char *path = info->dlpi_name;
+    char self[4096];
+    if (!path || !*path) {      /* the program itself */
+        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+        if (n <= 0)
+            return 0;
+        self[n] = '\0';
+        path = self;
+    }
+    if (path[0] != '/')
+        return 0;               /* the vDSO and the like */
+    uintptr_t lo = UINTPTR_MAX, hi = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD)
+            continue;
+        uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+        lo = a < lo ? a : lo;
+        hi = a + ph->p_memsz > hi ? a + ph->p_memsz : hi;
+    }
+    if (lo < hi)
+        say("module pid=%d base=0x%llx lo=0x%llx hi=0x%llx name=%s", getpid(),
+            (unsigned long long)info->dlpi_addr, (unsigned long long)lo,
+            (unsigned long long)hi, path);
+    return 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -128,12 +432,6 @@ static long stream_id(cudaStream_t s, int per_thread_api)
     CUstream cs = per_thread || legacy ? NULL : (CUstream)s;
     if (cuptiGetStreamIdEx(ctx, cs, (uint8_t)per_thread, &id) != CUPTI_SUCCESS)
         id = 0;
-    const char *kind = per_thread ? "per-thread" : legacy ? "legacy" : "blocking";
-    if (!per_thread && !legacy) {
-        unsigned int flags = 0;
-        if (cuStreamGetFlags(cs, &flags) == CUDA_SUCCESS && (flags & CU_STREAM_NON_BLOCKING))
-            kind = "nonblocking";
-    }
     in_glue--;
     int dev = cur_device();
     uint64_t key = ((uint64_t)(unsigned)dev << 32) | id;
@@ -150,8 +448,16 @@ static long stream_id(cudaStream_t s, int per_thread_api)
         }
     }
     pthread_mutex_unlock(&seen_lock);
-    if (fresh)
+    if (fresh) {                /* its kind: asked once per stream */
+        const char *kind = per_thread ? "per-thread" : legacy ? "legacy" : "blocking";
+        unsigned int flags = 0;
+        in_glue++;
+        if (!per_thread && !legacy && cuStreamGetFlags(cs, &flags) == CUDA_SUCCESS &&
+            (flags & CU_STREAM_NON_BLOCKING))
+            kind = "nonblocking";
+        in_glue--;
         say("stream pid=%d dev=%d stream=%u kind=%s", getpid(), dev, id, kind);
+    }
     return (long)id;
 }
 
@@ -182,49 +488,109 @@ static unsigned long long event_id(cudaEvent_t e)
 }
 
 /* ------------------------------------------------------------------ */
-/* Kernel parameters.                                                  */
+/* Kernel parameters, taken where the driver sees the launch.          */
 
-/* One `param` line per 8-byte parameter of f (a pointer or not: the log's
- * reader keeps the values that point into allocations, and reads
- * const-ness off the kernel's demangled name). */
-static void write_params(CUfunction f, void **args, long corr, long long node)
+/* A kernel's parameter layout (cuFuncGetParamInfo), kept per CUfunction so
+ * that a launch costs one table look-up, not one driver call a parameter. */
+#define FUNCS 4096
+#define FUNC_PARAMS 64
+typedef struct func_layout {
+    CUfunction f;
+    uint16_t n;                         /* parameters */
+    uint16_t off[FUNC_PARAMS], size[FUNC_PARAMS];
+} func_layout;
+static func_layout funcs[FUNCS];
+static pthread_mutex_t func_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void layout_of(CUfunction f, func_layout *out)
 {
-    in_glue++;
-    for (size_t i = 0;; i++) {
-        size_t off = 0, size = 0;
-        if (cuFuncGetParamInfo(f, i, &off, &size) != CUDA_SUCCESS)
-            break;
-        if (size != sizeof(void *) || !args || !args[i])
+    size_t i = ((uintptr_t)f >> 4) % FUNCS;
+    pthread_mutex_lock(&func_lock);
+    func_layout *l = &funcs[i];
+    if (l->f != f) {
+        l->f = f;
+        l->n = 0;
+        in_glue++;
+        for (size_t k = 0; k < FUNC_PARAMS; k++) {
+            size_t off = 0, size = 0;
+            if (cuFuncGetParamInfo(f, k, &off, &size) != CUDA_SUCCESS)
+                break;
+            l->off[k] = (uint16_t)off;
+            l->size[k] = (uint16_t)size;
+            l->n = (uint16_t)(k + 1);
+        }
+        in_glue--;
+    }
+    *out = *l;      /* copied: another function may take the slot later */
+    pthread_mutex_unlock(&func_lock);
+}
+
+/* The packed argument buffer of a launch made with `extra`
+ * (CU_LAUNCH_PARAM_BUFFER_POINTER), or NULL. */
+static const unsigned char *packed_args(void **extra)
+{
+    for (size_t i = 0; extra && extra[i] != CU_LAUNCH_PARAM_END && i < 16; i += 2)
+        if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER)
+            return extra[i + 1];
+    return NULL;
+}
+
+#define AGGREGATE_WORDS 64         /* words of a by-value structure looked at */
+#define MIN_ADDRESS 0x100000ull    /* below: a count or a stride, not an address */
+
+/* One `param` line per pointer-sized parameter of the launch of f (a
+ * pointer or not: the log's reader keeps the values that point into
+ * allocations, and reads const-ness off the kernel's demangled name).
+ * corr is the call the program made (the runtime call around a driver
+ * launch, when there is one); dcorr the driver call's own id when it
+ * differs, so that activity records carrying either find the launch. */
+static void write_params(CUfunction f, void **args, void **extra, long corr, long dcorr,
+                         long long node)
+{
+    if (!f)
+        return;
+    func_layout l;
+    layout_of(f, &l);
+    const unsigned char *packed = args ? NULL : packed_args(extra);
+    char nodebuf[32] = "", dbuf[32] = "";
+    if (node >= 0)
+        snprintf(nodebuf, sizeof nodebuf, " node=%lld", node);
+    if (dcorr >= 0 && dcorr != corr)
+        snprintf(dbuf, sizeof dbuf, " dcorr=%ld", dcorr);
+    for (size_t i = 0; i < l.n; i++) {
+        const unsigned char *at = args && args[i] ? args[i] : packed ? packed + l.off[i] : NULL;
+        if (!at || l.size[i] < sizeof(void *))
             continue;
         uint64_t v;
-        memcpy(&v, args[i], sizeof v);
-        if (!v)
+        if (l.size[i] == sizeof(void *)) {
+            memcpy(&v, at, sizeof v);
+            if (v)
+                say("param pid=%d corr=%ld%s%s idx=%zu ptr=0x%llx", getpid(), corr, dbuf,
+                    nodebuf, i, (unsigned long long)v);
             continue;
-        char nodebuf[32] = "";
-        if (node >= 0)
-            snprintf(nodebuf, sizeof nodebuf, " node=%lld", node);
-        say("param pid=%d corr=%ld%s idx=%zu ptr=0x%llx", getpid(), corr, nodebuf, i,
-            (unsigned long long)v);
+        }
+        /* a structure passed by value (PyTorch's TensorIterator kernels pass
+         * their operands' pointers in at::detail::Array<char*, N>): each
+         * aligned word that could be an address; the reader keeps those
+         * that point into allocations */
+        size_t words = l.size[i] / sizeof v;
+        for (size_t w = 0; w < words && w < AGGREGATE_WORDS; w++) {
+            memcpy(&v, at + w * sizeof v, sizeof v);
+            if (v < MIN_ADDRESS || v >> 57)
+                continue;
+            say("param pid=%d corr=%ld%s%s idx=%zu word=%zu ptr=0x%llx", getpid(), corr, dbuf,
+                nodebuf, i, w, (unsigned long long)v);
+        }
     }
-    in_glue--;
 }
 
-static void launch_params(const void *func, void **args, long corr)
-{
-    cudaFunction_t f = NULL;
-    in_glue++;
-    cudaError_t e = cudaGetFuncBySymbol(&f, func);
-    in_glue--;
-    if (e == cudaSuccess && f)
-        write_params((CUfunction)f, args, corr, -1);
-}
-
-/* A graph launch: the kernel nodes of the graph its exec came from. */
+/* A graph launch: the kernel nodes of the graph its exec was instantiated
+ * from (cuGraphInstantiate*, seen at the driver whoever called it). */
 #define GRAPHS 1024
-static struct { cudaGraphExec_t exec; cudaGraph_t graph; } graphs[GRAPHS];
+static struct { CUgraphExec exec; CUgraph graph; } graphs[GRAPHS];
 static pthread_mutex_t graph_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void graph_instantiated(cudaGraphExec_t exec, cudaGraph_t graph)
+static void graph_instantiated(CUgraphExec exec, CUgraph graph)
 {
     pthread_mutex_lock(&graph_lock);
     size_t i = ((uintptr_t)exec >> 4) % GRAPHS;
@@ -233,36 +599,123 @@ static void graph_instantiated(cudaGraphExec_t exec, cudaGraph_t graph)
     pthread_mutex_unlock(&graph_lock);
 }
 
-static void graph_params(cudaGraphExec_t exec, long corr)
+/* Kernel nodes cloned into an executable graph get ids of their own, and
+ * the activity of a graph launch names those: the latest clone of each
+ * node of an original graph (CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED). */
+#define CLONES 8192
+static struct { uint64_t orig, clone; } clones[CLONES];
+
+static void graph_node_cloned(const CUpti_GraphData *gd)
+{
+    uint64_t orig = 0, clone = 0;
+    if (!gd || gd->nodeType != CU_GRAPH_NODE_TYPE_KERNEL ||
+        cuptiGetGraphNodeId(gd->originalNode, &orig) != CUPTI_SUCCESS ||
+        cuptiGetGraphNodeId(gd->node, &clone) != CUPTI_SUCCESS)
+        return;
+    pthread_mutex_lock(&graph_lock);
+    size_t i = orig % CLONES;
+    clones[i].orig = orig;
+    clones[i].clone = clone;
+    pthread_mutex_unlock(&graph_lock);
+}
+
+static uint64_t clone_of(uint64_t orig)
+{
+    pthread_mutex_lock(&graph_lock);
+    size_t i = orig % CLONES;
+    uint64_t c = clones[i].orig == orig ? clones[i].clone : 0;
+    pthread_mutex_unlock(&graph_lock);
+    return c;
+}
+
+static void graph_params(CUgraphExec exec, long corr, long dcorr)
 {
     pthread_mutex_lock(&graph_lock);
     size_t i = ((uintptr_t)exec >> 4) % GRAPHS;
-    cudaGraph_t g = graphs[i].exec == exec ? graphs[i].graph : NULL;
+    CUgraph g = graphs[i].exec == exec ? graphs[i].graph : NULL;
     pthread_mutex_unlock(&graph_lock);
     if (!g)
         return;
     in_glue++;
     size_t n = 0;
-    if (cudaGraphGetNodes(g, NULL, &n) == cudaSuccess && n) {
-        cudaGraphNode_t *nodes = calloc(n, sizeof *nodes);
-        if (nodes && cudaGraphGetNodes(g, nodes, &n) == cudaSuccess) {
+    if (cuGraphGetNodes(g, NULL, &n) == CUDA_SUCCESS && n) {
+        CUgraphNode *nodes = calloc(n, sizeof *nodes);
+        if (nodes && cuGraphGetNodes(g, nodes, &n) == CUDA_SUCCESS) {
             for (size_t k = 0; k < n; k++) {
-                enum cudaGraphNodeType type;
-                struct cudaKernelNodeParams kp;
+                CUgraphNodeType type;
+                CUDA_KERNEL_NODE_PARAMS kp;
                 uint64_t id = 0;
-                if (cudaGraphNodeGetType(nodes[k], &type) != cudaSuccess ||
-                    type != cudaGraphNodeTypeKernel ||
-                    cudaGraphKernelNodeGetParams(nodes[k], &kp) != cudaSuccess ||
-                    cuptiGetGraphNodeId((CUgraphNode)nodes[k], &id) != CUPTI_SUCCESS)
+                memset(&kp, 0, sizeof kp);
+                if (cuGraphNodeGetType(nodes[k], &type) != CUDA_SUCCESS ||
+                    type != CU_GRAPH_NODE_TYPE_KERNEL ||
+                    cuGraphKernelNodeGetParams(nodes[k], &kp) != CUDA_SUCCESS ||
+                    cuptiGetGraphNodeId(nodes[k], &id) != CUPTI_SUCCESS)
                     continue;
-                cudaFunction_t f = NULL;
-                if (cudaGetFuncBySymbol(&f, kp.func) == cudaSuccess && f)
-                    write_params((CUfunction)f, kp.kernelParams, corr, (long long)id);
+                CUfunction f = kp.func;
+                if (!f && kp.kern && cuKernelGetFunction(&f, kp.kern) != CUDA_SUCCESS)
+                    continue;
+                write_params(f, kp.kernelParams, kp.extra, corr, dcorr, (long long)id);
+                uint64_t clone = clone_of(id);
+                if (clone && clone != id)
+                    write_params(f, kp.kernelParams, kp.extra, corr, dcorr, (long long)clone);
             }
         }
         free(nodes);
     }
     in_glue--;
+}
+
+/* The launches of a driver call (nested in a runtime call or not): its
+ * parameters, written once, under the id of the call the program made. */
+static void driver_launch(CUpti_CallbackId cbid, const CUpti_CallbackData *cb, long corr)
+{
+    const void *p = cb->functionParams;
+    long dcorr = (long)cb->correlationId;
+    switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: {
+        const cuLaunchKernel_params *a = p;
+        write_params(a->f, a->kernelParams, a->extra, corr, dcorr, -1);
+        break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: {
+        const cuLaunchKernelEx_params *a = p;
+        write_params(a->f, a->kernelParams, a->extra, corr, dcorr, -1);
+        break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz: {
+        const cuLaunchCooperativeKernel_params *a = p;
+        write_params(a->f, a->kernelParams, NULL, corr, dcorr, -1);
+        break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags: {
+        const cuGraphInstantiateWithFlags_params *a = p;
+        graph_instantiated(*a->phGraphExec, a->hGraph);
+        break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams_ptsz: {
+        const cuGraphInstantiateWithParams_params *a = p;
+        graph_instantiated(*a->phGraphExec, a->hGraph);
+        break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate_v2: {
+        const cuGraphInstantiate_v2_params *a = p;  /* the same first two */
+        graph_instantiated(*a->phGraphExec, a->hGraph);
+        break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz: {
+        const cuGraphLaunch_params *a = p;
+        graph_params(a->hGraph, corr, dcorr);
+        break;
+    }
+    default:
+        break;
+    }
 }
 
 /* ------------------------------------------------------------------ */
@@ -367,26 +820,30 @@ static void runtime_exit(CUpti_CallbackId cbid, const CUpti_CallbackData *cb, ui
           stream_id(a->stream, ptsz));
         break;
     }
+    /* launches: the parameters are taken where the driver sees them
+     * (driver_launch): the runtime's own symbol table would not know the
+     * kernels of a program that carries its own runtime */
     case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000:
     case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000: {
         const cudaLaunchKernel_v7000_params *a = p;
         X(" stream=%ld", stream_id(a->stream, ptsz));
-        if (ret == cudaSuccess)
-            launch_params(a->func, a->args, corr);
         break;
     }
-    case CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v10000:
-    case CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiateWithFlags_v11040: {
-        const cudaGraphInstantiateWithFlags_v11040_params *a = p; /* same first two */
-        if (ret == cudaSuccess)
-            graph_instantiated(*a->pGraphExec, a->graph);
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060: {
+        const cudaLaunchKernelExC_v11060_params *a = p;
+        X(" stream=%ld", stream_id(a->config ? a->config->stream : 0, ptsz));
         break;
     }
     case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000:
     case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000: {
         const cudaGraphLaunch_v10000_params *a = p;
         X(" stream=%ld", stream_id(a->stream, ptsz));
-        graph_params(a->graphExec, corr);
+        break;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaEventQuery_v3020: {
+        const cudaEventQuery_v3020_params *a = p;
+        X(" event=%llu", event_id(a->event));
         break;
     }
     case CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_v3020:
@@ -430,9 +887,11 @@ static void runtime_exit(CUpti_CallbackId cbid, const CUpti_CallbackData *cb, ui
     if (!ok || ret != cudaSuccess)
         return;                 /* a failed call did nothing */
     char nm[256];
-    say("api pid=%d tid=%ld t0=%llu t1=%llu corr=%ld dev=%d%s name=%s", pid, tid(),
-        (unsigned long long)t0, (unsigned long long)t1, corr, dev, extra,
+    say("api pid=%d tid=%ld t0=%llu t1=%llu corr=%ld dev=%d%s%s name=%s", pid, tid(),
+        (unsigned long long)t0, (unsigned long long)t1, corr, dev, extra, site_words,
         one_line(name, nm, sizeof nm));
+    if (strstr(name, "Synchronize"))
+        flush_log();            /* what happened before a synchronise is on disk */
 }
 
 /* A driver API call made outside any runtime call (programs and libraries
@@ -456,7 +915,23 @@ static void driver_exit(CUpti_CallbackId cbid, const CUpti_CallbackData *cb, uin
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: {
         const cuLaunchKernel_params *a = p;
         X(" stream=%ld", stream_id((cudaStream_t)a->hStream, ptsz));
-        write_params(a->f, a->kernelParams, corr, -1);
+        break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: {
+        const cuLaunchKernelEx_params *a = p;
+        X(" stream=%ld", stream_id((cudaStream_t)(a->config ? a->config->hStream : NULL), ptsz));
+        break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz: {
+        const cuGraphLaunch_params *a = p;
+        X(" stream=%ld", stream_id((cudaStream_t)a->hStream, ptsz));
+        break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuEventQuery: {
+        const cuEventQuery_params *a = p;
+        X(" event=%llu", event_id((cudaEvent_t)a->hEvent));
         break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2: {
@@ -570,9 +1045,11 @@ static void driver_exit(CUpti_CallbackId cbid, const CUpti_CallbackData *cb, uin
     }
 #undef X
     char nm[256];
-    say("api pid=%d tid=%ld t0=%llu t1=%llu corr=%ld dev=%d%s name=%s", getpid(), tid(),
-        (unsigned long long)t0, (unsigned long long)t1, corr, cur_device(), extra,
+    say("api pid=%d tid=%ld t0=%llu t1=%llu corr=%ld dev=%d%s%s name=%s", getpid(), tid(),
+        (unsigned long long)t0, (unsigned long long)t1, corr, cur_device(), extra, site_words,
         one_line(name, nm, sizeof nm));
+    if (strstr(name, "Synchronize"))
+        flush_log();
 }
 
 static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
@@ -584,6 +1061,10 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain domain, CUpti_Ca
     if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
         const CUpti_CallbackData *cb = data;
         if (cb->callbackSite == CUPTI_API_ENTER) {
+            if (in_runtime == 0) {
+                outer_corr = (long)cb->correlationId;
+                take_site(cb->functionName);
+            }
             if (in_runtime < 64)
                 t_enter[in_runtime] = now();
             in_runtime++;
@@ -594,13 +1075,25 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain domain, CUpti_Ca
         }
     } else if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
         const CUpti_CallbackData *cb = data;
-        if (in_runtime)
-            return;             /* part of a runtime call */
         static __thread uint64_t drv_t0;
-        if (cb->callbackSite == CUPTI_API_ENTER)
-            drv_t0 = now();
-        else
+        if (cb->callbackSite == CUPTI_API_ENTER) {
+            if (!in_runtime) {
+                take_site(cb->functionName);
+                drv_t0 = now();
+            }
+            return;
+        }
+        CUresult ret = cb->functionReturnValue ? *(const CUresult *)cb->functionReturnValue
+                                               : CUDA_SUCCESS;
+        /* a launch is taken here, inside a runtime call or not: once */
+        if (ret == CUDA_SUCCESS)
+            driver_launch(cbid, cb, in_runtime ? outer_corr : (long)cb->correlationId);
+        if (!in_runtime)
             driver_exit(cbid, cb, drv_t0);
+    } else if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
+        const CUpti_ResourceData *rd = data;
+        if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED)
+            graph_node_cloned(rd->resourceDescriptor);
     } else if (domain == CUPTI_CB_DOMAIN_NVTX) {
         const CUpti_NvtxData *nv = data;
         static __thread struct { uint64_t t0; char name[200]; } stack[64];
@@ -743,11 +1236,15 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
         }
     }
     free(buf);
+    flush_log();                /* every 100 ms (cuptiActivityFlushPeriod) */
 }
 
 static void at_exit(void)
 {
     cuptiActivityFlushAll(1);
+    if (sites_on)
+        dl_iterate_phdr(write_module, NULL);
+    flush_log();
     if (log_fd >= 0)
         close(log_fd);
     log_fd = -1;
@@ -767,6 +1264,21 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
     off_t at = lseek(log_fd, 0, SEEK_END);
     if (at == 0)
         say("syncsim-cuda-log 1");
+    /* the log's clock (CUPTI's) against the wall clock, for records timed
+     * by others (PyTorch's allocator history, in microseconds of the epoch) */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t t_cupti = now();
+    say("clock pid=%d t0=%llu unix=%llu", getpid(), (unsigned long long)t_cupti,
+        (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec);
+    const char *sites = getenv("SYNCSIM_CAPTURE_SITES");
+    sites_on = !(sites && strcmp(sites, "0") == 0);
+    if (sites_on) {
+        void *warm[4];
+        backtrace(warm, 4);     /* loads the unwinder now, not inside a callback */
+        dl_iterate_phdr(add_skip, NULL);
+        python_api();
+    }
     if (cuptiSubscribe(&subscriber, (CUpti_CallbackFunc)on_callback, NULL) != CUPTI_SUCCESS ||
         cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API) != CUPTI_SUCCESS ||
         cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API) != CUPTI_SUCCESS) {
@@ -775,12 +1287,15 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
         return 0;
     }
     cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_NVTX);
+    cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+                        CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED);
     cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
     cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
     cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY);
     cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY2);
     cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET);
     cuptiActivityFlushPeriod(100);
+    catch_fatal_signals();
     atexit(at_exit);
     return 1;
 }

@@ -6,10 +6,15 @@
  * kernels the thread launched inside it, instead of guessing accesses from
  * kernels whose parameters say nothing about what they touch.
  *
- * The shim links nothing but libdl: the real functions are found with
- * dlsym(RTLD_NEXT), and CUPTI's clock and stream ids with dlsym(RTLD_DEFAULT)
- * once the injection library is loaded, so a preloaded process that never
- * touches CUDA (a shell script around the program) loads it harmlessly.
+ * The shim links nothing but libdl (no CUDA runtime, cuBLAS or NCCL: a
+ * program that brings its own, as PyTorch does, keeps using its own): the
+ * real functions are found with dlsym(RTLD_NEXT), else in whichever object
+ * the program loaded them with (next()), and CUPTI's clock and stream ids
+ * with dlsym (RTLD_DEFAULT, else through the injection library, which the
+ * driver loads RTLD_LOCAL) once the injection library is loaded, so a
+ * preloaded process that never touches CUDA (a shell script around the
+ * program) loads it harmlessly. A function it cannot find fails its call
+ * with the library's own error code; it never aborts the program.
  *
  *   cublasSgemm_v2    its arguments (transposes, m, n, k, leading
  *                     dimensions, A, B, C, whether beta is zero): the
@@ -26,6 +31,7 @@
 #include <nccl.h>
 
 #include <dlfcn.h>
+#include <link.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -66,12 +72,66 @@ static void say(const char *fmt, ...)
     (void)w;
 }
 
+/* Finds symbol `name` in a loaded object other than this shim: the
+ * dl_iterate_phdr walk behind next(). */
+typedef struct lookup {
+    const char *name;
+    void *found;
+} lookup;
+
+static int look_in(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    lookup *l = data;
+    const char *path = info->dlpi_name;
+    if (l->found || !path || !*path || strstr(path, "libsyncsim_shim"))
+        return l->found != NULL;
+    /* RTLD_NOLOAD: a handle on what is loaded (RTLD_LOCAL included), never a new load */
+    void *h = dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
+    if (!h)
+        return 0;
+    void *f = dlsym(h, l->name);
+    Dl_info where;
+    /* a definition, not this shim's own symbol seen through a dependency */
+    if (f && dladdr(f, &where) && where.dli_fname && !strstr(where.dli_fname, "libsyncsim_shim"))
+        l->found = f;
+    dlclose(h);
+    return l->found != NULL;
+}
+
+/* The real function `name`: the next definition after the shim in the
+ * global scope, else one in any object the program loaded, also with
+ * RTLD_LOCAL (PyTorch loads cuBLAS and NCCL as dependencies of extension
+ * modules that Python dlopen()s locally, out of RTLD_NEXT's sight). NULL
+ * when none: the caller then fails the call the way the library would
+ * (one line on stderr), never aborts the program. */
 static void *next(const char *name)
 {
     void *f = dlsym(RTLD_NEXT, name);
     if (!f) {
-        fprintf(stderr, "syncsim capture: %s: not found after the shim (%s)\n", name, dlerror());
-        abort();
+        lookup l = { name, NULL };
+        dl_iterate_phdr(look_in, &l);
+        f = l.found;
+    }
+    if (!f)
+        fprintf(stderr, "syncsim capture: %s: no definition in the program's libraries; "
+                        "the call fails\n", name);
+    return f;
+}
+
+/* Symbol `name` of CUPTI or the driver: in the global scope, else through
+ * the injection library (the driver loads it, and with it CUPTI, with
+ * RTLD_LOCAL: out of RTLD_DEFAULT's sight). NULL before it is loaded. */
+static void *inject_sym(const char *name)
+{
+    void *f = dlsym(RTLD_DEFAULT, name);
+    const char *path = getenv("CUDA_INJECTION64_PATH");
+    if (!f && path && *path) {
+        void *h = dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
+        if (h) {
+            f = dlsym(h, name);
+            dlclose(h);
+        }
     }
     return f;
 }
@@ -81,7 +141,7 @@ static uint64_t now(void)
 {
     static int (*ts)(uint64_t *);
     if (!ts)
-        ts = (int (*)(uint64_t *))dlsym(RTLD_DEFAULT, "cuptiGetTimestamp");
+        ts = (int (*)(uint64_t *))inject_sym("cuptiGetTimestamp");
     uint64_t t = 0;
     if (ts)
         ts(&t);
@@ -94,10 +154,10 @@ static void where(cudaStream_t s, int *dev, long *stream)
     static CUresult (*get_ctx)(CUcontext *);
     static CUresult (*get_dev)(CUdevice *);
     static int (*sid)(CUcontext, CUstream, uint8_t, uint32_t *);
-    if (!get_ctx) {
-        get_ctx = (CUresult(*)(CUcontext *))dlsym(RTLD_DEFAULT, "cuCtxGetCurrent");
-        get_dev = (CUresult(*)(CUdevice *))dlsym(RTLD_DEFAULT, "cuCtxGetDevice");
-        sid = (int (*)(CUcontext, CUstream, uint8_t, uint32_t *))dlsym(RTLD_DEFAULT,
+    if (!get_ctx || !sid) {
+        get_ctx = (CUresult(*)(CUcontext *))inject_sym("cuCtxGetCurrent");
+        get_dev = (CUresult(*)(CUdevice *))inject_sym("cuCtxGetDevice");
+        sid = (int (*)(CUcontext, CUstream, uint8_t, uint32_t *))inject_sym(
                                                                         "cuptiGetStreamIdEx");
     }
     CUcontext ctx = NULL;
@@ -131,9 +191,11 @@ cublasStatus_t cublasSgemm_v2(cublasHandle_t handle, cublasOperation_t transa,
                                   const float *, float *, int);
     static cublasStatus_t (*get_stream)(cublasHandle_t, cudaStream_t *);
     if (!real) {
-        real = next("cublasSgemm_v2");
         get_stream = next("cublasGetStream_v2");
+        real = next("cublasSgemm_v2");
     }
+    if (!real || !get_stream)
+        return CUBLAS_STATUS_NOT_INITIALIZED;
     uint64_t t0 = now();
     cublasStatus_t st = real(handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
     uint64_t t1 = now();
@@ -151,7 +213,8 @@ cublasStatus_t cublasSgemm_v2(cublasHandle_t handle, cublasOperation_t transa,
     static cublasStatus_t (*get_pm)(cublasHandle_t, cublasPointerMode_t *);
     if (!get_pm)
         get_pm = next("cublasGetPointerMode_v2");
-    get_pm(handle, &pm);
+    if (get_pm)
+        get_pm(handle, &pm);
     int beta_nonzero = pm != CUBLAS_POINTER_MODE_HOST || !beta || *beta != 0.0f;
     say("lib pid=%d tid=%ld t0=%llu t1=%llu dev=%d stream=%ld gemm=%d,%d,%d,%d,%d,%d,%d,%d,4,%d "
         "a=0x%llx b=0x%llx c=0x%llx name=cublasSgemm_v2",
@@ -199,6 +262,8 @@ ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int
     static ncclResult_t (*real)(ncclComm_t *, int, ncclUniqueId, int);
     if (!real)
         real = next("ncclCommInitRank");
+    if (!real)
+        return ncclInternalError;
     ncclResult_t r = real(comm, nranks, id, rank);
     if (r == ncclSuccess)
         comm_remember(*comm, fnv(&id, sizeof id));
@@ -210,6 +275,8 @@ ncclResult_t ncclCommInitAll(ncclComm_t *comm, int ndev, const int *devlist)
     static ncclResult_t (*real)(ncclComm_t *, int, const int *);
     if (!real)
         real = next("ncclCommInitAll");
+    if (!real)
+        return ncclInternalError;
     ncclResult_t r = real(comm, ndev, devlist);
     if (r == ncclSuccess)
         for (int i = 0; i < ndev; i++)
@@ -238,7 +305,8 @@ static void coll(const char *name, const void *send, void *recv, size_t count, n
         ranks_of = next("ncclCommCount");
     int ranks = 0, dev;
     long stream;
-    ranks_of(comm, &ranks);
+    if (ranks_of)
+        ranks_of(comm, &ranks);
     where(s, &dev, &stream);
     say("lib pid=%d tid=%ld t0=%llu t1=%llu dev=%d stream=%ld nccl=%zu,%zu send=0x%llx "
         "recv=0x%llx comm=nccl.%llx ranks=%d name=%s",
@@ -253,6 +321,8 @@ ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count, ncclDataT
                                 ncclComm_t, cudaStream_t);
     if (!real)
         real = next("ncclAllReduce");
+    if (!real)
+        return ncclInternalError;
     uint64_t t0 = now();
     ncclResult_t r = real(send, recv, count, t, op, comm, s);
     if (r == ncclSuccess)
@@ -267,6 +337,8 @@ ncclResult_t ncclBroadcast(const void *send, void *recv, size_t count, ncclDataT
                                 cudaStream_t);
     if (!real)
         real = next("ncclBroadcast");
+    if (!real)
+        return ncclInternalError;
     uint64_t t0 = now();
     ncclResult_t r = real(send, recv, count, t, root, comm, s);
     if (r == ncclSuccess)
@@ -281,6 +353,8 @@ ncclResult_t ncclAllGather(const void *send, void *recv, size_t count, ncclDataT
                                 cudaStream_t);
     if (!real)
         real = next("ncclAllGather");
+    if (!real)
+        return ncclInternalError;
     uint64_t t0 = now();
     ncclResult_t r = real(send, recv, count, t, comm, s);
     if (r == ncclSuccess)
@@ -295,6 +369,8 @@ ncclResult_t ncclReduceScatter(const void *send, void *recv, size_t count, ncclD
                                 ncclComm_t, cudaStream_t);
     if (!real)
         real = next("ncclReduceScatter");
+    if (!real)
+        return ncclInternalError;
     uint64_t t0 = now();
     ncclResult_t r = real(send, recv, count, t, op, comm, s);
     if (r == ncclSuccess)

@@ -114,7 +114,7 @@ static void test_cli_errors_database_errors_name_the_file(void **state)
                                  "(the file, or the folder it is in, cannot be written here)");
     assert_int_equal(store_fail(&st, SQLITE_FULL, "statements", "appending", &err), -1);
     assert_string_equal(err.msg, "/data/run.db: table statements: appending: database or disk "
-                                 "is full");
+                                 "is full (no space left where it is written)");
     assert_int_equal(store_fail(&st, SQLITE_IOERR, NULL, NULL, &err), -1);
     assert_string_equal(err.msg, "/data/run.db: disk I/O error");
 }

@@ -2,8 +2,10 @@
 # run_case.sh SYNCSIM PROBE PROGRAM SOURCE DIR -- one corpus test (ctest
 # cuda/NAME): record PROGRAM with `syncsim capture`, write the run out as a
 # text trace, append the `// expect ...` lines of SOURCE as expect lines and
-# let `syncsim check --expect` compare. Exit 77 (ctest: skipped) with one line
-# when there is no usable GPU, or too few for the program.
+# let `syncsim check --expect` compare. Fails when a program that launches
+# kernels has none in its trace, or one without an access (no vacuous pass).
+# Exit 77 (ctest: skipped) with one line when there is no usable GPU, or too
+# few for the program.
 set -u
 syncsim=$1 probe=$2 prog=$3 src=$4 dir=$5
 "$probe" || exit $?
@@ -18,5 +20,16 @@ case $out in
 *) echo "run_case: $name did not exit cleanly"; exit 1 ;;
 esac
 "$syncsim" export "$db" -o "$trace" || exit 1
+# No vacuous pass: a program that launches kernels has kernels in its trace,
+# and each that takes a pointer (a '*' in its demangled signature) accesses
+# memory (a kernel without its pointer parameters can neither race nor be
+# used after a free, so every verdict would be clean).
+if grep -q '<<<' "$src"; then
+    awk '$1 == "queue" && $3 == "stream" { stream[$2] = 1 }
+         $2 == "op" && ($1 in stream) && /\*/ { k++; for (i = 3; i <= NF; i++) if ($i ~ /^(r|w|rw):/) { a++; next } }
+         END { if (!k) { print "run_case: no kernel with a pointer parameter in the trace"; exit 1 }
+               if (a < k) { printf "run_case: %d of %d kernels access nothing (parameters not captured)\n", k - a, k; exit 1 }
+               printf "run_case: %d kernels, each with accesses\n", k }' "$trace" || exit 1
+fi
 sed -n 's|^// expect |expect |p' "$src" >> "$trace"
 "$syncsim" check --expect "$trace"

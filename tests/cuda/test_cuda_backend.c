@@ -9,8 +9,9 @@
  * `events` and `full` and its recording checks clean, with GPU times
  * (t= and dur= on the cuda0/cuda1 queues); `async-user-inputs` makes
  * `syncsim check` report a race; a tensor-split model on one GPU named
- * twice is refused in one line (NCCL puts one rank on a GPU); on two GPUs
- * with NCCL it matches and checks clean.
+ * twice runs with the default all-reduce (the butterfly) and matches,
+ * and is refused in one line under --allreduce nccl (NCCL puts one rank
+ * on a GPU); on two GPUs with NCCL it matches and checks clean.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -78,13 +79,21 @@ static void new_db(char *db, size_t cap)
         }                                                                                 \
     } while (0)
 
-static int run_model(const char *model, const char *devices, const char *policy, const char *db,
-                     char *out, size_t cap)
+/* A run of model on devices under policy into db; allreduce NULL: the
+ * default (auto). */
+static int run_model_ar(const char *model, const char *devices, const char *policy,
+                        const char *allreduce, const char *db, char *out, size_t cap)
 {
     const char *argv[] = { "syncsim", "run", "--model", model, "--devices", devices,
                            "--copies", "2", "--policy", policy, "--tokens", "4", "--prompt", "16",
-                           "-o", db, NULL };
+                           "-o", db, allreduce ? "--allreduce" : NULL, allreduce, NULL };
     return run_cli(argv, out, cap);
+}
+
+static int run_model(const char *model, const char *devices, const char *policy, const char *db,
+                     char *out, size_t cap)
+{
+    return run_model_ar(model, devices, policy, NULL, db, out, cap);
 }
 
 static int setup(void **state)
@@ -146,13 +155,40 @@ static void test_cuda_async_user_inputs_races(void **state)
     assert_non_null(strstr(out, "race"));
 }
 
-static void test_cuda_tp_on_one_gpu_twice_is_refused(void **state)
+/* A tensor-split model on one GPU named twice runs: its two ranks are two
+ * streams of one GPU, and the default all-reduce of the real devices
+ * (auto: ggml's butterfly, copies between the ranks' memories and adds)
+ * needs nothing NCCL gives. This is what issue 24 saw on the H200: NCCL
+ * was never called. */
+static void test_cuda_tp_on_one_gpu_twice_runs_the_butterfly(void **state)
 {
     (void)state;
     NEED_GPUS(1);
     char out[16384], db[256];
     new_db(db, sizeof db);
     int rc = run_model(TP, "cuda:0,cuda:0,cpu", "events", db, out, sizeof out);
+    if (rc != 0)
+        fail_msg("exit %d:\n%s", rc, out);
+    assert_non_null(strstr(out, "outputs match"));
+    const char *check[] = { "syncsim", "check", db, NULL };
+    assert_int_equal(run_cli(check, out, sizeof out), 0);
+    /* The butterfly: copies between the ranks' inboxes, no collective. */
+    const char *info[] = { "syncsim", "info", db, NULL };
+    assert_int_equal(run_cli(info, out, sizeof out), 0);
+    assert_non_null(strstr(out, "collective 0,"));
+    assert_non_null(strstr(out, "meta allreduce = auto"));
+}
+
+/* With --allreduce nccl the ranks would be two NCCL ranks on one GPU,
+ * which NCCL refuses (ncclInvalidUsage, "Duplicate GPU detected"): the
+ * run fails at the first all_reduce with one line saying so. */
+static void test_cuda_tp_nccl_on_one_gpu_twice_is_refused(void **state)
+{
+    (void)state;
+    NEED_GPUS(1);
+    char out[16384], db[256];
+    new_db(db, sizeof db);
+    int rc = run_model_ar(TP, "cuda:0,cuda:0,cpu", "events", "nccl", db, out, sizeof out);
     assert_int_not_equal(rc, 0);
     if (!strstr(out, "NCCL needs a GPU per rank") && !strstr(out, "was built without it"))
         fail_msg("expected the NCCL refusal, got:\n%s", out);
@@ -190,7 +226,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cuda_events_and_full_match_and_check_clean),
         cmocka_unit_test(test_cuda_async_user_inputs_races),
-        cmocka_unit_test(test_cuda_tp_on_one_gpu_twice_is_refused),
+        cmocka_unit_test(test_cuda_tp_on_one_gpu_twice_runs_the_butterfly),
+        cmocka_unit_test(test_cuda_tp_nccl_on_one_gpu_twice_is_refused),
         cmocka_unit_test(test_cuda_tp_on_two_gpus_matches),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

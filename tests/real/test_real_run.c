@@ -323,6 +323,47 @@ static void moe_run(const char *policy, real_test_outcome *out, size_t *findings
     trace_free(tr);
 }
 
+/* Issue 24: the check of every output (the reference's evaluation and the
+ * comparison) is host time in the trace, not a gap in it: one host op
+ * `check:OUTPUT` per evaluation, after the read of that output, with a
+ * duration, and all of them inside the time the run says it spent
+ * checking (sched_run_result.check_ns), so that a replay of the trace
+ * holds what the run's makespan holds. */
+static void test_real_run_output_checks_are_host_time_in_the_trace(void **state)
+{
+    (void)state;
+    trace *tr = trace_new();
+    assert_non_null(tr);
+    sched_option_value opts[] = { { "threads", "2" } };
+    sched_run_opts o = { .model = MODEL, .devices = "cpustream:2,cpu", .policy = "events",
+                         .tokens = TOKENS, .prompt = 4, .options = opts, .n_options = 1 };
+    real_test_outcome out;
+    real_test_run(&o, sched_sink_memory(tr), &out);
+    if (out.rc != 0)
+        fail_msg("run: %s", out.msg);
+    assert_true(out.n_evals > 0);
+    uint64_t checks = 0, read_before = 0;
+    int64_t checked_ns = 0, last_read_t = INT64_MIN;
+    for (uint64_t i = 0; i < tr->n_stmts; i++) {
+        trace_stmt st;
+        trace_stmt_at(tr, i, &st);
+        const char *label = st.label != TRACE_NONE ? trace_str(tr, st.label) : "";
+        if (st.kind == TRACE_OP && strncmp(label, "read:", 5) == 0)
+            last_read_t = st.t;
+        if (st.kind != TRACE_OP || strncmp(label, "check:", 6) != 0)
+            continue;
+        checks++;
+        assert_int_equal(tr->queues[st.queue].kind, TRACE_QUEUE_HOST);
+        assert_true(st.dur > 0);
+        read_before += last_read_t != INT64_MIN && last_read_t <= st.t;
+        checked_ns += st.dur;
+    }
+    assert_int_equal(checks, out.n_evals);
+    assert_int_equal(read_before, checks);
+    assert_true(checked_ns <= out.res.check_ns);
+    trace_free(tr);
+}
+
 /* The kernel: out[m, u, t] = sum_k W[k, m, ids[u, t]] * x[k, 0, t], over
  * three threads (each element by one thread). */
 static void test_real_run_moe_kernel(void **state)
@@ -482,6 +523,7 @@ int main(void)
         cmocka_unit_test(test_real_run_ggml_head_slot_reuse_races),
         cmocka_unit_test(test_real_run_pool_thread_trace_clean_with_barriers),
         cmocka_unit_test(test_real_run_pool_missing_barrier_races_between_chunks),
+        cmocka_unit_test(test_real_run_output_checks_are_host_time_in_the_trace),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -25,7 +25,7 @@
 static inline trace *load_capture(const char *path, const char *companion)
 {
     trace_source src;
-    trace_source_opts o = { .companion = companion };
+    trace_source_opts o = { .companion = companion, .as_recorded = true };
     trace_error err = { 0 };
     trace *t = NULL;
     if (trace_source_open(&src, path, &o, &err) != 0)
@@ -40,7 +40,7 @@ static inline trace *load_capture(const char *path, const char *companion)
 static inline trace_error open_error(const char *path, const char *companion)
 {
     trace_source src;
-    trace_source_opts o = { .companion = companion };
+    trace_source_opts o = { .companion = companion, .as_recorded = true };
     trace_error err = { 0 };
     if (trace_source_open(&src, path, &o, &err) == 0) {
         trace_source_close(&src);

@@ -5,6 +5,8 @@
  * log of what a CUDA program called and what its GPU ran, and the findings
  * the checker must then give.
  */
+#include <dlfcn.h>
+#include <link.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -145,7 +147,7 @@ static void test_kernel_params(void **state)
     assert_int_equal(s.access[1].lo, 0);
     assert_int_equal(s.access[1].hi, 256);
     assert_string_equal(trace_str(t, t->buffers[s.access[0].buffer].name), "gpu0.b0");
-    assert_meta(t, "capture.params_unresolved", "1");
+    assert_meta(t, "dropped.unresolved-param", "1");
     assert_int_equal(count_kind(t, TRACE_ALLOC), 1);
     trace_free(t);
 }
@@ -542,6 +544,240 @@ static void test_nccl_collective(void **state)
     trace_free(t);
 }
 
+/* PyTorch's caching allocator: one 1 MiB cudaMalloc segment holding
+ * tensor blocks. Block A (0x10000) is used by a kernel on the side stream
+ * s14, another block C (0x10200) by a kernel on s13 meanwhile; A is freed
+ * and its bytes given to a new block B on s13, whose kernel writes them.
+ * RECORD_STREAM is what happens between the side kernel and the free. */
+#define ALLOCATOR(RECORD_STREAM)                                                               \
+    HEAD "stream pid=1 dev=0 stream=13 kind=blocking\n"                                        \
+         "stream pid=1 dev=0 stream=14 kind=nonblocking\n"                                     \
+         "clock pid=1 t0=0 unix=5000000000\n"                                                  \
+         "api pid=1 tid=1 t0=100000 t1=110000 corr=1 dev=0 ptr=0x10000 size=1048576 name=cudaMalloc\n" \
+         "block pid=1 dev=0 stream=13 us=5000150 action=segment_alloc ptr=0x10000 size=1048576\n" \
+         "block pid=1 dev=0 stream=13 us=5000150 action=alloc ptr=0x10000 size=512 py=a.py:3\n" \
+         "block pid=1 dev=0 stream=13 us=5000160 action=alloc ptr=0x10200 size=512 py=a.py:4\n" \
+         "api pid=1 tid=1 t0=200000 t1=201000 corr=2 dev=0 stream=13 name=cudaLaunchKernel\n"   \
+         "param pid=1 corr=2 idx=0 ptr=0x10000 mode=w\n"                                       \
+         "gpu pid=1 corr=2 kind=kernel dev=0 stream=13 t0=205000 t1=206000 name=fill_a\n"      \
+         "api pid=1 tid=1 t0=207000 t1=207500 corr=3 dev=0 stream=13 event=1 name=cudaEventRecord\n" \
+         "api pid=1 tid=1 t0=208000 t1=208500 corr=4 dev=0 stream=14 event=1 name=cudaStreamWaitEvent\n" \
+         "api pid=1 tid=1 t0=300000 t1=301000 corr=5 dev=0 stream=13 name=cudaLaunchKernel\n"   \
+         "param pid=1 corr=5 idx=0 ptr=0x10200 mode=w\n"                                       \
+         "gpu pid=1 corr=5 kind=kernel dev=0 stream=13 t0=305000 t1=306000 name=other\n"       \
+         "api pid=1 tid=1 t0=400000 t1=401000 corr=6 dev=0 stream=14 name=cudaLaunchKernel\n"   \
+         "param pid=1 corr=6 idx=0 ptr=0x10000 mode=w\n"                                       \
+         "gpu pid=1 corr=6 kind=kernel dev=0 stream=14 t0=405000 t1=406000 name=side_use\n"    \
+         RECORD_STREAM                                                                         \
+         "block pid=1 dev=0 stream=13 us=5000600 action=alloc ptr=0x10000 size=512 py=a.py:9\n" \
+         "api pid=1 tid=1 t0=700000 t1=701000 corr=8 dev=0 stream=13 name=cudaLaunchKernel\n"   \
+         "param pid=1 corr=8 idx=0 ptr=0x10000 mode=w\n"                                       \
+         "gpu pid=1 corr=8 kind=kernel dev=0 stream=13 t0=705000 t1=706000 name=new_owner\n"   \
+         "api pid=1 tid=1 t0=900000 t1=901000 corr=9 dev=0 name=cudaDeviceSynchronize\n"
+
+/* A block freed after a side stream's use and reused on the allocation
+ * stream without record_stream: the side kernel and the new owner's write
+ * the same bytes unordered. Only that pair: the kernels of two different
+ * blocks of one segment (other, side_use) do not meet, as they would if a
+ * pointer reached to the segment's end. */
+static void test_block_reused_across_streams_race(void **state)
+{
+    (void)state;
+    checked *c = check_log(ALLOCATOR(
+        "block pid=1 dev=0 stream=13 us=5000500 action=free_requested ptr=0x10000 size=512\n"
+        "block pid=1 dev=0 stream=13 us=5000500 action=free_completed ptr=0x10000 size=512\n"));
+    assert_race(c, "side_use", "new_owner");
+    const trace_finding *f = check_report_finding(c->rep, 0);
+    assert_int_equal(f->lo, 0);
+    assert_int_equal(f->hi, 512);
+    checked_free(c);
+}
+
+/* The same with record_stream: the allocator records an event on the side
+ * stream at the free and reuses the block once a query says it completed:
+ * clean. */
+static void test_block_record_stream_clean(void **state)
+{
+    (void)state;
+    checked *c = check_log(ALLOCATOR(
+        "api pid=1 tid=1 t0=450000 t1=450500 corr=7 dev=0 stream=14 event=2 name=cudaEventRecord\n"
+        "block pid=1 dev=0 stream=13 us=5000500 action=free_requested ptr=0x10000 size=512\n"
+        "api pid=1 tid=1 t0=550000 t1=550500 corr=10 dev=0 event=2 name=cudaEventQuery\n"
+        "block pid=1 dev=0 stream=13 us=5000560 action=free_completed ptr=0x10000 size=512\n"));
+    assert_int_equal(check_report_count(c->rep), 0);
+    checked_free(c);
+}
+
+/* The kernels' accesses are their blocks: from the pointer to the end of
+ * the latest block allocated over it, at the time of the launch. */
+static void test_block_narrows_params(void **state)
+{
+    (void)state;
+    trace *t = load_log(ALLOCATOR(""));
+    trace_stmt s = find_label(t, "other");
+    assert_int_equal(s.n_access, 1);
+    assert_int_equal(s.access[0].lo, 0x200);
+    assert_int_equal(s.access[0].hi, 0x400);
+    s = find_label(t, "side_use");
+    assert_int_equal(s.access[0].lo, 0);
+    assert_int_equal(s.access[0].hi, 0x200);
+    trace_free(t);
+}
+
+/* A launch taken at the driver inside a runtime call: its parameters are
+ * filed under the runtime call (corr), its activity under the driver
+ * call (dcorr). The kernel still has its access, so the missing wait is
+ * found. */
+static void test_driver_launch_ids(void **state)
+{
+    (void)state;
+    checked *c = check_log(HEAD
+        "stream pid=1 dev=0 stream=13 kind=nonblocking\n"
+        "stream pid=1 dev=0 stream=14 kind=nonblocking\n"
+        "api pid=1 tid=1 t0=100 t1=200 corr=1 dev=0 ptr=0x7000 size=4096 name=cudaMalloc\n"
+        "api pid=1 tid=1 t0=300 t1=400 corr=2 dev=0 stream=13 name=cudaLaunchKernel\n"
+        "param pid=1 corr=2 dcorr=3 idx=0 ptr=0x7000 mode=w\n"
+        "gpu pid=1 corr=3 kind=kernel dev=0 stream=13 t0=500 t1=900 name=produce\n"
+        "api pid=1 tid=1 t0=410 t1=420 corr=4 dev=0 stream=14 name=cudaLaunchKernel\n"
+        "param pid=1 corr=4 dcorr=5 idx=0 ptr=0x7000 mode=r\n"
+        "gpu pid=1 corr=5 kind=kernel dev=0 stream=14 t0=950 t1=990 name=consume\n"
+        "api pid=1 tid=1 t0=1000 t1=1100 corr=6 dev=0 name=cudaDeviceSynchronize\n");
+    assert_race(c, "produce", "consume");
+    checked_free(c);
+}
+
+/* Call sites: a call's Python line, else the first of its return
+ * addresses that a sym record puts on a source line, else the object and
+ * offset of its module; shown as site= on its host statement and its GPU
+ * work. */
+static void test_call_sites(void **state)
+{
+    (void)state;
+    trace *t = load_log(HEAD
+        "api pid=1 tid=1 t0=100 t1=200 corr=1 dev=0 ptr=0x7000 size=4096 name=cudaMalloc\n"
+        "api pid=1 tid=1 t0=300 t1=400 corr=2 dev=0 stream=0 site=0x401000,0x402000 name=cudaLaunchKernel\n"
+        "param pid=1 corr=2 idx=0 ptr=0x7000\n"
+        "gpu pid=1 corr=2 kind=kernel dev=0 stream=0 t0=500 t1=600 name=native\n"
+        "api pid=1 tid=1 t0=700 t1=800 corr=3 dev=0 stream=0 site=0x401000 py=/w/train.py:12 name=cudaLaunchKernel\n"
+        "param pid=1 corr=3 idx=0 ptr=0x7000\n"
+        "gpu pid=1 corr=3 kind=kernel dev=0 stream=0 t0=900 t1=950 name=python\n"
+        "api pid=1 tid=1 t0=1000 t1=1100 corr=4 dev=0 stream=0 site=0x7f0000001234 name=cudaLaunchKernel\n"
+        "param pid=1 corr=4 idx=0 ptr=0x7000\n"
+        "gpu pid=1 corr=4 kind=kernel dev=0 stream=0 t0=1200 t1=1300 name=unknown\n"
+        "api pid=1 tid=1 t0=1400 t1=1500 corr=5 dev=0 stream=0 site=0x401000 name=cudaStreamSynchronize\n"
+        "module pid=1 base=0x7f0000000000 lo=0x7f0000000000 hi=0x7f0000100000 name=/usr/lib/libfoo.so\n"
+        "sym pid=1 addr=0x401000 name=??:0\n"
+        "sym pid=1 addr=0x402000 name=/src/main.cu:42\n");
+    trace_stmt s = find_label(t, "native");
+    assert_string_equal(stmt_attr(t, &s, "site"), "/src/main.cu:42");
+    s = find_label(t, "python");
+    assert_string_equal(stmt_attr(t, &s, "site"), "/w/train.py:12");
+    s = find_label(t, "unknown");
+    assert_string_equal(stmt_attr(t, &s, "site"), "libfoo.so+0x1234");
+    /* the sync's own site has no source line and no module: none */
+    bool sync_seen = false;
+    for (uint64_t i = 0; i < t->n_stmts; i++) {
+        trace_stmt st;
+        trace_stmt_at(t, i, &st);
+        if (st.kind == TRACE_SYNC) {
+            sync_seen = true;
+            assert_null(stmt_attr(t, &st, "site"));
+        }
+    }
+    assert_true(sync_seen);
+    trace_free(t);
+}
+
+/* A noinline call whose return address the next test symbolises. */
+static __attribute__((noinline)) void *return_address(void)
+{
+    return __builtin_return_address(0);
+}
+
+/* `syncsim capture --symbolize LOG` resolves the return addresses of a
+ * log in the objects its module records name (here this test program
+ * itself, built with debug information) and the trace shows the line. */
+static void test_symbolize_sites(void **state)
+{
+    (void)state;
+    if (system("command -v addr2line >/dev/null 2>&1") != 0 ||
+        system("readelf -S /proc/$PPID/exe 2>/dev/null | grep -q debug_line") != 0)
+        skip();                 /* no binutils, or this program has no line table */
+    void *ra = return_address(); int call_line = __LINE__;
+    Dl_info info;
+    struct link_map *lm = NULL;
+    assert_true(dladdr1(ra, &info, (void **)&lm, RTLD_DL_LINKMAP) != 0 && lm);
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    assert_true(n > 0);
+    exe[n] = '\0';
+    char text[8192];
+    /* base: the load bias (a PIE's load address, 0 for a fixed executable) */
+    snprintf(text, sizeof text, HEAD
+        "api pid=1 tid=1 t0=100 t1=200 corr=1 dev=0 ptr=0x7000 size=4096 name=cudaMalloc\n"
+        "api pid=1 tid=1 t0=300 t1=400 corr=2 dev=0 stream=0 site=0x%llx name=cudaLaunchKernel\n"
+        "param pid=1 corr=2 idx=0 ptr=0x7000\n"
+        "gpu pid=1 corr=2 kind=kernel dev=0 stream=0 t0=500 t1=600 name=k\n"
+        "module pid=1 base=0x%llx lo=0x%llx hi=0x%llx name=%s\n",
+        (unsigned long long)(uintptr_t)ra, (unsigned long long)lm->l_addr,
+        (unsigned long long)(uintptr_t)info.dli_fbase, (unsigned long long)(uintptr_t)ra + 4096,
+        exe);
+    char path[64], cmd[4300];
+    write_log(path, sizeof path, text);
+    snprintf(cmd, sizeof cmd, "%s capture --symbolize %s >/dev/null", SYNCSIM_BINARY, path);
+    assert_int_equal(system(cmd), 0);
+    trace *t = load_capture(path, NULL);
+    unlink(path);
+    trace_stmt s = find_label(t, "k");
+    const char *site = stmt_attr(t, &s, "site");
+    char want[64];
+    snprintf(want, sizeof want, "test_capture_cuda.c:%d", call_line);
+    if (!site || !strstr(site, want))
+        fail_msg("site '%s', expected ...%s", site ? site : "(none)", want);
+    trace_free(t);
+}
+
+/* Pointers inside a structure passed by value (word=): PyTorch's
+ * TensorIterator kernels write the first operand of their
+ * at::detail::Array<char*, N> and read the others; another structure's
+ * addresses are read and written. */
+static void test_aggregate_params(void **state)
+{
+    (void)state;
+    trace *t = load_log(HEAD
+        "api pid=1 tid=1 t0=10 t1=11 corr=1 dev=0 ptr=0x10000 size=4096 name=cudaMalloc\n"
+        "api pid=1 tid=1 t0=12 t1=13 corr=2 dev=0 ptr=0x20000 size=4096 name=cudaMalloc\n"
+        "api pid=1 tid=1 t0=14 t1=15 corr=3 dev=0 ptr=0x30000 size=4096 name=cudaMalloc\n"
+        "api pid=1 tid=1 t0=30 t1=40 corr=4 dev=0 stream=0 name=cudaLaunchKernel\n"
+        "param pid=1 corr=4 idx=2 word=0 ptr=0x30000\n"
+        "param pid=1 corr=4 idx=2 word=1 ptr=0x10000\n"
+        "param pid=1 corr=4 idx=2 word=2 ptr=0x20100\n"
+        "gpu pid=1 corr=4 kind=kernel dev=0 stream=0 t0=50 t1=60 name=void "
+        "at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
+        "at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<float>, "
+        "at::detail::Array<char*, 3>)\n"
+        "api pid=1 tid=1 t0=70 t1=80 corr=5 dev=0 stream=0 name=cudaLaunchKernel\n"
+        "param pid=1 corr=5 idx=0 word=3 ptr=0x10000\n"
+        "gpu pid=1 corr=5 kind=kernel dev=0 stream=0 t0=90 t1=95 name=reduce(Params)\n");
+    trace_stmt s;
+    for (uint64_t i = 0;; i++) {
+        assert_true(i < t->n_stmts);
+        trace_stmt_at(t, i, &s);
+        if (s.label != TRACE_NONE && strstr(trace_str(t, s.label), "vectorized_elementwise"))
+            break;
+    }
+    assert_int_equal(s.n_access, 3);
+    assert_int_equal(s.access[0].mode, TRACE_W);
+    assert_string_equal(trace_str(t, t->buffers[s.access[0].buffer].name), "gpu0.b2");
+    assert_int_equal(s.access[1].mode, TRACE_R);
+    assert_int_equal(s.access[2].mode, TRACE_R);
+    assert_int_equal(s.access[2].lo, 0x100);
+    s = find_label(t, "reduce(Params)");
+    assert_int_equal(s.n_access, 1);
+    assert_int_equal(s.access[0].mode, TRACE_RW);
+    trace_free(t);
+}
+
 /* A log whose program died mid-line: the complete lines are kept. */
 static void test_truncated_last_line(void **state)
 {
@@ -549,7 +785,7 @@ static void test_truncated_last_line(void **state)
     trace *t = load_log(HEAD
         "api pid=1 tid=1 t0=10 t1=11 corr=1 dev=0 ptr=0x1000 size=4096 name=cudaMalloc\n"
         "api pid=1 tid=1 t0=12 t1=");
-    assert_meta(t, "capture.truncated_lines", "1");
+    assert_meta(t, "dropped.truncated-line", "1");
     assert_int_equal(count_kind(t, TRACE_ALLOC), 1);
     trace_free(t);
 }
@@ -566,6 +802,9 @@ static void test_bad_logs(void **state)
         { HEAD "gpu pid=1 corr=1 kind=kernel t0=1 name=k\n", ":2: record without its dev= and stream=" },
         { HEAD "api pid=1 tid=1 t0=1 corr=1 colour=red name=x\n", ":2: unknown key 'colour'" },
         { "syncsim-cuda-log 2\n", ":1: expected the header 'syncsim-cuda-log 1'" },
+        { HEAD "block pid=1 t0=1 action=alloc size=4\n", ":2: block record without its ptr= and dev=" },
+        { HEAD "clock pid=1 t0=1\n", ":2: clock record without its t0= and unix=" },
+        { HEAD "sym pid=1 name=a.c:1\n", ":2: sym record without its addr=" },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char path[64];
@@ -599,6 +838,13 @@ int main(void)
         cmocka_unit_test(test_gemm_spans),
         cmocka_unit_test(test_nccl_spans),
         cmocka_unit_test(test_nccl_collective),
+        cmocka_unit_test(test_block_reused_across_streams_race),
+        cmocka_unit_test(test_block_record_stream_clean),
+        cmocka_unit_test(test_block_narrows_params),
+        cmocka_unit_test(test_driver_launch_ids),
+        cmocka_unit_test(test_call_sites),
+        cmocka_unit_test(test_symbolize_sites),
+        cmocka_unit_test(test_aggregate_params),
         cmocka_unit_test(test_truncated_last_line),
         cmocka_unit_test(test_bad_logs),
     };

@@ -4,7 +4,9 @@
  * schema (2.9: duplicated runtime rows, empty name columns, no ENUM tables)
  * with two processes, two devices, an event record and wait, the legacy
  * default stream and NVTX ranges maps as docs/importers.md says; exports
- * that are not captures of CUDA work are refused in one line.
+ * that are not captures of CUDA work are refused in one line; text in a
+ * number column, an unknown copy kind and a row without a start are counted
+ * in the import ledger.
  */
 #include "../tmpdir.h"
 #include "import_test_util.h"
@@ -304,6 +306,82 @@ static void test_import_nsys_other_sqlite_is_not_claimed(void **state)
     assert_non_null(strstr(err.msg, "a SQLite database, but not one syncsim reads"));
 }
 
+/* The export, with one cell changed by sql: what the ledger then says. */
+static trace *load_29_changed(const fixture *f, const char *sql, char *path, size_t cap)
+{
+    snprintf(path, cap, "%s/changed.sqlite", f->dir);
+    write_export_29(path, "2.9.1");
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    exec_sql(db, sql);
+    assert_int_equal(sqlite3_close(db), SQLITE_OK);
+    return load_capture(path, NULL);
+}
+
+/* Text in a number column is no number: SQLite would read 'banana' as 0, so
+ * the kernel would start at t=0. It is counted and left out. */
+static void test_import_nsys_text_in_a_number_column_is_counted(void **state)
+{
+    fixture *f = *state;
+    char path[256], out[4096];
+    trace *t = load_29_changed(f, "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = 'banana' "
+                                  "WHERE correlationId = 5", path, sizeof path);
+    assert_meta(t, "dropped.bad-number", "1");
+    assert_int_equal(trace_ledger(t, NULL, NULL), 1);
+    assert_meta(t, "capture.kernels", "3");
+    for (uint64_t i = 0; i < t->n_stmts; i++) {
+        trace_stmt s;
+        trace_stmt_at(t, i, &s);
+        assert_true(s.t != 0);
+        assert_true(s.label == TRACE_NONE || strcmp(trace_str(t, s.label), "consumer") != 0);
+    }
+    trace_free(t);
+    assert_int_equal(tmpdir_sh(f, out, sizeof out, "%s info --json changed.sqlite",
+                               SYNCSIM_BINARY), 0);
+    assert_non_null(strstr(out, "\"dropped\": {\"bad-number\": 1}"));
+    assert_int_equal(tmpdir_sh(f, out, sizeof out, "%s import --strict changed.sqlite -o s.db",
+                               SYNCSIM_BINARY), 2);
+    assert_int_equal(tmpdir_sh(f, NULL, 0, "test ! -e s.db"), 0);
+}
+
+/* A copy whose direction CUPTI's enum does not hold: guessed, so counted. */
+static void test_import_nsys_unknown_copy_kind_is_counted(void **state)
+{
+    fixture *f = *state;
+    char path[256], out[4096];
+    trace *t = load_29_changed(f, "UPDATE CUPTI_ACTIVITY_KIND_MEMCPY SET copyKind = 99", path,
+                               sizeof path);
+    assert_meta(t, "dropped.unknown-kind", "1");
+    assert_int_equal(count_kind(t, TRACE_COPY), 1);
+    trace_free(t);
+    assert_int_equal(tmpdir_sh(f, out, sizeof out, "%s import --strict changed.sqlite -o s.db",
+                               SYNCSIM_BINARY), 2);
+}
+
+/* A row without a start: no time to place it at. */
+static void test_import_nsys_row_without_start_is_counted(void **state)
+{
+    fixture *f = *state;
+    char path[256];
+    trace *t = load_29_changed(f, "CREATE TABLE k2 AS SELECT * FROM CUPTI_ACTIVITY_KIND_KERNEL;"
+                                  "DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL;"
+                                  "ALTER TABLE k2 RENAME TO CUPTI_ACTIVITY_KIND_KERNEL;"
+                                  "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = NULL "
+                                  "WHERE correlationId = 6", path, sizeof path);
+    assert_meta(t, "dropped.no-ts", "1");
+    assert_meta(t, "capture.kernels", "3");
+    trace_free(t);
+}
+
+/* Every row read is counted; the clean export drops nothing. */
+static void test_import_nsys_clean_export_drops_nothing(void **state)
+{
+    trace *t = load_29(*state);
+    assert_int_equal(trace_ledger(t, NULL, NULL), 0);
+    assert_meta(t, "import.read", trace_get_meta(t, "capture.rows"));
+    trace_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -318,6 +396,10 @@ int main(void)
         T(test_import_nsys_missing_tables_are_one_line),
         T(test_import_nsys_unknown_schema_version_is_refused),
         T(test_import_nsys_other_sqlite_is_not_claimed),
+        T(test_import_nsys_text_in_a_number_column_is_counted),
+        T(test_import_nsys_unknown_copy_kind_is_counted),
+        T(test_import_nsys_row_without_start_is_counted),
+        T(test_import_nsys_clean_export_drops_nothing),
 #undef T
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -50,8 +50,9 @@
  *               (an nsys CUDA_EVENT row, a Kineto sync row's record
  *               correlation). Where only the recording stream is known, the
  *               record is assumed right before the wait (assumed=record).
- *               A wait whose record is unknown is left out and counted
- *               (capture.unbound_waits).
+ *               Where the wait row names the recording stream but no event,
+ *               the record is assumed there too, as "ev.wCORR". A wait whose
+ *               record is unknown is left out and counted (unbound-wait).
  *   legacy stream  where the capture says which streams are blocking and
  *               which is the legacy default stream (nsys), the implicit
  *               synchronisation between them is written out as record/wait
@@ -74,6 +75,13 @@
  *               cudaFreeAsync an `alloc`/`free` on their stream.
  *   collectives a library collective (NCCL) is a `collective` on its stream,
  *               communicator and KIND as the capture says.
+ *   ledger      what the capture held and the trace does not is counted by
+ *               reason, here, for every importer (formats.h says how an
+ *               importer cannot lose an event uncounted): GPU work whose call
+ *               is missing (kept, without a submitter), sync rows without a
+ *               call, unbound waits, NCCL kernels left as kernels, clamped
+ *               durations, and what the importers' field readers refuse. It
+ *               becomes run metadata dropped.REASON (trace_ledger).
  */
 #include "formats.h"
 
@@ -610,7 +618,27 @@ struct capture {
     uint64_t n_gaccs, cap_gaccs;
     cap_acc *haccs;
     uint64_t n_haccs, cap_haccs;
+    /* the import ledger (formats.h) */
+    uint64_t drops[CAP_DROP_COUNT];
+    uint64_t n_read, n_ignored, idle_stream_waits;
+    bool event_open;            /* an event was read (capture_read) ... */
+    bool event_done;            /* ... and accounted */
+    bool waits_filtered, et_force;
 };
+
+static void taken(capture *c);
+
+/* Times beyond 2^62 ns (146 years) are not times, nor durations beyond
+ * 2^61: a time plus a duration cannot overflow. */
+#define CAP_TIME_MAX (INT64_C(1) << 62)
+#define CAP_DUR_MAX (INT64_C(1) << 61)
+
+/* Whether t0 (and t1, unless CAP_NONE) are times the model can hold. */
+static bool times_ok(int64_t t0, int64_t t1)
+{
+    return t0 >= -CAP_TIME_MAX && t0 <= CAP_TIME_MAX &&
+           (t1 == CAP_NONE || (t1 >= -CAP_TIME_MAX && t1 <= CAP_TIME_MAX));
+}
 
 capture *capture_new(trace *t, const char *path)
 {
@@ -695,6 +723,7 @@ uint32_t capture_stream(capture *c, int64_t proc, int64_t device, int64_t stream
 int capture_stream_kind(capture *c, int64_t proc, int64_t device, int64_t stream,
                         cap_stream_kind kind)
 {
+    taken(c);
     if (device == CAP_NONE) {   /* every device's stream of that id seen so far */
         for (uint64_t i = 0; i < c->n_streams; i++)
             if (c->streams[i].proc == proc && c->streams[i].stream == stream)
@@ -711,8 +740,19 @@ int capture_stream_kind(capture *c, int64_t proc, int64_t device, int64_t stream
 int capture_api(capture *c, uint32_t host, int64_t proc, int64_t t0, int64_t t1, int64_t corr,
                 uint32_t name)
 {
-    if (t1 < t0)
+    taken(c);
+    if (t0 == CAP_NONE)
+        return capture_drop(c, CAP_DROP_NO_TS, 1);
+    if (!times_ok(t0, t1))
+        return capture_drop(c, CAP_DROP_BAD_TS, 1);
+    if (t1 == CAP_NONE) {
+        capture_drop(c, CAP_DROP_NO_DUR, 1);
         t1 = t0;
+    }
+    if (t1 < t0) {
+        capture_drop(c, CAP_DROP_NEGATIVE_DUR, 1);
+        t1 = t0;
+    }
     if (corr != CAP_NONE) {
         uint32_t old = corr_get(&c->api_ids, proc, corr);
         if (old != TRACE_NONE) {
@@ -736,17 +776,29 @@ int capture_api(capture *c, uint32_t host, int64_t proc, int64_t t0, int64_t t1,
 
 int capture_gpu(capture *c, const cap_gpu *g)
 {
+    taken(c);
+    if (g->t0 == CAP_NONE)
+        return capture_drop(c, CAP_DROP_NO_TS, 1);
+    if (!times_ok(g->t0, g->t1))
+        return capture_drop(c, CAP_DROP_BAD_TS, 1);
     int64_t i = PUSH(c->gpus, c->n_gpus, c->cap_gpus);
     if (i < 0)
         return -1;
     c->gpus[i] = *g;
-    if (c->gpus[i].t1 < c->gpus[i].t0)
+    if (c->gpus[i].t1 == CAP_NONE) {
+        capture_drop(c, CAP_DROP_NO_DUR, 1);
         c->gpus[i].t1 = c->gpus[i].t0;
+    }
+    if (c->gpus[i].t1 < c->gpus[i].t0) {
+        capture_drop(c, CAP_DROP_NEGATIVE_DUR, 1);
+        c->gpus[i].t1 = c->gpus[i].t0;
+    }
     return 0;
 }
 
 int capture_sync(capture *c, const cap_sync *s)
 {
+    taken(c);
     int64_t i = PUSH(c->syncs, c->n_syncs, c->cap_syncs);
     if (i < 0)
         return -1;
@@ -757,6 +809,7 @@ int capture_sync(capture *c, const cap_sync *s)
 int capture_record(capture *c, int64_t proc, int64_t corr, int64_t device, int64_t stream,
                    int64_t event)
 {
+    taken(c);
     int64_t i = PUSH(c->recs, c->n_recs, c->cap_recs);
     if (i < 0)
         return -1;
@@ -767,8 +820,15 @@ int capture_record(capture *c, int64_t proc, int64_t corr, int64_t device, int64
 int capture_range(capture *c, uint32_t host, int64_t t0, int64_t t1, uint32_t name,
                   int64_t rf_id, bool op)
 {
-    if (t1 < t0)
-        return 0;
+    taken(c);
+    if (t0 == CAP_NONE)
+        return capture_drop(c, CAP_DROP_NO_TS, 1);
+    if (!times_ok(t0, t1))
+        return capture_drop(c, CAP_DROP_BAD_TS, 1);
+    if (t1 == CAP_NONE || t1 < t0) {
+        capture_drop(c, t1 == CAP_NONE ? CAP_DROP_NO_DUR : CAP_DROP_NEGATIVE_DUR, 1);
+        t1 = t0;
+    }
     int64_t i = PUSH(c->ranges, c->n_ranges, c->cap_ranges);
     if (i < 0)
         return -1;
@@ -825,6 +885,7 @@ cap_mem capture_buffer_mem(const capture *c, uint32_t buf)
 int capture_lifetime(capture *c, uint32_t buf, bool alloc, uint32_t host, int64_t proc,
                      int64_t t0, int64_t t1, int64_t corr, uint32_t stream)
 {
+    taken(c);
     if (buf >= c->n_bufs)
         return -1;
     int64_t i = PUSH(c->lives, c->n_lives, c->cap_lives);
@@ -836,6 +897,7 @@ int capture_lifetime(capture *c, uint32_t buf, bool alloc, uint32_t host, int64_
 
 int capture_gpu_access(capture *c, uint32_t buf, uint64_t lo, uint64_t hi, uint8_t mode)
 {
+    taken(c);
     if (!c->n_gpus || buf >= c->n_bufs || hi < lo)
         return -1;
     int64_t i = PUSH(c->gaccs, c->n_gaccs, c->cap_gaccs);
@@ -848,6 +910,7 @@ int capture_gpu_access(capture *c, uint32_t buf, uint64_t lo, uint64_t hi, uint8
 int capture_host_access(capture *c, uint32_t host, int64_t t0, int64_t t1, uint32_t name,
                         uint32_t buf, uint64_t lo, uint64_t hi, uint8_t mode)
 {
+    taken(c);
     if (buf >= c->n_bufs || hi < lo)
         return -1;
     int64_t i = PUSH(c->haccs, c->n_haccs, c->cap_haccs);
@@ -870,6 +933,146 @@ int capture_count(capture *c, const char *key, uint64_t n)
     c->counts[i].key = strdup(key);
     c->counts[i].n = n;
     return c->counts[i].key ? 0 : -1;
+}
+
+/* ------------------------------------------------------------------ */
+/* The import ledger.                                                  */
+
+static const struct {
+    const char *word, *meaning;
+} drop_reasons[] = {
+#define CAPTURE_DROP_ROW(e, word, meaning) { word, meaning },
+    CAPTURE_DROP_MAP(CAPTURE_DROP_ROW)
+#undef CAPTURE_DROP_ROW
+};
+
+const char *capture_drop_word(cap_drop why)
+{
+    return (unsigned)why < CAP_DROP_COUNT ? drop_reasons[why].word : "?";
+}
+
+const char *trace_ledger_meaning(const char *reason)
+{
+    for (size_t i = 0; i < CAP_DROP_COUNT; i++)
+        if (strcmp(drop_reasons[i].word, reason) == 0)
+            return drop_reasons[i].meaning;
+    return NULL;
+}
+
+const char *trace_ledger_reason(size_t i, const char **meaning)
+{
+    if (i >= CAP_DROP_COUNT)
+        return NULL;
+    if (meaning)
+        *meaning = drop_reasons[i].meaning;
+    return drop_reasons[i].word;
+}
+
+/* The event read last is accounted: handed to the model, counted, used or
+ * ignored. */
+static void taken(capture *c)
+{
+    c->event_done = true;
+}
+
+/* Closes the event read last: one that nothing accounted is counted. */
+static void close_event(capture *c)
+{
+    if (c->event_open && !c->event_done)
+        c->drops[CAP_DROP_UNACCOUNTED]++;
+    c->event_open = false;
+}
+
+void capture_read(capture *c)
+{
+    close_event(c);
+    c->n_read++;
+    c->event_open = true;
+    c->event_done = false;
+}
+
+int capture_drop(capture *c, cap_drop why, uint64_t n)
+{
+    if ((unsigned)why < CAP_DROP_COUNT)
+        c->drops[why] += n;
+    taken(c);
+    return 0;
+}
+
+void capture_ignore(capture *c)
+{
+    c->n_ignored++;
+    taken(c);
+}
+
+void capture_use(capture *c)
+{
+    taken(c);
+}
+
+uint64_t capture_dropped(const capture *c, cap_drop why)
+{
+    return (unsigned)why < CAP_DROP_COUNT ? c->drops[why] : 0;
+}
+
+void capture_waits_filtered(capture *c)
+{
+    c->waits_filtered = true;
+}
+
+void capture_et_force(capture *c, bool force)
+{
+    c->et_force = force;
+}
+
+
+bool capture_json_ts(capture *c, const json_val *v, int64_t *out)
+{
+    if (!v)
+        return capture_drop(c, CAP_DROP_NO_TS, 1), false;
+    if (v->type != JSON_NUMBER && v->type != JSON_STRING)
+        return capture_drop(c, CAP_DROP_BAD_TYPE, 1), false;
+    if (!json_us_to_ns(v, out) || *out > CAP_TIME_MAX || *out < -CAP_TIME_MAX)
+        return capture_drop(c, CAP_DROP_BAD_TS, 1), false;
+    return true;
+}
+
+bool capture_json_dur(capture *c, const json_val *v, int64_t *out)
+{
+    *out = 0;
+    if (!v)
+        return capture_drop(c, CAP_DROP_NO_DUR, 1), true;
+    if (v->type != JSON_NUMBER && v->type != JSON_STRING)
+        return capture_drop(c, CAP_DROP_BAD_TYPE, 1), false;
+    int64_t d;
+    if (!json_us_to_ns(v, &d) || d > CAP_DUR_MAX || d < -CAP_DUR_MAX)
+        return capture_drop(c, CAP_DROP_BAD_NUMBER, 1), false;
+    if (d < 0)
+        return capture_drop(c, CAP_DROP_NEGATIVE_DUR, 1), true;
+    *out = d;
+    return true;
+}
+
+bool capture_json_id(capture *c, const json_val *v, int64_t *out)
+{
+    *out = CAP_NONE;
+    if (!v)
+        return true;
+    if (v->type != JSON_NUMBER && v->type != JSON_STRING)
+        return capture_drop(c, CAP_DROP_BAD_TYPE, 1), false;
+    if (json_int(v, out))
+        return true;
+    /* "stream 7": the older profilers' spelling of an id */
+    size_t d = v->len;
+    while (d > 0 && v->s[d - 1] >= '0' && v->s[d - 1] <= '9')
+        d--;
+    if (v->type == JSON_STRING && d < v->len && d > 0 && v->s[d - 1] == ' ' &&
+        v->len - d < 19) {
+        *out = strtoll(v->s + d, NULL, 10);
+        return true;
+    }
+    *out = CAP_NONE;
+    return capture_drop(c, CAP_DROP_BAD_NUMBER, 1), false;
 }
 
 /* ------------------------------------------------------------------ */
@@ -914,7 +1117,9 @@ typedef struct builder {
     uint64_t n, cap;
     map3 waited;                /* (proc, event name id) of emitted waits */
     map3 recorded;              /* (proc, record corr) of emitted records */
-    uint64_t unbound_waits, queries, orphan_syncs;
+    map3 launch_ops;            /* rf_ids of the ops that launched GPU work (with an ET) */
+    uint64_t queries;
+    uint64_t et_launch_ops, et_launch_joined; /* ops that launched GPU work; joined to the ET */
     bool multi_proc;
     /* host time: gaps[gap_at[i] - 1] goes right before items[i] */
     struct gap *gaps;
@@ -979,6 +1184,17 @@ static uint32_t event_name(builder *b, int64_t proc, int64_t event, int64_t reco
     return trace_intern_cstr(b->t, buf);
 }
 
+/* The name of an event known only by the wait on it: "ev.wCORR". */
+static uint32_t wait_event_name(builder *b, int64_t proc, int64_t wait_corr)
+{
+    char buf[96];
+    if (b->multi_proc)
+        snprintf(buf, sizeof buf, "p%lld.ev.w%lld", (long long)proc, (long long)wait_corr);
+    else
+        snprintf(buf, sizeof buf, "ev.w%lld", (long long)wait_corr);
+    return trace_intern_cstr(b->t, buf);
+}
+
 /* The device a host's device-wide call refers to: the one it launched on;
  * CAP_NONE when it launched on several or none. */
 static int64_t host_device(const builder *b, uint32_t host)
@@ -1003,14 +1219,18 @@ static int add_gpu_items(builder *b)
                                                : TRACE_OP;
         it->stream = g->stream;
         it->label = g->name;
-        it->t = g->t0;
-        it->dur = g->t1 - g->t0;
+        if (!g->untimed) {
+            it->t = g->t0;
+            it->dur = g->t1 - g->t0;
+        }
         it->gpu = (uint32_t)i;
         it->key_t = a ? a->t0 : g->t0;
         it->key_corr = g->corr;
         it->key_sub = SUB_MAIN;
-        if (!a)
+        if (!a) {               /* kept, at its GPU start, without a submitter */
+            capture_drop(c, CAP_DROP_UNMATCHED_CORRELATION, 1);
             continue;
+        }
         it->host = a->host;
         it->api_t0 = a->t0;
         it->api_t1 = a->t1;
@@ -1103,7 +1323,7 @@ static int add_sync_items(builder *b)
         const cap_sync *s = &c->syncs[i];
         cap_api *a = (cap_api *)api_of(c, s->proc, s->corr);
         if (!a) {
-            b->orphan_syncs++;
+            capture_drop(c, CAP_DROP_SYNC_WITHOUT_CALL, 1);
             continue;
         }
         a->has_sync = true;
@@ -1137,14 +1357,19 @@ static int add_sync_items(builder *b)
         case ROLE_EVENT_SYNC:
         case ROLE_STREAM_WAIT: {
             if (role == ROLE_STREAM_WAIT && !(valid_id(s->stream) && valid_id(s->device))) {
-                b->unbound_waits++;
+                capture_drop(c, CAP_DROP_UNBOUND_WAIT, 1);
                 break;
             }
-            if (!valid_id(s->event) && !valid_id(s->record_corr)) {
-                b->unbound_waits++;
+            /* Neither the event nor its record's call is said, but the stream
+             * that recorded it is: the record is assumed right before the
+             * wait, under a name of the wait's own (ev.wCORR). */
+            bool by_wait = !valid_id(s->event) && !valid_id(s->record_corr);
+            if (by_wait && !valid_id(s->record_stream)) {
+                capture_drop(c, CAP_DROP_UNBOUND_WAIT, 1);
                 break;
             }
-            uint32_t name = event_name(b, s->proc, s->event, s->record_corr);
+            uint32_t name = by_wait ? wait_event_name(b, s->proc, s->corr)
+                                    : event_name(b, s->proc, s->event, s->record_corr);
             if (name == TRACE_NONE)
                 return oom(b);
             if (add_record_for(b, s, a, name) != 0)
@@ -1222,9 +1447,14 @@ static int add_call_items(builder *b)
                 return -1;
             break;
         }
-        case ROLE_EVENT_SYNC:
         case ROLE_STREAM_WAIT:
-            b->unbound_waits++;
+            if (c->waits_filtered) {  /* on a stream without GPU work: orders nothing */
+                c->idle_stream_waits++;
+                break;
+            }
+            __attribute__((fallthrough));
+        case ROLE_EVENT_SYNC:
+            capture_drop(c, CAP_DROP_UNBOUND_WAIT, 1);
             break;
         case ROLE_QUERY:
             b->queries++;
@@ -1294,8 +1524,10 @@ static int add_record_items(builder *b)
         if (map3_get(&b->waited, (key3){ r->proc, name, 0 }) == TRACE_NONE)
             continue;
         const cap_api *a = api_of(c, r->proc, r->corr);
-        if (!a)
+        if (!a) {               /* a record waited on, whose call is missing */
+            capture_drop(c, CAP_DROP_UNMATCHED_CORRELATION, 1);
             continue;
+        }
         item *it = new_item(b);
         uint32_t st = capture_stream(c, r->proc, r->device, r->stream);
         if (!it || st == TRACE_NONE)
@@ -1610,8 +1842,25 @@ static int sweep_hosts(builder *b, int64_t *op_rf)
                         break;
                     }
             }
-            /* the op around the launch that has tensors */
+            /* the op that launched it (the innermost framework op), for the
+             * ET's join check; then the op around the launch that has tensors */
             if (b->et && b->items[idx].gpu != TRACE_NONE) {
+                for (uint64_t d = depth; d-- > 0;) {
+                    if (!stack[d]->op || stack[d]->rf == CAP_NONE)
+                        continue;
+                    key3 op_key = { stack[d]->rf, 0, 0 };
+                    if (map3_get(&b->launch_ops, op_key) == TRACE_NONE) {
+                        uint32_t nt;
+                        if (map3_put(&b->launch_ops, op_key, 0) != 0) {
+                            oom(b);
+                            goto done;
+                        }
+                        b->et_launch_ops++;
+                        b->et_launch_joined +=
+                            cap_accesses_of(b->et, stack[d]->rf, &nt) != NULL && nt > 0;
+                    }
+                    break;
+                }
                 for (uint64_t d = depth; d-- > 0;) {
                     uint32_t nt;
                     if (stack[d]->op && cap_accesses_of(b->et, stack[d]->rf, &nt) && nt) {
@@ -1734,9 +1983,9 @@ static int name_collectives(builder *b)
         it->kind = TRACE_COLLECTIVE;
         matched++;
     }
-    if ((matched && capture_count(c, "capture.nccl_collectives", matched) != 0) ||
-        (unmatched && capture_count(c, "capture.nccl_unmatched", unmatched) != 0))
+    if (matched && capture_count(c, "capture.nccl_collectives", matched) != 0)
         return oom(b);
+    capture_drop(c, CAP_DROP_NCCL_UNMATCHED, unmatched);
     return 0;
 }
 
@@ -2170,13 +2419,34 @@ static int set_counts(builder *b)
     struct { const char *key; uint64_t n; } fixed[] = {
         { "capture.kernels", k }, { "capture.memcpy", m }, { "capture.memset", s },
         { "capture.api_calls", c->n_apis }, { "capture.sync_rows", c->n_syncs },
-        { "capture.queries", b->queries }, { "capture.unbound_waits", b->unbound_waits },
-        { "capture.sync_rows_without_call", b->orphan_syncs },
+        { "capture.queries", b->queries },
     };
     char v[32];
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) {
         snprintf(v, sizeof v, "%llu", (unsigned long long)fixed[i].n);
         if (trace_set_meta(b->t, fixed[i].key, v) != 0)
+            return oom(b);
+    }
+    /* the ledger: what was read, ignored by design, and dropped by reason */
+    struct { const char *key; uint64_t n; bool say; } ledger[] = {
+        { "import.read", c->n_read, c->n_read > 0 },
+        { "import.ignored", c->n_ignored, c->n_read > 0 },
+        { "capture.idle_stream_waits", c->idle_stream_waits, c->waits_filtered },
+        { "et.launch_ops", b->et_launch_ops, b->et != NULL },
+        { "et.launch_ops_joined", b->et_launch_joined, b->et != NULL },
+    };
+    for (size_t i = 0; i < sizeof ledger / sizeof ledger[0]; i++) {
+        snprintf(v, sizeof v, "%llu", (unsigned long long)ledger[i].n);
+        if (ledger[i].say && trace_set_meta(b->t, ledger[i].key, v) != 0)
+            return oom(b);
+    }
+    for (size_t r = 0; r < CAP_DROP_COUNT; r++) {
+        if (!c->drops[r])
+            continue;
+        char key[64];
+        snprintf(key, sizeof key, TRACE_LEDGER_PREFIX "%s", drop_reasons[r].word);
+        snprintf(v, sizeof v, "%llu", (unsigned long long)c->drops[r]);
+        if (trace_set_meta(b->t, key, v) != 0)
             return oom(b);
     }
     for (uint64_t i = 0; i < c->n_counts; i++) {
@@ -2198,6 +2468,7 @@ static void builder_free(builder *b)
     map3_free(&b->size_of);
     map3_free(&b->waited);
     map3_free(&b->recorded);
+    map3_free(&b->launch_ops);
 }
 
 /* Builds the items; returns 0 or -1 with b->err. */
@@ -2244,6 +2515,18 @@ static int build(builder *b)
         sweep_hosts(b, b->op_rf) != 0 || name_collectives(b) != 0 || declare_queues(b) != 0 || prepare_accesses(b) != 0 ||
         set_counts(b) != 0)
         return -1;
+    /* An ET of this capture gives byte ranges to most ops that launched GPU
+     * work; one of another run joins few, by rf_id coincidence. */
+    if (b->et && !c->et_force && b->et_launch_joined * 2 < b->et_launch_ops + (b->et_launch_ops == 0)) {
+        const char *et = trace_get_meta(b->t, "capture.execution_trace");
+        trace_error_set(b->err, TRACE_EUSAGE,
+                        "%s: gives byte ranges to %llu of the %llu ops of %s that launched GPU "
+                        "work (joined on rf_id and name): not this capture's execution trace "
+                        "(--force-et takes it anyway)",
+                        et ? et : "the execution trace", (unsigned long long)b->et_launch_joined,
+                        (unsigned long long)b->et_launch_ops, c->path);
+        return -1;
+    }
     /* what only the build needed */
     map3_free(&b->waited);
     map3_free(&b->recorded);
@@ -2317,6 +2600,7 @@ int capture_open_reader(capture *c, cap_accesses *et, trace_reader *r, const cha
     if (!rd)
         return trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", c->path), -1;
     rd->b = (builder){ .c = c, .t = c->t, .et = et, .err = err };
+    close_event(c);
     if (build(&rd->b) != 0) {
         builder_free(&rd->b);
         free(rd);

@@ -15,16 +15,22 @@
  *   syncsim-cuda-log 1
  *   stream pid=P dev=D stream=S kind=blocking|nonblocking|legacy|per-thread
  *   api    pid=P tid=T t0=NS t1=NS corr=C [dev=D] [stream=S] [event=E]
- *          [ptr=ADDR] [size=N] [src=ADDR] [dst=ADDR] [bytes=N] name=CALL
+ *          [ptr=ADDR] [size=N] [src=ADDR] [dst=ADDR] [bytes=N]
+ *          [site=ADDR,ADDR,...] [py=FILE:LINE] name=CALL
  *   gpu    pid=P corr=C kind=kernel|memcpy|memset dev=D stream=S t0=NS t1=NS
  *          [bytes=N] [srcmem=M] [dstmem=M] [srcdev=D] [dstdev=D] [node=N] name=NAME
- *   param  pid=P corr=C [node=N] idx=I ptr=ADDR [mode=r|rw]
+ *   param  pid=P corr=C [dcorr=C2] [node=N] idx=I [word=W] ptr=ADDR [mode=r|rw]
  *   range  pid=P tid=T t0=NS t1=NS name=NAME
  *   host   pid=P tid=T t0=NS t1=NS mode=r|w|rw ptr=ADDR size=N name=LABEL
  *   lib    pid=P tid=T t0=NS t1=NS dev=D stream=S [acc=ADDR:LEN:r|w|rw ...]
  *          [gemm=TA,TB,M,N,K,LDA,LDB,LDC,ELEM,BETA a=ADDR b=ADDR c=ADDR]
  *          [nccl=COUNT,ELEM send=ADDR recv=ADDR] [comm=ID ranks=N]
  *          [coll=KIND bytes=N] name=CALL
+ *   block  pid=P dev=D stream=S (t0=NS | us=US) action=ACTION ptr=ADDR size=N
+ *          [py=FILE:LINE] [name=FRAME]
+ *   clock  pid=P t0=NS unix=NS
+ *   module pid=P base=ADDR lo=ADDR hi=ADDR name=PATH
+ *   sym    pid=P addr=ADDR name=FILE:LINE
  *
  * Numbers are decimal, addresses hexadecimal (0x...); name= takes the rest
  * of the line. Memory kinds M: pageable, pinned, device, managed, host.
@@ -42,12 +48,48 @@
  *           a pointer-sized value: read-only when the kernel's demangled
  *           name (its gpu record) says the pointee is const
  *           (capture_param_const), else read and write; mode= overrides.
+ *           word=W: the W-th 8-byte word of parameter I, a structure passed
+ *           by value (PyTorch's TensorIterator kernels: at::detail::Array
+ *           <char*, N>, whose first word is the output, written, and the
+ *           others inputs, read; another structure's words are read and
+ *           written).
  *           It becomes an access from the pointer to the end of its
  *           allocation; a value that points into no allocation is not a
- *           pointer the log knows and is counted (capture.params_unresolved).
+ *           pointer the log knows and is counted (the ledger's unresolved-param).
  *   range   an NVTX range (push/pop or start/end): iteration marks.
  *   host    a host thread's own access, made known with an NVTX mark
  *           "syncsim:r PTR SIZE" (or w, rw): CUPTI cannot see loads.
+ *   block   an allocator block (PyTorch's caching allocator: a tensor's
+ *           bytes inside a cudaMalloc segment), from its memory history
+ *           (action alloc, free_requested, free_completed, segment_alloc,
+ *           segment_free, segment_map; others are read and unused). A
+ *           segment (segment_alloc, segment_map) at an address the log saw
+ *           no allocation of (expandable segments are mapped with cuMemMap,
+ *           which the injection library does not record) becomes device
+ *           memory of its size. A kernel parameter
+ *           that points into the latest block allocated over its bytes (at
+ *           or before the launch) becomes an access from the pointer to the
+ *           end of that block, not of the segment. Reuse needs no rule of
+ *           its own: a block reused on another stream is the same bytes of
+ *           the segment, so the old user's kernel and the new user's race
+ *           unless something orders them (record_stream makes the allocator
+ *           record an event on the user's stream and reuse the block only
+ *           after a query of it answered complete: a synchronise, below).
+ *           us= is microseconds of the epoch (PyTorch's clock), turned into
+ *           the log's clock through the process's clock record.
+ *   clock   the log's clock (t0) and the epoch (unix, ns) read together.
+ *   module  an object loaded in process P at exit: where the return
+ *           addresses of site= lie (lo..hi), and its load address.
+ *   sym     a return address of site= resolved after the run (file:line,
+ *           `syncsim capture`); "??:0" when unknown.
+ *
+ * A call's site (its Python line py=, else the first of its return
+ * addresses with a source line, else OBJECT+0xOFFSET) is shown as the
+ * attribute site= of the statements it becomes: its host statement and
+ * its GPU work, matched by time. A param's dcorr= is the driver call's
+ * own id when the launch was taken inside a runtime call: activity filed
+ * under it belongs to corr. A query (cudaEventQuery) in the log succeeded:
+ * it is a synchronise of its event, named CALL(complete).
  *   lib     a cuBLAS or NCCL call, recorded by the shim at the library call
  *           with its documented read/write set (acc=, or a GEMM's arguments,
  *           whose set capture_gemm_spans computes, or an NCCL call's, whose
@@ -66,8 +108,14 @@
 #define LIB_CORR_BASE (INT64_C(1) << 60)  /* synthetic call ids of library calls */
 
 typedef struct rec {
-    char kind;                  /* a api, s stream, g gpu, p param, r range, h host, l lib */
+    char kind;                  /* a api, s stream, g gpu, p param, r range, h host, l lib,
+                                 * b block, c clock, m module, y sym */
     int64_t pid, tid, t0, t1, corr, dev, stream, event, node, idx;
+    int64_t dcorr, us, unix_ns, word;
+    uint64_t base;              /* module: load address */
+    uint32_t py;                /* py=FILE:LINE (string id) */
+    uint32_t site_first, n_site;/* api: site= addresses in log.sites */
+    uint8_t action;             /* block: block_action */
     int64_t srcdev, dstdev;
     uint64_t ptr, size, src, dst, bytes, ranks;
     cap_mem srcmem, dstmem;
@@ -83,6 +131,12 @@ typedef struct rec {
     uint32_t line;
 } rec;
 
+/* What a `block` record says the caching allocator did. */
+typedef enum {
+    BLOCK_OTHER = 0, BLOCK_ALLOC, BLOCK_FREE_REQUESTED, BLOCK_FREE_COMPLETED, BLOCK_SEGMENT_ALLOC,
+    BLOCK_SEGMENT_FREE, BLOCK_SEGMENT_MAP,
+} block_action;
+
 typedef struct lib_acc {
     uint64_t ptr, len;
     uint8_t mode;
@@ -96,6 +150,11 @@ typedef struct cudalog {
     uint64_t n, cap;
     lib_acc *accs;
     uint64_t n_accs, cap_accs;
+    uint64_t *sites;            /* api site= addresses */
+    uint64_t n_sites, cap_sites;
+    int64_t *site_t;            /* statement time -> site (string id): open addressing, */
+    uint32_t *site_v;           /* empty keys TRACE_TIME_NONE */
+    uint64_t site_n, site_cap;
     uint64_t unresolved, lib_kernels, truncated;
     trace_error *err;
 } cudalog;
@@ -187,7 +246,8 @@ static int parse_line(cudalog *l, char *line, size_t len, uint32_t no)
         return 0;
     static const struct { const char *w; char k; } kinds[] = {
         { "api", 'a' }, { "stream", 's' }, { "gpu", 'g' }, { "param", 'p' },
-        { "range", 'r' }, { "host", 'h' }, { "lib", 'l' },
+        { "range", 'r' }, { "host", 'h' }, { "lib", 'l' }, { "block", 'b' },
+        { "clock", 'c' }, { "module", 'm' }, { "sym", 'y' },
     };
     size_t wl = strcspn(line, " ");
     char k = 0;
@@ -195,8 +255,8 @@ static int parse_line(cudalog *l, char *line, size_t len, uint32_t no)
         if (is(line, wl, kinds[i].w))
             k = kinds[i].k;
     if (!k)
-        return bad(l, no, "unknown record (expected api, stream, gpu, param, range, host or lib):",
-                   line, wl);
+        return bad(l, no, "unknown record (expected api, stream, gpu, param, range, host, lib, "
+                          "block, clock, module or sym):", line, wl);
     int64_t i = push_rec(l);
     if (i < 0)
         return oom(l);
@@ -205,7 +265,9 @@ static int parse_line(cudalog *l, char *line, size_t len, uint32_t no)
                 .dev = CAP_NONE, .stream = CAP_NONE, .event = CAP_NONE, .node = CAP_NONE,
                 .idx = CAP_NONE,
                 .srcdev = CAP_NONE, .dstdev = CAP_NONE, .name = TRACE_NONE, .comm = TRACE_NONE,
-                .coll = TRACE_NONE, .acc_first = (uint32_t)l->n_accs, .line = no };
+                .coll = TRACE_NONE, .acc_first = (uint32_t)l->n_accs, .line = no,
+                .dcorr = CAP_NONE, .us = CAP_NONE, .word = CAP_NONE, .unix_ns = CAP_NONE, .py = TRACE_NONE,
+                .site_first = (uint32_t)l->n_sites };
     char *p = line + wl;
     bool has_name = false, has_t = false;
     while (*p) {
@@ -241,6 +303,54 @@ static int parse_line(cudalog *l, char *line, size_t len, uint32_t no)
             ok = parse_i64(v, vl, &r->t1);
         else if (is(key, kl, "corr"))
             ok = parse_i64(v, vl, &r->corr);
+        else if (is(key, kl, "word"))
+            ok = parse_i64(v, vl, &r->word) && r->word >= 0;
+        else if (is(key, kl, "dcorr"))
+            ok = parse_i64(v, vl, &r->dcorr);
+        else if (is(key, kl, "us"))
+            ok = parse_i64(v, vl, &r->us), has_t = true;
+        else if (is(key, kl, "unix"))
+            ok = parse_i64(v, vl, &r->unix_ns);
+        else if (is(key, kl, "base"))
+            ok = parse_u64(v, vl, &r->base);
+        else if (is(key, kl, "lo") && k == 'm')
+            ok = parse_u64(v, vl, &r->src);
+        else if (is(key, kl, "hi") && k == 'm')
+            ok = parse_u64(v, vl, &r->dst);
+        else if (is(key, kl, "addr"))
+            ok = parse_u64(v, vl, &r->ptr), r->has_ptr = true;
+        else if (is(key, kl, "py")) {
+            if ((r->py = trace_intern(l->t, v, vl)) == TRACE_NONE)
+                return oom(l);
+        } else if (is(key, kl, "action") && k == 'b') {
+            static const char *const actions[] = { "", "alloc", "free_requested",
+                                                   "free_completed", "segment_alloc",
+                                                   "segment_free", "segment_map" };
+            r->action = BLOCK_OTHER;    /* segment_map, oom, snapshot, ...: kept, unused */
+            for (uint8_t j = 1; j < sizeof actions / sizeof actions[0]; j++)
+                if (is(v, vl, actions[j]))
+                    r->action = j;
+        } else if (is(key, kl, "site")) {
+            /* ADDR,ADDR,...: return addresses, innermost first */
+            const char *q = v, *e = v + vl;
+            while (ok && q < e) {
+                const char *comma = memchr(q, ',', (size_t)(e - q));
+                const char *end = comma ? comma : e;
+                uint64_t a;
+                ok = parse_u64(q, (size_t)(end - q), &a);
+                int64_t j = ok ? capture_push((void **)&l->sites, &l->n_sites, &l->cap_sites,
+                                              sizeof *l->sites)
+                               : 0;
+                if (j < 0)
+                    return oom(l);
+                if (ok) {
+                    l->sites[j] = a;
+                    l->recs[i].n_site++;
+                }
+                q = comma ? comma + 1 : e;
+            }
+            r = &l->recs[i];
+        }
         else if (is(key, kl, "dev"))
             ok = parse_i64(v, vl, &r->dev);
         else if (is(key, kl, "stream"))
@@ -336,10 +446,18 @@ static int parse_line(cudalog *l, char *line, size_t len, uint32_t no)
             return bad(l, no, "bad value of", key, (size_t)(v + vl - key));
     }
     r = &l->recs[i];
-    if (!has_name && k != 's' && k != 'p')
+    bool named = k != 's' && k != 'p' && k != 'b' && k != 'c' && k != 'y';
+    bool timed = k != 's' && k != 'p' && k != 'm' && k != 'y';
+    if (!has_name && (named || k == 'y'))
         return bad(l, no, "record without its name= (last field):", line, wl);
-    if (!has_t && k != 's' && k != 'p')
+    if (!has_t && timed)
         return bad(l, no, "record without its time t0=:", line, wl);
+    if (k == 'b' && (!r->has_ptr || r->dev == CAP_NONE))
+        return bad(l, no, "block record without its ptr= and dev=:", line, wl);
+    if (k == 'c' && (r->t0 == CAP_NONE || r->unix_ns == CAP_NONE))
+        return bad(l, no, "clock record without its t0= and unix=:", line, wl);
+    if (k == 'y' && !r->has_ptr)
+        return bad(l, no, "sym record without its addr=:", line, wl);
     if ((k == 'a' || k == 'g' || k == 'p') && r->corr == CAP_NONE)
         return bad(l, no, "record without its correlation id corr=:", line, wl);
     if ((k == 'g' || k == 's' || k == 'l') && (r->dev == CAP_NONE || r->stream == CAP_NONE))
@@ -360,9 +478,12 @@ static int by_time(const void *pa, const void *pb)
     const rec *a = &sort_log->recs[*(const uint64_t *)pa], *b = &sort_log->recs[*(const uint64_t *)pb];
     if (a->t0 != b->t0)
         return a->t0 < b->t0 ? -1 : 1;
-    /* a library call encloses the calls it makes: it comes first */
+    /* a library call encloses the calls it makes: it comes first; an
+     * allocator block at the same time comes before the launch that uses it */
     if ((a->kind == 'l') != (b->kind == 'l'))
         return a->kind == 'l' ? -1 : 1;
+    if ((a->kind == 'b') != (b->kind == 'b'))
+        return a->kind == 'b' ? -1 : 1;
     if (a->corr != b->corr)
         return a->corr < b->corr ? -1 : 1;
     return a->line < b->line ? -1 : a->line > b->line;
@@ -409,8 +530,17 @@ typedef struct res_acc {
     uint8_t mode;
 } res_acc;
 
+/* An allocator block (PyTorch's caching allocator: a tensor's bytes
+ * inside a cudaMalloc segment), the latest allocated over its bytes. */
+typedef struct live_block {
+    int64_t pid;
+    uint64_t lo, hi;
+} live_block;
+
 typedef struct xlate {
     cudalog *l;
+    live_block *blocks;         /* sorted by (pid, lo), disjoint */
+    uint64_t n_blocks, cap_blocks;
     uint64_t *gpus, n_gpus;     /* gpu records by corr */
     uint64_t *params, n_params; /* param records by corr */
     open_lib *libs;
@@ -435,6 +565,101 @@ static uint32_t resolve(cudalog *l, int64_t pid, uint64_t addr, uint64_t len, bo
         return TRACE_NONE;
     *off = 0;
     return capture_buffer(l->c, pid, CAP_MEM_PAGEABLE, -1, addr, len);
+}
+
+/* The index of the first block of x at or after (pid, addr). */
+static uint64_t block_index(const xlate *x, int64_t pid, uint64_t addr)
+{
+    uint64_t lo = 0, hi = x->n_blocks;
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        const live_block *b = &x->blocks[mid];
+        if (b->pid < pid || (b->pid == pid && b->lo < addr))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Block [lo, hi) of pid was allocated: it owns those bytes now, and the
+ * blocks it overlaps (freed, split or merged since) are forgotten. */
+static int block_alloc(xlate *x, int64_t pid, uint64_t lo, uint64_t hi)
+{
+    uint64_t first = block_index(x, pid, lo), end = first;
+    if (first > 0 && x->blocks[first - 1].pid == pid && x->blocks[first - 1].hi > lo)
+        first--;
+    while (end < x->n_blocks && x->blocks[end].pid == pid && x->blocks[end].lo < hi)
+        end++;
+    if (first == end) {         /* nothing replaced: make room */
+        if (capture_push((void **)&x->blocks, &x->n_blocks, &x->cap_blocks,
+                         sizeof *x->blocks) < 0)
+            return oom(x->l);
+        memmove(&x->blocks[first + 1], &x->blocks[first],
+                (x->n_blocks - 1 - first) * sizeof *x->blocks);
+        end = first + 1;
+    } else if (end - first > 1) {
+        memmove(&x->blocks[first + 1], &x->blocks[end], (x->n_blocks - end) * sizeof *x->blocks);
+        x->n_blocks -= end - first - 1;
+    }
+    x->blocks[first] = (live_block){ pid, lo, hi };
+    return 0;
+}
+
+/* The block of pid that holds addr, or NULL. */
+static const live_block *block_at(const xlate *x, int64_t pid, uint64_t addr)
+{
+    uint64_t i = block_index(x, pid, addr + 1);
+    if (i == 0)
+        return NULL;
+    const live_block *b = &x->blocks[i - 1];
+    return b->pid == pid && addr >= b->lo && addr < b->hi ? b : NULL;
+}
+
+/* The mode of word `word` of parameter idx of a kernel (demangled
+ * signature sig) passed as a structure: PyTorch's TensorIterator kernels
+ * pass their operands in at::detail::Array<char*, N>, the output first
+ * (written), then the inputs (read); any other structure's addresses are
+ * read and written. */
+static uint8_t aggregate_mode(const char *sig, int64_t idx, int64_t word)
+{
+    size_t n = sig ? strlen(sig) : 0;
+    if (!n || sig[n - 1] != ')' || idx < 0)
+        return TRACE_RW;
+    /* the parameter list: the '(' that matches the final ')' */
+    const char *open = NULL;
+    int depth = 0;
+    for (size_t i = n; i-- > 0;) {
+        char ch = sig[i];
+        depth += ch == ')' || ch == '>' ? 1 : ch == '(' || ch == '<' ? -1 : 0;
+        if (depth == 0) {
+            open = &sig[i];
+            break;
+        }
+    }
+    if (!open || *open != '(')
+        return TRACE_RW;
+    const char *start = open + 1;
+    int64_t at = 0;
+    depth = 0;
+    for (const char *q = start; q < sig + n; q++) {
+        if (*q == '<' || *q == '(')
+            depth++;
+        else if ((*q == '>' || *q == ')') && depth > 0)
+            depth--;
+        else if ((*q == ',' || q == sig + n - 1) && depth == 0) {
+            if (at++ == idx) {
+                while (*start == ' ')
+                    start++;
+                static const char array[] = "at::detail::Array<char*,";
+                if (strncmp(start, array, sizeof array - 1) != 0)
+                    return TRACE_RW;
+                return word == 0 ? TRACE_W : TRACE_R;
+            }
+            start = q + 1;
+        }
+    }
+    return TRACE_RW;
 }
 
 static int gpu_of(xlate *x, uint64_t gi, const rec *call)
@@ -479,7 +704,8 @@ static int gpu_of(xlate *x, uint64_t gi, const rec *call)
         else if (capture_gpu_access(l->c, b, off, off + n, TRACE_W) != 0)
             return oom(l);
     } else if (g->gkind == CAP_KERNEL) {
-        /* each pointer parameter: from the pointer to the end of its allocation */
+        /* each pointer parameter: from the pointer to the end of its
+         * allocator block when the log has blocks, else of its allocation */
         for (uint64_t k = find_corr(l, x->params, x->n_params, g->pid, g->corr);
              k < x->n_params; k++) {
             const rec *p = &l->recs[x->params[k]];
@@ -494,12 +720,17 @@ static int gpu_of(xlate *x, uint64_t gi, const rec *call)
                 continue;
             }
             uint8_t mode = p->mode;
+            if (!mode && p->word != CAP_NONE)
+                mode = aggregate_mode(trace_str(l->t, g->name), p->idx, p->word);
             if (!mode)
                 mode = p->idx != CAP_NONE &&
                                capture_param_const(trace_str(l->t, g->name), (unsigned)p->idx)
                            ? TRACE_R
                            : TRACE_RW;
             uint64_t end = UINT64_MAX;     /* cut to the buffer's size */
+            const live_block *blk = block_at(x, p->pid, p->ptr);
+            if (blk && p->ptr - blk->lo <= off)
+                end = off + (blk->hi - p->ptr);
             if (capture_gpu_access(l->c, b, off, end, mode) != 0)
                 return oom(l);
         }
@@ -523,9 +754,20 @@ static int on_api(xlate *x, const rec *a)
     cudalog *l = x->l;
     capture *c = l->c;
     uint32_t host = capture_host(c, a->pid, a->tid);
-    if (host == TRACE_NONE || capture_api(c, host, a->pid, a->t0, a->t1, a->corr, a->name) != 0)
-        return oom(l);
     const char *name = trace_str(l->t, a->name);
+    uint32_t call = a->name;
+    if (capture_call(name) == CAP_CALL_QUERY && a->event != CAP_NONE) {
+        /* a query the log holds answered "complete": a synchronise of its
+         * event (the role table's queries block nothing), named apart */
+        char buf[96];
+        int n = snprintf(buf, sizeof buf, "%.80s(complete)", name);
+        call = trace_intern(l->t, buf, n > 0 && (size_t)n < sizeof buf ? (size_t)n : 0);
+        if (call == TRACE_NONE)
+            return oom(l);
+        name = trace_str(l->t, a->name);
+    }
+    if (host == TRACE_NONE || capture_api(c, host, a->pid, a->t0, a->t1, a->corr, call) != 0)
+        return oom(l);
     cap_mem mem;
     cap_memcall mc = capture_memcall(name, &mem);
     uint32_t st = TRACE_NONE;
@@ -574,6 +816,16 @@ static int on_api(xlate *x, const rec *a)
     case CAP_CALL_EVENT_SYNC:
         s.kind = CAP_SYNC_EVENT;
         s.stream = CAP_NONE;
+        break;
+    case CAP_CALL_QUERY:
+        /* the log keeps only calls that succeeded: a query of an event
+         * that answered "complete" orders what the event covers before the
+         * host's next statement, as a synchronise does (PyTorch's caching
+         * allocator reuses a record_stream block after such a query) */
+        if (a->event != CAP_NONE) {
+            s.kind = CAP_SYNC_EVENT;
+            s.stream = CAP_NONE;
+        }
         break;
     case CAP_CALL_STREAM_SYNC:
         s.kind = CAP_SYNC_STREAM;
@@ -700,8 +952,210 @@ static int finish_libs(xlate *x)
     return 0;
 }
 
+/* Before the translation: block times on the log's clock (a block timed
+ * in microseconds of the epoch, as PyTorch's allocator history is, goes
+ * through its process's `clock` record; without one the clocks are taken
+ * to agree), and activity records filed under a driver call's own id
+ * (dcorr) moved to the call the program made. */
+static int prepare(cudalog *l)
+{
+    typedef struct { int64_t pid, a, b; } pair;
+    pair *clocks = NULL, *alias = NULL;
+    uint64_t n_clocks = 0, cap_clocks = 0, n_alias = 0, cap_alias = 0;
+    for (uint64_t i = 0; i < l->n; i++) {
+        const rec *r = &l->recs[i];
+        int64_t j = -1;
+        if (r->kind == 'c')
+            j = capture_push((void **)&clocks, &n_clocks, &cap_clocks, sizeof *clocks);
+        else if (r->kind == 'p' && r->dcorr != CAP_NONE && r->dcorr != r->corr)
+            j = capture_push((void **)&alias, &n_alias, &cap_alias, sizeof *alias);
+        else
+            continue;
+        if (j < 0) {
+            free(clocks);
+            free(alias);
+            return oom(l);
+        }
+        if (r->kind == 'c')
+            clocks[j] = (pair){ r->pid, r->t0, r->unix_ns };
+        else
+            alias[j] = (pair){ r->pid, r->dcorr, r->corr };
+    }
+    for (uint64_t i = 0; i < l->n; i++) {
+        rec *r = &l->recs[i];
+        if (r->kind == 'b' && r->t0 == CAP_NONE) {
+            int64_t skew = 0;
+            for (uint64_t k = 0; k < n_clocks; k++)
+                if (clocks[k].pid == r->pid)
+                    skew = clocks[k].b - clocks[k].a;
+            r->t0 = r->t1 = r->us * 1000 - skew;
+        }
+        if (r->kind == 'g')
+            for (uint64_t k = 0; k < n_alias; k++)
+                if (alias[k].pid == r->pid && alias[k].a == r->corr) {
+                    r->corr = alias[k].b;
+                    break;
+                }
+    }
+    free(clocks);
+    free(alias);
+    return 0;
+}
+
+static uint64_t site_slot(const int64_t *keys, uint64_t cap, int64_t t)
+{
+    uint64_t h = (uint64_t)t * UINT64_C(0x9e3779b97f4a7c15);
+    uint64_t i = (h >> 17) & (cap - 1);
+    while (keys[i] != TRACE_TIME_NONE && keys[i] != t)
+        i = (i + 1) & (cap - 1);
+    return i;
+}
+
+/* Statements at time t show site `site` (the first call to claim t keeps it). */
+static int site_put(cudalog *l, int64_t t, uint32_t site)
+{
+    if (t == TRACE_TIME_NONE)
+        return 0;
+    if (2 * (l->site_n + 1) > l->site_cap) {
+        uint64_t cap = l->site_cap ? 2 * l->site_cap : 1024;
+        int64_t *keys = malloc(cap * sizeof *keys);
+        uint32_t *vals = malloc(cap * sizeof *vals);
+        if (!keys || !vals) {
+            free(keys);
+            free(vals);
+            return -1;
+        }
+        for (uint64_t i = 0; i < cap; i++)
+            keys[i] = TRACE_TIME_NONE;
+        for (uint64_t i = 0; i < l->site_cap; i++)
+            if (l->site_t[i] != TRACE_TIME_NONE) {
+                uint64_t j = site_slot(keys, cap, l->site_t[i]);
+                keys[j] = l->site_t[i];
+                vals[j] = l->site_v[i];
+            }
+        free(l->site_t);
+        free(l->site_v);
+        l->site_t = keys;
+        l->site_v = vals;
+        l->site_cap = cap;
+    }
+    uint64_t i = site_slot(l->site_t, l->site_cap, t);
+    if (l->site_t[i] == TRACE_TIME_NONE) {
+        l->site_t[i] = t;
+        l->site_v[i] = site;
+        l->site_n++;
+    }
+    return 0;
+}
+
+/* Whether a symboliser's answer names a source line ("file.c:12"), not
+ * "??:0" or "file.c:?". */
+static bool has_line(const char *at)
+{
+    const char *colon = at ? strrchr(at, ':') : NULL;
+    return colon && colon != at && at[0] != '?' && colon[1] >= '1' && colon[1] <= '9';
+}
+
+/* The site of api record a: its Python line, else the first of its return
+ * addresses that the `sym` records put on a source line, else the first as
+ * OBJECT+0xOFFSET of its `module`. TRACE_NONE: none known. */
+static uint32_t site_of(cudalog *l, const rec *a, const uint64_t *syms, uint64_t n_syms,
+                        const uint64_t *mods, uint64_t n_mods)
+{
+    if (a->py != TRACE_NONE)
+        return a->py;
+    for (uint32_t k = 0; k < a->n_site; k++) {
+        uint64_t addr = l->sites[a->site_first + k];
+        uint64_t lo = 0, hi = n_syms;
+        while (lo < hi) {
+            uint64_t mid = lo + (hi - lo) / 2;
+            const rec *y = &l->recs[syms[mid]];
+            if (y->pid < a->pid || (y->pid == a->pid && y->ptr < addr))
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        for (; lo < n_syms; lo++) {
+            const rec *y = &l->recs[syms[lo]];
+            if (y->pid != a->pid || y->ptr != addr)
+                break;
+            if (has_line(trace_str(l->t, y->name)))
+                return y->name;
+        }
+    }
+    for (uint32_t k = 0; k < a->n_site; k++) {
+        uint64_t addr = l->sites[a->site_first + k];
+        for (uint64_t i = 0; i < n_mods; i++) {
+            const rec *m = &l->recs[mods[i]];
+            if (m->pid != a->pid || addr < m->src || addr >= m->dst)
+                continue;
+            const char *path = trace_str(l->t, m->name), *slash = strrchr(path, '/');
+            char buf[300];
+            int n = snprintf(buf, sizeof buf, "%s+0x%llx", slash ? slash + 1 : path,
+                             (unsigned long long)(addr - m->base));
+            return trace_intern(l->t, buf, n > 0 && (size_t)n < sizeof buf ? (size_t)n : 0);
+        }
+    }
+    return TRACE_NONE;
+}
+
+static int by_addr(const void *pa, const void *pb)
+{
+    const rec *a = &sort_log->recs[*(const uint64_t *)pa], *b = &sort_log->recs[*(const uint64_t *)pb];
+    if (a->pid != b->pid)
+        return a->pid < b->pid ? -1 : 1;
+    return a->ptr < b->ptr ? -1 : a->ptr > b->ptr;
+}
+
+/* The site of each call, by the time of the statements it becomes: the
+ * call's own (host side) and its GPU work's (device side). */
+static int site_map(xlate *x)
+{
+    cudalog *l = x->l;
+    uint64_t *syms = malloc((l->n + 1) * sizeof *syms), n_syms = 0;
+    uint64_t *mods = malloc((l->n + 1) * sizeof *mods), n_mods = 0;
+    if (!syms || !mods)
+        goto fail;
+    bool any = false;
+    for (uint64_t i = 0; i < l->n; i++) {
+        if (l->recs[i].kind == 'y')
+            syms[n_syms++] = i;
+        if (l->recs[i].kind == 'm')
+            mods[n_mods++] = i;
+        any |= l->recs[i].kind == 'a' && (l->recs[i].n_site || l->recs[i].py != TRACE_NONE);
+    }
+    sort_log = l;
+    qsort(syms, n_syms, sizeof *syms, by_addr);
+    for (uint64_t i = 0; any && i < l->n; i++) {
+        const rec *a = &l->recs[i];
+        if (a->kind != 'a' || (!a->n_site && a->py == TRACE_NONE))
+            continue;
+        uint32_t site = site_of(l, a, syms, n_syms, mods, n_mods);
+        if (site == TRACE_NONE)
+            continue;
+        if (site_put(l, a->t0, site) != 0)
+            goto fail;
+        for (uint64_t k = find_corr(l, x->gpus, x->n_gpus, a->pid, a->corr); k < x->n_gpus; k++) {
+            const rec *g = &l->recs[x->gpus[k]];
+            if (g->pid != a->pid || g->corr != a->corr)
+                break;
+            if (site_put(l, g->t0, site) != 0)
+                goto fail;
+        }
+    }
+    free(syms);
+    free(mods);
+    return 0;
+fail:
+    free(syms);
+    free(mods);
+    return oom(l);
+}
+
 static int translate(cudalog *l)
 {
+    if (prepare(l) != 0)
+        return -1;
     xlate x = { .l = l };
     uint64_t *order = malloc((l->n + 1) * sizeof *order);
     x.gpus = malloc((l->n + 1) * sizeof *x.gpus);
@@ -716,7 +1170,7 @@ static int translate(cudalog *l)
     for (uint64_t i = 0; i < l->n; i++) {
         const rec *r = &l->recs[i];
         switch (r->kind) {
-        case 'a': case 'l': case 'h': order[n_order++] = i; break;
+        case 'a': case 'l': case 'h': case 'b': order[n_order++] = i; break;
         case 'g': x.gpus[x.n_gpus++] = i; break;
         case 'p': x.params[x.n_params++] = i; break;
         case 's':
@@ -747,6 +1201,18 @@ static int translate(cudalog *l)
             goto done;
         if (r->kind == 'l' && on_lib(&x, order[i]) != 0)
             goto done;
+        if (r->kind == 'b' && r->action == BLOCK_ALLOC && r->size &&
+            block_alloc(&x, r->pid, r->ptr, r->ptr + r->size) != 0)
+            goto done;
+        /* a segment the log saw no cudaMalloc of (expandable segments are
+         * mapped with cuMemMap): device memory all the same */
+        uint64_t base;
+        if (r->kind == 'b' && (r->action == BLOCK_SEGMENT_ALLOC || r->action == BLOCK_SEGMENT_MAP) &&
+            r->size && capture_buffer_at(l->c, r->pid, r->ptr, &base) == TRACE_NONE &&
+            capture_buffer(l->c, r->pid, CAP_MEM_DEVICE, r->dev, r->ptr, r->size) == TRACE_NONE) {
+            oom(l);
+            goto done;
+        }
         if (r->kind == 'h') {
             uint32_t host = capture_host(l->c, r->pid, r->tid);
             uint64_t off;
@@ -763,10 +1229,11 @@ static int translate(cudalog *l)
     for (uint64_t k = 0; k < x.n_gpus; k++)
         if (!x.gpu_done[k] && gpu_of(&x, k, NULL) != 0)
             goto done;
-    if (finish_libs(&x) != 0)
+    if (finish_libs(&x) != 0 || site_map(&x) != 0)
         goto done;
     rc = 0;
 done:
+    free(x.blocks);
     free(order);
     free(x.gpus);
     free(x.params);
@@ -774,6 +1241,100 @@ done:
     free(x.libs);
     free(x.res);
     return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* Call sites on statements: a reader over the capture's that adds       */
+/* site=FILE:LINE to each statement whose time is a call's or its work's. */
+
+typedef struct site_reader {
+    trace_reader_iface iface;   /* the inner's members, wrapped where present */
+    const trace_reader_iface *inner;
+    void *inner_ctx;
+    int64_t *keys;
+    uint32_t *vals;
+    uint64_t cap;
+    uint32_t key;               /* "site" */
+    trace_attr *attrs;
+    uint32_t cap_attrs;
+} site_reader;
+
+static int site_next(void *ctx, trace_stmt *out, trace_error *err)
+{
+    site_reader *w = ctx;
+    int rc = w->inner->next(w->inner_ctx, out, err);
+    if (rc != 1 || out->t == TRACE_TIME_NONE)
+        return rc;
+    uint64_t i = site_slot(w->keys, w->cap, out->t);
+    if (w->keys[i] != out->t)
+        return rc;
+    for (uint32_t k = 0; k < out->n_attr; k++)
+        if (out->attr[k].key == w->key)
+            return rc;          /* a site of its own */
+    if (out->n_attr + 1 > w->cap_attrs) {
+        uint32_t cap = 2 * (out->n_attr + 1);
+        trace_attr *a = realloc(w->attrs, cap * sizeof *a);
+        if (!a) {
+            trace_error_set(err, TRACE_ENOMEM, "out of memory");
+            return -1;
+        }
+        w->attrs = a;
+        w->cap_attrs = cap;
+    }
+    if (out->n_attr)
+        memcpy(w->attrs, out->attr, out->n_attr * sizeof *w->attrs);
+    w->attrs[out->n_attr] = (trace_attr){ w->key, w->vals[i] };
+    out->attr = w->attrs;
+    out->n_attr++;
+    return rc;
+}
+
+static void site_close(void *ctx)
+{
+    site_reader *w = ctx;
+    if (w->inner->close)
+        w->inner->close(w->inner_ctx);
+    free(w->keys);
+    free(w->vals);
+    free(w->attrs);
+    free(w);
+}
+
+static int site_rewind(void *ctx, trace_error *err)
+{
+    site_reader *w = ctx;
+    return w->inner->rewind(w->inner_ctx, err);
+}
+
+static int site_label_text(void *ctx, uint64_t seq, const char **text, size_t *len,
+                           trace_error *err)
+{
+    site_reader *w = ctx;
+    return w->inner->label_text(w->inner_ctx, seq, text, len, err);
+}
+
+/* Puts the site reader around r, taking over l's site map. 0 or -1 (out
+ * of memory: r is left as it was). */
+static int wrap_sites(cudalog *l, trace_reader *r, uint32_t key)
+{
+    site_reader *w = calloc(1, sizeof *w);
+    if (!w)
+        return -1;
+    w->inner = r->iface;
+    w->inner_ctx = r->ctx;
+    w->iface.next = site_next;
+    w->iface.close = site_close;
+    w->iface.rewind = r->iface->rewind ? site_rewind : NULL;
+    w->iface.label_text = r->iface->label_text ? site_label_text : NULL;
+    w->keys = l->site_t;
+    w->vals = l->site_v;
+    w->cap = l->site_cap;
+    w->key = key;
+    l->site_t = NULL;
+    l->site_v = NULL;
+    r->iface = &w->iface;
+    r->ctx = w;
+    return 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -838,24 +1399,43 @@ static int cudalog_open(trace_source *src, const char *path, const trace_source_
     f = NULL;
     if (trace_set_meta(l.t, "capture.format", "cuda-log") != 0 ||
         trace_set_meta(l.t, "capture.schema", "1") != 0 ||
-        capture_count(l.c, "capture.params_unresolved", l.unresolved) != 0 ||
+        capture_drop(l.c, CAP_DROP_UNRESOLVED_PARAM, l.unresolved) != 0 ||
         capture_count(l.c, "capture.library_kernels", l.lib_kernels) != 0 ||
-        capture_count(l.c, "capture.truncated_lines", l.truncated) != 0) {
+        capture_drop(l.c, CAP_DROP_TRUNCATED_LINE, l.truncated) != 0) {
+        oom(&l);
+        goto fail;
+    }
+    uint32_t site_key = l.site_n ? trace_intern_cstr(l.t, "site") : TRACE_NONE;
+    if (l.site_n && site_key == TRACE_NONE) {
         oom(&l);
         goto fail;
     }
     free(l.recs);
     free(l.accs);
+    free(l.sites);
     l.recs = NULL;
     l.accs = NULL;
+    l.sites = NULL;
     if (capture_open_reader(l.c, NULL, &src->reader, path, err) != 0)
         goto fail;              /* nothing was taken over */
+    if (l.site_n && wrap_sites(&l, &src->reader, site_key) != 0) {
+        trace_reader_close(&src->reader);
+        free(l.site_t);
+        free(l.site_v);
+        trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", path);
+        return -1;
+    }
+    free(l.site_t);
+    free(l.site_v);
     return 0;
 fail:
     if (f)
         fclose(f);
     free(l.recs);
     free(l.accs);
+    free(l.sites);
+    free(l.site_t);
+    free(l.site_v);
     capture_free(l.c);
     trace_free(l.t);
     return -1;

@@ -19,6 +19,13 @@
  * spans more than numel elements; its range here is the contiguous one
  * (docs/importers.md says so). The result is a map rf_id -> tensors that
  * capture.c gives to the kernels and copies the op launched.
+ *
+ * An op is joined (cap_accesses_join) only to a capture op of its rf_id and
+ * its name: rf_ids are small counters that an ET of another program shares
+ * by coincidence, names are not. Only joined ops give byte ranges. A value
+ * that its "types" entry calls a tensor, or that has a tensor's six fields,
+ * but whose fields have the wrong types is counted in the ledger (bad-type):
+ * its bytes would otherwise be lost without a word.
  */
 #include "formats.h"
 
@@ -29,21 +36,34 @@ typedef struct et_op {
     int64_t rf;
     uint64_t first;             /* into tensors */
     uint32_t n;
+    bool joined;                /* an op of the capture of this rf_id and name */
+    uint64_t name_hash;         /* of its "name" */
 } et_op;
 
 struct cap_accesses {
     et_op *ops;                 /* open-addressing table on rf (rf + 1; 0 = empty) */
-    uint64_t cap_ops, n_ops;
+    uint64_t cap_ops, n_ops, n_joined;
     cap_tensor *tensors;
     uint64_t n_tensors, cap_tensors;
+    int64_t pid;                /* the top-level "pid"; CAP_NONE */
 };
 
 typedef struct et_parse {
     cap_accesses *a;
+    capture *c;
     const char *path;
     bool have_schema;
     uint64_t n_nodes;
 } et_parse;
+
+/* FNV-1a of a name: ops are joined on rf_id and name. */
+static uint64_t name_hash(const char *s, size_t len)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
+    return h;
+}
 
 static uint64_t rf_slot(const cap_accesses *a, int64_t rf)
 {
@@ -51,25 +71,61 @@ static uint64_t rf_slot(const cap_accesses *a, int64_t rf)
     return (h ^ (h >> 29)) & (a->cap_ops - 1);
 }
 
-const cap_tensor *cap_accesses_of(const cap_accesses *a, int64_t rf, uint32_t *n)
+static et_op *op_of(const cap_accesses *a, int64_t rf)
 {
-    *n = 0;
     if (!a || !a->cap_ops)
         return NULL;
     for (uint64_t i = rf_slot(a, rf);; i = (i + 1) & (a->cap_ops - 1)) {
-        const et_op *o = &a->ops[i];
+        et_op *o = &a->ops[i];
         if (o->rf == 0)
             return NULL;
-        if (o->rf == rf + 1) {
-            *n = o->n;
-            return a->tensors + o->first;
-        }
+        if (o->rf == rf + 1)
+            return o;
     }
+}
+
+const cap_tensor *cap_accesses_of(const cap_accesses *a, int64_t rf, uint32_t *n)
+{
+    *n = 0;
+    const et_op *o = op_of(a, rf);
+    if (!o || !o->joined)
+        return NULL;
+    *n = o->n;
+    return a->tensors + o->first;
+}
+
+bool cap_accesses_join(cap_accesses *a, int64_t rf, const char *name, size_t len)
+{
+    et_op *o = op_of(a, rf);
+    if (!o || o->name_hash != name_hash(name, len))
+        return false;
+    if (!o->joined)
+        a->n_joined++;
+    o->joined = true;
+    return true;
 }
 
 uint64_t cap_accesses_ops(const cap_accesses *a)
 {
     return a ? a->n_ops : 0;
+}
+
+uint64_t cap_accesses_joined(const cap_accesses *a)
+{
+    return a ? a->n_joined : 0;
+}
+
+uint64_t cap_accesses_unjoined_with_tensors(const cap_accesses *a)
+{
+    uint64_t n = 0;
+    for (uint64_t i = 0; a && i < a->cap_ops; i++)
+        n += a->ops[i].rf && !a->ops[i].joined && a->ops[i].n;
+    return n;
+}
+
+int64_t cap_accesses_pid(const cap_accesses *a)
+{
+    return a ? a->pid : CAP_NONE;
 }
 
 static int ops_grow(cap_accesses *a)
@@ -130,25 +186,45 @@ static uint64_t mutable_args(const json_val *schema)
     return mask;
 }
 
-/* A tensor value: [tensor id, storage id, offset, numel, itemsize, device]. */
-static bool tensor_of(const json_val *v, cap_tensor *out)
+/* A tensor value: [tensor id, storage id, offset, numel, itemsize, device].
+ * *bad is set when v is one (its "types" entry says Tensor: typed; or it has
+ * six fields, the last a device) whose fields have the wrong types or sizes:
+ * a tensor whose bytes are lost. */
+static bool tensor_of(const json_val *v, bool typed, cap_tensor *out, bool *bad)
 {
-    if (!v || v->type != JSON_ARRAY || v->n_child < 6)
+    *bad = false;
+    if (!v || v->type != JSON_ARRAY)
+        return false;           /* a scalar: an undefined tensor, or no tensor */
+    if (v->n_child < 6) {
+        *bad = typed && v->n_child > 0;
         return false;
+    }
+    const json_val *dev = v->child;
+    for (int i = 0; i < 5; i++)
+        dev = dev->next;
+    bool looks = typed || (v->n_child == 6 && dev->type == JSON_STRING && dev->len >= 3 &&
+                           (memcmp(dev->s, "cuda", dev->len < 4 ? dev->len : 4) == 0 ||
+                            memcmp(dev->s, "cpu", 3) == 0));
     int64_t f[5];
     const json_val *c = v->child;
     for (int i = 0; i < 5; i++, c = c->next)
-        if (c->type != JSON_NUMBER || !json_int(c, &f[i]))
+        if (c->type != JSON_NUMBER || !json_int(c, &f[i])) {
+            *bad = looks;
             return false;
-    if (c->type != JSON_STRING)
+        }
+    if (c->type != JSON_STRING) {
+        *bad = looks;
         return false;
+    }
     if (f[1] < 0 || f[2] < 0 || f[3] <= 0 || f[4] <= 0)
         return false;           /* no storage, or nothing in it */
     uint64_t lo, hi, span;
     if (__builtin_mul_overflow((uint64_t)f[2], (uint64_t)f[4], &lo) ||
         __builtin_mul_overflow((uint64_t)f[3], (uint64_t)f[4], &span) ||
-        __builtin_add_overflow(lo, span, &hi) || hi > (UINT64_C(1) << 62))
+        __builtin_add_overflow(lo, span, &hi) || hi > (UINT64_C(1) << 62)) {
+        *bad = true;
         return false;
+    }
     int64_t device;
     if (c->len >= 4 && memcmp(c->s, "cuda", 4) == 0) {
         device = 0;
@@ -194,17 +270,52 @@ static int add_tensor(cap_accesses *a, uint64_t first, const cap_tensor *t, uint
     return 0;
 }
 
-/* The tensors of one value (a tensor, or a list of them). */
-static int add_value(cap_accesses *a, uint64_t first, const json_val *v, uint8_t mode)
+/* Whether a "types" entry says the value holds tensors ("Tensor(float)",
+ * "GenericList[Tensor(float),Tensor(float)]"); false when not said. */
+static bool typed_tensor(const json_val *type)
 {
+    return type && type->type == JSON_STRING && memmem(type->s, type->len, "Tensor(", 7);
+}
+
+/* The tensors of one value (a tensor, or a list of them); a tensor that is
+ * malformed is counted (bad-type). */
+static int add_value(et_parse *p, uint64_t first, const json_val *v, const json_val *type,
+                     uint8_t mode)
+{
+    bool typed = typed_tensor(type), bad;
+    bool list = type && type->type == JSON_STRING && type->len > 11 &&
+                memcmp(type->s, "GenericList", 11) == 0;
     cap_tensor t;
-    if (tensor_of(v, &t))
-        return add_tensor(a, first, &t, mode);
-    if (v && v->type == JSON_ARRAY)
-        for (const json_val *c = v->child; c; c = c->next)
-            if (tensor_of(c, &t) && add_tensor(a, first, &t, mode) != 0)
+    if (!list) {
+        if (tensor_of(v, typed, &t, &bad))
+            return add_tensor(p->a, first, &t, mode);
+        if (bad)
+            capture_drop(p->c, CAP_DROP_BAD_TYPE, 1);
+        if (bad || typed || !v || v->type != JSON_ARRAY)
+            return 0;
+        /* an untyped list: its tensors, if any (schemas without types) */
+    }
+    for (const json_val *c = v ? v->child : NULL; c; c = c->next) {
+        if (tensor_of(c, typed, &t, &bad)) {
+            if (add_tensor(p->a, first, &t, mode) != 0)
                 return -1;
+        } else if (bad) {
+            capture_drop(p->c, CAP_DROP_BAD_TYPE, 1);
+        }
+    }
     return 0;
+}
+
+/* The "types" list beside "inputs"/"outputs" (input_types, or "types" in
+ * {"values", "types"} objects of later schemas). */
+static const json_val *types_of(const json_val *node, const char *key)
+{
+    const json_val *v = json_get(node, key);
+    if (v && v->type == JSON_OBJECT)
+        v = json_get(v, "types");
+    else
+        v = json_get(node, strcmp(key, "inputs") == 0 ? "input_types" : "output_types");
+    return v && v->type == JSON_ARRAY ? v : NULL;
 }
 
 /* The values of "inputs"/"outputs": an array, or {"values": [...]}. */
@@ -234,6 +345,11 @@ static const json_val *attr_of(const json_val *node, const char *key)
 static int et_member(void *ctx, const json_val *v, trace_error *err)
 {
     et_parse *p = ctx;
+    if (v->key_len == 3 && memcmp(v->key, "pid", 3) == 0) {
+        if (!json_int(v, &p->a->pid))
+            p->a->pid = CAP_NONE;
+        return 0;
+    }
     if (v->key_len != 6 || memcmp(v->key, "schema", 6) != 0)
         return 0;
     p->have_schema = true;
@@ -267,33 +383,44 @@ static int et_node(void *ctx, const json_val *node, trace_error *err)
     bool allocates = json_get(node, "name") && json_get(node, "name")->type == JSON_STRING &&
                      strncmp(json_get(node, "name")->s, "aten::empty", 11) == 0;
     const json_val *in = values_of(node, "inputs"), *out = values_of(node, "outputs");
+    const json_val *in_t = types_of(node, "inputs"), *out_t = types_of(node, "outputs");
     if (!allocates) {           /* an allocation writes nothing */
         int k = 0;
-        for (const json_val *v = in ? in->child : NULL; v; v = v->next, k++)
-            if (add_value(a, first, v, k < 64 && (mut >> k & 1) ? TRACE_RW : TRACE_R) != 0)
+        const json_val *ty = in_t ? in_t->child : NULL;
+        for (const json_val *v = in ? in->child : NULL; v; v = v->next, k++) {
+            if (add_value(p, first, v, ty, k < 64 && (mut >> k & 1) ? TRACE_RW : TRACE_R) != 0)
                 goto oom;
-        for (const json_val *v = out ? out->child : NULL; v; v = v->next)
-            if (add_value(a, first, v, TRACE_W) != 0)
+            ty = ty ? ty->next : NULL;
+        }
+        ty = out_t ? out_t->child : NULL;
+        for (const json_val *v = out ? out->child : NULL; v; v = v->next) {
+            if (add_value(p, first, v, ty, TRACE_W) != 0)
                 goto oom;
+            ty = ty ? ty->next : NULL;
+        }
     }
+    const json_val *nm = json_get(node, "name");
     uint64_t i = rf_slot(a, rf);
     while (a->ops[i].rf)
         i = (i + 1) & (a->cap_ops - 1);
-    a->ops[i] = (et_op){ rf + 1, first, (uint32_t)(a->n_tensors - first) };
+    a->ops[i] = (et_op){ rf + 1, first, (uint32_t)(a->n_tensors - first), false,
+                         nm && nm->type == JSON_STRING ? name_hash(nm->s, nm->len)
+                                                       : name_hash("", 0) };
     a->n_ops++;
     return 0;
 oom:
     return trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", p->path), -1;
 }
 
-cap_accesses *et_load(const char *path, trace_error *err)
+cap_accesses *et_load(const char *path, capture *c, trace_error *err)
 {
     cap_accesses *a = calloc(1, sizeof *a);
-    et_parse p = { .a = a, .path = path };
+    et_parse p = { .a = a, .c = c, .path = path };
     if (!a) {
         trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", path);
         return NULL;
     }
+    a->pid = CAP_NONE;
     json_handler h = { "nodes", et_member, et_node, &p };
     if (json_stream(path, &h, err) != 0)
         goto fail;

@@ -11,8 +11,9 @@
  *   chrome_import.c  syncsim's own Chrome trace, read back
  *   chrome_export.c  syncsim's Chrome trace (Perfetto), written
  *   json.c           streaming JSON, plain or gzipped, for the JSON formats
- *   capture.c        the capture model every importer fills and its one
- *                    mapping onto the trace model
+ *   capture.c        the capture model every importer fills, its one
+ *                    mapping onto the trace model, and the import ledger
+ *                    (what was read and not imported, by reason)
  *
  * In more detail:
  *
@@ -138,6 +139,8 @@ typedef struct cap_gpu {
     int64_t src_device, dst_device; /* copies between devices; CAP_NONE: the stream's */
     uint32_t comm, coll;        /* CAP_COLLECTIVE: communicator and KIND (string ids), */
     uint64_t ranks;             /* and how many take part (size=) */
+    bool untimed;               /* t0, t1 are not when it ran (CUPTI profiler ranges): the
+                                 * statement gets no t=, dur= */
 } cap_gpu;
 
 typedef struct cap_sync {
@@ -200,11 +203,22 @@ typedef struct cap_tensor {
 } cap_tensor;
 
 typedef struct cap_accesses cap_accesses;
-/* The tensors of the op whose rf_id is rf: NULL when the execution trace
- * has no such op; an op without tensors gives a non-NULL pointer, *n = 0. */
+/* The tensors of the op whose rf_id is rf, once joined (cap_accesses_join):
+ * NULL when the execution trace has no such op or it joined no op of the
+ * capture; an op without tensors gives a non-NULL pointer, *n = 0. */
 const cap_tensor *cap_accesses_of(const cap_accesses *a, int64_t rf, uint32_t *n);
-/* The number of ops (rf_ids) in the execution trace. */
+/* Joins the capture's op rf named name (len bytes) to the ET's op of that
+ * rf_id when their names agree (an ET node and a profiler op of one run
+ * carry the same name; an ET of another program matches rf_ids by
+ * coincidence, not names). True when joined. */
+bool cap_accesses_join(cap_accesses *a, int64_t rf, const char *name, size_t len);
+/* The number of ops (rf_ids) in the execution trace; of them, joined; and
+ * those with tensors that joined nothing (their byte ranges are lost). */
 uint64_t cap_accesses_ops(const cap_accesses *a);
+uint64_t cap_accesses_joined(const cap_accesses *a);
+uint64_t cap_accesses_unjoined_with_tensors(const cap_accesses *a);
+/* The process the ET was recorded in (its top-level "pid"); CAP_NONE. */
+int64_t cap_accesses_pid(const cap_accesses *a);
 
 /* Memory known by address (captures that record allocations and pointers:
  * the CUDA injection log, traces/formats/cuda_log.c). A buffer is one
@@ -294,8 +308,112 @@ bool capture_gemm_spans(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_
                         int64_t lda, int64_t ldb, int64_t ldc, unsigned elem, bool beta_nonzero,
                         uint64_t a, uint64_t b, uint64_t c, cap_span out[3]);
 
-/* Counts the importer reports as run metadata ("capture.kernels", ...). */
+/* Counts the importer reports as run metadata ("capture.kernels", ...):
+ * statistics of what was read. Data the importer could not import is not a
+ * statistic: it goes to the ledger below. */
 int capture_count(capture *c, const char *key, uint64_t n);
+
+/* ------------------------------------------------------------------ */
+/* The import ledger (capture.c): every event an importer reads is      */
+/* imported, ignored by design, or counted here by reason.              */
+/*
+ * The capture model keeps the ledger, once, for every importer, and
+ * capture_open_reader() writes it as run metadata "dropped.REASON" = count
+ * (TRACE_LEDGER_PREFIX: trace_ledger() reads it back), beside "import.read"
+ * (events read) and "import.ignored" (events of kinds that hold nothing the
+ * trace model keeps: metadata, instant events, counters, Python stacks, the
+ * profiler's own spans). A value clamped or guessed counts as dropped too.
+ *
+ * How an importer cannot drop data without counting it: it calls
+ * capture_read() for each event (a JSON element, an SQL row); the event is
+ * then accounted by whatever it becomes -- handed to the model (capture_api,
+ * capture_gpu, capture_sync, capture_record, capture_range, ...), counted
+ * (capture_drop), used by the importer itself (capture_use: a flow that
+ * links a call to its work) or ignored by design (capture_ignore). An event
+ * read and left with none of these is counted as `unaccounted`. The shared
+ * field readers (capture_json_ts, capture_json_dur, capture_json_id) and
+ * the model's own doors (a negative duration, GPU work whose call is
+ * missing, a wait whose record is unknown) count what they refuse or guess.
+ *
+ * The reasons: X(ENUM, word, meaning). The word is what metadata, `import`'s
+ * warnings and `check --json` say; the meaning is printed beside it
+ * (trace_ledger_meaning) and in `import --help`.
+ */
+#define CAPTURE_DROP_MAP(X)                                                                    \
+    X(NO_TS, "no-ts", "events without a timestamp")                                            \
+    X(BAD_TS, "bad-ts", "timestamps that are not a finite number within 2^62 ns")              \
+    X(NO_DUR, "no-dur", "complete events without a duration, taken as 0")                      \
+    X(NEGATIVE_DUR, "negative-dur-clamped", "negative durations, clamped to 0")                \
+    X(BAD_NUMBER, "bad-number", "number fields holding text or a value out of range")          \
+    X(BAD_TYPE, "bad-type", "events or fields of the wrong JSON type")                         \
+    X(MISSING_FIELD, "missing-field", "events without a field the mapping needs: a thread, a stream, a name") \
+    X(UNKNOWN_CATEGORY, "unknown-category", "events of a category or phase syncsim does not model")      \
+    X(UNKNOWN_KIND, "unknown-kind", "a copy direction or stream kind syncsim does not know, guessed") \
+    X(UNMATCHED_CORRELATION, "unmatched-correlation",                                          \
+      "GPU work or event records whose launching call is not in the capture")                  \
+    X(SYNC_WITHOUT_CALL, "sync-without-call", "synchronisation rows whose call is not in the capture") \
+    X(UNBOUND_WAIT, "unbound-wait", "waits whose event record is unknown")                     \
+    X(NCCL_UNMATCHED, "nccl-unmatched", "NCCL kernels whose collective or size is unknown, kept as kernels") \
+    X(GUESSED_STREAM, "guessed-stream", "kernels whose stream and times the capture does not say: CUPTI profiler ranges") \
+    X(UNJOINED_ET_OP, "unjoined-et-op", "execution-trace ops with tensors that join no op of the capture") \
+    X(UNRESOLVED_PARAM, "unresolved-param", "kernel parameters that point into no known allocation") \
+    X(TRUNCATED_LINE, "truncated-line", "a last line cut short: the program died writing it")  \
+    X(UNACCOUNTED, "unaccounted", "events an importer read but neither imported nor counted")
+
+typedef enum {
+#define CAPTURE_DROP_ENUM(e, word, meaning) CAP_DROP_##e,
+    CAPTURE_DROP_MAP(CAPTURE_DROP_ENUM)
+#undef CAPTURE_DROP_ENUM
+    CAP_DROP_COUNT
+} cap_drop;
+
+/* The word of a reason ("no-ts"). */
+const char *capture_drop_word(cap_drop why);
+
+/* One more event read from the capture file (import.read). The event read
+ * before it must have been accounted (above), else it counts as
+ * `unaccounted`. */
+void capture_read(capture *c);
+/* n events (or fields of the current event) not imported, for reason why;
+ * accounts the current event. 0 or -1 (out of memory: never, the ledger is
+ * a fixed table). */
+int capture_drop(capture *c, cap_drop why, uint64_t n);
+/* The current event holds nothing the trace model keeps, by design. */
+void capture_ignore(capture *c);
+/* The current event was used by the importer itself (a flow). */
+void capture_use(capture *c);
+/* What the model did not import, by reason: the ledger so far. */
+uint64_t capture_dropped(const capture *c, cap_drop why);
+
+/* Field readers that count what is wrong with a field of the current event
+ * (each returns false when the event cannot be imported as it is):
+ *   capture_json_ts   a timestamp in microseconds (number or numeric string)
+ *                     as nanoseconds: absent -> no-ts; not a number or a
+ *                     string -> bad-type; text, non-finite, beyond 2^62 ns ->
+ *                     bad-ts;
+ *   capture_json_dur  a duration: absent -> 0 (no-dur); wrong type ->
+ *                     bad-type, text -> bad-number (false); negative -> 0
+ *                     (negative-dur-clamped, true);
+ *   capture_json_id   an integer id (stream, device, correlation, pid, tid):
+ *                     absent -> CAP_NONE, true; a number, a numeric string or
+ *                     a string ending in one ("stream 7") -> its value; else
+ *                     bad-number or bad-type, CAP_NONE, false. */
+bool capture_json_ts(capture *c, const json_val *v, int64_t *out);
+bool capture_json_dur(capture *c, const json_val *v, int64_t *out);
+bool capture_json_id(capture *c, const json_val *v, int64_t *out);
+
+/* Captures whose profiler leaves out the wait rows of streams that ran no
+ * GPU work in the window (Kineto: its "Stream Wait Event" rows are logged
+ * only for streams with a kernel, copy or memset): a stream-wait call without
+ * a row then waited on such a stream and orders nothing the capture holds;
+ * it is counted in capture.idle_stream_waits, not as an unbound wait. */
+void capture_waits_filtered(capture *c);
+
+/* The execution trace's join (kineto.c): whether a wrong ET is refused
+ * (false: `import --force-et`). capture_open_reader() refuses, with one
+ * line, an ET that gives byte ranges to fewer than half of the ops that
+ * launched GPU work. */
+void capture_et_force(capture *c, bool force);
 
 /* Builds the trace and makes r a reader over it that owns the capture, et
  * (may be NULL) and the capture's trace: statements are made as r is read,
@@ -316,9 +434,11 @@ const char *capture_api_base(const char *name, char *buf, size_t cap);
 /* ------------------------------------------------------------------ */
 /* The execution trace (et.c).                                  */
 
-/* Reads the ET at path. Returns the accesses, or NULL with err (bad JSON,
- * an unknown schema version, out of memory). */
-cap_accesses *et_load(const char *path, trace_error *err);
+/* Reads the ET at path. A tensor argument that is not one (a value typed
+ * Tensor whose fields have the wrong types) is counted in c's ledger
+ * (bad-type). Returns the accesses, or NULL with err (bad JSON, an unknown
+ * schema version, out of memory). */
+cap_accesses *et_load(const char *path, capture *c, trace_error *err);
 void et_free(cap_accesses *a);
 
 #endif

@@ -39,6 +39,13 @@
  * Some CUPTI versions label every cudaDeviceSynchronize's row as an event
  * synchronisation (syncType 1, stream and event -1); capture.c trusts the
  * call's name over the sync type.
+ *
+ * Every row read is an event of the import ledger (formats.h). Number cells
+ * are read by col_int alone, which counts text or a fraction (bad-number:
+ * SQLite would read 'banana' as 0); a row without a start (no-ts), a GPU row
+ * without device or stream, a call or range without a thread
+ * (missing-field), an unknown copyKind or stream flag (unknown-kind) are
+ * counted too.
  */
 #include "formats.h"
 
@@ -57,6 +64,7 @@ typedef struct nsys {
     int64_t n_cache;
     int64_t only_pid;           /* the one process of the runtime calls, or CAP_NONE */
     uint64_t rows;
+    uint64_t bad_cells;         /* number cells that held no integer (counted) */
 } nsys;
 
 static int db_fail(nsys *n, const char *table)
@@ -124,9 +132,42 @@ static uint32_t str_of(nsys *n, int64_t sid)
     return id;
 }
 
-static int64_t col_int(sqlite3_stmt *q, int i)
+/* An integer cell: CAP_NONE when NULL. Every number column is read here,
+ * so that text in one ("start='banana'", which SQLite would read as 0) or a
+ * fraction is counted in the ledger (bad-number) and read as absent. */
+static int64_t col_int(nsys *n, sqlite3_stmt *q, int i)
 {
-    return sqlite3_column_type(q, i) == SQLITE_NULL ? CAP_NONE : sqlite3_column_int64(q, i);
+    switch (sqlite3_column_type(q, i)) {
+    case SQLITE_NULL:
+        return CAP_NONE;
+    case SQLITE_INTEGER:
+        return sqlite3_column_int64(q, i);
+    case SQLITE_FLOAT: {
+        double d = sqlite3_column_double(q, i);
+        if (d == (double)(int64_t)d && d > -9.2e18 && d < 9.2e18)
+            return (int64_t)d;
+        break;
+    }
+    default:
+        break;
+    }
+    n->bad_cells++;
+    capture_drop(n->c, CAP_DROP_BAD_NUMBER, 1);
+    return CAP_NONE;
+}
+
+/* The start and end of a row (columns i, i + 1): false when the row cannot be
+ * placed in time (counted: a bad number, or no-ts). */
+static bool row_times(nsys *n, sqlite3_stmt *q, int i, int64_t *t0, int64_t *t1)
+{
+    uint64_t bad = n->bad_cells;
+    *t0 = col_int(n, q, i);
+    *t1 = col_int(n, q, i + 1);
+    if (n->bad_cells != bad)
+        return false;
+    if (*t0 == CAP_NONE)
+        return capture_drop(n->c, CAP_DROP_NO_TS, 1), false;
+    return true;
 }
 
 static int64_t pid_of(int64_t global)
@@ -144,6 +185,7 @@ static int each_row(nsys *n, const char *table, const char *sql,
     int rc;
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
         n->rows++;
+        capture_read(n->c);
         if (row(n, q) != 0) {
             sqlite3_finalize(q);
             return -1;
@@ -164,17 +206,19 @@ static int oom(nsys *n)
 /* start, end, globalTid, correlationId, nameId[, name] */
 static int runtime_row(nsys *n, sqlite3_stmt *q)
 {
-    int64_t gtid = col_int(q, 2);
-    if (gtid == CAP_NONE)
+    int64_t gtid = col_int(n, q, 2), t0, t1;
+    if (!row_times(n, q, 0, &t0, &t1))
         return 0;
+    if (gtid == CAP_NONE)
+        return capture_drop(n->c, CAP_DROP_MISSING_FIELD, 1);
     int64_t pid = pid_of(gtid), tid = gtid & 0xFFFFFF;
-    uint32_t name = str_of(n, col_int(q, 4));
+    uint32_t name = str_of(n, col_int(n, q, 4));
     if (name != TRACE_NONE && !*trace_str(n->t, name) && sqlite3_column_count(q) > 5 &&
         sqlite3_column_type(q, 5) == SQLITE_TEXT)
         name = trace_intern_cstr(n->t, (const char *)sqlite3_column_text(q, 5));
     uint32_t host = capture_host(n->c, pid, tid);
     if (name == TRACE_NONE || host == TRACE_NONE ||
-        capture_api(n->c, host, pid, col_int(q, 0), col_int(q, 1), col_int(q, 3), name) != 0)
+        capture_api(n->c, host, pid, t0, t1, col_int(n, q, 3), name) != 0)
         return oom(n);
     if (n->only_pid == CAP_NONE)
         n->only_pid = pid;
@@ -192,15 +236,34 @@ static int64_t gpu_proc(nsys *n, int64_t global)
     return n->only_pid >= 0 ? n->only_pid : 0;
 }
 
+/* The stream of a GPU row (deviceId, streamId at i, i + 1; globalPid at
+ * pid_col): TRACE_NONE with *dropped when the row names none (counted). */
+static uint32_t gpu_stream(nsys *n, sqlite3_stmt *q, int i, int pid_col, bool *dropped)
+{
+    int64_t dev = col_int(n, q, i), stream = col_int(n, q, i + 1);
+    *dropped = dev == CAP_NONE || stream == CAP_NONE;
+    if (*dropped) {
+        capture_drop(n->c, CAP_DROP_MISSING_FIELD, 1);
+        return TRACE_NONE;
+    }
+    return capture_stream(n->c, gpu_proc(n, col_int(n, q, pid_col)), dev, stream);
+}
+
 /* start, end, deviceId, streamId, correlationId, globalPid, name id */
 static int kernel_row(nsys *n, sqlite3_stmt *q)
 {
-    uint32_t st = capture_stream(n->c, gpu_proc(n, col_int(q, 5)), col_int(q, 2), col_int(q, 3));
-    uint32_t name = str_of(n, col_int(q, 6));
+    int64_t t0, t1;
+    bool dropped;
+    if (!row_times(n, q, 0, &t0, &t1))
+        return 0;
+    uint32_t st = gpu_stream(n, q, 2, 5, &dropped);
+    if (dropped)
+        return 0;
+    uint32_t name = str_of(n, col_int(n, q, 6));
     if (st == TRACE_NONE || name == TRACE_NONE)
         return oom(n);
-    cap_gpu g = { .stream = st, .kind = CAP_KERNEL, .t0 = col_int(q, 0), .t1 = col_int(q, 1),
-                  .corr = col_int(q, 4), .name = name, .src_device = CAP_NONE,
+    cap_gpu g = { .stream = st, .kind = CAP_KERNEL, .t0 = t0, .t1 = t1,
+                  .corr = col_int(n, q, 4), .name = name, .src_device = CAP_NONE,
                   .dst_device = CAP_NONE, .comm = TRACE_NONE, .coll = TRACE_NONE };
     return capture_gpu(n->c, &g) != 0 ? oom(n) : 0;
 }
@@ -224,23 +287,31 @@ static int memcpy_row(nsys *n, sqlite3_stmt *q)
                                          "Memcpy DtoA", "Memcpy DtoD", "Memcpy HtoH",
                                          "Memcpy PtoP", "Memcpy HtoD (unified)",
                                          "Memcpy DtoH (unified)", "Memcpy DtoD (unified)" };
-    int64_t ck = col_int(q, 7);
-    if (ck < 0 || ck > 13)
+    int64_t t0, t1;
+    bool dropped;
+    if (!row_times(n, q, 0, &t0, &t1))
+        return 0;
+    int64_t ck = col_int(n, q, 7);
+    if (ck < 0 || ck > 13) {    /* the direction is not said: a copy of unknown kind */
+        capture_drop(n->c, CAP_DROP_UNKNOWN_KIND, 1);
         ck = 0;
+    }
     bool src_host = ck == 1 || ck == 3 || ck == 9 || ck == 11;
     bool dst_host = ck == 2 || ck == 4 || ck == 9 || ck == 12;
-    uint32_t st = capture_stream(n->c, gpu_proc(n, col_int(q, 5)), col_int(q, 2), col_int(q, 3));
+    uint32_t st = gpu_stream(n, q, 2, 5, &dropped);
+    if (dropped)
+        return 0;
     uint32_t name = trace_intern_cstr(n->t, kinds[ck]);
     if (st == TRACE_NONE || name == TRACE_NONE)
         return oom(n);
-    int64_t bytes = col_int(q, 6), sk = col_int(q, 8), dk = col_int(q, 9);
-    cap_gpu g = { .stream = st, .kind = CAP_MEMCPY, .t0 = col_int(q, 0), .t1 = col_int(q, 1),
-                  .corr = col_int(q, 4), .name = name, .bytes = bytes > 0 ? (uint64_t)bytes : 0,
+    int64_t bytes = col_int(n, q, 6), sk = col_int(n, q, 8), dk = col_int(n, q, 9);
+    cap_gpu g = { .stream = st, .kind = CAP_MEMCPY, .t0 = t0, .t1 = t1,
+                  .corr = col_int(n, q, 4), .name = name, .bytes = bytes > 0 ? (uint64_t)bytes : 0,
                   .src = sk == CAP_NONE ? (src_host ? CAP_MEM_HOST : CAP_MEM_DEVICE)
                                         : mem_kind(sk, src_host),
                   .dst = dk == CAP_NONE ? (dst_host ? CAP_MEM_HOST : CAP_MEM_DEVICE)
                                         : mem_kind(dk, dst_host),
-                  .src_device = col_int(q, 10), .dst_device = col_int(q, 11) };
+                  .src_device = col_int(n, q, 10), .dst_device = col_int(n, q, 11) };
     if (g.src_device != CAP_NONE && (g.src_device < 0 || g.src_device > 4096))
         g.src_device = CAP_NONE;
     if (g.dst_device != CAP_NONE && (g.dst_device < 0 || g.dst_device > 4096))
@@ -251,13 +322,19 @@ static int memcpy_row(nsys *n, sqlite3_stmt *q)
 /* start, end, deviceId, streamId, correlationId, globalPid, bytes */
 static int memset_row(nsys *n, sqlite3_stmt *q)
 {
-    uint32_t st = capture_stream(n->c, gpu_proc(n, col_int(q, 5)), col_int(q, 2), col_int(q, 3));
+    int64_t t0, t1;
+    bool dropped;
+    if (!row_times(n, q, 0, &t0, &t1))
+        return 0;
+    uint32_t st = gpu_stream(n, q, 2, 5, &dropped);
+    if (dropped)
+        return 0;
     uint32_t name = trace_intern_cstr(n->t, "Memset");
     if (st == TRACE_NONE || name == TRACE_NONE)
         return oom(n);
-    int64_t bytes = col_int(q, 6);
-    cap_gpu g = { .stream = st, .kind = CAP_MEMSET, .t0 = col_int(q, 0), .t1 = col_int(q, 1),
-                  .corr = col_int(q, 4), .name = name, .bytes = bytes > 0 ? (uint64_t)bytes : 0,
+    int64_t bytes = col_int(n, q, 6);
+    cap_gpu g = { .stream = st, .kind = CAP_MEMSET, .t0 = t0, .t1 = t1,
+                  .corr = col_int(n, q, 4), .name = name, .bytes = bytes > 0 ? (uint64_t)bytes : 0,
                   .src_device = CAP_NONE, .dst_device = CAP_NONE };
     return capture_gpu(n->c, &g) != 0 ? oom(n) : 0;
 }
@@ -265,20 +342,22 @@ static int memset_row(nsys *n, sqlite3_stmt *q)
 /* start, end, deviceId, streamId, correlationId, globalPid, syncType, eventId */
 static int sync_row(nsys *n, sqlite3_stmt *q)
 {
-    int64_t type = col_int(q, 6);
-    cap_sync s = { .proc = gpu_proc(n, col_int(q, 5)), .corr = col_int(q, 4),
+    int64_t type = col_int(n, q, 6), t0, t1;
+    if (!row_times(n, q, 0, &t0, &t1))
+        return 0;
+    cap_sync s = { .proc = gpu_proc(n, col_int(n, q, 5)), .corr = col_int(n, q, 4),
                    .kind = type >= 1 && type <= 4 ? (cap_sync_kind)type : CAP_SYNC_UNKNOWN,
-                   .device = col_int(q, 2), .stream = col_int(q, 3), .event = col_int(q, 7),
-                   .record_stream = CAP_NONE, .record_corr = CAP_NONE, .t0 = col_int(q, 0),
-                   .t1 = col_int(q, 1) };
+                   .device = col_int(n, q, 2), .stream = col_int(n, q, 3),
+                   .event = col_int(n, q, 7), .record_stream = CAP_NONE,
+                   .record_corr = CAP_NONE, .t0 = t0, .t1 = t1 };
     return capture_sync(n->c, &s) != 0 ? oom(n) : 0;
 }
 
 /* deviceId, streamId, correlationId, globalPid, eventId */
 static int event_row(nsys *n, sqlite3_stmt *q)
 {
-    return capture_record(n->c, gpu_proc(n, col_int(q, 3)), col_int(q, 2), col_int(q, 0),
-                          col_int(q, 1), col_int(q, 4)) != 0
+    return capture_record(n->c, gpu_proc(n, col_int(n, q, 3)), col_int(n, q, 2),
+                          col_int(n, q, 0), col_int(n, q, 1), col_int(n, q, 4)) != 0
                ? oom(n)
                : 0;
 }
@@ -288,32 +367,35 @@ static int stream_row(nsys *n, sqlite3_stmt *q)
 {
     static const cap_stream_kind kinds[] = { CAP_STREAM_UNKNOWN, CAP_STREAM_BLOCKING,
                                              CAP_STREAM_NONBLOCKING, CAP_STREAM_LEGACY };
-    int64_t flag = col_int(q, 2);
-    if (flag < 0 || flag > 3)
-        return 0;
-    return capture_stream_kind(n->c, col_int(q, 1), CAP_NONE, col_int(q, 0), kinds[flag]);
+    int64_t flag = col_int(n, q, 2);
+    if (flag < 0 || flag > 3)   /* how it was created is not said: left unknown */
+        return capture_drop(n->c, CAP_DROP_UNKNOWN_KIND, 1);
+    return capture_stream_kind(n->c, col_int(n, q, 1), CAP_NONE, col_int(n, q, 0), kinds[flag]);
 }
 
 /* streamId, processId */
 static int null_stream_row(nsys *n, sqlite3_stmt *q)
 {
-    return capture_stream_kind(n->c, col_int(q, 1), CAP_NONE, col_int(q, 0), CAP_STREAM_LEGACY);
+    return capture_stream_kind(n->c, col_int(n, q, 1), CAP_NONE, col_int(n, q, 0),
+                               CAP_STREAM_LEGACY);
 }
 
 /* start, end, text, textId, globalTid */
 static int nvtx_row(nsys *n, sqlite3_stmt *q)
 {
-    int64_t gtid = col_int(q, 4), t0 = col_int(q, 0), t1 = col_int(q, 1);
-    if (gtid == CAP_NONE || t0 == CAP_NONE || t1 == CAP_NONE)
+    int64_t gtid = col_int(n, q, 4), t0, t1;
+    if (!row_times(n, q, 0, &t0, &t1))
         return 0;
+    if (gtid == CAP_NONE)
+        return capture_drop(n->c, CAP_DROP_MISSING_FIELD, 1);
     uint32_t name;
     if (sqlite3_column_type(q, 2) == SQLITE_TEXT)
         name = trace_intern(n->t, (const char *)sqlite3_column_text(q, 2),
                             (size_t)sqlite3_column_bytes(q, 2));
-    else if (col_int(q, 3) != CAP_NONE)
-        name = str_of(n, col_int(q, 3));
+    else if (col_int(n, q, 3) != CAP_NONE)
+        name = str_of(n, col_int(n, q, 3));
     else
-        return 0;
+        return capture_drop(n->c, CAP_DROP_MISSING_FIELD, 1);
     uint32_t host = capture_host(n->c, pid_of(gtid), gtid & 0xFFFFFF);
     if (name == TRACE_NONE || host == TRACE_NONE ||
         capture_range(n->c, host, t0, t1, name, CAP_NONE, false) != 0)
