@@ -198,7 +198,7 @@ int check_store_report(trace_source *src, const check_report *rep, trace_error *
 {
     if (!src->store || !trace_store_writable(src->store))
         return 1;
-    trace_check_info info = { .incomplete = src->incomplete,
+    trace_check_info info = { .incomplete = trace_source_incomplete(src),
                               .statements = check_report_ops(rep),
                               .findings = check_report_count(rep) + check_report_dropped(rep) };
     check_coverage_to_info(&rep->cov, &info);

@@ -133,7 +133,7 @@ static int report_findings(check_job *job, const char *path, trace_source *src, 
     const check_coverage *cov = check_report_coverage(rep);
     bool in_db = src->store != NULL;
     if (job->format == FORMAT_JSON) {
-        check_print_json(stdout, t, path, check_report_ops(rep), src->incomplete, cov, f, kept,
+        check_print_json(stdout, t, path, check_report_ops(rep), trace_source_incomplete(src), cov, f, kept,
                          dropped);
     } else if (job->format == FORMAT_SARIF) {
         check_sarif_add(job->sarif, t, path, in_db, f, kept);
@@ -141,7 +141,7 @@ static int report_findings(check_job *job, const char *path, trace_source *src, 
         check_print_diagnostics(stdout, t, path, in_db, f, kept);
         char verdict[2048];
         check_verdict(verdict, sizeof verdict, t, check_report_ops(rep), kept + dropped,
-                      src->incomplete, cov, f, kept);
+                      trace_source_incomplete(src), cov, f, kept);
         if (in_db)
             printf("%s (run %lld): %s", path, (long long)src->run, verdict);
         else
@@ -152,7 +152,7 @@ static int report_findings(check_job *job, const char *path, trace_source *src, 
         putchar('\n');
     }
     trace_findings_free(f, kept);
-    return check_exit_status(check_status_of(kept + dropped, src->incomplete, cov));
+    return check_exit_status(check_status_of(kept + dropped, trace_source_incomplete(src), cov));
 }
 
 /* Checks one trace; returns its exit status (2 after printing the error). */
@@ -216,7 +216,7 @@ static int check_one(check_job *job, const char *path)
         FILE *say = job->format != FORMAT_TEXT ? stderr : stdout;
         bool ok = check_report_expect(say, rep);
         if (job->format == FORMAT_JSON)
-            check_report_print_json(stdout, rep, path, src.incomplete);
+            check_report_print_json(stdout, rep, path, trace_source_incomplete(&src));
         else if (job->format == FORMAT_SARIF)
             check_sarif_add(job->sarif, t, path, src.store != NULL, check_report_findings(rep),
                             check_report_count(rep));

@@ -67,7 +67,7 @@ static int64_t count_findings(trace_reader *r, trace_source *src, char *verdict,
     }
     if (verdict)
         check_verdict(verdict, cap, r->trace, check_report_ops(rep), (uint64_t)found,
-                      src && src->incomplete, check_report_coverage(rep),
+                      src && trace_source_incomplete(src), check_report_coverage(rep),
                       check_report_findings(rep), check_report_count(rep));
     check_report_free(rep);
     return found;

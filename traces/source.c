@@ -227,16 +227,31 @@ int trace_source_open(trace_source *src, const char *path, const trace_source_op
     src->format = fmt;
     if (fmt->open(src, path, o, err) != 0)
         goto fail;
-    /* a run exported while incomplete says so in its metadata (status=) */
-    const char *status = trace_get_meta(src->reader.trace, "status");
-    if (status && strcmp(status, "complete") != 0)
-        src->incomplete = true;
-    if (!o->as_recorded && rank_alone(src->reader.trace) && open_rank_alone(src, err) != 0)
-        goto fail;
+    if (!o->as_recorded && rank_alone(src->reader.trace)) {
+        if (o->lazy_labels) {
+            /* the merge copies labels as it reads: open again with them */
+            trace_source_opts eager = *o;
+            eager.lazy_labels = false;
+            trace_reader_close(&src->reader);
+            trace_store_close(src->store);
+            src->store = NULL;
+            if (fmt->open(src, path, &eager, err) != 0)
+                goto fail;
+        }
+        if (open_rank_alone(src, err) != 0)
+            goto fail;
+    }
     return 0;
 fail:
     trace_source_close(src);
     return -1;
+}
+
+bool trace_source_incomplete(const trace_source *src)
+{
+    /* a run exported while incomplete says so in its metadata (status=) */
+    const char *status = src->reader.trace ? trace_get_meta(src->reader.trace, "status") : NULL;
+    return src->incomplete || (status && strcmp(status, "complete") != 0);
 }
 
 void trace_source_close(trace_source *src)

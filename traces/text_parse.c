@@ -153,6 +153,9 @@ typedef struct text_parser {
     size_t cur_len, cap_cur;
     uint64_t cur_seq;
     bool has_cur;
+    trace_stmt peek;            /* the first statement, read at open (text_next) */
+    int peek_rc;                /* what reading it returned: 1, 0 or -1 */
+    bool has_peek;              /* peek not yet handed out */
     stmt_mark *marks;           /* marks[k]: statement k * MARK_EVERY */
     uint32_t n_marks, cap_marks;
     struct text_parser *look;   /* reads earlier lines again; shares t and f */
@@ -1484,9 +1487,8 @@ static int parse_line(text_parser *p, trace_stmt *s)
 /* ------------------------------------------------------------------ */
 /* The reader.                                                         */
 
-static int text_next(void *ctx, trace_stmt *out, trace_error *err)
+static int parse_next(text_parser *p, trace_stmt *out, trace_error *err)
 {
-    text_parser *p = ctx;
     while (!p->failed && !p->done) {
         int rc = read_line(p);
         if (rc == 0) {
@@ -1513,6 +1515,23 @@ static int text_next(void *ctx, trace_stmt *out, trace_error *err)
     if (err)
         *err = p->err;
     return -1;
+}
+
+/* The first statement is read when the reader opens (peek), so that what
+ * comes before it -- the header, run metadata, declarations -- is known to
+ * whoever opens a file: the rank and job of a trace, its status. */
+static int text_next(void *ctx, trace_stmt *out, trace_error *err)
+{
+    text_parser *p = ctx;
+    if (p->has_peek) {
+        p->has_peek = false;
+        if (p->peek_rc == 1)
+            *out = p->peek;
+        else if (p->peek_rc < 0 && err)
+            *err = p->err;
+        return p->peek_rc;
+    }
+    return parse_next(p, out, err);
 }
 
 static void text_close(void *ctx)
@@ -1568,6 +1587,7 @@ static int text_rewind(void *ctx, trace_error *err)
         p->n_first = p->n_stmts;
     p->n_stmts = 0;
     p->has_cur = false;
+    p->has_peek = false;
     p->done = false;
     p->replay = true;
     return 0;
@@ -1672,6 +1692,8 @@ static int start_reader(text_parser *p, const char *source, trace_reader *r, tra
     r->ctx = p;
     r->trace = p->t;
     r->owns_trace = true;
+    p->peek_rc = parse_next(p, &p->peek, NULL);
+    p->has_peek = true;
     return 0;
 }
 

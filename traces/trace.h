@@ -965,6 +965,11 @@ int trace_source_open(trace_source *src, const char *path, const trace_source_op
                       trace_error *err);
 /* Closes the reader and the database. Safe on a zeroed or closed source. */
 void trace_source_close(trace_source *src);
+/* Whether src's run is incomplete: its database says it is still recording
+ * or its producer died, or its run metadata says status= other than
+ * complete (an exported incomplete run). A text trace's metadata is read as
+ * the statements are: ask after reading them. */
+bool trace_source_incomplete(const trace_source *src);
 /* trace_source_open for callers that want only the statements: r owns what
  * it opened (the database too). */
 int trace_open_any(const char *path, int64_t run, trace_reader *r, trace_error *err);

@@ -616,7 +616,7 @@ int viz_findings_of(trace_source *src, trace_check_info *info, trace_finding **o
     if (check_trace(&src->reader, &opt, &rep, err) != 0)
         return -1;
     *checked_now = true;
-    info->incomplete = src->incomplete;
+    info->incomplete = trace_source_incomplete(src);
     info->statements = check_report_ops(rep);
     info->findings = check_report_count(rep) + check_report_dropped(rep);
     info->stored = check_report_count(rep);

@@ -213,6 +213,25 @@ static void test_cli_incomplete_run_is_never_clean(void **state)
                              "r.html && ! grep -q 'class=\"clean\"' r.html",
                         SYNCSIM_BINARY),
                      0);
+    /* exported (text and Chrome JSON) and read back, it stays incomplete:
+     * directly, and imported into another database */
+    assert_int_equal(SH(out, "%s export k.db -o k.trace && grep -c '^meta status=incomplete$' "
+                             "k.trace",
+                        SYNCSIM_BINARY),
+                     0);
+    assert_int_equal(SH(out, "%s check k.trace", SYNCSIM_BINARY), 3);
+    assert_non_null(strstr(out, "incomplete: 3 statements checked"));
+    assert_int_equal(SH(out, "%s import k.trace -o back.db && %s check back.db", SYNCSIM_BINARY,
+                        SYNCSIM_BINARY),
+                     3);
+    assert_int_equal(SH(out, "%s info back.db", SYNCSIM_BINARY), 0);
+    assert_non_null(strstr(out, "incomplete"));
+    assert_int_equal(SH(out, "%s export k.db --format chrome -o k.json && %s check k.json",
+                        SYNCSIM_BINARY, SYNCSIM_BINARY),
+                     3);
+    assert_int_equal(SH(out, "%s import k.json -o back2.db && %s check back2.db", SYNCSIM_BINARY,
+                        SYNCSIM_BINARY),
+                     3);
 }
 
 static void test_cli_fewer_findings_kept_than_found_say_so(void **state)
