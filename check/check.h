@@ -151,6 +151,65 @@ void check_print_json(FILE *out, const trace *t, const char *trace_name, uint64_
 /* Writes finding f of trace t as one JSON object (no newline). */
 void check_finding_print_json(FILE *out, const trace *t, const trace_finding *f);
 
+/* A statement a finding names, and what it is to the finding. */
+typedef struct check_place {
+    const char *role;       /* "the later access", "the free", "blocked", ...: for notes */
+    const char *detail;     /* what a blocked queue waits for, else NULL (the finding's) */
+    uint32_t queue;
+    uint32_t line;          /* 0: not from text */
+    uint64_t seq;           /* TRACE_NO_SEQ: not known */
+} check_place;
+/* The statements finding f names: first the one to report it at (a race's
+ * or use after free's later access, the statement of the other kinds, a
+ * hang's first blocked queue), then the other side (a race's earlier
+ * access, the free, the other set) and every part that names a statement.
+ * Writes at most cap into out; returns how many there are. The one rule of
+ * where a finding is, for the diagnostic lines and SARIF. */
+size_t check_finding_places(const trace_finding *f, check_place *out, size_t cap);
+/* Whether a finding is an error or only a warning (redundant-sync): the
+ * severity of the diagnostic lines and the SARIF level. */
+bool check_finding_is_error(const trace_finding *f);
+
+/* The findings f[0..n) of trace t as compiler-style lines, one per finding,
+ * each followed by notes:
+ *
+ *   FILE:LINE:COL: error|warning: KIND: what happened
+ *   FILE:LINE:COL: note: fix: the concrete fix
+ *   FILE:LINE:COL: note: the earlier access (s0)
+ *
+ * path names the trace; in_db: it is a database, whose statements are
+ * named "DB:seq N" (a line of the text it was imported from would name
+ * another file), as is a statement without a line. Races with the same
+ * missing edge (queue pair) are one group: the first in full, then a note
+ * counting the rest. Prints no verdict (check_verdict). */
+void check_print_diagnostics(FILE *out, const trace *t, const char *path, bool in_db,
+                             const trace_finding *f, size_t n);
+
+/* ------------------------------------------------------------------ */
+/* SARIF 2.1.0 (check/sarif.c).                                        */
+
+/* A finding's identity that survives edits of the trace elsewhere: a hash
+ * of its kind and the names it involves (queues, labels or statement
+ * kinds, buffer, event or communicator, race type), never lines or seqs.
+ * Used by baselines (check --baseline) and as SARIF's partialFingerprints. */
+uint64_t check_finding_fingerprint(const trace *t, const trace_finding *f);
+
+/* A SARIF 2.1.0 log of one check of one or more traces: one run whose tool
+ * lists every finding kind as a rule, one result per finding. */
+typedef struct check_sarif check_sarif;
+/* Starts the log on out. NULL when out of memory. */
+check_sarif *check_sarif_begin(FILE *out);
+/* Adds the findings f[0..n) of trace t, read from path (in_db as in
+ * check_print_diagnostics). Each result has the finding's message, both
+ * sides as locations (a file and region, or a database and a logical
+ * location "seq N"), the parts as related locations, and, where the
+ * statement has a line, the fix as a fix object. */
+void check_sarif_add(check_sarif *w, const trace *t, const char *path, bool in_db,
+                     const trace_finding *f, size_t n);
+/* Ends the log (invocation: exit_status, and whether the run succeeded:
+ * status 0, 1, 3 or 4) and frees w. */
+void check_sarif_end(check_sarif *w, int exit_status);
+
 /* Compares the findings with the trace's `expect` lines (rep's trace).
  * Returns true when they agree exactly; prints the difference (missing and
  * unexpected findings) to out when not. A trace without expect lines never

@@ -349,6 +349,104 @@ void check_report_print(FILE *out, const check_report *rep, bool incomplete)
 }
 
 /* ------------------------------------------------------------------ */
+/* Compiler-style lines.                                               */
+
+bool check_finding_is_error(const trace_finding *f)
+{
+    return f->kind != TRACE_FINDING_REDUNDANT_SYNC;
+}
+
+static size_t add_site(check_place *out, size_t cap, size_t n, const char *role,
+                       const char *detail, uint32_t queue, uint32_t line, uint64_t seq)
+{
+    if (n < cap)
+        out[n] = (check_place){ role, detail, queue, line, seq };
+    return n + 1;
+}
+
+size_t check_finding_places(const trace_finding *f, check_place *out, size_t cap)
+{
+    size_t n = 0;
+    const char *other = f->kind == TRACE_FINDING_RACE             ? "the other access"
+                        : f->kind == TRACE_FINDING_USE_AFTER_FREE ? "the free"
+                        : f->kind == TRACE_FINDING_SEMAPHORE_RACE ? "the other set"
+                                                                  : "the other statement";
+    bool two = f->first.seq != TRACE_NO_SEQ && f->second.seq != TRACE_NO_SEQ;
+    if (f->second.seq != TRACE_NO_SEQ)
+        n = add_site(out, cap, n, two ? "the later statement" : "here", NULL, f->second.queue,
+                     f->second.line, f->second.seq);
+    if (f->first.seq != TRACE_NO_SEQ)
+        n = add_site(out, cap, n, two ? other : "here", NULL, f->first.queue, f->first.line,
+                     f->first.seq);
+    for (uint32_t i = 0; i < f->n_parts; i++) {
+        const trace_finding_part *p = &f->parts[i];
+        if (p->role == TRACE_PART_CYCLE || p->seq == TRACE_NO_SEQ)
+            continue;
+        n = add_site(out, cap, n,
+                     p->role == TRACE_PART_BLOCKED ? "blocked here"
+                     : p->extra                    ? "one arrival too many"
+                                                   : "a participant",
+                     p->text, p->queue, p->line, p->seq);
+    }
+    return n;
+}
+
+/* "FILE:LINE:1: " or "DB:seq N: " (see check_print_diagnostics). */
+static void print_place(FILE *out, const char *path, bool in_db, const check_place *s)
+{
+    if (!s)
+        fprintf(out, "%s: ", path);
+    else if (s->line && !in_db)
+        fprintf(out, "%s:%u:1: ", path, s->line);
+    else
+        fprintf(out, "%s:seq %llu: ", path, (unsigned long long)s->seq);
+}
+
+void check_print_diagnostics(FILE *out, const trace *t, const char *path, bool in_db,
+                             const trace_finding *f, size_t n)
+{
+    bool *shown = calloc(n ? n : 1, sizeof *shown);
+    if (!shown)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        if (shown[i])
+            continue;
+        const trace_finding *x = &f[i];
+        size_t more = 0;
+        if (x->kind == TRACE_FINDING_RACE)
+            for (size_t j = i + 1; j < n; j++)
+                if (!shown[j] && same_group(x, &f[j])) {
+                    shown[j] = true;
+                    more++;
+                }
+        check_place sites[16];
+        size_t ns = check_finding_places(x, sites, 16);
+        const check_place *at = ns ? &sites[0] : NULL;
+        print_place(out, path, in_db, at);
+        fprintf(out, "%s: %s: %s\n", check_finding_is_error(x) ? "error" : "warning",
+                trace_finding_str(x->kind), x->text ? x->text : trace_finding_about(x->kind)->summary);
+        if (x->fix) {
+            print_place(out, path, in_db, at);
+            fprintf(out, "note: fix: %s\n", x->fix);
+        }
+        for (size_t k = 1; k < ns && k < 16; k++) {
+            print_place(out, path, in_db, &sites[k]);
+            fprintf(out, "note: %s (%s)%s%s\n", sites[k].role,
+                    check_queue_name(t, sites[k].queue), sites[k].detail ? ": " : "",
+                    sites[k].detail ? sites[k].detail : "");
+        }
+        if (more) {
+            print_place(out, path, in_db, at);
+            fprintf(out, "note: and %zu more race%s between %s and %s with the same missing "
+                         "edge\n",
+                    more, more == 1 ? "" : "s", check_queue_name(t, x->first.queue),
+                    check_queue_name(t, x->second.queue));
+        }
+    }
+    free(shown);
+}
+
+/* ------------------------------------------------------------------ */
 /* Expectations.                                                       */
 
 static bool name_matches(const trace *t, const trace_stmt_ref *r, const char *want)

@@ -290,7 +290,7 @@ int cmd_calibrate(int argc, char **argv)
     bool json = false;
     unsigned long long n;
     int c;
-    while ((c = getopt_long(argc, argv, "o:j", longopts, NULL)) != -1) {
+    while ((c = cli_getopt("calibrate", argc, argv, "o:j", longopts)) != -1) {
         switch (c) {
         case 'r':
             if (cli_parse_run("calibrate", optarg, &n) != 0)
@@ -301,8 +301,8 @@ int cmd_calibrate(int argc, char **argv)
         case 'o': output = optarg; break;
         case 'v': other = optarg; break;
         case 'j': json = true; break;
-        default:
-            return cli_usage_error("calibrate", "unknown option");
+        default: /* CLI_OPT_ERROR: said */
+            return 2;
         }
     }
     const char *path = cli_trace_arg("calibrate", argc, argv, optind);

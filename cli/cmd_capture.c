@@ -61,10 +61,8 @@ void cmd_capture_help(FILE *out)
             "usage, no CUDA support, a program that could not run or made no CUDA call.\n"
             "\n"
             "Examples:\n"
-            "  syncsim capture -o run.db -- ./my_pipeline --steps 4\n"
-            "  syncsim check run.db\n"
-            "  syncsim capture --log run.cuda-log -- python3 train.py   # the log is a trace too\n"
-            "  syncsim check run.cuda-log\n");
+            "  syncsim capture -o run.db -- PROGRAM --steps 4 && syncsim check run.db\n"
+            "  syncsim capture --log run.cuda-log -- python3 TRAIN.py && syncsim check run.cuda-log\n");
 }
 
 /* The path of library `name` of the CUDA parts, or "" when none
@@ -416,9 +414,8 @@ int cmd_capture(int argc, char **argv)
     const char *db = CLI_DEFAULT_DB, *name = NULL, *log_opt = NULL;
     bool keep = false;
     int c;
-    opterr = 0;
     /* "+": options stop at the program, whose own options are its own */
-    while ((c = getopt_long(argc, argv, "+:o:n:kl:s:", longopts, NULL)) != -1) {
+    while ((c = cli_getopt("capture", argc, argv, "+:o:n:kl:s:", longopts)) != -1) {
         switch (c) {
         case 's': {
             long n = symbolize(optarg);
@@ -440,10 +437,8 @@ int cmd_capture(int argc, char **argv)
             log_opt = optarg;
             keep = true;
             break;
-        case ':':
-            return cli_usage_error("capture", "option '%s' needs a value", argv[optind - 1]);
-        default:
-            return cli_usage_error("capture", "unknown option '%s'", argv[optind - 1]);
+        default: /* CLI_OPT_ERROR: said */
+            return 2;
         }
     }
     if (optind >= argc)

@@ -1,7 +1,14 @@
 /*
- * cmd_check.c -- `syncsim check TRACE|DB [--run N] [--json] [--expect]
- * [--max-findings K] [--redundant] [--ignore-hangs]`: finds missing
- * synchronisation, streaming the trace through the checker.
+ * cmd_check.c -- `syncsim check [TRACE|DB]... [--run N] [--format
+ * text|json|sarif] [--expect] [--max-findings K] [--redundant]
+ * [--ignore-hangs] [--baseline FILE] [--write-baseline FILE]`: finds
+ * missing synchronisation, streaming each trace through the checker.
+ *
+ * Several traces are checked one after the other into one output: the
+ * compiler-style lines of each, one JSON object each, or one SARIF log.
+ * The exit status is the worst of theirs, in the order 2 (bad input) > 1
+ * (findings) > 3 (incomplete run) > 4 (partial coverage) > 0 (clean):
+ * what needs a person's attention first.
  */
 #include "check/check.h"
 #include "cli.h"
@@ -14,10 +21,11 @@
 void cmd_check_help(FILE *out)
 {
     fprintf(out,
-            "usage: syncsim check [TRACE|DB] [--run N] [--json] [--expect] [--max-findings K]\n"
-            "                     [--redundant] [--ignore-hangs]\n"
+            "usage: syncsim check [TRACE|DB]... [--run N] [--format text|json|sarif] [--expect]\n"
+            "                     [--max-findings K] [--redundant] [--ignore-hangs]\n"
+            "                     [--baseline FILE] [--write-baseline FILE]\n"
             "\n"
-            "Checks a text trace or run N of a trace database (default: the latest run) for\n"
+            "Checks text traces, or run N of trace databases (default: the latest run), for\n"
             "missing synchronisation, by the happens-before rules of docs/trace-format.md.\n"
             "It finds:\n");
     for (int k = 1; k < TRACE_FINDING_COUNT; k++) {
@@ -25,21 +33,39 @@ void cmd_check_help(FILE *out)
         fprintf(out, "  %-19s %s\n", f->word, f->summary);
     }
     fprintf(out,
-            "Every finding comes with a concrete fix. Races are grouped by the queue pair\n"
-            "(the missing edge): the first of each group is shown with a count.\n"
+            "Every finding comes with a concrete fix. A finding is printed as compilers do:\n"
+            "  FILE:LINE:COL: error: KIND: what happened\n"
+            "  FILE:LINE:COL: note: fix: the fix\n"
+            "  FILE:LINE:COL: note: the other access (QUEUE)\n"
+            "(a database's statements as DB:seq N; redundant-sync is a warning), then one\n"
+            "verdict line per trace: 'FILE: clean: ...' or 'FILE: 3 findings in ...'. Races\n"
+            "are grouped by the queue pair (the missing edge): the first of each group is\n"
+            "shown, with a note counting the others.\n"
             "Checking a database stores the check and its findings in it (tables checks,\n"
             "findings), where the database can be written; `report` and `timeline` show them.\n"
             "\n"
             "Options:\n"
-            "  -r, --run N           the run of DB to check (default: the latest)\n"
-            "  -j, --json            one JSON object (format syncsim-findings, version 1)\n"
-            "  -e, --expect          compare with the trace's expect lines: exit 0 when the\n"
+            "  -r, --run N           the run of each DB to check (an id or a run's name;\n"
+            "                        default: the latest)\n"
+            "  -f, --format F        text (default), json: one JSON object per trace (format\n"
+            "                        syncsim-findings, version 1), sarif: one SARIF 2.1.0 log\n"
+            "                        for all of them (a result per finding, both statements\n"
+            "                        as locations, the fix as a fix object)\n"
+            "  -j, --json            --format json\n"
+            "  -e, --expect          compare with each trace's expect lines: exit 0 when the\n"
             "                        findings are exactly the expected ones, else print the\n"
             "                        difference and exit 1\n"
             "  -m, --max-findings K  keep at most K findings (the summary counts the rest)\n"
             "      --redundant       also list the syncs the minimiser can remove (loads the\n"
             "                        trace into memory)\n"
             "      --ignore-hangs    do not report hangs (e.g. a recording cut short)\n"
+            "  -b, --baseline FILE   do not report the findings FILE lists (known ones); the\n"
+            "                        verdict counts them apart and they do not make exit 1\n"
+            "  -w, --write-baseline FILE  write every finding found to FILE, as --baseline\n"
+            "                        reads it: one line 'KIND FINGERPRINT TRACE: text' each,\n"
+            "                        after the header 'syncsim-baseline 1'. A fingerprint is\n"
+            "                        the kind and the names involved, never lines: editing\n"
+            "                        the trace elsewhere keeps a finding known\n"
             "\n"
             "A run that is still recording, or whose producer died (`syncsim info` shows it\n"
             "'recording'), is never called clean: without findings the verdict is\n"
@@ -52,13 +78,31 @@ void cmd_check_help(FILE *out)
             "\n"
             "Exit status: 0 clean, with full coverage (or --expect agrees); 1 findings (or\n"
             "--expect disagrees); 2 bad input or usage; 3 no findings in an incomplete run;\n"
-            "4 no findings, but partial coverage (see above: not known to be clean).\n"
+            "4 no findings, but partial coverage (see above: not known to be clean). With\n"
+            "several traces, the worst of theirs: 2, then 1, 3, 4, 0.\n"
             "\n"
             "Examples:\n"
             "  syncsim examples && syncsim check examples/event-missing-wait.trace   # exit 1: two races\n"
             "  syncsim check --expect examples/event-missing-wait.trace\n"
+            "  syncsim check examples/event-chain-clean.trace examples/flag-deadlock.trace  # exit 1\n"
+            "  syncsim check examples/event-missing-wait.trace --format sarif > findings.sarif  # exit 1\n"
+            "  syncsim check examples/event-missing-wait.trace --write-baseline known.txt  # exit 1\n"
+            "  syncsim check examples/event-missing-wait.trace --baseline known.txt\n"
             "  syncsim run && syncsim check syncsim.db --run 1 --json > findings.json\n");
 }
+
+typedef enum { FORMAT_TEXT, FORMAT_JSON, FORMAT_SARIF } check_format;
+
+/* What every trace of one `check` shares. */
+typedef struct check_job {
+    check_options opt;
+    int64_t run;
+    check_format format;
+    bool expect;
+    const cli_baseline *baseline;
+    cli_baseline_writer *write_baseline;
+    check_sarif *sarif;
+} check_job;
 
 static bool has_redundant_expect(const trace *t)
 {
@@ -68,63 +112,63 @@ static bool has_redundant_expect(const trace *t)
     return false;
 }
 
-int cmd_check(int argc, char **argv)
+/* How bad an exit status is: 2 > 1 > 3 > 4 > 0 (see the head comment). */
+static int severity(int status)
 {
-    enum { OPT_REDUNDANT = 256, OPT_IGNORE_HANGS };
-    static const struct option longopts[] = {
-        { "run", required_argument, NULL, 'r' },
-        { "json", no_argument, NULL, 'j' },
-        { "expect", no_argument, NULL, 'e' },
-        { "max-findings", required_argument, NULL, 'm' },
-        { "redundant", no_argument, NULL, OPT_REDUNDANT },
-        { "ignore-hangs", no_argument, NULL, OPT_IGNORE_HANGS },
-        { NULL, 0, NULL, 0 },
-    };
-    unsigned long long run = 0, max = 0;
-    bool json = false, expect = false;
-    check_options opt = { 0 };
-    int c;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":r:jem:", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'r':
-            if (cli_parse_run("check", optarg, &run) != 0)
-                return 2;
-            break;
-        case 'j':
-            json = true;
-            break;
-        case 'e':
-            expect = true;
-            break;
-        case 'm':
-            if (cli_parse_u64(optarg, &max) != 0 || max > UINT32_MAX)
-                return cli_usage_error("check", "--max-findings expects a count, got '%s'",
-                                       optarg);
-            break;
-        case OPT_REDUNDANT:
-            opt.redundant = true;
-            break;
-        case OPT_IGNORE_HANGS:
-            opt.ignore_hangs = true;
-            break;
-        case ':':
-            return cli_usage_error("check", "option '%s' needs a value", argv[optind - 1]);
-        default:
-            return cli_usage_error("check", "unknown option '%s'", argv[optind - 1]);
-        }
+    static const int rank[] = { 0, 3, 4, 2, 1 };
+    return status >= 0 && status <= 4 ? rank[status] : 4;
+}
+
+/* The findings of a check, known ones taken out: prints them in the job's
+ * format and returns the exit status of this trace. */
+static int report_findings(check_job *job, const char *path, trace_source *src, const trace *t,
+                           check_report *rep)
+{
+    trace_finding *f = NULL;
+    size_t n = check_report_take(rep, &f);
+    if (job->write_baseline)
+        cli_baseline_writer_add(job->write_baseline, t, path, f, n);
+    size_t kept = cli_baseline_filter(job->baseline, t, f, n);
+    uint64_t dropped = check_report_dropped(rep), known = n - kept;
+    const check_coverage *cov = check_report_coverage(rep);
+    bool in_db = src->store != NULL;
+    if (job->format == FORMAT_JSON) {
+        check_print_json(stdout, t, path, check_report_ops(rep), trace_source_incomplete(src), cov, f, kept,
+                         dropped);
+    } else if (job->format == FORMAT_SARIF) {
+        check_sarif_add(job->sarif, t, path, in_db, f, kept);
+    } else {
+        check_print_diagnostics(stdout, t, path, in_db, f, kept);
+        char verdict[2048];
+        check_verdict(verdict, sizeof verdict, t, check_report_ops(rep), kept + dropped,
+                      trace_source_incomplete(src), cov, f, kept);
+        if (in_db)
+            printf("%s (run %lld): %s", path, (long long)src->run, verdict);
+        else
+            printf("%s: %s", path, verdict);
+        if (known)
+            printf("; %llu known finding%s not reported (--baseline)", (unsigned long long)known,
+                   known == 1 ? "" : "s");
+        putchar('\n');
     }
-    const char *path = cli_trace_arg("check", argc, argv, optind);
-    if (!path)
-        return 2;
-    opt.max_findings = expect ? 0 : (uint32_t)max;
+    trace_findings_free(f, kept);
+    return check_exit_status(check_status_of(kept + dropped, trace_source_incomplete(src), cov));
+}
+
+/* Checks one trace; returns its exit status (2 after printing the error). */
+static int check_one(check_job *job, const char *path)
+{
+    check_options opt = job->opt;
     trace_error err = { 0 };
     trace_source src;
     /* labels are built only for what is reported, except for the minimiser */
-    trace_source_opts so = { .run = (int64_t)run, .write_results = true,
+    trace_source_opts so = { .run = job->run, .write_results = true,
                              .lazy_labels = !opt.redundant };
     if (cli_open("check", path, &so, &src) != 0)
         return 2;
+    cli_progress *prog = cli_progress_start("check", "statements");
+    cli_progress_total(prog, cli_source_statements(&src));
+    cli_progress_reader(prog, &src.reader);
     trace *whole = NULL;
     check_report *rep = NULL;
     int status = 2;
@@ -136,7 +180,7 @@ int cmd_check(int argc, char **argv)
         goto fail;
     if (check_trace(&src.reader, &opt, &rep, &err) != 0)
         goto fail;
-    if (!want_redundant && expect && has_redundant_expect(src.reader.trace)) {
+    if (!want_redundant && job->expect && has_redundant_expect(src.reader.trace)) {
         /* `expect redundant-sync` lines: check again, with the minimiser */
         check_report_free(rep);
         rep = NULL;
@@ -153,6 +197,9 @@ int cmd_check(int argc, char **argv)
         if (check_trace(&src.reader, &opt, &rep, &err) != 0)
             goto fail;
     }
+    cli_progress_unwrap(prog, &src.reader);
+    cli_progress_end(prog);     /* gone before the output */
+    prog = NULL;
 
     trace_error serr = { 0 };
     int stored = check_store_report(&src, rep, &serr);
@@ -163,13 +210,16 @@ int cmd_check(int argc, char **argv)
         fprintf(stderr, "syncsim check: warning: findings not stored: %s\n", serr.msg);
 
     const trace *t = whole ? whole : src.reader.trace;
-    if (expect) {
-        /* with --json, standard output stays one JSON object: the verdict
-         * and any difference go to standard error */
-        FILE *say = json ? stderr : stdout;
+    if (job->expect) {
+        /* with --json, standard output stays JSON: the verdict and any
+         * difference go to standard error */
+        FILE *say = job->format != FORMAT_TEXT ? stderr : stdout;
         bool ok = check_report_expect(say, rep);
-        if (json)
+        if (job->format == FORMAT_JSON)
             check_report_print_json(stdout, rep, path, trace_source_incomplete(&src));
+        else if (job->format == FORMAT_SARIF)
+            check_sarif_add(job->sarif, t, path, src.store != NULL, check_report_findings(rep),
+                            check_report_count(rep));
         if (ok)
             fprintf(say, "%s: ok, %zu finding%s as expected (%u expect line%s)\n", path,
                     check_report_count(rep), check_report_count(rep) == 1 ? "" : "s",
@@ -178,21 +228,124 @@ int cmd_check(int argc, char **argv)
             fprintf(say, "%s: FAILED: the findings differ from the expect lines\n", path);
         status = ok ? 0 : 1;
     } else {
-        if (json)
-            check_report_print_json(stdout, rep, path, trace_source_incomplete(&src));
-        else
-            check_report_print(stdout, rep, trace_source_incomplete(&src));
-        check_status cs = check_status_of(check_report_count(rep) + check_report_dropped(rep),
-                                          trace_source_incomplete(&src), check_report_coverage(rep));
-        status = check_exit_status(cs);
+        /* standard input as compilers name it */
+        status = report_findings(job, strcmp(path, "-") == 0 ? "<stdin>" : path, &src, t, rep);
     }
     check_report_free(rep);
     trace_source_close(&src);
     trace_free(whole);
     return status;
 fail:
+    cli_progress_unwrap(prog, &src.reader);
+    cli_progress_end(prog);
     check_report_free(rep);
     trace_source_close(&src);
     trace_free(whole);
     return cli_error("check", "%s", err.msg);
+}
+
+int cmd_check(int argc, char **argv)
+{
+    enum { OPT_REDUNDANT = 256, OPT_IGNORE_HANGS };
+    static const struct option longopts[] = {
+        { "run", required_argument, NULL, 'r' },
+        { "format", required_argument, NULL, 'f' },
+        { "json", no_argument, NULL, 'j' },
+        { "expect", no_argument, NULL, 'e' },
+        { "max-findings", required_argument, NULL, 'm' },
+        { "redundant", no_argument, NULL, OPT_REDUNDANT },
+        { "ignore-hangs", no_argument, NULL, OPT_IGNORE_HANGS },
+        { "baseline", required_argument, NULL, 'b' },
+        { "write-baseline", required_argument, NULL, 'w' },
+        { NULL, 0, NULL, 0 },
+    };
+    unsigned long long run = 0, max = 0;
+    check_job job = { .format = FORMAT_TEXT };
+    const char *baseline = NULL, *write_baseline = NULL;
+    int c;
+    while ((c = cli_getopt("check", argc, argv, "r:f:jem:b:w:", longopts)) != -1) {
+        switch (c) {
+        case 'r':
+            if (cli_parse_run("check", optarg, &run) != 0)
+                return 2;
+            break;
+        case 'f':
+            if (strcmp(optarg, "text") == 0)
+                job.format = FORMAT_TEXT;
+            else if (strcmp(optarg, "json") == 0)
+                job.format = FORMAT_JSON;
+            else if (strcmp(optarg, "sarif") == 0)
+                job.format = FORMAT_SARIF;
+            else
+                return cli_usage_error("check", "--format expects text, json or sarif, got '%s'",
+                                       optarg);
+            break;
+        case 'j':
+            job.format = FORMAT_JSON;
+            break;
+        case 'e':
+            job.expect = true;
+            break;
+        case 'm':
+            if (cli_parse_u64(optarg, &max) != 0 || max > UINT32_MAX)
+                return cli_usage_error("check", "--max-findings expects a count from 0 to %u, "
+                                       "got '%s'", UINT32_MAX, optarg);
+            break;
+        case OPT_REDUNDANT:
+            job.opt.redundant = true;
+            break;
+        case OPT_IGNORE_HANGS:
+            job.opt.ignore_hangs = true;
+            break;
+        case 'b':
+            baseline = optarg;
+            break;
+        case 'w':
+            write_baseline = optarg;
+            break;
+        default: /* CLI_OPT_ERROR: said */
+            return 2;
+        }
+    }
+    /* the traces: those given, else ./syncsim.db */
+    const char *fallback = NULL;
+    if (optind == argc && !(fallback = cli_trace_arg("check", argc, argv, optind)))
+        return 2;
+    if (job.expect && (baseline || write_baseline))
+        return cli_usage_error("check", "--expect compares with the expect lines; it takes no "
+                               "--baseline or --write-baseline");
+    for (int i = optind; write_baseline && i < argc; i++)
+        if (cli_output_check("check", write_baseline, argv[i]) != 0)
+            return 2;
+    job.run = (int64_t)run;
+    job.opt.max_findings = job.expect ? 0 : (uint32_t)max;
+    cli_baseline *known = NULL;
+    if (baseline && cli_baseline_read("check", baseline, &known) != 0)
+        return 2;
+    job.baseline = known;
+    if (write_baseline && !(job.write_baseline = cli_baseline_writer_new())) {
+        cli_baseline_free(known);
+        return cli_error("check", "out of memory");
+    }
+    if (job.format == FORMAT_SARIF && !(job.sarif = check_sarif_begin(stdout))) {
+        cli_baseline_free(known);
+        cli_baseline_writer_free(job.write_baseline);
+        return cli_error("check", "out of memory");
+    }
+
+    int status = 0;
+    const char *const *paths = fallback ? &fallback : (const char *const *)argv + optind;
+    int n_paths = fallback ? 1 : argc - optind;
+    for (int i = 0; i < n_paths; i++) {
+        int st = check_one(&job, paths[i]);
+        if (severity(st) > severity(status))
+            status = st;
+    }
+    if (job.sarif)
+        check_sarif_end(job.sarif, status);
+    if (job.write_baseline &&
+        cli_baseline_writer_finish(job.write_baseline, "check", write_baseline) != 0)
+        status = 2;
+    cli_baseline_free(known);
+    return status;
 }

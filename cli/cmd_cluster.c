@@ -4,6 +4,7 @@
  */
 #include "cli.h"
 #include "sim/cluster.h"
+#include "sim/sim.h"
 
 #include <getopt.h>
 #include <stdlib.h>
@@ -52,8 +53,17 @@ void cmd_cluster_help(FILE *out)
             "Options:\n"
             "  -n, --network SPEC   the network (required)\n"
             "  -w, --workload W     the workload (required)\n"
-            "  -d, --device MODEL   device model for kernels and collective overheads\n"
-            "                       (default h100-sxm; a name of sim/devices or a .dev file)\n"
+            "  -d, --device MODEL   device model for kernels and collective overheads\n",
+            sim_net_engines());
+    /* the models shipped with this build or install, from the family's table */
+    char names[512] = "";
+    if (sim_family.iface->list)
+        sim_family.iface->list(&sim_family, names, sizeof names);
+    char text[768];
+    snprintf(text, sizeof text, "(default h100-sxm): %s", names[0] ? names : "a .dev file");
+    fprintf(out, "%23s", "");
+    cli_wrapped(out, text, 23);
+    fprintf(out,
             "  -o, --output DB      also write the run as a multi-rank trace (a new run of DB:\n"
             "                       queues r<g>.compute and r<g>.comm, collectives, send/recv,\n"
             "                       timed) that `syncsim check DB` checks\n"
@@ -71,8 +81,7 @@ void cmd_cluster_help(FILE *out)
             "step:tp=8,pp=4,dp=1,microbatches=8,seq=4096\n"
             "  syncsim cluster --network builtin:2x8 --workload "
             "step:tp=8,pp=2,dp=1,microbatches=4,seq=2048,model=llama:n_layer=8 \\\n"
-            "          -o job.db --seed-bug send-before-compute && syncsim check job.db   # exit 1\n",
-            sim_net_engines());
+            "          -o job.db --seed-bug send-before-compute && syncsim check job.db   # exit 1\n");
 }
 
 static void print_text(const sim_net *net, const char *workload, const sim_cluster_result *r)
@@ -153,8 +162,7 @@ int cmd_cluster(int argc, char **argv)
     bool json = false;
     int c;
     optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":n:w:d:o:b:jh", longopts, NULL)) != -1) {
+    while ((c = cli_getopt("cluster", argc, argv, ":n:w:d:o:b:jh", longopts)) != -1) {
         switch (c) {
         case 'n': network = optarg; break;
         case 'w': workload = optarg; break;
@@ -163,8 +171,8 @@ int cmd_cluster(int argc, char **argv)
         case 'b': bug = optarg; break;
         case 'j': json = true; break;
         case 'h': cmd_cluster_help(stdout); return 0;
-        case ':': return cli_usage_error("cluster", "option '%s' needs a value", argv[optind - 1]);
-        default: return cli_usage_error("cluster", "unknown option '%s'", argv[optind - 1]);
+        default: /* CLI_OPT_ERROR: said */
+            return 2;
         }
     }
     if (optind < argc)
@@ -187,7 +195,9 @@ int cmd_cluster(int argc, char **argv)
         return cli_error("cluster", "%s", err);
     sim_cluster_opts o = { .workload = workload, .model = &m, .trace_path = db, .seed_bug = bug };
     sim_cluster_result r;
+    cli_progress *prog = cli_progress_start("cluster", "");
     int rc = sim_cluster_run(&net, &o, &r, err, sizeof err);
+    cli_progress_end(prog);
     if (rc != 0) {
         sim_net_close(&net);
         return cli_error("cluster", "%s", err);

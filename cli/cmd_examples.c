@@ -16,10 +16,11 @@ void cmd_examples_help(FILE *out)
     fprintf(out,
             "usage: syncsim examples [DIR]\n"
             "\n"
-            "Writes the example traces the help texts and docs use into DIR (default\n"
-            "./examples), one line each about what it holds. A file already there is left\n"
-            "as it is. The traces are small, commented and self-checking: their expect\n"
-            "lines say what `syncsim check` finds.\n"
+            "Writes the example traces, captures and graph files the help texts and docs\n"
+            "use into DIR (default ./examples), one line each about what it holds, so that\n"
+            "every example runs as written from any directory. A file already there is\n"
+            "left as it is. The traces are small, commented and self-checking: their\n"
+            "expect lines say what `syncsim check` finds.\n"
             "\n"
             "Examples:\n"
             "  syncsim examples\n"
@@ -35,11 +36,17 @@ static void about(const char *name, const char *text, char *buf, size_t cap)
         { "kineto-missing-wait.json", "A PyTorch profiler capture: two streams, no wait "
                                       "(races with et.json: import --et)" },
         { "et.json", "Its execution trace: the byte ranges each op touches" },
+        { "kineto-rank0-nccl.json", "A PyTorch profiler capture of rank 0 of a 2-rank NCCL job "
+                                    "(merge it with rank 1's)" },
+        { "kineto-rank1-nccl.json", "Rank 1 of that job" },
+        { "kineto-rank0-of-4.json", "Rank 0 of a 4-rank job, alone (merge --partial)" },
     };
     buf[0] = '\0';
     for (size_t i = 0; i < sizeof captures / sizeof *captures; i++)
         if (strcmp(name, captures[i][0]) == 0)
             snprintf(buf, cap, "%s", captures[i][1]);
+    if (strncmp(text, "syncsim-", 8) == 0 && strchr(text, '\n'))
+        text = strchr(text, '\n') + 1;     /* a header first (a graph file) */
     if (text[0] != '#')
         return;
     const char *s = text + 1 + (text[1] == ' ');

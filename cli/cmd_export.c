@@ -67,8 +67,7 @@ int cmd_export(int argc, char **argv)
     const char *format = "trace", *output = NULL;
     unsigned long long run = 0;
     int c;
-    opterr = 0; /* one error line: ours */
-    while ((c = getopt_long(argc, argv, ":r:f:o:", longopts, NULL)) != -1) {
+    while ((c = cli_getopt("export", argc, argv, ":r:f:o:", longopts)) != -1) {
         switch (c) {
         case 'r':
             if (cli_parse_run("export", optarg, &run) != 0)
@@ -80,10 +79,8 @@ int cmd_export(int argc, char **argv)
         case 'o':
             output = optarg;
             break;
-        case ':':
-            return cli_usage_error("export", "option '%s' needs a value", argv[optind - 1]);
-        default:
-            return cli_usage_error("export", "unknown option '%s'", argv[optind - 1]);
+        default: /* CLI_OPT_ERROR: said */
+            return 2;
         }
     }
     const char *db = cli_trace_arg("export", argc, argv, optind);

@@ -76,8 +76,7 @@ int cmd_generate(int argc, char **argv)
     unsigned long long ranks = 4, streams = 2, iters = 2, chunks = 1, bytes = 1024;
     const char *variant = "correct", *output = NULL;
     int c;
-    opterr = 0; /* one error line: ours */
-    while ((c = getopt_long(argc, argv, ":o:", longopts, NULL)) != -1) {
+    while ((c = cli_getopt("generate", argc, argv, ":o:", longopts)) != -1) {
         int rc = 0;
         switch (c) {
         case 'R':
@@ -101,10 +100,8 @@ int cmd_generate(int argc, char **argv)
         case 'o':
             output = optarg;
             break;
-        case ':':
-            return cli_usage_error("generate", "option '%s' needs a value", argv[optind - 1]);
-        default:
-            return cli_usage_error("generate", "unknown option '%s'", argv[optind - 1]);
+        default: /* CLI_OPT_ERROR: said */
+            return 2;
         }
         if (rc)
             return rc;

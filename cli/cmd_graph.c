@@ -55,8 +55,7 @@ int cmd_graph(int argc, char **argv)
     const char *output = "splits.svg";
     viz_graph_opts opts = { 0 };
     int c;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":r:o:", longopts, NULL)) != -1) {
+    while ((c = cli_getopt("graph", argc, argv, ":r:o:", longopts)) != -1) {
         switch (c) {
         case 'r':
             if (cli_parse_run("graph", optarg, &run) != 0)
@@ -68,10 +67,8 @@ int cmd_graph(int argc, char **argv)
         case OPT_FULL:
             opts.full = true;
             break;
-        case ':':
-            return cli_usage_error("graph", "option '%s' needs a value", argv[optind - 1]);
-        default:
-            return cli_usage_error("graph", "unknown option '%s'", argv[optind - 1]);
+        default: /* CLI_OPT_ERROR: said */
+            return 2;
         }
     }
     const char *db = cli_trace_arg("graph", argc, argv, optind);

@@ -51,7 +51,7 @@ void cmd_import_help(FILE *out)
             "\n"
             "Examples:\n"
             "  syncsim import examples/event-chain-clean.trace -o traces.db\n"
-            "  syncsim import run.trace -o traces.db --name baseline\n"
+            "  syncsim import examples/event-missing-wait.trace -o traces.db --name baseline\n"
             "  syncsim import examples/kineto-missing-wait.json --et examples/et.json -o traces.db\n");
 }
 
@@ -82,8 +82,7 @@ int cmd_import(int argc, char **argv)
     const char *db = CLI_DEFAULT_DB, *name = NULL, *et = NULL;
     bool strict = false, force_et = false;
     int c;
-    opterr = 0; /* one error line: ours */
-    while ((c = getopt_long(argc, argv, ":o:n:e:Fs", longopts, NULL)) != -1) {
+    while ((c = cli_getopt("import", argc, argv, ":o:n:e:Fs", longopts)) != -1) {
         switch (c) {
         case 'o':
             db = optarg;
@@ -100,10 +99,8 @@ int cmd_import(int argc, char **argv)
         case 's':
             strict = true;
             break;
-        case ':':
-            return cli_usage_error("import", "option '%s' needs a value", argv[optind - 1]);
-        default:
-            return cli_usage_error("import", "unknown option '%s'", argv[optind - 1]);
+        default: /* CLI_OPT_ERROR: said */
+            return 2;
         }
     }
     if (optind >= argc)

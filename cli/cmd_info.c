@@ -256,8 +256,7 @@ int cmd_info(int argc, char **argv)
     unsigned long long run = 0;
     bool json = false;
     int c;
-    opterr = 0; /* one error line: ours */
-    while ((c = getopt_long(argc, argv, ":r:j", longopts, NULL)) != -1) {
+    while ((c = cli_getopt("info", argc, argv, ":r:j", longopts)) != -1) {
         switch (c) {
         case 'r':
             if (cli_parse_run("info", optarg, &run) != 0)
@@ -266,10 +265,8 @@ int cmd_info(int argc, char **argv)
         case 'j':
             json = true;
             break;
-        case ':':
-            return cli_usage_error("info", "option '%s' needs a value", argv[optind - 1]);
-        default:
-            return cli_usage_error("info", "unknown option '%s'", argv[optind - 1]);
+        default: /* CLI_OPT_ERROR: said */
+            return 2;
         }
     }
     const char *path = cli_trace_arg("info", argc, argv, optind);

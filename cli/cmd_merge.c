@@ -51,10 +51,14 @@ void cmd_merge_help(FILE *out)
             "      --force        merge ranks whose run metadata names different jobs\n"
             "\n"
             "Examples:\n"
-            "  syncsim merge rank0.db rank1.db -o job.db && syncsim check job.db\n"
-            "  syncsim merge rank-0.trace rank-1.trace --format trace -o job.trace\n"
-            "  syncsim merge --run 2 a.db --run 2 b.db -o job.db\n"
-            "  syncsim merge --partial RANK0.json.gz RANK1.json.gz -o job.db\n");
+            "  syncsim examples    # rank-0.trace, rank-1.trace: two ranks of one job\n"
+            "  syncsim merge examples/rank-0.trace examples/rank-1.trace -o job.db\n"
+            "  syncsim check job.db                                   # exit 1: a race across ranks\n"
+            "  syncsim merge examples/rank-0.trace examples/rank-1.trace --format trace -o job.trace\n"
+            "  syncsim import examples/rank-0.trace -o r0.db && syncsim import examples/rank-1.trace -o r1.db\n"
+            "  syncsim merge --run 1 r0.db --run 1 r1.db -o job2.db\n"
+            "  syncsim merge examples/kineto-rank0-nccl.json examples/kineto-rank1-nccl.json -o nccl.db\n"
+            "  syncsim merge --partial examples/kineto-rank0-of-4.json -o part.db   # 1 rank of 4\n");
 }
 
 int cmd_merge(int argc, char **argv)
@@ -65,6 +69,7 @@ int cmd_merge(int argc, char **argv)
     trace_source *src = NULL;
     trace_reader **readers = NULL;
     uint32_t n = 0, opened = 0;
+    cli_progress *prog = NULL;
     int rc = 2;
     if (!paths || !runs) {
         rc = cli_error("merge", "out of memory");
@@ -126,7 +131,7 @@ int cmd_merge(int argc, char **argv)
             rc = cli_usage_error("merge", "standard input cannot be one of the ranks: give files");
             goto out;
         }
-        if (!strcmp(paths[i], output)) {
+        if (!strcmp(paths[i], output) || cli_same_file(paths[i], output)) {
             rc = cli_error("merge", "%s: is an input; write the job elsewhere (-o)", output);
             goto out;
         }
@@ -162,6 +167,16 @@ int cmd_merge(int argc, char **argv)
         rc = cli_error("merge", "%s", err.msg);
         goto out;
     }
+    /* the job's statements as they are merged; of how many when every
+     * input is a database, which says */
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < n && (i == 0 || total); i++) {
+        uint64_t k = cli_source_statements(&src[i]);
+        total = k ? total + k : 0;
+    }
+    prog = cli_progress_start("merge", "statements");
+    cli_progress_total(prog, total);
+    cli_progress_reader(prog, &job);
     if (text) {
         char *tmp = NULL;
         FILE *f = cli_output_open("merge", output, &tmp);
@@ -187,6 +202,7 @@ int cmd_merge(int argc, char **argv)
         rc = 0;
     }
 out:
+    cli_progress_end(prog);     /* job is closed: its reader counted into prog */
     for (uint32_t i = 0; i < opened; i++)
         trace_source_close(&src[i]);
     free(src);

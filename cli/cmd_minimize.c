@@ -84,8 +84,7 @@ int cmd_minimize(int argc, char **argv)
     const char *output = NULL;
     bool quiet = false, all = false, allow_findings = false, ordering_only = false;
     int c;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":r:o:q", longopts, NULL)) != -1) {
+    while ((c = cli_getopt("minimize", argc, argv, ":r:o:q", longopts)) != -1) {
         switch (c) {
         case 'r':
             if (cli_parse_run("minimize", optarg, &run) != 0)
@@ -106,10 +105,8 @@ int cmd_minimize(int argc, char **argv)
         case 'O':
             ordering_only = true;
             break;
-        case ':':
-            return cli_usage_error("minimize", "option '%s' needs a value", argv[optind - 1]);
-        default:
-            return cli_usage_error("minimize", "unknown option '%s'", argv[optind - 1]);
+        default: /* CLI_OPT_ERROR: said */
+            return 2;
         }
     }
     const char *path = cli_trace_arg("minimize", argc, argv, optind);
@@ -141,7 +138,10 @@ int cmd_minimize(int argc, char **argv)
     }
     check_options opt = { .allow_findings = allow_findings };
     check_min_result res;
-    if (check_minimize(t, &opt, &res, &err) != 0) {
+    cli_progress *prog = cli_progress_start("minimize", "");
+    int mrc = check_minimize(t, &opt, &res, &err);
+    cli_progress_end(prog);
+    if (mrc != 0) {
         trace_free(t);
         return cli_error("minimize", "%s", err.msg);
     }

@@ -20,12 +20,13 @@ void cmd_replay_help(FILE *out)
             "happens-before edge (queue order, submission, events, syncs, collectives, barriers,\n"
             "flags). Prints the makespan and the busy time of each queue; with --drop-sync, the\n"
             "statements named by seq (waits, syncs, awaits) are removed and the gain is printed.\n"
-            "Writes the re-timed trace as a new run: of the input database, or of\n"
-            "./" CLI_DEFAULT_DB " when the input is a text trace (-o names another), with\n"
-            "metadata replay_of=PATH and, when the input is a database, source_run=N.\n"
-            "The new run is checked as it is made and its check stored: a what-if that\n"
-            "lets in findings its source does not have is called unsafe (exit status 1),\n"
-            "and reports and timelines of it show those findings.\n"
+            "The re-timed trace is checked as it is made: a what-if that lets in findings\n"
+            "its source does not have is called unsafe (exit status 1). It is recorded only\n"
+            "where -o says: a new run of DB (which may be the input database, when named),\n"
+            "with metadata replay_of=PATH and, when the input is a database,\n"
+            "source_run=N, and its check stored, so that reports and timelines show its\n"
+            "findings. Without -o nothing is written, and the input's latest run stays\n"
+            "what it was.\n"
             "\n"
             "Exit status: 0 done, 1 the replay hangs or the what-if is unsafe, 2 bad input.\n"
             "\n"
@@ -40,11 +41,11 @@ void cmd_replay_help(FILE *out)
             "                   (`syncsim check` says why): safety cannot be judged there\n"
             "  --ordering-only  drop syncs of a trace whose coverage is partial all the\n"
             "                   same, judging only ordering (hangs), never races\n"
-            "  -o DB            where the re-timed run goes\n"
+            "  -o DB            record the re-timed trace as a new run of DB\n"
             "\n"
             "Examples:\n"
             "  syncsim replay syncsim.db --run 1\n"
-            "  syncsim replay syncsim.db --run 1 --drop-sync 101,304 --durations model\n"
+            "  syncsim replay syncsim.db --run 1 --drop-sync 101,304 --durations model -o what-if.db\n"
             "  syncsim replay syncsim.db --run 1 --drop-sync 106    # exit 1: unsafe, a race\n");
 }
 
@@ -63,41 +64,60 @@ static int64_t count_findings(trace_reader *r, trace_source *src, char *verdict,
         if (check_store_report(src, rep, &serr) < 0)
             fprintf(stderr, "syncsim replay: warning: the check of the replay is not stored: "
                             "%s\n", serr.msg);
-        check_verdict(verdict, cap, r->trace, check_report_ops(rep), (uint64_t)found,
-                      trace_source_incomplete(src), check_report_coverage(rep), check_report_findings(rep),
-                      check_report_count(rep));
     }
+    if (verdict)
+        check_verdict(verdict, cap, r->trace, check_report_ops(rep), (uint64_t)found,
+                      src && trace_source_incomplete(src), check_report_coverage(rep),
+                      check_report_findings(rep), check_report_count(rep));
     check_report_free(rep);
     return found;
 }
 
-/* A what-if is checked as it is made: the run just written (its check is
- * stored with it, so that reports and timelines show it), against the
- * trace it came from. Prints the verdict; returns the exit status: 1 when
- * the replay has findings its source does not, 0 otherwise, 2 on error. */
-static int check_what_if(trace *t, const char *db, int64_t out_run, int n_drop)
+/* A what-if is checked as it is made, against the trace t it came from:
+ * the run just written to db (its check is stored with it, so that reports
+ * and timelines show it), or, with no db, the replayed trace in memory
+ * (replayed). Prints the verdict; returns the exit status: 1 when the
+ * replay has findings its source does not, 0 otherwise, 2 on error. */
+static int check_what_if(trace *t, trace *replayed, const char *db, int64_t out_run,
+                         int n_drop)
 {
     trace_error err = { 0 };
     trace_reader r;
     trace_reader_memory(&r, t);
     int64_t before = count_findings(&r, NULL, NULL, 0, &err);
     trace_reader_close(&r);
-    trace_source src;
-    trace_source_opts so = { .run = out_run, .write_results = true, .lazy_labels = true };
     char verdict[1024];
     int64_t after = -1;
-    if (before >= 0 && trace_source_open(&src, db, &so, &err) == 0) {
-        after = count_findings(&src.reader, &src, verdict, sizeof verdict, &err);
-        trace_source_close(&src);
+    if (before >= 0 && db) {
+        trace_source src;
+        trace_source_opts so = { .run = out_run, .write_results = true, .lazy_labels = true };
+        if (trace_source_open(&src, db, &so, &err) == 0) {
+            after = count_findings(&src.reader, &src, verdict, sizeof verdict, &err);
+            trace_source_close(&src);
+        }
+    } else if (before >= 0) {
+        trace_reader_memory(&r, replayed);
+        after = count_findings(&r, NULL, verdict, sizeof verdict, &err);
+        trace_reader_close(&r);
     }
     if (before < 0 || after < 0)
         return cli_error("replay", "checking the replay: %s", err.msg);
-    printf("check of run %lld: %s\n", (long long)out_run, verdict);
+    if (db)
+        printf("check of run %lld: %s\n", (long long)out_run, verdict);
+    else
+        printf("check of the replay: %s\n", verdict);
     if (after > before) {
+        char where[4200];
+        if (db)
+            snprintf(where, sizeof where, "syncsim check %s --run %lld lists them", db,
+                     (long long)out_run);
+        else
+            snprintf(where, sizeof where, "-o DB records the replay, which syncsim check DB "
+                                          "then lists");
         printf("unsafe: %s lets %lld finding%s in that the trace it came from does not have "
-               "(syncsim check %s --run %lld lists them); its gain is not one to take\n",
+               "(%s); its gain is not one to take\n",
                n_drop ? "dropping those syncs" : "this replay", (long long)(after - before),
-               after - before == 1 ? "" : "s", db, (long long)out_run);
+               after - before == 1 ? "" : "s", where);
         return 1;
     }
     return 0;
@@ -132,7 +152,7 @@ int cmd_replay(int argc, char **argv)
     int n_drop = 0;
     unsigned long long v;
     int c;
-    while ((c = getopt_long(argc, argv, "o:", longopts, NULL)) != -1) {
+    while ((c = cli_getopt("replay", argc, argv, "o:", longopts)) != -1) {
         switch (c) {
         case 'r':
             if (cli_parse_run("replay", optarg, &v) != 0)
@@ -168,8 +188,8 @@ int cmd_replay(int argc, char **argv)
         case 'O':
             ordering_only = true;
             break;
-        default:
-            return cli_usage_error("replay", "unknown option");
+        default: /* CLI_OPT_ERROR: said */
+            return 2;
         }
     }
     const char *path = cli_trace_arg("replay", argc, argv, optind);
@@ -184,8 +204,6 @@ int cmd_replay(int argc, char **argv)
         return 2;
     bool from_db = src.store != NULL;
     run = src.run;
-    if (!db)
-        db = from_db ? path : CLI_DEFAULT_DB;
     trace *t = NULL;
     int lrc = trace_source_load(&src, &t, &err);
     trace_source_close(&src);
@@ -233,6 +251,42 @@ int cmd_replay(int argc, char **argv)
     return status;
 }
 
+/* What a replay found: makespan, accuracy, the gain of the dropped syncs,
+ * busy time per queue. */
+static void print_summary(const char *path, const sim_model *m, bool recorded,
+                          const sim_replay_result *before, const sim_replay_result *after,
+                          int n_drop)
+{
+    printf("replay of %s on %s (durations %s): %llu statements\n", path, m->name,
+           recorded ? "recorded" : "model", (unsigned long long)after->n_stmts);
+    printf("makespan: %.3f ms", (double)after->makespan_ns / 1e6);
+    if (after->recorded_makespan_ns > 0)
+        printf(" (recorded %.3f ms, %+.2f%%)", (double)after->recorded_makespan_ns / 1e6,
+               100.0 * ((double)after->makespan_ns - (double)after->recorded_makespan_ns) /
+                   (double)after->recorded_makespan_ns);
+    printf("\n");
+    if (after->median_start_error_ns >= 0)
+        printf("start times against the recording: median error %.3f ms over %llu statements\n",
+               (double)after->median_start_error_ns / 1e6,
+               (unsigned long long)after->n_start_compared);
+    if (n_drop && after->n_dropped < (uint64_t)n_drop)
+        printf("note: %llu of the %d seqs given are not wait, sync or await statements\n",
+               (unsigned long long)((uint64_t)n_drop - after->n_dropped), n_drop);
+    if (n_drop)
+        printf("dropped %llu syncs: %.3f ms -> %.3f ms, gain %.3f ms (%.2f%%)\n",
+               (unsigned long long)after->n_dropped, (double)before->makespan_ns / 1e6,
+               (double)after->makespan_ns / 1e6,
+               (double)(before->makespan_ns - after->makespan_ns) / 1e6,
+               before->makespan_ns ? 100.0 * (double)(before->makespan_ns - after->makespan_ns) /
+                                        (double)before->makespan_ns : 0.0);
+    printf("busy per queue:");
+    for (uint32_t q = 0; q < after->n_queues; q++)
+        printf("%s %s %.3f ms (%.1f%%)", q ? "," : "", after->queue_names[q],
+               (double)after->busy_ns[q] / 1e6,
+               after->makespan_ns ? 100.0 * (double)after->busy_ns[q] / (double)after->makespan_ns : 0.0);
+    printf("\n");
+}
+
 /* The dry runs, the recorded replay and the summary; returns the exit status. */
 static int replay_and_record(trace *t, const char *path, const char *db, bool from_db,
                              int64_t run, const sim_model *mp, bool recorded,
@@ -275,16 +329,36 @@ static int replay_and_record(trace *t, const char *path, const char *db, bool fr
                  n_drop ? " without some syncs" : "");
     else
         snprintf(name, sizeof name, "replay of %s%s", path, n_drop ? " without some syncs" : "");
+    /* Recorded where -o says, else kept in memory for the check only. */
     trace_recorder_opts ro = { .run_name = name, .source = "replay" };
-    trace_recorder *rec = trace_recorder_open(db, &ro, &err);
-    if (!rec)
-        return cli_error("replay", "%s", err.msg);
-    sched_sink sink = sched_sink_recorder(rec);
+    trace_recorder *rec = NULL;
+    trace *replayed = NULL;
+    sched_sink sink;
+    if (db) {
+        if (!(rec = trace_recorder_open(db, &ro, &err)))
+            return cli_error("replay", "%s", err.msg);
+        sink = sched_sink_recorder(rec);
+    } else {
+        if (!(replayed = trace_new()))
+            return cli_error("replay", "out of memory");
+        sink = sched_sink_memory(replayed);
+    }
     sim_replay_opts o = base;
     o.drop_seq = drops;
     o.n_drop = n_drop;
     o.out = &sink;
     int rc = replay_once(t, &o, &after, &err);
+    if (!db) {
+        if (rc != 0) {
+            trace_free(replayed);
+            return cli_error("replay", "%s", err.msg);
+        }
+        print_summary(path, &m, recorded, &before, &after, n_drop);
+        printf("not recorded (-o DB records the replay as a run)\n");
+        int status = check_what_if(t, replayed, NULL, 0, n_drop);
+        trace_free(replayed);
+        return status;
+    }
     trace_recorder_meta(rec, "producer", "syncsim replay");
     trace_recorder_meta(rec, "devices", m.name);
     trace_recorder_meta(rec, "replay_of", path);
@@ -320,33 +394,7 @@ static int replay_and_record(trace *t, const char *path, const char *db, bool fr
     if (crc != 0)
         return cli_error("replay", "%s", cerr.msg);
 
-    printf("replay of %s on %s (durations %s): %llu statements\n", path, m.name,
-           recorded ? "recorded" : "model", (unsigned long long)after.n_stmts);
-    printf("makespan: %.3f ms", (double)after.makespan_ns / 1e6);
-    if (after.recorded_makespan_ns > 0)
-        printf(" (recorded %.3f ms, %+.2f%%)", (double)after.recorded_makespan_ns / 1e6,
-               100.0 * ((double)after.makespan_ns - (double)after.recorded_makespan_ns) /
-                   (double)after.recorded_makespan_ns);
-    printf("\n");
-    if (after.median_start_error_ns >= 0)
-        printf("start times against the recording: median error %.3f ms over %llu statements\n",
-               (double)after.median_start_error_ns / 1e6,
-               (unsigned long long)after.n_start_compared);
-    if (n_drop && after.n_dropped < (uint64_t)n_drop)
-        printf("note: %llu of the %d seqs given are not wait, sync or await statements\n",
-               (unsigned long long)((uint64_t)n_drop - after.n_dropped), n_drop);
-    if (n_drop)
-        printf("dropped %llu syncs: %.3f ms -> %.3f ms, gain %.3f ms (%.2f%%)\n",
-               (unsigned long long)after.n_dropped, (double)before.makespan_ns / 1e6,
-               (double)after.makespan_ns / 1e6,
-               (double)(before.makespan_ns - after.makespan_ns) / 1e6,
-               before.makespan_ns ? 100.0 * (double)(before.makespan_ns - after.makespan_ns) /
-                                        (double)before.makespan_ns : 0.0);
-    printf("busy per queue:");
-    for (uint32_t q = 0; q < after.n_queues; q++)
-        printf("%s %s %.3f ms (%.1f%%)", q ? "," : "", after.queue_names[q],
-               (double)after.busy_ns[q] / 1e6,
-               after.makespan_ns ? 100.0 * (double)after.busy_ns[q] / (double)after.makespan_ns : 0.0);
-    printf("\nwritten as run %lld of %s\n", (long long)out_run, db);
-    return check_what_if(t, db, out_run, n_drop);
+    print_summary(path, &m, recorded, &before, &after, n_drop);
+    printf("written as run %lld of %s\n", (long long)out_run, db);
+    return check_what_if(t, NULL, db, out_run, n_drop);
 }

@@ -48,8 +48,7 @@ int cmd_report(int argc, char **argv)
     const char *output = "report.html";
     viz_report_opts opts = { 0 };
     int c;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":r:o:", longopts, NULL)) != -1) {
+    while ((c = cli_getopt("report", argc, argv, ":r:o:", longopts)) != -1) {
         switch (c) {
         case 'r':
             if (cli_parse_run("report", optarg, &run) != 0)
@@ -62,10 +61,8 @@ int cmd_report(int argc, char **argv)
         case OPT_NO_TIMELINE:
             opts.no_timeline = true;
             break;
-        case ':':
-            return cli_usage_error("report", "option '%s' needs a value", argv[optind - 1]);
-        default:
-            return cli_usage_error("report", "unknown option '%s'", argv[optind - 1]);
+        default: /* CLI_OPT_ERROR: said */
+            return 2;
         }
     }
     const char *db = cli_trace_arg("report", argc, argv, optind);
@@ -80,8 +77,13 @@ int cmd_report(int argc, char **argv)
     if (!opts.no_timeline && !viz_gnuplot_available())
         return cli_error("report", "gnuplot is not installed (Debian: apt-get install "
                          "gnuplot-nox); it draws the timeline (or pass --no-timeline)");
+    if (cli_run_resolve("report", db, &opts.run) != 0)
+        return 2;
     trace_error err = { 0 };
-    if (viz_report_write(db, &opts, output, &err) != 0)
+    cli_progress *prog = cli_progress_start("report", "");
+    int wrc = viz_report_write(db, &opts, output, &err);
+    cli_progress_end(prog);
+    if (wrc != 0)
         return cli_error("report", "%s", err.msg);
     printf("%s\n", output);
     return 0;

@@ -18,6 +18,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* The most tokens --tokens and --prompt take (the messages name it). */
+#define RUN_MAX_TOKENS 1000000
+
 /* The machine options of every family (--barrier, ...), each once. */
 static int family_options(const sched_option **out, int cap)
 {
@@ -231,6 +234,7 @@ static int rank_db(const char *pattern, bool given, int rank, int world, char *o
 }
 
 static int run_main(sched_run_opts *o, const char *db);
+static void run_progress(void *ctx, int done, int total);
 
 int cmd_run(int argc, char **argv)
 {
@@ -260,7 +264,7 @@ int cmd_run(int argc, char **argv)
     int tp = 0, pp = 0;
     unsigned long long v;
     int c;
-    while ((c = getopt_long(argc, argv, "o:", longopts, NULL)) != -1) {
+    while ((c = cli_getopt("run", argc, argv, "o:", longopts)) != -1) {
         switch (c) {
         case 'm': o.model = optarg; break;
         case 'g': o.graph_file = optarg; break;
@@ -275,9 +279,9 @@ int cmd_run(int argc, char **argv)
             break;
         case 't':
         case 'P':
-            if (cli_parse_u64(optarg, &v) || v > 1000000)
-                return cli_usage_error("run", "--%s expects a count, got '%s'",
-                                       c == 't' ? "tokens" : "prompt", optarg);
+            if (cli_parse_u64(optarg, &v) || v > RUN_MAX_TOKENS)
+                return cli_usage_error("run", "--%s expects a count from 0 to %d, got '%s'",
+                                       c == 't' ? "tokens" : "prompt", RUN_MAX_TOKENS, optarg);
             if (c == 't')
                 o.tokens = (int)v;
             else
@@ -315,7 +319,7 @@ int cmd_run(int argc, char **argv)
                 values[o.n_options++] = (sched_option_value){ fopt[c - OPT_FAMILY]->name, optarg };
                 break;
             }
-            return cli_usage_error("run", "unknown option");
+            return 2;           /* CLI_OPT_ERROR: said */
         }
     }
     if (optind < argc)
@@ -327,10 +331,7 @@ int cmd_run(int argc, char **argv)
         return cli_usage_error("run", "--break %s seeds a bug between ranks: give --%s N (under "
                                "mpirun)", bug, pp_bug ? "pp" : "tp");
     o.options = values;
-    o.progress = isatty(2) ? SCHED_PROGRESS_BAR : SCHED_PROGRESS_LINES;
-    const char *every = getenv("SYNCSIM_PROGRESS_MS");
-    if (every && cli_parse_u64(every, &v) == 0 && v > 0 && v < 86400000)
-        o.progress_ms = (int)v;
+    o.progress_fn = run_progress;   /* cli/progress.c shows it: started in run_main */
 
     if (!tp && !pp)
         return run_main(&o, db ? db : CLI_DEFAULT_DB);
@@ -356,28 +357,44 @@ int cmd_run(int argc, char **argv)
     return status;
 }
 
+/* sched's progress_fn: what cli/progress.c shows. */
+static void run_progress(void *ctx, int done, int total)
+{
+    cli_progress_total(ctx, (uint64_t)total);
+    cli_progress_set(ctx, (uint64_t)done);
+}
+
 /* The run itself, into db. */
 static int run_main(sched_run_opts *po, const char *db)
 {
     sched_run_opts o = *po;
+    /* the ticker of cli/progress.c, told by sched through run_progress */
+    o.progress_ctx = cli_progress_start("run", "evaluations");
     /* Everything is checked before a run is created in the database. */
     trace_error err = { 0 };
     sched_run *run = NULL;
-    if (sched_run_prepare(&o, cli_run_families, &run, &err) != 0)
+    if (sched_run_prepare(&o, cli_run_families, &run, &err) != 0) {
+        cli_progress_end(o.progress_ctx);
         return cli_error("run", "%s", err.msg);
+    }
     int bad = check_db_path(db);
     if (bad) {
+        cli_progress_end(o.progress_ctx);
         sched_run_free(run);
         return bad;
     }
     trace_recorder_opts ro = { .run_name = sched_run_name(run), .source = sched_run_source(run) };
     trace_recorder *rec = trace_recorder_open(db, &ro, &err);
     if (!rec) {
+        cli_progress_end(o.progress_ctx);
         sched_run_free(run);
         return cli_error("run", "%s", err.msg);
     }
     sched_run_result res;
     int rc = sched_run_exec(run, sched_sink_recorder(rec), &res, &err);
+    /* before the results, so that a bar is gone when they are printed */
+    cli_progress_end(o.progress_ctx);
+    o.progress_ctx = NULL;
     int64_t run_id;
     int status = close_run(rec, rc, &err, db, &run_id);
     if (status < 0)

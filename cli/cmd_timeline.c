@@ -83,8 +83,7 @@ int cmd_timeline(int argc, char **argv)
     const char *output = NULL;
     viz_timeline_opts opts = { .from = TRACE_TIME_NONE, .to = TRACE_TIME_NONE };
     int c;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":r:o:", longopts, NULL)) != -1) {
+    while ((c = cli_getopt("timeline", argc, argv, ":r:o:", longopts)) != -1) {
         switch (c) {
         case 'r':
             if (cli_parse_run("timeline", optarg, &run) != 0)
@@ -108,10 +107,8 @@ int cmd_timeline(int argc, char **argv)
         case OPT_NO_RACES:
             opts.no_findings = true;
             break;
-        case ':':
-            return cli_usage_error("timeline", "option '%s' needs a value", argv[optind - 1]);
-        default:
-            return cli_usage_error("timeline", "unknown option '%s'", argv[optind - 1]);
+        default: /* CLI_OPT_ERROR: said */
+            return 2;
         }
     }
     const char *path = cli_trace_arg("timeline", argc, argv, optind);
@@ -138,7 +135,10 @@ int cmd_timeline(int argc, char **argv)
                          "gnuplot-nox); the timeline is drawn by it");
     trace_error err = { 0 };
     viz_timeline *tl = NULL;
-    if (viz_timeline_open(path, (int64_t)run, &opts, &tl, &err) != 0)
+    int64_t run_id = (int64_t)run;
+    if (cli_run_resolve("timeline", path, &run_id) != 0)
+        return 2;
+    if (viz_timeline_open(path, run_id, &opts, &tl, &err) != 0)
         return cli_error("timeline", "%s", err.msg);
     if (!format)
         format = viz_timeline_default_format(tl);

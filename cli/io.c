@@ -29,13 +29,76 @@ const char *cli_trace_arg(const char *cmd, int argc, char **argv, int first)
 int cli_open(const char *cmd, const char *path, const trace_source_opts *o, trace_source *src)
 {
     trace_error err = { 0 };
+    trace_source_opts named;
+    if (o && (unsigned long long)o->run >= CLI_RUN_NAMED(0)) {
+        named = *o;
+        if (cli_run_resolve(cmd, path, &named.run) != 0)
+            return 2;
+        o = &named;
+    }
     if (trace_source_open(src, path, o, &err) != 0)
         return cli_error(cmd, "%s", err.msg);
     return 0;
 }
 
-/* True when a and b name the same file. */
-static bool same_file(const char *a, const char *b)
+uint64_t cli_source_statements(trace_source *src)
+{
+    trace_run_info *ri = NULL;
+    trace_error err = { 0 };
+    if (!src->store || trace_store_run(src->store, src->run, &ri, &err) != 0)
+        return 0;
+    uint64_t n = ri->n_stmts;
+    trace_run_info_free(ri, 1);
+    return n;
+}
+
+int cli_find_run_name(trace_store *st, const char *name, int64_t *id, trace_error *err)
+{
+    trace_run_info *runs = NULL;
+    size_t n = 0;
+    if (trace_store_runs(st, &runs, &n, err) != 0)
+        return -1;
+    int found = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(runs[i].name, name) == 0) {
+            if (found++ == 0)
+                *id = runs[i].id;
+            else
+                snprintf(err->msg, sizeof err->msg, "runs %lld and %lld are both named '%s'; "
+                         "give the id, or rename one (syncsim runs --name)",
+                         (long long)*id, (long long)runs[i].id, name);
+        }
+    trace_run_info_free(runs, n);
+    return found > 1 ? -1 : found;
+}
+
+int cli_resolve_run_in(const char *cmd, trace_store *st, const char *path, const char *arg,
+                       int64_t *id)
+{
+    unsigned long long v;
+    if (*arg && strspn(arg, "0123456789") == strlen(arg)) {
+        if (cli_parse_u64(arg, &v) != 0 || v == 0 || v > INT64_MAX)
+            return cli_usage_error(cmd, "expected a run id (1, 2, ...) or a run's name, got "
+                                   "'%s'", arg);
+        *id = (int64_t)v;
+        trace_run_info *ri = NULL;
+        trace_error err = { 0 };
+        if (trace_store_run(st, *id, &ri, &err) != 0)
+            return cli_error(cmd, "%s", err.msg);
+        trace_run_info_free(ri, 1);
+        return 0;
+    }
+    trace_error err = { 0 };
+    int found = cli_find_run_name(st, arg, id, &err);
+    if (found == 1)
+        return 0;
+    if (found == 0)
+        return cli_error(cmd, "%s: no run named '%s' (syncsim runs %s lists them)", path, arg,
+                         path);
+    return cli_error(cmd, "%s: %s", path, err.msg);
+}
+
+bool cli_same_file(const char *a, const char *b)
 {
     struct stat sa, sb;
     return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
@@ -51,7 +114,7 @@ int cli_output_check(const char *cmd, const char *output, const char *input)
     struct stat sb;
     if (stat(output, &sb) == 0 && S_ISDIR(sb.st_mode))
         return cli_error(cmd, "%s: is a directory; -o names the file to write", output);
-    if (input && strcmp(input, "-") != 0 && same_file(output, input))
+    if (input && strcmp(input, "-") != 0 && cli_same_file(output, input))
         return cli_error(cmd, "%s: is the input; refusing to write over it (choose another -o)",
                          output);
     if (access(output, F_OK) == 0 && trace_sqlite_has_table(output, "statements") == 1)

@@ -94,21 +94,38 @@ static void usage(FILE *out)
     fprintf(out,
             "\n"
             "A command that takes a database and is given none uses ./" CLI_DEFAULT_DB ".\n"
-            "Exit status: 0 success (check: clean, with full coverage), 1 findings (check)\n"
-            "or outputs that differ from the reference (run on real devices), 2 bad input\n"
-            "or usage, 3 no findings in an incomplete run, 4 no findings but partial\n"
-            "coverage (not known to be clean: see 'syncsim help check').\n"
+            "Exit status: 0 success (check: clean, with full coverage), 1 findings (check,\n"
+            "minimize), an unsafe what-if (replay) or outputs that differ from the reference\n"
+            "(run on real devices), 2 bad input or usage, 3 no findings in an incomplete\n"
+            "run, 4 no findings but partial coverage (not known to be clean: see 'syncsim\n"
+            "help check'). Errors are one line: 'syncsim COMMAND: FILE:LINE: message' or\n"
+            "'syncsim COMMAND: message'.\n"
+            "Long work (run, merge, check, minimize, cluster, report) shows progress on\n"
+            "standard error: a bar with an ETA on a terminal, else a line every 5 s\n"
+            "($SYNCSIM_PROGRESS_MS: another interval; $SYNCSIM_PROGRESS=bar|lines|off).\n"
             "Run 'syncsim help COMMAND' for a command's options and examples.\n");
+}
+
+/* Prints "syncsim CMD: message" from fmt and ap. A message that already
+ * starts with "CMD: " (a library's error that names its operation the way
+ * the command is named, e.g. "merge: ...") is not prefixed twice. */
+static void error_line(const char *cmd, const char *fmt, va_list ap)
+{
+    char msg[4096];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    size_t n = strlen(cmd);
+    const char *m = strncmp(msg, cmd, n) == 0 && msg[n] == ':' && msg[n + 1] == ' '
+                        ? msg + n + 2
+                        : msg;
+    fprintf(stderr, "syncsim %s: %s\n", cmd, m);
 }
 
 int cli_error(const char *cmd, const char *fmt, ...)
 {
     va_list ap;
-    fprintf(stderr, "syncsim %s: ", cmd);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    error_line(cmd, fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
     return 2;
 }
 
@@ -139,11 +156,9 @@ void cli_wrapped(FILE *out, const char *text, int indent)
 int cli_usage_error(const char *cmd, const char *fmt, ...)
 {
     va_list ap;
-    fprintf(stderr, "syncsim %s: ", cmd);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    error_line(cmd, fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
     const command *c = find_command(cmd);
     if (c) {
         /* The first line of the help is the usage line. */
@@ -164,6 +179,43 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
     return 2;
 }
 
+int cli_getopt(const char *cmd, int argc, char **argv, const char *shortopts,
+               const struct option *longopts)
+{
+    /* getopt prints nothing when opterr is 0 and the short options start
+     * with ':' (after a leading '+'), which also tells a missing value
+     * (':') from an unknown option ('?') */
+    char spec[128];
+    bool plus = shortopts[0] == '+';
+    const char *rest = shortopts + plus + (shortopts[plus] == ':');
+    snprintf(spec, sizeof spec, "%s:%s", plus ? "+" : "", rest);
+    opterr = 0;
+    int c = getopt_long(argc, argv, spec, longopts, NULL);
+    if (c != '?' && c != ':')
+        return c;
+    /* optopt: the short option at fault, or a long option's value (0 for
+     * an unknown long option), whose text is then argv[optind - 1] */
+    char name[64];
+    bool is_long = optopt == 0 || (optind > 0 && optind <= argc && argv[optind - 1][0] == '-' &&
+                                   argv[optind - 1][1] == '-');
+    if (is_long) {
+        const char *a = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
+        snprintf(name, sizeof name, "%.*s", (int)strcspn(a, "="), a);
+    } else {
+        snprintf(name, sizeof name, "-%c", optopt);
+    }
+    bool known = false;
+    for (const struct option *o = longopts; is_long && o && o->name; o++)
+        known |= strcmp(o->name, name + 2) == 0;
+    if (c == ':')
+        cli_usage_error(cmd, "option '%s' needs a value", name);
+    else if (known)
+        cli_usage_error(cmd, "option '%s' takes no value", name);
+    else
+        cli_usage_error(cmd, "unknown option '%s'", name);
+    return CLI_OPT_ERROR;
+}
+
 int cli_parse_u64(const char *s, unsigned long long *out)
 {
     char *end;
@@ -177,11 +229,46 @@ int cli_parse_u64(const char *s, unsigned long long *out)
     return 0;
 }
 
+/* The run names given to --run so far, until cli_run_resolve reads them:
+ * a name is known only once the database is. */
+static const char *run_names[64];
+static unsigned n_run_names;
+
 int cli_parse_run(const char *cmd, const char *arg, unsigned long long *run)
 {
-    if (cli_parse_u64(arg, run) != 0 || *run == 0 || *run > INT64_MAX)
-        return cli_usage_error(cmd, "--run expects a run id (1, 2, ...), got '%s'", arg);
+    if (*arg && strspn(arg, "0123456789") == strlen(arg)) {
+        if (cli_parse_u64(arg, run) != 0 || *run == 0 || *run >= CLI_RUN_NAMED(0))
+            return cli_usage_error(cmd, "--run expects a run id (1, 2, ...) or a run's name, "
+                                   "got '%s'", arg);
+        return 0;
+    }
+    if (!*arg)
+        return cli_usage_error(cmd, "--run expects a run id (1, 2, ...) or a run's name, got "
+                               "an empty one");
+    if (n_run_names == sizeof run_names / sizeof run_names[0])
+        return cli_usage_error(cmd, "--run: at most %zu run names in one command",
+                               sizeof run_names / sizeof run_names[0]);
+    run_names[n_run_names] = arg;
+    *run = CLI_RUN_NAMED(n_run_names++);
     return 0;
+}
+
+int cli_run_resolve(const char *cmd, const char *path, int64_t *run)
+{
+    if ((unsigned long long)*run < CLI_RUN_NAMED(0))
+        return 0;
+    const char *name = run_names[(unsigned long long)*run - CLI_RUN_NAMED(0)];
+    trace_error err = { 0 };
+    trace_store *st = strcmp(path, "-") != 0 && trace_sqlite_has_table(path, "runs") == 1
+                          ? trace_store_open_mode(path, TRACE_STORE_READ, &err)
+                          : NULL;
+    if (!st)
+        return err.msg[0] ? cli_error(cmd, "%s", err.msg)
+                          : cli_usage_error(cmd, "--run %s: %s is no trace database, whose "
+                                            "runs have names", name, path);
+    int rc = cli_resolve_run_in(cmd, st, path, name, run);
+    trace_store_close(st);
+    return rc;
 }
 
 int main(int argc, char **argv)

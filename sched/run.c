@@ -378,6 +378,10 @@ static int64_t now(const exec *x) { return x->m->iface->now(x->m->ctx); }
 
 static void progress(exec *x, bool last)
 {
+    if (x->r->o.progress_fn) {
+        x->r->o.progress_fn(x->r->o.progress_ctx, x->done, x->total);
+        return;
+    }
     sched_progress mode = x->r->o.progress;
     if (mode == SCHED_PROGRESS_NONE)
         return;
@@ -768,6 +772,8 @@ int sched_run_exec(sched_run *r, sched_sink sink, sched_run_result *res, trace_e
     int rc = 1;
     uint64_t eval = 0;
     x.total = r->n_ub + r->tokens;
+    if (r->o.progress_fn)
+        r->o.progress_fn(r->o.progress_ctx, 0, x.total);
     if (setup(&x, sink, &wts, err) != 0 ||
         (r->n_ub && run_phase(&x, 0, r->n_ub, &eval, err) != 0) ||
         (r->tokens && run_phase(&x, 1, r->tokens, &eval, err) != 0) || end_iteration(&x) != 0 ||

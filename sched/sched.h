@@ -960,6 +960,11 @@ typedef struct sched_run_opts {
     int n_options;
     sched_progress progress;        /* on stderr (default: none) */
     int progress_ms;                /* SCHED_PROGRESS_LINES: between lines (0: 5000) */
+    /* Told the evaluations done and in all after each one (and once before
+     * the first), from the thread that runs the schedule; the caller shows
+     * them (cli/progress.c). Set, progress is ignored. NULL: none. */
+    void (*progress_fn)(void *ctx, int done, int total);
+    void *progress_ctx;
     /* One rank of a tensor-parallel job over processes (MPI: --tp N): this
      * process builds and runs rank `rank`'s part of a tp model split over
      * `world` ranks; the machine's all-reduce joins the other processes.

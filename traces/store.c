@@ -224,6 +224,9 @@ int store_fail(trace_store *st, int rc, const char *table, const char *what, tra
     if (err && (rc & 0xff) == SQLITE_FULL)
         snprintf(err->msg + strlen(err->msg), sizeof err->msg - strlen(err->msg),
                  " (no space left where it is written)");
+    if (err && (rc & 0xff) == SQLITE_READONLY)
+        snprintf(err->msg + strlen(err->msg), sizeof err->msg - strlen(err->msg),
+                 " (the file, or the folder it is in, cannot be written here)");
     return -1;
 }
 
@@ -759,6 +762,88 @@ int trace_store_run(trace_store *st, int64_t run, trace_run_info **out, trace_er
     trace_run_info_free(*out, n);
     *out = NULL;
     return trace_error_set(err, TRACE_ENORUN, "%s: no run %lld", st->path, (long long)run), -1;
+}
+
+int trace_store_rename_run(trace_store *st, int64_t run, const char *name, trace_error *err)
+{
+    trace_run_info *ri = NULL;
+    if (trace_store_run(st, run, &ri, err) != 0)
+        return -1;
+    trace_run_info_free(ri, 1);
+    sqlite3_stmt *q = NULL;
+    int rc = sqlite3_prepare_v2(st->db, "UPDATE runs SET name = ?2 WHERE id = ?1", -1, &q, NULL);
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_int64(q, 1, run);
+        sqlite3_bind_text(q, 2, name, -1, SQLITE_TRANSIENT);
+        rc = sqlite3_step(q);
+    }
+    sqlite3_finalize(q);
+    return rc == SQLITE_DONE ? 0 : store_fail(st, rc, "runs", "renaming a run", err);
+}
+
+/* Every table of the database with a `run` column: those the schema lists
+ * and any a module added, so that deleting a run leaves nothing of it. */
+static int delete_run_rows(trace_store *st, int64_t run, trace_error *err)
+{
+    sqlite3_stmt *tables = NULL;
+    int rc = sqlite3_prepare_v2(st->db,
+                                "SELECT m.name FROM sqlite_master m, pragma_table_info(m.name) c"
+                                " WHERE m.type = 'table' AND c.name = 'run'",
+                                -1, &tables, NULL);
+    while (rc == SQLITE_OK && (rc = sqlite3_step(tables)) == SQLITE_ROW) {
+        char *sql = sqlite3_mprintf("DELETE FROM \"%w\" WHERE run = ?1",
+                                    (const char *)sqlite3_column_text(tables, 0));
+        sqlite3_stmt *q = NULL;
+        int qrc = sql ? sqlite3_prepare_v2(st->db, sql, -1, &q, NULL) : SQLITE_NOMEM;
+        sqlite3_free(sql);
+        if (qrc == SQLITE_OK) {
+            sqlite3_bind_int64(q, 1, run);
+            qrc = sqlite3_step(q);
+        }
+        sqlite3_finalize(q);
+        if (qrc != SQLITE_DONE) {
+            sqlite3_finalize(tables);
+            return store_fail(st, qrc, NULL, "deleting a run", err);
+        }
+        rc = SQLITE_OK;
+    }
+    sqlite3_finalize(tables);
+    if (rc != SQLITE_DONE)
+        return store_fail(st, rc, NULL, "deleting a run", err);
+    /* statements carry their run in the top bits of their id */
+    sqlite3_stmt *q = NULL;
+    rc = sqlite3_prepare_v2(st->db, "DELETE FROM statements WHERE id >= ?1 AND id < ?2", -1, &q,
+                            NULL);
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_int64(q, 1, run << 40);
+        sqlite3_bind_int64(q, 2, (run + 1) << 40);
+        rc = sqlite3_step(q);
+    }
+    sqlite3_finalize(q);
+    if (rc != SQLITE_DONE)
+        return store_fail(st, rc, "statements", "deleting a run", err);
+    rc = sqlite3_prepare_v2(st->db, "DELETE FROM runs WHERE id = ?1", -1, &q, NULL);
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_int64(q, 1, run);
+        rc = sqlite3_step(q);
+    }
+    sqlite3_finalize(q);
+    return rc == SQLITE_DONE ? 0 : store_fail(st, rc, "runs", "deleting a run", err);
+}
+
+int trace_store_delete_run(trace_store *st, int64_t run, trace_error *err)
+{
+    trace_run_info *ri = NULL;
+    if (trace_store_run(st, run, &ri, err) != 0)
+        return -1;
+    trace_run_info_free(ri, 1);
+    if (store_exec(st, "BEGIN IMMEDIATE", NULL, err) != 0)
+        return -1;
+    if (delete_run_rows(st, run, err) != 0) {
+        sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+        return -1;
+    }
+    return store_exec(st, "COMMIT", NULL, err);
 }
 
 void trace_run_info_free(trace_run_info *runs, size_t n)

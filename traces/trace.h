@@ -812,6 +812,13 @@ struct sqlite3 *trace_store_db(trace_store *st);
  * trace_run_info_free. Returns 0 or -1. */
 int trace_store_runs(trace_store *st, trace_run_info **out, size_t *n, trace_error *err);
 void trace_run_info_free(trace_run_info *runs, size_t n);
+/* Renames run `run` (st opened for writing). 0, or -1 with err (no such
+ * run: TRACE_ENORUN). */
+int trace_store_rename_run(trace_store *st, int64_t run, const char *name, trace_error *err);
+/* Deletes run `run` and everything of it (statements, metadata, checks,
+ * findings, its graph: every table with a `run` column), in one
+ * transaction. Its id may be given to the next run. 0, or -1 with err. */
+int trace_store_delete_run(trace_store *st, int64_t run, trace_error *err);
 /* The id of the latest run, or -1 when the database has none. */
 int64_t trace_store_latest_run(trace_store *st);
 /* The runs made from run `run`: those whose metadata names it under

@@ -617,7 +617,7 @@ int viz_report_write(const char *db, const viz_report_opts *o, const char *out_p
     if (!tl)
         fputs("<p class=\"note\">left out (--no-timeline)</p>\n", out);
     else
-        write_timeline_fig(out, tl, "t-", "timeline");
+        write_timeline_fig(out, tl, "t-", "timeline-fig");
     write_graph(out, st, run, db);
     write_patterns(out, t, &stats);
     write_derived(out, st, db, run, &stats);

@@ -116,6 +116,8 @@ static void test_cli_merge_errors(void **state)
         { "rank0.trace rank1.trace --format xml", "unknown format 'xml' (expected: db or trace)" },
         { "rank0.trace rank1.trace --run 2", "--run 2 names no database" },
         { "rank0.trace rank1.trace -o rank1.trace", "rank1.trace: is an input" },
+        /* the same file by another name: never appended to silently */
+        { "rank0.trace rank1.trace -o ./rank1.trace", "./rank1.trace: is an input" },
         { "rank0.trace ./rank0.trace", "./rank0.trace: given twice (as ranks 0 and 1)" },
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -141,7 +143,7 @@ static void test_cli_merge_help(void **state)
     assert_int_equal(tmpdir_sh(f, out, sizeof out, "%s merge --help", SYNCSIM_BINARY), 0);
     assert_non_null(strstr(out, "usage: syncsim merge"));
     assert_non_null(strstr(out, "host -> r1.host"));
-    assert_non_null(strstr(out, "syncsim merge rank0.db rank1.db -o job.db"));
+    assert_non_null(strstr(out, "syncsim merge examples/rank-0.trace examples/rank-1.trace -o job.db"));
 }
 
 /* A rank that skips a collective: the hang's fix names the queue of the

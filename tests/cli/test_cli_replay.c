@@ -41,19 +41,36 @@ static size_t run_counts(const char *db, uint64_t *counts, size_t cap)
     return n;
 }
 
-static void test_cli_replay_writes_beside_its_input_and_reads_the_latest_run(void **state)
+/* Runs stay put: without -o a replay writes nothing, so the input's latest
+ * run is still the one it was (a later `calibrate DB` fits the run, not a
+ * replay of it); with -o it is a new run there, of the run read. */
+static void test_cli_replay_writes_only_where_told(void **state)
 {
     fixture *f = *state;
     char out[4096];
     assert_int_equal(tmpdir_sh(f, out, sizeof out, "%s replay " TMPDIR_DB_NAME, SYNCSIM_BINARY), 0);
-    assert_non_null(strstr(out, "written as run 2 of " TMPDIR_DB_NAME));
+    assert_non_null(strstr(out, "not recorded (-o DB records the replay as a run)"));
+    assert_non_null(strstr(out, "check of the replay: clean:"));
     uint64_t counts[4];
-    assert_int_equal(run_counts(f->db, counts, 4), 2);
-    assert_true(counts[0] > 0);
-    /* the replay read run 1, not the run it was writing */
-    assert_int_equal(counts[1], counts[0]);
-    /* nothing went to the default database */
+    assert_int_equal(run_counts(f->db, counts, 4), 1);
+    /* nothing went to the default database either */
     assert_int_equal(tmpdir_sh(f, NULL, 0, "test -e syncsim.db"), 1);
+    assert_int_equal(tmpdir_sh(f, out, sizeof out, "%s replay " TMPDIR_DB_NAME " -o r.db",
+                               SYNCSIM_BINARY),
+                     0);
+    assert_non_null(strstr(out, "written as run 1 of r.db"));
+    assert_int_equal(run_counts(f->db, counts, 4), 1);
+    char rdb[256];
+    snprintf(rdb, sizeof rdb, "%s/r.db", f->dir);
+    assert_int_equal(run_counts(rdb, counts + 1, 3), 1);
+    assert_int_equal(counts[1], counts[0]);     /* the replay of run 1, whole */
+    /* naming the input is asking for it: a new run there, of run 1 */
+    assert_int_equal(tmpdir_sh(f, out, sizeof out, "%s replay " TMPDIR_DB_NAME " -o " TMPDIR_DB_NAME,
+                               SYNCSIM_BINARY),
+                     0);
+    assert_non_null(strstr(out, "written as run 2 of " TMPDIR_DB_NAME));
+    assert_int_equal(run_counts(f->db, counts, 4), 2);
+    assert_int_equal(counts[1], counts[0]);
 }
 
 static void test_cli_replay_refuses_dropping_a_statement_that_is_no_sync(void **state)
@@ -92,7 +109,7 @@ static void test_cli_replay_records_what_the_what_if_changed(void **state)
 {
     fixture *f = *state;
     uint64_t seq = first_sync_seq(f->db);
-    assert_int_equal(tmpdir_sh(f, NULL, 0, "%s replay " TMPDIR_DB_NAME " --drop-sync %llu --durations model",
+    assert_int_equal(tmpdir_sh(f, NULL, 0, "%s replay " TMPDIR_DB_NAME " --drop-sync %llu --durations model -o " TMPDIR_DB_NAME,
                         SYNCSIM_BINARY, (unsigned long long)seq), 0);
     trace_reader r;
     trace_error err;
@@ -126,7 +143,8 @@ static void test_cli_replay_checks_a_what_if_as_it_is_made(void **state)
                      0);
     assert_int_equal(tmpdir_sh(f, NULL, 0, "%s import w.trace -o w.db", SYNCSIM_BINARY), 0);
     /* seq 2 is the wait */
-    assert_int_equal(tmpdir_sh(f, out, sizeof out, "%s replay w.db --drop-sync 2", SYNCSIM_BINARY),
+    assert_int_equal(tmpdir_sh(f, out, sizeof out, "%s replay w.db --drop-sync 2 -o w.db",
+                               SYNCSIM_BINARY),
                      1);
     assert_non_null(strstr(out, "dropped 1 syncs"));
     assert_non_null(strstr(out, "check of run 2: 1 finding in 3 statements (race 1)"));
@@ -141,7 +159,8 @@ static void test_cli_replay_checks_a_what_if_as_it_is_made(void **state)
                      0);
     assert_non_null(strstr(out, "1 race drawn"));
     /* the same replay keeping the wait is clean, and exits 0 */
-    assert_int_equal(tmpdir_sh(f, out, sizeof out, "%s replay w.db --run 1", SYNCSIM_BINARY), 0);
+    assert_int_equal(tmpdir_sh(f, out, sizeof out, "%s replay w.db --run 1 -o w.db", SYNCSIM_BINARY),
+                     0);
     assert_non_null(strstr(out, "check of run 3: clean: 4 statements, no findings"));
     assert_null(strstr(out, "unsafe"));
 }
@@ -149,7 +168,7 @@ static void test_cli_replay_checks_a_what_if_as_it_is_made(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_cli_replay_writes_beside_its_input_and_reads_the_latest_run,
+        cmocka_unit_test_setup_teardown(test_cli_replay_writes_only_where_told,
                                         setup, tmpdir_teardown),
         cmocka_unit_test_setup_teardown(test_cli_replay_refuses_dropping_a_statement_that_is_no_sync,
                                         setup, tmpdir_teardown),

@@ -77,11 +77,34 @@ static void test_run_install_data_dir_overrides(void **state)
     assert_non_null(strstr(out, "mine"));
 }
 
+/* The install carries the documentation the help texts name: the README
+ * and docs/ (with its pictures) under PREFIX/share/doc/syncsim; and no help
+ * text of the installed binary names a folder of the source tree for its
+ * device models. */
+static void test_run_install_carries_the_docs(void **state)
+{
+    const fixture *f = *state;
+    char out[8192];
+    assert_int_equal(tmpdir_sh(f, out, sizeof out,
+                               "cd prefix/share/doc/syncsim && test -f README.md && "
+                               "test -f docs/trace-format.md && test -f docs/checker.md && "
+                               "test -f docs/img/timeline-pipeline-race.png && "
+                               "grep -q 'syncsim check' README.md"),
+                     0);
+    assert_int_equal(tmpdir_sh(f, out, sizeof out, "cd elsewhere && ../prefix/bin/syncsim help "
+                               "cluster"),
+                     0);
+    assert_null(strstr(out, "a name of sim/devices"));
+    assert_non_null(strstr(out, "rtx4090-windows"));
+    assert_non_null(strstr(out, "/prefix/bin/../share/syncsim/devices"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_run_install_runs_from_another_directory),
         cmocka_unit_test(test_run_install_data_dir_overrides),
+        cmocka_unit_test(test_run_install_carries_the_docs),
     };
     return cmocka_run_group_tests(tests, tmpdir_setup, tmpdir_teardown);
 }

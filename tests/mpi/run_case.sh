@@ -70,7 +70,7 @@ expect_clean_job() {
     [ "$rc" -eq 0 ] || fail "mpirun exited $rc"
     m=$(grep -c "outputs match exactly" run.log)
     [ "$m" -eq "$n" ] || fail "$m of $n $1 say 'outputs match exactly'"
-    [ "$crc" -eq 0 ] && grep -q "^clean:" check.log || fail "the merged job does not check clean"
+    [ "$crc" -eq 0 ] && grep -q "^job.db (run 1): clean:" check.log || fail "the merged job does not check clean"
     k=$(( (n - 1) * 4 ))
     "$syncsim" info job.db | grep -q "send $k, recv $k)" || fail "the job has not $k sends and $k recvs"
 }
@@ -89,7 +89,7 @@ rank-skips-allreduce)
     [ "$crc" -eq 1 ] || fail "check exited $crc, expected 1"
     last=$((n - 1))
     # The other ranks wait at a generation the last rank never reaches.
-    grep -q "^hang: .*waits for collective tp generation [0-9]* ($last of $n arrived)" check.log ||
+    grep -q "^job.db:.*error: hang: .*waits for collective tp generation [0-9]* ($last of $n arrived)" check.log ||
         fail "no hang at a collective with $last of $n ranks arrived"
     ! grep -q "r$last\.cs0 waits for collective" check.log ||
         fail "rank $last, the one that skipped, is named as a waiter"
@@ -103,7 +103,7 @@ isend-buffer-reused)
     [ "$crc" -eq 1 ] || fail "check exited $crc, expected 1"
     r=1
     while [ "$r" -lt "$n" ]; do
-        grep -q "^race .*WAR race on r$r\.sendbuf.*isend_output (r$r\.mpi) and stage_output (r$r\.host)" check.log ||
+        grep -q ": error: race: WAR race on r$r\.sendbuf.*isend_output (r$r\.mpi) and stage_output (r$r\.host)" check.log ||
             fail "no WAR race between rank $r's MPI_Isend and its next write of the send buffer"
         r=$((r + 1))
     done
@@ -132,7 +132,7 @@ pp-activation-buffer-reused)
     [ "$crc" -eq 1 ] || fail "check exited $crc, expected 1"
     r=0
     while [ "$r" -lt $((n - 1)) ]; do
-        grep -q "^race .*WAR race on r$r\.sendbuf.*isend_activation (r$r\.mpi) and stage_activation (r$r\.host)" check.log ||
+        grep -q ": error: race: WAR race on r$r\.sendbuf.*isend_activation (r$r\.mpi) and stage_activation (r$r\.host)" check.log ||
             fail "no WAR race between stage $r's MPI_Isend and its next write of the send buffer"
         grep -q "fix: add \"r$r\.host sync r$r\.mpi\" before stage_activation" check.log ||
             fail "the fix for stage $r does not wait for its send"

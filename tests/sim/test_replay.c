@@ -412,8 +412,8 @@ static void test_replay_run_names_its_source_run(void **state)
     assert_int_equal(sh(dir, "%s run --tokens 2 --prompt 16 -o run.db", SYNCSIM_BINARY), 0);
     assert_int_equal(sh(dir, "%s run --tokens 2 --prompt 16 -o run.db", SYNCSIM_BINARY), 0);
     /* the latest run (2) by default, a given one with --run */
-    assert_int_equal(sh(dir, "%s replay run.db --durations model", SYNCSIM_BINARY), 0);
-    assert_int_equal(sh(dir, "%s replay run.db --run 1", SYNCSIM_BINARY), 0);
+    assert_int_equal(sh(dir, "%s replay run.db --durations model -o run.db", SYNCSIM_BINARY), 0);
+    assert_int_equal(sh(dir, "%s replay run.db --run 1 -o run.db", SYNCSIM_BINARY), 0);
     assert_string_equal(meta_of(db, 3, "source_run", buf, sizeof buf), "2");
     assert_string_equal(meta_of(db, 4, "source_run", buf, sizeof buf), "1");
     assert_string_equal(meta_of(db, 4, "replay_of", buf, sizeof buf), "run.db");

@@ -73,7 +73,7 @@ static void test_report_holds_both_figures_inline(void **state)
 {
     fixture *f = *state;
     assert_non_null(strstr(f->page, "<div class=\"fig\" id=\"split-graph\">\n<svg"));
-    assert_non_null(strstr(f->page, "<div class=\"fig\" id=\"timeline\">\n<svg"));
+    assert_non_null(strstr(f->page, "<div class=\"fig\" id=\"timeline-fig\">\n<svg"));
     /* graph: three split clusters; timeline: the races, numbered */
     assert_int_equal(vt_count(f->page, "class=\"cluster\""), 3);
     assert_non_null(strstr(f->page, "race 1 (WAR on inp)"));
@@ -107,6 +107,35 @@ static void test_report_summary_meta_pattern_and_derived_runs(void **state)
     assert_non_null(strstr(f->page, "what_if=drop sync all"));
     assert_non_null(strstr(f->page, "id=\"timeline-run-2\""));
     assert_non_null(strstr(f->page, "id=\"derived-bars\""));
+}
+
+/* Valid HTML: every id="..." on the page (headings, figures, the inline
+ * SVGs' own ids) is unique; the timeline's heading and figure once shared
+ * one. */
+static void test_report_ids_are_unique(void **state)
+{
+    fixture *f = *state;
+    size_t n = 0, cap = 0;
+    char **ids = NULL;
+    for (const char *p = f->page; (p = strstr(p, " id=\"")) != NULL;) {
+        p += 5;
+        const char *e = strchr(p, '"');
+        assert_non_null(e);
+        char *id = strndup(p, (size_t)(e - p));
+        for (size_t i = 0; i < n; i++)
+            if (strcmp(ids[i], id) == 0)
+                fail_msg("id=\"%s\" appears twice", id);
+        if (n == cap) {
+            cap = cap ? 2 * cap : 64;
+            ids = realloc(ids, cap * sizeof *ids);
+        }
+        ids[n++] = id;
+        p = e;
+    }
+    assert_true(n > 10);                /* the headings and the figures' ids */
+    for (size_t i = 0; i < n; i++)
+        free(ids[i]);
+    free(ids);
 }
 
 static void test_report_without_derived_runs_leaves_the_section_out(void **state)
@@ -169,6 +198,7 @@ int main(void)
         cmocka_unit_test(test_report_holds_findings_with_fixes),
         cmocka_unit_test(test_report_holds_both_figures_inline),
         cmocka_unit_test(test_report_is_self_contained),
+        cmocka_unit_test(test_report_ids_are_unique),
         cmocka_unit_test(test_report_summary_meta_pattern_and_derived_runs),
         cmocka_unit_test(test_report_without_derived_runs_leaves_the_section_out),
         cmocka_unit_test(test_report_opens_in_headless_chromium),

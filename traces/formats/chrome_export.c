@@ -26,7 +26,8 @@
  *                                           its value), by, t, dur,
  *                                           access: [[mode, buffer, lo, hi,
  *                                           form]], attr: [[key, value]]}
- *      flows (ph s/f, cat "sync", "launch") record -> the waits bound to it;
+ *      flows (ph s/f, cat "sync", "launch") record -> each wait bound to it
+ *                                           (one s and one f per id);
  *                                           the submitting host -> the stream
  *                                           statement it submitted
  *      findings (ph i, cat "finding")       trace_chrome_findings(): the
@@ -58,7 +59,6 @@ struct trace_chrome {
     int64_t *host_last;         /* per queue (hosts): end of its last statement */
     int64_t *rec_ts;            /* per event name: ts of its last record, or INT64_MIN */
     uint32_t *rec_queue;        /* per event name: queue of that record */
-    uint64_t *rec_flow;         /* per event name: flow id of that record */
     uint32_t cap_names;
     uint64_t next_flow;
     /* per statement: its queue and ts, for findings */
@@ -126,18 +126,11 @@ static int ensure_tables(trace_chrome *w)
         if (grow_u32(&w->rec_queue, &cap, t->n_strs, TRACE_NONE) != 0)
             return -1;
         int64_t *ts = realloc(w->rec_ts, (size_t)cap * sizeof *ts);
-        uint64_t *fl = ts ? realloc(w->rec_flow, (size_t)cap * sizeof *fl) : NULL;
-        if (!ts || !fl) {
-            if (ts)
-                w->rec_ts = ts;
+        if (!ts)
             return -1;
-        }
         w->rec_ts = ts;
-        w->rec_flow = fl;
-        for (uint32_t i = old; i < cap; i++) {
+        for (uint32_t i = old; i < cap; i++)
             w->rec_ts[i] = INT64_MIN;
-            w->rec_flow[i] = 0;
-        }
         (void)cap2;
         w->cap_names = cap;
     }
@@ -391,15 +384,17 @@ static int write_stmt(trace_chrome *w, const trace_stmt *s)
     fputs(", \"args\": ", w->out);
     write_args(w, s);
     fputc('}', w->out);
-    /* record -> wait flows */
+    /* record -> wait flows: one pair (one start, one end) per wait, since
+     * a flow id with several ends is no flow to Chrome or Perfetto; a
+     * record no wait binds to draws none */
     if (s->kind == TRACE_RECORD && s->object < w->cap_names) {
         w->rec_ts[s->object] = ts + dur;
         w->rec_queue[s->object] = q;
-        w->rec_flow[s->object] = ++w->next_flow;
-        flow(w, 's', "sync", w->rec_flow[s->object], q, ts + dur);
     } else if (s->kind == TRACE_WAIT && s->object < w->cap_names &&
                w->rec_ts[s->object] != INT64_MIN) {
-        flow(w, 'f', "sync", w->rec_flow[s->object], q, ts);
+        uint64_t id = ++w->next_flow;
+        flow(w, 's', "sync", id, w->rec_queue[s->object], w->rec_ts[s->object]);
+        flow(w, 'f', "sync", id, q, ts);
     }
     w->queue_end[q] = ts + dur;
     if (t->queues[q].kind == TRACE_QUEUE_HOST)
@@ -429,7 +424,6 @@ static void chrome_free(trace_chrome *w)
     free(w->host_last);
     free(w->rec_ts);
     free(w->rec_queue);
-    free(w->rec_flow);
     free(w->stmt_queue);
     free(w->stmt_ts);
     free(w);
