@@ -331,7 +331,7 @@ static void undo_failed_run(trace_recorder *rec)
     if (!rec->st)
         return;
     trace_error ignored = { 0 };
-    bool deleted = rec->run > 0 && store_delete_run(rec->st, rec->run, &ignored) == 0;
+    bool deleted = rec->run > 0 && trace_store_delete_run(rec->st, rec->run, &ignored) == 0;
     bool only_run = false;
     sqlite3_stmt *q = NULL;
     if (deleted && sqlite3_prepare_v2(rec->st->db, "SELECT count(*) FROM runs", -1, &q, NULL) ==

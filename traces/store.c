@@ -958,35 +958,6 @@ int64_t store_new_run(trace_store *st, const char *name, const char *source, tra
     return id;
 }
 
-int store_delete_run(trace_store *st, int64_t run, trace_error *err)
-{
-    static const char *const by_run[] = {
-        "run_meta", "strings", "queues", "buffers", "expectations", "expectation_kv",
-        "graph_nodes", "graph_edges", "graph_splits", "checks", "findings", "finding_parts",
-    };
-    if (store_exec(st, "BEGIN IMMEDIATE", "runs", err) != 0)
-        return -1;
-    char sql[160];
-    for (size_t i = 0; i < sizeof by_run / sizeof by_run[0]; i++) {
-        snprintf(sql, sizeof sql, "DELETE FROM %s WHERE run = %lld", by_run[i], (long long)run);
-        if (store_exec(st, sql, by_run[i], err) != 0)
-            goto fail;
-    }
-    /* made by the first check that stored a coverage: may be absent */
-    snprintf(sql, sizeof sql, "DELETE FROM check_coverage WHERE run = %lld", (long long)run);
-    sqlite3_exec(st->db, sql, NULL, NULL, NULL);
-    snprintf(sql, sizeof sql,
-             "DELETE FROM statements WHERE id >= %lld AND id < %lld; DELETE FROM runs WHERE id = %lld",
-             (long long)(run << STORE_SEQ_BITS), (long long)((run + 1) << STORE_SEQ_BITS),
-             (long long)run);
-    if (store_exec(st, sql, "statements", err) != 0 || store_exec(st, "COMMIT", "runs", err) != 0)
-        goto fail;
-    return 0;
-fail:
-    sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
-    return -1;
-}
-
 void store_remove_files(const char *path)
 {
     char side[4096];

@@ -152,9 +152,6 @@ int store_writer_run_row(store_writer *w, const char *status, trace_error *err);
 /* Makes a reader from trace_store_reader() close its database with it. */
 void store_reader_adopt(trace_reader *r);
 
-/* Deletes run `run` and every row of it, in one transaction. Returns 0 or
- * -1 with err (nothing deleted). */
-int store_delete_run(trace_store *st, int64_t run, trace_error *err);
 /* Removes a database file and its -wal, -shm and -journal files (a
  * database this process created and could not fill). */
 void store_remove_files(const char *path);
