@@ -534,6 +534,89 @@ static int open_quietly(const char *path, sqlite3 **db)
 }
 
 /*
+ * The sniffing connection. Deciding what a file is asks it for tables more
+ * than once (a syncsim database: `meta` and `statements`; a Nsight Systems
+ * export: up to four names), and then the store opens it for good; with a
+ * connection per question a command opened its database five times
+ * (issue 25). So the first question opens one connection, exactly as
+ * store_open() would for reading (read-write with nothing written where
+ * the file and its directory are writable, else quietly read-only), later
+ * questions about the same file reuse it, and store_open() adopts it
+ * instead of opening another. It is closed when a question is about
+ * another file, and at exit.
+ */
+static struct {
+    char *path;
+    dev_t dev;
+    ino_t ino;
+    sqlite3 *db;
+    bool writable;          /* opened read-write (can_write_beside) */
+} sniffed;
+
+static void sniffed_close(void)
+{
+    sqlite3_close_v2(sniffed.db);
+    free(sniffed.path);
+    memset(&sniffed, 0, sizeof sniffed);
+}
+
+/* The file at path, as stat() names it. */
+static bool file_id(const char *path, dev_t *dev, ino_t *ino)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return false;
+    *dev = sb.st_dev;
+    *ino = sb.st_ino;
+    return true;
+}
+
+/* The sniffing connection to path, opened if needed (a file that is not
+ * SQLite fails at the first query, not here); NULL when it cannot be. */
+static sqlite3 *sniffed_db(const char *path)
+{
+    dev_t dev;
+    ino_t ino;
+    if (!file_id(path, &dev, &ino))
+        return NULL;
+    if (sniffed.db && strcmp(sniffed.path, path) == 0 && sniffed.dev == dev && sniffed.ino == ino)
+        return sniffed.db;
+    static bool registered;
+    if (!registered && atexit(sniffed_close) == 0)
+        registered = true;
+    sniffed_close();
+    bool writable = can_write_beside(path);
+    sqlite3 *db = NULL;
+    int rc = writable ? sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
+                                        NULL)
+                      : open_quietly(path, &db);
+    if (rc != SQLITE_OK || !(sniffed.path = strdup(path))) {
+        sqlite3_close_v2(db);
+        return NULL;
+    }
+    sniffed.db = db;
+    sniffed.dev = dev;
+    sniffed.ino = ino;
+    sniffed.writable = writable;
+    return db;
+}
+
+/* The sniffing connection to path, handed over to the caller, when it was
+ * opened the way `writable` says; else NULL (the caller opens its own). */
+static sqlite3 *sniffed_take(const char *path, bool writable)
+{
+    dev_t dev;
+    ino_t ino;
+    if (!sniffed.db || strcmp(sniffed.path, path) != 0 || !file_id(path, &dev, &ino) ||
+        dev != sniffed.dev || ino != sniffed.ino || writable != sniffed.writable)
+        return NULL;
+    sqlite3 *db = sniffed.db;
+    sniffed.db = NULL;
+    sniffed_close();
+    return db;
+}
+
+/*
  * How a connection is opened (mode):
  *   WRITE    read-write, created when missing.
  *   RESULTS  read-write when this process can write the file and its
@@ -554,6 +637,16 @@ static trace_store *store_open(const char *path, trace_store_mode mode, trace_er
         goto fail;
     }
     bool create = mode == TRACE_STORE_WRITE;
+    bool writable = create || can_write_beside(path);
+    if (mode == TRACE_STORE_RESULTS && !writable)
+        mode = TRACE_STORE_READ;
+    int rc;
+    /* the connection that found out what the file is, when it fits */
+    if ((st->db = sniffed_take(path, writable))) {
+        st->readonly = mode == TRACE_STORE_READ;
+        st->can_write = mode != TRACE_STORE_READ;
+        goto opened;
+    }
     int missing = check_file(path, err);
     if (missing < 0)
         goto fail;
@@ -565,12 +658,8 @@ static trace_store *store_open(const char *path, trace_store_mode mode, trace_er
         trace_error_set(err, TRACE_ENOTTRACE, "%s: empty file, not a syncsim trace database", path);
         goto fail;
     }
-    bool writable = create || can_write_beside(path);
-    if (mode == TRACE_STORE_RESULTS && !writable)
-        mode = TRACE_STORE_READ;
     st->readonly = mode == TRACE_STORE_READ;
     st->can_write = mode != TRACE_STORE_READ;
-    int rc;
     if (writable || mode != TRACE_STORE_READ) {
         int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_NOMUTEX;
         rc = sqlite3_open_v2(path, &st->db, flags, NULL);
@@ -581,6 +670,7 @@ static trace_store *store_open(const char *path, trace_store_mode mode, trace_er
         store_fail(st, rc, NULL, "cannot open", err);
         goto fail;
     }
+opened:
     sqlite3_extended_result_codes(st->db, 0);
     sqlite3_busy_timeout(st->db, 10000);
     int s = check_schema(st, err);
@@ -628,10 +718,10 @@ fail:
 
 int trace_sqlite_has_table(const char *path, const char *table)
 {
-    sqlite3 *db = NULL;
+    sqlite3 *db = sniffed_db(path);
     sqlite3_stmt *q = NULL;
     int found = -1;
-    if (open_quietly(path, &db) == SQLITE_OK &&
+    if (db &&
         sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1",
                            -1, &q, NULL) == SQLITE_OK) {
         sqlite3_bind_text(q, 1, table, -1, SQLITE_STATIC);
@@ -639,7 +729,8 @@ int trace_sqlite_has_table(const char *path, const char *table)
         found = rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
     }
     sqlite3_finalize(q);
-    sqlite3_close_v2(db);
+    if (found < 0)
+        sniffed_close();    /* not readable: ask afresh next time */
     return found;
 }
 
