@@ -136,7 +136,7 @@ typedef struct check_seg {
 } check_seg;
 
 /* A run of consecutive segments of a shadow (shadow.c's head): at most
- * CHECK_CHUNK_MAX after every update (16 to 32 once split). */
+ * CHECK_CHUNK_MAX after every update. */
 #define CHECK_CHUNK_MAX 32
 typedef struct check_chunk {
     uint64_t hi;            /* segs[n - 1].hi: the chunks are searched by it */

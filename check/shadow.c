@@ -347,11 +347,15 @@ static int chunk_join_next(check_shadow *s, uint32_t k)
     return 0;
 }
 
-/* Cuts chunk k, grown past CHECK_CHUNK_MAX, into chunks of about half that.
- * Out of memory it stays whole, which is still a valid shadow. */
+/* A split chunk's most segments: room to grow by 8 before the next split. */
+#define CHECK_CHUNK_SPLIT (CHECK_CHUNK_MAX * 3 / 4)
+
+/* Cuts chunk k, grown past CHECK_CHUNK_MAX, into chunks of at most
+ * CHECK_CHUNK_SPLIT segments (each with room for CHECK_CHUNK_MAX). Out of
+ * memory it stays whole, which is still a valid shadow. */
 static void chunk_split(check_shadow *s, uint32_t k)
 {
-    uint32_t n = s->chunks[k].n, parts = (n + CHECK_CHUNK_MAX / 2 - 1) / (CHECK_CHUNK_MAX / 2);
+    uint32_t n = s->chunks[k].n, parts = (n + CHECK_CHUNK_SPLIT - 1) / CHECK_CHUNK_SPLIT;
     check_chunk *fresh = calloc(parts, sizeof *fresh);
     if (!fresh || chunks_cap(s, s->n_chunks + parts - 1) != 0)
         goto fail;
@@ -359,7 +363,9 @@ static void chunk_split(check_shadow *s, uint32_t k)
     for (uint32_t p = 1; p < parts; p++) {
         uint32_t from = (uint32_t)((uint64_t)n * p / parts);
         uint32_t to = (uint32_t)((uint64_t)n * (p + 1) / parts);
-        if (chunk_cap(&fresh[p], to - from) != 0)
+        /* room to grow back to the maximum without a realloc: these are
+         * the chunks of busy arenas */
+        if (chunk_cap(&fresh[p], CHECK_CHUNK_MAX) != 0)
             goto fail;
         memcpy(fresh[p].segs, &whole->segs[from], (to - from) * sizeof *whole->segs);
         fresh[p].n = to - from;
@@ -367,11 +373,11 @@ static void chunk_split(check_shadow *s, uint32_t k)
     }
     whole->n = n / parts;
     whole->hi = whole->segs[whole->n - 1].hi;
-    if (whole->cap > 2 * whole->n) {    /* after a join of many chunks */
-        check_seg *p = realloc(whole->segs, whole->n * sizeof *p);
+    if (whole->cap > 2 * CHECK_CHUNK_MAX) {    /* after a join of many chunks */
+        check_seg *p = realloc(whole->segs, CHECK_CHUNK_MAX * sizeof *p);
         if (p) {
             whole->segs = p;
-            whole->cap = whole->n;
+            whole->cap = CHECK_CHUNK_MAX;
         }
     }
     memmove(&s->chunks[k + parts], &s->chunks[k + 1], (s->n_chunks - k - 1) * sizeof *s->chunks);
@@ -451,24 +457,29 @@ static void find(check_shadow *s, uint64_t lo, uint32_t *kp, uint32_t *ip)
 
 /*
  * Makes the segments an update of [lo, hi) overlaps, and both neighbours
- * (which it may merge with), lie in chunk *kp, from its segment *ip on (as
- * find() gave them): joins the chunks they reach into. Returns 0 or -1 (out
+ * when it may merge with them, lie in chunk *kp, from its segment *ip on
+ * (as find() gave them): joins the chunks they reach into. Returns 0 or -1 (out
  * of memory, nothing changed).
  */
-static int gather(check_shadow *s, uint64_t hi, uint32_t *kp, uint32_t *ip)
+static int gather(check_shadow *s, uint64_t lo, uint64_t hi, uint32_t *kp, uint32_t *ip)
 {
     uint32_t k = *kp, i = *ip, j;
-    if (i == 0 && k > 0) {      /* the left neighbour is the previous chunk's last */
+    /* The previous chunk's last segment ends at or before lo; it can merge
+     * only with a piece that starts where it ends. Likewise the next
+     * chunk's first. A gap between them and the update needs no join. */
+    const check_chunk *c = &s->chunks[k];
+    uint64_t left = k > 0 ? s->chunks[k - 1].hi : 0;
+    if (i == 0 && k > 0 && (left == lo || (c->n && c->segs[0].lo == left && left < hi))) {
         k--;
         i = s->chunks[k].n;
         if (chunk_join_next(s, k) != 0)
             return -1;
     }
     for (j = i;;) {
-        const check_chunk *c = &s->chunks[k];
+        c = &s->chunks[k];
         while (j < c->n && c->segs[j].lo < hi)
             j++;
-        if (j < c->n || k + 1 == s->n_chunks)
+        if (j < c->n || k + 1 == s->n_chunks || s->chunks[k + 1].segs[0].lo > hi)
             break;
         if (chunk_join_next(s, k) != 0)   /* the range or the right neighbour goes on */
             return -1;
@@ -494,8 +505,8 @@ static void seg_remove(check_shadow *s, uint32_t k, uint32_t i)
 
 /*
  * The common update, done without copying: [lo, hi) is exactly segment i of
- * chunk ck (a tensor accessed again the way it was last accessed), whose
- * neighbours, if any, are in that chunk. fn changes the state in place; the
+ * chunk ck (a tensor accessed again the way it was last accessed), and no
+ * segment of another chunk touches it. fn changes the state in place; the
  * segment is then dropped if empty or merged with an equal neighbour, as
  * the general path would. Returns false, having done nothing, when the case
  * does not apply.
@@ -507,8 +518,8 @@ static bool update_in_place(check_shadow *s, uint32_t ck, uint32_t i, uint64_t l
     if (i == k->n)
         return false;
     check_seg *g = &k->segs[i];
-    if (g->lo != lo || g->hi != hi || (i == 0 && ck > 0) ||
-        (i + 1 == k->n && ck + 1 < s->n_chunks))
+    if (g->lo != lo || g->hi != hi || (i == 0 && ck > 0 && s->chunks[ck - 1].hi == lo) ||
+        (i + 1 == k->n && ck + 1 < s->n_chunks && s->chunks[ck + 1].segs[0].lo == hi))
         return false;
     fn(ctx, lo, hi, &g->c);
     if (cell_empty(&g->c)) {
@@ -552,7 +563,7 @@ int check_shadow_update(check_shadow **shp, uint64_t lo, uint64_t hi, check_cell
     find(s, lo, &ck, &i);
     if (update_in_place(s, ck, i, lo, hi, fn, ctx))
         return 0;
-    if (gather(s, hi, &ck, &i) != 0)
+    if (gather(s, lo, hi, &ck, &i) != 0)
         return -1;
     check_chunk *k = &s->chunks[ck];
     /* The affected segments are [i, j). */
