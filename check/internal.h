@@ -159,7 +159,8 @@ typedef struct check_shadow {
     uint32_t n;             /* segments in all */
     uint32_t n_chunks, cap_chunks;
     uint32_t finger;        /* the chunk the last update found (a hint) */
-    check_chunk *chunks;    /* in order; none empty */
+    check_chunk *chunks;    /* in order; none empty; &one while there is one */
+    check_chunk one;        /* most shadows: no array of chunks to allocate */
 } check_shadow;
 
 /* Called for each piece [lo, hi) of an updated range with the piece's

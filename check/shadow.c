@@ -227,7 +227,8 @@ void check_shadow_unref(check_shadow *s)
         return;
     for (uint32_t k = 0; k < s->n_chunks; k++)
         chunk_release(&s->chunks[k]);
-    free(s->chunks);
+    if (s->chunks != &s->one)
+        free(s->chunks);
     free(s);
 }
 
@@ -286,17 +287,25 @@ static int chunk_cap(check_chunk *k, uint32_t need)
     return 0;
 }
 
-/* Room for need chunks in s. */
+/* Room for need chunks in s: the one inside s, else an array. */
 static int chunks_cap(check_shadow *s, uint32_t need)
 {
     if (need <= s->cap_chunks)
         return 0;
+    if (!s->chunks && need == 1) {
+        s->chunks = &s->one;
+        s->cap_chunks = 1;
+        return 0;
+    }
     uint32_t cap = s->cap_chunks + s->cap_chunks / 2;
     if (cap < need)
         cap = need;
-    check_chunk *p = realloc(s->chunks, (size_t)cap * sizeof *p);
+    bool inside = s->chunks == &s->one;
+    check_chunk *p = realloc(inside ? NULL : s->chunks, (size_t)cap * sizeof *p);
     if (!p)
         return -1;
+    if (inside)
+        memcpy(p, &s->one, s->n_chunks * sizeof *p);
     s->chunks = p;
     s->cap_chunks = cap;
     return 0;
