@@ -728,8 +728,7 @@ opened:
     }
     if (store_exec(st,
                    st->readonly ? "PRAGMA query_only=1; PRAGMA mmap_size=1073741824;"
-                                : "PRAGMA synchronous=NORMAL; PRAGMA cache_size=-16384;"
-                                  " PRAGMA mmap_size=1073741824;",
+                                : "PRAGMA synchronous=NORMAL; PRAGMA cache_size=-16384;",
                    NULL, err) != 0)
         goto fail;
     return st;
