@@ -562,7 +562,9 @@ static void sqlite_setup(void)
  * the file and its directory are writable, else quietly read-only), later
  * questions about the same file reuse it, and store_open() adopts it
  * instead of opening another. It is closed when a question is about
- * another file, and at exit.
+ * another file, and at exit. There is one per process, unlocked: sources
+ * are opened on one thread (the recorder's and the pipeline's threads use
+ * stores already open).
  */
 static struct {
     char *path;
