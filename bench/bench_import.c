@@ -2,6 +2,7 @@
  * bench_import.c -- import speed of captured traces, and peak memory.
  *
  *   bench_import [LAUNCHES] [DIR]
+ *   bench_import LAUNCHES DIR NSYS_FILE [COPIES]
  *
  * Generates synthetic captures of LAUNCHES kernel launches (default 500000)
  * in DIR (default /tmp) in several shapes, then opens each through the one
@@ -18,6 +19,12 @@
  * sync row, every 8th a cpu_op; plain JSON and gzipped. nsys: a runtime
  * and a kernel row per launch, sync rows likewise, in the 3.x schema.
  * Prints events (rows) per second and peak RSS; a benchmark, not a test.
+ *
+ * With NSYS_FILE, a real capture instead (issue 25: the nsys export in
+ * /work/shared/external-traces, x300 = 1.79 M rows): its activity rows
+ * repeated COPIES times (default 300), read through the door and imported
+ * by `syncsim import`; then, when LAUNCHES > 0, a generated Kineto capture
+ * of LAUNCHES launches (412500: 1.65 M events) the same way.
  */
 #include "traces/trace.h"
 
@@ -280,6 +287,134 @@ static void measure(const char *what, const char *shape_name, const char *path, 
            unit, ru.ru_maxrss / 1024.0);
 }
 
+/*
+ * A real Nsight Systems capture made `copies` times longer: dst is a copy
+ * of src whose activity tables (runtime, kernel, memcpy, memset,
+ * synchronization) are repeated, each copy shifted in time past the
+ * capture's span and in correlationId past its largest, so that launches
+ * still pair with their kernels. Returns the rows the importer reads, or 0.
+ */
+static uint64_t dup_nsys(const char *src, const char *dst, int copies)
+{
+    static const char *const tables[] = {
+        "CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_KERNEL",
+        "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET",
+        "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
+    };
+    unlink(dst);
+    sqlite3 *in = NULL, *db = NULL;
+    uint64_t rows = 0;
+    if (sqlite3_open_v2(src, &in, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK ||
+        sqlite3_open(dst, &db) != SQLITE_OK)
+        goto done;
+    sqlite3_backup *b = sqlite3_backup_init(db, "main", in, "main");
+    if (!b || sqlite3_backup_step(b, -1) != SQLITE_DONE || sqlite3_backup_finish(b) != SQLITE_OK)
+        goto done;
+    int64_t t_min = INT64_MAX, t_max = 0, corr_max = 0;
+    char sql[4096];
+    for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++) {
+        sqlite3_stmt *q;
+        snprintf(sql, sizeof sql, "SELECT min(start), max(end), max(correlationId) FROM %s",
+                 tables[i]);
+        if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK)
+            continue;           /* a table this capture has not */
+        if (sqlite3_step(q) == SQLITE_ROW && sqlite3_column_type(q, 0) != SQLITE_NULL) {
+            if (sqlite3_column_int64(q, 0) < t_min)
+                t_min = sqlite3_column_int64(q, 0);
+            if (sqlite3_column_int64(q, 1) > t_max)
+                t_max = sqlite3_column_int64(q, 1);
+            if (sqlite3_column_int64(q, 2) > corr_max)
+                corr_max = sqlite3_column_int64(q, 2);
+        }
+        sqlite3_finalize(q);
+    }
+    int64_t span = t_max - t_min + 1000;
+    sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
+    for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++) {
+        /* INSERT INTO T(cols) SELECT cols, start and end shifted by ?1 and
+         * correlationId by ?2, FROM T WHERE rowid <= the original's last */
+        sqlite3_stmt *q;
+        snprintf(sql, sizeof sql, "PRAGMA table_info(%s)", tables[i]);
+        if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK)
+            continue;
+        char cols[2048] = "", exprs[2048] = "";
+        size_t nc = 0, ne = 0;
+        while (sqlite3_step(q) == SQLITE_ROW) {
+            const char *c = (const char *)sqlite3_column_text(q, 1);
+            if (sqlite3_column_int(q, 5))
+                continue;       /* a primary key: numbered afresh */
+            const char *shift = strcmp(c, "start") == 0 || strcmp(c, "end") == 0 ? " + ?1"
+                                : strcmp(c, "correlationId") == 0             ? " + ?2"
+                                                                              : "";
+            nc += (size_t)snprintf(cols + nc, sizeof cols - nc, "%s\"%s\"", nc ? ", " : "", c);
+            ne += (size_t)snprintf(exprs + ne, sizeof exprs - ne, "%s\"%s\"%s", ne ? ", " : "", c,
+                                   shift);
+        }
+        sqlite3_finalize(q);
+        if (!nc)
+            continue;
+        snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", tables[i]);
+        sqlite3_prepare_v2(db, sql, -1, &q, NULL);
+        int64_t n = sqlite3_step(q) == SQLITE_ROW ? sqlite3_column_int64(q, 0) : 0;
+        sqlite3_finalize(q);
+        snprintf(sql, sizeof sql, "INSERT INTO %s(%s) SELECT %s FROM %s WHERE rowid <= ?3",
+                 tables[i], cols, exprs, tables[i]);
+        if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK) {
+            fprintf(stderr, "bench_import: %s: %s\n", tables[i], sqlite3_errmsg(db));
+            continue;
+        }
+        sqlite3_stmt *last;
+        snprintf(sql, sizeof sql, "SELECT max(rowid) FROM %s", tables[i]);
+        sqlite3_prepare_v2(db, sql, -1, &last, NULL);
+        int64_t last_row = sqlite3_step(last) == SQLITE_ROW ? sqlite3_column_int64(last, 0) : 0;
+        sqlite3_finalize(last);
+        for (int k = 1; k < copies; k++) {
+            sqlite3_bind_int64(q, 1, span * k);
+            sqlite3_bind_int64(q, 2, (corr_max + 1) * k);
+            sqlite3_bind_int64(q, 3, last_row);
+            sqlite3_step(q);
+            sqlite3_reset(q);
+        }
+        sqlite3_finalize(q);
+        rows += (uint64_t)n * (uint64_t)copies;
+    }
+    sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+done:
+    sqlite3_close(in);
+    sqlite3_close(db);
+    return rows;
+}
+
+/* `syncsim import path -o DIR/import.db` in a child: wall and CPU time. */
+static void measure_import(const char *what, const char *path, const char *dir, uint64_t events,
+                           const char *unit)
+{
+    char db[512];
+    snprintf(db, sizeof db, "%s/bench-import-out.db", dir);
+    unlink(db);
+    fflush(stdout);
+    double t0 = now();
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (!freopen("/dev/null", "w", stdout))
+            _exit(127);
+        execl(SYNCSIM_BINARY, SYNCSIM_BINARY, "import", path, "-o", db, (char *)NULL);
+        _exit(127);
+    }
+    int status;
+    struct rusage ru;
+    wait4(pid, &status, 0, &ru);
+    double dt = now() - t0;
+    double cpu = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 + ru.ru_stime.tv_sec +
+                 ru.ru_stime.tv_usec * 1e-6;
+    printf("%-12s %-8s %10llu %s  %8.3f s  %6.2f M %s/s  syncsim import%s\n", what, "import",
+           (unsigned long long)events, unit, dt, events / dt / 1e6, unit,
+           WIFEXITED(status) && WEXITSTATUS(status) == 0 ? "" : " (FAILED)");
+    printf("  cpu %6.3f s (%5.2f M %s/cpu-s)  peak RSS %6.1f MiB\n", cpu, events / cpu / 1e6,
+           unit, ru.ru_maxrss / 1024.0);
+    unlink(db);
+}
+
 /* Removes a generated capture, unless BENCH_IMPORT_KEEP is set (to profile it). */
 static void drop(const char *path)
 {
@@ -294,6 +429,29 @@ int main(int argc, char **argv)
     uint64_t launches = argc > 1 ? strtoull(argv[1], NULL, 10) : 500000;
     const char *dir = argc > 2 ? argv[2] : "/tmp";
     char path[512];
+    if (argc > 3) {             /* a real nsys capture, duplicated */
+        int copies = argc > 4 ? atoi(argv[4]) : 300;
+        snprintf(path, sizeof path, "%s/bench-import-real-x%d.sqlite", dir, copies);
+        uint64_t rows = dup_nsys(argv[3], path, copies);
+        if (!rows) {
+            fprintf(stderr, "bench_import: %s: cannot duplicate it\n", argv[3]);
+            return 1;
+        }
+        printf("import speed, %s x%d (%llu rows the importer reads)\n", argv[3], copies,
+               (unsigned long long)rows);
+        measure("nsys-real", "read", path, rows, "rows");
+        measure_import("nsys-real", path, dir, rows, "rows");
+        if (launches) {         /* and a generated Kineto capture of that many launches */
+            snprintf(path, sizeof path, "%s/bench-import-kineto.json", dir);
+            uint64_t ev = write_kineto(path, &shapes[0], launches, false);
+            measure("kineto", "read", path, ev, "events");
+            measure_import("kineto", path, dir, ev, "events");
+            drop(path);
+        }
+        snprintf(path, sizeof path, "%s/bench-import-real-x%d.sqlite", dir, copies);
+        drop(path);
+        return 0;
+    }
     printf("import speed, %llu launches per capture (synthetic; see the head comment)\n",
            (unsigned long long)launches);
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {

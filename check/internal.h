@@ -142,17 +142,32 @@ typedef struct check_seg {
     check_cell c;
 } check_seg;
 
+/* A run of consecutive segments of a shadow (shadow.c's head): at most
+ * CHECK_CHUNK_MAX after every update. */
+#define CHECK_CHUNK_MAX 32
+typedef struct check_chunk {
+    uint64_t hi;            /* segs[n - 1].hi: the chunks are searched by it */
+    uint32_t n, cap;
+    check_seg *segs;
+} check_chunk;
+
 /*
  * One root buffer's shadow: disjoint segments sorted by lo; bytes in no
  * segment have the empty state. Adjacent segments with equal states are
  * merged after every update, so a buffer accessed whole stays one segment
- * however often it is touched. Reference counted: a shadow with refs > 1
- * (held by a minimiser checkpoint) is copied before it changes.
+ * however often it is touched. The sequence is cut into chunks of at most
+ * CHECK_CHUNK_MAX segments, so that an update of an arena of thousands of
+ * segments moves one chunk, not the whole array. Reference counted: a
+ * shadow with refs > 1 (held by a minimiser checkpoint) is copied before
+ * it changes.
  */
 typedef struct check_shadow {
     uint32_t refs;
-    uint32_t n, cap;
-    check_seg *segs;
+    uint32_t n;             /* segments in all */
+    uint32_t n_chunks, cap_chunks;
+    uint32_t finger;        /* the chunk the last update found (a hint) */
+    check_chunk *chunks;    /* in order; none empty; &one while there is one */
+    check_chunk one;        /* most shadows: no array of chunks to allocate */
 } check_shadow;
 
 /* Called for each piece [lo, hi) of an updated range with the piece's
@@ -186,6 +201,8 @@ int check_shadow_update(check_shadow **sh, uint64_t lo, uint64_t hi, check_cell_
 bool check_shadow_equal(const check_shadow *a, const check_shadow *b);
 /* Number of segments (tests, statistics). */
 uint32_t check_shadow_segments(const check_shadow *s);
+/* The i-th segment in order (i < check_shadow_segments(s)); O(chunks). */
+const check_seg *check_shadow_seg(const check_shadow *s, uint32_t i);
 
 /* ------------------------------------------------------------------ */
 /* Reports (findings.c).                                               */

@@ -10,12 +10,23 @@
  * An update of [lo, hi) splits the segments that straddle lo and hi,
  * fills the gaps inside [lo, hi) with empty pieces, hands every piece to a
  * callback that checks it and changes its state, drops pieces that became
- * empty, and merges neighbours whose states are equal. Because accesses to
- * a buffer usually cover the same ranges (whole tensors, the same views of
- * an arena), the map stays a handful of segments per root: an update is a
- * binary search plus work proportional to the segments it overlaps. The
- * array is moved with memmove when segments appear or vanish, which is cheap
- * for the segment counts real traces produce (tens to thousands per arena).
+ * empty, and merges neighbours whose states are equal. Accesses to a whole
+ * buffer keep it one segment; an arena, whose views and their sub-ranges
+ * (token counts, ragged slices) are each accessed on their own, holds
+ * thousands (768 views of 64 KiB at 1-4 segments each in bench/shapes.h).
+ *
+ * The cost model. The segments are a sequence cut into chunks of at most
+ * CHECK_CHUNK_MAX (32): an update finds its chunk by binary search over the
+ * chunks' last ends, then the segment inside it, and rewrites only that
+ * chunk, so an update costs O(log n + 32 + the segments it overlaps)
+ * instead of a memmove of the whole array (with one flat array, an arena of
+ * 2 000 segments moved ~100 KB per access: 87 % of `check` on the ragged
+ * shape). An update whose range or neighbours (it may merge with them)
+ * reach into the next or previous chunk first joins those chunks; a chunk
+ * grown past 32 is cut into halves; an emptied chunk is dropped. The
+ * chunking never shows: the segments, merged the same, are exactly those
+ * of one flat array (check_shadow_equal compares them, not the chunks), and
+ * a shadow of one to 32 segments is one exactly sized array, as before.
  *
  * States hold sites by value; the set of reads since the last write is a
  * reference-counted array when more than one queue read (FastTrack's
@@ -229,13 +240,21 @@ check_shadow *check_shadow_ref(check_shadow *s)
     return s;
 }
 
+static void chunk_release(check_chunk *k)
+{
+    for (uint32_t i = 0; i < k->n; i++)
+        check_cell_release(&k->segs[i].c);
+    free(k->segs);
+}
+
 void check_shadow_unref(check_shadow *s)
 {
     if (!s || --s->refs > 0)
         return;
-    for (uint32_t i = 0; i < s->n; i++)
-        check_cell_release(&s->segs[i].c);
-    free(s->segs);
+    for (uint32_t k = 0; k < s->n_chunks; k++)
+        chunk_release(&s->chunks[k]);
+    if (s->chunks != &s->one)
+        free(s->chunks);
     free(s);
 }
 
@@ -244,6 +263,17 @@ uint32_t check_shadow_segments(const check_shadow *s)
     return s ? s->n : 0;
 }
 
+const check_seg *check_shadow_seg(const check_shadow *s, uint32_t i)
+{
+    for (uint32_t k = 0; s && k < s->n_chunks; k++) {
+        if (i < s->chunks[k].n)
+            return &s->chunks[k].segs[i];
+        i -= s->chunks[k].n;
+    }
+    return NULL;
+}
+
+/* The segments in order, whatever the chunks: equality is of the maps. */
 bool check_shadow_equal(const check_shadow *a, const check_shadow *b)
 {
     if (a == b)
@@ -251,48 +281,157 @@ bool check_shadow_equal(const check_shadow *a, const check_shadow *b)
     uint32_t an = a ? a->n : 0, bn = b ? b->n : 0;
     if (an != bn)
         return false;
-    for (uint32_t i = 0; i < an; i++)
-        if (a->segs[i].lo != b->segs[i].lo || a->segs[i].hi != b->segs[i].hi ||
-            !check_cell_equal(&a->segs[i].c, &b->segs[i].c))
+    uint32_t ka = 0, ia = 0, kb = 0, ib = 0;
+    for (uint32_t i = 0; i < an; i++) {
+        while (ia == a->chunks[ka].n)
+            ka++, ia = 0;
+        while (ib == b->chunks[kb].n)
+            kb++, ib = 0;
+        const check_seg *x = &a->chunks[ka].segs[ia++], *y = &b->chunks[kb].segs[ib++];
+        if (x->lo != y->lo || x->hi != y->hi || !check_cell_equal(&x->c, &y->c))
             return false;
+    }
     return true;
 }
 
-/* Room for need segments. A fresh array is sized exactly: most shadows are
- * one or two segments, and a minimiser checkpoint keeps every copy-on-write
- * copy alive, so slack would cost more than the occasional regrowth. */
-static int ensure_cap(check_shadow *s, uint32_t need)
+/* Room for need segments in chunk k. A fresh array is sized exactly: most
+ * shadows are one or two segments, and a minimiser checkpoint keeps every
+ * copy-on-write copy alive, so slack would cost more than the occasional
+ * regrowth. */
+static int chunk_cap(check_chunk *k, uint32_t need)
 {
-    if (need <= s->cap)
+    if (need <= k->cap)
         return 0;
-    uint32_t cap = s->cap + s->cap / 2;
+    uint32_t cap = k->cap + k->cap / 2;
     if (cap < need)
         cap = need;
-    check_seg *p = realloc(s->segs, (size_t)cap * sizeof *p);
+    check_seg *p = realloc(k->segs, (size_t)cap * sizeof *p);
     if (!p)
         return -1;
-    s->segs = p;
-    s->cap = cap;
+    k->segs = p;
+    k->cap = cap;
     return 0;
 }
 
-/* A private copy of a shared shadow. */
+/* Room for need chunks in s: the one inside s, else an array. */
+static int chunks_cap(check_shadow *s, uint32_t need)
+{
+    if (need <= s->cap_chunks)
+        return 0;
+    if (!s->chunks && need == 1) {
+        s->chunks = &s->one;
+        s->cap_chunks = 1;
+        return 0;
+    }
+    uint32_t cap = s->cap_chunks + s->cap_chunks / 2;
+    if (cap < need)
+        cap = need;
+    bool inside = s->chunks == &s->one;
+    check_chunk *p = realloc(inside ? NULL : s->chunks, (size_t)cap * sizeof *p);
+    if (!p)
+        return -1;
+    if (inside)
+        memcpy(p, &s->one, s->n_chunks * sizeof *p);
+    s->chunks = p;
+    s->cap_chunks = cap;
+    return 0;
+}
+
+/* A private copy of a shared shadow (its chunks laid out the same). */
 static check_shadow *shadow_unshare(check_shadow *s)
 {
-    check_shadow *c = calloc(1, sizeof *c);
-    if (!c || ensure_cap(c, s->n) != 0) {
-        free(c);
-        return NULL;
+    check_shadow *c = check_shadow_new();
+    if (!c || chunks_cap(c, s->n_chunks) != 0)
+        goto fail;
+    for (uint32_t k = 0; k < s->n_chunks; k++) {
+        const check_chunk *from = &s->chunks[k];
+        check_chunk *to = &c->chunks[k];
+        *to = (check_chunk){ 0 };
+        if (chunk_cap(to, from->n) != 0)
+            goto fail;
+        for (uint32_t i = 0; i < from->n; i++) {
+            to->segs[i].lo = from->segs[i].lo;
+            to->segs[i].hi = from->segs[i].hi;
+            to->segs[i].c = cell_share(&from->segs[i].c);
+        }
+        to->n = from->n;
+        to->hi = from->hi;
+        c->n_chunks++;
+        c->n += from->n;
     }
-    c->refs = 1;
-    for (uint32_t i = 0; i < s->n; i++) {
-        c->segs[i].lo = s->segs[i].lo;
-        c->segs[i].hi = s->segs[i].hi;
-        c->segs[i].c = cell_share(&s->segs[i].c);
-    }
-    c->n = s->n;
     s->refs--;
     return c;
+fail:
+    check_shadow_unref(c);
+    return NULL;
+}
+
+/* Moves chunk k + 1's segments to the end of chunk k and drops chunk k + 1.
+ * Returns 0, or -1 with nothing changed. */
+static int chunk_join_next(check_shadow *s, uint32_t k)
+{
+    check_chunk *a = &s->chunks[k], *b = &s->chunks[k + 1];
+    if (chunk_cap(a, a->n + b->n) != 0)
+        return -1;
+    memcpy(&a->segs[a->n], b->segs, b->n * sizeof *b->segs);
+    a->n += b->n;
+    a->hi = b->hi;
+    free(b->segs);
+    memmove(b, b + 1, (s->n_chunks - k - 2) * sizeof *b);
+    s->n_chunks--;
+    return 0;
+}
+
+/* A split chunk's most segments: room to grow by 8 before the next split. */
+#define CHECK_CHUNK_SPLIT (CHECK_CHUNK_MAX * 3 / 4)
+
+/* Cuts chunk k, grown past CHECK_CHUNK_MAX, into chunks of at most
+ * CHECK_CHUNK_SPLIT segments (each with room for CHECK_CHUNK_MAX). Out of
+ * memory it stays whole, which is still a valid shadow. */
+static void chunk_split(check_shadow *s, uint32_t k)
+{
+    uint32_t n = s->chunks[k].n, parts = (n + CHECK_CHUNK_SPLIT - 1) / CHECK_CHUNK_SPLIT;
+    check_chunk *fresh = calloc(parts, sizeof *fresh);
+    if (!fresh || chunks_cap(s, s->n_chunks + parts - 1) != 0)
+        goto fail;
+    check_chunk *whole = &s->chunks[k];
+    for (uint32_t p = 1; p < parts; p++) {
+        uint32_t from = (uint32_t)((uint64_t)n * p / parts);
+        uint32_t to = (uint32_t)((uint64_t)n * (p + 1) / parts);
+        /* room to grow back to the maximum without a realloc: these are
+         * the chunks of busy arenas */
+        if (chunk_cap(&fresh[p], CHECK_CHUNK_MAX) != 0)
+            goto fail;
+        memcpy(fresh[p].segs, &whole->segs[from], (to - from) * sizeof *whole->segs);
+        fresh[p].n = to - from;
+        fresh[p].hi = fresh[p].segs[to - from - 1].hi;
+    }
+    whole->n = n / parts;
+    whole->hi = whole->segs[whole->n - 1].hi;
+    if (whole->cap > 2 * CHECK_CHUNK_MAX) {    /* after a join of many chunks */
+        check_seg *p = realloc(whole->segs, CHECK_CHUNK_MAX * sizeof *p);
+        if (p) {
+            whole->segs = p;
+            whole->cap = CHECK_CHUNK_MAX;
+        }
+    }
+    memmove(&s->chunks[k + parts], &s->chunks[k + 1], (s->n_chunks - k - 1) * sizeof *s->chunks);
+    memcpy(&s->chunks[k + 1], &fresh[1], (parts - 1) * sizeof *s->chunks);
+    s->n_chunks += parts - 1;
+    free(fresh);
+    return;
+fail:
+    for (uint32_t p = 1; fresh && p < parts; p++)
+        free(fresh[p].segs);
+    free(fresh);
+}
+
+/* Drops chunk k, which holds no segment. */
+static void chunk_drop(check_shadow *s, uint32_t k)
+{
+    free(s->chunks[k].segs);
+    memmove(&s->chunks[k], &s->chunks[k + 1], (s->n_chunks - k - 1) * sizeof *s->chunks);
+    s->n_chunks--;
 }
 
 /* Appends seg to out[], merging with the last one when contiguous and equal. */
@@ -317,6 +456,126 @@ static void visit(check_seg *seg, check_cell_fn fn, void *ctx, check_seg *out, u
         push_merged(out, n, seg);
 }
 
+/*
+ * The chunk *kp holding the first segment that ends after lo, and that
+ * segment's index *ip in it (the last chunk and its end when no segment
+ * does). The chunk of the last update is tried first: accesses to an arena
+ * come in runs on one view. The shadow has at least one chunk.
+ */
+static void find(check_shadow *s, uint64_t lo, uint32_t *kp, uint32_t *ip)
+{
+    uint32_t k = s->finger;
+    if (!(k < s->n_chunks && s->chunks[k].hi > lo && (k == 0 || s->chunks[k - 1].hi <= lo))) {
+        uint32_t a = 0, b = s->n_chunks - 1;
+        while (a < b) {
+            uint32_t mid = (a + b) / 2;
+            if (s->chunks[mid].hi <= lo)
+                a = mid + 1;
+            else
+                b = mid;
+        }
+        k = a;
+        s->finger = k;
+    }
+    const check_chunk *c = &s->chunks[k];
+    uint32_t i = 0, j = c->n;
+    while (i < j) {
+        uint32_t mid = (i + j) / 2;
+        if (c->segs[mid].hi <= lo)
+            i = mid + 1;
+        else
+            j = mid;
+    }
+    *kp = k;
+    *ip = i;
+}
+
+/*
+ * Makes the segments an update of [lo, hi) overlaps, and both neighbours
+ * when it may merge with them, lie in chunk *kp, from its segment *ip on
+ * (as find() gave them): joins the chunks they reach into. Returns 0 or -1 (out
+ * of memory, nothing changed).
+ */
+static int gather(check_shadow *s, uint64_t lo, uint64_t hi, uint32_t *kp, uint32_t *ip)
+{
+    uint32_t k = *kp, i = *ip, j;
+    /* The previous chunk's last segment ends at or before lo; it can merge
+     * only with a piece that starts where it ends. Likewise the next
+     * chunk's first. A gap between them and the update needs no join. */
+    const check_chunk *c = &s->chunks[k];
+    uint64_t left = k > 0 ? s->chunks[k - 1].hi : 0;
+    if (i == 0 && k > 0 && (left == lo || (c->n && c->segs[0].lo == left && left < hi))) {
+        k--;
+        i = s->chunks[k].n;
+        if (chunk_join_next(s, k) != 0)
+            return -1;
+    }
+    for (j = i;;) {
+        c = &s->chunks[k];
+        while (j < c->n && c->segs[j].lo < hi)
+            j++;
+        if (j < c->n || k + 1 == s->n_chunks || s->chunks[k + 1].segs[0].lo > hi)
+            break;
+        if (chunk_join_next(s, k) != 0)   /* the range or the right neighbour goes on */
+            return -1;
+    }
+    *kp = k;
+    *ip = i;
+    s->finger = k;
+    return 0;
+}
+
+/* Removes segment i of chunk k (its state already released). */
+static void seg_remove(check_shadow *s, uint32_t k, uint32_t i)
+{
+    check_chunk *c = &s->chunks[k];
+    memmove(&c->segs[i], &c->segs[i + 1], (c->n - i - 1) * sizeof *c->segs);
+    c->n--;
+    s->n--;
+    if (c->n == 0)
+        chunk_drop(s, k);
+    else
+        c->hi = c->segs[c->n - 1].hi;
+}
+
+/*
+ * The common update, done without copying: [lo, hi) is exactly segment i of
+ * chunk ck (a tensor accessed again the way it was last accessed), and no
+ * segment of another chunk touches it. fn changes the state in place; the
+ * segment is then dropped if empty or merged with an equal neighbour, as
+ * the general path would. Returns false, having done nothing, when the case
+ * does not apply.
+ */
+static bool update_in_place(check_shadow *s, uint32_t ck, uint32_t i, uint64_t lo, uint64_t hi,
+                            check_cell_fn fn, void *ctx)
+{
+    check_chunk *k = &s->chunks[ck];
+    if (i == k->n)
+        return false;
+    check_seg *g = &k->segs[i];
+    if (g->lo != lo || g->hi != hi || (i == 0 && ck > 0 && s->chunks[ck - 1].hi == lo) ||
+        (i + 1 == k->n && ck + 1 < s->n_chunks && s->chunks[ck + 1].segs[0].lo == hi))
+        return false;
+    fn(ctx, lo, hi, &g->c);
+    if (cell_empty(&g->c)) {
+        check_cell_release(&g->c);
+        seg_remove(s, ck, i);
+        return true;
+    }
+    if (i > 0 && k->segs[i - 1].hi == lo && check_cell_equal(&k->segs[i - 1].c, &g->c)) {
+        k->segs[i - 1].hi = hi;
+        check_cell_release(&g->c);
+        seg_remove(s, ck, i);   /* the chunk keeps segment i - 1 */
+        g = &k->segs[--i];
+    }
+    if (i + 1 < k->n && k->segs[i + 1].lo == g->hi && check_cell_equal(&k->segs[i + 1].c, &g->c)) {
+        g->hi = k->segs[i + 1].hi;
+        check_cell_release(&k->segs[i + 1].c);
+        seg_remove(s, ck, i + 1);
+    }
+    return true;
+}
+
 int check_shadow_update(check_shadow **shp, uint64_t lo, uint64_t hi, check_cell_fn fn,
                         void *ctx)
 {
@@ -329,21 +588,26 @@ int check_shadow_update(check_shadow **shp, uint64_t lo, uint64_t hi, check_cell
             return -1;
         *shp = s;
     }
-    /* First segment ending after lo; the affected ones are [i, j). */
-    uint32_t a = 0, b = s->n;
-    while (a < b) {
-        uint32_t mid = (a + b) / 2;
-        if (s->segs[mid].hi <= lo)
-            a = mid + 1;
-        else
-            b = mid;
+    if (s->n_chunks == 0) {
+        if (chunks_cap(s, 1) != 0)
+            return -1;
+        s->chunks[0] = (check_chunk){ 0 };
+        s->n_chunks = 1;
     }
-    uint32_t i = a, j = a;
-    while (j < s->n && s->segs[j].lo < hi)
+    uint32_t ck, i;
+    find(s, lo, &ck, &i);
+    if (update_in_place(s, ck, i, lo, hi, fn, ctx))
+        return 0;
+    if (gather(s, lo, hi, &ck, &i) != 0)
+        return -1;
+    check_chunk *k = &s->chunks[ck];
+    /* The affected segments are [i, j). */
+    uint32_t j = i;
+    while (j < k->n && k->segs[j].lo < hi)
         j++;
     /* Include the neighbours so that merging with them happens here too. */
     uint32_t from = i > 0 ? i - 1 : i;
-    uint32_t to = j < s->n ? j + 1 : j;
+    uint32_t to = j < k->n ? j + 1 : j;
 
     /* New segments for [from, to): at most 2 per old segment plus gaps. */
     uint32_t max_out = 2 * (to - from) + (j - i) + 3;
@@ -352,11 +616,11 @@ int check_shadow_update(check_shadow **shp, uint64_t lo, uint64_t hi, check_cell
     if (!out)
         return -1;
     uint32_t n = 0;
-    for (uint32_t k = from; k < i; k++)
-        push_merged(out, &n, &s->segs[k]);
+    for (uint32_t x = from; x < i; x++)
+        push_merged(out, &n, &k->segs[x]);
     uint64_t pos = lo;
-    for (uint32_t k = i; k < j; k++) {
-        check_seg *old = &s->segs[k];
+    for (uint32_t x = i; x < j; x++) {
+        check_seg *old = &k->segs[x];
         if (old->lo < lo) {     /* left remainder */
             check_seg left = { old->lo, lo, cell_share(&old->c) };
             push_merged(out, &n, &left);
@@ -383,25 +647,40 @@ int check_shadow_update(check_shadow **shp, uint64_t lo, uint64_t hi, check_cell
         check_cell_clear(&gap.c);
         visit(&gap, fn, ctx, out, &n);
     }
-    for (uint32_t k = j; k < to; k++)
-        push_merged(out, &n, &s->segs[k]);
+    for (uint32_t x = j; x < to; x++)
+        push_merged(out, &n, &k->segs[x]);
 
     uint32_t old_n = to - from;
-    if (ensure_cap(s, s->n - old_n + n) != 0) {
+    if (chunk_cap(k, k->n - old_n + n) != 0) {
         /* Out of memory with [from, to) already handed to out: keep the map
-         * consistent by cutting it at `from` (the tail leaks; the engine
-         * gives up on the error anyway) and release out's references. */
-        for (uint32_t k = 0; k < n; k++)
-            check_cell_release(&out[k].c);
-        s->n = from;
+         * consistent by cutting the chunk at `from` (its tail leaks; the
+         * engine gives up on the error anyway) and release out's
+         * references. */
+        for (uint32_t x = 0; x < n; x++)
+            check_cell_release(&out[x].c);
+        s->n -= k->n - from;
+        k->n = from;
         if (out != local)
             free(out);
+        if (k->n == 0)
+            chunk_drop(s, ck);
+        else
+            k->hi = k->segs[k->n - 1].hi;
         return -1;
     }
-    memmove(&s->segs[from + n], &s->segs[to], (s->n - to) * sizeof *s->segs);
-    memcpy(&s->segs[from], out, n * sizeof *out);
+    if (n != old_n)
+        memmove(&k->segs[from + n], &k->segs[to], (k->n - to) * sizeof *k->segs);
+    memcpy(&k->segs[from], out, n * sizeof *out);
+    k->n = k->n - old_n + n;
     s->n = s->n - old_n + n;
     if (out != local)
         free(out);
+    if (k->n == 0) {            /* no chunk is empty */
+        chunk_drop(s, ck);
+        return 0;
+    }
+    k->hi = k->segs[k->n - 1].hi;
+    if (k->n > CHECK_CHUNK_MAX)
+        chunk_split(s, ck);
     return 0;
 }

@@ -90,6 +90,9 @@
  * Writing: WAL mode, synchronous=NORMAL, inserts through prepared
  * statements in transactions (the recorder: one per batch; import: one for
  * the whole run, so that a failed import leaves nothing behind).
+ * Statements go in STORE_INS_ROWS rows per INSERT (the writer queues them
+ * and flushes before it updates a run row or a time, so before every
+ * commit).
  * The views (statements_v, syncs_v, queues_v, buffers_v, strings_v,
  * expectations_v) resolve ids to names for people who query by hand (see
  * docs/trace-schema.md).
@@ -537,6 +540,108 @@ static int open_quietly(const char *path, sqlite3 **db)
 }
 
 /*
+ * Before the first connection: SQLite's memory statistics (no one reads
+ * them) take a global mutex on every allocation, which the writer and the
+ * reader of a pipeline, each on its own connection, then contend for.
+ * Turning them off is allowed only before SQLite initialises; later it
+ * fails harmlessly.
+ */
+static void sqlite_setup(void)
+{
+    static bool done;
+    if (!done) {
+        sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+        done = true;
+    }
+}
+
+/*
+ * The sniffing connection. Deciding what a file is asks it for tables more
+ * than once (a syncsim database: `meta` and `statements`; a Nsight Systems
+ * export: up to four names), and then the store opens it for good; with a
+ * connection per question a command opened its database five times
+ * (issue 25). So the first question opens one connection, exactly as
+ * store_open() would for reading (read-write with nothing written where
+ * the file and its directory are writable, else quietly read-only), later
+ * questions about the same file reuse it, and store_open() adopts it
+ * instead of opening another. It is closed when a question is about
+ * another file, and at exit. There is one per process, unlocked: sources
+ * are opened on one thread (the recorder's and the pipeline's threads use
+ * stores already open).
+ */
+static struct {
+    char *path;
+    dev_t dev;
+    ino_t ino;
+    sqlite3 *db;
+    bool writable;          /* opened read-write (can_write_beside) */
+} sniffed;
+
+static void sniffed_close(void)
+{
+    sqlite3_close_v2(sniffed.db);
+    free(sniffed.path);
+    memset(&sniffed, 0, sizeof sniffed);
+}
+
+/* The file at path, as stat() names it. */
+static bool file_id(const char *path, dev_t *dev, ino_t *ino)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return false;
+    *dev = sb.st_dev;
+    *ino = sb.st_ino;
+    return true;
+}
+
+/* The sniffing connection to path, opened if needed (a file that is not
+ * SQLite fails at the first query, not here); NULL when it cannot be. */
+static sqlite3 *sniffed_db(const char *path)
+{
+    dev_t dev;
+    ino_t ino;
+    if (!file_id(path, &dev, &ino))
+        return NULL;
+    sqlite_setup();
+    if (sniffed.db && strcmp(sniffed.path, path) == 0 && sniffed.dev == dev && sniffed.ino == ino)
+        return sniffed.db;
+    static bool registered;
+    if (!registered && atexit(sniffed_close) == 0)
+        registered = true;
+    sniffed_close();
+    bool writable = can_write_beside(path);
+    sqlite3 *db = NULL;
+    int rc = writable ? sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
+                                        NULL)
+                      : open_quietly(path, &db);
+    if (rc != SQLITE_OK || !(sniffed.path = strdup(path))) {
+        sqlite3_close_v2(db);
+        return NULL;
+    }
+    sniffed.db = db;
+    sniffed.dev = dev;
+    sniffed.ino = ino;
+    sniffed.writable = writable;
+    return db;
+}
+
+/* The sniffing connection to path, handed over to the caller, when it was
+ * opened the way `writable` says; else NULL (the caller opens its own). */
+static sqlite3 *sniffed_take(const char *path, bool writable)
+{
+    dev_t dev;
+    ino_t ino;
+    if (!sniffed.db || strcmp(sniffed.path, path) != 0 || !file_id(path, &dev, &ino) ||
+        dev != sniffed.dev || ino != sniffed.ino || writable != sniffed.writable)
+        return NULL;
+    sqlite3 *db = sniffed.db;
+    sniffed.db = NULL;
+    sniffed_close();
+    return db;
+}
+
+/*
  * How a connection is opened (mode):
  *   WRITE    read-write, created when missing.
  *   RESULTS  read-write when this process can write the file and its
@@ -551,12 +656,23 @@ static int open_quietly(const char *path, sqlite3 **db)
  */
 static trace_store *store_open(const char *path, trace_store_mode mode, trace_error *err)
 {
+    sqlite_setup();
     trace_store *st = calloc(1, sizeof *st);
     if (!st || !(st->path = strdup(path))) {
         trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", path);
         goto fail;
     }
     bool create = mode == TRACE_STORE_WRITE;
+    bool writable = create || can_write_beside(path);
+    if (mode == TRACE_STORE_RESULTS && !writable)
+        mode = TRACE_STORE_READ;
+    int rc;
+    /* the connection that found out what the file is, when it fits */
+    if ((st->db = sniffed_take(path, writable))) {
+        st->readonly = mode == TRACE_STORE_READ;
+        st->can_write = mode != TRACE_STORE_READ;
+        goto opened;
+    }
     int missing = check_file(path, err);
     if (missing < 0)
         goto fail;
@@ -568,12 +684,8 @@ static trace_store *store_open(const char *path, trace_store_mode mode, trace_er
         trace_error_set(err, TRACE_ENOTTRACE, "%s: empty file, not a syncsim trace database", path);
         goto fail;
     }
-    bool writable = create || can_write_beside(path);
-    if (mode == TRACE_STORE_RESULTS && !writable)
-        mode = TRACE_STORE_READ;
     st->readonly = mode == TRACE_STORE_READ;
     st->can_write = mode != TRACE_STORE_READ;
-    int rc;
     if (writable || mode != TRACE_STORE_READ) {
         int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_NOMUTEX;
         rc = sqlite3_open_v2(path, &st->db, flags, NULL);
@@ -584,6 +696,7 @@ static trace_store *store_open(const char *path, trace_store_mode mode, trace_er
         store_fail(st, rc, NULL, "cannot open", err);
         goto fail;
     }
+opened:
     sqlite3_extended_result_codes(st->db, 0);
     sqlite3_busy_timeout(st->db, 10000);
     int s = check_schema(st, err);
@@ -631,10 +744,10 @@ fail:
 
 int trace_sqlite_has_table(const char *path, const char *table)
 {
-    sqlite3 *db = NULL;
+    sqlite3 *db = sniffed_db(path);
     sqlite3_stmt *q = NULL;
     int found = -1;
-    if (open_quietly(path, &db) == SQLITE_OK &&
+    if (db &&
         sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1",
                            -1, &q, NULL) == SQLITE_OK) {
         sqlite3_bind_text(q, 1, table, -1, SQLITE_STATIC);
@@ -642,7 +755,8 @@ int trace_sqlite_has_table(const char *path, const char *table)
         found = rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
     }
     sqlite3_finalize(q);
-    sqlite3_close_v2(db);
+    if (found < 0)
+        sniffed_close();    /* not readable: ask afresh next time */
     return found;
 }
 
@@ -982,12 +1096,26 @@ static int prep(store_writer *w, sqlite3_stmt **q, const char *sql, const char *
     return 0;
 }
 
+/* A statement row waiting for its INSERT (store_writer_flush). */
+typedef struct store_pending {
+    int64_t id, t, dur;
+    uint32_t queue, kind, label, object;
+    size_t body_at, body_len;
+} store_pending;
+
 int store_writer_init(store_writer *w, trace_store *st, int64_t run, trace_error *err)
 {
     memset(w, 0, sizeof *w);
     w->st = st;
     w->run = run;
-    if (prep(w, &w->ins_stmt,
+    char many[64 + STORE_INS_ROWS * 20];
+    size_t n = (size_t)snprintf(many, sizeof many, "INSERT INTO statements VALUES");
+    for (int r = 0; r < STORE_INS_ROWS; r++)
+        n += (size_t)snprintf(many + n, sizeof many - n, "%s(?,?,?,?,?,?,?,?)", r ? "," : "");
+    if (!(w->pend = malloc(STORE_INS_ROWS * sizeof *w->pend)))
+        return trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", st->path), -1;
+    if (prep(w, &w->ins_many, many, "statements", err) ||
+        prep(w, &w->ins_stmt,
              "INSERT INTO statements VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
              "statements", err) ||
         prep(w, &w->ins_str, "INSERT INTO strings VALUES(?1, ?2, ?3)", "strings", err) ||
@@ -1021,9 +1149,11 @@ void store_writer_fini(store_writer *w)
 {
     sqlite3_stmt *all[] = { w->ins_stmt,   w->ins_str,       w->ins_queue, w->ins_buffer,
                             w->ins_expect, w->ins_expect_kv, w->del_meta,  w->ins_meta,
-                            w->upd_time,   w->upd_run };
+                            w->upd_time,   w->upd_run,       w->ins_many };
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         sqlite3_finalize(all[i]);
+    free(w->pend);
+    free(w->pend_body);
     free(w->sizes);
     free(w->body);
     trace_free(w->db);
@@ -1387,7 +1517,6 @@ static int encode_body(store_writer *w, const trace_stmt *s, uint32_t coll_kind,
 int store_writer_stmt(store_writer *w, const trace *t, uint64_t seq, const trace_stmt *s,
                       const char *label_text, size_t label_len, trace_error *err)
 {
-    sqlite3_stmt *q = w->ins_stmt;
     size_t len;
     if (seq > STORE_SEQ_MASK)
         return trace_error_set(err, TRACE_EDB, "%s: table statements: too many statements",
@@ -1423,34 +1552,80 @@ int store_writer_stmt(store_writer *w, const trace *t, uint64_t seq, const trace
         free(attr);
     if (rc != 0)
         return -1;
-    /* Every column is bound every time: no sqlite3_clear_bindings(). */
-    sqlite3_bind_int64(q, 1, (int64_t)((uint64_t)w->run << STORE_SEQ_BITS | seq));
-    sqlite3_bind_int64(q, 2, s->queue);
-    sqlite3_bind_int64(q, 3, s->kind);
-    bind_id(q, 4, label);
-    bind_id(q, 5, object);
-    if (s->t != TRACE_TIME_NONE)
-        sqlite3_bind_int64(q, 6, s->t);
-    else
-        sqlite3_bind_null(q, 6);
-    if (s->dur != TRACE_TIME_NONE)
-        sqlite3_bind_int64(q, 7, s->dur);
-    else
-        sqlite3_bind_null(q, 7);
+    /* queued; its body copied, as w->body is the next statement's */
+    if (w->n_pend_body + len > w->cap_pend_body) {
+        size_t cap = w->cap_pend_body ? w->cap_pend_body : 4096;
+        while (cap < w->n_pend_body + len)
+            cap *= 2;
+        uint8_t *nb = realloc(w->pend_body, cap);
+        if (!nb)
+            return trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", w->st->path), -1;
+        w->pend_body = nb;
+        w->cap_pend_body = cap;
+    }
     if (len)
-        sqlite3_bind_blob(q, 8, w->body, (int)len, SQLITE_STATIC);
+        memcpy(w->pend_body + w->n_pend_body, w->body, len);
+    w->pend[w->n_pend++] = (store_pending){
+        .id = (int64_t)((uint64_t)w->run << STORE_SEQ_BITS | seq), .t = s->t, .dur = s->dur,
+        .queue = s->queue, .kind = s->kind, .label = label, .object = object,
+        .body_at = w->n_pend_body, .body_len = len,
+    };
+    w->n_pend_body += len;
+    w->n_stmts++;
+    return w->n_pend == STORE_INS_ROWS ? store_writer_flush(w, err) : 0;
+}
+
+/* Binds pending row p as columns base + 1 ... base + 8 of q. */
+static void bind_pending(store_writer *w, sqlite3_stmt *q, int base, const store_pending *p)
+{
+    sqlite3_bind_int64(q, base + 1, p->id);
+    sqlite3_bind_int64(q, base + 2, p->queue);
+    sqlite3_bind_int64(q, base + 3, p->kind);
+    bind_id(q, base + 4, p->label);
+    bind_id(q, base + 5, p->object);
+    if (p->t != TRACE_TIME_NONE)
+        sqlite3_bind_int64(q, base + 6, p->t);
     else
-        sqlite3_bind_null(q, 8);
-    rc = sqlite3_step(q);
-    sqlite3_reset(q);
+        sqlite3_bind_null(q, base + 6);
+    if (p->dur != TRACE_TIME_NONE)
+        sqlite3_bind_int64(q, base + 7, p->dur);
+    else
+        sqlite3_bind_null(q, base + 7);
+    if (p->body_len)
+        sqlite3_bind_blob(q, base + 8, w->pend_body + p->body_at, (int)p->body_len,
+                          SQLITE_STATIC);
+    else
+        sqlite3_bind_null(q, base + 8);
+}
+
+int store_writer_flush(store_writer *w, trace_error *err)
+{
+    /* Every column is bound every time: no sqlite3_clear_bindings(). A full
+     * batch goes in with one INSERT, a short one row by row. */
+    int rc = SQLITE_DONE;
+    if (w->n_pend == STORE_INS_ROWS) {
+        for (uint32_t i = 0; i < w->n_pend; i++)
+            bind_pending(w, w->ins_many, 8 * (int)i, &w->pend[i]);
+        rc = sqlite3_step(w->ins_many);
+        sqlite3_reset(w->ins_many);
+    } else {
+        for (uint32_t i = 0; i < w->n_pend && rc == SQLITE_DONE; i++) {
+            bind_pending(w, w->ins_stmt, 0, &w->pend[i]);
+            rc = sqlite3_step(w->ins_stmt);
+            sqlite3_reset(w->ins_stmt);
+        }
+    }
+    w->n_pend = 0;
+    w->n_pend_body = 0;
     if (rc != SQLITE_DONE)
         return store_fail(w->st, rc, "statements", "cannot write", err);
-    w->n_stmts++;
     return 0;
 }
 
 int store_writer_time(store_writer *w, uint64_t seq, int64_t t, int64_t dur, trace_error *err)
 {
+    if (w->n_pend && store_writer_flush(w, err) != 0)
+        return -1;
     sqlite3_stmt *q = w->upd_time;
     sqlite3_bind_int64(q, 1, (int64_t)((uint64_t)w->run << STORE_SEQ_BITS | seq));
     if (t != TRACE_TIME_NONE)
@@ -1462,6 +1637,8 @@ int store_writer_time(store_writer *w, uint64_t seq, int64_t t, int64_t dur, tra
 
 int store_writer_run_row(store_writer *w, const char *status, trace_error *err)
 {
+    if (w->n_pend && store_writer_flush(w, err) != 0)
+        return -1;
     sqlite3_stmt *q = w->upd_run;
     sqlite3_bind_int64(q, 1, w->run);
     sqlite3_bind_int64(q, 2, (int64_t)w->n_stmts);

@@ -111,9 +111,25 @@ typedef struct store_writer {
     uint32_t cap_sizes;
     uint8_t *body;
     size_t cap_body;
+    /* Statements wait here until STORE_INS_ROWS of them go in with one
+     * INSERT (store.c: store_writer_flush); their bodies are in pend_body. */
+    sqlite3_stmt *ins_many;
+    struct store_pending *pend;
+    uint32_t n_pend;
+    uint8_t *pend_body;
+    size_t n_pend_body, cap_pend_body;
 } store_writer;
 
+/* Rows per INSERT of statements: one row per INSERT spent a third of the
+ * writer's time opening, seeking and closing the table's cursor. */
+#define STORE_INS_ROWS 32
+
 int store_writer_init(store_writer *w, trace_store *st, int64_t run, trace_error *err);
+/* Writes the statements that store_writer_stmt queued. store_writer_time and
+ * store_writer_run_row flush first, so a run row never counts a statement
+ * that is not in the table; call it before anything else reads statements
+ * through this connection. Returns 0 or -1. */
+int store_writer_flush(store_writer *w, trace_error *err);
 void store_writer_fini(store_writer *w);
 /* Writes t's queues, buffers and expectations not written yet (and takes
  * note of its new strings: statements may refer to those only after). */

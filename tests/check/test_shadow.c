@@ -60,9 +60,9 @@ static void test_shadow_split_in_the_middle(void **state)
     assert_int_equal(log.lo[0], 40);
     assert_int_equal(log.hi[0], 60);
     assert_int_equal(log.old_w[0], 1);
-    assert_int_equal(s->segs[0].hi, 40);
-    assert_int_equal(s->segs[1].c.w.seq, 2);
-    assert_int_equal(s->segs[2].lo, 60);
+    assert_int_equal(check_shadow_seg(s, 0)->hi, 40);
+    assert_int_equal(check_shadow_seg(s, 1)->c.w.seq, 2);
+    assert_int_equal(check_shadow_seg(s, 2)->lo, 60);
     check_shadow_unref(s);
 }
 
@@ -76,8 +76,8 @@ static void test_shadow_equal_neighbours_merge(void **state)
     assert_int_equal(check_shadow_segments(s), 2);
     do_write(&s, 10, 20, 1, &log);     /* fills the gap with the same state */
     assert_int_equal(check_shadow_segments(s), 1);
-    assert_int_equal(s->segs[0].lo, 0);
-    assert_int_equal(s->segs[0].hi, 30);
+    assert_int_equal(check_shadow_seg(s, 0)->lo, 0);
+    assert_int_equal(check_shadow_seg(s, 0)->hi, 30);
     check_shadow_unref(s);
 }
 
@@ -100,9 +100,9 @@ static void test_shadow_overlap_visits_pieces_and_gaps(void **state)
     }
     /* [5,35) w3 merged into one, [35,40) w2 */
     assert_int_equal(check_shadow_segments(s), 2);
-    assert_int_equal(s->segs[0].lo, 5);
-    assert_int_equal(s->segs[0].hi, 35);
-    assert_int_equal(s->segs[1].lo, 35);
+    assert_int_equal(check_shadow_seg(s, 0)->lo, 5);
+    assert_int_equal(check_shadow_seg(s, 0)->hi, 35);
+    assert_int_equal(check_shadow_seg(s, 1)->lo, 35);
     check_shadow_unref(s);
 }
 
@@ -116,7 +116,101 @@ static void test_shadow_copy_on_write_keeps_snapshot(void **state)
     do_write(&s, 0, 50, 2, &log);
     assert_ptr_not_equal(s, snap);
     assert_int_equal(check_shadow_segments(snap), 1);
-    assert_int_equal(snap->segs[0].c.w.seq, 1);
+    assert_int_equal(check_shadow_seg(snap, 0)->c.w.seq, 1);
+    assert_false(check_shadow_equal(s, snap));
+    check_shadow_unref(snap);
+    check_shadow_unref(s);
+}
+
+/* The dense reference: one write site per byte (0: empty). */
+#define DENSE_SIZE 6000
+
+typedef struct dense_ref {
+    uint64_t w[DENSE_SIZE];
+    uint64_t set;               /* what the visitor writes; 0 clears */
+    uint64_t next_lo;           /* where the next piece must start */
+} dense_ref;
+
+/* Checks that each piece starts where the last ended and that its old
+ * state is the reference's for every byte, then writes (or clears) it. */
+static void dense_visit(void *ctx, uint64_t lo, uint64_t hi, check_cell *c)
+{
+    dense_ref *d = ctx;
+    assert_int_equal(lo, d->next_lo);
+    d->next_lo = hi;
+    uint64_t old = c->w.seq == TRACE_NO_SEQ ? 0 : c->w.seq;
+    for (uint64_t b = lo; b < hi; b++)
+        assert_int_equal(d->w[b], old);
+    check_cell_release(c);
+    check_cell_clear(c);
+    if (d->set)
+        c->w = (check_site){ .seq = d->set, .queue = 0, .time = (uint32_t)d->set };
+}
+
+/* s is sorted, merged, chunked within bounds and equal to w[] byte by byte. */
+static void assert_matches(const check_shadow *s, const uint64_t *w)
+{
+    uint64_t at = 0;
+    uint32_t n = 0;
+    for (uint32_t k = 0; k < s->n_chunks; k++) {
+        assert_true(s->chunks[k].n >= 1);
+        assert_true(s->chunks[k].n <= CHECK_CHUNK_MAX);
+        assert_int_equal(s->chunks[k].hi, s->chunks[k].segs[s->chunks[k].n - 1].hi);
+        n += s->chunks[k].n;
+    }
+    assert_int_equal(n, check_shadow_segments(s));
+    const check_seg *prev = NULL;
+    for (uint32_t i = 0; i < n; i++) {
+        const check_seg *g = check_shadow_seg(s, i);
+        assert_true(g->lo < g->hi);
+        assert_true(g->lo >= at);
+        assert_true(g->c.w.seq != TRACE_NO_SEQ);
+        if (prev && prev->hi == g->lo)
+            assert_true(prev->c.w.seq != g->c.w.seq);   /* equal neighbours merge */
+        for (; at < g->lo; at++)
+            assert_int_equal(w[at], 0);
+        for (; at < g->hi; at++)
+            assert_int_equal(w[at], g->c.w.seq);
+        prev = g;
+    }
+    for (; at < DENSE_SIZE; at++)
+        assert_int_equal(w[at], 0);
+}
+
+/* Thousands of random writes and clears of small and large ranges (so that
+ * chunks fill, split, join and empty) against the dense reference; a
+ * snapshot taken half way keeps its own state. */
+static void test_shadow_chunks_match_dense_reference(void **state)
+{
+    (void)state;
+    static dense_ref d, snap_ref;
+    memset(&d, 0, sizeof d);
+    check_shadow *s = check_shadow_new(), *snap = NULL;
+    uint64_t x = 12345;
+    uint32_t most = 0;
+    for (int step = 0; step < 6000; step++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        uint64_t r = x >> 33;
+        /* on an 8-byte grid, so that ranges often meet end to end */
+        uint64_t len = 8 * (r % 16 == 0 ? 1 + (r >> 4) % 400 : 1 + (r >> 4) % 5);
+        uint64_t lo = 8 * ((r >> 12) % (DENSE_SIZE / 8));
+        uint64_t hi = lo + len > DENSE_SIZE ? DENSE_SIZE : lo + len;
+        d.set = (r >> 24) % 11 == 0 ? 0 : 1 + (r >> 28) % 3;
+        d.next_lo = lo;
+        assert_int_equal(check_shadow_update(&s, lo, hi, dense_visit, &d), 0);
+        assert_int_equal(d.next_lo, hi);
+        for (uint64_t b = lo; b < hi; b++)
+            d.w[b] = d.set;
+        assert_matches(s, d.w);
+        if (check_shadow_segments(s) > most)
+            most = check_shadow_segments(s);
+        if (step == 3000) {
+            snap = check_shadow_ref(s);
+            snap_ref = d;
+        }
+    }
+    assert_true(most > 4 * CHECK_CHUNK_MAX);      /* many chunks were exercised */
+    assert_matches(snap, snap_ref.w);
     assert_false(check_shadow_equal(s, snap));
     check_shadow_unref(snap);
     check_shadow_unref(s);
@@ -174,6 +268,7 @@ int main(void)
         cmocka_unit_test(test_shadow_equal_neighbours_merge),
         cmocka_unit_test(test_shadow_overlap_visits_pieces_and_gaps),
         cmocka_unit_test(test_shadow_copy_on_write_keeps_snapshot),
+        cmocka_unit_test(test_shadow_chunks_match_dense_reference),
         cmocka_unit_test(test_shadow_reads_per_queue),
         cmocka_unit_test(test_shadow_vclock_sparse_join_and_cow),
     };
