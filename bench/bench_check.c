@@ -268,12 +268,12 @@ static void open_gen_reader(trace_reader *r, uint64_t n)
 
 /* ------------------------------------------------------------------ */
 
-static bool capture_shape;
+static bool capture_shaped;
 
 static int check_in_memory(uint64_t n, double *rate, long *rss, size_t *findings)
 {
     trace_reader r;
-    if (!capture_shape)
+    if (!capture_shaped)
         open_gen_reader(&r, n);
     else if (capture_open(&r, n, false) != 0) {
         fprintf(stderr, "bench_check: out of memory\n");
@@ -545,7 +545,7 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--min-shape") == 0)
             sync_heavy_shape = strcmp(argv[i + 1], "sync-heavy") == 0;
         else if (strcmp(argv[i], "--shape") == 0)
-            capture_shape = strcmp(argv[i + 1], "capture") == 0;
+            capture_shaped = strcmp(argv[i + 1], "capture") == 0;
     }
     double r1, rn;
     long rss1, rssn;
@@ -561,8 +561,8 @@ int main(int argc, char **argv)
     printf("in memory:    %s%d streams, %d hosts, %d buffers; 1 M statements: %.2f M statements/s, "
            "peak RSS %ld KiB; %llu statements: %.2f M statements/s, peak RSS %ld KiB "
            "(findings: %zu, %zu)\n",
-           capture_shape ? "capture shape, " : "", capture_shape ? CAP_STREAMS : N_STREAMS,
-           capture_shape ? CAP_HOSTS : N_HOSTS, capture_shape ? CAP_HOSTS * CAP_SLOTS * (CAP_DEV + 2) : N_BUFFERS,
+           capture_shaped ? "capture shape, " : "", capture_shaped ? CAP_STREAMS : N_STREAMS,
+           capture_shaped ? CAP_HOSTS : N_HOSTS, capture_shaped ? CAP_HOSTS * CAP_SLOTS * (CAP_DEV + 2) : N_BUFFERS,
            r1 / 1e6, rss1, (unsigned long long)n, rn / 1e6, rssn,
            f1, fn);
     if (n_db && check_from_db(db, n_db) != 0)
