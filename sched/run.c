@@ -573,13 +573,20 @@ static int run_phase(exec *x, int k, int n, uint64_t *eval, trace_error *err)
         x->cur_phase = k;
         /* llama.cpp allocates the graph (ggml chooses its copy slot) before
          * it sets the inputs, which then go to that slot's host copies. */
+        sched_reset(ph->s);                 /* process_ubatch: a new graph */
         if (sched_alloc_graph(ph->s) != SCHED_OK)
             return trace_error_set(err, TRACE_EUSAGE, "cannot allocate evaluation %llu",
                                    (unsigned long long)*eval), -1;
         if (set_inputs(x, k, *eval, err) != 0)
             return -1;
-        if (sched_graph_compute(ph->s, *eval) != SCHED_OK ||
-            read_output(x, k, *eval, i + 1 == n, err) != 0)
+        sched_status cst = sched_graph_compute(ph->s, *eval);
+        /* The end of a llama_decode (the prompt's last ubatch, each token)
+         * resets the scheduler before its outputs are read: the sync that
+         * reads them sends the next slot back to 0. A sync inside the
+         * prompt (pipelined reads) does not. */
+        if (k == 1 || i + 1 == n)
+            sched_reset(ph->s);
+        if (cst != SCHED_OK || read_output(x, k, *eval, i + 1 == n, err) != 0)
             return trace_error_set(err, TRACE_EUSAGE, "evaluation %llu failed on a backend",
                                    (unsigned long long)*eval), -1;
         x->done++;

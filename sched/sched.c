@@ -402,12 +402,10 @@ static int32_t exec_src_of(const sched_exec *x, int32_t node, int i)
     const sched *s = x->sched;
     const sched_graph *g = x->graph;
     int32_t src = g->tensors[node].src[i];
-    if (src < 0)
-        return -1;
-    int32_t st = g->tensors[src].view_src >= 0 ? g->tensors[src].view_src : src;
-    if (st >= s->n_orig)
+    if (src < 0 || src >= s->n_orig)
         return src;
-    int32_t first = s->copy_map[st * s->n_backends + g->tensors[node].backend];
+    /* A split input is the tensor read, a view as the view (split.c). */
+    int32_t first = s->copy_map[src * s->n_backends + g->tensors[node].backend];
     return first >= 0 ? first + x->cur_copy : src;
 }
 
@@ -468,11 +466,13 @@ sched_status sched_alloc_graph(sched *s)
 {
     if (!s->graph || !s->splits)
         return SCHED_EUSAGE;
-    if (s->is_alloc)
-        return SCHED_OK;
+    /* ggml allocates again whenever asked, allocated or not; syncsim's own
+     * policies keep the slot their last evaluation rotated to. */
     if (s->policy->ggml_slots) {
         s->cur_copy = s->next_copy;
         s->next_copy = (s->next_copy + 1) % s->n_copies;
+    } else if (s->is_alloc) {
+        return SCHED_OK;
     }
     if (s->in_slot)
         point_inputs(s, s->cur_copy);
@@ -598,10 +598,7 @@ static bool moe_input(const sched *s, const sched_split *sp, int j)
     const sched_tensor *node = &g->tensors[sp->nodes[0]];
     if (node->op != SCHED_OP_MUL_MAT_ID)
         return false;
-    int32_t w = node->src[0];
-    while (g->tensors[w].view_src >= 0)
-        w = g->tensors[w].view_src;
-    return w == sp->inputs[j];
+    return node->src[0] == sp->inputs[j];
 }
 
 /* A tensor naming bytes [off, off + size) of t, with its trace view
@@ -923,11 +920,20 @@ sched_status sched_graph_compute(sched *s, uint64_t eval)
     sched_backend *first = s->backends[0];
     if (first->iface->split_begin)
         first->iface->split_begin(first, -1, eval);
-    s->is_alloc = false;
-    if (!pol->ggml_slots)
+    /* ggml keeps the graph allocated after a compute (is_alloc is cleared
+     * by ggml_backend_sched_reset alone): the next compute without a reset
+     * reuses the slot, and a synchronize before the reset keeps next_copy. */
+    if (!pol->ggml_slots) {
+        s->is_alloc = false;
         s->cur_copy = (s->cur_copy + 1) % s->n_copies;
+    }
     s->n_evals++;
     return st;
+}
+
+void sched_reset(sched *s)
+{
+    s->is_alloc = false;
 }
 
 sched_status sched_synchronize(sched *s)
@@ -1018,11 +1024,10 @@ int sched_record_graph(const sched *s, sched_sink *sink, int64_t id_base)
                 continue;
             int32_t src = t->src[k];
             const char *kind = "data";
-            int32_t st_src = g->tensors[src].view_src >= 0 ? g->tensors[src].view_src : src;
-            if (st_src < s->n_orig && t->backend >= 0 &&
-                s->copy_map[st_src * s->n_backends + t->backend] >= 0) {
+            if (src < s->n_orig && t->backend >= 0 &&
+                s->copy_map[src * s->n_backends + t->backend] >= 0) {
                 /* The node reads the slot-0 copy; the copy reads the source. */
-                src = s->copy_map[st_src * s->n_backends + t->backend];
+                src = s->copy_map[src * s->n_backends + t->backend];
                 kind = "input";
             }
             trace_graph_edge e = { id_base + src, id_base + i, kind };

@@ -760,17 +760,24 @@ const sched_policy *sched_get_policy(const sched *s);
 sched_graph *sched_get_graph(const sched *s);
 
 /* Chooses the copy slot of the next evaluation (ggml_backend_sched_alloc_graph:
- * with a ggml_slots policy the slot after the last one allocated, 0 after a
- * sched_synchronize; otherwise cur_copy) and points every user input at its
- * host copy for that slot, so that the user writes it there. Called by
- * sched_graph_compute when the graph is not allocated yet. */
+ * with a ggml_slots policy the slot after the last one allocated -- every
+ * call moves on, allocated or not -- 0 after a sched_synchronize of an
+ * unallocated graph; otherwise cur_copy, once per evaluation) and points
+ * every user input at its host copy for that slot, so that the user writes
+ * it there. Called by sched_graph_compute when the graph is not allocated. */
 sched_status sched_alloc_graph(sched *s);
 /* Runs one evaluation (eval: the token or ubatch number put in the trace):
- * every split in order under the policy; the next evaluation allocates
- * again (a policy without ggml_slots rotates cur_copy here). */
+ * every split in order under the policy. With a ggml_slots policy the graph
+ * stays allocated, as ggml's is_alloc: the next compute without a
+ * sched_reset or sched_alloc_graph reuses the slot (graph reuse). Without
+ * ggml_slots the next evaluation allocates again and cur_copy rotates. */
 sched_status sched_graph_compute(sched *s, uint64_t eval);
+/* Forgets the allocation (ggml_backend_sched_reset: is_alloc = false), as
+ * llama.cpp does before it builds a ubatch's graph and at the end of each
+ * llama_decode; the next sched_synchronize then sends the slot back to 0. */
+void sched_reset(sched *s);
 /* Waits for every backend (llama_synchronize); with a ggml_slots policy and
- * no graph allocated, the next slot is 0 again. */
+ * no graph allocated (after a sched_reset), the next slot is 0 again. */
 sched_status sched_synchronize(sched *s);
 /* Copies the output tensor t into the host tensor dst (get_async where the
  * backend has it, then a synchronize of that backend). */
