@@ -147,9 +147,9 @@ sched_status sched_allocate(sched *s, char *err, size_t err_cap)
             for (int i = 0; i < SCHED_MAX_SRC; i++) {
                 if (t->src[i] < 0)
                     continue;
-                int32_t base = storage_of(g, t->src[i]);
+                int32_t read = t->src[i];   /* a view input is copied as the view */
                 for (int32_t c = s->n_orig; c < g->n_tensors; c++)
-                    if ((g->tensors[c].flags & SCHED_FLAG_COPY) && g->tensors[c].copy_of == base &&
+                    if ((g->tensors[c].flags & SCHED_FLAG_COPY) && g->tensors[c].copy_of == read &&
                         g->tensors[c].backend == t->backend)
                         last_use[c] = k;
             }
