@@ -93,7 +93,8 @@ static const sched_policy policy_no_split_wait = {
  * the pinned ggml commit and what each pull request changed). All three
  * keep ggml's copy slots (ggml_slots): events only with more than one slot,
  * one host copy of each graph input per slot, cur_copy chosen at
- * allocation, four slots when pipelining and one otherwise. */
+ * allocation, four slots when pipelining and one otherwise; and
+ * ggml-alloc's allocator (ggml_alloc: in-place reuse of a parent). */
 
 /* llama.cpp #17795 (ggml 4b496bb9): without events a sync before a split's
  * copies and one before its launch, for every split; user inputs copied
@@ -116,6 +117,7 @@ static const sched_policy policy_ggml_17795 = {
     .record_needs_inputs = true,
     .no_input_wait = SCHED_NOINPUT_NONE,
     .ggml_slots = true,
+    .ggml_alloc = true,
     .copies_pipelined = 4,
     .copies_single = 1,
     .copy_from_host = true,
@@ -138,6 +140,7 @@ static const sched_policy policy_ggml_20793 = {
     .record_needs_inputs = true,
     .no_input_wait = SCHED_NOINPUT_NONE,
     .ggml_slots = true,
+    .ggml_alloc = true,
     .copies_pipelined = 4,
     .copies_single = 1,
     .copy_from_host = true,
@@ -158,6 +161,7 @@ static const sched_policy policy_ggml_head = {
     .record_after_split = true,
     .no_input_wait = SCHED_NOINPUT_ANY_CHANGE,
     .ggml_slots = true,
+    .ggml_alloc = true,
     .copies_pipelined = 4,
     .copies_single = 1,
 };
@@ -175,6 +179,7 @@ static const sched_policy policy_moe_no_ids_sync = {
     .record_after_split = true,
     .no_input_wait = SCHED_NOINPUT_ANY_CHANGE,
     .ggml_slots = true,
+    .ggml_alloc = true,
     .copies_pipelined = 4,
     .copies_single = 1,
     .moe_no_ids_sync = true,

@@ -302,6 +302,17 @@ sched_status sched_plan(sched *s, sched_graph *g, char *err, size_t err_cap)
     st = sched_make_splits(s, err, err_cap);
     if (st != SCHED_OK)
         return st;
+    /* (source, backend) -> first copy, for src_of and the allocator. */
+    free(s->copy_map);
+    s->copy_map = malloc((size_t)s->n_orig * (size_t)s->n_backends * sizeof *s->copy_map);
+    if (!s->copy_map)
+        return SCHED_ENOMEM;
+    for (int32_t i = 0; i < s->n_orig * s->n_backends; i++)
+        s->copy_map[i] = -1;
+    for (int i = 0; i < s->n_splits; i++)
+        for (int j = 0; j < s->splits[i].n_inputs; j++)
+            s->copy_map[s->splits[i].inputs[j] * s->n_backends + s->splits[i].backend] =
+                s->splits[i].input_copy[j];
     st = sched_allocate(s, err, err_cap);
     if (st != SCHED_OK)
         return st;
@@ -349,20 +360,7 @@ sched_status sched_plan(sched *s, sched_graph *g, char *err, size_t err_cap)
             t->offset = g->tensors[t->view_src].offset + t->view_offs;
         }
     }
-    if ((st = plan_allreduce(s, err, err_cap)) != SCHED_OK)
-        return st;
-    /* (source, backend) -> first copy, for src_of. */
-    free(s->copy_map);
-    s->copy_map = malloc((size_t)s->n_orig * (size_t)s->n_backends * sizeof *s->copy_map);
-    if (!s->copy_map)
-        return SCHED_ENOMEM;
-    for (int32_t i = 0; i < s->n_orig * s->n_backends; i++)
-        s->copy_map[i] = -1;
-    for (int i = 0; i < s->n_splits; i++)
-        for (int j = 0; j < s->splits[i].n_inputs; j++)
-            s->copy_map[s->splits[i].inputs[j] * s->n_backends + s->splits[i].backend] =
-                s->splits[i].input_copy[j];
-    return SCHED_OK;
+    return plan_allreduce(s, err, err_cap);
 }
 
 int sched_n_splits(const sched *s) { return s->n_splits; }

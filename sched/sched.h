@@ -84,29 +84,31 @@ int sched_dtype_parse(const char *word);  /* -1 when unknown */
 size_t sched_dtype_size(sched_dtype t);
 
 /* Ops: name, number of sources (-1: variable), whether it is a view (no
- * compute, shares its first source's memory). */
+ * compute, shares its first source's memory), whether ggml-alloc may put
+ * its result in a source's memory (ggml_op_can_inplace at the pinned
+ * commit: add, mul, scale, rms_norm, soft_max, unary, rope, ...). */
 #define SCHED_OP_MAP(X)                   \
-    X(NONE, "leaf", 0, 0)                 \
-    X(MUL_MAT, "mul_mat", 2, 0)           \
-    X(ADD, "add", 2, 0)                   \
-    X(MUL, "mul", 2, 0)                   \
-    X(SCALE, "scale", 1, 0)               \
-    X(RMS_NORM, "rms_norm", 1, 0)         \
-    X(SOFTMAX, "softmax", -1, 0)          \
-    X(SILU, "silu", 1, 0)                 \
-    X(ROPE, "rope", 2, 0)                 \
-    X(GET_ROWS, "get_rows", 2, 0)         \
-    X(CPY, "cpy", 2, 0)                   \
-    X(CONVERT, "convert", 1, 0)           \
-    X(VIEW, "view", 1, 1)                 \
-    X(RESHAPE, "reshape", 1, 1)           \
-    X(PERMUTE, "permute", 1, 1)           \
-    X(CONCAT, "concat", 2, 0)             \
-    X(ALL_REDUCE, "all_reduce", 1, 0)     \
-    X(MUL_MAT_ID, "mul_mat_id", 3, 0)
+    X(NONE, "leaf", 0, 0, 0)              \
+    X(MUL_MAT, "mul_mat", 2, 0, 0)        \
+    X(ADD, "add", 2, 0, 1)                \
+    X(MUL, "mul", 2, 0, 1)                \
+    X(SCALE, "scale", 1, 0, 1)            \
+    X(RMS_NORM, "rms_norm", 1, 0, 1)      \
+    X(SOFTMAX, "softmax", -1, 0, 1)       \
+    X(SILU, "silu", 1, 0, 1)              \
+    X(ROPE, "rope", 2, 0, 1)              \
+    X(GET_ROWS, "get_rows", 2, 0, 0)      \
+    X(CPY, "cpy", 2, 0, 0)                \
+    X(CONVERT, "convert", 1, 0, 0)        \
+    X(VIEW, "view", 1, 1, 0)              \
+    X(RESHAPE, "reshape", 1, 1, 0)        \
+    X(PERMUTE, "permute", 1, 1, 0)        \
+    X(CONCAT, "concat", 2, 0, 0)          \
+    X(ALL_REDUCE, "all_reduce", 1, 0, 0)  \
+    X(MUL_MAT_ID, "mul_mat_id", 3, 0, 0)
 
 typedef enum {
-#define SCHED_OP_ENUM(name, word, nsrc, view) SCHED_OP_##name,
+#define SCHED_OP_ENUM(name, word, nsrc, view, inplace) SCHED_OP_##name,
     SCHED_OP_MAP(SCHED_OP_ENUM)
 #undef SCHED_OP_ENUM
     SCHED_OP_COUNT
@@ -115,6 +117,8 @@ typedef enum {
 const char *sched_op_str(sched_op op);
 int sched_op_parse(const char *word);     /* -1 when unknown */
 bool sched_op_is_view(sched_op op);
+/* Whether ggml-alloc may write the op's result over a source (in place). */
+bool sched_op_can_inplace(sched_op op);
 /* Sources the op takes: 1..SCHED_MAX_SRC, or -1 for "1 or 2" (softmax mask). */
 int sched_op_n_src(sched_op op);
 
@@ -611,6 +615,13 @@ typedef struct sched_policy {
      * (llama_synchronize). false: events always, one host buffer per
      * input, cur_copy rotates after every evaluation. */
     bool ggml_slots;
+    /* ggml-alloc's rules (sched/alloc.c): a node whose op can work in
+     * place takes the memory of a source it is the last reader of (same
+     * layout, no live views, not an output), a view's source too when the
+     * view is its only one and starts at its first byte; a tensor is freed
+     * when its last reader and last view are done, as ggml counts them
+     * (n_children, n_views). false: best fit, never in place. */
+    bool ggml_alloc;
     /* The CUDA backend of this ggml version queues copies from host memory
      * (copy_from_host, #17795 and #20793; families with
      * host_needs_copy_from_host). */

@@ -15,6 +15,7 @@ typedef struct sched_alloc_rec {
     int backend;
     uint64_t offset, size;
     int32_t born, dies;             /* node positions: live in [born, dies] */
+    int32_t inplace_of;             /* ggml_alloc: the tensor whose block it took, -1 */
 } sched_alloc_rec;
 
 struct sched {

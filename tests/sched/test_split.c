@@ -354,6 +354,66 @@ static void test_split_view_input_copied_as_the_view(void **state)
     assert_int_equal(fx->f.ctx[1].last_src[1], sp->input_copy[0]);
 }
 
+/* ggml-alloc's in-place reuse (ggml_alloc): silu, the last reader of m0,
+ * takes m0's block; add, which reads m1 while a later node still does,
+ * does not; mul_mat never works in place. syncsim's own allocator never
+ * reuses in place. */
+static void inplace_graph(fixture *fx, int32_t *m0, int32_t *a, int32_t *m1, int32_t *b)
+{
+    int32_t x = sched_graph_leaf(fx->g, "x", SCHED_F32, 1, v64, SCHED_FLAG_INPUT);
+    *m0 = mm(fx->g, "m0", fake_weight(fx->g, "w0", 0), x);
+    *a = unary(fx->g, "a", SCHED_OP_SILU, *m0);
+    *m1 = mm(fx->g, "m1", fake_weight(fx->g, "w1", 0), *a);
+    int32_t s2[2] = { *m1, *a };
+    *b = sched_graph_op(fx->g, "b", SCHED_OP_ADD, s2, 2);
+    mm(fx->g, "m2", fake_weight(fx->g, "w2", 0), *m1);
+    mm(fx->g, "m3", fake_weight(fx->g, "w3", 0), *b);
+}
+
+static void test_alloc_ggml_inplace_reuse(void **state)
+{
+    fixture *fx = *state;
+    int32_t m0, a, m1, b;
+    inplace_graph(fx, &m0, &a, &m1, &b);
+    plan_policy(fx, 1, "ggml-head");
+    const sched_graph *g = sched_get_graph(fx->s);
+    assert_int_equal(g->tensors[a].offset, g->tensors[m0].offset);  /* in place */
+    assert_int_not_equal(g->tensors[b].offset, g->tensors[m1].offset);
+    /* b takes a's block instead: a's last reader, second source. */
+    assert_int_equal(g->tensors[b].offset, g->tensors[a].offset);
+    assert_int_equal(sched_alloc_overlaps(fx->s), 0);
+}
+
+static void test_alloc_syncsim_never_inplace(void **state)
+{
+    fixture *fx = *state;
+    int32_t m0, a, m1, b;
+    inplace_graph(fx, &m0, &a, &m1, &b);
+    plan_policy(fx, 1, "events");
+    const sched_graph *g = sched_get_graph(fx->s);
+    assert_int_not_equal(g->tensors[a].offset, g->tensors[m0].offset);
+    assert_int_equal(sched_alloc_overlaps(fx->s), 0);
+}
+
+/* A source copied to another backend is kept until the split that copies
+ * it starts (ggml's input_dep), even when its last reader on its own
+ * backend came before: nothing in place over it. */
+static void test_alloc_ggml_split_input_kept_until_copied(void **state)
+{
+    fixture *fx = *state;
+    int32_t x = sched_graph_leaf(fx->g, "x", SCHED_F32, 1, v64, SCHED_FLAG_INPUT);
+    int32_t m0 = mm(fx->g, "m0", fake_weight(fx->g, "w0", 0), x);
+    int32_t a = unary(fx->g, "a", SCHED_OP_SILU, m0);       /* GPU0, reads m0 */
+    int32_t m1 = mm(fx->g, "m1", fake_weight(fx->g, "w1", 1), m0);   /* GPU1 copies m0 */
+    mm(fx->g, "m2", fake_weight(fx->g, "w2", 0), a);
+    (void)m1;
+    plan_policy(fx, 1, "ggml-head");
+    const sched_graph *g = sched_get_graph(fx->s);
+    assert_int_equal(g->tensors[a].backend, 0);
+    assert_int_not_equal(g->tensors[a].offset, g->tensors[m0].offset);
+    assert_int_equal(sched_alloc_overlaps(fx->s), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -370,6 +430,9 @@ int main(void)
         FAKE_TEST(test_assign_most_supported_inputs),
         FAKE_TEST(test_split_input_capacity),
         FAKE_TEST(test_split_view_input_copied_as_the_view),
+        FAKE_TEST(test_alloc_ggml_inplace_reuse),
+        FAKE_TEST(test_alloc_syncsim_never_inplace),
+        FAKE_TEST(test_alloc_ggml_split_input_kept_until_copied),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
