@@ -279,6 +279,21 @@ fail:
     return st;
 }
 
+/* The tensors of s in arena `from` move to arena `to` (a shared arena that
+ * grew); their trace views are declared again when next used. */
+static void move_arena(sched *s, sched_buffer *from, sched_buffer *to)
+{
+    sched_graph *g = s->graph;
+    for (int32_t i = 0; g && i < g->n_tensors; i++)
+        if (g->tensors[i].buffer == from) {
+            g->tensors[i].buffer = to;
+            g->tensors[i].trace_view = TRACE_NONE;
+        }
+    sched_backend *be = from->backend;
+    if (be->iface->buffer_free)
+        be->iface->buffer_free(be, from);
+}
+
 sched_status sched_allocate(sched *s, char *err, size_t err_cap)
 {
     sched_graph *g = s->graph;
@@ -394,15 +409,27 @@ arenas:
         s->arena_size[b] = plan[b].top;
         if (s->arena[b] || plan[b].top == 0)
             continue;
+        /* Shared (opts.share): the first scheduler's buffer, grown if need be. */
+        sched *owner = s->opts.share ? s->opts.share : s;
+        sched_buffer *old = owner->arena[b];
+        if (old && old->size >= plan[b].top) {
+            s->arena[b] = old;
+            continue;
+        }
         sched_backend *be = s->backends[b];
         char name[SCHED_NAME_MAX];
-        snprintf(name, sizeof name, "%.24s.arena.%.24s", s->opts.name, be->iface->get_name(be));
+        snprintf(name, sizeof name, "%.24s.arena.%.24s", owner->opts.name, be->iface->get_name(be));
         s->arena[b] = be->iface->buffer_alloc(be, name, plan[b].top, SCHED_BUFFER_COMPUTE);
         if (!s->arena[b]) {
             snprintf(err, err_cap, "backend %s: cannot allocate an arena of %llu bytes",
                      be->iface->get_name(be), (unsigned long long)plan[b].top);
             st = SCHED_EBACKEND;
             goto fail;
+        }
+        if (owner != s) {
+            if (old)
+                move_arena(owner, old, s->arena[b]);
+            owner->arena[b] = s->arena[b];
         }
     }
     for (int32_t i = 0; i < g->n_tensors; i++) {

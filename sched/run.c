@@ -565,6 +565,8 @@ static int run_phase(exec *x, int k, int n, uint64_t *eval, trace_error *err)
 {
     phase *ph = &x->ph[k];
     ph->start = now(x);
+    if (k == 1 && x->ph[0].s && x->r->policy->ggml_alloc)
+        sched_handover(ph->s, x->ph[0].s);  /* one ggml scheduler goes on */
     for (int i = 0; i < n; i++, (*eval)++) {
         if (x->m->iface->check_output && x->n_pend == ph->n_host && drain(x, k, err) != 0)
             return -1;
@@ -670,7 +672,12 @@ static int setup(exec *x, sched_sink sink, sched_weights **wts, trace_error *err
                          .read_ids = mi->read_i32, .read_ids_ctx = x->m->ctx,
                          .rec = x->rec };
     const char *names[2] = { "p", "d" }, *prefixes[2] = { "p:", "d:" };
-    for (int k = 1; k >= 0; k--) {
+    /* Under ggml's allocator, one scheduler's state for both graphs, as
+     * llama.cpp's one ggml_backend_sched: the decode's uses the prompt's
+     * slot events and compute buffers (grown to the larger graph), so
+     * reuse across the phase change shows. Syncsim's own policies keep
+     * one of each per phase. */
+    for (int k = 0; k < 2; k++) {
         phase *ph = &x->ph[k];
         ph->g = r->g[k];
         ph->out = r->out[k];
@@ -678,6 +685,7 @@ static int setup(exec *x, sched_sink sink, sched_weights **wts, trace_error *err
         if (!ph->g)
             continue;
         so.name = names[k];
+        so.share = k == 1 && r->policy->ggml_alloc ? x->ph[0].s : NULL;
         ph->s = sched_new(x->be, x->nb, &so);
         if (!ph->s)
             return trace_error_set(err, TRACE_ENOMEM, "out of memory"), -1;

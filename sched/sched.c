@@ -146,7 +146,16 @@ sched *sched_new(sched_backend **backends, int n_backends, const sched_options *
         s->copy[b] = s->opts.copy_traits[b];
     /* ggml creates the slot events only when there is more than one slot. */
     bool events = !(s->policy->ggml_slots && s->n_copies < 2);
-    for (int b = 0; b < n_backends; b++) {
+    sched *o = s->opts.share;
+    if (o && (o->n_backends != n_backends || o->n_copies != s->n_copies || o->opts.share)) {
+        free(s);
+        return NULL;
+    }
+    s->shared = o != NULL;
+    for (int b = 0; o && b < n_backends; b++)
+        for (int c = 0; c < s->n_copies; c++)
+            s->events[b][c] = o->events[b][c];
+    for (int b = 0; b < n_backends && !o; b++) {
         sched_backend *be = backends[b];
         if (!be->iface->event_new || !events)
             continue;
@@ -169,13 +178,13 @@ void sched_free(sched *s)
         return;
     for (int b = 0; b < s->n_backends; b++) {
         sched_backend *be = s->backends[b];
-        for (int c = 0; c < SCHED_MAX_COPIES; c++)
+        for (int c = 0; c < SCHED_MAX_COPIES && !s->shared; c++)
             if (s->events[b][c] && be->iface->event_free)
                 be->iface->event_free(be, s->events[b][c]);
         for (int d = 0; d < s->n_backends; d++)
             if (s->xfer[b][d] && be->iface->event_free)
                 be->iface->event_free(be, s->xfer[b][d]);
-        if (s->arena[b] && be->iface->buffer_free)
+        if (s->arena[b] && !s->shared && be->iface->buffer_free)
             be->iface->buffer_free(be, s->arena[b]);
         if (s->wire[b] && be->iface->buffer_free)
             be->iface->buffer_free(be, s->wire[b]);
@@ -932,6 +941,14 @@ sched_status sched_graph_compute(sched *s, uint64_t eval)
 void sched_reset(sched *s)
 {
     s->is_alloc = false;
+}
+
+void sched_handover(sched *to, const sched *from)
+{
+    to->next_copy = from->next_copy;
+    to->cur_copy = from->cur_copy;
+    to->last_split_backend = from->last_split_backend;
+    memcpy(to->last_event, from->last_event, sizeof to->last_event);
 }
 
 sched_status sched_synchronize(sched *s)

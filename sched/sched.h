@@ -620,7 +620,10 @@ typedef struct sched_policy {
      * layout, no live views, not an output), a view's source too when the
      * view is its only one and starts at its first byte; a tensor is freed
      * when its last reader and last view are done, as ggml counts them
-     * (n_children, n_views). false: best fit, never in place. */
+     * (n_children, n_views). And, in `run`, one compute buffer per
+     * backend and one set of slot events for the prompt and the decode
+     * graphs (options.share), as llama.cpp's one ggml_backend_sched.
+     * false: best fit, never in place; arenas and events per phase. */
     bool ggml_alloc;
     /* The CUDA backend of this ggml version queues copies from host memory
      * (copy_from_host, #17795 and #20793; families with
@@ -721,6 +724,14 @@ typedef struct sched_options {
     /* The recording the backends report to, for the host's own reads the
      * scheduler makes (the MoE ids). NULL: not recorded. */
     struct sched_rec *rec;
+    /* A scheduler of the same run, over the same backends, planned before
+     * this one for another graph (the prompt's, the decode's): as ggml's
+     * one scheduler, this one uses its slot events and its arenas -- one
+     * compute buffer per backend, grown when this graph needs more (the
+     * first one's tensors move to the grown buffer). The first one owns
+     * them and must be freed last... or first: the other never frees them.
+     * NULL: events and arenas of its own. */
+    struct sched *share;
 } sched_options;
 
 /* ggml's GGML_SCHED_MAX_SPLIT_INPUTS: a split with this many inputs ends
@@ -787,6 +798,10 @@ sched_status sched_graph_compute(sched *s, uint64_t eval);
  * llama.cpp does before it builds a ubatch's graph and at the end of each
  * llama_decode; the next sched_synchronize then sends the slot back to 0. */
 void sched_reset(sched *s);
+/* The run goes on from scheduler `from` to `to` (sharing it, options.share):
+ * the next slot, the previous split's backend and the last events, as one
+ * ggml scheduler would carry them from one graph to the next. */
+void sched_handover(sched *to, const sched *from);
 /* Waits for every backend (llama_synchronize); with a ggml_slots policy and
  * no graph allocated (after a sched_reset), the next slot is 0 again. */
 sched_status sched_synchronize(sched *s);

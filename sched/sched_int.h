@@ -40,6 +40,7 @@ struct sched {
 
     sched_buffer *weights[SCHED_MAX_BACKENDS];
     sched_buffer *arena[SCHED_MAX_BACKENDS];
+    bool shared;                    /* opts.share: its events and arenas are not ours */
     int32_t n_orig;                 /* tensors before the copies were added */
     int32_t *copy_map;              /* [tensor * n_backends + backend] -> first copy, -1 */
     uint64_t arena_size[SCHED_MAX_BACKENDS];

@@ -445,9 +445,37 @@ static void test_run_ggml_head_tensor_parallel(void **state)
     done(&o);
 }
 
+/* Buffers of the run whose name starts with prefix. */
+static int buffers_named(const outcome *o, const char *prefix)
+{
+    int n = 0;
+    for (uint32_t i = 0; i < o->t->n_buffers; i++)
+        n += strncmp(trace_str(o->t, o->t->buffers[i].name), prefix, strlen(prefix)) == 0;
+    return n;
+}
+
+/* Item 4 of issue 23: under ggml's allocator the prompt and the decode
+ * graphs share one compute buffer per backend (llama.cpp's one
+ * ggml_backend_sched), grown to the larger graph; syncsim's own policies
+ * keep an arena per phase. */
+static void test_run_ggml_one_compute_buffer(void **state)
+{
+    (void)state;
+    outcome o;
+    run_checked(&o, SMALL_LLAMA, "h100-pcie", "ggml-head", NULL, 32, 2);
+    assert_int_equal(buffers_named(&o, "d.arena."), 0);
+    assert_int_equal(buffers_named(&o, "p.arena."), 3);   /* GPU0, GPU1, CPU */
+    assert_int_equal(check_report_count(o.rep), 0);
+    done(&o);
+    run_checked(&o, SMALL_LLAMA, "h100-pcie", "events", NULL, 32, 2);
+    assert_true(buffers_named(&o, "d.arena.") > 0);
+    done(&o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_run_ggml_one_compute_buffer),
         cmocka_unit_test(test_run_events_and_full_are_clean),
         cmocka_unit_test(test_run_async_user_inputs_races_on_user_inputs),
         cmocka_unit_test(test_run_no_split_wait_races_on_reused_arena),
