@@ -428,7 +428,7 @@ static void test_policy_names_are_unique_and_found(void **state)
     int n = 0;
     for (int i = 0; sched_policies[i]; i++, n++)
         assert_ptr_equal(sched_policy_find(sched_policies[i]->name), sched_policies[i]);
-    assert_int_equal(n, 9);
+    assert_int_equal(n, 11);
     assert_null(sched_policy_find("nope"));
 }
 

@@ -274,8 +274,10 @@ static void test_run_ggml_pipeline_microbatches(void **state)
 {
     (void)state;
     static const struct { const char *policy; bool races; } want[] = {
+        { "ggml-pre-17795", false },
         { "ggml-17795", true },
         { "ggml-20793", false },
+        { "ggml-pre-26040", false },
         { "ggml-head", false },
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
@@ -345,6 +347,24 @@ static void test_run_ggml_26040_wait_dropped_races(void **state)
     trace_reader_close(&r2);
     trace_free(out);
     done(&o);
+}
+
+/* The real baselines (issue 23, item 5): ggml before #26040 (and before
+ * #17795: the same compute_splits) has no wait before the CPU split
+ * without inputs, so the race #26040 fixed is there as recorded, with no
+ * sync dropped; the pinned ggml is clean. */
+static void test_run_ggml_baselines_have_the_26040_race(void **state)
+{
+    (void)state;
+    const char *pre[2] = { "ggml-pre-26040", "ggml-pre-17795" };
+    for (int i = 0; i < 2; i++) {
+        outcome o;
+        run_checked_on(&o, NULL, SYNCSIM_SOURCE_DIR "/tests/sched/ggml-26040.graph",
+                       "h100-pcie:gpus=1,backend=vulkan", pre[i], NULL, 0, 0, 6);
+        assert_true(race_on(&o, "d.arena.CPU"));
+        assert_string_equal(o.res.pattern, "sag|sagas");
+        done(&o);
+    }
 }
 
 /* The ranks of a tensor-parallel group are one (meta) backend to ggml: the
@@ -475,6 +495,7 @@ static void test_run_ggml_one_compute_buffer(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_run_ggml_baselines_have_the_26040_race),
         cmocka_unit_test(test_run_ggml_one_compute_buffer),
         cmocka_unit_test(test_run_events_and_full_are_clean),
         cmocka_unit_test(test_run_async_user_inputs_races_on_user_inputs),
