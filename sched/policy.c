@@ -169,14 +169,15 @@ static const sched_policy policy_ggml_17795 = {
 
 /* llama.cpp #20793 (ggml 5017f360, reverted by #25138): #17795 plus a sync
  * of the split's backend before its copies and before its launch, events
- * or not (saaasg). */
+ * or not (saaasg); without a slot event, a sync before each copy into a
+ * backend that has no cpy_tensor_async (SYCL). */
 static const sched_policy policy_ggml_20793 = {
     .name = "ggml-20793",
     .summary = "ggml at llama.cpp #20793: events, a sync before and after the copies, async user copies",
     .sync_before_inputs = true,
     .sync_after_inputs = true,
     .sync_every_split = true,
-    .before_copy = SCHED_GUARD_EVENT_ONLY,
+    .before_copy = SCHED_GUARD_EVENT_ELSE_SYNC_NO_ASYNC,
     .user_copy = SCHED_COPY_ASYNC,
     .input_copy = SCHED_COPY_ASYNC,
     .slot_waiter = SCHED_WAITER_GGML,

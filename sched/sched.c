@@ -776,11 +776,12 @@ static sched_status copy_input(sched *s, const sched_split *sp, int j)
 
     if (s->policy->before_copy == SCHED_GUARD_SYNC) {
         st = sync_backend(s, b);
-    } else if (s->policy->before_copy == SCHED_GUARD_EVENT ||
-               s->policy->before_copy == SCHED_GUARD_EVENT_ONLY) {
+    } else if (s->policy->before_copy != SCHED_GUARD_NONE) {
         sched_event *ev = s->events[b][s->cur_copy];
         if (!ev) {
-            if (s->policy->before_copy == SCHED_GUARD_EVENT)
+            if (s->policy->before_copy == SCHED_GUARD_EVENT ||
+                (s->policy->before_copy == SCHED_GUARD_EVENT_ELSE_SYNC_NO_ASYNC && s->copy[b] &&
+                 s->copy[b]->no_cpy_tensor_async))
                 st = sync_backend(s, b);
         } else if (ev->n_records > 0 && s->policy->slot_waiter == SCHED_WAITER_GGML) {
             /* ggml: the host for a user input, the split's stream otherwise

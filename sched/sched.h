@@ -551,7 +551,10 @@ typedef enum {
     SCHED_GUARD_NONE = 0,
     SCHED_GUARD_SYNC = 1,           /* synchronize the split's backend */
     SCHED_GUARD_EVENT = 2,          /* wait for the slot's event (else synchronize) */
-    SCHED_GUARD_EVENT_ONLY = 3,     /* wait for the slot's event (else nothing: ggml #17795, #20793) */
+    SCHED_GUARD_EVENT_ONLY = 3,     /* wait for the slot's event (else nothing: ggml #17795) */
+    /* wait for the slot's event, else synchronize a split's backend whose
+     * family has no cpy_tensor_async (ggml #20793: SYCL, CPU) */
+    SCHED_GUARD_EVENT_ELSE_SYNC_NO_ASYNC = 4,
 } sched_guard;
 
 typedef enum {
@@ -659,6 +662,9 @@ typedef struct sched_copy_traits {
      * copy_from_host (policy.copy_from_host: #17795, #20793); else blocking. */
     bool host_needs_copy_from_host;
     const char *summary;            /* one line: what ggml's backend does */
+    /* ggml's backend has no cpy_tensor_async (its iface member is NULL):
+     * what #20793's guard before a copy tests. */
+    bool no_cpy_tensor_async;
 } sched_copy_traits;
 
 /* The families, {NULL}-terminated (sched/family.c). */

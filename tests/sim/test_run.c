@@ -492,9 +492,28 @@ static void test_run_ggml_one_compute_buffer(void **state)
     done(&o);
 }
 
+/* Issue 23, item 6: ggml at #20793 synchronizes the split's backend
+ * before a copy when there is no slot event and the backend has no
+ * cpy_tensor_async -- SYCL's case (one slot: no events). #17795 does not. */
+static void test_run_ggml_20793_syncs_before_sycl_copies(void **state)
+{
+    (void)state;
+    outcome o;
+    run_checked_on(&o, SMALL_LLAMA, NULL, "h100-pcie:gpus=1,backend=sycl", "ggml-20793", NULL, 0,
+                   16, 2);
+    assert_string_equal(o.res.pattern, "ssscsscsscsgas");
+    assert_int_equal(check_report_count(o.rep), 0);
+    done(&o);
+    run_checked_on(&o, SMALL_LLAMA, NULL, "h100-pcie:gpus=1,backend=sycl", "ggml-17795", NULL, 0,
+                   16, 2);
+    assert_string_equal(o.res.pattern, "sscscscsgas");
+    done(&o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_run_ggml_20793_syncs_before_sycl_copies),
         cmocka_unit_test(test_run_ggml_baselines_have_the_26040_race),
         cmocka_unit_test(test_run_ggml_one_compute_buffer),
         cmocka_unit_test(test_run_events_and_full_are_clean),
