@@ -287,3 +287,35 @@ const char *sched_allreduce_names(void)
     }
     return names;
 }
+
+static const char *const barrier_words[] = {
+#define SCHED_BARRIER_WORD(name, word, text) word,
+    SCHED_BARRIER_MAP(SCHED_BARRIER_WORD)
+#undef SCHED_BARRIER_WORD
+};
+
+const char *sched_barrier_str(sched_barrier_kind k)
+{
+    return (unsigned)k < SCHED_BARRIER_COUNT ? barrier_words[k] : "?";
+}
+
+int sched_barrier_parse(const char *word)
+{
+    for (int i = 0; i < SCHED_BARRIER_COUNT; i++)
+        if (strcmp(barrier_words[i], word) == 0)
+            return i;
+    return -1;
+}
+
+const char *sched_barrier_names(void)
+{
+    static char names[96];
+    if (!names[0]) {
+        size_t used = 0;
+        for (int i = 0; i < SCHED_BARRIER_COUNT && used < sizeof names; i++)
+            used += (size_t)snprintf(names + used, sizeof names - used, "%s%s",
+                                     i == 0 ? "" : i + 1 < SCHED_BARRIER_COUNT ? ", " : " or ",
+                                     barrier_words[i]);
+    }
+    return names;
+}

@@ -674,6 +674,27 @@ const sched_copy_traits *sched_copy_family(const char *name);
 /* Their names for a message: "cuda, vulkan, sycl, metal or cpu". */
 const char *sched_copy_family_names(void);
 
+/* The CPU pool's barriers: real/barrier.c runs them on this computer,
+ * sim/cost.c prices them on a device model (`--barrier NAME`). */
+#define SCHED_BARRIER_MAP(X)                                                   \
+    X(SPIN, "spin", "busy-wait on the generation counter")                    \
+    X(FUTEX, "futex", "sleep on the generation counter (Linux futex)")        \
+    X(HYBRID, "hybrid", "spin for an adaptive budget, then sleep on a futex") \
+    X(PTHREAD, "pthread", "pthread_barrier_wait (baseline)")
+
+typedef enum {
+#define SCHED_BARRIER_ENUM(name, word, text) SCHED_BARRIER_##name,
+    SCHED_BARRIER_MAP(SCHED_BARRIER_ENUM)
+#undef SCHED_BARRIER_ENUM
+    SCHED_BARRIER_COUNT
+} sched_barrier_kind;
+
+const char *sched_barrier_str(sched_barrier_kind k);
+/* -1 when the word names no barrier. */
+int sched_barrier_parse(const char *word);
+/* "spin, futex, hybrid or pthread", from the table. */
+const char *sched_barrier_names(void);
+
 /* The named policies, NULL-terminated. */
 extern const sched_policy *const sched_policies[];
 const sched_policy *sched_policy_find(const char *name);
