@@ -59,6 +59,7 @@ typedef struct sim_model {
     int64_t copy_latency_ns;
     /* [collective] */
     int64_t allreduce_base_ns, allreduce_step_ns;
+    int64_t ipc_barrier_ns, kv_store_ns;
     /* [kernels] (optional): measured prices per kernel family, which replace
      * the roofline of [gpu] / [host] for the ops of those families. */
     sim_kernel_rate kernels[SIM_MAX_KERNELS];
