@@ -40,6 +40,7 @@ struct sched_weights {
 };
 
 static const char *bname(sched_backend *b) { return b->iface->get_name(b); }
+static int realloc_signature(sched *s);
 
 sched_weights *sched_weights_new(sched_backend **backends, int n_backends, const sched_graph *g,
                                  sched_sink *sink)
@@ -211,6 +212,8 @@ void sched_free(sched *s)
     free(s->order);
     free(s->allocs);
     free(s->copy_map);
+    free(s->sig_backend);
+    free(s->sig_bytes);
     free(s->in_slot);
     free(s->in_view);
     sched_ar_free(s);
@@ -369,7 +372,9 @@ sched_status sched_plan(sched *s, sched_graph *g, char *err, size_t err_cap)
             t->offset = g->tensors[t->view_src].offset + t->view_offs;
         }
     }
-    return plan_allreduce(s, err, err_cap);
+    if ((st = plan_allreduce(s, err, err_cap)) != SCHED_OK)
+        return st;
+    return realloc_signature(s) == 0 ? SCHED_OK : SCHED_ENOMEM;
 }
 
 int sched_n_splits(const sched *s) { return s->n_splits; }
@@ -469,10 +474,83 @@ static void point_inputs(sched *s, int c)
     }
 }
 
+/* The graph as ggml-alloc sees it (sched_int.h): ggml's graph_copy has,
+ * per split, a dependency on each input (on the input's backend, no bytes)
+ * and the input's copy, then the split's nodes; its leafs are the graph's
+ * and the copies. Returns 0 or -1 (memory). */
+static int realloc_signature(sched *s)
+{
+    const sched_graph *g = s->graph;
+    int32_t n = s->n_order;
+    for (int i = 0; i < s->n_splits; i++)
+        n += 2 * s->splits[i].n_inputs;
+    free(s->sig_backend);
+    free(s->sig_bytes);
+    s->sig_backend = malloc(((size_t)n + 1) * sizeof *s->sig_backend);
+    s->sig_bytes = malloc(((size_t)n + 1) * sizeof *s->sig_bytes);
+    if (!s->sig_backend || !s->sig_bytes)
+        return -1;
+    int32_t k = 0;
+    for (int i = 0; i < s->n_splits; i++) {
+        const sched_split *sp = &s->splits[i];
+        for (int j = 0; j < sp->n_inputs; j++) {
+            s->sig_backend[k] = g->tensors[sp->inputs[j]].backend;
+            s->sig_bytes[k++] = 0;
+            s->sig_backend[k] = sp->backend;
+            s->sig_bytes[k++] = sched_tensor_nbytes(&g->tensors[sp->input_copy[j]]);
+        }
+        for (int q = 0; q < sp->n_nodes; q++) {
+            const sched_tensor *t = &g->tensors[sp->nodes[q]];
+            s->sig_backend[k] = t->backend;
+            s->sig_bytes[k++] = sched_op_is_view(t->op) || t->view_src >= 0 ? 0 : sched_tensor_nbytes(t);
+        }
+    }
+    s->sig_n_nodes = k;
+    s->sig_n_leafs = s->n_copy_tensors;
+    for (int32_t i = 0; i < s->n_orig; i++)
+        s->sig_n_leafs += g->tensors[i].op == SCHED_OP_NONE;
+    return 0;
+}
+
+/* ggml_gallocr_needs_realloc and backend_ids_changed, on the signatures:
+ * nothing reserved yet, another node or leaf count, a node that needs more
+ * bytes than were reserved at its place, or a node on another backend than
+ * in the graph allocated before. */
+static bool needs_realloc(const sched *reserved, const sched *prev, const sched *s)
+{
+    if (!reserved || reserved->sig_n_nodes != s->sig_n_nodes ||
+        reserved->sig_n_leafs != s->sig_n_leafs)
+        return true;
+    for (int32_t i = 0; i < s->sig_n_nodes; i++)
+        if (s->sig_bytes[i] > reserved->sig_bytes[i])
+            return true;
+    int32_t n = prev && prev->sig_n_nodes < s->sig_n_nodes ? prev->sig_n_nodes : s->sig_n_nodes;
+    for (int32_t i = 0; prev && i < n; i++)
+        if (prev->sig_backend[i] != s->sig_backend[i])
+            return true;
+    return false;
+}
+
 sched_status sched_alloc_graph(sched *s)
 {
     if (!s->graph || !s->splits)
         return SCHED_EUSAGE;
+    /* ggml-alloc reserves again when the graph does not fit what it
+     * reserved for, and ggml synchronizes every backend first, leaving the
+     * slot alone (ggml_backend_sched_alloc_splits). */
+    sched *root = s->opts.share ? s->opts.share : s;
+    if (s->policy->ggml_alloc) {
+        bool realloc = needs_realloc(root->reserved, root->last_alloc, s);
+        root->last_alloc = s;
+        if (realloc) {
+            root->reserved = s;
+            for (int b = 0; b < s->n_backends; b++) {
+                sched_status st = sync_backend(s, b);
+                if (st != SCHED_OK)
+                    return st;
+            }
+        }
+    }
     /* ggml allocates again whenever asked, allocated or not; syncsim's own
      * policies keep the slot their last evaluation rotated to. */
     if (s->policy->ggml_slots) {
