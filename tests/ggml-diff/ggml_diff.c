@@ -977,6 +977,8 @@ int main(int argc, char **argv)
         { "llama, 1 GPU", LLAMA, NULL, 1, 64, 3 },
         { "llama, 2 GPUs", LLAMA, NULL, 2, 128, 3 },
         { "llama, 2 GPUs, small ubatches", LLAMA ",ubatch=8", NULL, 2, 32, 2 },
+        { "llama, 3 GPUs", LLAMA ",n_layer=3", NULL, 3, 96, 2 },
+        { "llama, 4 GPUs, 6 ubatches", LLAMA ",n_layer=4", NULL, 4, 192, 2 },
         { "moe, 1 GPU", MOE, NULL, 1, 32, 2 },
         { "moe, 2 GPUs", MOE, NULL, 2, 64, 2 },
         { "tp, 2 GPUs", TP, NULL, 2, 32, 2 },
