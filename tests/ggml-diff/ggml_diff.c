@@ -13,8 +13,9 @@
  * Both sides run on recording test backends of the same machine: GPUs of
  * the cuda family at the pinned commit (a copy between two GPUs is
  * cpy_tensor_async, on the source's stream; one from host memory is
- * declined, so the host copies), per-slot events, and a synchronous CPU
- * without events. Every call a scheduler makes on them becomes one line of
+ * declined, so the host copies) or of the sycl family (no
+ * cpy_tensor_async), per-slot events, and a synchronous CPU without
+ * events. Every call a scheduler makes on them becomes one line of
  * one vocabulary:
  *
  *   sync B                      a backend synchronize
@@ -348,6 +349,13 @@ static const struct ggml_backend_i gpu_iface = {
     .event_wait = gbe_wait,
 };
 
+/* ggml-sycl: no cpy_tensor_async (every copy into it is the host's). */
+static const struct ggml_backend_i sycl_iface = {
+    .get_name = gbe_name, .free = gbe_free, .set_tensor_async = gbe_set_async,
+    .get_tensor_async = gbe_get_async, .synchronize = gbe_sync, .graph_compute = gbe_compute,
+    .event_record = gbe_record, .event_wait = gbe_wait,
+};
+
 static const struct ggml_backend_i cpu_iface = {
     .get_name = gbe_name, .free = gbe_free, .graph_compute = gbe_compute,
 };
@@ -431,8 +439,9 @@ static const struct ggml_backend_device_i cpu_dev_iface = {
     .offload_op = gdev_offload_op,
 };
 
-static void gdevs_init(int n_gpus)
+static void gdevs_init(int n_gpus, const char *family)
 {
+    bool sycl = strcmp(family, "sycl") == 0;
     memset(gdevs, 0, sizeof gdevs);
     n_gdevs = n_gpus + 1;
     for (int i = 0; i < n_gdevs; i++) {
@@ -444,7 +453,7 @@ static void gdevs_init(int n_gpus)
         g->buft.iface = gbuft_iface;
         g->buft.device = &g->dev;
         g->backend = calloc(1, sizeof *g->backend);
-        g->backend->iface = g->cpu ? cpu_iface : gpu_iface;
+        g->backend->iface = g->cpu ? cpu_iface : sycl ? sycl_iface : gpu_iface;
         g->backend->device = &g->dev;
         g->backend->context = g;
     }
@@ -814,6 +823,7 @@ typedef struct cas {
     const char *graph_file;         /* or a graph file (decode only) */
     int n_gpus;
     int prompt, tokens;
+    const char *family;             /* the GPUs' backend family: cuda (NULL) or sycl */
 } cas;
 
 static int failures;
@@ -847,7 +857,8 @@ static int run_case(const cas *c)
             return 1;
         }
     }
-    gdevs_init(c->n_gpus);
+    const char *family = c->family ? c->family : "cuda";
+    gdevs_init(c->n_gpus, family);
     memset(g_recorded, 0, sizeof g_recorded);
     tbes_init(c->n_gpus);
     int nb = c->n_gpus + 1;
@@ -870,7 +881,7 @@ static int run_case(const cas *c)
     sched_weights *tw = sched_weights_new(tptr, nb, tg[1], &sink);
     const sched_copy_traits *traits[MAX_DEV + 1] = { 0 };
     for (int i = 0; i < nb; i++)
-        traits[i] = sched_copy_family(i + 1 < nb ? "cuda" : "cpu");
+        traits[i] = sched_copy_family(i + 1 < nb ? family : "cpu");
     sched *ts[2] = { NULL, NULL };
     int rc = 0;
     for (int k = 0; k < 2 && rc == 0; k++) {
@@ -979,6 +990,7 @@ int main(int argc, char **argv)
         { "llama, 2 GPUs, small ubatches", LLAMA ",ubatch=8", NULL, 2, 32, 2 },
         { "llama, 3 GPUs", LLAMA ",n_layer=3", NULL, 3, 96, 2 },
         { "llama, 4 GPUs, 6 ubatches", LLAMA ",n_layer=4", NULL, 4, 192, 2 },
+        { "llama, 2 GPUs of the sycl family", LLAMA, NULL, 2, 128, 3, "sycl" },
         { "moe, 1 GPU", MOE, NULL, 1, 32, 2 },
         { "moe, 2 GPUs", MOE, NULL, 2, 64, 2 },
         { "tp, 2 GPUs", TP, NULL, 2, 32, 2 },
