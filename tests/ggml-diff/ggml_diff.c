@@ -296,13 +296,20 @@ static void gbe_get_async(ggml_backend_t b, const struct ggml_tensor *t, void *d
     logf_(0, "getasync %s %s", gbe_name(b), range);
 }
 
-/* ggml-cuda at the pinned commit: between two devices' own buffers only. */
+/* ggml-cuda's copy_from_host (#17795, #20793): set (GGML_DIFF_COPY_FROM_HOST=1)
+ * to compare with a ggml tree of those commits. */
+static bool copy_from_host;
+
+/* ggml-cuda at the pinned commit: between two devices' own buffers only;
+ * with copy_from_host, from host memory into a device too. */
 static bool gbe_cpy_async(ggml_backend_t bs, ggml_backend_t bd, const struct ggml_tensor *src,
                           struct ggml_tensor *dst)
 {
     const struct ggml_tensor *sr = src->view_src ? src->view_src : src;
-    if (gdev_of(bs->device)->cpu || gdev_of(bd->device)->cpu || !sr->buffer || !dst->buffer ||
-        ggml_backend_buffer_is_host(sr->buffer) || ggml_backend_buffer_is_host(dst->buffer))
+    bool from_host = sr->buffer && ggml_backend_buffer_is_host(sr->buffer);
+    if (gdev_of(bd->device)->cpu || !sr->buffer || !dst->buffer ||
+        ggml_backend_buffer_is_host(dst->buffer) ||
+        (from_host ? !copy_from_host : gdev_of(bs->device)->cpu))
         return false;
     log_copy("async", src, dst);
     return true;
@@ -561,6 +568,9 @@ static int t_copy(const char *mode, sched_tensor *src, sched_tensor *dst)
 static int t_set_async(sched_backend *b, sched_tensor *src, sched_tensor *dst)
 {
     (void)b;
+    /* A graph tensor (a user input) is a copy, as ggml's cpy_tensor_async. */
+    if (src >= t_graph->tensors && src < t_graph->tensors + t_graph->n_tensors)
+        return t_copy("async", src, dst);
     char range[160], dest[BE_MAX];
     t_range(src, range, sizeof range);
     t_dest(dst, dest, sizeof dest);
@@ -975,6 +985,8 @@ done:
 int main(int argc, char **argv)
 {
     (void)argc, (void)argv;
+    const char *cfh = getenv("GGML_DIFF_COPY_FROM_HOST");
+    copy_from_host = cfh && strcmp(cfh, "1") == 0;
     const char *pol = getenv("GGML_DIFF_POLICY");
     if (pol && *pol) {
         if (!sched_policy_find(pol)) {
