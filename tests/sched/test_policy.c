@@ -374,6 +374,29 @@ static void test_policy_ggml_slots_is_alloc_kept(void **state)
     stop(&r);
 }
 
+/* ggml synchronizes every backend before ggml-alloc reserves again: the
+ * first allocation of a graph, not the next ones of the same graph
+ * (ggml_backend_sched_alloc_splits); syncsim's own policies never do. */
+static void test_policy_ggml_sync_before_first_allocation(void **state)
+{
+    (void)state;
+    run r;
+    start_with(&r, "ggml-head", two_split_graph, 2, 2);
+    assert_int_equal(sched_alloc_graph(r.s), SCHED_OK);
+    assert_int_equal(r.f.ctx[0].n_sync, 1);
+    assert_int_equal(r.f.ctx[1].n_sync, 1);
+    assert_int_equal(sched_graph_compute(r.s, 0), SCHED_OK);
+    int after = r.f.ctx[0].n_sync;
+    sched_reset(r.s);
+    assert_int_equal(sched_alloc_graph(r.s), SCHED_OK);
+    assert_int_equal(r.f.ctx[0].n_sync, after);             /* fits: no sync */
+    stop(&r);
+    start_with(&r, "events", two_split_graph, 2, 2);
+    assert_int_equal(sched_alloc_graph(r.s), SCHED_OK);
+    assert_int_equal(r.f.ctx[0].n_sync, 0);
+    stop(&r);
+}
+
 /* An input read through a view by the CPU, then GPU0. */
 static void input_view_graph(sched_graph *g)
 {
@@ -446,6 +469,7 @@ int main(void)
         cmocka_unit_test(test_policy_ggml_head_waits_after_a_backend_change),
         cmocka_unit_test(test_policy_ggml_slots),
         cmocka_unit_test(test_policy_ggml_slots_is_alloc_kept),
+        cmocka_unit_test(test_policy_ggml_sync_before_first_allocation),
         cmocka_unit_test(test_policy_ggml_slots_views_of_inputs),
         cmocka_unit_test(test_policy_names_are_unique_and_found),
     };
