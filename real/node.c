@@ -36,11 +36,11 @@ int real_node_args(const sched_exec *x, int32_t node, real_kernel_args *a)
         int32_t orig = t->src[i];
         int32_t act = x->src_of ? x->src_of(x, node, i) : orig;
         sched_tensor *ot = &g->tensors[orig], *at = &g->tensors[act];
-        uint64_t extra = (act != orig && ot->view_src >= 0) ? ot->view_offs : 0;
+        /* A split input's copy is the tensor read, a view as the view. */
         char *base = real_tensor_data(at);
         if (!base)
             return -1;
-        tensor_of(ot, base + extra, &a->src[i]);
+        tensor_of(ot, base, &a->src[i]);
         a->n_src = i + 1;
     }
     return 0;

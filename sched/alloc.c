@@ -13,6 +13,23 @@
  * bytes. The arena's size is the high-water mark; in the trace every
  * allocation is a view of the arena (sched_tensor_view), so the checker
  * sees two tensors that reuse the same bytes as two views that overlap.
+ *
+ * Under ggml's allocator (policy.ggml_alloc) the lifetimes are counted as
+ * ggml-alloc counts them (ggml_gallocr_alloc_graph_impl at the pinned
+ * commit), on the graph as the split rewrote it: a node on another backend
+ * reads the split's copy, not the source. Each tensor has its readers
+ * (n_children) and its views (n_views); after a node, each source loses a
+ * reader, and one with no reader and no view left is freed -- a view
+ * instead gives its source one view less, and the source goes when it has
+ * neither. Before taking a new block, a node whose op can work in place
+ * (sched_op_can_inplace) takes the block of its first source, in source
+ * order, that this allocator placed (not a weight, a user input or a kept
+ * copy), that is no output, has the node's type and shape, whose last
+ * reader is this node (n_children 1) and which no view uses (n_views 0).
+ * ggml also has a branch for a source that is a view; it cannot be taken
+ * at the pinned commit (a view is never "own": its hash node is never
+ * allocated), and it is not taken here either. The pair in place is not an
+ * overlap (sched_alloc_overlaps).
  */
 #include "sched_int.h"
 
@@ -104,8 +121,177 @@ static int add_rec(sched *s, int32_t t, int b, uint64_t off, uint64_t size, int3
     if (!n)
         return -1;
     s->allocs = n;
-    s->allocs[s->n_allocs++] = (sched_alloc_rec){ t, b, off, size, born, dies };
+    s->allocs[s->n_allocs++] = (sched_alloc_rec){ t, b, off, size, born, dies, -1 };
     return 0;
+}
+
+/* The tensor node reads as its source i on the graph the split rewrote:
+ * the copy on the node's backend when the source is a split input there
+ * (the first slot's: with ggml's transient copies there is one), else the
+ * source. */
+static int32_t read_of(const sched *s, int32_t node, int i)
+{
+    const sched_graph *g = s->graph;
+    int32_t src = g->tensors[node].src[i];
+    int b = g->tensors[node].backend;
+    if (src < 0 || src >= s->n_orig || b < 0)
+        return src;
+    int32_t c = s->copy_map[src * s->n_backends + b];
+    return c >= 0 ? c : src;
+}
+
+/* ggml-alloc's record of a tensor (its hash_node). */
+typedef struct galloc_node {
+    int32_t children, views;
+    bool allocated;                 /* placed by this allocator and not freed */
+    int32_t rec;                    /* its sched_alloc_rec, -1 */
+} galloc_node;
+
+static bool same_layout(const sched_tensor *a, const sched_tensor *b)
+{
+    if (a->type != b->type)
+        return false;
+    for (int i = 0; i < SCHED_MAX_DIMS; i++)
+        if (a->ne[i] != b->ne[i])
+            return false;
+    return true;
+}
+
+/* ggml's in-place reuse: the source node ni may take, or -1. */
+static int32_t inplace_parent(const sched *s, const galloc_node *h, int32_t ni)
+{
+    const sched_graph *g = s->graph;
+    const sched_tensor *t = &g->tensors[ni];
+    if (!sched_op_can_inplace(t->op))
+        return -1;
+    for (int i = 0; i < SCHED_MAX_SRC; i++) {
+        int32_t p = read_of(s, ni, i);
+        if (p < 0 || !h[p].allocated)
+            continue;                           /* not ggml-alloc's own */
+        const sched_tensor *pt = &g->tensors[p];
+        if ((pt->flags & SCHED_FLAG_OUTPUT) || pt->backend != t->backend || !same_layout(t, pt))
+            continue;
+        if (h[p].children == 1 && h[p].views == 0)
+            return p;
+    }
+    return -1;
+}
+
+/* ggml_gallocr_free_node: outputs are never freed. */
+static int galloc_free(sched *s, arena_plan *plan, galloc_node *h, int32_t t, int32_t k)
+{
+    sched_tensor *x = &s->graph->tensors[t];
+    if (x->flags & SCHED_FLAG_OUTPUT)
+        return 0;
+    h[t].allocated = false;
+    if (h[t].rec >= 0)
+        s->allocs[h[t].rec].dies = k;
+    return plan_free(&plan[x->backend], x->offset, sched_tensor_nbytes(x));
+}
+
+/* One reader of p is done (ggml's "update parents"): p goes when it has
+ * no reader and no view left; a view gives its source one view less. */
+static int galloc_release(sched *s, arena_plan *plan, galloc_node *h, int32_t p, int32_t k)
+{
+    if (--h[p].children != 0 || h[p].views != 0)
+        return 0;
+    int32_t v = s->graph->tensors[p].view_src;
+    if (v >= 0)
+        return --h[v].views == 0 && h[v].children == 0 && h[v].allocated
+                   ? galloc_free(s, plan, h, v, k) : 0;
+    return h[p].allocated ? galloc_free(s, plan, h, p, k) : 0;
+}
+
+/* The nodes in order under ggml-alloc's counts (the head comment). Kept
+ * copies are placed already; transient ones are born at copy_born. */
+static sched_status nodes_ggml(sched *s, arena_plan *plan, const int32_t *copy_born)
+{
+    sched_graph *g = s->graph;
+    galloc_node *h = calloc((size_t)g->n_tensors, sizeof *h);
+    if (!h)
+        return SCHED_ENOMEM;
+    for (int32_t i = 0; i < g->n_tensors; i++)
+        h[i].rec = -1;
+    for (int32_t k = 0; k < s->n_order; k++) {
+        int32_t ni = s->order[k];
+        if (g->tensors[ni].view_src >= 0)
+            h[g->tensors[ni].view_src].views++;
+        for (int i = 0; i < SCHED_MAX_SRC; i++) {
+            int32_t r = read_of(s, ni, i);
+            if (r >= 0)
+                h[r].children++;
+        }
+    }
+    /* ggml's graph_copy reads each split input at the split's start (its
+     * input_dep), which keeps the source until the copy is made. */
+    for (int i = 0; i < s->n_splits; i++)
+        for (int j = 0; j < s->splits[i].n_inputs; j++)
+            h[s->splits[i].inputs[j]].children++;
+    sched_status st = SCHED_ENOMEM;
+    int next_split = 0;
+    for (int32_t k = 0; k < s->n_order; k++) {
+        int32_t ni = s->order[k];
+        for (; next_split < s->n_splits && s->splits[next_split].first <= k; next_split++) {
+            const sched_split *sp = &s->splits[next_split];
+            for (int j = 0; j < sp->n_inputs; j++)
+                if (galloc_release(s, plan, h, sp->inputs[j], k) != 0)
+                    goto fail;
+        }
+        for (int32_t c = s->n_orig; copy_born && c < g->n_tensors; c++) {
+            sched_tensor *ct = &g->tensors[c];
+            if (copy_born[c] != k)
+                continue;
+            uint64_t size = sched_tensor_nbytes(ct);
+            ct->offset = plan_alloc(&plan[ct->backend], size);
+            h[c].allocated = true;
+            h[c].rec = s->n_allocs;
+            if (add_rec(s, c, ct->backend, ct->offset, size, k, INT32_MAX) != 0)
+                goto fail;
+        }
+        sched_tensor *t = &g->tensors[ni];
+        if (!sched_op_is_view(t->op) && t->view_src < 0 && !t->buffer) {
+            uint64_t size = sched_tensor_nbytes(t);
+            int32_t p = inplace_parent(s, h, ni);
+            if (p >= 0) {
+                /* The parent's block, kept: the parent is not freed. */
+                t->offset = g->tensors[p].offset;
+                h[p].allocated = false;
+                if (h[p].rec >= 0)
+                    s->allocs[h[p].rec].dies = k;
+            } else {
+                t->offset = plan_alloc(&plan[t->backend], size);
+            }
+            h[ni].allocated = true;
+            h[ni].rec = s->n_allocs;
+            if (add_rec(s, ni, t->backend, t->offset, size, k, INT32_MAX) != 0)
+                goto fail;
+            s->allocs[s->n_allocs - 1].inplace_of = p;
+        }
+        for (int i = 0; i < SCHED_MAX_SRC; i++) {
+            int32_t p = read_of(s, ni, i);
+            if (p >= 0 && galloc_release(s, plan, h, p, k) != 0)
+                goto fail;
+        }
+    }
+    st = SCHED_OK;
+fail:
+    free(h);
+    return st;
+}
+
+/* The tensors of s in arena `from` move to arena `to` (a shared arena that
+ * grew); their trace views are declared again when next used. */
+static void move_arena(sched *s, sched_buffer *from, sched_buffer *to)
+{
+    sched_graph *g = s->graph;
+    for (int32_t i = 0; g && i < g->n_tensors; i++)
+        if (g->tensors[i].buffer == from) {
+            g->tensors[i].buffer = to;
+            g->tensors[i].trace_view = TRACE_NONE;
+        }
+    sched_backend *be = from->backend;
+    if (be->iface->buffer_free)
+        be->iface->buffer_free(be, from);
 }
 
 sched_status sched_allocate(sched *s, char *err, size_t err_cap)
@@ -147,9 +333,9 @@ sched_status sched_allocate(sched *s, char *err, size_t err_cap)
             for (int i = 0; i < SCHED_MAX_SRC; i++) {
                 if (t->src[i] < 0)
                     continue;
-                int32_t base = storage_of(g, t->src[i]);
+                int32_t read = t->src[i];   /* a view input is copied as the view */
                 for (int32_t c = s->n_orig; c < g->n_tensors; c++)
-                    if ((g->tensors[c].flags & SCHED_FLAG_COPY) && g->tensors[c].copy_of == base &&
+                    if ((g->tensors[c].flags & SCHED_FLAG_COPY) && g->tensors[c].copy_of == read &&
                         g->tensors[c].backend == t->backend)
                         last_use[c] = k;
             }
@@ -164,6 +350,11 @@ sched_status sched_allocate(sched *s, char *err, size_t err_cap)
         t->offset = plan_alloc(&plan[t->backend], size);
         if (add_rec(s, i, t->backend, t->offset, size, -1, INT32_MAX) != 0)
             goto fail;
+    }
+    if (s->policy->ggml_alloc) {
+        if ((st = nodes_ggml(s, plan, copy_born)) != SCHED_OK)
+            goto fail;
+        goto arenas;
     }
     /* Nodes in order; free sources after their last reader. */
     for (int32_t k = 0; k < s->n_order; k++) {
@@ -212,20 +403,33 @@ sched_status sched_allocate(sched *s, char *err, size_t err_cap)
                 goto fail;
         }
     }
+arenas:
     /* One arena per backend that needs one. */
     for (int b = 0; b < s->n_backends; b++) {
         s->arena_size[b] = plan[b].top;
         if (s->arena[b] || plan[b].top == 0)
             continue;
+        /* Shared (opts.share): the first scheduler's buffer, grown if need be. */
+        sched *owner = s->opts.share ? s->opts.share : s;
+        sched_buffer *old = owner->arena[b];
+        if (old && old->size >= plan[b].top) {
+            s->arena[b] = old;
+            continue;
+        }
         sched_backend *be = s->backends[b];
         char name[SCHED_NAME_MAX];
-        snprintf(name, sizeof name, "%.24s.arena.%.24s", s->opts.name, be->iface->get_name(be));
+        snprintf(name, sizeof name, "%.24s.arena.%.24s", owner->opts.name, be->iface->get_name(be));
         s->arena[b] = be->iface->buffer_alloc(be, name, plan[b].top, SCHED_BUFFER_COMPUTE);
         if (!s->arena[b]) {
             snprintf(err, err_cap, "backend %s: cannot allocate an arena of %llu bytes",
                      be->iface->get_name(be), (unsigned long long)plan[b].top);
             st = SCHED_EBACKEND;
             goto fail;
+        }
+        if (owner != s) {
+            if (old)
+                move_arena(owner, old, s->arena[b]);
+            owner->arena[b] = s->arena[b];
         }
     }
     for (int32_t i = 0; i < g->n_tensors; i++) {
@@ -266,6 +470,9 @@ int sched_alloc_overlaps(const sched *s)
         for (int32_t j = i + 1; j < s->n_allocs; j++) {
             const sched_alloc_rec *a = &s->allocs[i], *b = &s->allocs[j];
             if (a->backend != b->backend)
+                continue;
+            /* A node in place of its parent: one block, handed over. */
+            if (a->inplace_of == b->tensor || b->inplace_of == a->tensor)
                 continue;
             bool live = a->born <= b->dies && b->born <= a->dies;
             bool bytes = a->offset < b->offset + b->size && b->offset < a->offset + a->size;

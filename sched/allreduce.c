@@ -27,7 +27,9 @@
  *              shift, no rounding), the host waits for both, and the bf16
  *              halves travel: the local half stays f32, the peer's arrives
  *              bf16. No event: the next all-reduce's host waits cover the
- *              adds that read the inboxes.
+ *              adds that read the inboxes. F16 partials (ggml-sycl's F16
+ *              path) are exchanged as they are at every size, never
+ *              compressed; other types go to the butterfly.
  *   butterfly  ggml's meta-backend fallback: for offset o = 1, 2, 4, ...
  *              rank j and j^o (j^o < j) exchange their partials into each
  *              other's inbox (a copy on the sender's queue handed over to
@@ -76,7 +78,12 @@
 sched_allreduce sched_allreduce_pick(sched_allreduce a, const char *family, int n,
                                      sched_dtype type)
 {
+    /* ggml-sycl takes 2 devices' f32 or f16 partials (f16: exchanged as
+     * they are, never compressed); it declines anything else. */
+    bool sycl_takes = n == 2 && (type == SCHED_F32 || type == SCHED_F16);
     if (a == SCHED_ALLREDUCE_AUTO) {
+        if (type == SCHED_F16 && family && strcmp(family, "sycl") == 0 && sycl_takes)
+            return SCHED_ALLREDUCE_SYCL;
         if (type != SCHED_F32)
             return SCHED_ALLREDUCE_BUTTERFLY;
         if (family && strcmp(family, "cuda") == 0)
@@ -87,7 +94,7 @@ sched_allreduce sched_allreduce_pick(sched_allreduce a, const char *family, int 
             return SCHED_ALLREDUCE_RING;     /* ranks in other processes: one collective */
         return SCHED_ALLREDUCE_BUTTERFLY;
     }
-    if (a == SCHED_ALLREDUCE_SYCL && n != 2)
+    if (a == SCHED_ALLREDUCE_SYCL && !sycl_takes)
         return SCHED_ALLREDUCE_BUTTERFLY;
     return a;
 }
@@ -244,7 +251,7 @@ static sched_status make_tensors(sched *s, int32_t i, bool bf16, uint64_t *need)
     memcpy(ne, src->ne, sizeof ne);
     int n_dims = src->n_dims;
     snprintf(name, sizeof name, "%.*s.inbox", SCHED_NAME_MAX - 8, t.name);
-    int32_t inbox = sched_graph_leaf(g, name, bf16 ? SCHED_BF16 : SCHED_F32, n_dims, ne, 0);
+    int32_t inbox = sched_graph_leaf(g, name, bf16 ? SCHED_BF16 : src->type, n_dims, ne, 0);
     if (inbox < 0)
         return SCHED_ENOMEM;
     snprintf(name, sizeof name, "%.*s.add", SCHED_NAME_MAX - 8, t.name);
@@ -349,7 +356,9 @@ sched_status sched_ar_plan(sched *s, char *err, size_t err_cap)
         sched_allreduce a = (sched_allreduce)s->ar_algo[i];
         if (n < 2 || !sched_allreduce_expanded(a))
             continue;
-        if (src->type != SCHED_F32 || g->tensors[i].type != SCHED_F32) {
+        bool f16_sycl = a == SCHED_ALLREDUCE_SYCL && src->type == SCHED_F16 &&
+                        g->tensors[i].type == SCHED_F16;
+        if (!f16_sycl && (src->type != SCHED_F32 || g->tensors[i].type != SCHED_F32)) {
             snprintf(err, err_cap, "all_reduce '%s': %s runs on f32 partials only (its source is %s)",
                      g->tensors[i].name, sched_allreduce_str(a), sched_dtype_str(src->type));
             return SCHED_EUSAGE;
@@ -358,7 +367,8 @@ sched_status sched_ar_plan(sched *s, char *err, size_t err_cap)
             snprintf(err, err_cap, "all_reduce '%s' has no device", g->tensors[i].name);
             return SCHED_EUSAGE;
         }
-        bool bf16 = sched_tensor_nelements(src) >= sched_allreduce_bf16_from(a, n, s->opts.allreduce_bf16_min);
+        bool bf16 = !f16_sycl &&
+                    sched_tensor_nelements(src) >= sched_allreduce_bf16_from(a, n, s->opts.allreduce_bf16_min);
         sched_status st = make_tensors(s, i, bf16, need);
         if (st != SCHED_OK)
             return st;

@@ -38,14 +38,15 @@ int sched_dtype_parse(const char *word)
     return -1;
 }
 
-static const struct { const char *word; int n_src; bool view; } op_info[] = {
-#define SCHED_OP_INFO(name, word, nsrc, view) { word, nsrc, view },
+static const struct { const char *word; int n_src; bool view, inplace; } op_info[] = {
+#define SCHED_OP_INFO(name, word, nsrc, view, inplace) { word, nsrc, view, inplace },
     SCHED_OP_MAP(SCHED_OP_INFO)
 #undef SCHED_OP_INFO
 };
 
 const char *sched_op_str(sched_op op) { return op_info[op].word; }
 bool sched_op_is_view(sched_op op) { return op_info[op].view; }
+bool sched_op_can_inplace(sched_op op) { return op_info[op].inplace; }
 int sched_op_n_src(sched_op op) { return op_info[op].n_src; }
 
 int sched_op_parse(const char *word)

@@ -21,6 +21,8 @@
  *   no-split-wait      events, but a split without inputs does not wait
  *                      for the previous split although the allocator
  *                      reuses memory another backend still reads.
+ *   ggml-pre-17795,    ggml's scheduler before #17795 and before #26040
+ *   ggml-pre-26040     (the same compute_splits: the PRs' real baselines),
  *   ggml-17795         ggml's scheduler as llama.cpp #17795 left it,
  *   ggml-20793         ... as #20793 left it,
  *   ggml-head          ... at the pinned ggml commit (after #26040): each
@@ -93,7 +95,50 @@ static const sched_policy policy_no_split_wait = {
  * the pinned ggml commit and what each pull request changed). All three
  * keep ggml's copy slots (ggml_slots): events only with more than one slot,
  * one host copy of each graph input per slot, cur_copy chosen at
- * allocation, four slots when pipelining and one otherwise. */
+ * allocation, four slots when pipelining and one otherwise; and
+ * ggml-alloc's allocator (ggml_alloc: in-place reuse of a parent). */
+
+/* ggml before llama.cpp #17795 (ggml 4b496bb9^) and before #26040 (ggml
+ * 0ab579a5^, after #25138 reverted #20793): ggml_backend_sched_compute_splits
+ * is the same text at both commits, and so is ggml-cuda's refusal of host
+ * memory in cpy_tensor_async. A user input: the host waits for the slot's
+ * event (else synchronizes the split's backend), then copies blocking; any
+ * other input: the split's stream waits for the slot's event (else a
+ * synchronize), then cpy_tensor_async, else a sync of both and a blocking
+ * copy; no sync around a split; a record only after a split with inputs;
+ * no wait before a split without inputs. The baselines the PRs' gains are
+ * measured from (`full` is the PR's schematic, not ggml). */
+static const sched_policy policy_ggml_pre_17795 = {
+    .name = "ggml-pre-17795",
+    .summary = "ggml before llama.cpp #17795: blocking user copies after the slot event, records after splits with inputs",
+    .before_copy = SCHED_GUARD_EVENT,
+    .user_copy = SCHED_COPY_BLOCKING,
+    .input_copy = SCHED_COPY_ASYNC,
+    .slot_waiter = SCHED_WAITER_GGML,
+    .record_after_split = true,
+    .record_needs_inputs = true,
+    .no_input_wait = SCHED_NOINPUT_NONE,
+    .ggml_slots = true,
+    .ggml_alloc = true,
+    .copies_pipelined = 4,
+    .copies_single = 1,
+};
+
+static const sched_policy policy_ggml_pre_26040 = {
+    .name = "ggml-pre-26040",
+    .summary = "ggml before llama.cpp #26040 (after #25138): the scheduler of ggml-pre-17795",
+    .before_copy = SCHED_GUARD_EVENT,
+    .user_copy = SCHED_COPY_BLOCKING,
+    .input_copy = SCHED_COPY_ASYNC,
+    .slot_waiter = SCHED_WAITER_GGML,
+    .record_after_split = true,
+    .record_needs_inputs = true,
+    .no_input_wait = SCHED_NOINPUT_NONE,
+    .ggml_slots = true,
+    .ggml_alloc = true,
+    .copies_pipelined = 4,
+    .copies_single = 1,
+};
 
 /* llama.cpp #17795 (ggml 4b496bb9): without events a sync before a split's
  * copies and one before its launch, for every split; user inputs copied
@@ -116,6 +161,7 @@ static const sched_policy policy_ggml_17795 = {
     .record_needs_inputs = true,
     .no_input_wait = SCHED_NOINPUT_NONE,
     .ggml_slots = true,
+    .ggml_alloc = true,
     .copies_pipelined = 4,
     .copies_single = 1,
     .copy_from_host = true,
@@ -123,14 +169,15 @@ static const sched_policy policy_ggml_17795 = {
 
 /* llama.cpp #20793 (ggml 5017f360, reverted by #25138): #17795 plus a sync
  * of the split's backend before its copies and before its launch, events
- * or not (saaasg). */
+ * or not (saaasg); without a slot event, a sync before each copy into a
+ * backend that has no cpy_tensor_async (SYCL). */
 static const sched_policy policy_ggml_20793 = {
     .name = "ggml-20793",
     .summary = "ggml at llama.cpp #20793: events, a sync before and after the copies, async user copies",
     .sync_before_inputs = true,
     .sync_after_inputs = true,
     .sync_every_split = true,
-    .before_copy = SCHED_GUARD_EVENT_ONLY,
+    .before_copy = SCHED_GUARD_EVENT_ELSE_SYNC_NO_ASYNC,
     .user_copy = SCHED_COPY_ASYNC,
     .input_copy = SCHED_COPY_ASYNC,
     .slot_waiter = SCHED_WAITER_GGML,
@@ -138,6 +185,7 @@ static const sched_policy policy_ggml_20793 = {
     .record_needs_inputs = true,
     .no_input_wait = SCHED_NOINPUT_NONE,
     .ggml_slots = true,
+    .ggml_alloc = true,
     .copies_pipelined = 4,
     .copies_single = 1,
     .copy_from_host = true,
@@ -158,6 +206,7 @@ static const sched_policy policy_ggml_head = {
     .record_after_split = true,
     .no_input_wait = SCHED_NOINPUT_ANY_CHANGE,
     .ggml_slots = true,
+    .ggml_alloc = true,
     .copies_pipelined = 4,
     .copies_single = 1,
 };
@@ -175,6 +224,7 @@ static const sched_policy policy_moe_no_ids_sync = {
     .record_after_split = true,
     .no_input_wait = SCHED_NOINPUT_ANY_CHANGE,
     .ggml_slots = true,
+    .ggml_alloc = true,
     .copies_pipelined = 4,
     .copies_single = 1,
     .moe_no_ids_sync = true,
@@ -182,8 +232,8 @@ static const sched_policy policy_moe_no_ids_sync = {
 
 const sched_policy *const sched_policies[] = {
     &policy_full, &policy_relaxed, &policy_events, &policy_async_user_inputs,
-    &policy_no_split_wait, &policy_ggml_17795, &policy_ggml_20793, &policy_ggml_head,
-    &policy_moe_no_ids_sync, NULL,
+    &policy_no_split_wait, &policy_ggml_pre_17795, &policy_ggml_17795, &policy_ggml_20793,
+    &policy_ggml_pre_26040, &policy_ggml_head, &policy_moe_no_ids_sync, NULL,
 };
 
 const sched_policy *sched_policy_find(const char *name)
@@ -234,6 +284,38 @@ const char *sched_allreduce_names(void)
             used += (size_t)snprintf(names + used, sizeof names - used, "%s%s",
                                      i == 0 ? "" : i + 1 < SCHED_ALLREDUCE_COUNT ? ", " : " or ",
                                      allreduce_info[i].word);
+    }
+    return names;
+}
+
+static const char *const barrier_words[] = {
+#define SCHED_BARRIER_WORD(name, word, text) word,
+    SCHED_BARRIER_MAP(SCHED_BARRIER_WORD)
+#undef SCHED_BARRIER_WORD
+};
+
+const char *sched_barrier_str(sched_barrier_kind k)
+{
+    return (unsigned)k < SCHED_BARRIER_COUNT ? barrier_words[k] : "?";
+}
+
+int sched_barrier_parse(const char *word)
+{
+    for (int i = 0; i < SCHED_BARRIER_COUNT; i++)
+        if (strcmp(barrier_words[i], word) == 0)
+            return i;
+    return -1;
+}
+
+const char *sched_barrier_names(void)
+{
+    static char names[96];
+    if (!names[0]) {
+        size_t used = 0;
+        for (int i = 0; i < SCHED_BARRIER_COUNT && used < sizeof names; i++)
+            used += (size_t)snprintf(names + used, sizeof names - used, "%s%s",
+                                     i == 0 ? "" : i + 1 < SCHED_BARRIER_COUNT ? ", " : " or ",
+                                     barrier_words[i]);
     }
     return names;
 }

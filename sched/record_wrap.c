@@ -72,17 +72,16 @@ static graph_cache *cache_of(sched_rec *r, const sched_exec *x)
 }
 
 /* A read of source tensor `orig` as node reads it through `act` (its copy
- * when it is a split input): a view read through the copy of its base
- * reads the view's bytes of the copy. */
+ * when it is a split input; a view's copy is the view, split.c): the
+ * whole of act, or the leading bytes orig names when they are fewer. */
 static trace_access read_of(sched_rec *r, const sched_graph *g, int32_t orig, int32_t act)
 {
     sched_tensor *ot = &g->tensors[orig], *at = &g->tensors[act];
-    uint64_t extra = (act != orig && ot->view_src >= 0) ? ot->view_offs : 0;
-    uint64_t whole = sched_tensor_nbytes(at), lo = extra, hi = extra + sched_tensor_nbytes(ot);
+    uint64_t whole = sched_tensor_nbytes(at), hi = sched_tensor_nbytes(ot);
     if (hi > whole)
         hi = whole;
-    bool full = lo == 0 && hi == whole;
-    return (trace_access){ view_of(r, at), TRACE_R, full ? TRACE_REF_WHOLE : TRACE_REF_RANGE, lo,
+    bool full = hi == whole;
+    return (trace_access){ view_of(r, at), TRACE_R, full ? TRACE_REF_WHOLE : TRACE_REF_RANGE, 0,
                            hi };
 }
 

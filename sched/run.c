@@ -569,6 +569,8 @@ static int run_phase(exec *x, int k, int n, uint64_t *eval, trace_error *err)
 {
     phase *ph = &x->ph[k];
     ph->start = now(x);
+    if (k == 1 && x->ph[0].s && x->r->policy->ggml_alloc)
+        sched_handover(ph->s, x->ph[0].s);  /* one ggml scheduler goes on */
     for (int i = 0; i < n; i++, (*eval)++) {
         if (x->m->iface->check_output && x->n_pend == ph->n_host && drain(x, k, err) != 0)
             return -1;
@@ -577,13 +579,20 @@ static int run_phase(exec *x, int k, int n, uint64_t *eval, trace_error *err)
         x->cur_phase = k;
         /* llama.cpp allocates the graph (ggml chooses its copy slot) before
          * it sets the inputs, which then go to that slot's host copies. */
+        sched_reset(ph->s);                 /* process_ubatch: a new graph */
         if (sched_alloc_graph(ph->s) != SCHED_OK)
             return trace_error_set(err, TRACE_EUSAGE, "cannot allocate evaluation %llu",
                                    (unsigned long long)*eval), -1;
         if (set_inputs(x, k, *eval, err) != 0)
             return -1;
-        if (sched_graph_compute(ph->s, *eval) != SCHED_OK ||
-            read_output(x, k, *eval, i + 1 == n, err) != 0)
+        sched_status cst = sched_graph_compute(ph->s, *eval);
+        /* The end of a llama_decode (the prompt's last ubatch, each token)
+         * resets the scheduler before its outputs are read: the sync that
+         * reads them sends the next slot back to 0. A sync inside the
+         * prompt (pipelined reads) does not. */
+        if (k == 1 || i + 1 == n)
+            sched_reset(ph->s);
+        if (cst != SCHED_OK || read_output(x, k, *eval, i + 1 == n, err) != 0)
             return trace_error_set(err, TRACE_EUSAGE, "evaluation %llu failed on a backend",
                                    (unsigned long long)*eval), -1;
         x->done++;
@@ -667,7 +676,12 @@ static int setup(exec *x, sched_sink sink, sched_weights **wts, trace_error *err
                          .read_ids = mi->read_i32, .read_ids_ctx = x->m->ctx,
                          .rec = x->rec };
     const char *names[2] = { "p", "d" }, *prefixes[2] = { "p:", "d:" };
-    for (int k = 1; k >= 0; k--) {
+    /* Under ggml's allocator, one scheduler's state for both graphs, as
+     * llama.cpp's one ggml_backend_sched: the decode's uses the prompt's
+     * slot events and compute buffers (grown to the larger graph), so
+     * reuse across the phase change shows. Syncsim's own policies keep
+     * one of each per phase. */
+    for (int k = 0; k < 2; k++) {
         phase *ph = &x->ph[k];
         ph->g = r->g[k];
         ph->out = r->out[k];
@@ -675,6 +689,7 @@ static int setup(exec *x, sched_sink sink, sched_weights **wts, trace_error *err
         if (!ph->g)
             continue;
         so.name = names[k];
+        so.share = k == 1 && r->policy->ggml_alloc ? x->ph[0].s : NULL;
         ph->s = sched_new(x->be, x->nb, &so);
         if (!ph->s)
             return trace_error_set(err, TRACE_ENOMEM, "out of memory"), -1;

@@ -40,6 +40,7 @@ struct sched_weights {
 };
 
 static const char *bname(sched_backend *b) { return b->iface->get_name(b); }
+static int realloc_signature(sched *s);
 
 sched_weights *sched_weights_new(sched_backend **backends, int n_backends, const sched_graph *g,
                                  sched_sink *sink)
@@ -146,7 +147,16 @@ sched *sched_new(sched_backend **backends, int n_backends, const sched_options *
         s->copy[b] = s->opts.copy_traits[b];
     /* ggml creates the slot events only when there is more than one slot. */
     bool events = !(s->policy->ggml_slots && s->n_copies < 2);
-    for (int b = 0; b < n_backends; b++) {
+    sched *o = s->opts.share;
+    if (o && (o->n_backends != n_backends || o->n_copies != s->n_copies || o->opts.share)) {
+        free(s);
+        return NULL;
+    }
+    s->shared = o != NULL;
+    for (int b = 0; o && b < n_backends; b++)
+        for (int c = 0; c < s->n_copies; c++)
+            s->events[b][c] = o->events[b][c];
+    for (int b = 0; b < n_backends && !o; b++) {
         sched_backend *be = backends[b];
         if (!be->iface->event_new || !events)
             continue;
@@ -169,13 +179,13 @@ void sched_free(sched *s)
         return;
     for (int b = 0; b < s->n_backends; b++) {
         sched_backend *be = s->backends[b];
-        for (int c = 0; c < SCHED_MAX_COPIES; c++)
+        for (int c = 0; c < SCHED_MAX_COPIES && !s->shared; c++)
             if (s->events[b][c] && be->iface->event_free)
                 be->iface->event_free(be, s->events[b][c]);
         for (int d = 0; d < s->n_backends; d++)
             if (s->xfer[b][d] && be->iface->event_free)
                 be->iface->event_free(be, s->xfer[b][d]);
-        if (s->arena[b] && be->iface->buffer_free)
+        if (s->arena[b] && !s->shared && be->iface->buffer_free)
             be->iface->buffer_free(be, s->arena[b]);
         if (s->wire[b] && be->iface->buffer_free)
             be->iface->buffer_free(be, s->wire[b]);
@@ -202,6 +212,8 @@ void sched_free(sched *s)
     free(s->order);
     free(s->allocs);
     free(s->copy_map);
+    free(s->sig_backend);
+    free(s->sig_bytes);
     free(s->in_slot);
     free(s->in_view);
     sched_ar_free(s);
@@ -302,6 +314,17 @@ sched_status sched_plan(sched *s, sched_graph *g, char *err, size_t err_cap)
     st = sched_make_splits(s, err, err_cap);
     if (st != SCHED_OK)
         return st;
+    /* (source, backend) -> first copy, for src_of and the allocator. */
+    free(s->copy_map);
+    s->copy_map = malloc((size_t)s->n_orig * (size_t)s->n_backends * sizeof *s->copy_map);
+    if (!s->copy_map)
+        return SCHED_ENOMEM;
+    for (int32_t i = 0; i < s->n_orig * s->n_backends; i++)
+        s->copy_map[i] = -1;
+    for (int i = 0; i < s->n_splits; i++)
+        for (int j = 0; j < s->splits[i].n_inputs; j++)
+            s->copy_map[s->splits[i].inputs[j] * s->n_backends + s->splits[i].backend] =
+                s->splits[i].input_copy[j];
     st = sched_allocate(s, err, err_cap);
     if (st != SCHED_OK)
         return st;
@@ -351,18 +374,7 @@ sched_status sched_plan(sched *s, sched_graph *g, char *err, size_t err_cap)
     }
     if ((st = plan_allreduce(s, err, err_cap)) != SCHED_OK)
         return st;
-    /* (source, backend) -> first copy, for src_of. */
-    free(s->copy_map);
-    s->copy_map = malloc((size_t)s->n_orig * (size_t)s->n_backends * sizeof *s->copy_map);
-    if (!s->copy_map)
-        return SCHED_ENOMEM;
-    for (int32_t i = 0; i < s->n_orig * s->n_backends; i++)
-        s->copy_map[i] = -1;
-    for (int i = 0; i < s->n_splits; i++)
-        for (int j = 0; j < s->splits[i].n_inputs; j++)
-            s->copy_map[s->splits[i].inputs[j] * s->n_backends + s->splits[i].backend] =
-                s->splits[i].input_copy[j];
-    return SCHED_OK;
+    return realloc_signature(s) == 0 ? SCHED_OK : SCHED_ENOMEM;
 }
 
 int sched_n_splits(const sched *s) { return s->n_splits; }
@@ -402,12 +414,10 @@ static int32_t exec_src_of(const sched_exec *x, int32_t node, int i)
     const sched *s = x->sched;
     const sched_graph *g = x->graph;
     int32_t src = g->tensors[node].src[i];
-    if (src < 0)
-        return -1;
-    int32_t st = g->tensors[src].view_src >= 0 ? g->tensors[src].view_src : src;
-    if (st >= s->n_orig)
+    if (src < 0 || src >= s->n_orig)
         return src;
-    int32_t first = s->copy_map[st * s->n_backends + g->tensors[node].backend];
+    /* A split input is the tensor read, a view as the view (split.c). */
+    int32_t first = s->copy_map[src * s->n_backends + g->tensors[node].backend];
     return first >= 0 ? first + x->cur_copy : src;
 }
 
@@ -464,15 +474,90 @@ static void point_inputs(sched *s, int c)
     }
 }
 
+/* The graph as ggml-alloc sees it (sched_int.h): ggml's graph_copy has,
+ * per split, a dependency on each input (on the input's backend, no bytes)
+ * and the input's copy, then the split's nodes; its leafs are the graph's
+ * and the copies. Returns 0 or -1 (memory). */
+static int realloc_signature(sched *s)
+{
+    const sched_graph *g = s->graph;
+    int32_t n = s->n_order;
+    for (int i = 0; i < s->n_splits; i++)
+        n += 2 * s->splits[i].n_inputs;
+    free(s->sig_backend);
+    free(s->sig_bytes);
+    s->sig_backend = malloc(((size_t)n + 1) * sizeof *s->sig_backend);
+    s->sig_bytes = malloc(((size_t)n + 1) * sizeof *s->sig_bytes);
+    if (!s->sig_backend || !s->sig_bytes)
+        return -1;
+    int32_t k = 0;
+    for (int i = 0; i < s->n_splits; i++) {
+        const sched_split *sp = &s->splits[i];
+        for (int j = 0; j < sp->n_inputs; j++) {
+            s->sig_backend[k] = g->tensors[sp->inputs[j]].backend;
+            s->sig_bytes[k++] = 0;
+            s->sig_backend[k] = sp->backend;
+            s->sig_bytes[k++] = sched_tensor_nbytes(&g->tensors[sp->input_copy[j]]);
+        }
+        for (int q = 0; q < sp->n_nodes; q++) {
+            const sched_tensor *t = &g->tensors[sp->nodes[q]];
+            s->sig_backend[k] = t->backend;
+            s->sig_bytes[k++] = sched_op_is_view(t->op) || t->view_src >= 0 ? 0 : sched_tensor_nbytes(t);
+        }
+    }
+    s->sig_n_nodes = k;
+    s->sig_n_leafs = s->n_copy_tensors;
+    for (int32_t i = 0; i < s->n_orig; i++)
+        s->sig_n_leafs += g->tensors[i].op == SCHED_OP_NONE;
+    return 0;
+}
+
+/* ggml_gallocr_needs_realloc and backend_ids_changed, on the signatures:
+ * nothing reserved yet, another node or leaf count, a node that needs more
+ * bytes than were reserved at its place, or a node on another backend than
+ * in the graph allocated before. */
+static bool needs_realloc(const sched *reserved, const sched *prev, const sched *s)
+{
+    if (!reserved || reserved->sig_n_nodes != s->sig_n_nodes ||
+        reserved->sig_n_leafs != s->sig_n_leafs)
+        return true;
+    for (int32_t i = 0; i < s->sig_n_nodes; i++)
+        if (s->sig_bytes[i] > reserved->sig_bytes[i])
+            return true;
+    int32_t n = prev && prev->sig_n_nodes < s->sig_n_nodes ? prev->sig_n_nodes : s->sig_n_nodes;
+    for (int32_t i = 0; prev && i < n; i++)
+        if (prev->sig_backend[i] != s->sig_backend[i])
+            return true;
+    return false;
+}
+
 sched_status sched_alloc_graph(sched *s)
 {
     if (!s->graph || !s->splits)
         return SCHED_EUSAGE;
-    if (s->is_alloc)
-        return SCHED_OK;
+    /* ggml-alloc reserves again when the graph does not fit what it
+     * reserved for, and ggml synchronizes every backend first, leaving the
+     * slot alone (ggml_backend_sched_alloc_splits). */
+    sched *root = s->opts.share ? s->opts.share : s;
+    if (s->policy->ggml_alloc) {
+        bool realloc = needs_realloc(root->reserved, root->last_alloc, s);
+        root->last_alloc = s;
+        if (realloc) {
+            root->reserved = s;
+            for (int b = 0; b < s->n_backends; b++) {
+                sched_status st = sync_backend(s, b);
+                if (st != SCHED_OK)
+                    return st;
+            }
+        }
+    }
+    /* ggml allocates again whenever asked, allocated or not; syncsim's own
+     * policies keep the slot their last evaluation rotated to. */
     if (s->policy->ggml_slots) {
         s->cur_copy = s->next_copy;
         s->next_copy = (s->next_copy + 1) % s->n_copies;
+    } else if (s->is_alloc) {
+        return SCHED_OK;
     }
     if (s->in_slot)
         point_inputs(s, s->cur_copy);
@@ -598,10 +683,7 @@ static bool moe_input(const sched *s, const sched_split *sp, int j)
     const sched_tensor *node = &g->tensors[sp->nodes[0]];
     if (node->op != SCHED_OP_MUL_MAT_ID)
         return false;
-    int32_t w = node->src[0];
-    while (g->tensors[w].view_src >= 0)
-        w = g->tensors[w].view_src;
-    return w == sp->inputs[j];
+    return node->src[0] == sp->inputs[j];
 }
 
 /* A tensor naming bytes [off, off + size) of t, with its trace view
@@ -772,11 +854,12 @@ static sched_status copy_input(sched *s, const sched_split *sp, int j)
 
     if (s->policy->before_copy == SCHED_GUARD_SYNC) {
         st = sync_backend(s, b);
-    } else if (s->policy->before_copy == SCHED_GUARD_EVENT ||
-               s->policy->before_copy == SCHED_GUARD_EVENT_ONLY) {
+    } else if (s->policy->before_copy != SCHED_GUARD_NONE) {
         sched_event *ev = s->events[b][s->cur_copy];
         if (!ev) {
-            if (s->policy->before_copy == SCHED_GUARD_EVENT)
+            if (s->policy->before_copy == SCHED_GUARD_EVENT ||
+                (s->policy->before_copy == SCHED_GUARD_EVENT_ELSE_SYNC_NO_ASYNC && s->copy[b] &&
+                 s->copy[b]->no_cpy_tensor_async))
                 st = sync_backend(s, b);
         } else if (ev->n_records > 0 && s->policy->slot_waiter == SCHED_WAITER_GGML) {
             /* ggml: the host for a user input, the split's stream otherwise
@@ -923,11 +1006,28 @@ sched_status sched_graph_compute(sched *s, uint64_t eval)
     sched_backend *first = s->backends[0];
     if (first->iface->split_begin)
         first->iface->split_begin(first, -1, eval);
-    s->is_alloc = false;
-    if (!pol->ggml_slots)
+    /* ggml keeps the graph allocated after a compute (is_alloc is cleared
+     * by ggml_backend_sched_reset alone): the next compute without a reset
+     * reuses the slot, and a synchronize before the reset keeps next_copy. */
+    if (!pol->ggml_slots) {
+        s->is_alloc = false;
         s->cur_copy = (s->cur_copy + 1) % s->n_copies;
+    }
     s->n_evals++;
     return st;
+}
+
+void sched_reset(sched *s)
+{
+    s->is_alloc = false;
+}
+
+void sched_handover(sched *to, const sched *from)
+{
+    to->next_copy = from->next_copy;
+    to->cur_copy = from->cur_copy;
+    to->last_split_backend = from->last_split_backend;
+    memcpy(to->last_event, from->last_event, sizeof to->last_event);
 }
 
 sched_status sched_synchronize(sched *s)
@@ -1018,11 +1118,10 @@ int sched_record_graph(const sched *s, sched_sink *sink, int64_t id_base)
                 continue;
             int32_t src = t->src[k];
             const char *kind = "data";
-            int32_t st_src = g->tensors[src].view_src >= 0 ? g->tensors[src].view_src : src;
-            if (st_src < s->n_orig && t->backend >= 0 &&
-                s->copy_map[st_src * s->n_backends + t->backend] >= 0) {
+            if (src < s->n_orig && t->backend >= 0 &&
+                s->copy_map[src * s->n_backends + t->backend] >= 0) {
                 /* The node reads the slot-0 copy; the copy reads the source. */
-                src = s->copy_map[st_src * s->n_backends + t->backend];
+                src = s->copy_map[src * s->n_backends + t->backend];
                 kind = "input";
             }
             trace_graph_edge e = { id_base + src, id_base + i, kind };

@@ -84,29 +84,31 @@ int sched_dtype_parse(const char *word);  /* -1 when unknown */
 size_t sched_dtype_size(sched_dtype t);
 
 /* Ops: name, number of sources (-1: variable), whether it is a view (no
- * compute, shares its first source's memory). */
+ * compute, shares its first source's memory), whether ggml-alloc may put
+ * its result in a source's memory (ggml_op_can_inplace at the pinned
+ * commit: add, mul, scale, rms_norm, soft_max, unary, rope, ...). */
 #define SCHED_OP_MAP(X)                   \
-    X(NONE, "leaf", 0, 0)                 \
-    X(MUL_MAT, "mul_mat", 2, 0)           \
-    X(ADD, "add", 2, 0)                   \
-    X(MUL, "mul", 2, 0)                   \
-    X(SCALE, "scale", 1, 0)               \
-    X(RMS_NORM, "rms_norm", 1, 0)         \
-    X(SOFTMAX, "softmax", -1, 0)          \
-    X(SILU, "silu", 1, 0)                 \
-    X(ROPE, "rope", 2, 0)                 \
-    X(GET_ROWS, "get_rows", 2, 0)         \
-    X(CPY, "cpy", 2, 0)                   \
-    X(CONVERT, "convert", 1, 0)           \
-    X(VIEW, "view", 1, 1)                 \
-    X(RESHAPE, "reshape", 1, 1)           \
-    X(PERMUTE, "permute", 1, 1)           \
-    X(CONCAT, "concat", 2, 0)             \
-    X(ALL_REDUCE, "all_reduce", 1, 0)     \
-    X(MUL_MAT_ID, "mul_mat_id", 3, 0)
+    X(NONE, "leaf", 0, 0, 0)              \
+    X(MUL_MAT, "mul_mat", 2, 0, 0)        \
+    X(ADD, "add", 2, 0, 1)                \
+    X(MUL, "mul", 2, 0, 1)                \
+    X(SCALE, "scale", 1, 0, 1)            \
+    X(RMS_NORM, "rms_norm", 1, 0, 1)      \
+    X(SOFTMAX, "softmax", -1, 0, 1)       \
+    X(SILU, "silu", 1, 0, 1)              \
+    X(ROPE, "rope", 2, 0, 1)              \
+    X(GET_ROWS, "get_rows", 2, 0, 0)      \
+    X(CPY, "cpy", 2, 0, 0)                \
+    X(CONVERT, "convert", 1, 0, 0)        \
+    X(VIEW, "view", 1, 1, 0)              \
+    X(RESHAPE, "reshape", 1, 1, 0)        \
+    X(PERMUTE, "permute", 1, 1, 0)        \
+    X(CONCAT, "concat", 2, 0, 0)          \
+    X(ALL_REDUCE, "all_reduce", 1, 0, 0)  \
+    X(MUL_MAT_ID, "mul_mat_id", 3, 0, 0)
 
 typedef enum {
-#define SCHED_OP_ENUM(name, word, nsrc, view) SCHED_OP_##name,
+#define SCHED_OP_ENUM(name, word, nsrc, view, inplace) SCHED_OP_##name,
     SCHED_OP_MAP(SCHED_OP_ENUM)
 #undef SCHED_OP_ENUM
     SCHED_OP_COUNT
@@ -115,6 +117,8 @@ typedef enum {
 const char *sched_op_str(sched_op op);
 int sched_op_parse(const char *word);     /* -1 when unknown */
 bool sched_op_is_view(sched_op op);
+/* Whether ggml-alloc may write the op's result over a source (in place). */
+bool sched_op_can_inplace(sched_op op);
 /* Sources the op takes: 1..SCHED_MAX_SRC, or -1 for "1 or 2" (softmax mask). */
 int sched_op_n_src(sched_op op);
 
@@ -547,7 +551,10 @@ typedef enum {
     SCHED_GUARD_NONE = 0,
     SCHED_GUARD_SYNC = 1,           /* synchronize the split's backend */
     SCHED_GUARD_EVENT = 2,          /* wait for the slot's event (else synchronize) */
-    SCHED_GUARD_EVENT_ONLY = 3,     /* wait for the slot's event (else nothing: ggml #17795, #20793) */
+    SCHED_GUARD_EVENT_ONLY = 3,     /* wait for the slot's event (else nothing: ggml #17795) */
+    /* wait for the slot's event, else synchronize a split's backend whose
+     * family has no cpy_tensor_async (ggml #20793: SYCL, CPU) */
+    SCHED_GUARD_EVENT_ELSE_SYNC_NO_ASYNC = 4,
 } sched_guard;
 
 typedef enum {
@@ -611,6 +618,16 @@ typedef struct sched_policy {
      * (llama_synchronize). false: events always, one host buffer per
      * input, cur_copy rotates after every evaluation. */
     bool ggml_slots;
+    /* ggml-alloc's rules (sched/alloc.c): a node whose op can work in
+     * place takes the memory of a source it is the last reader of (same
+     * layout, no live views, not an output), a view's source too when the
+     * view is its only one and starts at its first byte; a tensor is freed
+     * when its last reader and last view are done, as ggml counts them
+     * (n_children, n_views). And, in `run`, one compute buffer per
+     * backend and one set of slot events for the prompt and the decode
+     * graphs (options.share), as llama.cpp's one ggml_backend_sched.
+     * false: best fit, never in place; arenas and events per phase. */
+    bool ggml_alloc;
     /* The CUDA backend of this ggml version queues copies from host memory
      * (copy_from_host, #17795 and #20793; families with
      * host_needs_copy_from_host). */
@@ -645,6 +662,9 @@ typedef struct sched_copy_traits {
      * copy_from_host (policy.copy_from_host: #17795, #20793); else blocking. */
     bool host_needs_copy_from_host;
     const char *summary;            /* one line: what ggml's backend does */
+    /* ggml's backend has no cpy_tensor_async (its iface member is NULL):
+     * what #20793's guard before a copy tests. */
+    bool no_cpy_tensor_async;
 } sched_copy_traits;
 
 /* The families, {NULL}-terminated (sched/family.c). */
@@ -653,6 +673,27 @@ extern const sched_copy_traits sched_copy_families[];
 const sched_copy_traits *sched_copy_family(const char *name);
 /* Their names for a message: "cuda, vulkan, sycl, metal or cpu". */
 const char *sched_copy_family_names(void);
+
+/* The CPU pool's barriers: real/barrier.c runs them on this computer,
+ * sim/cost.c prices them on a device model (`--barrier NAME`). */
+#define SCHED_BARRIER_MAP(X)                                                   \
+    X(SPIN, "spin", "busy-wait on the generation counter")                    \
+    X(FUTEX, "futex", "sleep on the generation counter (Linux futex)")        \
+    X(HYBRID, "hybrid", "spin for an adaptive budget, then sleep on a futex") \
+    X(PTHREAD, "pthread", "pthread_barrier_wait (baseline)")
+
+typedef enum {
+#define SCHED_BARRIER_ENUM(name, word, text) SCHED_BARRIER_##name,
+    SCHED_BARRIER_MAP(SCHED_BARRIER_ENUM)
+#undef SCHED_BARRIER_ENUM
+    SCHED_BARRIER_COUNT
+} sched_barrier_kind;
+
+const char *sched_barrier_str(sched_barrier_kind k);
+/* -1 when the word names no barrier. */
+int sched_barrier_parse(const char *word);
+/* "spin, futex, hybrid or pthread", from the table. */
+const char *sched_barrier_names(void);
 
 /* The named policies, NULL-terminated. */
 extern const sched_policy *const sched_policies[];
@@ -710,6 +751,14 @@ typedef struct sched_options {
     /* The recording the backends report to, for the host's own reads the
      * scheduler makes (the MoE ids). NULL: not recorded. */
     struct sched_rec *rec;
+    /* A scheduler of the same run, over the same backends, planned before
+     * this one for another graph (the prompt's, the decode's): as ggml's
+     * one scheduler, this one uses its slot events and its arenas -- one
+     * compute buffer per backend, grown when this graph needs more (the
+     * first one's tensors move to the grown buffer). The first one owns
+     * them and must be freed last... or first: the other never frees them.
+     * NULL: events and arenas of its own. */
+    struct sched *share;
 } sched_options;
 
 /* ggml's GGML_SCHED_MAX_SPLIT_INPUTS: a split with this many inputs ends
@@ -760,17 +809,28 @@ const sched_policy *sched_get_policy(const sched *s);
 sched_graph *sched_get_graph(const sched *s);
 
 /* Chooses the copy slot of the next evaluation (ggml_backend_sched_alloc_graph:
- * with a ggml_slots policy the slot after the last one allocated, 0 after a
- * sched_synchronize; otherwise cur_copy) and points every user input at its
- * host copy for that slot, so that the user writes it there. Called by
- * sched_graph_compute when the graph is not allocated yet. */
+ * with a ggml_slots policy the slot after the last one allocated -- every
+ * call moves on, allocated or not -- 0 after a sched_synchronize of an
+ * unallocated graph; otherwise cur_copy, once per evaluation) and points
+ * every user input at its host copy for that slot, so that the user writes
+ * it there. Called by sched_graph_compute when the graph is not allocated. */
 sched_status sched_alloc_graph(sched *s);
 /* Runs one evaluation (eval: the token or ubatch number put in the trace):
- * every split in order under the policy; the next evaluation allocates
- * again (a policy without ggml_slots rotates cur_copy here). */
+ * every split in order under the policy. With a ggml_slots policy the graph
+ * stays allocated, as ggml's is_alloc: the next compute without a
+ * sched_reset or sched_alloc_graph reuses the slot (graph reuse). Without
+ * ggml_slots the next evaluation allocates again and cur_copy rotates. */
 sched_status sched_graph_compute(sched *s, uint64_t eval);
+/* Forgets the allocation (ggml_backend_sched_reset: is_alloc = false), as
+ * llama.cpp does before it builds a ubatch's graph and at the end of each
+ * llama_decode; the next sched_synchronize then sends the slot back to 0. */
+void sched_reset(sched *s);
+/* The run goes on from scheduler `from` to `to` (sharing it, options.share):
+ * the next slot, the previous split's backend and the last events, as one
+ * ggml scheduler would carry them from one graph to the next. */
+void sched_handover(sched *to, const sched *from);
 /* Waits for every backend (llama_synchronize); with a ggml_slots policy and
- * no graph allocated, the next slot is 0 again. */
+ * no graph allocated (after a sched_reset), the next slot is 0 again. */
 sched_status sched_synchronize(sched *s);
 /* Copies the output tensor t into the host tensor dst (get_async where the
  * backend has it, then a synchronize of that backend). */

@@ -15,6 +15,7 @@ typedef struct sched_alloc_rec {
     int backend;
     uint64_t offset, size;
     int32_t born, dies;             /* node positions: live in [born, dies] */
+    int32_t inplace_of;             /* ggml_alloc: the tensor whose block it took, -1 */
 } sched_alloc_rec;
 
 struct sched {
@@ -39,6 +40,17 @@ struct sched {
 
     sched_buffer *weights[SCHED_MAX_BACKENDS];
     sched_buffer *arena[SCHED_MAX_BACKENDS];
+    bool shared;                    /* opts.share: its events and arenas are not ours */
+    /* ggml_alloc: the graph as ggml-alloc sees it (graph_copy: per split,
+     * each input's dependency and copy, then its nodes; leafs), for its
+     * reallocation test (sched.c, needs_realloc): per node position its
+     * backend and bytes. In the scheduler that owns the shared state: the
+     * one whose graph ggml-alloc last reserved for, and the one allocated
+     * last (NULL: none yet). */
+    int32_t sig_n_nodes, sig_n_leafs;
+    int *sig_backend;
+    uint64_t *sig_bytes;
+    const struct sched *reserved, *last_alloc;
     int32_t n_orig;                 /* tensors before the copies were added */
     int32_t *copy_map;              /* [tensor * n_backends + backend] -> first copy, -1 */
     uint64_t arena_size[SCHED_MAX_BACKENDS];

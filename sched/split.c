@@ -4,7 +4,10 @@
  * A new split starts where the backend of a (non-view) node changes. A
  * source of a node that lives on another backend, in memory the split's
  * backend cannot use, is a split input: the split gets n_copies copies of
- * it (one per pipeline slot) in its backend's arena. A later split on the
+ * it (one per pipeline slot) in its backend's arena. A source that is a
+ * view is the input as the view, as in ggml: its copy has the view's shape
+ * and takes the view's byte range alone (two views of one tensor are two
+ * inputs). A later split on the
  * same backend reads the copy already made; it is not an input again
  * (ggml's tensor_id_copy).
  *
@@ -47,6 +50,18 @@ static bool can_use(const sched *s, int b, const sched_tensor *src)
     sched_backend *be = s->backends[b];
     const sched_buffer *buf = src->buffer;
     return buf && be->iface->supports_buffer && be->iface->supports_buffer(be, buf);
+}
+
+/* Whether backend b can read tensor t where it is: t's own backend, or the
+ * buffer of the bytes it names (a view's source's: ggml's
+ * ggml_backend_sched_buffer_supported). */
+static bool can_read(const sched *s, int b, const sched_graph *g, int32_t t)
+{
+    const sched_tensor *x = &g->tensors[t];
+    if (x->backend == b)
+        return true;
+    const sched_tensor *st = &g->tensors[storage_of(g, t)];
+    return can_use(s, b, st->buffer ? st : x);
 }
 
 static int push_i32(int32_t **arr, int *n, int32_t v)
@@ -138,9 +153,11 @@ sched_status sched_make_splits(sched *s, char *err, size_t err_cap)
         for (int i = 0; i < SCHED_MAX_SRC; i++) {
             if (t->src[i] < 0)
                 continue;
-            int32_t src = storage_of(g, t->src[i]);
-            const sched_tensor *st_src = &g->tensors[src];
-            if (can_use(s, sp->backend, st_src))
+            /* The tensor read, a view as the view: ggml copies its bytes
+             * alone (ggml_dup_tensor_layout of the source as the node
+             * names it), not the whole tensor it is a view of. */
+            int32_t src = t->src[i];
+            if (can_read(s, sp->backend, g, src))
                 continue;
             bool known = false;
             for (int q = 0; q < n_keys; q++)

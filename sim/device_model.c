@@ -156,6 +156,8 @@ static const struct model_key {
     K("link", copy_latency_ns, KEY_I64, "latency before a copy moves bytes (ns)"),
     K("collective", allreduce_base_ns, KEY_I64, "all-reduce base latency (ns)"),
     K("collective", allreduce_step_ns, KEY_I64, "all-reduce latency per step (ns)"),
+    K("collective", ipc_barrier_ns, KEY_I64, "barrier of host processes, after the last arrives (ns)"),
+    K("collective", kv_store_ns, KEY_I64, "key-value store put or get round trip (ns)"),
 #undef K
 };
 #define N_KEYS (sizeof model_keys / sizeof model_keys[0])

@@ -66,14 +66,54 @@ static int load(const sched_spec *spec, sim_model *m, const sched_copy_traits **
     return 0;
 }
 
+static void help_barrier(char *buf, size_t cap)
+{
+    snprintf(buf, cap, "the cpu pool's barrier, %s (simulated: priced from the device model's "
+             "spin_barrier_ns, oversub_barrier_ns and futex_wake_ns; default spin)",
+             sched_barrier_names());
+}
+
+static void help_threads(char *buf, size_t cap)
+{
+    snprintf(buf, cap, "cpu pool threads, 1 to 256 (simulated: the device model's cpu_threads)");
+}
+
+static const sched_option models_options[] = {
+    { "barrier", "NAME", help_barrier },
+    { "threads", "N", help_threads },
+    { NULL, NULL, NULL },
+};
+
+/* The run's machine options into m; 0, or -1 with err. */
+static int apply_options(const sched_run_opts *o, sim_model *m, trace_error *err)
+{
+    for (int i = 0; o && i < o->n_options; i++) {
+        const char *name = o->options[i].name, *v = o->options[i].value;
+        if (strcmp(name, "barrier") == 0) {
+            int k = sched_barrier_parse(v);
+            if (k < 0)
+                return trace_error_set(err, TRACE_EUSAGE, "unknown barrier '%s' (expected %s)", v,
+                                       sched_barrier_names()), -1;
+            m->pool_barrier = k;
+        } else if (strcmp(name, "threads") == 0) {
+            char *end;
+            long n = strtol(v, &end, 10);
+            if (!*v || *end || n < 1 || n > 256)
+                return trace_error_set(err, TRACE_EUSAGE, "--threads expects 1 to 256, got '%s'",
+                                       v), -1;
+            m->cpu_threads = (int)n;
+        }
+    }
+    return 0;
+}
+
 static int models_check(const sched_family *f, const sched_spec *spec, const sched_run_opts *o,
                         sched_machine_info *info, trace_error *err)
 {
     (void)f;
-    (void)o;
     sim_model m;
     const sched_copy_traits *family;
-    if (load(spec, &m, &family, err) != 0)
+    if (load(spec, &m, &family, err) != 0 || apply_options(o, &m, err) != 0)
         return -1;
     info->n_devices = m.gpus;
     return 0;
@@ -190,11 +230,10 @@ static int models_open(const sched_family *f, const sched_spec *spec, const sche
                        sched_machine *out, trace_error *err)
 {
     (void)f;
-    (void)o;
     sim_machine *sm = calloc(1, sizeof *sm);
     if (!sm)
         return trace_error_set(err, TRACE_ENOMEM, "out of memory"), -1;
-    if (load(spec, &sm->m, &sm->gpu_family, err) != 0) {
+    if (load(spec, &sm->m, &sm->gpu_family, err) != 0 || apply_options(o, &sm->m, err) != 0) {
         free(sm);
         return -1;
     }
@@ -220,6 +259,7 @@ static const sched_family_iface models_iface = {
     .list = models_list,
     .check = models_check,
     .open = models_open,
+    .options = models_options,
 };
 
 const sched_family sim_family = { &models_iface, NULL };

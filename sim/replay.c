@@ -19,6 +19,12 @@
  * is, so a collective whose peers come later in the file simply waits.
  * What never becomes ready is a hang.
  *
+ * Synchronisation between host processes is priced from the model: a
+ * barrier generation ends ipc_barrier_ns after its last arrival, and a
+ * host's set or await of a value semaphore -- the key-value store of a
+ * handle exchange (`signal KEY set=G`, `await KEY >=G`) -- costs
+ * kv_store_ns (a put; a get's round trip after the value is there).
+ *
  * Durations: with durations_recorded, op, copy and collective statements
  * keep their dur= (the last collective participant's dur is the
  * collective's cost); blocking statements are always recomputed: they end
@@ -347,7 +353,7 @@ static bool try_time(replay *rp, int64_t i)
             if (!rp->sem_sets[i] || !sem_released(rp, i, ready, &end))
                 return false;
             r->start = ready;
-            r->end = end > ready ? end : ready;
+            r->end = (end > ready ? end : ready) + (host ? m->kv_store_ns : 0);
             break;
         }
         if (!rp->sync_deps[i] || rp->sync_deps[i][0] < 0)
@@ -367,7 +373,7 @@ static bool try_time(replay *rp, int64_t i)
             g->arrived++;
             if (ready > g->latest)
                 g->latest = ready;
-            int64_t c = s->kind == TRACE_COLLECTIVE ? work_dur(rp, s, host) : 0;
+            int64_t c = s->kind == TRACE_COLLECTIVE ? work_dur(rp, s, host) : m->ipc_barrier_ns;
             /* Recorded: the last arriver's dur is the pure cost. */
             if (rp->o->durations_recorded && s->kind == TRACE_COLLECTIVE) {
                 if (g->cost < 0 || c < g->cost)
@@ -391,8 +397,12 @@ static bool try_time(replay *rp, int64_t i)
         r->end = arrive > ready ? arrive : ready;
         break;
     }
-    case TRACE_RECORD:
     case TRACE_SIGNAL:
+        /* A host's set of a value semaphore is a key-value store put. */
+        r->start = ready;
+        r->end = ready + (host && s->sem ? m->kv_store_ns : 0);
+        break;
+    case TRACE_RECORD:
     case TRACE_ALLOC:
     case TRACE_FREE:
         r->start = ready;

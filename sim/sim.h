@@ -48,6 +48,8 @@ typedef struct sim_model {
     int cpu_cores, cpu_threads;
     double cpu_gflops, cpu_mem_gbps;
     int64_t pause_ns, syscall_ns, yield_ns, futex_wake_ns, spin_barrier_ns, oversub_barrier_ns;
+    /* Not a key: the pool's barrier (sched_barrier_kind, `--barrier`; spin). */
+    int pool_barrier;
     /* [gpu] */
     double gpu_tflops_f16, gpu_tflops_f32, gpu_mem_gbps;
     int64_t kernel_overhead_ns, event_wait_device_ns;
@@ -57,6 +59,7 @@ typedef struct sim_model {
     int64_t copy_latency_ns;
     /* [collective] */
     int64_t allreduce_base_ns, allreduce_step_ns;
+    int64_t ipc_barrier_ns, kv_store_ns;
     /* [kernels] (optional): measured prices per kernel family, which replace
      * the roofline of [gpu] / [host] for the ops of those families. */
     sim_kernel_rate kernels[SIM_MAX_KERNELS];
@@ -108,7 +111,8 @@ int64_t sim_cost_submit(const sim_model *m, trace_kind kind);
 /* Fixed cost of a blocking statement after what it waits for ended: sync,
  * wait (on the host or a stream), a blocking copy by the host; 0 else. */
 int64_t sim_cost_unblock(const sim_model *m, trace_kind kind, bool host);
-/* The thread pool's barrier after a host op. */
+/* The thread pool's barrier after a host op, as pool_barrier prices it
+ * (cost.c's head comment). */
 int64_t sim_cost_host_barrier(const sim_model *m);
 /* An op: overhead + max(compute, memory); host: on the CPU backend's pool,
  * else on a stream. flops_half run at the half-precision peak. overhead_ns

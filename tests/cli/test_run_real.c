@@ -228,9 +228,10 @@ static void test_run_real_bad_input_is_one_line_and_exit_2(void **state)
                               "-o", db, NULL };
     assert_int_equal(run_cli(barrier, out, sizeof out), 2);
     assert_non_null(strstr(out, "unknown barrier 'sleepy'"));
-    const char *sim_barrier[] = { "syncsim", "run", "--barrier", "spin", "-o", db, NULL };
+    /* A simulated machine prices the barrier it is given (issue 23). */
+    const char *sim_barrier[] = { "syncsim", "run", "--barrier", "sleepy", "-o", db, NULL };
     assert_int_equal(run_cli(sim_barrier, out, sizeof out), 2);
-    assert_non_null(strstr(out, "real devices only"));
+    assert_non_null(strstr(out, "unknown barrier 'sleepy'"));
     assert_int_equal(access(db, F_OK), -1);
 }
 

@@ -97,8 +97,13 @@ static void stop(run *r)
 /* The pattern of evaluation n (0-based) after running n + 1 evaluations. */
 static const char *pattern_of(run *r, int n)
 {
-    for (int i = 0; i <= n; i++)
+    /* Driven as llama.cpp drives ggml: a reset and an allocation before
+     * each evaluation (a policy without ggml_slots ignores both). */
+    for (int i = 0; i <= n; i++) {
+        sched_reset(r->s);
+        assert_int_equal(sched_alloc_graph(r->s), SCHED_OK);
         assert_int_equal(sched_graph_compute(r->s, (uint64_t)i), SCHED_OK);
+    }
     trace_pattern_iter it;
     assert_int_equal(trace_pattern_last(r->p, sched_rec_host(r->rec), &it), 0);
     assert_string_equal(it.iter, n == 0 ? "0" : n == 1 ? "1" : "2");
@@ -303,8 +308,9 @@ static void test_policy_ggml_head_waits_after_a_backend_change(void **state)
 }
 
 /* ggml's slots: cur_copy is chosen when the graph is allocated and is 0
- * again after a synchronize; every user input has a host copy per slot.
- * syncsim's own policies rotate cur_copy after every evaluation. */
+ * again after a synchronize of a graph no longer allocated (after a
+ * reset); every user input has a host copy per slot. syncsim's own
+ * policies rotate cur_copy after every evaluation. */
 static void test_policy_ggml_slots(void **state)
 {
     (void)state;
@@ -313,6 +319,7 @@ static void test_policy_ggml_slots(void **state)
     int32_t i0 = sched_graph_find(r.g, "i0");
     const sched_buffer *seen[4];
     for (int e = 0; e < 3; e++) {
+        sched_reset(r.s);
         assert_int_equal(sched_alloc_graph(r.s), SCHED_OK);
         assert_int_equal(sched_cur_copy(r.s), e);
         seen[e] = r.g->tensors[i0].buffer;
@@ -320,6 +327,7 @@ static void test_policy_ggml_slots(void **state)
             assert_ptr_not_equal(seen[k], seen[e]);
         assert_int_equal(sched_graph_compute(r.s, (uint64_t)e), SCHED_OK);
     }
+    sched_reset(r.s);                                   /* llama_decode's end */
     assert_int_equal(sched_synchronize(r.s), SCHED_OK);
     assert_int_equal(sched_alloc_graph(r.s), SCHED_OK);
     assert_int_equal(sched_cur_copy(r.s), 0);
@@ -334,6 +342,58 @@ static void test_policy_ggml_slots(void **state)
     assert_int_equal(sched_synchronize(r.s), SCHED_OK);
     assert_int_equal(sched_cur_copy(r.s), 3);
     assert_ptr_equal(r.g->tensors[i0].buffer, one);
+    stop(&r);
+}
+
+/* ggml never clears is_alloc after a compute: a compute without a reset
+ * reuses the slot (graph reuse), and a synchronize while the graph is
+ * still allocated leaves next_copy alone -- the slot after a sync is 0 only
+ * once the scheduler was reset (ggml-backend.cpp, _graph_compute_async and
+ * _synchronize). */
+static void test_policy_ggml_slots_is_alloc_kept(void **state)
+{
+    (void)state;
+    run r;
+    start_with(&r, "ggml-head", two_split_graph, 2, 4);
+    assert_int_equal(sched_alloc_graph(r.s), SCHED_OK);
+    assert_int_equal(sched_cur_copy(r.s), 0);
+    assert_int_equal(sched_graph_compute(r.s, 0), SCHED_OK);
+    assert_int_equal(sched_graph_compute(r.s, 1), SCHED_OK);   /* still allocated */
+    assert_int_equal(sched_cur_copy(r.s), 0);
+    assert_int_equal(sched_synchronize(r.s), SCHED_OK);        /* allocated: no reset */
+    assert_int_equal(sched_alloc_graph(r.s), SCHED_OK);
+    assert_int_equal(sched_cur_copy(r.s), 1);
+    assert_int_equal(sched_graph_compute(r.s, 2), SCHED_OK);
+    sched_reset(r.s);
+    assert_int_equal(sched_graph_compute(r.s, 3), SCHED_OK);   /* reset: allocates */
+    assert_int_equal(sched_cur_copy(r.s), 2);
+    sched_reset(r.s);
+    assert_int_equal(sched_synchronize(r.s), SCHED_OK);
+    assert_int_equal(sched_alloc_graph(r.s), SCHED_OK);
+    assert_int_equal(sched_cur_copy(r.s), 0);
+    stop(&r);
+}
+
+/* ggml synchronizes every backend before ggml-alloc reserves again: the
+ * first allocation of a graph, not the next ones of the same graph
+ * (ggml_backend_sched_alloc_splits); syncsim's own policies never do. */
+static void test_policy_ggml_sync_before_first_allocation(void **state)
+{
+    (void)state;
+    run r;
+    start_with(&r, "ggml-head", two_split_graph, 2, 2);
+    assert_int_equal(sched_alloc_graph(r.s), SCHED_OK);
+    assert_int_equal(r.f.ctx[0].n_sync, 1);
+    assert_int_equal(r.f.ctx[1].n_sync, 1);
+    assert_int_equal(sched_graph_compute(r.s, 0), SCHED_OK);
+    int after = r.f.ctx[0].n_sync;
+    sched_reset(r.s);
+    assert_int_equal(sched_alloc_graph(r.s), SCHED_OK);
+    assert_int_equal(r.f.ctx[0].n_sync, after);             /* fits: no sync */
+    stop(&r);
+    start_with(&r, "events", two_split_graph, 2, 2);
+    assert_int_equal(sched_alloc_graph(r.s), SCHED_OK);
+    assert_int_equal(r.f.ctx[0].n_sync, 0);
     stop(&r);
 }
 
@@ -362,6 +422,7 @@ static void test_policy_ggml_slots_views_of_inputs(void **state)
     int32_t x = sched_graph_find(r.g, "x"), xv = sched_graph_find(r.g, "xv");
     uint32_t views[2];
     for (int e = 0; e < 2; e++) {
+        sched_reset(r.s);
         assert_int_equal(sched_alloc_graph(r.s), SCHED_OK);
         assert_int_equal(sched_graph_compute(r.s, (uint64_t)e), SCHED_OK);
         const sched_tensor *v = &r.g->tensors[xv];
@@ -375,6 +436,7 @@ static void test_policy_ggml_slots_views_of_inputs(void **state)
     }
     assert_int_not_equal(views[0], views[1]);
     uint32_t n_buffers = r.t->n_buffers;
+    sched_reset(r.s);
     assert_int_equal(sched_synchronize(r.s), SCHED_OK);
     assert_int_equal(sched_alloc_graph(r.s), SCHED_OK);
     assert_int_equal(sched_graph_compute(r.s, 2), SCHED_OK);
@@ -389,7 +451,7 @@ static void test_policy_names_are_unique_and_found(void **state)
     int n = 0;
     for (int i = 0; sched_policies[i]; i++, n++)
         assert_ptr_equal(sched_policy_find(sched_policies[i]->name), sched_policies[i]);
-    assert_int_equal(n, 9);
+    assert_int_equal(n, 11);
     assert_null(sched_policy_find("nope"));
 }
 
@@ -406,6 +468,8 @@ int main(void)
         cmocka_unit_test(test_policy_ggml_waits_on_the_destination),
         cmocka_unit_test(test_policy_ggml_head_waits_after_a_backend_change),
         cmocka_unit_test(test_policy_ggml_slots),
+        cmocka_unit_test(test_policy_ggml_slots_is_alloc_kept),
+        cmocka_unit_test(test_policy_ggml_sync_before_first_allocation),
         cmocka_unit_test(test_policy_ggml_slots_views_of_inputs),
         cmocka_unit_test(test_policy_names_are_unique_and_found),
     };

@@ -315,6 +315,105 @@ static void test_split_input_capacity(void **state)
     assert_int_equal(s1->nodes[0], last);
 }
 
+/* A split input that is a view is copied as the view (ggml's
+ * ggml_dup_tensor_layout of the source the node names): the copy has the
+ * view's bytes, taken from the view's offset in its source, and a node on
+ * the other backend reads the copy itself. Two views of one tensor are two
+ * inputs. */
+static void test_split_view_input_copied_as_the_view(void **state)
+{
+    fixture *fx = *state;
+    int64_t ne[1] = { 128 }, half[1] = { 64 };
+    int32_t x = sched_graph_leaf(fx->g, "x", SCHED_F32, 1, ne, SCHED_FLAG_INPUT);
+    int32_t a = unary(fx->g, "a", SCHED_OP_SILU, x);
+    fx->g->tensors[a].user_backend = 0;                         /* GPU0 */
+    int32_t lo = sched_graph_view(fx->g, "lo", SCHED_OP_VIEW, a, SCHED_F32, 1, half, 0);
+    int32_t hi = sched_graph_view(fx->g, "hi", SCHED_OP_VIEW, a, SCHED_F32, 1, half, 256);
+    int32_t m = mm(fx->g, "m", fake_weight(fx->g, "w1", 1), hi);  /* GPU1 */
+    mm(fx->g, "n", fake_weight(fx->g, "w1b", 1), lo);
+    plan(fx, 2);
+    const sched_graph *g = sched_get_graph(fx->s);
+    assert_int_equal(g->tensors[m].backend, 1);
+    const sched_split *sp = NULL;
+    for (int i = 0; i < sched_n_splits(fx->s); i++)
+        if (sched_get_split(fx->s, i)->backend == 1)
+            sp = sched_get_split(fx->s, i);
+    assert_non_null(sp);
+    assert_int_equal(sp->n_inputs, 2);
+    assert_int_equal(sp->inputs[0], hi);
+    assert_int_equal(sp->inputs[1], lo);
+    const sched_tensor *c = &g->tensors[sp->input_copy[0]];
+    assert_int_equal(c->copy_of, hi);
+    assert_int_equal(sched_tensor_nbytes(c), 256);
+    /* The bytes copied: the view's range of a's allocation. */
+    const sched_tensor *vh = &g->tensors[hi];
+    assert_ptr_equal(vh->buffer, g->tensors[a].buffer);
+    assert_int_equal(vh->offset, g->tensors[a].offset + 256);
+    /* The node reads the copy of the view, of this evaluation's slot. */
+    assert_int_equal(sched_graph_compute(fx->s, 0), SCHED_OK);
+    assert_int_equal(fx->f.ctx[1].last_src[1], sp->input_copy[0]);
+}
+
+/* ggml-alloc's in-place reuse (ggml_alloc): silu, the last reader of m0,
+ * takes m0's block; add, which reads m1 while a later node still does,
+ * does not; mul_mat never works in place. syncsim's own allocator never
+ * reuses in place. */
+static void inplace_graph(fixture *fx, int32_t *m0, int32_t *a, int32_t *m1, int32_t *b)
+{
+    int32_t x = sched_graph_leaf(fx->g, "x", SCHED_F32, 1, v64, SCHED_FLAG_INPUT);
+    *m0 = mm(fx->g, "m0", fake_weight(fx->g, "w0", 0), x);
+    *a = unary(fx->g, "a", SCHED_OP_SILU, *m0);
+    *m1 = mm(fx->g, "m1", fake_weight(fx->g, "w1", 0), *a);
+    int32_t s2[2] = { *m1, *a };
+    *b = sched_graph_op(fx->g, "b", SCHED_OP_ADD, s2, 2);
+    mm(fx->g, "m2", fake_weight(fx->g, "w2", 0), *m1);
+    mm(fx->g, "m3", fake_weight(fx->g, "w3", 0), *b);
+}
+
+static void test_alloc_ggml_inplace_reuse(void **state)
+{
+    fixture *fx = *state;
+    int32_t m0, a, m1, b;
+    inplace_graph(fx, &m0, &a, &m1, &b);
+    plan_policy(fx, 1, "ggml-head");
+    const sched_graph *g = sched_get_graph(fx->s);
+    assert_int_equal(g->tensors[a].offset, g->tensors[m0].offset);  /* in place */
+    assert_int_not_equal(g->tensors[b].offset, g->tensors[m1].offset);
+    /* b takes a's block instead: a's last reader, second source. */
+    assert_int_equal(g->tensors[b].offset, g->tensors[a].offset);
+    assert_int_equal(sched_alloc_overlaps(fx->s), 0);
+}
+
+static void test_alloc_syncsim_never_inplace(void **state)
+{
+    fixture *fx = *state;
+    int32_t m0, a, m1, b;
+    inplace_graph(fx, &m0, &a, &m1, &b);
+    plan_policy(fx, 1, "events");
+    const sched_graph *g = sched_get_graph(fx->s);
+    assert_int_not_equal(g->tensors[a].offset, g->tensors[m0].offset);
+    assert_int_equal(sched_alloc_overlaps(fx->s), 0);
+}
+
+/* A source copied to another backend is kept until the split that copies
+ * it starts (ggml's input_dep), even when its last reader on its own
+ * backend came before: nothing in place over it. */
+static void test_alloc_ggml_split_input_kept_until_copied(void **state)
+{
+    fixture *fx = *state;
+    int32_t x = sched_graph_leaf(fx->g, "x", SCHED_F32, 1, v64, SCHED_FLAG_INPUT);
+    int32_t m0 = mm(fx->g, "m0", fake_weight(fx->g, "w0", 0), x);
+    int32_t a = unary(fx->g, "a", SCHED_OP_SILU, m0);       /* GPU0, reads m0 */
+    int32_t m1 = mm(fx->g, "m1", fake_weight(fx->g, "w1", 1), m0);   /* GPU1 copies m0 */
+    mm(fx->g, "m2", fake_weight(fx->g, "w2", 0), a);
+    (void)m1;
+    plan_policy(fx, 1, "ggml-head");
+    const sched_graph *g = sched_get_graph(fx->s);
+    assert_int_equal(g->tensors[a].backend, 0);
+    assert_int_not_equal(g->tensors[a].offset, g->tensors[m0].offset);
+    assert_int_equal(sched_alloc_overlaps(fx->s), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -330,6 +429,10 @@ int main(void)
         FAKE_TEST(test_split_no_offload_below_32_or_when_off),
         FAKE_TEST(test_assign_most_supported_inputs),
         FAKE_TEST(test_split_input_capacity),
+        FAKE_TEST(test_split_view_input_copied_as_the_view),
+        FAKE_TEST(test_alloc_ggml_inplace_reuse),
+        FAKE_TEST(test_alloc_syncsim_never_inplace),
+        FAKE_TEST(test_alloc_ggml_split_input_kept_until_copied),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -33,6 +33,11 @@ static void test_allreduce_auto_picks_as_ggml(void **state)
     assert_int_equal(sched_allreduce_pick(A, "sycl", 3, SCHED_F32), SCHED_ALLREDUCE_BUTTERFLY);
     assert_int_equal(sched_allreduce_pick(A, NULL, 2, SCHED_F32), SCHED_ALLREDUCE_BUTTERFLY);
     assert_int_equal(sched_allreduce_pick(A, "cuda", 2, SCHED_F16), SCHED_ALLREDUCE_BUTTERFLY);
+    /* ggml-sycl's F16 path (issue 23, item 6): exchanged, not the butterfly. */
+    assert_int_equal(sched_allreduce_pick(A, "sycl", 2, SCHED_F16), SCHED_ALLREDUCE_SYCL);
+    assert_int_equal(sched_allreduce_pick(A, "sycl", 2, SCHED_BF16), SCHED_ALLREDUCE_BUTTERFLY);
+    assert_int_equal(sched_allreduce_pick(SCHED_ALLREDUCE_SYCL, NULL, 2, SCHED_BF16),
+                     SCHED_ALLREDUCE_BUTTERFLY);
     /* Forced: as given, but ggml-sycl declines anything but 2 devices. */
     assert_int_equal(sched_allreduce_pick(SCHED_ALLREDUCE_NCCL, NULL, 3, SCHED_F32), SCHED_ALLREDUCE_NCCL);
     assert_int_equal(sched_allreduce_pick(SCHED_ALLREDUCE_SYCL, NULL, 4, SCHED_F32),

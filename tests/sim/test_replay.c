@@ -427,9 +427,46 @@ static void test_replay_run_names_its_source_run(void **state)
     assert_int_equal(sh(dir, "rm -rf %s", dir), 0);
 }
 
+/* Issue 23, item 7: synchronisation between host processes is priced from
+ * the device model -- a barrier ends ipc_barrier_ns after its last arrival,
+ * a host's put and get of a key (value semaphore) cost kv_store_ns each --
+ * so removing a barrier or a store round trip gains time in a what-if. */
+static void test_replay_prices_ipc_barriers_and_the_kv_store(void **state)
+{
+    (void)state;
+    sim_model m;
+    trace_error err = { 0 };
+    assert_int_equal(sim_model_load("h100-pcie", &m, &err), 0);
+    assert_true(m.ipc_barrier_ns > 0 && m.kv_store_ns > 0);
+    const char *barrier = TWO_HOSTS
+        "h1 barrier b count=2\n"
+        "h2 op slow r:h w:h2\n"
+        "h2 barrier b count=2\n"
+        "h1 op after r:h\n";
+    int64_t slow_start, slow_end, a_start, a_end;
+    replayed_span(barrier, "slow", TRACE_OP, 0, &slow_start, &slow_end);
+    replayed_span(barrier, "after", TRACE_OP, 0, &a_start, &a_end);
+    if (a_start < slow_end + m.ipc_barrier_ns)
+        fail_msg("after starts at %lld, before the barrier's cost after slow (%lld + %lld)",
+                 (long long)a_start, (long long)slow_end, (long long)m.ipc_barrier_ns);
+    const char *kv = TWO_HOSTS
+        "semaphore key\n"
+        "h1 op first r:h w:h2\n"
+        "h1 signal key set=1\n"
+        "h2 await key >=1\n"
+        "h2 op got r:h\n";
+    int64_t f_start, f_end, g_start, g_end;
+    replayed_span(kv, "first", TRACE_OP, 0, &f_start, &f_end);
+    replayed_span(kv, "got", TRACE_OP, 0, &g_start, &g_end);
+    if (g_start < f_end + 2 * m.kv_store_ns)
+        fail_msg("got starts at %lld, before a put and a get after first (%lld + 2 x %lld)",
+                 (long long)g_start, (long long)f_end, (long long)m.kv_store_ns);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_replay_prices_ipc_barriers_and_the_kv_store),
         cmocka_unit_test(test_replay_model_durations_reproduce_a_llama_on_h100_pcie),
         cmocka_unit_test(test_replay_model_durations_reproduce_a_llama_on_rtx4090_pcie4),
         cmocka_unit_test(test_replay_model_durations_reproduce_compute_bound_ops),

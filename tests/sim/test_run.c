@@ -274,8 +274,10 @@ static void test_run_ggml_pipeline_microbatches(void **state)
 {
     (void)state;
     static const struct { const char *policy; bool races; } want[] = {
+        { "ggml-pre-17795", false },
         { "ggml-17795", true },
         { "ggml-20793", false },
+        { "ggml-pre-26040", false },
         { "ggml-head", false },
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
@@ -345,6 +347,24 @@ static void test_run_ggml_26040_wait_dropped_races(void **state)
     trace_reader_close(&r2);
     trace_free(out);
     done(&o);
+}
+
+/* The real baselines (issue 23, item 5): ggml before #26040 (and before
+ * #17795: the same compute_splits) has no wait before the CPU split
+ * without inputs, so the race #26040 fixed is there as recorded, with no
+ * sync dropped; the pinned ggml is clean. */
+static void test_run_ggml_baselines_have_the_26040_race(void **state)
+{
+    (void)state;
+    const char *pre[2] = { "ggml-pre-26040", "ggml-pre-17795" };
+    for (int i = 0; i < 2; i++) {
+        outcome o;
+        run_checked_on(&o, NULL, SYNCSIM_SOURCE_DIR "/tests/sched/ggml-26040.graph",
+                       "h100-pcie:gpus=1,backend=vulkan", pre[i], NULL, 0, 0, 6);
+        assert_true(race_on(&o, "d.arena.CPU"));
+        assert_string_equal(o.res.pattern, "sag|sagas");
+        done(&o);
+    }
 }
 
 /* The ranks of a tensor-parallel group are one (meta) backend to ggml: the
@@ -445,9 +465,57 @@ static void test_run_ggml_head_tensor_parallel(void **state)
     done(&o);
 }
 
+/* Buffers of the run whose name starts with prefix. */
+static int buffers_named(const outcome *o, const char *prefix)
+{
+    int n = 0;
+    for (uint32_t i = 0; i < o->t->n_buffers; i++)
+        n += strncmp(trace_str(o->t, o->t->buffers[i].name), prefix, strlen(prefix)) == 0;
+    return n;
+}
+
+/* Item 4 of issue 23: under ggml's allocator the prompt and the decode
+ * graphs share one compute buffer per backend (llama.cpp's one
+ * ggml_backend_sched), grown to the larger graph; syncsim's own policies
+ * keep an arena per phase. */
+static void test_run_ggml_one_compute_buffer(void **state)
+{
+    (void)state;
+    outcome o;
+    run_checked(&o, SMALL_LLAMA, "h100-pcie", "ggml-head", NULL, 32, 2);
+    assert_int_equal(buffers_named(&o, "d.arena."), 0);
+    assert_int_equal(buffers_named(&o, "p.arena."), 3);   /* GPU0, GPU1, CPU */
+    assert_int_equal(check_report_count(o.rep), 0);
+    done(&o);
+    run_checked(&o, SMALL_LLAMA, "h100-pcie", "events", NULL, 32, 2);
+    assert_true(buffers_named(&o, "d.arena.") > 0);
+    done(&o);
+}
+
+/* Issue 23, item 6: ggml at #20793 synchronizes the split's backend
+ * before a copy when there is no slot event and the backend has no
+ * cpy_tensor_async -- SYCL's case (one slot: no events). #17795 does not. */
+static void test_run_ggml_20793_syncs_before_sycl_copies(void **state)
+{
+    (void)state;
+    outcome o;
+    run_checked_on(&o, SMALL_LLAMA, NULL, "h100-pcie:gpus=1,backend=sycl", "ggml-20793", NULL, 0,
+                   16, 2);
+    assert_string_equal(o.res.pattern, "ssscsscsscsgas");
+    assert_int_equal(check_report_count(o.rep), 0);
+    done(&o);
+    run_checked_on(&o, SMALL_LLAMA, NULL, "h100-pcie:gpus=1,backend=sycl", "ggml-17795", NULL, 0,
+                   16, 2);
+    assert_string_equal(o.res.pattern, "sscscscsgas");
+    done(&o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_run_ggml_20793_syncs_before_sycl_copies),
+        cmocka_unit_test(test_run_ggml_baselines_have_the_26040_race),
+        cmocka_unit_test(test_run_ggml_one_compute_buffer),
         cmocka_unit_test(test_run_events_and_full_are_clean),
         cmocka_unit_test(test_run_async_user_inputs_races_on_user_inputs),
         cmocka_unit_test(test_run_no_split_wait_races_on_reused_arena),
