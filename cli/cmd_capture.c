@@ -269,7 +269,8 @@ static long symbolize(const char *log)
             }
         }
     }
-    qsort(addrs, n_addrs, sizeof *addrs, by_site_addr);
+    if (n_addrs)
+        qsort(addrs, n_addrs, sizeof *addrs, by_site_addr);
     size_t n = 0;
     for (size_t i = 0; i < n_addrs; i++)
         if (n == 0 || by_site_addr(&addrs[n - 1], &addrs[i]) != 0)
