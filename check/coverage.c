@@ -194,32 +194,18 @@ size_t check_coverage_describe(char *buf, size_t cap, const check_coverage *c, c
     return b.len;
 }
 
-typedef struct ledger_json {
-    FILE *out;
-    unsigned shown;
-} ledger_json;
-
-static void json_reason(void *ctx, const char *reason, uint64_t n)
-{
-    ledger_json *lj = ctx;
-    fputs(lj->shown++ ? ", " : "", lj->out);
-    trace_json_str(lj->out, reason);
-    fprintf(lj->out, ": %" PRIu64, n);
-}
-
 void check_coverage_print_json(FILE *out, const check_coverage *c, const trace *t)
 {
     fprintf(out,
             "{\"full\": %s, \"captured\": %s, \"device_statements\": %" PRIu64
             ", \"with_byte_ranges\": %" PRIu64 ", \"host_accesses\": %" PRIu64
-            ", \"dropped\": %" PRIu64 ", \"dropped_by_reason\": {",
+            ", \"dropped\": %" PRIu64 ", \"dropped_by_reason\": ",
             check_coverage_full(c) ? "true" : "false", c->captured ? "true" : "false", c->device,
             c->device_ranged, c->host_accesses, c->dropped);
-    if (t) {
-        ledger_json lj = { out, 0 };
-        trace_ledger(t, json_reason, &lj);
-    }
-    fputs("}", out);
+    if (t)
+        trace_ledger_print_json(out, t);
+    else
+        fputs("{}", out);
     if (c->ranks_world) {
         const char *absent = t ? trace_get_meta(t, "ranks.absent") : NULL;
         fprintf(out, ", \"ranks\": {\"given\": %u, \"world\": %u, \"absent\": ", c->ranks_given,

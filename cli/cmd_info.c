@@ -76,19 +76,6 @@ static void ledger_line(void *ctx, const char *reason, uint64_t n)
             meaning ? " (" : "", meaning ? meaning : "", meaning ? ")" : "");
 }
 
-typedef struct ledger_json {
-    FILE *out;
-    int n;
-} ledger_json;
-
-static void ledger_member(void *ctx, const char *reason, uint64_t n)
-{
-    ledger_json *j = ctx;
-    fprintf(j->out, "%s", j->n++ ? ", " : "");
-    trace_json_str(j->out, reason);
-    fprintf(j->out, ": %llu", (unsigned long long)n);
-}
-
 /* A metadata count, or -1 when absent. */
 static long long meta_count(const trace *t, const char *key)
 {
@@ -232,11 +219,10 @@ static void print_json(FILE *out, const char *path, const trace_format *fmt,
     read >= 0 ? fprintf(out, "%lld", read) : fprintf(out, "null");
     fprintf(out, ", \"ignored\": ");
     ignored >= 0 ? fprintf(out, "%lld", ignored) : fprintf(out, "null");
-    fprintf(out, ", \"dropped_total\": %llu, \"dropped\": {",
+    fprintf(out, ", \"dropped_total\": %llu, \"dropped\": ",
             (unsigned long long)trace_ledger(t, NULL, NULL));
-    ledger_json lj = { out, 0 };
-    trace_ledger(t, ledger_member, &lj);
-    fprintf(out, "}}, \"meta\": {");
+    trace_ledger_print_json(out, t);
+    fprintf(out, "}, \"meta\": {");
     for (uint32_t i = 0; i < t->n_meta; i++) {
         fprintf(out, "%s", i ? ", " : "");
         trace_json_str(out, trace_str(t, t->meta[i].key));

@@ -625,6 +625,27 @@ uint64_t trace_ledger(const trace *t, void (*fn)(void *ctx, const char *reason, 
     return total;
 }
 
+typedef struct ledger_json {
+    FILE *out;
+    unsigned n;
+} ledger_json;
+
+static void ledger_member(void *ctx, const char *reason, uint64_t n)
+{
+    ledger_json *j = ctx;
+    fputs(j->n++ ? ", " : "", j->out);
+    trace_json_str(j->out, reason);
+    fprintf(j->out, ": %llu", (unsigned long long)n);
+}
+
+void trace_ledger_print_json(FILE *out, const trace *t)
+{
+    ledger_json j = { out, 0 };
+    fputc('{', out);
+    trace_ledger(t, ledger_member, &j);
+    fputc('}', out);
+}
+
 uint32_t trace_submitter(const trace *t, const trace_stmt *s)
 {
     if (s->queue >= t->n_queues || t->queues[s->queue].kind == TRACE_QUEUE_HOST)

@@ -487,6 +487,9 @@ const char *trace_get_meta(const trace *t, const char *key);
 #define TRACE_LEDGER_PREFIX "dropped."
 uint64_t trace_ledger(const trace *t, void (*fn)(void *ctx, const char *reason, uint64_t n),
                       void *ctx);
+/* The ledger as one JSON object, {"REASON": N, ...} ({} when nothing was
+ * dropped): the one writer `info --json` and `check --json` share. */
+void trace_ledger_print_json(FILE *out, const trace *t);
 /* What a ledger reason means ("events without a timestamp"), from the one
  * table of reasons (traces/formats/formats.h, CAPTURE_DROP_MAP); NULL for a
  * word it does not hold. trace_ledger_reason(i, &meaning) walks the table:
