@@ -108,36 +108,30 @@ static const sched_policy policy_no_split_wait = {
  * copy; no sync around a split; a record only after a split with inputs;
  * no wait before a split without inputs. The baselines the PRs' gains are
  * measured from (`full` is the PR's schematic, not ggml). */
+#define GGML_BASELINE_ROW                  \
+    .before_copy = SCHED_GUARD_EVENT,      \
+    .user_copy = SCHED_COPY_BLOCKING,      \
+    .input_copy = SCHED_COPY_ASYNC,        \
+    .slot_waiter = SCHED_WAITER_GGML,      \
+    .record_after_split = true,            \
+    .record_needs_inputs = true,           \
+    .no_input_wait = SCHED_NOINPUT_NONE,   \
+    .ggml_slots = true,                    \
+    .ggml_alloc = true,                    \
+    .copies_pipelined = 4,                 \
+    .copies_single = 1
+
+/* One row, two names: each baseline is asked for by the PR it precedes. */
 static const sched_policy policy_ggml_pre_17795 = {
     .name = "ggml-pre-17795",
     .summary = "ggml before llama.cpp #17795: blocking user copies after the slot event, records after splits with inputs",
-    .before_copy = SCHED_GUARD_EVENT,
-    .user_copy = SCHED_COPY_BLOCKING,
-    .input_copy = SCHED_COPY_ASYNC,
-    .slot_waiter = SCHED_WAITER_GGML,
-    .record_after_split = true,
-    .record_needs_inputs = true,
-    .no_input_wait = SCHED_NOINPUT_NONE,
-    .ggml_slots = true,
-    .ggml_alloc = true,
-    .copies_pipelined = 4,
-    .copies_single = 1,
+    GGML_BASELINE_ROW,
 };
 
 static const sched_policy policy_ggml_pre_26040 = {
     .name = "ggml-pre-26040",
     .summary = "ggml before llama.cpp #26040 (after #25138): the scheduler of ggml-pre-17795",
-    .before_copy = SCHED_GUARD_EVENT,
-    .user_copy = SCHED_COPY_BLOCKING,
-    .input_copy = SCHED_COPY_ASYNC,
-    .slot_waiter = SCHED_WAITER_GGML,
-    .record_after_split = true,
-    .record_needs_inputs = true,
-    .no_input_wait = SCHED_NOINPUT_NONE,
-    .ggml_slots = true,
-    .ggml_alloc = true,
-    .copies_pipelined = 4,
-    .copies_single = 1,
+    GGML_BASELINE_ROW,
 };
 
 /* llama.cpp #17795 (ggml 4b496bb9): without events a sync before a split's
