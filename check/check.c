@@ -147,6 +147,20 @@ static int check_pass(trace_reader *r, const check_options *opt, const trace_u64
     return 0;
 }
 
+/* The site= of each statement f names (its sides and parts), from r: the
+ * engine keeps no attribute, so a reported statement's is read again, as a
+ * lazy label is. A reader that cannot look back gives none. */
+static int resolve_sites(trace_reader *r, trace_finding *f, trace_error *err)
+{
+    if (trace_reader_attr(r, f->first.seq, TRACE_ATTR_SITE, &f->first.site, err) != 0 ||
+        trace_reader_attr(r, f->second.seq, TRACE_ATTR_SITE, &f->second.site, err) != 0)
+        return -1;
+    for (uint32_t k = 0; k < f->n_parts; k++)
+        if (trace_reader_attr(r, f->parts[k].seq, TRACE_ATTR_SITE, &f->parts[k].site, err) != 0)
+            return -1;
+    return 0;
+}
+
 int check_trace(trace_reader *r, const check_options *opt, check_report **out, trace_error *err)
 {
     static const check_options defaults = { 0 };
@@ -180,10 +194,12 @@ int check_trace(trace_reader *r, const check_options *opt, check_report **out, t
         check_report_free(rep);
         return -1;
     }
-    /* labels a lazy reader left unbuilt: only the reported statements' */
+    /* labels a lazy reader left unbuilt, and call sites: only the reported
+     * statements', read again now */
     for (size_t i = 0; i < rep->n; i++)
         if (trace_reader_label(r, rep->f[i].first.seq, &rep->f[i].first.label, err) != 0 ||
-            trace_reader_label(r, rep->f[i].second.seq, &rep->f[i].second.label, err) != 0) {
+            trace_reader_label(r, rep->f[i].second.seq, &rep->f[i].second.label, err) != 0 ||
+            resolve_sites(r, &rep->f[i], err) != 0) {
             check_report_free(rep);
             return -1;
         }

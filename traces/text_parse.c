@@ -1615,11 +1615,11 @@ static text_parser *look_parser(text_parser *p)
     return p->look = l;
 }
 
-/* Statement seq's label, read again from its line: the look parser seeks
- * to the mark before it and parses forward; p's input position is put
- * back. */
-static int label_again(text_parser *p, uint64_t seq, const char **text, size_t *len,
-                       trace_error *err)
+/* Statement seq, read again from its line into *s (the look parser's
+ * buffers): the look parser seeks to the mark before it and parses
+ * forward; p's input position is put back. p must be lazy (marks) and seq
+ * read already. */
+static int stmt_again(text_parser *p, uint64_t seq, trace_stmt *s, trace_error *err)
 {
     uint64_t k = seq / MARK_EVERY;
     text_parser *l = look_parser(p);
@@ -1631,26 +1631,41 @@ static int label_again(text_parser *p, uint64_t seq, const char **text, size_t *
     l->failed = l->done = false;
     l->pos = m->offset;
     if (fseeko(p->f, (off_t)m->offset, SEEK_SET) != 0)
-        return trace_error_set(err, TRACE_EIO, "%s: cannot read statement %llu's label again: %s",
+        return trace_error_set(err, TRACE_EIO, "%s: cannot read statement %llu again: %s",
                                p->name, (unsigned long long)seq, strerror(errno)),
                -1;
-    trace_stmt s;
     int rc;
-    while ((rc = text_next(l, &s, err)) == 1 && s.seq < seq)
+    while ((rc = text_next(l, s, err)) == 1 && s->seq < seq)
         ;
     if (fseeko(p->f, (off_t)p->pos, SEEK_SET) != 0)
-        return trace_error_set(err, TRACE_EIO, "%s: cannot seek back after reading a label: %s",
+        return trace_error_set(err, TRACE_EIO,
+                               "%s: cannot seek back after reading a statement again: %s",
                                p->name, strerror(errno)),
                -1;
     if (rc < 0)
         return -1;
-    if (rc == 0 || s.seq != seq || !l->has_cur)
+    if (rc == 0 || s->seq != seq)
         return trace_error_set(err, TRACE_ECORRUPT, "%s: statement %llu is not where it was: "
                                "did the file change while it was read?",
                                p->name, (unsigned long long)seq),
                -1;
-    *text = l->cur_label;
-    *len = l->cur_len;
+    return 0;
+}
+
+/* Statement seq's label, read again from its line. */
+static int label_again(text_parser *p, uint64_t seq, const char **text, size_t *len,
+                       trace_error *err)
+{
+    trace_stmt s;
+    if (stmt_again(p, seq, &s, err) != 0)
+        return -1;
+    if (!p->look->has_cur)
+        return trace_error_set(err, TRACE_ECORRUPT, "%s: statement %llu is not where it was: "
+                               "did the file change while it was read?",
+                               p->name, (unsigned long long)seq),
+               -1;
+    *text = p->look->cur_label;
+    *len = p->look->cur_len;
     return 0;
 }
 
@@ -1671,8 +1686,32 @@ static int text_label_text(void *ctx, uint64_t seq, const char **text, size_t *l
     return label_again(p, seq, text, len, err);
 }
 
+/* An attribute of statement seq, read again from its line; nothing when
+ * the input cannot be read again (not lazy: standard input, a string).
+ * Attribute keys and values were interned when first read. */
+static int text_attr_text(void *ctx, uint64_t seq, const char *key, const char **text,
+                          size_t *len, trace_error *err)
+{
+    text_parser *p = ctx;
+    *text = NULL;
+    *len = 0;
+    uint32_t k = trace_str_find(p->t, key, strlen(key));
+    if (k == TRACE_NONE || !p->lazy || seq >= (p->replay ? p->n_first : p->n_stmts))
+        return 0;
+    trace_stmt s;
+    if (stmt_again(p, seq, &s, err) != 0)
+        return -1;
+    for (uint32_t i = 0; i < s.n_attr; i++)
+        if (s.attr[i].key == k) {
+            *text = trace_str(p->t, s.attr[i].value);
+            *len = p->t->str_len[s.attr[i].value];
+            break;
+        }
+    return 0;
+}
+
 static const trace_reader_iface text_iface = { text_next, text_close, text_rewind,
-                                               text_label_text };
+                                               text_label_text, text_attr_text };
 
 /* Makes the reader and its parser around an opened input (the parser owns
  * p's input from here on, even on failure). */
