@@ -413,19 +413,17 @@ static void print_place(FILE *out, const char *path, bool in_db, const check_pla
         fprintf(out, "%s:seq %llu: ", path, (unsigned long long)s->seq);
 }
 
-/* "note: ROLE (QUEUE)[: DETAIL]", or with a call site "note: ROLE: LABEL
- * (QUEUE) at SITE[: DETAIL]". */
+/* "note: ROLE (QUEUE)[: DETAIL]"; with a call site "note: ROLE: LABEL
+ * (QUEUE) at SITE[: DETAIL]" (without a label "ROLE (QUEUE) at SITE"). */
 static void print_place_note(FILE *out, const trace *t, const char *path, bool in_db,
                              const check_place *s)
 {
     print_place(out, path, in_db, s);
-    if (s->site == TRACE_NONE)
-        fprintf(out, "note: %s (%s)", s->role, check_queue_name(t, s->queue));
-    else
-        fprintf(out, "note: %s: %s%s(%s) at %s", s->role,
-                s->label != TRACE_NONE ? trace_str(t, s->label) : "",
-                s->label != TRACE_NONE ? " " : "", check_queue_name(t, s->queue),
-                trace_str(t, s->site));
+    bool labelled = s->site != TRACE_NONE && s->label != TRACE_NONE;
+    fprintf(out, "note: %s%s%s (%s)", s->role, labelled ? ": " : "",
+            labelled ? trace_str(t, s->label) : "", check_queue_name(t, s->queue));
+    if (s->site != TRACE_NONE)
+        fprintf(out, " at %s", trace_str(t, s->site));
     fprintf(out, "%s%s\n", s->detail ? ": " : "", s->detail ? s->detail : "");
 }
 

@@ -19,7 +19,10 @@
  * keeps a mark (byte offset and line) every MARK_EVERY statements, and a
  * second parser, `look`, over the same file, which seeks to the mark
  * before the statement and reads forward; the main parser's position is
- * restored afterwards. Only a regular file gives lazy labels.
+ * restored afterwards. Only a regular file gives lazy labels. Its marks
+ * are kept with eager labels too, so that an attribute of a statement read
+ * so far can be read again the same way (attr_text: a reported
+ * statement's site=, which the checker does not keep).
  *
  * A line goes through two steps:
  *
@@ -149,6 +152,8 @@ typedef struct text_parser {
 
     /* Lazy labels (see the top of the file). */
     bool lazy;
+    bool marked;                /* a regular file: marks kept, statements can be read
+                                 * again (lazy labels, attr_text) */
     char *cur_label;            /* the label of the statement given last */
     size_t cur_len, cap_cur;
     uint64_t cur_seq;
@@ -1392,7 +1397,7 @@ static int parse_statement(text_parser *p, trace_stmt *s)
     s->seq = p->n_stmts++;
     s->line = p->lineno;
     p->cur_seq = s->seq;
-    if (p->lazy && !p->replay && s->seq % MARK_EVERY == 0) {
+    if (p->marked && !p->replay && s->seq % MARK_EVERY == 0) {
         if (trace_grow32((void **)&p->marks, &p->cap_marks, (uint64_t)p->n_marks + 1,
                  sizeof *p->marks) != 0)
             return nomem(p);
@@ -1696,7 +1701,7 @@ static int text_attr_text(void *ctx, uint64_t seq, const char *key, const char *
     *text = NULL;
     *len = 0;
     uint32_t k = trace_str_find(p->t, key, strlen(key));
-    if (k == TRACE_NONE || !p->lazy || seq >= (p->replay ? p->n_first : p->n_stmts))
+    if (k == TRACE_NONE || !p->marked || seq >= (p->replay ? p->n_first : p->n_stmts))
         return 0;
     trace_stmt s;
     if (stmt_again(p, seq, &s, err) != 0)
@@ -1766,8 +1771,8 @@ int trace_text_open_lazy(const char *path, bool lazy, trace_reader *r, trace_err
     }
     /* A label is read again from its line: only a file that can seek back. */
     struct stat sb;
-    p->lazy = lazy && fstat(fileno(p->f), &sb) == 0 && S_ISREG(sb.st_mode) &&
-              ftello(p->f) == 0;
+    p->marked = fstat(fileno(p->f), &sb) == 0 && S_ISREG(sb.st_mode) && ftello(p->f) == 0;
+    p->lazy = lazy && p->marked;
     return start_reader(p, path, r, err);
 fail:
     text_close(p);
