@@ -196,6 +196,39 @@ static void test_cli_sites_pipe_shows_none(void **state)
     assert_null(strstr(out, " at train.py"));
 }
 
+/* A capture's event log checked as it is: the capture reader cannot read
+ * a statement again, so the sites it was given are remembered (a return
+ * address resolved by a sym record; a Python line). */
+static void test_cli_sites_cuda_log(void **state)
+{
+    fixture *f = *state;
+    char out[8192];
+    assert_int_equal(
+        tmpdir_write(f, "app.log",
+                     "syncsim-cuda-log 1\n"
+                     "stream pid=1 dev=0 stream=13 kind=nonblocking\n"
+                     "stream pid=1 dev=0 stream=14 kind=nonblocking\n"
+                     "api pid=1 tid=1 t0=100 t1=200 corr=1 dev=0 ptr=0x7000 size=4096 "
+                     "name=cudaMalloc\n"
+                     "api pid=1 tid=1 t0=300 t1=400 corr=2 dev=0 stream=13 site=0x402000 "
+                     "name=cudaLaunchKernel\n"
+                     "param pid=1 corr=2 idx=0 ptr=0x7000 mode=w\n"
+                     "gpu pid=1 corr=2 kind=kernel dev=0 stream=13 t0=500 t1=900 name=produce\n"
+                     "api pid=1 tid=1 t0=410 t1=420 corr=4 dev=0 stream=14 site=0x401000 "
+                     "py=/w/train.py:12 name=cudaLaunchKernel\n"
+                     "param pid=1 corr=4 idx=0 ptr=0x7000 mode=r\n"
+                     "gpu pid=1 corr=4 kind=kernel dev=0 stream=14 t0=950 t1=990 name=consume\n"
+                     "api pid=1 tid=1 t0=1000 t1=1100 corr=6 dev=0 name=cudaDeviceSynchronize\n"
+                     "sym pid=1 addr=0x401000 name=??:0\n"
+                     "sym pid=1 addr=0x402000 name=/src/main.cu:42\n"),
+        0);
+    assert_int_equal(tmpdir_sh(f, out, sizeof out, "%s check app.log", SYNCSIM_BINARY), 1);
+    assert_non_null(strstr(out, "note: the later statement: consume (gpu0.s14) at "
+                                "/w/train.py:12\n"));
+    assert_non_null(strstr(out, "note: the other access: produce (gpu0.s13) at "
+                                "/src/main.cu:42\n"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -211,6 +244,7 @@ int main(void)
                                         tmpdir_teardown),
         cmocka_unit_test_setup_teardown(test_cli_sites_pipe_shows_none, tmpdir_setup,
                                         tmpdir_teardown),
+        cmocka_unit_test_setup_teardown(test_cli_sites_cuda_log, tmpdir_setup, tmpdir_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
