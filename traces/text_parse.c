@@ -164,6 +164,8 @@ typedef struct text_parser {
     stmt_mark *marks;           /* marks[k]: statement k * MARK_EVERY */
     uint32_t n_marks, cap_marks;
     struct text_parser *look;   /* reads earlier lines again; shares t and f */
+    trace_stmt again;           /* look parser: the statement it read again last */
+    bool has_again;
     bool done, failed;
     trace_error err;            /* the error, repeated after a failure */
 } text_parser;
@@ -1622,20 +1624,30 @@ static text_parser *look_parser(text_parser *p)
 
 /* Statement seq, read again from its line into *s (the look parser's
  * buffers): the look parser seeks to the mark before it and parses
- * forward; p's input position is put back. p must be lazy (marks) and seq
- * read already. */
+ * forward, or, when it stopped between that mark and seq, reads on from
+ * there (callers that ask in seq order read the file once); asked again
+ * for the statement it read last, it gives that. p's input position is
+ * put back. p must be marked and seq read already. */
 static int stmt_again(text_parser *p, uint64_t seq, trace_stmt *s, trace_error *err)
 {
     uint64_t k = seq / MARK_EVERY;
     text_parser *l = look_parser(p);
     if (!l)
         return trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", p->name), -1;
-    const stmt_mark *m = &p->marks[k];
-    l->lineno = m->line - 1;
-    l->n_stmts = k * MARK_EVERY;
-    l->failed = l->done = false;
-    l->pos = m->offset;
-    if (fseeko(p->f, (off_t)m->offset, SEEK_SET) != 0)
+    if (l->has_again && l->again.seq == seq) {
+        *s = l->again;
+        return 0;
+    }
+    bool onward = l->has_again && l->again.seq < seq && l->again.seq >= k * MARK_EVERY;
+    l->has_again = false;
+    if (!onward) {
+        const stmt_mark *m = &p->marks[k];
+        l->lineno = m->line - 1;
+        l->n_stmts = k * MARK_EVERY;
+        l->failed = l->done = false;
+        l->pos = m->offset;
+    }
+    if (fseeko(p->f, (off_t)l->pos, SEEK_SET) != 0)
         return trace_error_set(err, TRACE_EIO, "%s: cannot read statement %llu again: %s",
                                p->name, (unsigned long long)seq, strerror(errno)),
                -1;
@@ -1654,6 +1666,8 @@ static int stmt_again(text_parser *p, uint64_t seq, trace_stmt *s, trace_error *
                                "did the file change while it was read?",
                                p->name, (unsigned long long)seq),
                -1;
+    l->again = *s;
+    l->has_again = true;
     return 0;
 }
 

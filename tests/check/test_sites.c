@@ -7,7 +7,10 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check/check.h"
 
@@ -91,11 +94,62 @@ static void test_sites_reader_that_cannot_look_back(void **state)
     trace_free(t);
 }
 
+/* From a text file with lazy labels: N_PAIRS races whose sides lie in
+ * many mark windows (a mark every 1024 statements). Labels and sites are
+ * read again in seq order, the look parser reading on where it can; each
+ * side must still get its own statement's label and site (wN at a.py:N,
+ * rN at b.py:N). */
+#define N_PAIRS 3000
+
+static void test_sites_text_file_in_seq_order(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/syncsim-sites-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    assert_non_null(f);
+    fputs("syncsim-trace 1\nqueue h host\nqueue s1 stream device=0\n"
+          "queue s2 stream device=0\n",
+          f);
+    for (int i = 0; i < N_PAIRS; i++)
+        fprintf(f, "buffer b%d size=8\n", i);
+    /* the reads come in reverse order, so findings and seqs disagree */
+    for (int i = 0; i < N_PAIRS; i++)
+        fprintf(f, "s1 op w%d w:b%d site=a.py:%d\n", i, i, i);
+    for (int i = N_PAIRS - 1; i >= 0; i--)
+        fprintf(f, "s2 op r%d r:b%d site=b.py:%d\n", i, i, i);
+    fclose(f);
+    trace_reader r;
+    trace_error err = { 0 };
+    assert_int_equal(trace_text_open_lazy(path, true, &r, &err), 0);
+    check_report *rep = NULL;
+    assert_int_equal(check_trace(&r, NULL, &rep, &err), 0);
+    assert_int_equal(check_report_count(rep), N_PAIRS);
+    for (size_t i = 0; i < check_report_count(rep); i++) {
+        const trace_finding *x = check_report_finding(rep, i);
+        int a = -1, b = -1, sa = -2, sb = -2;
+        assert_int_equal(sscanf(trace_str(r.trace, x->first.label), "w%d", &a), 1);
+        assert_int_equal(sscanf(trace_str(r.trace, x->second.label), "r%d", &b), 1);
+        assert_non_null(site_str(r.trace, x->first.site));
+        assert_non_null(site_str(r.trace, x->second.site));
+        assert_int_equal(sscanf(site_str(r.trace, x->first.site), "a.py:%d", &sa), 1);
+        assert_int_equal(sscanf(site_str(r.trace, x->second.site), "b.py:%d", &sb), 1);
+        assert_int_equal(a, b);
+        assert_int_equal(sa, a);
+        assert_int_equal(sb, b);
+    }
+    check_report_free(rep);
+    trace_reader_close(&r);
+    unlink(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sites_sides_and_parts),
         cmocka_unit_test(test_sites_reader_that_cannot_look_back),
+        cmocka_unit_test(test_sites_text_file_in_seq_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
