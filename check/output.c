@@ -364,13 +364,17 @@ bool check_finding_is_error(const trace_finding *f)
     return f->kind != TRACE_FINDING_REDUNDANT_SYNC;
 }
 
-static size_t add_place(check_place *out, size_t cap, size_t n, const char *role,
-                        const char *detail, const trace_stmt_ref *r, uint32_t queue,
-                        uint32_t line, uint64_t seq, uint32_t site)
+static size_t add_place(check_place *out, size_t cap, size_t n, check_place place)
 {
     if (n < cap)
-        out[n] = (check_place){ role, detail, queue, line, seq, r ? r->label : TRACE_NONE, site };
+        out[n] = place;
     return n + 1;
+}
+
+/* A side of a finding as a place. */
+static check_place ref_place(const char *role, const trace_stmt_ref *r)
+{
+    return (check_place){ role, NULL, r->queue, r->line, r->seq, r->label, r->site };
 }
 
 size_t check_finding_places(const trace_finding *f, check_place *out, size_t cap)
@@ -382,22 +386,19 @@ size_t check_finding_places(const trace_finding *f, check_place *out, size_t cap
                                                                   : "the other statement";
     bool two = f->first.seq != TRACE_NO_SEQ && f->second.seq != TRACE_NO_SEQ;
     if (f->second.seq != TRACE_NO_SEQ)
-        n = add_place(out, cap, n, two ? "the later statement" : "here", NULL, &f->second,
-                      f->second.queue,
-                      f->second.line, f->second.seq, f->second.site);
+        n = add_place(out, cap, n, ref_place(two ? "the later statement" : "here", &f->second));
     if (f->first.seq != TRACE_NO_SEQ)
-        n = add_place(out, cap, n, two ? other : "here", NULL, &f->first, f->first.queue,
-                      f->first.line,
-                      f->first.seq, f->first.site);
+        n = add_place(out, cap, n, ref_place(two ? other : "here", &f->first));
     for (uint32_t i = 0; i < f->n_parts; i++) {
         const trace_finding_part *p = &f->parts[i];
         if (p->role == TRACE_PART_CYCLE || p->seq == TRACE_NO_SEQ)
             continue;
+        const char *role = p->role == TRACE_PART_BLOCKED ? "blocked here"
+                           : p->extra                    ? "one arrival too many"
+                                                         : "a participant";
         n = add_place(out, cap, n,
-                      p->role == TRACE_PART_BLOCKED ? "blocked here"
-                      : p->extra                    ? "one arrival too many"
-                                                    : "a participant",
-                      p->text, NULL, p->queue, p->line, p->seq, p->site);
+                      (check_place){ role, p->text, p->queue, p->line, p->seq, TRACE_NONE,
+                                     p->site });
     }
     return n;
 }
@@ -419,7 +420,8 @@ static void print_place_note(FILE *out, const trace *t, const char *path, bool i
                              const check_place *s)
 {
     print_place(out, path, in_db, s);
-    bool labelled = s->site != TRACE_NONE && s->label != TRACE_NONE;
+    bool labelled = s->site != TRACE_NONE && s->label != TRACE_NONE &&
+                    s->label != TRACE_LABEL_LAZY;
     fprintf(out, "note: %s%s%s (%s)", s->role, labelled ? ": " : "",
             labelled ? trace_str(t, s->label) : "", check_queue_name(t, s->queue));
     if (s->site != TRACE_NONE)
