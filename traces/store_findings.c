@@ -24,7 +24,7 @@
  *       than in it, as check_coverage is: made by the first check that has
  *       a site to store, so older databases need no migration; keyed by
  *       the check, so rows that an older syncsim left when it replaced the
- *       findings attach to nothing.
+ *       findings attach to nothing. Replaced with the findings.
  *
  * Names (queues, buffers, labels, the object) are stored as text, so that a
  * person querying by hand reads them without joins, and a finding survives
@@ -231,6 +231,12 @@ int trace_store_save_check(trace_store *st, int64_t run, const trace *t,
              "DELETE FROM findings WHERE run = %lld; DELETE FROM finding_parts WHERE run = %lld",
              (long long)run, (long long)run);
     if (store_exec(st, sql, "findings", err) != 0)
+        goto fail;
+    int sites = has_table(st, "finding_sites", err);
+    if (sites < 0)
+        goto fail;
+    snprintf(sql, sizeof sql, "DELETE FROM finding_sites WHERE run = %lld", (long long)run);
+    if (sites && store_exec(st, sql, "finding_sites", err) != 0)
         goto fail;
     if ((rc = sqlite3_prepare_v2(st->db,
                                  "INSERT INTO checks SELECT ?1, coalesce(max(id), 0) + 1, ?2, ?3,"
