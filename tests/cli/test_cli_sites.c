@@ -86,7 +86,8 @@ static const char *sarif_py =
     "log = json.load(open(sys.argv[1]))\n"
     "try:\n"
     "    import jsonschema\n"
-    "    schema = json.load(open('" SYNCSIM_SOURCE_DIR "/tests/data/sarif/sarif-schema-2.1.0.json'))\n"
+    "    schema = json.load(open('" SYNCSIM_SOURCE_DIR
+    "/tests/data/sarif/sarif-schema-2.1.0.json'))\n"
     "    jsonschema.Draft4Validator(schema).validate(log)\n"
     "except ImportError:\n"
     "    pass\n"
@@ -191,7 +192,8 @@ static void test_cli_sites_pipe_shows_none(void **state)
     fixture *f = *state;
     char out[8192];
     write_race(f);
-    assert_int_equal(tmpdir_sh(f, out, sizeof out, "cat race.trace | %s check -", SYNCSIM_BINARY), 1);
+    assert_int_equal(tmpdir_sh(f, out, sizeof out, "cat race.trace | %s check -", SYNCSIM_BINARY),
+                     1);
     assert_non_null(strstr(out, "<stdin>:7:1: note: the other access (s7)\n"));
     assert_null(strstr(out, " at train.py"));
 }
