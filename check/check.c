@@ -147,6 +147,57 @@ static int check_pass(trace_reader *r, const check_options *opt, const trace_u64
     return 0;
 }
 
+/* A statement a finding names, to resolve: its label (NULL: a part, which
+ * has none) and its site. */
+typedef struct named_stmt {
+    uint64_t seq;
+    uint32_t *label;
+    uint32_t *site;
+} named_stmt;
+
+static int cmp_named(const void *pa, const void *pb)
+{
+    const named_stmt *a = pa, *b = pb;
+    return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+/* What the engine did not keep of the statements the findings name: the
+ * labels a lazy reader left unbuilt and each statement's site=, read
+ * again from r now -- in seq order, so that a reader that reads its input
+ * again (a text file) goes through it once, whatever the findings' order.
+ * A reader that cannot look back gives no site. */
+static int resolve_named(trace_reader *r, check_report *rep, trace_error *err)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < rep->n; i++)
+        n += 2 + rep->f[i].n_parts;
+    if (!n)
+        return 0;
+    named_stmt *v = malloc(n * sizeof *v);
+    if (!v)
+        return trace_error_set(err, TRACE_ENOMEM, "out of memory"), -1;
+    n = 0;
+    for (size_t i = 0; i < rep->n; i++) {
+        trace_finding *f = &rep->f[i];
+        v[n++] = (named_stmt){ f->first.seq, &f->first.label, &f->first.site };
+        v[n++] = (named_stmt){ f->second.seq, &f->second.label, &f->second.site };
+        for (uint32_t k = 0; k < f->n_parts; k++)
+            v[n++] = (named_stmt){ f->parts[k].seq, NULL, &f->parts[k].site };
+    }
+    qsort(v, n, sizeof *v, cmp_named);
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        *v[i].site = TRACE_NONE;
+        if (v[i].seq == TRACE_NO_SEQ)
+            continue;
+        if ((v[i].label && trace_reader_label(r, v[i].seq, v[i].label, err) != 0) ||
+            trace_reader_attr(r, v[i].seq, TRACE_ATTR_SITE, v[i].site, err) != 0)
+            rc = -1;
+    }
+    free(v);
+    return rc;
+}
+
 int check_trace(trace_reader *r, const check_options *opt, check_report **out, trace_error *err)
 {
     static const check_options defaults = { 0 };
@@ -180,13 +231,10 @@ int check_trace(trace_reader *r, const check_options *opt, check_report **out, t
         check_report_free(rep);
         return -1;
     }
-    /* labels a lazy reader left unbuilt: only the reported statements' */
-    for (size_t i = 0; i < rep->n; i++)
-        if (trace_reader_label(r, rep->f[i].first.seq, &rep->f[i].first.label, err) != 0 ||
-            trace_reader_label(r, rep->f[i].second.seq, &rep->f[i].second.label, err) != 0) {
-            check_report_free(rep);
-            return -1;
-        }
+    if (resolve_named(r, rep, err) != 0) {
+        check_report_free(rep);
+        return -1;
+    }
     if (rep->n)
         qsort(rep->f, rep->n, sizeof *rep->f, cmp_finding);
     check_report_finish(rep);

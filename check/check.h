@@ -158,6 +158,8 @@ typedef struct check_place {
     uint32_t queue;
     uint32_t line;          /* 0: not from text */
     uint64_t seq;           /* TRACE_NO_SEQ: not known */
+    uint32_t label;         /* string id of its label, TRACE_NONE: none (or a part) */
+    uint32_t site;          /* string id of its site= (trace_stmt_ref.site), TRACE_NONE: none */
 } check_place;
 /* The statements finding f names: first the one to report it at (a race's
  * or use after free's later access, the statement of the other kinds, a
@@ -175,7 +177,11 @@ bool check_finding_is_error(const trace_finding *f);
  *
  *   FILE:LINE:COL: error|warning: KIND: what happened
  *   FILE:LINE:COL: note: fix: the concrete fix
- *   FILE:LINE:COL: note: the earlier access (s0)
+ *   FILE:LINE:COL: note: the later statement: kernel_b (s1) at train.py:57
+ *   FILE:LINE:COL: note: the other access (s0)
+ *
+ * A statement with a call site (site=) shows it: "LABEL (QUEUE) at SITE";
+ * the statement the error line names gets a note of its own only then.
  *
  * path names the trace; in_db: it is a database, whose statements are
  * named "DB:seq N" (a line of the text it was imported from would name

@@ -53,6 +53,10 @@ static void json_ref(FILE *out, const trace *t, const trace_stmt_ref *r, bool wi
     }
     if (r->line)
         fprintf(out, ", \"line\": %u", r->line);
+    if (r->site != TRACE_NONE) {
+        fputs(", \"site\": ", out);
+        trace_json_str(out, trace_str(t, r->site));
+    }
     fprintf(out, ", \"seq\": %llu}", (unsigned long long)r->seq);
 }
 
@@ -86,6 +90,10 @@ static void json_parts(FILE *out, const trace *t, const trace_finding *f, trace_
             fprintf(out, ", \"%s\": %llu", count_key, (unsigned long long)p->count);
         if (p->line)
             fprintf(out, ", \"line\": %u", p->line);
+        if (p->site != TRACE_NONE) {
+            fputs(", \"site\": ", out);
+            trace_json_str(out, trace_str(t, p->site));
+        }
         if (p->seq != TRACE_NO_SEQ)
             fprintf(out, ", \"seq\": %llu", (unsigned long long)p->seq);
         if (p->extra)
@@ -356,12 +364,17 @@ bool check_finding_is_error(const trace_finding *f)
     return f->kind != TRACE_FINDING_REDUNDANT_SYNC;
 }
 
-static size_t add_site(check_place *out, size_t cap, size_t n, const char *role,
-                       const char *detail, uint32_t queue, uint32_t line, uint64_t seq)
+static size_t add_place(check_place *out, size_t cap, size_t n, check_place place)
 {
     if (n < cap)
-        out[n] = (check_place){ role, detail, queue, line, seq };
+        out[n] = place;
     return n + 1;
+}
+
+/* A side of a finding as a place. */
+static check_place ref_place(const char *role, const trace_stmt_ref *r)
+{
+    return (check_place){ role, NULL, r->queue, r->line, r->seq, r->label, r->site };
 }
 
 size_t check_finding_places(const trace_finding *f, check_place *out, size_t cap)
@@ -373,20 +386,19 @@ size_t check_finding_places(const trace_finding *f, check_place *out, size_t cap
                                                                   : "the other statement";
     bool two = f->first.seq != TRACE_NO_SEQ && f->second.seq != TRACE_NO_SEQ;
     if (f->second.seq != TRACE_NO_SEQ)
-        n = add_site(out, cap, n, two ? "the later statement" : "here", NULL, f->second.queue,
-                     f->second.line, f->second.seq);
+        n = add_place(out, cap, n, ref_place(two ? "the later statement" : "here", &f->second));
     if (f->first.seq != TRACE_NO_SEQ)
-        n = add_site(out, cap, n, two ? other : "here", NULL, f->first.queue, f->first.line,
-                     f->first.seq);
+        n = add_place(out, cap, n, ref_place(two ? other : "here", &f->first));
     for (uint32_t i = 0; i < f->n_parts; i++) {
         const trace_finding_part *p = &f->parts[i];
         if (p->role == TRACE_PART_CYCLE || p->seq == TRACE_NO_SEQ)
             continue;
-        n = add_site(out, cap, n,
-                     p->role == TRACE_PART_BLOCKED ? "blocked here"
-                     : p->extra                    ? "one arrival too many"
-                                                   : "a participant",
-                     p->text, p->queue, p->line, p->seq);
+        const char *role = p->role == TRACE_PART_BLOCKED ? "blocked here"
+                           : p->extra                    ? "one arrival too many"
+                                                         : "a participant";
+        n = add_place(out, cap, n,
+                      (check_place){ role, p->text, p->queue, p->line, p->seq, TRACE_NONE,
+                                     p->site });
     }
     return n;
 }
@@ -400,6 +412,21 @@ static void print_place(FILE *out, const char *path, bool in_db, const check_pla
         fprintf(out, "%s:%u:1: ", path, s->line);
     else
         fprintf(out, "%s:seq %llu: ", path, (unsigned long long)s->seq);
+}
+
+/* "note: ROLE (QUEUE)[: DETAIL]"; with a call site "note: ROLE: LABEL
+ * (QUEUE) at SITE[: DETAIL]" (without a label "ROLE (QUEUE) at SITE"). */
+static void print_place_note(FILE *out, const trace *t, const char *path, bool in_db,
+                             const check_place *s)
+{
+    print_place(out, path, in_db, s);
+    bool labelled = s->site != TRACE_NONE && s->label != TRACE_NONE &&
+                    s->label != TRACE_LABEL_LAZY;
+    fprintf(out, "note: %s%s%s (%s)", s->role, labelled ? ": " : "",
+            labelled ? trace_str(t, s->label) : "", check_queue_name(t, s->queue));
+    if (s->site != TRACE_NONE)
+        fprintf(out, " at %s", trace_str(t, s->site));
+    fprintf(out, "%s%s\n", s->detail ? ": " : "", s->detail ? s->detail : "");
 }
 
 void check_print_diagnostics(FILE *out, const trace *t, const char *path, bool in_db,
@@ -429,12 +456,9 @@ void check_print_diagnostics(FILE *out, const trace *t, const char *path, bool i
             print_place(out, path, in_db, at);
             fprintf(out, "note: fix: %s\n", x->fix);
         }
-        for (size_t k = 1; k < ns && k < 16; k++) {
-            print_place(out, path, in_db, &sites[k]);
-            fprintf(out, "note: %s (%s)%s%s\n", sites[k].role,
-                    check_queue_name(t, sites[k].queue), sites[k].detail ? ": " : "",
-                    sites[k].detail ? sites[k].detail : "");
-        }
+        /* the statement the error names has a note only for its call site */
+        for (size_t k = at && at->site != TRACE_NONE ? 0 : 1; k < ns && k < 16; k++)
+            print_place_note(out, t, path, in_db, &sites[k]);
         if (more) {
             print_place(out, path, in_db, at);
             fprintf(out, "note: and %zu more race%s between %s and %s with the same missing "

@@ -12,10 +12,14 @@
  *   locations    both sides (check_finding_places: the statement reported,
  *                then the other access, the free, the other set), each a
  *                physical location -- the trace's URI and, for a text
- *                trace, the region {startLine, startColumn 1} -- with a
- *                logical location naming the queue and the statement's
- *                seq (all there is for a database, whose statements have
- *                no line of their own)
+ *                trace, the region {startLine, startColumn 1}; or, for a
+ *                statement whose call site (site=) is FILE:LINE, that
+ *                file and {startLine} in the program's source, the trace
+ *                line or seq then in the message -- with a logical
+ *                location naming the queue and the statement's seq (all
+ *                there is for a database, whose statements have no line of
+ *                their own); a site that is not FILE:LINE
+ *                (OBJECT+0xOFF) is named in the message
  *   relatedLocations  the parts that name a statement (a hang's blocked
  *                queues, a mismatch's participants)
  *   fixes        where the statement has a line: one fix whose description
@@ -138,17 +142,44 @@ check_sarif *check_sarif_begin(FILE *out)
     return w;
 }
 
-/* One location object: the site in its trace, with a message saying what it is. */
+/* The line of a call site FILE:LINE (LINE a decimal from 1; *file_len the
+ * length of FILE), or 0 when it is something else (OBJECT+0xOFF, ??:0). */
+static uint32_t site_line(const char *site, size_t *file_len)
+{
+    const char *colon = strrchr(site, ':');
+    if (!colon || colon == site || !colon[1])
+        return 0;
+    uint64_t line = 0;
+    for (const char *p = colon + 1; *p; p++) {
+        if (*p < '0' || *p > '9' || line > UINT32_MAX / 10)
+            return 0;
+        line = line * 10 + (uint64_t)(*p - '0');
+    }
+    *file_len = (size_t)(colon - site);
+    return line <= UINT32_MAX ? (uint32_t)line : 0;
+}
+
+/* One location object: the statement in its trace, with a message saying
+ * what it is. A statement whose call site is FILE:LINE is located there,
+ * in the program's source (what a reviewer wants to open); the message
+ * then names the place in the trace. Another site is named in the
+ * message only. */
 static void location(FILE *out, const trace *t, const char *path, bool in_db,
                      const check_place *s, int id)
 {
+    const char *site = s->site != TRACE_NONE ? trace_str(t, s->site) : NULL;
+    size_t file_len = 0;
+    uint32_t src_line = site ? site_line(site, &file_len) : 0;
     fputc('{', out);
     if (id >= 0)
         fprintf(out, "\"id\": %d, ", id);
     fputs("\"physicalLocation\": {\"artifactLocation\": {\"uri\": ", out);
-    json_uri(out, path);
+    char *file = src_line ? check_strf("%.*s", (int)file_len, site) : NULL;
+    json_uri(out, file ? file : path);
     fputc('}', out);
-    if (s->line && !in_db)
+    if (file)
+        fprintf(out, ", \"region\": {\"startLine\": %u}", src_line);
+    else if (s->line && !in_db)
         fprintf(out, ", \"region\": {\"startLine\": %u, \"startColumn\": 1}", s->line);
     fputs("}, \"logicalLocations\": [{\"name\": ", out);
     char name[64];
@@ -159,11 +190,17 @@ static void location(FILE *out, const trace *t, const char *path, bool in_db,
     trace_json_str(out, fq ? fq : name);
     free(fq);
     fputs(", \"kind\": \"statement\"}], \"message\": {\"text\": ", out);
-    char *text = s->detail ? check_strf("%s (%s): %s", s->role, check_queue_name(t, s->queue),
-                                        s->detail)
-                           : check_strf("%s (%s)", s->role, check_queue_name(t, s->queue));
+    char where[64] = "";
+    if (file && s->line && !in_db)
+        snprintf(where, sizeof where, ", trace line %u", s->line);
+    else if (file)
+        snprintf(where, sizeof where, ", trace seq %llu", (unsigned long long)s->seq);
+    char *text = check_strf("%s (%s)%s%s%s%s%s", s->role, check_queue_name(t, s->queue),
+                            site ? " at " : "", site ? site : "", where,
+                            s->detail ? ": " : "", s->detail ? s->detail : "");
     trace_json_str(out, text ? text : s->role);
     free(text);
+    free(file);
     fputs("}}", out);
 }
 

@@ -254,6 +254,13 @@ static int counting_label(void *ctx, uint64_t seq, const char **text, size_t *le
     return p->inner->label_text(p->inner_ctx, seq, text, len, err);
 }
 
+static int counting_attr(void *ctx, uint64_t seq, const char *key, const char **text,
+                         size_t *len, trace_error *err)
+{
+    cli_progress *p = ctx;
+    return p->inner->attr_text(p->inner_ctx, seq, key, text, len, err);
+}
+
 void cli_progress_reader(cli_progress *p, trace_reader *r)
 {
     if (!p || p->inner)
@@ -265,6 +272,7 @@ void cli_progress_reader(cli_progress *p, trace_reader *r)
         .close = counting_close,
         .rewind = r->iface->rewind ? counting_rewind : NULL,
         .label_text = r->iface->label_text ? counting_label : NULL,
+        .attr_text = r->iface->attr_text ? counting_attr : NULL,
     };
     r->iface = &p->iface;
     r->ctx = p;

@@ -41,6 +41,13 @@
  *
  * Declarations are translated lazily: a text input declares as it goes, so
  * before each statement the merge copies what its input declared since.
+ *
+ * Attributes asked for after reading (attr_text: a reported statement's
+ * site=) come from the input that gave the statement, read again there. To
+ * know which, the merge keeps one stretch {merged seq, input, its seq} per
+ * run of consecutive statements from one input, when an input can look
+ * back at all: one per input rank by rank, by time one per switch between
+ * ranks (at worst one per statement, 24 bytes).
  */
 #include "trace.h"
 
@@ -62,6 +69,14 @@ typedef struct merge_in {
     int64_t last_t;
 } merge_in;
 
+/* Statements [seq, next stretch's seq) of the merge are input's, from its
+ * seq in_seq on. */
+typedef struct merge_stretch {
+    uint64_t seq;
+    uint64_t in_seq;
+    uint32_t input;
+} merge_stretch;
+
 typedef struct merge_ctx {
     trace *out;
     merge_in *in;
@@ -80,6 +95,9 @@ typedef struct merge_ctx {
     uint32_t cap_acc;
     trace_attr *attr;
     uint32_t cap_attr;
+    bool track;                 /* an input can look back (attr_text): keep stretches */
+    merge_stretch *stretch;
+    uint64_t n_stretch, cap_stretch;
 } merge_ctx;
 
 static int nomem(trace_error *err)
@@ -256,6 +274,7 @@ static int start(merge_ctx *m, trace_error *err)
     m->cur = 0;
     m->n_heap = 0;
     m->seq = 0;
+    m->n_stretch = 0;
     bool all_timed = true;
     for (uint32_t i = 0; i < m->n; i++) {
         m->in[i].done = false;
@@ -397,6 +416,47 @@ static int finish(merge_ctx *m, trace_error *err)
     return 0;
 }
 
+/* Merged statement seq is input i's next: extends the last stretch or
+ * starts one. */
+static int note_stretch(merge_ctx *m, uint32_t i, uint64_t seq, trace_error *err)
+{
+    uint64_t in_seq = m->in[i].next.seq;
+    if (m->n_stretch) {
+        const merge_stretch *last = &m->stretch[m->n_stretch - 1];
+        if (last->input == i && last->in_seq + (seq - last->seq) == in_seq)
+            return 0;
+    }
+    if (trace_grow64((void **)&m->stretch, &m->cap_stretch, m->n_stretch + 1,
+                     sizeof *m->stretch) != 0)
+        return nomem(err);
+    m->stretch[m->n_stretch++] = (merge_stretch){ seq, in_seq, i };
+    return 0;
+}
+
+/* Attribute key of merged statement seq: its input's, asked of the input. */
+static int merge_attr_text(void *ctx, uint64_t seq, const char *key, const char **text,
+                           size_t *len, trace_error *err)
+{
+    merge_ctx *m = ctx;
+    *text = NULL;
+    *len = 0;
+    if (!m->n_stretch || seq >= m->seq)
+        return 0;
+    uint64_t lo = 0, hi = m->n_stretch;     /* the last stretch that starts at or before seq */
+    while (hi - lo > 1) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (m->stretch[mid].seq <= seq)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    const merge_stretch *st = &m->stretch[lo];
+    trace_reader *r = m->in[st->input].r;
+    if (!r->iface->attr_text)
+        return 0;
+    return r->iface->attr_text(r->ctx, st->in_seq + (seq - st->seq), key, text, len, err);
+}
+
 static int merge_next(void *ctx, trace_stmt *out, trace_error *err)
 {
     merge_ctx *m = ctx;
@@ -415,7 +475,7 @@ static int merge_next(void *ctx, trace_stmt *out, trace_error *err)
         i = m->cur;
     }
     merge_in *in = &m->in[i];
-    if (translate(m, in, out, err) != 0)
+    if (translate(m, in, out, err) != 0 || (m->track && note_stretch(m, i, out->seq, err) != 0))
         return -1;
     /* The statement's pointers are m's; the input may read on. */
     if (read_ahead(m, i, err) != 0)
@@ -454,6 +514,7 @@ static void merge_close(void *ctx)
     free(m->heap);
     free(m->acc);
     free(m->attr);
+    free(m->stretch);
     free(m);
 }
 
@@ -461,6 +522,7 @@ static const trace_reader_iface merge_iface = {
     .next = merge_next,
     .close = merge_close,
     .rewind = merge_rewind,
+    .attr_text = merge_attr_text,
 };
 
 /* A number from run metadata: 1 and *v when present and valid, 0 when
@@ -762,6 +824,8 @@ int trace_merge_open_opts(trace_reader *const *inputs, uint32_t n, const trace_m
     }
     if (carry_coverage_meta(m, err) != 0 || (partial && set_absent_ranks(m, err) != 0))
         goto fail;
+    for (uint32_t i = 0; i < n; i++)
+        m->track |= m->in[i].r->iface->attr_text != NULL;
     out->iface = &merge_iface;
     out->ctx = m;
     out->trace = m->out;

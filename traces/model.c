@@ -862,6 +862,23 @@ int trace_reader_label_text(trace_reader *r, const trace_stmt *s, const char **t
     return r->iface->label_text(r->ctx, s->seq, text, len, err);
 }
 
+int trace_reader_attr(trace_reader *r, uint64_t seq, const char *key, uint32_t *value,
+                      trace_error *err)
+{
+    *value = TRACE_NONE;
+    if (seq == TRACE_NO_SEQ || !r->iface->attr_text)
+        return 0;
+    const char *text = NULL;
+    size_t len = 0;
+    if (r->iface->attr_text(r->ctx, seq, key, &text, &len, err) != 0)
+        return -1;
+    if (text && (*value = trace_intern(r->trace, text, len)) == TRACE_NONE)
+        return trace_error_set(err, TRACE_ENOMEM, "%s: out of memory",
+                               r->source ? r->source : "trace"),
+               -1;
+    return 0;
+}
+
 void trace_reader_close(trace_reader *r)
 {
     if (r->iface && r->iface->close)
@@ -899,7 +916,30 @@ static int memory_rewind(void *ctx, trace_error *err)
     return 0;
 }
 
-static const trace_reader_iface memory_iface = { memory_next, memory_close, memory_rewind };
+/* Its statements are at hand: attribute key of statement seq, if read. */
+static int memory_attr_text(void *ctx, uint64_t seq, const char *key, const char **text,
+                            size_t *len, trace_error *err)
+{
+    (void)err;
+    memory_reader *m = ctx;
+    *text = NULL;
+    *len = 0;
+    uint32_t k = trace_str_find(m->t, key, strlen(key));
+    if (k == TRACE_NONE || seq >= m->t->n_stmts)
+        return 0;
+    trace_stmt s;
+    trace_stmt_at(m->t, seq, &s);
+    for (uint32_t i = 0; i < s.n_attr; i++)
+        if (s.attr[i].key == k) {
+            *text = trace_str(m->t, s.attr[i].value);
+            *len = m->t->str_len[s.attr[i].value];
+            break;
+        }
+    return 0;
+}
+
+static const trace_reader_iface memory_iface = { memory_next, memory_close, memory_rewind, NULL,
+                                                 memory_attr_text };
 
 void trace_reader_memory(trace_reader *r, trace *t)
 {

@@ -18,6 +18,13 @@
  *       what each check could judge (check/coverage.c); made by the first
  *       check that stores one, so a database written before it has none and
  *       its checks read back without coverage.
+ *   finding_sites(run, check_id, finding, side, site)
+ *       the call site (site=) of a statement a finding names: side 0 its
+ *       first, 1 its second, 2 + K its part K. Beside `findings` rather
+ *       than in it, as check_coverage is: made by the first check that has
+ *       a site to store, so older databases need no migration; keyed by
+ *       the check, so rows that an older syncsim left when it replaced the
+ *       findings attach to nothing. Replaced with the findings.
  *
  * Names (queues, buffers, labels, the object) are stored as text, so that a
  * person querying by hand reads them without joins, and a finding survives
@@ -85,6 +92,70 @@ static int step_once(trace_store *st, sqlite3_stmt *q, const char *table, trace_
     " dropped INTEGER, ranks_given INTEGER, ranks_world INTEGER,"                           \
     " PRIMARY KEY(run, check_id)) WITHOUT ROWID"
 
+#define SITES_SQL                                                                          \
+    "CREATE TABLE IF NOT EXISTS finding_sites(run INTEGER, check_id INTEGER,"              \
+    " finding INTEGER, side INTEGER, site TEXT NOT NULL,"                                   \
+    " PRIMARY KEY(run, check_id, finding, side)) WITHOUT ROWID"
+
+/* 1 when the database has table `name`, 0 when not, -1 with err. */
+static int has_table(trace_store *st, const char *name, trace_error *err)
+{
+    sqlite3_stmt *q = NULL;
+    int rc = sqlite3_prepare_v2(st->db,
+                                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1",
+                                -1, &q, NULL);
+    if (rc != SQLITE_OK)
+        return store_fail(st, rc, "sqlite_master", NULL, err);
+    sqlite3_bind_text(q, 1, name, -1, SQLITE_STATIC);
+    rc = sqlite3_step(q);
+    sqlite3_finalize(q);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return store_fail(st, rc, "sqlite_master", NULL, err);
+    return rc == SQLITE_ROW;
+}
+
+/* The call sites of f[0..n), for the check just inserted (the run's highest
+ * check id). The table is made only when there is a site to store. */
+static int save_sites(trace_store *st, int64_t run, const trace *t, const trace_finding *f,
+                      size_t n, trace_error *err)
+{
+    bool any = false;
+    for (size_t i = 0; i < n && !any; i++) {
+        any = f[i].first.site != TRACE_NONE || f[i].second.site != TRACE_NONE;
+        for (uint32_t k = 0; k < f[i].n_parts && !any; k++)
+            any = f[i].parts[k].site != TRACE_NONE;
+    }
+    if (!any)
+        return 0;
+    if (store_exec(st, SITES_SQL, "finding_sites", err) != 0)
+        return -1;
+    sqlite3_stmt *q = NULL;
+    int rc = sqlite3_prepare_v2(st->db,
+                                "INSERT INTO finding_sites SELECT ?1, max(id), ?2, ?3, ?4"
+                                " FROM checks WHERE run = ?1",
+                                -1, &q, NULL);
+    if (rc != SQLITE_OK)
+        return store_fail(st, rc, "finding_sites", NULL, err);
+    for (size_t i = 0; i < n; i++)
+        for (uint32_t side = 0; side < 2 + f[i].n_parts; side++) {
+            uint32_t site = side == 0   ? f[i].first.site
+                            : side == 1 ? f[i].second.site
+                                        : f[i].parts[side - 2].site;
+            if (site == TRACE_NONE)
+                continue;
+            sqlite3_bind_int64(q, 1, run);
+            sqlite3_bind_int64(q, 2, (int64_t)i);
+            sqlite3_bind_int64(q, 3, side);
+            bind_text(q, 4, trace_str(t, site));
+            if (step_once(st, q, "finding_sites", err) != 0) {
+                sqlite3_finalize(q);
+                return -1;
+            }
+        }
+    sqlite3_finalize(q);
+    return 0;
+}
+
 /* The coverage of the check just inserted (the run's highest check id). */
 static int save_coverage(trace_store *st, int64_t run, const trace_check_info *info,
                          trace_error *err)
@@ -114,21 +185,11 @@ static int save_coverage(trace_store *st, int64_t run, const trace_check_info *i
 /* Fills info's coverage from the check it describes, where one was stored. */
 static int load_coverage(trace_store *st, int64_t run, trace_check_info *info, trace_error *err)
 {
+    int has = has_table(st, "check_coverage", err);
+    if (has <= 0)
+        return has;             /* 0: stored before coverage was */
     sqlite3_stmt *q = NULL;
     int rc = sqlite3_prepare_v2(st->db,
-                                "SELECT 1 FROM sqlite_master WHERE type = 'table'"
-                                " AND name = 'check_coverage'",
-                                -1, &q, NULL);
-    if (rc != SQLITE_OK)
-        return store_fail(st, rc, "sqlite_master", NULL, err);
-    rc = sqlite3_step(q);
-    sqlite3_finalize(q);
-    q = NULL;
-    if (rc == SQLITE_DONE)
-        return 0;               /* stored before coverage was */
-    if (rc != SQLITE_ROW)
-        return store_fail(st, rc, "sqlite_master", NULL, err);
-    rc = sqlite3_prepare_v2(st->db,
                                 "SELECT captured, device, device_ranged, host_accesses, dropped,"
                                 " ranks_given, ranks_world FROM check_coverage"
                                 " WHERE run = ?1 AND check_id = ?2",
@@ -171,6 +232,12 @@ int trace_store_save_check(trace_store *st, int64_t run, const trace *t,
              (long long)run, (long long)run);
     if (store_exec(st, sql, "findings", err) != 0)
         goto fail;
+    int sites = has_table(st, "finding_sites", err);
+    if (sites < 0)
+        goto fail;
+    snprintf(sql, sizeof sql, "DELETE FROM finding_sites WHERE run = %lld", (long long)run);
+    if (sites && store_exec(st, sql, "finding_sites", err) != 0)
+        goto fail;
     if ((rc = sqlite3_prepare_v2(st->db,
                                  "INSERT INTO checks SELECT ?1, coalesce(max(id), 0) + 1, ?2, ?3,"
                                  " ?4, ?5, ?6, ?7 FROM checks WHERE run = ?1",
@@ -197,6 +264,8 @@ int trace_store_save_check(trace_store *st, int64_t run, const trace *t,
     if (step_once(st, qc, "checks", err) != 0)
         goto fail;
     if (info->has_coverage && save_coverage(st, run, info, err) != 0)
+        goto fail;
+    if (save_sites(st, run, t, f, n, err) != 0)
         goto fail;
     for (size_t i = 0; i < n; i++) {
         const trace_finding *x = &f[i];
@@ -295,7 +364,8 @@ static uint32_t buffer_col(const trace *t, sqlite3_stmt *q, int col)
 
 static trace_stmt_ref ref_col(trace *t, sqlite3_stmt *q, int col, bool *oom)
 {
-    trace_stmt_ref r = { TRACE_NO_SEQ, TRACE_NONE, TRACE_NONE, 0, TRACE_OP, TRACE_NONE };
+    trace_stmt_ref r = { TRACE_NO_SEQ, TRACE_NONE, TRACE_NONE, 0, TRACE_OP, TRACE_NONE,
+                         TRACE_NONE };
     if (sqlite3_column_type(q, col) == SQLITE_NULL)
         return r;
     r.seq = (uint64_t)sqlite3_column_int64(q, col);
@@ -311,6 +381,40 @@ static int find_word(const char *const *words, int n, const unsigned char *s)
         if (strcmp(words[i], (const char *)s) == 0)
             return i;
     return -1;
+}
+
+/* Gives f[0..n), check `check_id` of run `run`, their stored call sites,
+ * interned into t. */
+static int load_sites(trace_store *st, int64_t run, int64_t check_id, trace *t, trace_finding *f,
+                      size_t n, trace_error *err)
+{
+    int has = has_table(st, "finding_sites", err);
+    if (has <= 0)
+        return has;
+    sqlite3_stmt *q = NULL;
+    int rc = sqlite3_prepare_v2(st->db,
+                                "SELECT finding, side, site FROM finding_sites"
+                                " WHERE run = ?1 AND check_id = ?2",
+                                -1, &q, NULL);
+    if (rc != SQLITE_OK)
+        return store_fail(st, rc, "finding_sites", NULL, err);
+    sqlite3_bind_int64(q, 1, run);
+    sqlite3_bind_int64(q, 2, check_id);
+    bool oom = false;
+    while (!oom && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+        int64_t i = sqlite3_column_int64(q, 0), side = sqlite3_column_int64(q, 1);
+        if (i < 0 || (uint64_t)i >= n || side < 0 || side >= 2 + (int64_t)f[i].n_parts)
+            continue;           /* a site of nothing: ignore it */
+        uint32_t *site = side == 0   ? &f[i].first.site
+                         : side == 1 ? &f[i].second.site
+                                     : &f[i].parts[side - 2].site;
+        *site = intern_col(t, q, 2, &oom);
+    }
+    sqlite3_finalize(q);
+    if (oom)
+        return trace_error_set(err, TRACE_ENOMEM, "%s: out of memory reading findings", st->path),
+               -1;
+    return rc == SQLITE_DONE ? 0 : store_fail(st, rc, "finding_sites", NULL, err);
 }
 
 int trace_store_load_check(trace_store *st, int64_t run, trace *t, trace_check_info *info,
@@ -432,6 +536,7 @@ int trace_store_load_check(trace_store *st, int64_t run, trace *t, trace_check_i
             trace_finding_part *p = &np[x->n_parts++];
             memset(p, 0, sizeof *p);
             p->role = (uint8_t)role;
+            p->site = TRACE_NONE;
             p->queue = queue_col(t, q, 2);
             p->seq = sqlite3_column_type(q, 3) == SQLITE_NULL ? TRACE_NO_SEQ
                                                                : (uint64_t)sqlite3_column_int64(q, 3);
@@ -451,6 +556,10 @@ int trace_store_load_check(trace_store *st, int64_t run, trace *t, trace_check_i
         trace_findings_free(f, count);
         return trace_error_set(err, TRACE_ENOMEM, "%s: out of memory reading findings", st->path),
                -1;
+    }
+    if (count && load_sites(st, run, info->id, t, f, count, err) != 0) {
+        trace_findings_free(f, count);
+        return -1;
     }
     info->stored = count;
     *out = f;

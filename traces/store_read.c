@@ -651,6 +651,54 @@ static int reader_label_text(void *ctx, uint64_t seq, const char **text, size_t 
     return 0;
 }
 
+/* An attribute of statement seq: its row once more (the query of lazy
+ * labels), its body decoded for the attributes, whose values are strings
+ * of the run (the trace's first ids). */
+static int reader_attr_text(void *ctx, uint64_t seq, const char *key, const char **text,
+                            size_t *len, trace_error *err)
+{
+    store_reader *sr = ctx;
+    *text = NULL;
+    *len = 0;
+    uint32_t k = trace_str_find(sr->t, key, strlen(key));
+    if (k == TRACE_NONE || k >= sr->n_db_strs)
+        return 0;               /* no statement of the run has it */
+    pipe_stop(sr);              /* the connection is this thread's */
+    if (!sr->q_label &&
+        sqlite3_prepare_v2(sr->st->db, "SELECT label, body, kind FROM statements WHERE id = ?1", -1,
+                           &sr->q_label, NULL) != SQLITE_OK)
+        return store_fail(sr->st, sqlite3_errcode(sr->st->db), "statements", NULL, err);
+    sqlite3_bind_int64(sr->q_label, 1, (int64_t)((uint64_t)sr->run << STORE_SEQ_BITS | seq));
+    int rc = sqlite3_step(sr->q_label);
+    const char *bad = rc == SQLITE_ROW ? NULL : "no such statement";
+    int oom = 0;
+    if (rc == SQLITE_ROW) {
+        trace_stmt s;
+        trace_stmt_init(&s);
+        int64_t kind = sqlite3_column_int64(sr->q_label, 2);
+        s.kind = kind >= 0 && kind < TRACE_KIND_COUNT ? (trace_kind)kind : TRACE_OP;
+        sqlite3_value *body = sqlite3_column_value(sr->q_label, 1);
+        const uint8_t *p = sqlite3_value_blob(body);
+        int n_body = sqlite3_value_bytes(body);
+        if (p)                  /* no body: no attributes */
+            bad = decode_body(sr, p, p + n_body, &s, &oom);
+        for (uint32_t i = 0; !bad && p && i < s.n_attr; i++)
+            if (s.attr[i].key == k) {
+                *text = sr->t->strs[s.attr[i].value];
+                *len = sr->t->str_len[s.attr[i].value];
+                break;
+            }
+    }
+    sqlite3_reset(sr->q_label);
+    if (oom)
+        return trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", sr->st->path), -1;
+    if (bad)
+        return trace_error_set(err, TRACE_ECORRUPT, "%s: table statements: run %lld seq %llu: %s",
+                               sr->st->path, (long long)sr->run, (unsigned long long)seq, bad),
+               -1;
+    return 0;
+}
+
 /* Runs the statement query again, over the statements handed out so far
  * (a recorder may have appended more since; a pipeline may have read
  * ahead). */
@@ -672,7 +720,7 @@ static int reader_rewind(void *ctx, trace_error *err)
 }
 
 static const trace_reader_iface store_reader_iface = { reader_next, reader_close, reader_rewind,
-                                                       reader_label_text };
+                                                       reader_label_text, reader_attr_text };
 
 static int open_reader(trace_store *st, bool owns_store, bool lazy, int64_t run, trace_reader *r,
                        trace_error *err)

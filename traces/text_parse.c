@@ -19,7 +19,10 @@
  * keeps a mark (byte offset and line) every MARK_EVERY statements, and a
  * second parser, `look`, over the same file, which seeks to the mark
  * before the statement and reads forward; the main parser's position is
- * restored afterwards. Only a regular file gives lazy labels.
+ * restored afterwards. Only a regular file gives lazy labels. Its marks
+ * are kept with eager labels too, so that an attribute of a statement read
+ * so far can be read again the same way (attr_text: a reported
+ * statement's site=, which the checker does not keep).
  *
  * A line goes through two steps:
  *
@@ -149,6 +152,8 @@ typedef struct text_parser {
 
     /* Lazy labels (see the top of the file). */
     bool lazy;
+    bool marked;                /* a regular file: marks kept, statements can be read
+                                 * again (lazy labels, attr_text) */
     char *cur_label;            /* the label of the statement given last */
     size_t cur_len, cap_cur;
     uint64_t cur_seq;
@@ -159,6 +164,8 @@ typedef struct text_parser {
     stmt_mark *marks;           /* marks[k]: statement k * MARK_EVERY */
     uint32_t n_marks, cap_marks;
     struct text_parser *look;   /* reads earlier lines again; shares t and f */
+    trace_stmt again;           /* look parser: the statement it read again last */
+    bool has_again;
     bool done, failed;
     trace_error err;            /* the error, repeated after a failure */
 } text_parser;
@@ -1392,7 +1399,7 @@ static int parse_statement(text_parser *p, trace_stmt *s)
     s->seq = p->n_stmts++;
     s->line = p->lineno;
     p->cur_seq = s->seq;
-    if (p->lazy && !p->replay && s->seq % MARK_EVERY == 0) {
+    if (p->marked && !p->replay && s->seq % MARK_EVERY == 0) {
         if (trace_grow32((void **)&p->marks, &p->cap_marks, (uint64_t)p->n_marks + 1,
                  sizeof *p->marks) != 0)
             return nomem(p);
@@ -1615,42 +1622,69 @@ static text_parser *look_parser(text_parser *p)
     return p->look = l;
 }
 
-/* Statement seq's label, read again from its line: the look parser seeks
- * to the mark before it and parses forward; p's input position is put
- * back. */
-static int label_again(text_parser *p, uint64_t seq, const char **text, size_t *len,
-                       trace_error *err)
+/* Statement seq, read again from its line into *s (the look parser's
+ * buffers): the look parser seeks to the mark before it and parses
+ * forward, or, when it stopped between that mark and seq, reads on from
+ * there (callers that ask in seq order read the file once); asked again
+ * for the statement it read last, it gives that. p's input position is
+ * put back. p must be marked and seq read already. */
+static int stmt_again(text_parser *p, uint64_t seq, trace_stmt *s, trace_error *err)
 {
     uint64_t k = seq / MARK_EVERY;
     text_parser *l = look_parser(p);
     if (!l)
         return trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", p->name), -1;
-    const stmt_mark *m = &p->marks[k];
-    l->lineno = m->line - 1;
-    l->n_stmts = k * MARK_EVERY;
-    l->failed = l->done = false;
-    l->pos = m->offset;
-    if (fseeko(p->f, (off_t)m->offset, SEEK_SET) != 0)
-        return trace_error_set(err, TRACE_EIO, "%s: cannot read statement %llu's label again: %s",
+    if (l->has_again && l->again.seq == seq) {
+        *s = l->again;
+        return 0;
+    }
+    bool onward = l->has_again && l->again.seq < seq && l->again.seq >= k * MARK_EVERY;
+    l->has_again = false;
+    if (!onward) {
+        const stmt_mark *m = &p->marks[k];
+        l->lineno = m->line - 1;
+        l->n_stmts = k * MARK_EVERY;
+        l->failed = l->done = false;
+        l->pos = m->offset;
+    }
+    if (fseeko(p->f, (off_t)l->pos, SEEK_SET) != 0)
+        return trace_error_set(err, TRACE_EIO, "%s: cannot read statement %llu again: %s",
                                p->name, (unsigned long long)seq, strerror(errno)),
                -1;
-    trace_stmt s;
     int rc;
-    while ((rc = text_next(l, &s, err)) == 1 && s.seq < seq)
+    while ((rc = text_next(l, s, err)) == 1 && s->seq < seq)
         ;
     if (fseeko(p->f, (off_t)p->pos, SEEK_SET) != 0)
-        return trace_error_set(err, TRACE_EIO, "%s: cannot seek back after reading a label: %s",
+        return trace_error_set(err, TRACE_EIO,
+                               "%s: cannot seek back after reading a statement again: %s",
                                p->name, strerror(errno)),
                -1;
     if (rc < 0)
         return -1;
-    if (rc == 0 || s.seq != seq || !l->has_cur)
+    if (rc == 0 || s->seq != seq)
         return trace_error_set(err, TRACE_ECORRUPT, "%s: statement %llu is not where it was: "
                                "did the file change while it was read?",
                                p->name, (unsigned long long)seq),
                -1;
-    *text = l->cur_label;
-    *len = l->cur_len;
+    l->again = *s;
+    l->has_again = true;
+    return 0;
+}
+
+/* Statement seq's label, read again from its line. */
+static int label_again(text_parser *p, uint64_t seq, const char **text, size_t *len,
+                       trace_error *err)
+{
+    trace_stmt s;
+    if (stmt_again(p, seq, &s, err) != 0)
+        return -1;
+    if (!p->look->has_cur)
+        return trace_error_set(err, TRACE_ECORRUPT, "%s: statement %llu is not where it was: "
+                               "did the file change while it was read?",
+                               p->name, (unsigned long long)seq),
+               -1;
+    *text = p->look->cur_label;
+    *len = p->look->cur_len;
     return 0;
 }
 
@@ -1671,8 +1705,32 @@ static int text_label_text(void *ctx, uint64_t seq, const char **text, size_t *l
     return label_again(p, seq, text, len, err);
 }
 
+/* An attribute of statement seq, read again from its line; nothing when
+ * the input cannot be read again (not lazy: standard input, a string).
+ * Attribute keys and values were interned when first read. */
+static int text_attr_text(void *ctx, uint64_t seq, const char *key, const char **text,
+                          size_t *len, trace_error *err)
+{
+    text_parser *p = ctx;
+    *text = NULL;
+    *len = 0;
+    uint32_t k = trace_str_find(p->t, key, strlen(key));
+    if (k == TRACE_NONE || !p->marked || seq >= (p->replay ? p->n_first : p->n_stmts))
+        return 0;
+    trace_stmt s;
+    if (stmt_again(p, seq, &s, err) != 0)
+        return -1;
+    for (uint32_t i = 0; i < s.n_attr; i++)
+        if (s.attr[i].key == k) {
+            *text = trace_str(p->t, s.attr[i].value);
+            *len = p->t->str_len[s.attr[i].value];
+            break;
+        }
+    return 0;
+}
+
 static const trace_reader_iface text_iface = { text_next, text_close, text_rewind,
-                                               text_label_text };
+                                               text_label_text, text_attr_text };
 
 /* Makes the reader and its parser around an opened input (the parser owns
  * p's input from here on, even on failure). */
@@ -1727,8 +1785,8 @@ int trace_text_open_lazy(const char *path, bool lazy, trace_reader *r, trace_err
     }
     /* A label is read again from its line: only a file that can seek back. */
     struct stat sb;
-    p->lazy = lazy && fstat(fileno(p->f), &sb) == 0 && S_ISREG(sb.st_mode) &&
-              ftello(p->f) == 0;
+    p->marked = fstat(fileno(p->f), &sb) == 0 && S_ISREG(sb.st_mode) && ftello(p->f) == 0;
+    p->lazy = lazy && p->marked;
     return start_reader(p, path, r, err);
 fail:
     text_close(p);

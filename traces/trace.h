@@ -169,6 +169,11 @@ typedef struct trace_attr {
     uint32_t value;         /* string id */
 } trace_attr;
 
+/* The attribute of a statement's call site: where the program made the
+ * call (FILE:LINE, a Python FILE:LINE, or OBJECT+0xOFF), as `syncsim
+ * capture` writes it; findings show it for each side (trace_stmt_ref.site). */
+#define TRACE_ATTR_SITE "site"
+
 /* Target of `H sync TARGET`. */
 typedef enum {
     TRACE_SYNC_QUEUE = 0,   /* sync S: object = queue index of stream S */
@@ -290,6 +295,10 @@ typedef struct trace_stmt_ref {
     uint32_t line;          /* 0: not from text */
     trace_kind kind;
     uint32_t by;            /* the submitting host of a stream statement, or TRACE_NONE */
+    uint32_t site;          /* string id of the statement's site= (where the program made
+                             * the call: FILE:LINE or OBJECT+0xOFF), TRACE_NONE: none.
+                             * Resolved after the check (check_trace, from the reader:
+                             * trace_reader_attr) and kept with stored findings */
 } trace_stmt_ref;
 
 /* What a part of a finding is. */
@@ -309,6 +318,8 @@ typedef struct trace_finding_part {
     uint32_t kind;          /* participant: collective KIND (string id), else TRACE_NONE */
     uint64_t count;         /* participant: its count= / size=; 0: not known */
     char *text;             /* blocked: what it waits for; else NULL. Owned */
+    uint32_t site;          /* string id of its statement's site=, TRACE_NONE: none (as
+                             * trace_stmt_ref.site) */
 } trace_finding_part;
 
 #define TRACE_RACE_RAW 1u
@@ -550,6 +561,17 @@ typedef struct trace_reader_iface {
      * or -1 with err. NULL: the reader never gives lazy labels. */
     int (*label_text)(void *ctx, uint64_t seq, const char **text, size_t *len,
                       trace_error *err);
+    /* The value of attribute `key` of statement seq, for what is reported
+     * about a statement after it was read (its site=): *text
+     * (NUL-terminated) and *len, valid until the next call on the reader;
+     * *text NULL when the statement has no such attribute, or when this
+     * reader cannot read that statement again (a pipe). Any statement read
+     * so far may be asked for, in any order; it is read again (a database
+     * row, a text line), so nothing per statement is kept for it. Same
+     * buffer rule as label_text. Returns 0 or -1 with err. NULL: the
+     * reader cannot look back; trace_reader_attr then gives nothing. */
+    int (*attr_text)(void *ctx, uint64_t seq, const char *key, const char **text, size_t *len,
+                     trace_error *err);
 } trace_reader_iface;
 
 typedef struct trace_reader {
@@ -574,6 +596,12 @@ int trace_reader_label(trace_reader *r, uint64_t seq, uint32_t *label, trace_err
  * text is valid until the next call on r. Returns 0 or -1 with err. */
 int trace_reader_label_text(trace_reader *r, const trace_stmt *s, const char **text, size_t *len,
                             trace_error *err);
+/* The value of attribute `key` of statement seq of r (see attr_text),
+ * interned into r's trace: *value, TRACE_NONE when the statement has none
+ * or r cannot look back (attr_text NULL) or seq is TRACE_NO_SEQ. Returns 0
+ * or -1 with err. */
+int trace_reader_attr(trace_reader *r, uint64_t seq, const char *key, uint32_t *value,
+                      trace_error *err);
 /* Closes the context and frees what the reader owns. Safe on a zeroed reader. */
 void trace_reader_close(trace_reader *r);
 

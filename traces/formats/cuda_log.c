@@ -1257,20 +1257,38 @@ typedef struct site_reader {
     uint32_t key;               /* "site" */
     trace_attr *attrs;
     uint32_t cap_attrs;
+    const trace *t;
+    trace_u64map given;         /* seq -> the site (string id) it was given: the capture
+                                 * reader cannot read a statement again, and a finding's
+                                 * sides show their sites after the check (attr_text) */
 } site_reader;
+
+/* Statement seq shows site `site` (for site_attr_text). 0 or -1. */
+static int site_given(site_reader *w, uint64_t seq, uint32_t site, trace_error *err)
+{
+    uint64_t *v = trace_u64map_put(&w->given, seq, site);
+    if (!v)
+        return trace_error_set(err, TRACE_ENOMEM, "out of memory"), -1;
+    *v = site;
+    return 0;
+}
 
 static int site_next(void *ctx, trace_stmt *out, trace_error *err)
 {
     site_reader *w = ctx;
     int rc = w->inner->next(w->inner_ctx, out, err);
-    if (rc != 1 || out->t == TRACE_TIME_NONE)
+    if (rc != 1)
+        return rc;
+    for (uint32_t k = 0; k < out->n_attr; k++)
+        if (out->attr[k].key == w->key)  /* a site of its own */
+            return site_given(w, out->seq, out->attr[k].value, err) == 0 ? rc : -1;
+    if (out->t == TRACE_TIME_NONE)
         return rc;
     uint64_t i = site_slot(w->keys, w->cap, out->t);
     if (w->keys[i] != out->t)
         return rc;
-    for (uint32_t k = 0; k < out->n_attr; k++)
-        if (out->attr[k].key == w->key)
-            return rc;          /* a site of its own */
+    if (site_given(w, out->seq, w->vals[i], err) != 0)
+        return -1;
     if (out->n_attr + 1 > w->cap_attrs) {
         uint32_t cap = 2 * (out->n_attr + 1);
         trace_attr *a = realloc(w->attrs, cap * sizeof *a);
@@ -1297,6 +1315,7 @@ static void site_close(void *ctx)
     free(w->keys);
     free(w->vals);
     free(w->attrs);
+    trace_u64map_free(&w->given);
     free(w);
 }
 
@@ -1313,6 +1332,26 @@ static int site_label_text(void *ctx, uint64_t seq, const char **text, size_t *l
     return w->inner->label_text(w->inner_ctx, seq, text, len, err);
 }
 
+/* The site a statement was given, from the map; other attributes from the
+ * inner reader, where it can look back. */
+static int site_attr_text(void *ctx, uint64_t seq, const char *key, const char **text,
+                          size_t *len, trace_error *err)
+{
+    site_reader *w = ctx;
+    const uint64_t *v = strcmp(key, TRACE_ATTR_SITE) == 0 ? trace_u64map_get(&w->given, seq)
+                                                          : NULL;
+    if (v) {
+        *text = trace_str(w->t, (uint32_t)*v);
+        *len = strlen(*text);
+        return 0;
+    }
+    if (w->inner->attr_text)
+        return w->inner->attr_text(w->inner_ctx, seq, key, text, len, err);
+    *text = NULL;
+    *len = 0;
+    return 0;
+}
+
 /* Puts the site reader around r, taking over l's site map. 0 or -1 (out
  * of memory: r is left as it was). */
 static int wrap_sites(cudalog *l, trace_reader *r, uint32_t key)
@@ -1326,6 +1365,8 @@ static int wrap_sites(cudalog *l, trace_reader *r, uint32_t key)
     w->iface.close = site_close;
     w->iface.rewind = r->iface->rewind ? site_rewind : NULL;
     w->iface.label_text = r->iface->label_text ? site_label_text : NULL;
+    w->iface.attr_text = site_attr_text;
+    w->t = r->trace;
     w->keys = l->site_t;
     w->vals = l->site_v;
     w->cap = l->site_cap;
