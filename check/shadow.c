@@ -576,6 +576,11 @@ static bool update_in_place(check_shadow *s, uint32_t ck, uint32_t i, uint64_t l
     return true;
 }
 
+/* Pieces an update builds on the stack: enough for a range over a whole
+ * chunk (CHECK_CHUNK_MAX segments give at most 3 * 32 + 7 pieces), so that
+ * a view accessed whole over its fragments allocates nothing. */
+#define CHECK_UPDATE_LOCAL (3 * CHECK_CHUNK_MAX + 8)
+
 int check_shadow_update(check_shadow **shp, uint64_t lo, uint64_t hi, check_cell_fn fn,
                         void *ctx)
 {
@@ -611,8 +616,8 @@ int check_shadow_update(check_shadow **shp, uint64_t lo, uint64_t hi, check_cell
 
     /* New segments for [from, to): at most 2 per old segment plus gaps. */
     uint32_t max_out = 2 * (to - from) + (j - i) + 3;
-    check_seg local[16];
-    check_seg *out = max_out <= 16 ? local : malloc(max_out * sizeof *out);
+    check_seg local[CHECK_UPDATE_LOCAL];
+    check_seg *out = max_out <= CHECK_UPDATE_LOCAL ? local : malloc(max_out * sizeof *out);
     if (!out)
         return -1;
     uint32_t n = 0;

@@ -275,6 +275,26 @@ static int grow_pools(store_reader *sr, uint64_t n_acc, uint64_t n_attr)
     return 0;
 }
 
+
+/* store_varint_get with its common cases inline: most numbers of a body
+ * (its header, buffer ids, line numbers) take one or two bytes. */
+static inline int varint_get(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+    const uint8_t *q = *p;
+    if (end - q >= 2) {
+        if (q[0] < 0x80) {
+            *v = q[0];
+            *p = q + 1;
+            return 0;
+        }
+        if (q[1] < 0x80) {
+            *v = (uint64_t)(q[0] & 0x7f) | (uint64_t)q[1] << 7;
+            *p = q + 2;
+            return 0;
+        }
+    }
+    return store_varint_get(p, end, v);
+}
 /* Decodes the body blob into s's optional fields, accesses and attributes.
  * Returns NULL or what is wrong. */
 static const char *decode_body(store_reader *sr, const uint8_t *p, const uint8_t *end,
@@ -282,19 +302,19 @@ static const char *decode_body(store_reader *sr, const uint8_t *p, const uint8_t
 {
     const trace *t = sr->t;
     uint64_t h, n_acc, v;
-    if (store_varint_get(&p, end, &h) || (h >> sr->body_shift) > (uint64_t)(end - p) / 2 ||
+    if (varint_get(&p, end, &h) || (h >> sr->body_shift) > (uint64_t)(end - p) / 2 ||
         (h & ((1u << sr->body_shift) - 1) & ~sr->body_flags))
         return "bad body header";
     n_acc = h >> sr->body_shift;
     if (h & STORE_BODY_BY) {
-        if (store_varint_get(&p, end, &v) || v >= t->n_queues)
+        if (varint_get(&p, end, &v) || v >= t->n_queues)
             return "bad by";
         s->by = (uint32_t)v;
     }
-    if ((h & STORE_BODY_COUNT) && store_varint_get(&p, end, &s->count))
+    if ((h & STORE_BODY_COUNT) && varint_get(&p, end, &s->count))
         return "bad count";
     if (h & STORE_BODY_ARG) {
-        if (store_varint_get(&p, end, &v))
+        if (varint_get(&p, end, &v))
             return "bad arg";
         if (s->kind == TRACE_SYNC && v >= 1 && v <= TRACE_SYNC_ALL)
             s->sync_scope = (trace_sync_scope)v;
@@ -310,17 +330,17 @@ static const char *decode_body(store_reader *sr, const uint8_t *p, const uint8_t
             return "bad arg";
     }
     if (h & STORE_BODY_LINE) {
-        if (store_varint_get(&p, end, &v) || v > UINT32_MAX)
+        if (varint_get(&p, end, &v) || v > UINT32_MAX)
             return "bad line";
         s->line = (uint32_t)v;
     }
     sr->n_largs = 0;
     if (h & STORE_BODY_LARGS) {
-        if (store_varint_get(&p, end, &v) || v == 0 || v > STORE_MAX_LARGS)
+        if (varint_get(&p, end, &v) || v == 0 || v > STORE_MAX_LARGS)
             return "bad label numbers";
         sr->n_largs = (uint32_t)v;
         for (uint32_t i = 0; i < sr->n_largs; i++)
-            if (store_varint_get(&p, end, &sr->largs[i]))
+            if (varint_get(&p, end, &sr->largs[i]))
                 return "bad label numbers";
     }
     /* Every attribute takes at least two bytes. */
@@ -330,7 +350,7 @@ static const char *decode_body(store_reader *sr, const uint8_t *p, const uint8_t
     }
     for (uint64_t i = 0; i < n_acc; i++) {
         trace_access *a = &sr->acc[i];
-        if (store_varint_get(&p, end, &v) || v >= t->n_buffers || p >= end)
+        if (varint_get(&p, end, &v) || v >= t->n_buffers || p >= end)
             return "bad access buffer";
         a->buffer = (uint32_t)v;
         uint8_t flags = *p++;
@@ -340,10 +360,10 @@ static const char *decode_body(store_reader *sr, const uint8_t *p, const uint8_t
             return "bad access flags";
         uint64_t size = t->buffers[a->buffer].size;
         a->lo = 0;
-        if ((flags & STORE_ACC_LO) && store_varint_get(&p, end, &a->lo))
+        if ((flags & STORE_ACC_LO) && varint_get(&p, end, &a->lo))
             return "bad access range";
         if (flags & STORE_ACC_LEN) {
-            if (store_varint_get(&p, end, &v) || v > UINT64_MAX - a->lo)
+            if (varint_get(&p, end, &v) || v > UINT64_MAX - a->lo)
                 return "bad access range";
             a->hi = a->lo + v;
         } else {
@@ -355,7 +375,7 @@ static const char *decode_body(store_reader *sr, const uint8_t *p, const uint8_t
     uint32_t n_attr = 0;
     while (p < end) {
         uint64_t k;
-        if (store_varint_get(&p, end, &k) || store_varint_get(&p, end, &v) || k >= sr->n_db_strs ||
+        if (varint_get(&p, end, &k) || varint_get(&p, end, &v) || k >= sr->n_db_strs ||
             v >= t->n_strs)
             return "bad attribute";
         sr->attr[n_attr++] = (trace_attr){ (uint32_t)k, (uint32_t)v };
@@ -744,6 +764,11 @@ static int open_reader(trace_store *st, bool owns_store, bool lazy, int64_t run,
         trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", st->path);
         goto fail;
     }
+    /* The checker reads a run once, front to back: pages mapped rather
+     * than copied by pread into SQLite's cache (a read-only store maps
+     * already; store.c). Set outside a transaction, where it takes. */
+    if (lazy && !st->readonly && sqlite3_get_autocommit(st->db))
+        sqlite3_exec(st->db, "PRAGMA mmap_size=1073741824", NULL, NULL, NULL);
     sr->run = store_resolve_run(st, run, err);
     if (sr->run < 0)
         goto fail;
