@@ -764,11 +764,6 @@ static int open_reader(trace_store *st, bool owns_store, bool lazy, int64_t run,
         trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", st->path);
         goto fail;
     }
-    /* The checker reads a run once, front to back: pages mapped rather
-     * than copied by pread into SQLite's cache (a read-only store maps
-     * already; store.c). Set outside a transaction, where it takes. */
-    if (lazy && !st->readonly && sqlite3_get_autocommit(st->db))
-        sqlite3_exec(st->db, "PRAGMA mmap_size=1073741824", NULL, NULL, NULL);
     sr->run = store_resolve_run(st, run, err);
     if (sr->run < 0)
         goto fail;
