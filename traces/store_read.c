@@ -620,69 +620,16 @@ static void reader_close(void *ctx)
     free(sr);
 }
 
-/* A lazy label: statement seq's row once more, its body decoded for the
- * label numbers only, joined into label_buf. */
-static int reader_label_text(void *ctx, uint64_t seq, const char **text, size_t *len,
-                             trace_error *err)
-{
-    store_reader *sr = ctx;
-    pipe_stop(sr);              /* the connection is this thread's */
-    if (!sr->q_label &&
-        sqlite3_prepare_v2(sr->st->db, "SELECT label, body, kind FROM statements WHERE id = ?1", -1,
-                           &sr->q_label, NULL) != SQLITE_OK)
-        return store_fail(sr->st, sqlite3_errcode(sr->st->db), "statements", NULL, err);
-    sqlite3_bind_int64(sr->q_label, 1, (int64_t)((uint64_t)sr->run << STORE_SEQ_BITS | seq));
-    int rc = sqlite3_step(sr->q_label);
-    const char *bad = "no such statement";
-    int oom = 0;
-    if (rc == SQLITE_ROW) {
-        trace_stmt s;
-        trace_stmt_init(&s);
-        /* the body's argument means what the kind says (a collective's KIND) */
-        int64_t kind = sqlite3_column_int64(sr->q_label, 2);
-        s.kind = kind >= 0 && kind < TRACE_KIND_COUNT ? (trace_kind)kind : TRACE_OP;
-        sqlite3_value *body = sqlite3_column_value(sr->q_label, 1);
-        const uint8_t *p = sqlite3_value_blob(body);
-        int n_body = sqlite3_value_bytes(body);
-        uint32_t tpl = (uint32_t)sqlite3_column_int64(sr->q_label, 0);
-        bool lazy = sr->lazy;
-        sr->lazy = false;
-        bad = p ? decode_body(sr, p, p + n_body, &s, &oom) : "no label numbers";
-        sr->lazy = lazy;
-        if (!bad && (!sr->n_largs || tpl >= sr->n_db_strs))
-            bad = "no label numbers";
-        int64_t n = bad ? -1
-                        : store_label_join(sr->t->strs[tpl], sr->t->str_len[tpl], sr->largs,
-                                           sr->n_largs, &sr->label_buf, &sr->cap_label);
-        if (!bad && n < 0)
-            bad = "label numbers that do not fit the label";
-        if (!bad) {
-            *text = sr->label_buf;
-            *len = (size_t)n;
-        }
-    }
-    sqlite3_reset(sr->q_label);
-    if (oom)
-        return trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", sr->st->path), -1;
-    if (bad)
-        return trace_error_set(err, TRACE_ECORRUPT, "%s: table statements: run %lld seq %llu: %s",
-                               sr->st->path, (long long)sr->run, (unsigned long long)seq, bad),
-               -1;
-    return 0;
-}
+static int row_corrupt(store_reader *sr, uint64_t seq, const char *why, trace_error *err);
 
-/* An attribute of statement seq: its row once more (the query of lazy
- * labels), its body decoded for the attributes, whose values are strings
- * of the run (the trace's first ids). */
-static int reader_attr_text(void *ctx, uint64_t seq, const char *key, const char **text,
-                            size_t *len, trace_error *err)
+/* Statement seq of the run read once more (lazy labels and attributes ask
+ * for statements read so far): its row decoded into *s with its label's
+ * numbers, *tpl its label's string id, *has_body false when the row has no
+ * body. What *s points to lives in sr's buffers until the next decode.
+ * Returns 0, or -1 with err (the row is missing or corrupt, out of memory). */
+static int row_again(store_reader *sr, uint64_t seq, trace_stmt *s, uint32_t *tpl, bool *has_body,
+                     trace_error *err)
 {
-    store_reader *sr = ctx;
-    *text = NULL;
-    *len = 0;
-    uint32_t k = trace_str_find(sr->t, key, strlen(key));
-    if (k == TRACE_NONE || k >= sr->n_db_strs)
-        return 0;               /* no statement of the run has it */
     pipe_stop(sr);              /* the connection is this thread's */
     if (!sr->q_label &&
         sqlite3_prepare_v2(sr->st->db, "SELECT label, body, kind FROM statements WHERE id = ?1", -1,
@@ -692,30 +639,82 @@ static int reader_attr_text(void *ctx, uint64_t seq, const char *key, const char
     int rc = sqlite3_step(sr->q_label);
     const char *bad = rc == SQLITE_ROW ? NULL : "no such statement";
     int oom = 0;
-    if (rc == SQLITE_ROW) {
-        trace_stmt s;
-        trace_stmt_init(&s);
+    trace_stmt_init(s);
+    *has_body = false;
+    if (!bad) {
+        /* the body's argument means what the kind says (a collective's KIND) */
         int64_t kind = sqlite3_column_int64(sr->q_label, 2);
-        s.kind = kind >= 0 && kind < TRACE_KIND_COUNT ? (trace_kind)kind : TRACE_OP;
+        s->kind = kind >= 0 && kind < TRACE_KIND_COUNT ? (trace_kind)kind : TRACE_OP;
         sqlite3_value *body = sqlite3_column_value(sr->q_label, 1);
         const uint8_t *p = sqlite3_value_blob(body);
         int n_body = sqlite3_value_bytes(body);
-        if (p)                  /* no body: no attributes */
-            bad = decode_body(sr, p, p + n_body, &s, &oom);
-        for (uint32_t i = 0; !bad && p && i < s.n_attr; i++)
-            if (s.attr[i].key == k) {
-                *text = sr->t->strs[s.attr[i].value];
-                *len = sr->t->str_len[s.attr[i].value];
-                break;
-            }
+        *tpl = (uint32_t)sqlite3_column_int64(sr->q_label, 0);
+        *has_body = p != NULL;
+        if (p) {
+            bool lazy = sr->lazy;
+            sr->lazy = false;
+            bad = decode_body(sr, p, p + n_body, s, &oom);
+            sr->lazy = lazy;
+        }
     }
     sqlite3_reset(sr->q_label);
     if (oom)
         return trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", sr->st->path), -1;
-    if (bad)
-        return trace_error_set(err, TRACE_ECORRUPT, "%s: table statements: run %lld seq %llu: %s",
-                               sr->st->path, (long long)sr->run, (unsigned long long)seq, bad),
-               -1;
+    return bad ? row_corrupt(sr, seq, bad, err) : 0;
+}
+
+static int row_corrupt(store_reader *sr, uint64_t seq, const char *why, trace_error *err)
+{
+    return trace_error_set(err, TRACE_ECORRUPT, "%s: table statements: run %lld seq %llu: %s",
+                           sr->st->path, (long long)sr->run, (unsigned long long)seq, why),
+           -1;
+}
+
+/* A lazy label: statement seq's row once more, its label numbers joined
+ * into label_buf. */
+static int reader_label_text(void *ctx, uint64_t seq, const char **text, size_t *len,
+                             trace_error *err)
+{
+    store_reader *sr = ctx;
+    trace_stmt s;
+    uint32_t tpl = 0;
+    bool has_body;
+    if (row_again(sr, seq, &s, &tpl, &has_body, err) != 0)
+        return -1;
+    if (!has_body || !sr->n_largs || tpl >= sr->n_db_strs)
+        return row_corrupt(sr, seq, "no label numbers", err);
+    int64_t n = store_label_join(sr->t->strs[tpl], sr->t->str_len[tpl], sr->largs, sr->n_largs,
+                                 &sr->label_buf, &sr->cap_label);
+    if (n < 0)
+        return row_corrupt(sr, seq, "label numbers that do not fit the label", err);
+    *text = sr->label_buf;
+    *len = (size_t)n;
+    return 0;
+}
+
+/* An attribute of statement seq: its row once more, its body decoded for
+ * the attributes, whose values are strings of the run (the trace's first
+ * ids). */
+static int reader_attr_text(void *ctx, uint64_t seq, const char *key, const char **text,
+                            size_t *len, trace_error *err)
+{
+    store_reader *sr = ctx;
+    *text = NULL;
+    *len = 0;
+    uint32_t k = trace_str_find(sr->t, key, strlen(key));
+    if (k == TRACE_NONE || k >= sr->n_db_strs)
+        return 0;               /* no statement of the run has it */
+    trace_stmt s;
+    uint32_t tpl;
+    bool has_body;
+    if (row_again(sr, seq, &s, &tpl, &has_body, err) != 0)
+        return -1;
+    for (uint32_t i = 0; i < s.n_attr; i++)
+        if (s.attr[i].key == k) {
+            *text = sr->t->strs[s.attr[i].value];
+            *len = sr->t->str_len[s.attr[i].value];
+            break;
+        }
     return 0;
 }
 
