@@ -256,6 +256,21 @@ static void event_name(const trace *t, const trace_stmt *s, char *buf, size_t ca
     }
 }
 
+
+/* Key-value pairs as [[KEY, VALUE], ...]: statement attributes, expect keys. */
+static void json_pairs(FILE *out, const trace *t, const trace_attr *kv, uint32_t n)
+{
+    fputc('[', out);
+    for (uint32_t k = 0; k < n; k++) {
+        fputs(k ? ", [" : "[", out);
+        trace_json_str(out, trace_str(t, kv[k].key));
+        fputs(", ", out);
+        trace_json_str(out, trace_str(t, kv[k].value));
+        fputc(']', out);
+    }
+    fputc(']', out);
+}
+
 static void write_args(trace_chrome *w, const trace_stmt *s)
 {
     trace *t = w->t;
@@ -323,15 +338,8 @@ static void write_args(trace_chrome *w, const trace_stmt *s)
         fputc(']', out);
     }
     if (s->n_attr) {
-        fputs(", \"attr\": [", out);
-        for (uint32_t a = 0; a < s->n_attr; a++) {
-            fputs(a ? ", [" : "[", out);
-            trace_json_str(out, trace_str(t, s->attr[a].key));
-            fputs(", ", out);
-            trace_json_str(out, trace_str(t, s->attr[a].value));
-            fputc(']', out);
-        }
-        fputc(']', out);
+        fputs(", \"attr\": ", out);
+        json_pairs(out, t, s->attr, s->n_attr);
     }
     fputc('}', out);
 }
@@ -501,16 +509,10 @@ int trace_chrome_end(trace_chrome *w, trace_error *err)
     fputs("}, \"syncsimExpects\": [", out);
     for (uint32_t i = 0; i < t->n_expects; i++) {
         const trace_expect *e = &t->expects[i];
-        fprintf(out, "%s{\"kind\": \"%s\", \"line\": %u, \"kv\": [", i ? ", " : "",
+        fprintf(out, "%s{\"kind\": \"%s\", \"line\": %u, \"kv\": ", i ? ", " : "",
                 trace_finding_str(e->kind), e->line);
-        for (uint32_t k = 0; k < e->n_kv; k++) {
-            fputs(k ? ", [" : "[", out);
-            trace_json_str(out, trace_str(t, e->kv[k].key));
-            fputs(", ", out);
-            trace_json_str(out, trace_str(t, e->kv[k].value));
-            fputc(']', out);
-        }
-        fputs("]}", out);
+        json_pairs(out, t, e->kv, e->n_kv);
+        fputc('}', out);
     }
     fputs("]}\n", out);
     chrome_free(w);
