@@ -4,23 +4,25 @@
  * store_read.c, the split graph and findings in store_graph.c, the recorder
  * in recorder.c. docs/trace-schema.md is the user's version of this comment.
  *
- * Schema, version 2
+ * Schema, version 3
  * -----------------
  * One database holds any number of runs. Every table but `meta`, `kinds`
  * and `runs` is keyed by run first.
  *
  *   meta(key, value)           'application' = 'syncsim-trace' marks the file
- *                              as ours; 'schema_version' = '1'. Also
+ *                              as ours; 'schema_version' = '3'. Also
  *                              PRAGMA application_id = 0x53594e43 ("SYNC")
- *                              and user_version = 1 for file(1) and friends.
+ *                              and user_version = 3 for file(1) and friends.
  *   kinds(id, word)            statement kind numbers -> verbs (op, copy, ...)
  *   runs(id, name, source, status, created, n_stmts, n_queues, n_buffers,
  *        body_version)         status is 'recording' until the producer
  *                              closed the run, then 'complete'. Counts are
  *                              updated in the same transaction as the rows
  *                              they count, so a run killed mid-way reports
- *                              exactly what it holds. body_version: how its
- *                              statement bodies are laid out (1 or 2, below).
+ *                              exactly what it holds. body_version: where
+ *                              its statements are and how their bodies are
+ *                              laid out (1 or 2: rows of `statements`; 3:
+ *                              stmt_blocks, bodies as in 2; below).
  *   run_meta(run, key, value, pos)  run-level metadata (text), pos = order
  *   strings(run, id, text)     the run's string table. Ids are dense from 0,
  *                              texts unique in a run: reading them back in id
@@ -33,7 +35,10 @@
  *                              (declared before its views); loc 'host' |
  *                              'device' | NULL
  *   expectations(run, idx, kind, line), expectation_kv(run, expect, pos, key, value)
- *   statements(id, queue, kind, label, object, t, dur, body)   see below
+ *   statements(id, queue, kind, label, object, t, dur, body)   runs of
+ *                              body_version 1 and 2, a row per statement
+ *   stmt_blocks(id, n, t_lo, t_hi, data), stmt_times(id, t, dur)
+ *                              runs of body_version 3: see below
  *   graph_nodes, graph_edges, graph_splits   the split graph (plain text columns)
  *   checks(run, id, version, created, status, statements, findings, stored)
  *                              each time `check` looked at the run: the
@@ -82,6 +87,29 @@
  * varint is LEB128: 7 bits a byte, least significant first, high bit set on
  * every byte but the last. A whole-buffer access costs 3 bytes.
  *
+ * Blocks (schema 3, body_version 3). A row per statement cost ~190 ns to
+ * read back and ~700 ns to write, the most of `check` and of every import,
+ * so a run's statements go in blocks of consecutive seqs instead:
+ *
+ *   stmt_blocks(id, n, t_lo, t_hi, data)
+ *     id      run << 40 | the seq of the block's first statement
+ *     n       statements in the block (at most STORE_BLOCK_STMTS; a block
+ *             closes once its bodies reach STORE_BLOCK_BYTES, and at every
+ *             commit of the recorder)
+ *     t_lo, t_hi  earliest start and latest end of the block's times
+ *   data   := varint(times) stmt{n}
+ *   times  := 0 no statement has t or dur, 1 all have both, 2 each says
+ *   stmt   := varint(head) varint(queue) [varint(label)] [varint(object)]
+ *             [varint(zigzag(t - the previous t of the block, 0 first))]
+ *             [varint(zigzag(dur))] [varint(len) body{len}]
+ *   head   := kind | 0x10 label | 0x20 object | 0x40 body
+ *             | 0x80 t | 0x100 dur (the last two only when times = 2)
+ *
+ * with label, object and body exactly as the columns above. zigzag maps
+ * 0, -1, 1, -2 ... to 0, 1, 2, 3 ... . stmt_times(id, t, dur) holds the
+ * times a recorder learnt after the statement's block was written; a
+ * reader takes them over the block's.
+ *
  * Invariants the reader checks (a violation is ECORRUPT, never a crash):
  * every index and string id a row holds is below the run's counts, kinds
  * and modes are in range, every access lies inside its buffer, the body
@@ -90,9 +118,8 @@
  * Writing: WAL mode, synchronous=NORMAL, inserts through prepared
  * statements in transactions (the recorder: one per batch; import: one for
  * the whole run, so that a failed import leaves nothing behind).
- * Statements go in STORE_INS_ROWS rows per INSERT (the writer queues them
- * and flushes before it updates a run row or a time, so before every
- * commit).
+ * Statements go in blocks (the writer queues them and flushes before it
+ * updates a run row, so before every commit).
  * The views (statements_v, syncs_v, queues_v, buffers_v, strings_v,
  * expectations_v) resolve ids to names for people who query by hand (see
  * docs/trace-schema.md).
@@ -133,13 +160,22 @@
     "CREATE VIEW syncs_v AS SELECT * FROM statements_v WHERE kind IN" \
     " ('record', 'wait', 'sync', 'barrier', 'signal', 'await', 'collective');"
 
+/* The tables of schema 3: statements in blocks, and the times that came
+ * after their block was written. blocks_v shows the blocks to people. */
+#define STMT_BLOCKS_SQL \
+    "CREATE TABLE stmt_blocks(id INTEGER PRIMARY KEY, n INTEGER NOT NULL, t_lo INTEGER," \
+    " t_hi INTEGER, data BLOB NOT NULL);" \
+    "CREATE TABLE stmt_times(id INTEGER PRIMARY KEY, t INTEGER, dur INTEGER);" \
+    "CREATE VIEW blocks_v AS SELECT id >> 40 AS run, id & 1099511627775 AS first_seq, n," \
+    " t_lo, t_hi, length(data) AS bytes FROM stmt_blocks;"
+
 static const char schema_sql[] =
     "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;"
     "CREATE TABLE kinds(id INTEGER PRIMARY KEY, word TEXT NOT NULL);"
     "CREATE TABLE runs(id INTEGER PRIMARY KEY, name TEXT NOT NULL, source TEXT,"
     " status TEXT NOT NULL, created INTEGER, n_stmts INTEGER NOT NULL DEFAULT 0,"
     " n_queues INTEGER NOT NULL DEFAULT 0, n_buffers INTEGER NOT NULL DEFAULT 0,"
-    " body_version INTEGER NOT NULL DEFAULT 2);"
+    " body_version INTEGER NOT NULL DEFAULT 3);"
     "CREATE TABLE run_meta(run INTEGER, key TEXT, value TEXT, pos INTEGER,"
     " PRIMARY KEY(run, key)) WITHOUT ROWID;"
     "CREATE TABLE strings(run INTEGER, id INTEGER, text TEXT NOT NULL,"
@@ -155,6 +191,7 @@ static const char schema_sql[] =
     " value INTEGER NOT NULL, PRIMARY KEY(run, expect, pos)) WITHOUT ROWID;"
     "CREATE TABLE statements(id INTEGER PRIMARY KEY, queue INTEGER, kind INTEGER, label INTEGER,"
     " object INTEGER, t INTEGER, dur INTEGER, body BLOB);"
+    STMT_BLOCKS_SQL
     "CREATE TABLE graph_nodes(run INTEGER, id INTEGER, name TEXT, op TEXT, shape TEXT,"
     " backend TEXT, split INTEGER, cause TEXT, copy_slot INTEGER, flags INTEGER,"
     " PRIMARY KEY(run, id)) WITHOUT ROWID;"
@@ -186,11 +223,13 @@ static const char schema_sql[] =
 static const char *const required_tables[] = {
     "meta", "kinds", "runs", "run_meta", "strings", "queues", "buffers", "expectations",
     "expectation_kv", "statements", "graph_nodes", "graph_edges", "graph_splits", "findings",
-    "finding_parts", "checks",
+    "finding_parts", "checks", "stmt_blocks", "stmt_times",
 };
-/* ... of which a version-1 database lacks these (it gains them when it is
- * first opened to be written: migrate_v1). */
+/* ... of which a version-1 database lacks the last four, a version-2 one
+ * the last two (it gains them when it is first opened to be written:
+ * migrate_v1, migrate_v2). */
 #define N_REQUIRED_V1 14
+#define N_REQUIRED_V2 16
 
 /* ------------------------------------------------------------------ */
 /* Errors.                                                             */
@@ -421,9 +460,9 @@ static int check_schema(trace_store *st, trace_error *err)
                         st->path);
         return -1;
     }
-    if (version != TRACE_SCHEMA_VERSION && version != 1) {
+    if (version < 1 || version > TRACE_SCHEMA_VERSION) {
         trace_error_set(err, version > TRACE_SCHEMA_VERSION ? TRACE_EVERSION : TRACE_ECORRUPT,
-                        "%s: table meta: schema version %ld, this build reads versions 1 and %d",
+                        "%s: table meta: schema version %ld, this build reads versions 1 to %d",
                         st->path, version, TRACE_SCHEMA_VERSION);
         return -1;
     }
@@ -432,8 +471,9 @@ static int check_schema(trace_store *st, trace_error *err)
                             -1, &q, NULL);
     if (rc != SQLITE_OK)
         return store_fail(st, rc, "sqlite_master", NULL, err);
-    size_t n_required = st->schema == 1 ? N_REQUIRED_V1
-                                        : sizeof required_tables / sizeof required_tables[0];
+    size_t n_required = st->schema == 1   ? N_REQUIRED_V1
+                        : st->schema == 2 ? N_REQUIRED_V2
+                                          : sizeof required_tables / sizeof required_tables[0];
     for (size_t i = 0; i < n_required; i++) {
         sqlite3_bind_text(q, 1, required_tables[i], -1, SQLITE_STATIC);
         rc = sqlite3_step(q);
@@ -451,28 +491,43 @@ static int check_schema(trace_store *st, trace_error *err)
     return 0;
 }
 
-/* Brings a version-1 database to version 2 in one transaction: its runs
- * keep their body layout (body_version 1), its findings -- stored as JSON
- * text, which nothing reads any more -- are dropped (`check` remakes them),
- * and the result tables of version 2 are added. */
-static int migrate_v1(trace_store *st, trace_error *err)
+/* Runs sql in one transaction; the database is then of version `to`. */
+static int migrate(trace_store *st, const char *sql, int to, trace_error *err)
 {
-    char sql[8192];
-    snprintf(sql, sizeof sql,
-             "ALTER TABLE runs ADD COLUMN body_version INTEGER NOT NULL DEFAULT 1;"
-             "DROP TABLE findings;" STORE_RESULTS_SQL
-             "DROP VIEW syncs_v; DROP VIEW statements_v;" STATEMENTS_VIEWS_SQL ";"
-             "UPDATE meta SET value = '%d' WHERE key = 'schema_version';"
-             "PRAGMA user_version=%d;",
-             TRACE_SCHEMA_VERSION, TRACE_SCHEMA_VERSION);
     if (store_exec(st, "BEGIN IMMEDIATE", NULL, err) != 0)
         return -1;
     if (store_exec(st, sql, "meta", err) != 0 || store_exec(st, "COMMIT", NULL, err) != 0) {
         sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
         return -1;
     }
-    st->schema = TRACE_SCHEMA_VERSION;
+    st->schema = to;
     return 0;
+}
+
+/* Brings a version-1 database to version 2 in one transaction: its runs
+ * keep their body layout (body_version 1), its findings -- stored as JSON
+ * text, which nothing reads any more -- are dropped (`check` remakes them),
+ * and the result tables of version 2 are added. */
+static int migrate_v1(trace_store *st, trace_error *err)
+{
+    return migrate(st,
+                   "ALTER TABLE runs ADD COLUMN body_version INTEGER NOT NULL DEFAULT 1;"
+                   "DROP TABLE findings;" STORE_RESULTS_SQL
+                   "DROP VIEW syncs_v; DROP VIEW statements_v;" STATEMENTS_VIEWS_SQL ";"
+                   "UPDATE meta SET value = '2' WHERE key = 'schema_version';"
+                   "PRAGMA user_version=2;",
+                   2, err);
+}
+
+/* Brings a version-2 database to version 3: the tables of statement blocks.
+ * Its runs keep their rows in `statements` (body_version 1 or 2, which the
+ * reader tells apart); new runs go into blocks. */
+static int migrate_v2(trace_store *st, trace_error *err)
+{
+    return migrate(st,
+                   STMT_BLOCKS_SQL "UPDATE meta SET value = '3' WHERE key = 'schema_version';"
+                                   "PRAGMA user_version=3;",
+                   3, err);
 }
 
 int store_body_version(trace_store *st, int64_t run)
@@ -720,7 +775,8 @@ opened:
         if (s < 0 || (s == 1 && check_schema(st, err) != 0))
             goto fail;
     }
-    if (st->schema == 1 && st->can_write && migrate_v1(st, err) != 0)
+    if ((st->schema == 1 && st->can_write && migrate_v1(st, err) != 0) ||
+        (st->schema == 2 && st->can_write && migrate_v2(st, err) != 0))
         goto fail;
     /* Verbs added since the database was made (send, recv): their rows in
      * `kinds`, so that the views show them. */
@@ -925,17 +981,21 @@ static int delete_run_rows(trace_store *st, int64_t run, trace_error *err)
     if (rc != SQLITE_DONE)
         return store_fail(st, rc, NULL, "deleting a run", err);
     /* statements carry their run in the top bits of their id */
+    static const char *const by_id[] = { "statements", "stmt_blocks", "stmt_times" };
     sqlite3_stmt *q = NULL;
-    rc = sqlite3_prepare_v2(st->db, "DELETE FROM statements WHERE id >= ?1 AND id < ?2", -1, &q,
-                            NULL);
-    if (rc == SQLITE_OK) {
-        sqlite3_bind_int64(q, 1, run << 40);
-        sqlite3_bind_int64(q, 2, (run + 1) << 40);
-        rc = sqlite3_step(q);
+    for (int i = 0; i < (st->schema >= 3 ? 3 : 1); i++) {
+        char sql[96];
+        snprintf(sql, sizeof sql, "DELETE FROM %s WHERE id >= ?1 AND id < ?2", by_id[i]);
+        rc = sqlite3_prepare_v2(st->db, sql, -1, &q, NULL);
+        if (rc == SQLITE_OK) {
+            sqlite3_bind_int64(q, 1, run << STORE_SEQ_BITS);
+            sqlite3_bind_int64(q, 2, (run + 1) << STORE_SEQ_BITS);
+            rc = sqlite3_step(q);
+        }
+        sqlite3_finalize(q);
+        if (rc != SQLITE_DONE)
+            return store_fail(st, rc, by_id[i], "deleting a run", err);
     }
-    sqlite3_finalize(q);
-    if (rc != SQLITE_DONE)
-        return store_fail(st, rc, "statements", "deleting a run", err);
     rc = sqlite3_prepare_v2(st->db, "DELETE FROM runs WHERE id = ?1", -1, &q, NULL);
     if (rc == SQLITE_OK) {
         sqlite3_bind_int64(q, 1, run);
@@ -1052,14 +1112,15 @@ int64_t store_new_run(trace_store *st, const char *name, const char *source, tra
 {
     sqlite3_stmt *q = NULL;
     int rc = sqlite3_prepare_v2(st->db,
-                                "INSERT INTO runs(name, source, status, created)"
-                                " VALUES(?1, ?2, 'recording', ?3)",
+                                "INSERT INTO runs(name, source, status, created, body_version)"
+                                " VALUES(?1, ?2, 'recording', ?3, ?4)",
                                 -1, &q, NULL);
     if (rc != SQLITE_OK)
         return store_fail(st, rc, "runs", NULL, err);
     sqlite3_bind_text(q, 1, name ? name : "run", -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(q, 2, source ? source : "recorder", -1, SQLITE_TRANSIENT);
     sqlite3_bind_int64(q, 3, (int64_t)time(NULL));
+    sqlite3_bind_int(q, 4, STORE_BODY_VERSION);
     rc = sqlite3_step(q);
     sqlite3_finalize(q);
     if (rc != SQLITE_DONE)
@@ -1108,16 +1169,10 @@ int store_writer_init(store_writer *w, trace_store *st, int64_t run, trace_error
     memset(w, 0, sizeof *w);
     w->st = st;
     w->run = run;
-    char many[64 + STORE_INS_ROWS * 20];
-    size_t n = (size_t)snprintf(many, sizeof many, "INSERT INTO statements VALUES");
-    for (int r = 0; r < STORE_INS_ROWS; r++)
-        n += (size_t)snprintf(many + n, sizeof many - n, "%s(?,?,?,?,?,?,?,?)", r ? "," : "");
-    if (!(w->pend = malloc(STORE_INS_ROWS * sizeof *w->pend)))
+    if (!(w->pend = malloc(STORE_BLOCK_STMTS * sizeof *w->pend)))
         return trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", st->path), -1;
-    if (prep(w, &w->ins_many, many, "statements", err) ||
-        prep(w, &w->ins_stmt,
-             "INSERT INTO statements VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-             "statements", err) ||
+    if (prep(w, &w->ins_stmt, "INSERT INTO stmt_blocks VALUES(?1, ?2, ?3, ?4, ?5)",
+             "stmt_blocks", err) ||
         prep(w, &w->ins_str, "INSERT INTO strings VALUES(?1, ?2, ?3)", "strings", err) ||
         prep(w, &w->ins_queue, "INSERT INTO queues VALUES(?1, ?2, ?3, ?4, ?5)", "queues", err) ||
         prep(w, &w->ins_buffer, "INSERT INTO buffers VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
@@ -1129,8 +1184,8 @@ int store_writer_init(store_writer *w, trace_store *st, int64_t run, trace_error
         prep(w, &w->del_meta, "DELETE FROM run_meta WHERE run = ?1", "run_meta", err) ||
         prep(w, &w->ins_meta, "INSERT OR REPLACE INTO run_meta VALUES(?1, ?2, ?3, ?4)", "run_meta",
              err) ||
-        prep(w, &w->upd_time, "UPDATE statements SET t = ?2, dur = ?3 WHERE id = ?1", "statements",
-             err) ||
+        prep(w, &w->ins_time, "INSERT OR REPLACE INTO stmt_times VALUES(?1, ?2, ?3)",
+             "stmt_times", err) ||
         prep(w, &w->upd_run,
              "UPDATE runs SET n_stmts = ?2, n_queues = ?3, n_buffers = ?4,"
              " status = coalesce(?5, status) WHERE id = ?1",
@@ -1149,11 +1204,12 @@ void store_writer_fini(store_writer *w)
 {
     sqlite3_stmt *all[] = { w->ins_stmt,   w->ins_str,       w->ins_queue, w->ins_buffer,
                             w->ins_expect, w->ins_expect_kv, w->del_meta,  w->ins_meta,
-                            w->upd_time,   w->upd_run,       w->ins_many };
+                            w->ins_time,   w->upd_run };
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         sqlite3_finalize(all[i]);
     free(w->pend);
     free(w->pend_body);
+    free(w->blk);
     free(w->sizes);
     free(w->body);
     trace_free(w->db);
@@ -1552,6 +1608,12 @@ int store_writer_stmt(store_writer *w, const trace *t, uint64_t seq, const trace
         free(attr);
     if (rc != 0)
         return -1;
+    /* a block holds consecutive seqs (its statements' seqs are its first
+     * one's plus their place) */
+    if (w->n_pend && (int64_t)((uint64_t)w->run << STORE_SEQ_BITS | seq) !=
+                         w->pend[w->n_pend - 1].id + 1 &&
+        store_writer_flush(w, err) != 0)
+        return -1;
     /* queued; its body copied, as w->body is the next statement's */
     if (w->n_pend_body + len > w->cap_pend_body) {
         size_t cap = w->cap_pend_body ? w->cap_pend_body : 4096;
@@ -1572,67 +1634,129 @@ int store_writer_stmt(store_writer *w, const trace *t, uint64_t seq, const trace
     };
     w->n_pend_body += len;
     w->n_stmts++;
-    return w->n_pend == STORE_INS_ROWS ? store_writer_flush(w, err) : 0;
+    bool full = w->n_pend == STORE_BLOCK_STMTS ||
+                w->n_pend_body + (size_t)w->n_pend * 8 >= STORE_BLOCK_BYTES;
+    return full ? store_writer_flush(w, err) : 0;
 }
 
-/* Binds pending row p as columns base + 1 ... base + 8 of q. */
-static void bind_pending(store_writer *w, sqlite3_stmt *q, int base, const store_pending *p)
+_Static_assert(TRACE_KIND_COUNT <= STORE_STMT_KIND + 1, "a kind fits a block statement's head");
+
+static uint64_t zigzag(int64_t v)
 {
-    sqlite3_bind_int64(q, base + 1, p->id);
-    sqlite3_bind_int64(q, base + 2, p->queue);
-    sqlite3_bind_int64(q, base + 3, p->kind);
-    bind_id(q, base + 4, p->label);
-    bind_id(q, base + 5, p->object);
-    if (p->t != TRACE_TIME_NONE)
-        sqlite3_bind_int64(q, base + 6, p->t);
-    else
-        sqlite3_bind_null(q, base + 6);
-    if (p->dur != TRACE_TIME_NONE)
-        sqlite3_bind_int64(q, base + 7, p->dur);
-    else
-        sqlite3_bind_null(q, base + 7);
-    if (p->body_len)
-        sqlite3_bind_blob(q, base + 8, w->pend_body + p->body_at, (int)p->body_len,
-                          SQLITE_STATIC);
-    else
-        sqlite3_bind_null(q, base + 8);
+    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+/* The pending statements encoded as one block into w->blk (the layout at
+ * the top of this file); its length, or 0 when out of memory. *t_lo and
+ * *t_hi: the earliest start and the latest end of the observed times,
+ * TRACE_TIME_NONE when none is. */
+static size_t encode_block(store_writer *w, int64_t *t_lo, int64_t *t_hi)
+{
+    size_t need = 10 + w->n_pend_body + (size_t)w->n_pend * (3 + 5 + 5 + 5 + 10 + 10 + 5);
+    if (need > w->cap_blk) {
+        size_t cap = w->cap_blk ? w->cap_blk : 16384;
+        while (cap < need)
+            cap *= 2;
+        uint8_t *nb = realloc(w->blk, cap);
+        if (!nb)
+            return 0;
+        w->blk = nb;
+        w->cap_blk = cap;
+    }
+    uint32_t n_both = 0, n_none = 0;
+    for (uint32_t i = 0; i < w->n_pend; i++) {
+        bool t = w->pend[i].t != TRACE_TIME_NONE, d = w->pend[i].dur != TRACE_TIME_NONE;
+        n_both += t && d;
+        n_none += !t && !d;
+    }
+    uint64_t times = n_none == w->n_pend ? STORE_TIMES_NONE
+                   : n_both == w->n_pend ? STORE_TIMES_ALL : STORE_TIMES_EACH;
+    uint8_t *p = w->blk;
+    p += store_varint_put(p, times);
+    int64_t prev = 0;
+    *t_lo = *t_hi = TRACE_TIME_NONE;
+    for (uint32_t i = 0; i < w->n_pend; i++) {
+        const store_pending *sp = &w->pend[i];
+        uint64_t head = sp->kind;
+        if (sp->label != TRACE_NONE)
+            head |= STORE_STMT_LABEL;
+        if (sp->object != TRACE_NONE)
+            head |= STORE_STMT_OBJECT;
+        if (sp->body_len)
+            head |= STORE_STMT_BODY;
+        bool has_t = sp->t != TRACE_TIME_NONE, has_d = sp->dur != TRACE_TIME_NONE;
+        if (times == STORE_TIMES_EACH)
+            head |= (has_t ? STORE_STMT_T : 0) | (has_d ? STORE_STMT_DUR : 0);
+        p += store_varint_put(p, head);
+        p += store_varint_put(p, sp->queue);
+        if (sp->label != TRACE_NONE)
+            p += store_varint_put(p, sp->label);
+        if (sp->object != TRACE_NONE)
+            p += store_varint_put(p, sp->object);
+        if (has_t) {
+            p += store_varint_put(p, zigzag((int64_t)((uint64_t)sp->t - (uint64_t)prev)));
+            prev = sp->t;
+            if (*t_lo == TRACE_TIME_NONE || sp->t < *t_lo)
+                *t_lo = sp->t;
+            int64_t end = sp->t + (has_d && sp->dur > 0 ? sp->dur : 0);
+            if (*t_hi == TRACE_TIME_NONE || end > *t_hi)
+                *t_hi = end;
+        }
+        if (has_d)
+            p += store_varint_put(p, zigzag(sp->dur));
+        if (sp->body_len) {
+            p += store_varint_put(p, sp->body_len);
+            memcpy(p, w->pend_body + sp->body_at, sp->body_len);
+            p += sp->body_len;
+        }
+    }
+    return (size_t)(p - w->blk);
 }
 
 int store_writer_flush(store_writer *w, trace_error *err)
 {
-    /* Every column is bound every time: no sqlite3_clear_bindings(). A full
-     * batch goes in with one INSERT, a short one row by row. */
-    int rc = SQLITE_DONE;
-    if (w->n_pend == STORE_INS_ROWS) {
-        for (uint32_t i = 0; i < w->n_pend; i++)
-            bind_pending(w, w->ins_many, 8 * (int)i, &w->pend[i]);
-        rc = sqlite3_step(w->ins_many);
-        sqlite3_reset(w->ins_many);
+    if (w->n_pend == 0)
+        return 0;
+    int64_t t_lo, t_hi;
+    size_t len = encode_block(w, &t_lo, &t_hi);
+    if (len == 0)
+        return trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", w->st->path), -1;
+    sqlite3_stmt *q = w->ins_stmt;
+    sqlite3_bind_int64(q, 1, w->pend[0].id);
+    sqlite3_bind_int64(q, 2, w->n_pend);
+    if (t_lo != TRACE_TIME_NONE) {
+        sqlite3_bind_int64(q, 3, t_lo);
+        sqlite3_bind_int64(q, 4, t_hi);
     } else {
-        for (uint32_t i = 0; i < w->n_pend && rc == SQLITE_DONE; i++) {
-            bind_pending(w, w->ins_stmt, 0, &w->pend[i]);
-            rc = sqlite3_step(w->ins_stmt);
-            sqlite3_reset(w->ins_stmt);
-        }
+        sqlite3_bind_null(q, 3);
+        sqlite3_bind_null(q, 4);
     }
+    sqlite3_bind_blob(q, 5, w->blk, (int)len, SQLITE_STATIC);
+    int rc = sqlite3_step(q);
+    sqlite3_reset(q);
     w->n_pend = 0;
     w->n_pend_body = 0;
     if (rc != SQLITE_DONE)
-        return store_fail(w->st, rc, "statements", "cannot write", err);
+        return store_fail(w->st, rc, "stmt_blocks", "cannot write", err);
     return 0;
 }
 
 int store_writer_time(store_writer *w, uint64_t seq, int64_t t, int64_t dur, trace_error *err)
 {
-    if (w->n_pend && store_writer_flush(w, err) != 0)
-        return -1;
-    sqlite3_stmt *q = w->upd_time;
-    sqlite3_bind_int64(q, 1, (int64_t)((uint64_t)w->run << STORE_SEQ_BITS | seq));
+    int64_t id = (int64_t)((uint64_t)w->run << STORE_SEQ_BITS | seq);
+    if (w->n_pend && id >= w->pend[0].id && id <= w->pend[w->n_pend - 1].id) {
+        store_pending *p = &w->pend[id - w->pend[0].id];   /* pending ids are dense */
+        p->t = t;
+        p->dur = dur;
+        return 0;
+    }
+    sqlite3_stmt *q = w->ins_time;
+    sqlite3_bind_int64(q, 1, id);
     if (t != TRACE_TIME_NONE)
         sqlite3_bind_int64(q, 2, t);
     if (dur != TRACE_TIME_NONE)
         sqlite3_bind_int64(q, 3, dur);
-    return step_reset(w, q, "statements", err);
+    return step_reset(w, q, "stmt_times", err);
 }
 
 int store_writer_run_row(store_writer *w, const char *status, trace_error *err)

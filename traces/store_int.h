@@ -24,7 +24,10 @@
 #define STORE_BODY_LARGS 0x10u  /* body_version 2 */
 /* header >> STORE_BODY_SHIFT(v) is n_access */
 #define STORE_BODY_SHIFT(version) ((version) >= 2 ? 5 : 4)
-#define STORE_BODY_VERSION 2
+/* Runs of schema 3 keep their statements in blocks (stmt_blocks), each
+ * statement's body laid out as in body_version 2. */
+#define STORE_BODY_VERSION 3
+#define STORE_BODY_BLOCKS 3
 /* arg of a signal/await: a value semaphore's (count holds its value). */
 #define STORE_ARG_SEM 1u
 
@@ -111,18 +114,37 @@ typedef struct store_writer {
     uint32_t cap_sizes;
     uint8_t *body;
     size_t cap_body;
-    /* Statements wait here until STORE_INS_ROWS of them go in with one
-     * INSERT (store.c: store_writer_flush); their bodies are in pend_body. */
-    sqlite3_stmt *ins_many;
+    /* Statements wait here until STORE_BLOCK_STMTS of them go in as one
+     * row of stmt_blocks (store.c: store_writer_flush); their bodies are in
+     * pend_body, the block is encoded in blk. */
+    sqlite3_stmt *ins_time;
     struct store_pending *pend;
+    uint8_t *blk;
+    size_t cap_blk;
     uint32_t n_pend;
     uint8_t *pend_body;
     size_t n_pend_body, cap_pend_body;
 } store_writer;
 
-/* Rows per INSERT of statements: one row per INSERT spent a third of the
- * writer's time opening, seeking and closing the table's cursor. */
-#define STORE_INS_ROWS 32
+/* A row of stmt_blocks (store.c: the block layout) holds at most
+ * STORE_BLOCK_STMTS statements and closes once its bodies reach
+ * STORE_BLOCK_BYTES: a row per statement cost ~190 ns to read and ~700 ns
+ * to write, most of the time of `check` and of every import. A block
+ * larger than a page (8 KiB) spills into overflow pages, which SQLite
+ * fills whole; one smaller would leave the rest of its page empty. */
+#define STORE_BLOCK_STMTS 1024
+#define STORE_BLOCK_BYTES 32768
+/* A block's times mode (its first varint) and a statement's head bits
+ * (store.c: the block layout). */
+#define STORE_TIMES_NONE 0u     /* no statement of the block has times */
+#define STORE_TIMES_ALL 1u      /* every one has t and dur */
+#define STORE_TIMES_EACH 2u     /* each says in its head */
+#define STORE_STMT_KIND 0x0fu
+#define STORE_STMT_LABEL 0x10u
+#define STORE_STMT_OBJECT 0x20u
+#define STORE_STMT_BODY 0x40u
+#define STORE_STMT_T 0x80u
+#define STORE_STMT_DUR 0x100u
 
 int store_writer_init(store_writer *w, trace_store *st, int64_t run, trace_error *err);
 /* Writes the statements that store_writer_stmt queued. store_writer_time and
@@ -160,7 +182,8 @@ int64_t store_label_join(const char *tpl, size_t tpl_len, const uint64_t *args, 
  * label_text (label_len bytes). */
 int store_writer_stmt(store_writer *w, const trace *t, uint64_t seq, const trace_stmt *s,
                       const char *label_text, size_t label_len, trace_error *err);
-/* Updates the times of an already written statement. */
+/* Updates the times of a statement written before: in its pending block, or
+ * as a row of stmt_times once the block is written. */
 int store_writer_time(store_writer *w, uint64_t seq, int64_t t, int64_t dur, trace_error *err);
 /* Stores the run's counts (and status when non-NULL). */
 int store_writer_run_row(store_writer *w, const char *status, trace_error *err);

@@ -17,6 +17,15 @@
 
 trace_store *store_open_readonly(const char *path, trace_error *err);
 
+/* Where a reader is in a block of statements. */
+typedef struct blk_cur {
+    const uint8_t *p, *end;
+    uint64_t seq;           /* the next statement's */
+    uint64_t left;          /* statements not read yet */
+    uint64_t times;         /* STORE_TIMES_* */
+    int64_t prev_t;
+} blk_cur;
+
 typedef struct store_reader {
     trace_store *st;
     bool owns_store;
@@ -41,6 +50,14 @@ typedef struct store_reader {
     uint32_t cap_acc;
     trace_attr *attr;
     uint32_t cap_attr;
+    /* A run of blocks (body_version 3): the current block, read through,
+     * and the late times of stmt_times merged in seq order. */
+    bool blocks;
+    blk_cur cur;
+    uint64_t limit;         /* seqs below it only (a rewind's), else UINT64_MAX */
+    sqlite3_stmt *q_times;  /* NULL: none to merge (a lazy reader ignores times) */
+    uint64_t time_seq;      /* the next late time's seq, UINT64_MAX: none */
+    int64_t time_t, time_dur;
 } store_reader;
 
 static int corrupt(const store_reader *sr, const char *table, const char *fmt, uint64_t a,
@@ -393,6 +410,7 @@ static void end_snapshot(store_reader *sr)
     if (!sr->began)
         return;
     sqlite3_reset(sr->q);
+    sqlite3_reset(sr->q_times);
     sqlite3_exec(sr->st->db, "COMMIT", NULL, NULL, NULL);
     sr->began = false;
 }
@@ -425,12 +443,17 @@ static int bad_row(const store_reader *sr, const trace_stmt *s, const char *bad,
     return -1;
 }
 
+static int block_fetch(store_reader *sr, trace_stmt *s, const uint8_t **body, int *len,
+                       trace_error *err);
+
 /* The next row's columns into s, and its body (*body NULL when it has
  * none; valid until the next step). The connection's thread only: the
  * caller's, or the pipeline's producer. Returns 1, 0 at the end, -1. */
 static int row_fetch(store_reader *sr, trace_stmt *s, const uint8_t **body, int *len,
                      trace_error *err)
 {
+    if (sr->blocks)
+        return block_fetch(sr, s, body, len, err);
     sqlite3_stmt *q = sr->q;
     const trace *t = sr->t;
     int rc = sqlite3_step(q);
@@ -473,6 +496,156 @@ static int row_fetch(store_reader *sr, trace_stmt *s, const uint8_t **body, int 
         if (!*body && *len)
             return trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", sr->st->path), -1;
     }
+    return 1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Blocks (body_version 3).                                            */
+
+static int64_t unzigzag(uint64_t v)
+{
+    return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
+
+/* Starts reading a block of n statements from seq first. NULL or what is
+ * wrong. */
+static const char *blk_open(blk_cur *c, const uint8_t *data, int len, uint64_t first, int64_t n)
+{
+    c->p = data;
+    c->end = data + len;
+    c->seq = first;
+    c->prev_t = 0;
+    if (n <= 0 || !data || varint_get(&c->p, c->end, &c->times) || c->times > STORE_TIMES_EACH)
+        return "bad block header";
+    c->left = (uint64_t)n;
+    return NULL;
+}
+
+/* The block's next statement: its columns into s (label: the run's string
+ * id, object unchecked: row_finish checks it), its body in *body, *len
+ * (NULL, 0: none). NULL or what is wrong. */
+static const char *blk_next(blk_cur *c, const store_reader *sr, trace_stmt *s,
+                            const uint8_t **body, int *len)
+{
+    uint64_t head, v;
+    trace_stmt_init(s);
+    s->seq = c->seq++;
+    c->left--;
+    if (varint_get(&c->p, c->end, &head) || (head & STORE_STMT_KIND) >= TRACE_KIND_COUNT ||
+        head >= 2 * STORE_STMT_DUR)
+        return "bad statement head";
+    s->kind = (trace_kind)(head & STORE_STMT_KIND);
+    if (varint_get(&c->p, c->end, &v) || v >= sr->t->n_queues)
+        return "bad queue";
+    s->queue = (uint32_t)v;
+    if (head & STORE_STMT_LABEL) {
+        if (varint_get(&c->p, c->end, &v) || v >= sr->n_db_strs)
+            return "bad label";
+        s->label = (uint32_t)v;
+    }
+    if (head & STORE_STMT_OBJECT) {
+        if (varint_get(&c->p, c->end, &v) || v >= UINT32_MAX)
+            return "bad object";
+        s->object = (uint32_t)v;
+    }
+    bool has_t = c->times == STORE_TIMES_ALL || (head & STORE_STMT_T);
+    bool has_d = c->times == STORE_TIMES_ALL || (head & STORE_STMT_DUR);
+    if (has_t) {
+        if (varint_get(&c->p, c->end, &v))
+            return "bad time";
+        c->prev_t = (int64_t)((uint64_t)c->prev_t + (uint64_t)unzigzag(v));
+        s->t = c->prev_t;
+    }
+    if (has_d) {
+        if (varint_get(&c->p, c->end, &v))
+            return "bad duration";
+        s->dur = unzigzag(v);
+    }
+    *body = NULL;
+    *len = 0;
+    if (head & STORE_STMT_BODY) {
+        if (varint_get(&c->p, c->end, &v) || v == 0 || v > (uint64_t)(c->end - c->p))
+            return "bad body length";
+        *body = c->p;
+        *len = (int)v;
+        c->p += v;
+    }
+    if (c->left == 0 && c->p != c->end)
+        return "block does not end after its statements";
+    if (c->left > 0 && c->p == c->end)
+        return "block ends before its statements";
+    return NULL;
+}
+
+/* The next late time (time_seq UINT64_MAX: no more). */
+static int time_step(store_reader *sr, trace_error *err)
+{
+    int rc = sqlite3_step(sr->q_times);
+    if (rc == SQLITE_DONE) {
+        sr->time_seq = UINT64_MAX;
+        return 0;
+    }
+    if (rc != SQLITE_ROW)
+        return store_fail(sr->st, rc, "stmt_times", NULL, err);
+    sr->time_seq = (uint64_t)sqlite3_column_int64(sr->q_times, 0) & STORE_SEQ_MASK;
+    sr->time_t = value_time(sr->q_times, 1);
+    sr->time_dur = value_time(sr->q_times, 2);
+    return 0;
+}
+
+/* Steps the late times up to s's; applies s's. */
+static int merge_time(store_reader *sr, trace_stmt *s, trace_error *err)
+{
+    while (sr->time_seq < s->seq)
+        if (time_step(sr, err) != 0)
+            return -1;
+    if (sr->time_seq == s->seq) {
+        s->t = sr->time_t;
+        s->dur = sr->time_dur;
+    }
+    return 0;
+}
+
+/* row_fetch for a run of blocks: the next statement of the current block,
+ * or of the next block. */
+static int block_fetch(store_reader *sr, trace_stmt *s, const uint8_t **body, int *len,
+                       trace_error *err)
+{
+    blk_cur *c = &sr->cur;
+    while (c->left == 0) {
+        int rc = sqlite3_step(sr->q);
+        if (rc == SQLITE_DONE) {
+            end_snapshot(sr);
+            return 0;
+        }
+        if (rc != SQLITE_ROW)
+            return store_fail(sr->st, rc, "stmt_blocks", NULL, err);
+        uint64_t id = (uint64_t)sqlite3_column_int64(sr->q, 0);
+        s->seq = id & STORE_SEQ_MASK;
+        if ((int64_t)(id >> STORE_SEQ_BITS) != sr->run || s->seq < sr->next_min)
+            return bad_row(sr, s, "block out of order", err);
+        sqlite3_value *v = sqlite3_column_value(sr->q, 2);
+        const uint8_t *data = sqlite3_value_blob(v);
+        int n_data = sqlite3_value_bytes(v);
+        if (!data && n_data)
+            return trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", sr->st->path), -1;
+        const char *bad = blk_open(c, data, n_data, s->seq, sqlite3_column_int64(sr->q, 1));
+        if (bad)
+            return bad_row(sr, s, bad, err);
+        sr->next_min = s->seq + (uint64_t)sqlite3_column_int64(sr->q, 1);
+    }
+    if (c->seq >= sr->limit) {  /* a rewind reads what was handed out before, no more */
+        c->left = 0;
+        end_snapshot(sr);
+        return 0;
+    }
+    const char *bad = blk_next(c, sr, s, body, len);
+    if (bad)
+        return bad_row(sr, s, bad, err);
+    if (sr->lazy)
+        s->t = s->dur = TRACE_TIME_NONE;   /* as a row's reader: the checker ignores them */
+    else if (sr->q_times && merge_time(sr, s, err) != 0)
+        return -1;
     return 1;
 }
 
@@ -527,8 +700,8 @@ static int row_finish(store_reader *sr, trace_stmt *s, const uint8_t *body, int 
 /* The next row, decoded, on this thread. */
 static int row_next(store_reader *sr, trace_stmt *s, trace_error *err)
 {
-    const uint8_t *body;
-    int len;
+    const uint8_t *body = NULL;
+    int len = 0;
     int rc = row_fetch(sr, s, &body, &len, err);
     return rc == 1 ? row_finish(sr, s, body, len, err) : rc;
 }
@@ -540,10 +713,10 @@ static int row_next(store_reader *sr, trace_stmt *s, trace_error *err)
  * Reading a run costs about as much as checking it, so a lazy reader (one
  * that interns nothing while it reads: labels stay TRACE_LABEL_LAZY) reads
  * ahead on a producer thread (pipe.h) while the consumer works on the
- * previous batch. The work is split where it balances: the producer steps
- * SQLite and copies each row's columns and body bytes into the batch (the
- * body where a label's text would go), the consumer decodes bodies
- * (row_finish) as it takes statements. The producer alone uses the
+ * previous batch. The producer steps SQLite and decodes each statement
+ * (row_next) into the batch, accesses and attributes copied; the consumer
+ * only takes them. With blocks (body_version 3) reading costs a fraction of
+ * checking, so all of it goes to the producer. The producer alone uses the
  * database connection while it runs; everything that touches the
  * connection otherwise (a lazy label, a rewind, close) stops and joins it
  * first, dropping what it read ahead.
@@ -553,10 +726,8 @@ static int pipe_fill(void *ctx, stmt_batch *b)
     store_reader *sr = ctx;
     while (b->n < STMT_BATCH) {
         trace_stmt s;
-        const uint8_t *body;
-        int len;
-        int rc = row_fetch(sr, &s, &body, &len, &b->err);
-        if (rc == 1 && stmt_batch_push(b, &s, body ? (const char *)body : NULL, (size_t)len) != 0) {
+        int rc = row_next(sr, &s, &b->err);
+        if (rc == 1 && stmt_batch_push(b, &s, NULL, 0) != 0) {
             trace_error_set(&b->err, TRACE_ENOMEM, "%s: out of memory", sr->st->path);
             rc = -1;
         }
@@ -580,15 +751,12 @@ static int pipe_next(store_reader *sr, trace_stmt *s, trace_error *err)
         return sr->pipe_finished ? 0 : row_next(sr, s, err);
     if (!sr->pipe && !(sr->pipe = stmt_pipe_start(pipe_fill, sr, false)))
         return row_next(sr, s, err);    /* no thread: read on this one */
-    const char *body;
-    size_t len;
-    int rc = stmt_pipe_next(sr->pipe, s, &body, &len, NULL, err);
+    int rc = stmt_pipe_next(sr->pipe, s, NULL, NULL, NULL, err);
     if (rc != 1) {
         pipe_stop(sr);          /* the producer is done; the connection is ours */
         sr->pipe_finished = rc == 0;
-        return rc;
     }
-    return row_finish(sr, s, (const uint8_t *)body, (int)len, err);
+    return rc;
 }
 
 static int reader_next(void *ctx, trace_stmt *s, trace_error *err)
@@ -609,6 +777,7 @@ static void reader_close(void *ctx)
     if (sr->q)
         end_snapshot(sr);
     sqlite3_finalize(sr->q);
+    sqlite3_finalize(sr->q_times);
     if (sr->began)
         sqlite3_exec(sr->st->db, "COMMIT", NULL, NULL, NULL);
     free(sr->acc);
@@ -622,6 +791,50 @@ static void reader_close(void *ctx)
 
 static int row_corrupt(store_reader *sr, uint64_t seq, const char *why, trace_error *err);
 
+/* row_again in a run of blocks: the block holding seq, read up to it. */
+static int block_again(store_reader *sr, uint64_t seq, trace_stmt *s, uint32_t *tpl,
+                       bool *has_body, trace_error *err)
+{
+    if (!sr->q_label &&
+        sqlite3_prepare_v2(sr->st->db,
+                           "SELECT id, n, data FROM stmt_blocks WHERE id <= ?1 AND id >= ?2"
+                           " ORDER BY id DESC LIMIT 1",
+                           -1, &sr->q_label, NULL) != SQLITE_OK)
+        return store_fail(sr->st, sqlite3_errcode(sr->st->db), "stmt_blocks", NULL, err);
+    sqlite3_bind_int64(sr->q_label, 1, (int64_t)((uint64_t)sr->run << STORE_SEQ_BITS | seq));
+    sqlite3_bind_int64(sr->q_label, 2, (int64_t)((uint64_t)sr->run << STORE_SEQ_BITS));
+    int rc = sqlite3_step(sr->q_label);
+    const char *bad = rc == SQLITE_ROW ? NULL : "no such statement";
+    int oom = 0;
+    trace_stmt_init(s);
+    *has_body = false;
+    if (!bad) {
+        blk_cur c;
+        uint64_t first = (uint64_t)sqlite3_column_int64(sr->q_label, 0) & STORE_SEQ_MASK;
+        sqlite3_value *v = sqlite3_column_value(sr->q_label, 2);
+        bad = blk_open(&c, sqlite3_value_blob(v), sqlite3_value_bytes(v), first,
+                       sqlite3_column_int64(sr->q_label, 1));
+        const uint8_t *body = NULL;
+        int len = 0;
+        while (!bad && c.left > 0 && c.seq <= seq)
+            bad = blk_next(&c, sr, s, &body, &len);
+        if (!bad && s->seq != seq)
+            bad = "no such statement";
+        *tpl = s->label;
+        *has_body = body != NULL;
+        if (!bad && body) {
+            bool lazy = sr->lazy;
+            sr->lazy = false;
+            bad = decode_body(sr, body, body + len, s, &oom);
+            sr->lazy = lazy;
+        }
+    }
+    sqlite3_reset(sr->q_label);
+    if (oom)
+        return trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", sr->st->path), -1;
+    return bad ? row_corrupt(sr, seq, bad, err) : 0;
+}
+
 /* Statement seq of the run read once more (lazy labels and attributes ask
  * for statements read so far): its row decoded into *s with its label's
  * numbers, *tpl its label's string id, *has_body false when the row has no
@@ -631,6 +844,8 @@ static int row_again(store_reader *sr, uint64_t seq, trace_stmt *s, uint32_t *tp
                      trace_error *err)
 {
     pipe_stop(sr);              /* the connection is this thread's */
+    if (sr->blocks)
+        return block_again(sr, seq, s, tpl, has_body, err);
     if (!sr->q_label &&
         sqlite3_prepare_v2(sr->st->db, "SELECT label, body, kind FROM statements WHERE id = ?1", -1,
                            &sr->q_label, NULL) != SQLITE_OK)
@@ -728,6 +943,12 @@ static int reader_rewind(void *ctx, trace_error *err)
     sr->pipe_finished = false;
     sqlite3_reset(sr->q);
     sqlite3_bind_int64(sr->q, 2, (int64_t)(((uint64_t)sr->run << STORE_SEQ_BITS) + sr->handed));
+    sr->cur.left = 0;
+    sr->limit = sr->handed;
+    if (sr->q_times) {
+        sqlite3_reset(sr->q_times);
+        sr->time_seq = 0;
+    }
     sr->next_min = 0;
     sr->handed = 0;
     if (!sr->began && sqlite3_get_autocommit(sr->st->db)) {
@@ -735,6 +956,8 @@ static int reader_rewind(void *ctx, trace_error *err)
             return -1;
         sr->began = true;
     }
+    if (sr->q_times && time_step(sr, err) != 0)
+        return -1;
     return 0;
 }
 
@@ -779,9 +1002,30 @@ static int open_reader(trace_store *st, bool owns_store, bool lazy, int64_t run,
             goto fail;
         sr->began = true;
     }
+    sr->blocks = bv >= STORE_BODY_BLOCKS;
+    sr->limit = UINT64_MAX;
     if (load_strings(sr, err) || load_queues(sr, err) || load_buffers(sr, err) ||
-        load_expectations(sr, err) || load_meta(sr, err) ||
-        prepare_run(sr,
+        load_expectations(sr, err) || load_meta(sr, err))
+        goto fail;
+    if (sr->blocks) {
+        if (prepare_run(sr,
+                        "SELECT id, n, data FROM stmt_blocks WHERE id >= ?1 AND id < ?2"
+                        " ORDER BY id",
+                        "stmt_blocks", &sr->q, err) ||
+            (!sr->lazy && prepare_run(sr,
+                                      "SELECT id, t, dur FROM stmt_times"
+                                      " WHERE id >= ?1 AND id < ?2 ORDER BY id",
+                                      "stmt_times", &sr->q_times, err)))
+            goto fail;
+        for (sqlite3_stmt *q = sr->q; q; q = q == sr->q ? sr->q_times : NULL) {
+            sqlite3_bind_int64(q, 1, (int64_t)((uint64_t)sr->run << STORE_SEQ_BITS));
+            sqlite3_bind_int64(q, 2, (int64_t)((uint64_t)(sr->run + 1) << STORE_SEQ_BITS));
+        }
+        if (sr->q_times && time_step(sr, err) != 0)
+            goto fail;
+        return 0;
+    }
+    if (prepare_run(sr,
                     /* a lazy reader serves the checker, which ignores times */
                     sr->lazy ? "SELECT id, queue, kind, label, object, body"
                                " FROM statements WHERE id >= ?1 AND id < ?2 ORDER BY id"

@@ -805,7 +805,7 @@ int trace_out_write(const char *path, const void *data, size_t len, trace_error 
 /* ------------------------------------------------------------------ */
 /* The SQLite store (traces/store.c) and the recorder (traces/recorder.c). */
 
-#define TRACE_SCHEMA_VERSION 2
+#define TRACE_SCHEMA_VERSION 3
 
 typedef struct trace_run_info {
     int64_t id;

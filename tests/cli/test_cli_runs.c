@@ -108,15 +108,17 @@ static void test_cli_runs_delete_leaves_nothing(void **state)
         tmpdir_sh(f, out, sizeof out,
                   "for t in run_meta strings queues buffers checks findings; do "
                   "sqlite3 r.db \"select '$t', count(*) from $t where run = 1\"; done; "
-                  "sqlite3 r.db \"select 'statements', count(*) from statements where id < (2 << 40)\"; "
+                  "sqlite3 r.db \"select 'statements', count(*) from stmt_blocks where id < (2 << 40)\"; "
+                  "sqlite3 r.db \"select 'times', count(*) from stmt_times where id < (2 << 40)\"; "
                   "sqlite3 r.db \"select 'runs', count(*) from runs where id = 1\"; "
-                  "sqlite3 r.db \"select 'kept', count(*) from statements\""),
+                  "sqlite3 r.db \"select 'kept', sum(n) from stmt_blocks\""),
         0);
     assert_non_null(strstr(out, "run_meta|0"));
     assert_non_null(strstr(out, "queues|0"));
     assert_non_null(strstr(out, "checks|0"));
     assert_non_null(strstr(out, "findings|0"));
     assert_non_null(strstr(out, "statements|0"));
+    assert_non_null(strstr(out, "times|0"));
     assert_non_null(strstr(out, "runs|0"));
     assert_non_null(strstr(out, "kept|3"));
     assert_int_equal(tmpdir_sh(f, out, sizeof out, "%s check r.db", SYNCSIM_BINARY), 0);

@@ -280,7 +280,7 @@ static void test_store_new_database_is_marked(void **state)
                                         &q, NULL),
                      SQLITE_OK);
     assert_int_equal(sqlite3_step(q), SQLITE_ROW);
-    assert_string_equal((const char *)sqlite3_column_text(q, 0), "2");
+    assert_string_equal((const char *)sqlite3_column_text(q, 0), "3");
     sqlite3_finalize(q);
     assert_int_equal(sqlite3_prepare_v2(trace_store_db(st), "PRAGMA journal_mode", -1, &q, NULL),
                      SQLITE_OK);
@@ -310,7 +310,7 @@ static void test_store_newer_schema_is_eversion(void **state)
     trace *t = make_trace(0, 5);
     assert_int_equal(import_memory(f->db, t, NULL, &err), 1);
     trace_free(t);
-    raw_sql(f->db, "UPDATE meta SET value = '3' WHERE key = 'schema_version'");
+    raw_sql(f->db, "UPDATE meta SET value = '4' WHERE key = 'schema_version'");
     assert_null(trace_store_open(f->db, false, &err));
     assert_int_equal(err.status, TRACE_EVERSION);
     assert_non_null(strstr(err.msg, f->db));
@@ -509,7 +509,7 @@ static void test_store_failed_import_leaves_nothing(void **state)
     assert_non_null(st);
     assert_int_equal(trace_store_latest_run(st), 1);
     sqlite3_stmt *q;
-    sqlite3_prepare_v2(trace_store_db(st), "SELECT count(*) FROM statements", -1, &q, NULL);
+    sqlite3_prepare_v2(trace_store_db(st), "SELECT sum(n) FROM stmt_blocks", -1, &q, NULL);
     assert_int_equal(sqlite3_step(q), SQLITE_ROW);
     assert_int_equal(sqlite3_column_int64(q, 0), (int64_t)t->n_stmts);
     sqlite3_finalize(q);
@@ -653,32 +653,87 @@ static void test_store_graph_empty_for_imported_run(void **state)
     trace_store_close(st);
 }
 
-static void test_store_views_resolve_names(void **state)
+/* A database of schema 2 (a row of `statements` per statement), made by
+ * hand from a run of schema 3: its run is read as it is, through the views
+ * too; opened to be written it gains the blocks, keeps reading its old run
+ * and puts new runs into blocks. */
+static void test_store_schema2_reads_and_migrates(void **state)
 {
     fixture *f = *state;
     trace_error err = { 0 };
-    trace *t = make_trace(0, 10);
-    assert_int_equal(import_memory(f->db, t, NULL, &err), 1);
-    trace_free(t);
-    trace_store *st = trace_store_open(f->db, false, &err);
+    static const char text[] = "syncsim-trace 1\n"
+                               "queue h host\n"
+                               "queue s stream device=0\n"
+                               "buffer A size=64\n"
+                               "s op kern w:A\n"
+                               "h sync s\n";
+    trace *t = NULL;
+    assert_int_equal(trace_text_parse_string("v2.trace", text, sizeof text - 1, &t, &err), 0);
+    assert_int_equal(import_memory(f->db, t, "old", &err), 1);
+    /* The run's rows as schema 2 wrote them (docs/trace-schema.md): kern's
+     * body is its line 5 and one whole write of buffer 0 (header 0x28: one
+     * access, a line; 05; buffer 00, flags 02); `sync s` names queue 1 and
+     * has its line 6 (header 0x08). */
+    raw_sql(f->db,
+            "DROP VIEW blocks_v; DROP TABLE stmt_blocks; DROP TABLE stmt_times;"
+            "UPDATE meta SET value = '2' WHERE key = 'schema_version'; PRAGMA user_version = 2;"
+            "UPDATE runs SET body_version = 2;"
+            "INSERT INTO statements VALUES(1 << 40, 1, 0,"
+            " (SELECT id FROM strings WHERE run = 1 AND text = 'kern'), NULL, NULL, NULL, X'28050002');"
+            "INSERT INTO statements VALUES((1 << 40) + 1, 0, 4, NULL, 1, NULL, NULL, X'0806');");
+    trace_reader r;
+    assert_int_equal(trace_store_open_reader(f->db, 1, &r, &err), 0);   /* read-only: stays 2 */
+    assert_same_trace(t, &r);
+    trace_reader_close(&r);
+    sqlite3 *h;
     sqlite3_stmt *q;
-    assert_int_equal(sqlite3_prepare_v2(trace_store_db(st),
-                                        "SELECT queue, kind, object FROM statements_v"
-                                        " WHERE run = 1 AND kind IN ('sync', 'wait') ORDER BY seq",
+    assert_int_equal(sqlite3_open(f->db, &h), SQLITE_OK);
+    assert_int_equal(sqlite3_prepare_v2(h,
+                                        "SELECT queue, kind, label, object FROM statements_v"
+                                        " WHERE run = 1 ORDER BY seq",
                                         -1, &q, NULL),
                      SQLITE_OK);
-    const char *want[][3] = { { "s1", "wait", "e0" },
-                              { "host", "sync", "s1" },
-                              { "host", "sync", "0" },
-                              { "host", "sync", "all" } };
-    for (int i = 0; i < 4; i++) {
+    const char *want[][4] = { { "s", "op", "kern", NULL }, { "h", "sync", NULL, "s" } };
+    for (int i = 0; i < 2; i++) {
         assert_int_equal(sqlite3_step(q), SQLITE_ROW);
-        for (int c = 0; c < 3; c++)
-            assert_string_equal((const char *)sqlite3_column_text(q, c), want[i][c]);
+        for (int c = 0; c < 4; c++) {
+            const char *got = (const char *)sqlite3_column_text(q, c);
+            if (want[i][c])
+                assert_string_equal(got, want[i][c]);
+            else
+                assert_null(got);
+        }
     }
     assert_int_equal(sqlite3_step(q), SQLITE_DONE);
     sqlite3_finalize(q);
-    trace_store_close(st);
+    assert_int_equal(sqlite3_prepare_v2(h, "SELECT value FROM meta WHERE key = 'schema_version'",
+                                        -1, &q, NULL),
+                     SQLITE_OK);
+    assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+    assert_string_equal((const char *)sqlite3_column_text(q, 0), "2");
+    sqlite3_finalize(q);
+    /* Written into: version 3, the old run as it was, the new one in blocks. */
+    assert_int_equal(import_memory(f->db, t, "new", &err), 2);
+    assert_int_equal(sqlite3_prepare_v2(h,
+                                        "SELECT (SELECT value FROM meta WHERE key = 'schema_version'),"
+                                        " (SELECT group_concat(body_version) FROM runs),"
+                                        " (SELECT sum(n) FROM blocks_v WHERE run = 2),"
+                                        " (SELECT count(*) FROM stmt_blocks WHERE id < 2 << 40)",
+                                        -1, &q, NULL),
+                     SQLITE_OK);
+    assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+    assert_string_equal((const char *)sqlite3_column_text(q, 0), "3");
+    assert_string_equal((const char *)sqlite3_column_text(q, 1), "2,3");
+    assert_int_equal(sqlite3_column_int(q, 2), 2);
+    assert_int_equal(sqlite3_column_int(q, 3), 0);
+    sqlite3_finalize(q);
+    sqlite3_close(h);
+    for (int64_t run = 1; run <= 2; run++) {
+        assert_int_equal(trace_store_open_reader(f->db, run, &r, &err), 0);
+        assert_same_trace(t, &r);
+        trace_reader_close(&r);
+    }
+    trace_free(t);
 }
 
 /* ------------------------------------------------------------------ */
@@ -875,7 +930,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_store_findings_round_trip_and_replace, tmpdir_setup,
                                         tmpdir_teardown),
         cmocka_unit_test_setup_teardown(test_store_graph_empty_for_imported_run, tmpdir_setup, tmpdir_teardown),
-        cmocka_unit_test_setup_teardown(test_store_views_resolve_names, tmpdir_setup, tmpdir_teardown),
+        cmocka_unit_test_setup_teardown(test_store_schema2_reads_and_migrates, tmpdir_setup, tmpdir_teardown),
         cmocka_unit_test_setup_teardown(test_store_litmus_import_export_reimport, tmpdir_setup, tmpdir_teardown),
         cmocka_unit_test_setup_teardown(test_store_cli_bad_input_leaves_no_database, tmpdir_setup,
                                         tmpdir_teardown),
