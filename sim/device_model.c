@@ -164,11 +164,14 @@ static const struct model_key {
 
 const sim_kernel_rate *sim_model_kernel(const sim_model *m, const char *family, bool host)
 {
-    char key[SIM_FAMILY_MAX];
-    snprintf(key, sizeof key, "%s%s", host ? "host." : "", family);
-    for (int i = 0; i < m->n_kernels; i++)
-        if (strcmp(m->kernels[i].family, key) == 0)
+    /* "host." FAMILY for host kernels; compared in place, as this runs for
+     * every simulated kernel */
+    for (int i = 0; i < m->n_kernels; i++) {
+        const char *k = m->kernels[i].family;
+        if (host ? strncmp(k, "host.", 5) == 0 && strcmp(k + 5, family) == 0
+                 : strcmp(k, family) == 0)
             return &m->kernels[i];
+    }
     return NULL;
 }
 

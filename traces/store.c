@@ -1215,6 +1215,8 @@ void store_writer_fini(store_writer *w)
     trace_free(w->db);
     free(w->str_map);
     free(w->tpl_map);
+    free(w->largs_map);
+    free(w->lpool);
     free(w->tpl_buf);
     free(w->src);
     free(w->src_len);
@@ -1270,10 +1272,14 @@ static int ensure_maps(store_writer *w, uint32_t n, trace_error *err)
     uint32_t *b = realloc(w->tpl_map, cap * sizeof *b);
     if (b)
         w->tpl_map = b;
-    if (!a || !b)
+    uint64_t *c = realloc(w->largs_map, cap * sizeof *c);
+    if (c)
+        w->largs_map = c;
+    if (!a || !b || !c)
         return trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", w->st->path), -1;
     memset(w->str_map + w->cap_map, 0xff, (cap - w->cap_map) * sizeof *a);
     memset(w->tpl_map + w->cap_map, 0xff, (cap - w->cap_map) * sizeof *b);
+    memset(w->largs_map + w->cap_map, 0xff, (cap - w->cap_map) * sizeof *c);
     w->cap_map = cap;
     return 0;
 }
@@ -1347,23 +1353,37 @@ static uint32_t db_label(store_writer *w, const trace *t, uint32_t id, uint64_t 
     uint32_t known = w->tpl_map[id];
     if (known != UINT32_MAX && !(known & STORE_TPL_ARGS))
         return known;           /* kept whole */
-    if (known == UINT32_MAX) {
-        uint32_t d = db_label_text(w, w->src[id], w->src_len[id], largs, n_largs, failed, err);
+    if (known != UINT32_MAX) {  /* a label seen before: its numbers too */
+        const uint64_t *p = w->lpool + w->largs_map[id];
+        *n_largs = (uint32_t)p[0];
+        memcpy(largs, p + 1, *n_largs * sizeof *largs);
+        return known & ~STORE_TPL_ARGS;
+    }
+    uint32_t d = db_label_text(w, w->src[id], w->src_len[id], largs, n_largs, failed, err);
+    if (d == TRACE_NONE || *n_largs == 0) {
         if (d != TRACE_NONE)
-            w->tpl_map[id] = *n_largs ? d | STORE_TPL_ARGS : d;
+            w->tpl_map[id] = d;
         return d;
     }
-    /* a known template: only the numbers */
-    size_t tpl_len;
-    int n = store_label_split(w->src[id], w->src_len[id], &w->tpl_buf, &w->cap_tpl, &tpl_len,
-                              largs, STORE_MAX_LARGS);
-    if (n < 0) {
-        trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", w->st->path);
-        *failed = true;
-        return TRACE_NONE;
+    if (w->n_lpool + 1 + *n_largs > w->cap_lpool) {
+        size_t cap = w->cap_lpool ? w->cap_lpool * 2 : 4096;
+        while (cap < w->n_lpool + 1 + *n_largs)
+            cap *= 2;
+        uint64_t *np = realloc(w->lpool, cap * sizeof *np);
+        if (!np) {
+            trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", w->st->path);
+            *failed = true;
+            return TRACE_NONE;
+        }
+        w->lpool = np;
+        w->cap_lpool = cap;
     }
-    *n_largs = (uint32_t)n;
-    return known & ~STORE_TPL_ARGS;
+    w->largs_map[id] = w->n_lpool;
+    w->lpool[w->n_lpool] = *n_largs;
+    memcpy(w->lpool + w->n_lpool + 1, largs, *n_largs * sizeof *largs);
+    w->n_lpool += 1 + *n_largs;
+    w->tpl_map[id] = d | STORE_TPL_ARGS;
+    return d;
 }
 
 int store_writer_decls(store_writer *w, const trace *t, trace_error *err)

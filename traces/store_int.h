@@ -100,6 +100,11 @@ typedef struct store_writer {
     trace *db;
     uint32_t n_db_written;
     uint32_t *str_map, *tpl_map;
+    /* A label with numbers: where its numbers are in lpool (the count,
+     * then the numbers), UINT64_MAX until first written. */
+    uint64_t *largs_map;
+    uint64_t *lpool;
+    size_t n_lpool, cap_lpool;
     uint32_t cap_map;
     /* The source trace's strings as of the last store_writer_decls (their
      * bytes never move: traces keep them in arenas), so that the recorder's
