@@ -56,7 +56,7 @@
 struct trace_store {
     sqlite3 *db;
     char *path;
-    int schema;             /* the schema version of the file (1 or 2) */
+    int schema;             /* the schema version of the file (1 to 3) */
     bool readonly;          /* query_only: a reader */
     bool can_write;         /* results (findings, checks) can be stored */
 };

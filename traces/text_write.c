@@ -429,6 +429,17 @@ static uint32_t mapped_line(const text_writer *w, uint64_t src)
     return 0;
 }
 
+/* The statement's line, without its newline. */
+static int put_stmt(text_writer *w, const trace_stmt *s)
+{
+    const char *q = trace_str(w->t, w->t->queues[s->queue].name);
+    if (put_name_str(w, q, is_head_keyword(q)) != 0)
+        return -1;
+    putc(' ', w->out);
+    fputs(trace_kind_str(s->kind), w->out);
+    return put_positional(w, s) != 0 || put_attrs(w, s) != 0 ? -1 : 0;
+}
+
 static int write_stmt(text_writer *w, const trace_stmt *s)
 {
     uint32_t nq, nb;
@@ -443,17 +454,18 @@ static int write_stmt(text_writer *w, const trace_stmt *s)
             return -1;
         end_line(w);
     }
-    const char *q = trace_str(w->t, w->t->queues[s->queue].name);
-    if (put_name_str(w, q, is_head_keyword(q)) != 0)
-        return -1;
-    putc(' ', w->out);
-    fputs(trace_kind_str(s->kind), w->out);
-    if (put_positional(w, s) != 0 || put_attrs(w, s) != 0)
+    if (put_stmt(w, s) != 0)
         return -1;
     end_line(w);
     if (s->line && map_line(w, s->line, w->line) != 0)
         return -1;
     return 0;
+}
+
+int trace_text_stmt(FILE *out, const trace *t, const trace_stmt *s, trace_error *err)
+{
+    text_writer w = { .out = out, .t = t, .err = err };
+    return put_stmt(&w, s);
 }
 
 /* ------------------------------------------------------------------ */

@@ -756,6 +756,9 @@ int trace_text_parse_string(const char *name, const char *text, size_t len,
  * the statements, then the expectations (Q@LINE references renumbered to
  * the written lines). Returns 0 or -1 with err filled. Does not close r. */
 int trace_text_write(FILE *out, trace_reader *r, trace_error *err);
+/* Writes statement s of t as the text format writes it, on one line without
+ * its newline (and without the declarations it needs). 0 or -1 with err. */
+int trace_text_stmt(FILE *out, const trace *t, const trace_stmt *s, trace_error *err);
 
 /* ------------------------------------------------------------------ */
 /* Multi-rank jobs (traces/merge.c, docs/multi-rank.md).               */
@@ -838,6 +841,10 @@ bool trace_store_writable(const trace_store *st);
 void trace_store_close(trace_store *st);
 /* The underlying sqlite3 handle, for modules that add their own tables. */
 struct sqlite3 *trace_store_db(trace_store *st);
+/* Registers the table `stmts(run, seq, queue, kind, label, object, t, dur,
+ * line, text)` on st's connection: every statement of the database, one
+ * row each, names resolved (store_sql.c). 0 or -1 with err. */
+int trace_store_sql_register(trace_store *st, trace_error *err);
 
 /* Lists runs (ascending id); *out is owned by the caller, free with
  * trace_run_info_free. Returns 0 or -1. */

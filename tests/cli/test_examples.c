@@ -37,7 +37,7 @@
  * before it wrote. Every command `syncsim help` lists must be here (the
  * test says which is not). */
 static const char *const tour[] = {
-    "examples", "run", "info", "runs", "check", "export", "import", "merge", "minimize", "replay",
+    "examples", "run", "info", "runs", "sql", "check", "export", "import", "merge", "minimize", "replay",
     "calibrate", "timeline", "graph", "report", "generate", "cluster", "capture",
 };
 
