@@ -791,6 +791,25 @@ static void reader_close(void *ctx)
 
 static int row_corrupt(store_reader *sr, uint64_t seq, const char *why, trace_error *err);
 
+/* The end of a statement read once more: its body (NULL: none) decoded
+ * into s, labels with their numbers whatever the reader's laziness; the
+ * query reset. 0, or -1 with err naming seq. */
+static int again_finish(store_reader *sr, uint64_t seq, trace_stmt *s, const uint8_t *body,
+                        int len, const char *bad, trace_error *err)
+{
+    int oom = 0;
+    if (!bad && body) {
+        bool lazy = sr->lazy;
+        sr->lazy = false;
+        bad = decode_body(sr, body, body + len, s, &oom);
+        sr->lazy = lazy;
+    }
+    sqlite3_reset(sr->q_label);
+    if (oom)
+        return trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", sr->st->path), -1;
+    return bad ? row_corrupt(sr, seq, bad, err) : 0;
+}
+
 /* row_again in a run of blocks: the block holding seq, read up to it. */
 static int block_again(store_reader *sr, uint64_t seq, trace_stmt *s, uint32_t *tpl,
                        bool *has_body, trace_error *err)
@@ -805,7 +824,6 @@ static int block_again(store_reader *sr, uint64_t seq, trace_stmt *s, uint32_t *
     sqlite3_bind_int64(sr->q_label, 2, (int64_t)((uint64_t)sr->run << STORE_SEQ_BITS));
     int rc = sqlite3_step(sr->q_label);
     const char *bad = rc == SQLITE_ROW ? NULL : "no such statement";
-    int oom = 0;
     trace_stmt_init(s);
     *has_body = false;
     if (!bad) {
@@ -822,17 +840,9 @@ static int block_again(store_reader *sr, uint64_t seq, trace_stmt *s, uint32_t *
             bad = "no such statement";
         *tpl = s->label;
         *has_body = body != NULL;
-        if (!bad && body) {
-            bool lazy = sr->lazy;
-            sr->lazy = false;
-            bad = decode_body(sr, body, body + len, s, &oom);
-            sr->lazy = lazy;
-        }
+        return again_finish(sr, seq, s, body, len, bad, err);
     }
-    sqlite3_reset(sr->q_label);
-    if (oom)
-        return trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", sr->st->path), -1;
-    return bad ? row_corrupt(sr, seq, bad, err) : 0;
+    return again_finish(sr, seq, s, NULL, 0, bad, err);
 }
 
 /* Statement seq of the run read once more (lazy labels and attributes ask
@@ -853,29 +863,18 @@ static int row_again(store_reader *sr, uint64_t seq, trace_stmt *s, uint32_t *tp
     sqlite3_bind_int64(sr->q_label, 1, (int64_t)((uint64_t)sr->run << STORE_SEQ_BITS | seq));
     int rc = sqlite3_step(sr->q_label);
     const char *bad = rc == SQLITE_ROW ? NULL : "no such statement";
-    int oom = 0;
     trace_stmt_init(s);
     *has_body = false;
-    if (!bad) {
-        /* the body's argument means what the kind says (a collective's KIND) */
-        int64_t kind = sqlite3_column_int64(sr->q_label, 2);
-        s->kind = kind >= 0 && kind < TRACE_KIND_COUNT ? (trace_kind)kind : TRACE_OP;
-        sqlite3_value *body = sqlite3_column_value(sr->q_label, 1);
-        const uint8_t *p = sqlite3_value_blob(body);
-        int n_body = sqlite3_value_bytes(body);
-        *tpl = (uint32_t)sqlite3_column_int64(sr->q_label, 0);
-        *has_body = p != NULL;
-        if (p) {
-            bool lazy = sr->lazy;
-            sr->lazy = false;
-            bad = decode_body(sr, p, p + n_body, s, &oom);
-            sr->lazy = lazy;
-        }
-    }
-    sqlite3_reset(sr->q_label);
-    if (oom)
-        return trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", sr->st->path), -1;
-    return bad ? row_corrupt(sr, seq, bad, err) : 0;
+    if (bad)
+        return again_finish(sr, seq, s, NULL, 0, bad, err);
+    /* the body's argument means what the kind says (a collective's KIND) */
+    int64_t kind = sqlite3_column_int64(sr->q_label, 2);
+    s->kind = kind >= 0 && kind < TRACE_KIND_COUNT ? (trace_kind)kind : TRACE_OP;
+    sqlite3_value *body = sqlite3_column_value(sr->q_label, 1);
+    const uint8_t *p = sqlite3_value_blob(body);
+    *tpl = (uint32_t)sqlite3_column_int64(sr->q_label, 0);
+    *has_body = p != NULL;
+    return again_finish(sr, seq, s, p, sqlite3_value_bytes(body), NULL, err);
 }
 
 static int row_corrupt(store_reader *sr, uint64_t seq, const char *why, trace_error *err)
