@@ -444,6 +444,8 @@ int trace_binder_feed(trace_binder *b, const trace_stmt *s, trace_bind *out)
     out->gen = 0;
     out->gen_role = TRACE_GEN_NONE;
     out->gen_first = TRACE_NO_SEQ;
+    out->gen_first_queue = out->gen_first_kind = TRACE_NONE;
+    out->gen_first_line = 0;
     out->gen_count = 0;
     switch (s->kind) {
     case TRACE_RECORD: {

@@ -150,6 +150,35 @@ static void test_model_load_of_a_memory_reader_is_its_trace(void **state)
     trace_free(loaded);
 }
 
+/* A barrier arrival past a full generation names no first arrival: every
+ * field of that part of the binding is set (mismatch.c prints the first
+ * arrival's line when it has one). */
+static void test_model_binder_extra_arrival_has_no_first(void **state)
+{
+    (void)state;
+    trace_binder *b = trace_binder_new(0);
+    assert_non_null(b);
+    trace_stmt s;
+    trace_bind out;
+    for (uint32_t q = 0; q < 3; q++) {
+        trace_stmt_init(&s);
+        s.seq = q;
+        s.queue = q;
+        s.kind = TRACE_BARRIER;
+        s.object = 7;
+        s.count = 2;
+        s.line = 10 + q;
+        memset(&out, 0xab, sizeof out);
+        assert_int_equal(trace_binder_feed(b, &s, &out), 0);
+    }
+    assert_int_equal(out.gen_role, TRACE_GEN_EXTRA);
+    assert_int_equal(out.gen_first, TRACE_NO_SEQ);
+    assert_int_equal(out.gen_first_queue, TRACE_NONE);
+    assert_int_equal(out.gen_first_kind, TRACE_NONE);
+    assert_int_equal(out.gen_first_line, 0);
+    trace_binder_free(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -160,6 +189,7 @@ int main(void)
         cmocka_unit_test(test_model_submitter_defaults_to_only_host),
         cmocka_unit_test(test_model_append_and_read_back),
         cmocka_unit_test(test_model_load_of_a_memory_reader_is_its_trace),
+        cmocka_unit_test(test_model_binder_extra_arrival_has_no_first),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
