@@ -2,6 +2,7 @@
  * bench_check.c -- the checker's speed and memory.
  *
  *   bench_check [--stmts N] [--db-stmts M] [--db PATH] [--min-stmts K] [--shape capture]
+ *               [--capture-shape NAME]
  *
  * 1. In memory: a synthetic trace of N statements (default 10 M; 8 streams,
  *    2 host threads, 4096 buffers) generated on the fly by a custom
@@ -9,7 +10,10 @@
  *    generated. Prints statements/s and the peak RSS after 1 M and after N
  *    statements (it must not grow with the length). With --shape capture,
  *    the capture shape of shapes.h instead (8 streams on 4 devices, 2 hosts,
- *    a distinct label on every statement, `sync all` every 8 iterations).
+ *    a distinct label on every statement, `sync all` every 8 iterations),
+ *    varied by --capture-shape NAME (shapes.h: whole, labels, arenas, tokens,
+ *    ragged, scatter, worst; default whole). It also prints the CPU time
+ *    of the N-statement check, which the generator's interning is part of.
  * 2. From SQLite: M statements (default 2 M) of the same trace written
  *    through the recorder, then checked end to end (open, stream, check).
  * 3. The minimiser on a K-statement trace (default 100 k) with about K/20
@@ -269,31 +273,60 @@ static void open_gen_reader(trace_reader *r, uint64_t n)
 /* ------------------------------------------------------------------ */
 
 static bool capture_shaped;
+static capture_shape capture_variant;       /* --capture-shape; whole by default */
 
-static int check_in_memory(uint64_t n, double *rate, long *rss, size_t *findings)
+static double cpu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int check_in_memory(uint64_t n, double *rate, double *cpu, long *rss, size_t *findings)
 {
     trace_reader r;
     if (!capture_shaped)
         open_gen_reader(&r, n);
-    else if (capture_open(&r, n, false) != 0) {
+    else if (capture_open_shape(&r, n, &capture_variant) != 0) {
         fprintf(stderr, "bench_check: out of memory\n");
         return -1;
     }
     check_options opt = { .max_findings = 1000 };
     check_report *rep;
     trace_error err;
-    double t0 = now();
+    double t0 = now(), c0 = cpu_now();
     if (check_trace(&r, &opt, &rep, &err) != 0) {
         fprintf(stderr, "bench_check: %s\n", err.msg);
         return -1;
     }
     double dt = now() - t0;
+    *cpu = cpu_now() - c0;
     *rate = (double)n / dt;
     *rss = peak_rss_kb();
     *findings = check_report_count(rep);
     check_report_free(rep);
     trace_reader_close(&r);
     return 0;
+}
+
+/* CPU seconds to generate n statements without checking them: the part of
+ * check_in_memory's time that is the generator's (interning a label per
+ * statement), subtracted to give the checker's own cost. */
+static double generate_only(uint64_t n)
+{
+    trace_reader r;
+    if (!capture_shaped)
+        open_gen_reader(&r, n);
+    else if (capture_open_shape(&r, n, &capture_variant) != 0)
+        return 0;
+    trace_stmt s;
+    trace_error err;
+    double c0 = cpu_now();
+    while (trace_reader_next(&r, &s, &err) == 1)
+        ;
+    double dt = cpu_now() - c0;
+    trace_reader_close(&r);
+    return dt;
 }
 
 static int check_from_db(const char *path, uint64_t n)
@@ -546,8 +579,14 @@ int main(int argc, char **argv)
             sync_heavy_shape = strcmp(argv[i + 1], "sync-heavy") == 0;
         else if (strcmp(argv[i], "--shape") == 0)
             capture_shaped = strcmp(argv[i + 1], "capture") == 0;
+        else if (strcmp(argv[i], "--capture-shape") == 0 &&
+                 capture_shape_parse(argv[i + 1], &capture_variant) != 0) {
+            fprintf(stderr, "bench_check: unknown capture shape '%s' (whole, labels, arenas, "
+                            "tokens, ragged, scatter, worst)\n", argv[i + 1]);
+            return 2;
+        }
     }
-    double r1, rn;
+    double r1, rn, c1, cn;
     long rss1, rssn;
     size_t f1, fn;
     if (n == 0) {               /* the minimiser alone */
@@ -555,16 +594,20 @@ int main(int argc, char **argv)
             return n_min && minimise_sync_heavy(n_min) != 0;
         return n_min && minimise(n_min) != 0;
     }
-    if (check_in_memory(n < 1000000 ? n : 1000000, &r1, &rss1, &f1) != 0 ||
-        check_in_memory(n, &rn, &rssn, &fn) != 0)
+    if (check_in_memory(n < 1000000 ? n : 1000000, &r1, &c1, &rss1, &f1) != 0 ||
+        check_in_memory(n, &rn, &cn, &rssn, &fn) != 0)
         return 1;
     printf("in memory:    %s%d streams, %d hosts, %d buffers; 1 M statements: %.2f M statements/s, "
-           "peak RSS %ld KiB; %llu statements: %.2f M statements/s, peak RSS %ld KiB "
-           "(findings: %zu, %zu)\n",
+           "peak RSS %ld KiB; %llu statements: %.2f M statements/s, %.3f s CPU = %.0f ns per "
+           "statement, peak RSS %ld KiB (findings: %zu, %zu)\n",
            capture_shaped ? "capture shape, " : "", capture_shaped ? CAP_STREAMS : N_STREAMS,
            capture_shaped ? CAP_HOSTS : N_HOSTS, capture_shaped ? CAP_HOSTS * CAP_SLOTS * (CAP_DEV + 2) : N_BUFFERS,
-           r1 / 1e6, rss1, (unsigned long long)n, rn / 1e6, rssn,
+           r1 / 1e6, rss1, (unsigned long long)n, rn / 1e6, cn, cn / (double)n * 1e9, rssn,
            f1, fn);
+    double gen_cpu = generate_only(n);
+    printf("checker:      %.3f s CPU generating alone; the checker's own %.3f s = %.0f ns per "
+           "statement\n",
+           gen_cpu, cn - gen_cpu, (cn - gen_cpu) / (double)n * 1e9);
     if (n_db && check_from_db(db, n_db) != 0)
         return 1;
     if (n_min && minimise(n_min) != 0)
