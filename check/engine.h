@@ -141,6 +141,8 @@ typedef struct sync_item {
     check_snap snap;
 } sync_item;
 
+/* A statement fed but not yet done with. hb.c's pend_init sets every field
+ * (not a memset: see there): a new field needs its line in it. */
 typedef struct check_pend {
     struct check_pend *next;
     trace_stmt s;
