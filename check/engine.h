@@ -211,6 +211,7 @@ struct check_engine {
     /* the access being checked */
     uint32_t cur_q;
     check_vc *cur_vc;
+    uint32_t memo_q, memo_t;        /* cur_vc's entry of queue memo_q (TRACE_NONE: none) */
     check_site cur_site;
     uint8_t cur_mode;
     trace_kind cur_kind;

@@ -266,16 +266,25 @@ static check_pend *pend_pop(check_engine *e, uint32_t q)
 /* ------------------------------------------------------------------ */
 /* Accesses.                                                           */
 
-static inline bool site_hb(const check_engine *e, const check_site *s)
+/* Site s happens before the access being checked. The pieces of one access
+ * mostly ask about the same queue (their writes and reads came from a few
+ * statements), so cur_vc's entry for the last queue asked is kept. */
+static inline bool site_hb(check_engine *e, const check_site *s)
 {
-    return s->queue == e->cur_q || check_vc_get(e->cur_vc, s->queue) >= s->time;
+    if (s->queue == e->cur_q)
+        return true;
+    if (s->queue != e->memo_q) {
+        e->memo_q = s->queue;
+        e->memo_t = check_vc_get(e->cur_vc, s->queue);
+    }
+    return e->memo_t >= s->time;
 }
 
 /* The free that makes the current access a use after free (ruling 2): one
  * it is ordered after with no alloc between (F HB A HB access); the latest
  * such free in the file, so that the finding does not depend on the order
  * the engine ran them in. NULL: none. */
-static const check_site *uaf_free(const check_engine *e, const check_life *l)
+static const check_site *uaf_free(check_engine *e, const check_life *l)
 {
     const check_site *best = NULL;
     for (uint32_t i = 0; i < l->n; i++) {
@@ -293,7 +302,7 @@ static const check_site *uaf_free(const check_engine *e, const check_life *l)
 }
 
 /* The frees of l that the current statement (an alloc) is ordered after. */
-static uint16_t alloc_covers(const check_engine *e, const check_life *l)
+static uint16_t alloc_covers(check_engine *e, const check_life *l)
 {
     uint16_t m = 0;
     for (uint32_t i = 0; i < l->n; i++)
@@ -413,6 +422,7 @@ static void do_accesses(check_engine *e, uint32_t q, const trace_stmt *s)
     const trace *t = e->t;
     e->cur_q = q;
     e->cur_vc = e->q[q].vc;
+    e->memo_q = TRACE_NONE;
     e->cur_kind = s->kind;
     e->cur_site = (check_site){ .seq = s->seq, .queue = q, .time = e->q[q].own,
                                 .label = s->label, .line = s->line, .buffer = TRACE_NONE,
