@@ -258,6 +258,7 @@ void check_shadow_unref(check_shadow *s)
         chunk_release(&s->chunks[k]);
     if (s->chunks != &s->one)
         free(s->chunks);
+    free(s->spare);
     free(s);
 }
 
@@ -379,7 +380,12 @@ static int chunk_join_next(check_shadow *s, uint32_t k)
     memcpy(&a->segs[a->n], b->segs, b->n * sizeof *b->segs);
     a->n += b->n;
     a->hi = b->hi;
-    free(b->segs);
+    if (!s->spare && b->cap >= CHECK_CHUNK_MAX) {
+        s->spare = b->segs;     /* the split that usually follows takes it */
+        s->spare_cap = b->cap;
+    } else {
+        free(b->segs);
+    }
     memmove(b, b + 1, (s->n_chunks - k - 2) * sizeof *b);
     s->n_chunks--;
     return 0;
@@ -394,8 +400,12 @@ static int chunk_join_next(check_shadow *s, uint32_t k)
 static void chunk_split(check_shadow *s, uint32_t k)
 {
     uint32_t n = s->chunks[k].n, parts = (n + CHECK_CHUNK_SPLIT - 1) / CHECK_CHUNK_SPLIT;
-    check_chunk *fresh = calloc(parts, sizeof *fresh);
-    if (!fresh || chunks_cap(s, s->n_chunks + parts - 1) != 0)
+    check_chunk local[4];       /* a split after a join makes two */
+    check_chunk *fresh = parts <= 4 ? local : malloc(parts * sizeof *fresh);
+    if (!fresh)
+        return;
+    memset(fresh, 0, parts * sizeof *fresh);
+    if (chunks_cap(s, s->n_chunks + parts - 1) != 0)
         goto fail;
     check_chunk *whole = &s->chunks[k];
     for (uint32_t p = 1; p < parts; p++) {
@@ -403,8 +413,13 @@ static void chunk_split(check_shadow *s, uint32_t k)
         uint32_t to = (uint32_t)((uint64_t)n * (p + 1) / parts);
         /* room to grow back to the maximum without a realloc: these are
          * the chunks of busy arenas */
-        if (chunk_cap(&fresh[p], CHECK_CHUNK_MAX) != 0)
+        if (s->spare) {
+            fresh[p].segs = s->spare;
+            fresh[p].cap = s->spare_cap;
+            s->spare = NULL;
+        } else if (chunk_cap(&fresh[p], CHECK_CHUNK_MAX) != 0) {
             goto fail;
+        }
         memcpy(fresh[p].segs, &whole->segs[from], (to - from) * sizeof *whole->segs);
         fresh[p].n = to - from;
         fresh[p].hi = fresh[p].segs[to - from - 1].hi;
@@ -421,12 +436,14 @@ static void chunk_split(check_shadow *s, uint32_t k)
     memmove(&s->chunks[k + parts], &s->chunks[k + 1], (s->n_chunks - k - 1) * sizeof *s->chunks);
     memcpy(&s->chunks[k + 1], &fresh[1], (parts - 1) * sizeof *s->chunks);
     s->n_chunks += parts - 1;
-    free(fresh);
+    if (fresh != local)
+        free(fresh);
     return;
 fail:
-    for (uint32_t p = 1; fresh && p < parts; p++)
+    for (uint32_t p = 1; p < parts; p++)
         free(fresh[p].segs);
-    free(fresh);
+    if (fresh != local)
+        free(fresh);
 }
 
 /* Drops chunk k, which holds no segment. */
