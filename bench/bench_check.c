@@ -2,6 +2,7 @@
  * bench_check.c -- the checker's speed and memory.
  *
  *   bench_check [--stmts N] [--db-stmts M] [--db PATH] [--min-stmts K] [--shape capture]
+ *               [--capture-shape NAME]
  *
  * 1. In memory: a synthetic trace of N statements (default 10 M; 8 streams,
  *    2 host threads, 4096 buffers) generated on the fly by a custom
@@ -9,7 +10,11 @@
  *    generated. Prints statements/s and the peak RSS after 1 M and after N
  *    statements (it must not grow with the length). With --shape capture,
  *    the capture shape of shapes.h instead (8 streams on 4 devices, 2 hosts,
- *    a distinct label on every statement, `sync all` every 8 iterations).
+ *    a distinct label on every statement, `sync all` every 8 iterations),
+ *    varied by --capture-shape NAME (shapes.h: whole, labels, arenas, tokens,
+ *    ragged, scatter, worst; default whole). It also prints the CPU time
+ *    of the N-statement check and, apart, the generator's share of it (it
+ *    interns a label per statement): the rest is the checker's own.
  * 2. From SQLite: M statements (default 2 M) of the same trace written
  *    through the recorder, then checked end to end (open, stream, check).
  * 3. The minimiser on a K-statement trace (default 100 k) with about K/20
@@ -269,25 +274,108 @@ static void open_gen_reader(trace_reader *r, uint64_t n)
 /* ------------------------------------------------------------------ */
 
 static bool capture_shaped;
+static capture_shape capture_variant;       /* --capture-shape; whole by default */
 
-static int check_in_memory(uint64_t n, double *rate, long *rss, size_t *findings)
+static double cpu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/*
+ * A reader that generates its inner reader's statements BATCH at a time
+ * and times that, so that the generator's CPU (it interns a fresh label per
+ * statement, as an importer does) can be told from the checker's. Handing
+ * out a batched statement is a copy; it counts as the checker's.
+ */
+#define BATCH 256
+typedef struct batch_reader {
+    trace_reader inner;
+    trace_stmt s[BATCH];
+    trace_access acc[BATCH][2];
+    uint32_t n, next;
+    bool end;
+    double gen_cpu;             /* seconds spent generating */
+} batch_reader;
+
+static int batch_next(void *ctx, trace_stmt *out, trace_error *err)
+{
+    batch_reader *b = ctx;
+    if (b->next == b->n) {
+        if (b->end)
+            return 0;
+        double c0 = cpu_now();
+        b->n = b->next = 0;
+        int rc;
+        while (b->n < BATCH && (rc = trace_reader_next(&b->inner, &b->s[b->n], err)) == 1) {
+            trace_stmt *x = &b->s[b->n];
+            if (x->n_access > 2)
+                return -1;      /* neither generator makes more */
+            memcpy(b->acc[b->n], x->access, x->n_access * sizeof *x->access);
+            x->access = b->acc[b->n];
+            b->n++;
+        }
+        b->end = b->n < BATCH;
+        b->gen_cpu += cpu_now() - c0;
+        if (rc < 0)
+            return -1;
+        if (b->n == 0)
+            return 0;
+    }
+    *out = b->s[b->next++];
+    return 1;
+}
+
+static void batch_close(void *ctx)
+{
+    batch_reader *b = ctx;
+    trace_reader_close(&b->inner);
+    free(b);
+}
+
+/* Wraps *r (taken over) in a batch_reader; its trace stays r's. */
+static batch_reader *batch_wrap(trace_reader *r)
+{
+    static const trace_reader_iface iface = { batch_next, batch_close, NULL };
+    batch_reader *b = calloc(1, sizeof *b);
+    if (!b)
+        return NULL;
+    b->inner = *r;
+    memset(r, 0, sizeof *r);
+    r->trace = b->inner.trace;
+    r->iface = &iface;
+    r->ctx = b;
+    return b;
+}
+
+static int check_in_memory(uint64_t n, double *rate, double *cpu, double *gen_cpu, long *rss,
+                           size_t *findings)
 {
     trace_reader r;
     if (!capture_shaped)
         open_gen_reader(&r, n);
-    else if (capture_open(&r, n, false) != 0) {
+    else if (capture_open_shape(&r, n, &capture_variant) != 0) {
+        fprintf(stderr, "bench_check: out of memory\n");
+        return -1;
+    }
+    batch_reader *b = batch_wrap(&r);
+    if (!b) {
+        trace_reader_close(&r);
         fprintf(stderr, "bench_check: out of memory\n");
         return -1;
     }
     check_options opt = { .max_findings = 1000 };
     check_report *rep;
     trace_error err;
-    double t0 = now();
+    double t0 = now(), c0 = cpu_now();
     if (check_trace(&r, &opt, &rep, &err) != 0) {
         fprintf(stderr, "bench_check: %s\n", err.msg);
         return -1;
     }
     double dt = now() - t0;
+    *cpu = cpu_now() - c0;
+    *gen_cpu = b->gen_cpu;
     *rate = (double)n / dt;
     *rss = peak_rss_kb();
     *findings = check_report_count(rep);
@@ -546,8 +634,14 @@ int main(int argc, char **argv)
             sync_heavy_shape = strcmp(argv[i + 1], "sync-heavy") == 0;
         else if (strcmp(argv[i], "--shape") == 0)
             capture_shaped = strcmp(argv[i + 1], "capture") == 0;
+        else if (strcmp(argv[i], "--capture-shape") == 0 &&
+                 capture_shape_parse(argv[i + 1], &capture_variant) != 0) {
+            fprintf(stderr, "bench_check: unknown capture shape '%s' (whole, labels, arenas, "
+                            "tokens, ragged, scatter, worst)\n", argv[i + 1]);
+            return 2;
+        }
     }
-    double r1, rn;
+    double r1, rn, c1, cn, g1, gn;
     long rss1, rssn;
     size_t f1, fn;
     if (n == 0) {               /* the minimiser alone */
@@ -555,16 +649,19 @@ int main(int argc, char **argv)
             return n_min && minimise_sync_heavy(n_min) != 0;
         return n_min && minimise(n_min) != 0;
     }
-    if (check_in_memory(n < 1000000 ? n : 1000000, &r1, &rss1, &f1) != 0 ||
-        check_in_memory(n, &rn, &rssn, &fn) != 0)
+    if (check_in_memory(n < 1000000 ? n : 1000000, &r1, &c1, &g1, &rss1, &f1) != 0 ||
+        check_in_memory(n, &rn, &cn, &gn, &rssn, &fn) != 0)
         return 1;
     printf("in memory:    %s%d streams, %d hosts, %d buffers; 1 M statements: %.2f M statements/s, "
-           "peak RSS %ld KiB; %llu statements: %.2f M statements/s, peak RSS %ld KiB "
-           "(findings: %zu, %zu)\n",
+           "peak RSS %ld KiB; %llu statements: %.2f M statements/s, %.3f s CPU = %.0f ns per "
+           "statement, peak RSS %ld KiB (findings: %zu, %zu)\n",
            capture_shaped ? "capture shape, " : "", capture_shaped ? CAP_STREAMS : N_STREAMS,
            capture_shaped ? CAP_HOSTS : N_HOSTS, capture_shaped ? CAP_HOSTS * CAP_SLOTS * (CAP_DEV + 2) : N_BUFFERS,
-           r1 / 1e6, rss1, (unsigned long long)n, rn / 1e6, rssn,
+           r1 / 1e6, rss1, (unsigned long long)n, rn / 1e6, cn, cn / (double)n * 1e9, rssn,
            f1, fn);
+    printf("checker:      of the %.3f s CPU, %.3f s generating; the checker's own %.3f s = "
+           "%.0f ns per statement\n",
+           cn, gn, cn - gn, (cn - gn) / (double)n * 1e9);
     if (n_db && check_from_db(db, n_db) != 0)
         return 1;
     if (n_min && minimise(n_min) != 0)

@@ -141,6 +141,8 @@ typedef struct sync_item {
     check_snap snap;
 } sync_item;
 
+/* A statement fed but not yet done with. hb.c's pend_init sets every field
+ * (not a memset: see there): a new field needs its line in it. */
 typedef struct check_pend {
     struct check_pend *next;
     trace_stmt s;
@@ -209,6 +211,7 @@ struct check_engine {
     /* the access being checked */
     uint32_t cur_q;
     check_vc *cur_vc;
+    uint32_t memo_q, memo_t;        /* cur_vc's entry of queue memo_q (TRACE_NONE: none) */
     check_site cur_site;
     uint8_t cur_mode;
     trace_kind cur_kind;

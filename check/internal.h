@@ -168,6 +168,10 @@ typedef struct check_shadow {
     uint32_t finger;        /* the chunk the last update found (a hint) */
     check_chunk *chunks;    /* in order; none empty; &one while there is one */
     check_chunk one;        /* most shadows: no array of chunks to allocate */
+    /* The segment array of the last chunk a join emptied (room for at least
+     * CHECK_CHUNK_MAX), for the next split: on a busy arena they alternate. */
+    check_seg *spare;
+    uint32_t spare_cap;
 } check_shadow;
 
 /* Called for each piece [lo, hi) of an updated range with the piece's

@@ -14,6 +14,9 @@
  * buffer keep it one segment; an arena, whose views and their sub-ranges
  * (token counts, ragged slices) are each accessed on their own, holds
  * thousands (768 views of 64 KiB at 1-4 segments each in bench/shapes.h).
+ * Two common updates skip the general path's array of pieces: one that is
+ * exactly a segment (update_in_place) and one inside a segment
+ * (update_inside: a token prefix of a view last accessed whole).
  *
  * The cost model. The segments are a sequence cut into chunks of at most
  * CHECK_CHUNK_MAX (32): an update finds its chunk by binary search over the
@@ -255,6 +258,7 @@ void check_shadow_unref(check_shadow *s)
         chunk_release(&s->chunks[k]);
     if (s->chunks != &s->one)
         free(s->chunks);
+    free(s->spare);
     free(s);
 }
 
@@ -376,7 +380,12 @@ static int chunk_join_next(check_shadow *s, uint32_t k)
     memcpy(&a->segs[a->n], b->segs, b->n * sizeof *b->segs);
     a->n += b->n;
     a->hi = b->hi;
-    free(b->segs);
+    if (!s->spare && b->cap >= CHECK_CHUNK_MAX) {
+        s->spare = b->segs;     /* the split that usually follows takes it */
+        s->spare_cap = b->cap;
+    } else {
+        free(b->segs);
+    }
     memmove(b, b + 1, (s->n_chunks - k - 2) * sizeof *b);
     s->n_chunks--;
     return 0;
@@ -391,8 +400,12 @@ static int chunk_join_next(check_shadow *s, uint32_t k)
 static void chunk_split(check_shadow *s, uint32_t k)
 {
     uint32_t n = s->chunks[k].n, parts = (n + CHECK_CHUNK_SPLIT - 1) / CHECK_CHUNK_SPLIT;
-    check_chunk *fresh = calloc(parts, sizeof *fresh);
-    if (!fresh || chunks_cap(s, s->n_chunks + parts - 1) != 0)
+    check_chunk local[4];       /* a split after a join makes two */
+    check_chunk *fresh = parts <= 4 ? local : malloc(parts * sizeof *fresh);
+    if (!fresh)
+        return;
+    memset(fresh, 0, parts * sizeof *fresh);
+    if (chunks_cap(s, s->n_chunks + parts - 1) != 0)
         goto fail;
     check_chunk *whole = &s->chunks[k];
     for (uint32_t p = 1; p < parts; p++) {
@@ -400,8 +413,13 @@ static void chunk_split(check_shadow *s, uint32_t k)
         uint32_t to = (uint32_t)((uint64_t)n * (p + 1) / parts);
         /* room to grow back to the maximum without a realloc: these are
          * the chunks of busy arenas */
-        if (chunk_cap(&fresh[p], CHECK_CHUNK_MAX) != 0)
+        if (s->spare) {
+            fresh[p].segs = s->spare;
+            fresh[p].cap = s->spare_cap;
+            s->spare = NULL;
+        } else if (chunk_cap(&fresh[p], CHECK_CHUNK_MAX) != 0) {
             goto fail;
+        }
         memcpy(fresh[p].segs, &whole->segs[from], (to - from) * sizeof *whole->segs);
         fresh[p].n = to - from;
         fresh[p].hi = fresh[p].segs[to - from - 1].hi;
@@ -418,12 +436,14 @@ static void chunk_split(check_shadow *s, uint32_t k)
     memmove(&s->chunks[k + parts], &s->chunks[k + 1], (s->n_chunks - k - 1) * sizeof *s->chunks);
     memcpy(&s->chunks[k + 1], &fresh[1], (parts - 1) * sizeof *s->chunks);
     s->n_chunks += parts - 1;
-    free(fresh);
+    if (fresh != local)
+        free(fresh);
     return;
 fail:
-    for (uint32_t p = 1; fresh && p < parts; p++)
+    for (uint32_t p = 1; p < parts; p++)
         free(fresh[p].segs);
-    free(fresh);
+    if (fresh != local)
+        free(fresh);
 }
 
 /* Drops chunk k, which holds no segment. */
@@ -576,6 +596,92 @@ static bool update_in_place(check_shadow *s, uint32_t ck, uint32_t i, uint64_t l
     return true;
 }
 
+/* Makes room for m more segments at index i of chunk k (chunk_cap done). */
+static void seg_open(check_shadow *s, check_chunk *k, uint32_t i, uint32_t m)
+{
+    memmove(&k->segs[i + m], &k->segs[i], (k->n - i) * sizeof *k->segs);
+    k->n += m;
+    s->n += m;
+}
+
+/*
+ * The other common update, also without a piece array: [lo, hi) lies inside
+ * segment i of chunk ck and is not all of it (a token prefix of a view last
+ * accessed whole, a sub-range of a ragged one). The accessed piece gets a
+ * copy of the state for fn to change; the remainders keep the old state,
+ * which they cannot merge with (it was merged before). The piece is then
+ * dropped if empty, merged back when fn changed nothing, merged with the
+ * outer neighbour it touches when equal to it, or inserted: one move of
+ * the chunk's tail by one or two segments. Returns 1 when done, 0 having
+ * done nothing when the case does not apply (or the neighbour the piece
+ * touches lies in another chunk), -1 out of memory, nothing changed.
+ */
+static int update_inside(check_shadow *s, uint32_t ck, uint32_t i, uint64_t lo, uint64_t hi,
+                         check_cell_fn fn, void *ctx)
+{
+    check_chunk *k = &s->chunks[ck];
+    if (i == k->n)
+        return 0;
+    check_seg *g = &k->segs[i];
+    if (g->lo > lo || g->hi < hi || (g->lo == lo && g->hi == hi))
+        return 0;
+    bool cut_lo = g->lo < lo, cut_hi = hi < g->hi;
+    if ((!cut_lo && i == 0 && ck > 0 && s->chunks[ck - 1].hi == lo) ||
+        (!cut_hi && i + 1 == k->n && ck + 1 < s->n_chunks && s->chunks[ck + 1].segs[0].lo == hi))
+        return 0;
+    if (chunk_cap(k, k->n + 2) != 0)
+        return -1;
+    g = &k->segs[i];
+    uint64_t glo = g->lo, ghi = g->hi;
+    check_cell c = cell_share(&g->c);
+    fn(ctx, lo, hi, &c);
+    if (cell_empty(&c)) {
+        check_cell_release(&c);
+        if (cut_lo && cut_hi) {         /* two remainders, a hole between */
+            seg_open(s, k, i + 1, 1);
+            g = &k->segs[i];
+            g->hi = lo;
+            k->segs[i + 1] = (check_seg){ hi, ghi, cell_share(&g->c) };
+        } else if (cut_lo) {
+            g->hi = lo;
+        } else {
+            g->lo = hi;
+        }
+    } else if (check_cell_equal(&c, &g->c)) {
+        check_cell_release(&c);         /* merged back: nothing changes */
+    } else if (cut_lo && cut_hi) {
+        seg_open(s, k, i + 1, 2);
+        g = &k->segs[i];
+        g->hi = lo;
+        k->segs[i + 1] = (check_seg){ lo, hi, c };
+        k->segs[i + 2] = (check_seg){ hi, ghi, cell_share(&g->c) };
+    } else if (cut_lo) {                /* the piece ends where g did */
+        check_seg *r = i + 1 < k->n ? &k->segs[i + 1] : NULL;
+        g->hi = lo;
+        if (r && r->lo == hi && check_cell_equal(&c, &r->c)) {
+            r->lo = lo;
+            check_cell_release(&c);
+        } else {
+            seg_open(s, k, i + 1, 1);
+            k->segs[i + 1] = (check_seg){ lo, hi, c };
+        }
+    } else {                            /* the piece starts where g did */
+        check_seg *l = i > 0 ? &k->segs[i - 1] : NULL;
+        g->lo = hi;
+        if (l && l->hi == glo && check_cell_equal(&c, &l->c)) {
+            l->hi = hi;
+            check_cell_release(&c);
+        } else {
+            seg_open(s, k, i, 1);
+            k->segs[i] = (check_seg){ lo, hi, c };
+        }
+    }
+    k->hi = k->segs[k->n - 1].hi;
+    if (k->n > CHECK_CHUNK_MAX)
+        chunk_split(s, ck);
+    return 1;
+}
+
 /* Pieces an update builds on the stack: enough for a range over a whole
  * chunk (CHECK_CHUNK_MAX segments give at most 3 * 32 + 7 pieces), so that
  * a view accessed whole over its fragments allocates nothing. */
@@ -603,6 +709,9 @@ int check_shadow_update(check_shadow **shp, uint64_t lo, uint64_t hi, check_cell
     find(s, lo, &ck, &i);
     if (update_in_place(s, ck, i, lo, hi, fn, ctx))
         return 0;
+    int in = update_inside(s, ck, i, lo, hi, fn, ctx);
+    if (in != 0)
+        return in < 0 ? -1 : 0;
     if (gather(s, lo, hi, &ck, &i) != 0)
         return -1;
     check_chunk *k = &s->chunks[ck];
