@@ -42,6 +42,15 @@ static double now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* CPU time of this process (user + system), seconds. */
+static double cpu_s(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
+           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
+}
+
 static long peak_rss_kb(void)
 {
     struct rusage ru;
@@ -511,18 +520,23 @@ static int minimise_sync_heavy(uint64_t n)
     long rss0 = peak_rss_kb();
     check_min_result res;
     trace_error err;
-    double t0 = now();
+    double t0 = now(), c0 = cpu_s();
     if (check_minimize(t, NULL, &res, &err) != 0) {
         fprintf(stderr, "bench_check: %s\n", err.msg);
         return -1;
     }
-    double dt = now() - t0;
+    double dt = now() - t0, cpu = cpu_s() - c0;
+    /* a digest of the removed set, to compare minimisers by */
+    uint64_t digest = 1469598103934665603ULL;
+    for (size_t i = 0; i < res.n_removed; i++)
+        digest = (digest ^ res.removed[i].seq) * 1099511628211ULL;
     printf("minimiser:    sync-heavy shape, %llu statements, %llu syncs (%zu candidates, %zu "
-           "findings before): %zu removed in %.2f s (%llu statements re-checked); peak RSS %ld "
-           "KiB (%ld KiB with the trace loaded, before minimising)\n",
+           "findings before): %zu removed (digest %016llx) in %.2f s wall, %.2f s CPU (%llu "
+           "statements re-checked); peak RSS %ld KiB (%ld KiB with the trace loaded, before "
+           "minimising)\n",
            (unsigned long long)t->n_stmts, (unsigned long long)syncs, res.n_candidates,
-           res.n_findings, res.n_removed, dt, (unsigned long long)res.replayed, peak_rss_kb(),
-           rss0);
+           res.n_findings, res.n_removed, (unsigned long long)digest, dt, cpu,
+           (unsigned long long)res.replayed, peak_rss_kb(), rss0);
     check_min_result_free(&res);
     trace_free(t);
     return 0;

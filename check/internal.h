@@ -270,9 +270,24 @@ bool check_engine_quiescent(const check_engine *e);
 /* A deep copy of a quiescent engine sharing clocks and shadows (copy on
  * write); its report is rep. NULL on OOM. */
 check_engine *check_engine_clone(const check_engine *e, check_report *rep);
+/* Makes dst (an engine from check_engine_clone, or assigned before) a copy
+ * of quiescent e as check_engine_clone would, reusing dst's arrays: only the
+ * shadows that differ change hands, so a copy costs O(queues + records and
+ * flags alive) plus a pointer scan of the roots. changed: NULL, or (when
+ * dst was last assigned from e and has tracked since) the roots e touched
+ * since then, per root as check_engine_dirty_roots gives them: only those
+ * and dst's own dirty roots are looked at. dst must satisfy
+ * check_engine_reusable. 0, or -1 (OOM: dst must then be freed). */
+int check_engine_assign(check_engine *dst, const check_engine *e, check_report *rep,
+                        const uint8_t *changed);
+/* The roots e touched since tracking started (check_engine_track), one
+ * byte per root; valid until e is fed again. */
+const uint8_t *check_engine_dirty_roots(const check_engine *e);
+/* dst may be assigned over: quiescent, no generation open, not out of memory. */
+bool check_engine_reusable(const check_engine *e);
 /* True when two quiescent engines will behave the same from here on. Only
- * the roots and names touched since both left their common checkpoint are
- * compared when dirty tracking is on (see check_engine_track). */
+ * the roots and names that either touched since both left their common
+ * copy are compared when dirty tracking is on (see check_engine_track). */
 bool check_engine_same(const check_engine *a, const check_engine *b);
 /* Starts recording which roots, events and flags change. */
 void check_engine_track(check_engine *e, bool on);

@@ -33,32 +33,33 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CKPT_EVERY 256 /* default statements between checkpoints */
+#define SNAP_EVERY 256 /* default statements between snapshots of the live run */
 
-typedef struct ckpt {
-    uint64_t pos;               /* statements fed */
-    check_engine *e;
-} ckpt;
-
-typedef struct fitem {
-    uint64_t hash;
-    uint64_t pos;               /* seq of the statement being fed when found */
-} fitem;
+/* Hashes of findings, in the order they were found. */
+typedef struct hashes {
+    uint64_t *h;
+    size_t n, cap;
+} hashes;
 
 typedef struct minimizer {
     trace *t;
     bool ignore_hangs;
-    bool *remove;               /* per seq */
-    ckpt *ck;
-    size_t n_ck, cap_ck;
-    fitem *fi;                  /* baseline findings */
-    size_t n_fi, cap_fi;
-    trace_u64map fset;             /* hash -> count */
-    trace_u64map flag_totals;      /* flag -> signals: exact rule 6 from the start */
-    trace_u64map record_last;      /* record seq -> last wait bound to it */
-    trace_u64map flag_last;        /* flag -> last signal or await */
+    bool *remove;               /* per seq: the removals kept (the accepted trace) */
+    bool *trial;                /* remove, plus the candidate being tried */
+    trace_u64map fset;          /* finding hash -> count, over the accepted trace's run */
+    size_t n_findings;          /* findings before any removal */
+    trace_u64map flag_totals;   /* flag -> signals: exact rule 6 from the start */
+    trace_u64map record_last;   /* record seq -> last wait bound to it */
+    trace_u64map flag_last;     /* flag -> last signal or await */
     uint64_t replayed;
-    uint32_t every;             /* statements between checkpoints */
+    uint32_t every;             /* statements between snapshots */
+    check_engine *live;         /* the accepted trace, fed up to the candidate */
+    check_report *live_rep;
+    check_engine *snap;         /* live at an earlier quiescent candidate (never fed) */
+    check_engine *ref, *try;    /* a window with and without the candidate */
+    bool from_live;             /* both were last copied from live */
+    check_report *ref_rep, *try_rep;
+    hashes ref_f, try_f;        /* their findings in the window */
 } minimizer;
 
 static uint64_t fkey_hash(const trace_finding *f)
@@ -71,51 +72,55 @@ static uint64_t fkey_hash(const trace_finding *f)
     return h;
 }
 
-static int fi_push(fitem **v, size_t *n, size_t *cap, fitem x)
+/* Moves the findings of rep into v (NULL: drops them) and empties rep, so
+ * that a report fed for the whole run holds one statement's findings at a
+ * time. The merge window of check_report_conflict is one statement, which
+ * one feed completes. 0 or -1 (OOM). */
+static int drain_report(check_report *rep, hashes *v)
 {
-    if (*n == *cap) {
-        size_t c = *cap ? *cap * 2 : 64;
-        fitem *p = realloc(*v, c * sizeof *p);
-        if (!p)
-            return -1;
-        *v = p;
-        *cap = c;
+    int rc = 0;
+    for (size_t i = 0; i < rep->n; i++) {
+        if (v && rc == 0) {
+            if (v->n == v->cap) {
+                size_t c = v->cap ? v->cap * 2 : 64;
+                uint64_t *p = realloc(v->h, c * sizeof *p);
+                if (!p)
+                    rc = -1;
+                else
+                    v->h = p, v->cap = c;
+            }
+            if (rc == 0)
+                v->h[v->n++] = fkey_hash(&rep->f[i]);
+        }
+        trace_finding_release(&rep->f[i]);
     }
-    (*v)[(*n)++] = x;
-    return 0;
+    rep->n = 0;
+    rep->dedupe_from = 0;
+    rep->n_dropped_now = 0;
+    return rc;
 }
 
-static int ck_push(ckpt **v, size_t *n, size_t *cap, ckpt x)
+/* Some finding of v[from..] is not one of the accepted trace's. */
+static bool is_new(const minimizer *m, const hashes *v, size_t from)
 {
-    if (*n == *cap) {
-        size_t c = *cap ? *cap * 2 : 64;
-        ckpt *p = realloc(*v, c * sizeof *p);
-        if (!p)
-            return -1;
-        *v = p;
-        *cap = c;
-    }
-    (*v)[(*n)++] = x;
-    return 0;
-}
-
-/* Findings rep->f[from..] found while feeding statement pos. */
-static int collect(fitem **v, size_t *n, size_t *cap, check_report *rep, size_t from, uint64_t pos)
-{
-    for (size_t i = from; i < rep->n; i++)
-        if (fi_push(v, n, cap, (fitem){ fkey_hash(&rep->f[i]), pos }) != 0)
-            return -1;
-    return 0;
-}
-
-static bool is_new(const minimizer *m, const check_report *rep, size_t from)
-{
-    for (size_t i = from; i < rep->n; i++) {
-        uint64_t *c = trace_u64map_get(&m->fset, fkey_hash(&rep->f[i]));
+    for (size_t i = from; i < v->n; i++) {
+        uint64_t *c = trace_u64map_get(&m->fset, v->h[i]);
         if (!c || !*c)
             return true;
     }
     return false;
+}
+
+/* fset += sign * v. */
+static int fset_add(minimizer *m, const hashes *v, int sign)
+{
+    for (size_t i = 0; i < v->n; i++) {
+        uint64_t *c = trace_u64map_put(&m->fset, v->h[i], 0);
+        if (!c)
+            return -1;
+        *c += (uint64_t)(int64_t)sign;
+    }
+    return 0;
 }
 
 /* When each record and flag is last used (see check_engine_set_lifetimes). */
@@ -150,178 +155,155 @@ out:
     return rc;
 }
 
-/* The baseline run: findings and checkpoints. */
+static check_engine *engine_new(minimizer *m, check_report *rep, const bool *remove)
+{
+    check_engine *e = check_engine_new(m->t, rep, remove);
+    if (e) {
+        check_engine_set_flag_totals(e, &m->flag_totals);
+        check_engine_set_lifetimes(e, &m->record_last, &m->flag_last);
+    }
+    return e;
+}
+
+/* Pass 1, the baseline: every finding of the trace as it is (fset). */
 static int baseline(minimizer *m)
 {
+    hashes all = { 0 };
     check_report *rep = check_report_new(m->t, 0);
-    check_engine *e = rep ? check_engine_new(m->t, rep, m->remove) : NULL;
+    check_engine *e = rep ? engine_new(m, rep, NULL) : NULL;
+    int rc = -1;
     if (!e)
-        goto fail;
-    check_engine_set_flag_totals(e, &m->flag_totals);
-    check_engine_set_lifetimes(e, &m->record_last, &m->flag_last);
-    uint64_t last = 0;
-    check_engine *c0 = check_engine_clone(e, NULL);
-    if (!c0 || ck_push(&m->ck, &m->n_ck, &m->cap_ck, (ckpt){ 0, c0 }) != 0) {
-        check_engine_free(c0);
-        goto fail;
-    }
+        goto out;
     for (uint64_t i = 0; i < m->t->n_stmts; i++) {
         trace_stmt s;
         trace_stmt_at(m->t, i, &s);
-        size_t before = rep->n;
-        if (check_engine_feed(e, &s) != 0 ||
-            collect(&m->fi, &m->n_fi, &m->cap_fi, rep, before, i) != 0)
-            goto fail;
-        if (i + 1 - last >= m->every && check_engine_quiescent(e)) {
+        if (check_engine_feed(e, &s) != 0 || drain_report(rep, &all) != 0)
+            goto out;
+        /* keeps the tables small; changes no verdict */
+        if ((i & 255) == 255 && check_engine_quiescent(e))
             check_engine_prune(e);
-            check_engine *c = check_engine_clone(e, NULL);
-            if (!c || ck_push(&m->ck, &m->n_ck, &m->cap_ck, (ckpt){ i + 1, c }) != 0) {
-                check_engine_free(c);
-                goto fail;
-            }
-            last = i + 1;
-        }
     }
-    size_t before = rep->n;
-    if (check_engine_finish(e, m->ignore_hangs) != 0 ||
-        collect(&m->fi, &m->n_fi, &m->cap_fi, rep, before, m->t->n_stmts) != 0)
-        goto fail;
-    for (size_t i = 0; i < m->n_fi; i++) {
-        uint64_t *c = trace_u64map_put(&m->fset, m->fi[i].hash, 0);
-        if (!c)
-            goto fail;
-        ++*c;
-    }
+    if (check_engine_finish(e, m->ignore_hangs) != 0 || drain_report(rep, &all) != 0 ||
+        fset_add(m, &all, 1) != 0)
+        goto out;
+    m->n_findings = all.n;
+    rc = 0;
+out:
+    free(all.h);
     check_engine_free(e);
     check_report_free(rep);
-    return 0;
-fail:
-    check_engine_free(e);
-    check_report_free(rep);
-    return -1;
+    return rc;
 }
 
-/* Index of the last checkpoint at or before pos. */
-static size_t ck_at_or_before(const minimizer *m, uint64_t pos)
+/* Feeds the live run (the accepted trace) up to statement `to`. */
+static int live_to(minimizer *m, uint64_t to)
 {
-    size_t lo = 0, hi = m->n_ck;
-    while (hi - lo > 1) {
-        size_t mid = (lo + hi) / 2;
-        if (m->ck[mid].pos <= pos)
-            lo = mid;
-        else
-            hi = mid;
+    for (uint64_t i = check_engine_fed(m->live); i < to; i++) {
+        trace_stmt s;
+        trace_stmt_at(m->t, i, &s);
+        if (check_engine_feed(m->live, &s) != 0 || drain_report(m->live_rep, NULL) != 0)
+            return -1;
     }
-    return lo;
+    return 0;
 }
 
-/* Tries removing the statements seqs[0..n) (sorted). Returns 1 when kept,
- * 0 when not, -1 on OOM. */
+/* *e := a copy of base that reads `remove` and tracks what it changes;
+ * changed: see check_engine_assign. */
+static int prepare(check_engine **e, const check_engine *base, check_report *rep,
+                   const bool *remove, const uint8_t *changed)
+{
+    if (*e && check_engine_reusable(*e)) {
+        if (check_engine_assign(*e, base, rep, changed) != 0)
+            return -1;
+    } else {
+        check_engine_free(*e);
+        if (!(*e = check_engine_clone(base, rep)))
+            return -1;
+    }
+    check_engine_set_remove(*e, remove);
+    check_engine_track(*e, true);
+    return 0;
+}
+
+/* Feeds statement s to e, its findings to v. */
+static int feed(minimizer *m, check_engine *e, check_report *rep, hashes *v, const trace_stmt *s)
+{
+    m->replayed++;
+    return check_engine_feed(e, s) != 0 || drain_report(rep, v) != 0 ? -1 : 0;
+}
+
+/* Pass 2, one candidate: tries removing the statements seqs[0..n) (sorted;
+ * the live run is fed up to seqs[0]). Returns 1 when kept, 0 when not, -1
+ * on OOM. */
 static int try_removal(minimizer *m, const uint64_t *seqs, size_t n)
 {
     uint64_t first = seqs[0], last = seqs[n - 1];
     for (size_t i = 0; i < n; i++)
-        m->remove[seqs[i]] = true;
-    size_t ci = ck_at_or_before(m, first);
-    check_report *rep = check_report_new(m->t, 0);
-    check_engine *e = rep ? check_engine_clone(m->ck[ci].e, rep) : NULL;
-    ckpt *nck = NULL;
-    size_t n_nck = 0, cap_nck = 0;
-    fitem *nfi = NULL;
-    size_t n_nfi = 0, cap_nfi = 0;
-    int verdict = -1;
-    size_t cj = m->n_ck;            /* checkpoint where the replay converged */
-    if (!e)
-        goto out;
-    check_engine_set_remove(e, m->remove);
-    check_engine_track(e, true);
-    size_t next = ci + 1;
-    bool fresh = true;
-    for (uint64_t i = m->ck[ci].pos; i < m->t->n_stmts; i++) {
+        m->trial[seqs[i]] = true;
+    /* The window starts at the live position when the live run is
+     * quiescent there, else at the snapshot (and replays up to it). */
+    const check_engine *base = m->snap;
+    const uint8_t *changed = NULL;
+    if (check_engine_reusable(m->live)) {
+        check_engine_prune(m->live);
+        if (first - check_engine_fed(m->snap) >= m->every &&
+            check_engine_assign(m->snap, m->live, NULL, NULL) != 0)
+            return -1;
+        base = m->live;
+        /* the live run tracks the roots it touched since the window
+         * engines were last copied from it */
+        if (m->from_live)
+            changed = check_engine_dirty_roots(m->live);
+    }
+    m->ref_f.n = m->try_f.n = 0;
+    if (prepare(&m->ref, base, m->ref_rep, m->remove, changed) != 0 ||
+        prepare(&m->try, base, m->try_rep, m->trial, changed) != 0)
+        return -1;
+    m->from_live = base == m->live;
+    if (m->from_live)
+        check_engine_track(m->live, true);
+    bool fresh = true, converged = false;
+    for (uint64_t i = check_engine_fed(base); i < m->t->n_stmts; i++) {
         trace_stmt s;
         trace_stmt_at(m->t, i, &s);
-        size_t before = rep->n;
-        m->replayed++;
-        if (check_engine_feed(e, &s) != 0 || collect(&nfi, &n_nfi, &cap_nfi, rep, before, i) != 0)
-            goto out;
-        if (is_new(m, rep, before)) {
+        size_t before = m->try_f.n;
+        if (feed(m, m->try, m->try_rep, &m->try_f, &s) != 0)
+            return -1;
+        if (is_new(m, &m->try_f, before)) {
             fresh = false;
             break;
         }
-        while (next < m->n_ck && m->ck[next].pos < i + 1)
-            next++;
-        if (next < m->n_ck && m->ck[next].pos == i + 1 && check_engine_quiescent(e)) {
-            check_engine_prune(e);
-            if (i >= last && check_engine_same(e, m->ck[next].e)) {
-                cj = next;
+        if (feed(m, m->ref, m->ref_rep, &m->ref_f, &s) != 0)
+            return -1;
+        if (i >= last && check_engine_quiescent(m->try) && check_engine_quiescent(m->ref)) {
+            if (check_engine_same(m->try, m->ref)) {
+                /* the rest of both runs is the same */
+                converged = true;
                 break;
-            }
-            check_engine *c = check_engine_clone(e, NULL);
-            if (!c || ck_push(&nck, &n_nck, &cap_nck, (ckpt){ i + 1, c }) != 0) {
-                check_engine_free(c);
-                goto out;
             }
         }
     }
-    if (fresh && cj == m->n_ck) {
-        size_t before = rep->n;
-        if (check_engine_finish(e, m->ignore_hangs) != 0 ||
-            collect(&nfi, &n_nfi, &cap_nfi, rep, before, m->t->n_stmts) != 0)
-            goto out;
-        fresh = !is_new(m, rep, before);
+    if (fresh && !converged) {
+        size_t before = m->try_f.n;
+        if (check_engine_finish(m->try, m->ignore_hangs) != 0 ||
+            drain_report(m->try_rep, &m->try_f) != 0)
+            return -1;
+        fresh = !is_new(m, &m->try_f, before);
+        if (fresh && (check_engine_finish(m->ref, m->ignore_hangs) != 0 ||
+                      drain_report(m->ref_rep, &m->ref_f) != 0))
+            return -1;
     }
     if (!fresh) {
-        verdict = 0;
-        goto out;
-    }
-    /* Kept: the window [ck[ci].pos, end) takes the replay's checkpoints and
-     * findings. */
-    uint64_t lo = m->ck[ci].pos, hi = cj < m->n_ck ? m->ck[cj].pos : UINT64_MAX;
-    size_t w = 0;
-    for (size_t i = 0; i < m->n_fi; i++) {
-        if (m->fi[i].pos >= lo && m->fi[i].pos < hi) {
-            uint64_t *c = trace_u64map_get(&m->fset, m->fi[i].hash);
-            if (c && *c)
-                --*c;
-        } else
-            m->fi[w++] = m->fi[i];
-    }
-    m->n_fi = w;
-    for (size_t i = 0; i < n_nfi; i++) {
-        uint64_t *c = trace_u64map_put(&m->fset, nfi[i].hash, 0);
-        if (!c || fi_push(&m->fi, &m->n_fi, &m->cap_fi, nfi[i]) != 0)
-            goto out;
-        ++*c;
-    }
-    /* checkpoints: keep [0, ci], the replay's, then [cj, end) */
-    size_t keep_tail = cj < m->n_ck ? m->n_ck - cj : 0;
-    for (size_t i = ci + 1; i < cj && i < m->n_ck; i++)
-        check_engine_free(m->ck[i].e);
-    ckpt *merged = malloc((ci + 1 + n_nck + keep_tail + 1) * sizeof *merged);
-    if (!merged)
-        goto out;
-    memcpy(merged, m->ck, (ci + 1) * sizeof *merged);
-    if (n_nck)
-        memcpy(merged + ci + 1, nck, n_nck * sizeof *merged);
-    if (keep_tail)
-        memcpy(merged + ci + 1 + n_nck, m->ck + cj, keep_tail * sizeof *merged);
-    free(m->ck);
-    m->ck = merged;
-    m->n_ck = ci + 1 + n_nck + keep_tail;
-    m->cap_ck = m->n_ck + 1;
-    n_nck = 0;
-    verdict = 1;
-out:
-    for (size_t i = 0; i < n_nck; i++)
-        check_engine_free(nck[i].e);
-    free(nck);
-    free(nfi);
-    check_engine_free(e);
-    check_report_free(rep);
-    if (verdict != 1)
         for (size_t i = 0; i < n; i++)
-            m->remove[seqs[i]] = false;
-    return verdict;
+            m->trial[seqs[i]] = false;
+        return 0;
+    }
+    /* Kept: the window's findings are the candidate-less run's now. */
+    if (fset_add(m, &m->ref_f, -1) != 0 || fset_add(m, &m->try_f, 1) != 0)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        m->remove[seqs[i]] = true;
+    return 1;
 }
 
 typedef struct cand {
@@ -413,19 +395,28 @@ int check_minimize(trace *t, const check_options *opt, check_min_result *out, tr
     minimizer m = { 0 };
     m.t = t;
     m.ignore_hangs = opt ? opt->ignore_hangs : false;
-    m.every = opt && opt->checkpoint_every ? opt->checkpoint_every : CKPT_EVERY;
+    m.every = opt && opt->checkpoint_every ? opt->checkpoint_every : SNAP_EVERY;
     m.remove = calloc(t->n_stmts ? t->n_stmts : 1, sizeof *m.remove);
+    m.trial = calloc(t->n_stmts ? t->n_stmts : 1, sizeof *m.trial);
     cand *c = NULL;
     size_t n_c = 0;
     int rc = -1;
-    if (!m.remove || check_flag_totals(t, &m.flag_totals) != 0 || lifetimes(&m) != 0 ||
-        baseline(&m) != 0 ||
-        candidates(t, &c, &n_c) != 0)
+    if (!m.remove || !m.trial || check_flag_totals(t, &m.flag_totals) != 0 ||
+        lifetimes(&m) != 0 || baseline(&m) != 0 || candidates(t, &c, &n_c) != 0)
         goto out;
-    out->n_findings = m.n_fi;
-    bool allowed = m.n_fi == 0 || (opt && opt->allow_findings);
+    out->n_findings = m.n_findings;
+    bool allowed = m.n_findings == 0 || (opt && opt->allow_findings);
+    if (allowed && n_c) {
+        m.live_rep = check_report_new(t, 0);
+        m.ref_rep = check_report_new(t, 0);
+        m.try_rep = check_report_new(t, 0);
+        m.live = m.live_rep ? engine_new(&m, m.live_rep, m.remove) : NULL;
+        m.snap = m.live ? check_engine_clone(m.live, NULL) : NULL;
+        if (!m.ref_rep || !m.try_rep || !m.snap)
+            goto out;
+    }
     for (size_t i = 0; allowed && i < n_c; i++)
-        if (try_removal(&m, c[i].seqs, c[i].n) < 0)
+        if (live_to(&m, c[i].first) != 0 || try_removal(&m, c[i].seqs, c[i].n) < 0)
             goto out;
     out->n_stmts = t->n_stmts;
     out->n_candidates = n_c;
@@ -461,15 +452,21 @@ out:
     for (size_t i = 0; i < n_c; i++)
         free(c[i].seqs);
     free(c);
-    for (size_t i = 0; i < m.n_ck; i++)
-        check_engine_free(m.ck[i].e);
-    free(m.ck);
-    free(m.fi);
+    check_engine_free(m.live);
+    check_engine_free(m.snap);
+    check_engine_free(m.ref);
+    check_engine_free(m.try);
+    check_report_free(m.live_rep);
+    check_report_free(m.ref_rep);
+    check_report_free(m.try_rep);
+    free(m.ref_f.h);
+    free(m.try_f.h);
     trace_u64map_free(&m.fset);
     trace_u64map_free(&m.flag_totals);
     trace_u64map_free(&m.record_last);
     trace_u64map_free(&m.flag_last);
     free(m.remove);
+    free(m.trial);
     return rc;
 }
 
