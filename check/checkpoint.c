@@ -60,13 +60,35 @@ void check_engine_prune(check_engine *e)
     }
 }
 
+/* Empties m, keeping its storage. */
+static void map_clear(trace_u64map *m)
+{
+    if (m->count)
+        memset(m->used, 0, m->cap);
+    m->count = 0;
+}
+
 void check_engine_track(check_engine *e, bool on)
 {
     e->track = on;
     if (e->dirty_root)
         memset(e->dirty_root, 0, e->n_shadow);
-    trace_u64map_free(&e->dirty_events);
-    trace_u64map_free(&e->dirty_flags);
+    map_clear(&e->dirty_events);
+    map_clear(&e->dirty_flags);
+}
+
+/* dst := src, reusing dst's storage when the sizes agree. 0 or -1 (OOM). */
+static int map_assign(trace_u64map *dst, const trace_u64map *src)
+{
+    if (dst->cap != src->cap || !src->cap) {
+        trace_u64map_free(dst);
+        return trace_u64map_copy(dst, src);
+    }
+    memcpy(dst->keys, src->keys, src->cap * sizeof *dst->keys);
+    memcpy(dst->vals, src->vals, src->cap * sizeof *dst->vals);
+    memcpy(dst->used, src->used, src->cap);
+    dst->count = src->count;
+    return 0;
 }
 
 /* Drops what dst holds of a previous copy: its nodes, maps and binder (its
@@ -79,11 +101,10 @@ static void drop_tables(check_engine *d)
     for (uint32_t i = 0; i < d->flags.cap; i++)
         if (d->flags.used[i] && d->flags.vals[i])
             flag_node_free((flag_node *)(uintptr_t)d->flags.vals[i]);
-    trace_u64map_free(&d->events);
-    trace_u64map_free(&d->flags);
-    trace_u64map_free(&d->mismatched);
-    trace_u64map_free(&d->dirty_events);
-    trace_u64map_free(&d->dirty_flags);
+    map_clear(&d->events);
+    map_clear(&d->flags);
+    map_clear(&d->dirty_events);
+    map_clear(&d->dirty_flags);
     trace_binder_free(d->bind);
     d->bind = NULL;
 }
@@ -91,7 +112,7 @@ static void drop_tables(check_engine *d)
 /* The flags of a quiescent engine, deep: a flag's sets grow in place. */
 static int copy_flags(check_engine *c, const check_engine *e)
 {
-    if (trace_u64map_copy(&c->flags, &e->flags) != 0)
+    if (map_assign(&c->flags, &e->flags) != 0)
         return -1;
     for (uint32_t i = 0; i < c->flags.cap; i++) {
         if (!c->flags.used[i] || !c->flags.vals[i])
@@ -151,7 +172,7 @@ static bool clean8(const uint8_t *a, uint32_t na, const uint8_t *b, uint32_t nb,
 }
 
 int check_engine_assign(check_engine *c, const check_engine *e, check_report *rep,
-                        const uint8_t *changed)
+                        const uint32_t *roots, size_t n_roots)
 {
     c->t = e->t;
     c->rep = rep;
@@ -205,16 +226,12 @@ int check_engine_assign(check_engine *c, const check_engine *e, check_report *re
     }
     /* A shadow both hold is shared (refs > 1), so neither changes it in
      * place: equal pointers are equal states, and only the others move.
-     * With `changed`, only the roots that either engine touched since c was
-     * last assigned from e can differ. */
-    uint32_t n_changed = changed ? e->n_shadow : 0;
-    for (uint32_t i = 0; i < c->n_shadow; i++) {
-        if (changed && i < old_n && (i & 7) == 0 && i + 8 <= old_n &&
-            clean8(c->dirty_root, old_n, changed, n_changed, i)) {
-            i += 7;
-            continue;
-        }
-        if (changed && i < old_n && !c->dirty_root[i] && !(i < n_changed && changed[i]))
+     * With a list of roots, only those (and roots c did not have) can
+     * differ. */
+    size_t n_look = roots ? n_roots + (c->n_shadow - old_n) : c->n_shadow;
+    for (size_t k = 0; k < n_look; k++) {
+        uint32_t i = !roots ? (uint32_t)k : k < n_roots ? roots[k] : old_n + (uint32_t)(k - n_roots);
+        if (i >= c->n_shadow)
             continue;
         check_shadow *x = i < e->n_shadow ? e->shadow[i] : NULL;
         if (c->shadow[i] != x) {
@@ -224,13 +241,13 @@ int check_engine_assign(check_engine *c, const check_engine *e, check_report *re
     }
     if (c->dirty_root && c->n_shadow)
         memset(c->dirty_root, 0, c->n_shadow);
-    if (trace_u64map_copy(&c->events, &e->events) != 0)
+    if (map_assign(&c->events, &e->events) != 0)
         return -1;
     for (uint32_t i = 0; i < c->events.cap; i++)
         if (c->events.used[i] && c->events.vals[i])
             ((ev_node *)(uintptr_t)c->events.vals[i])->refs++;
     if (copy_flags(c, e) != 0 || !(c->bind = trace_binder_clone(e->bind)) ||
-        trace_u64map_copy(&c->mismatched, &e->mismatched) != 0)
+        map_assign(&c->mismatched, &e->mismatched) != 0)
         return -1;
     c->flag_totals = e->flag_totals;
     c->record_last = e->record_last;
@@ -244,7 +261,7 @@ check_engine *check_engine_clone(const check_engine *e, check_report *rep)
     check_engine *c = calloc(1, sizeof *c);
     if (!c)
         return NULL;
-    if (check_engine_assign(c, e, rep, NULL) != 0) {
+    if (check_engine_assign(c, e, rep, NULL, 0) != 0) {
         check_engine_free(c);
         return NULL;
     }
@@ -300,7 +317,8 @@ static bool dirty_same(const check_engine *a, const check_engine *b, const trace
     return true;
 }
 
-bool check_engine_same(const check_engine *a, const check_engine *b)
+bool check_engine_same(const check_engine *a, const check_engine *b, const uint32_t *roots,
+                       size_t n_roots)
 {
     if (a->n_q != b->n_q || a->fed != b->fed || a->mismatched.count != b->mismatched.count)
         return false;
@@ -319,6 +337,16 @@ bool check_engine_same(const check_engine *a, const check_engine *b)
         !dirty_same(a, b, &b->dirty_flags, flag_same))
         return false;
     uint32_t ns = a->n_shadow > b->n_shadow ? a->n_shadow : b->n_shadow;
+    if (roots) {
+        for (size_t k = 0; k < n_roots; k++) {
+            uint32_t i = roots[k];
+            const check_shadow *x = i < a->n_shadow ? a->shadow[i] : NULL;
+            const check_shadow *y = i < b->n_shadow ? b->shadow[i] : NULL;
+            if (!check_shadow_equal(x, y))
+                return false;
+        }
+        return true;
+    }
     for (uint32_t i = 0; i < ns; i++) {
         if ((i & 7) == 0 && i + 8 <= a->n_shadow && i + 8 <= b->n_shadow &&
             clean8(a->dirty_root, a->n_shadow, b->dirty_root, b->n_shadow, i)) {
@@ -334,9 +362,4 @@ bool check_engine_same(const check_engine *a, const check_engine *b)
             return false;
     }
     return true;
-}
-
-const uint8_t *check_engine_dirty_roots(const check_engine *e)
-{
-    return e->dirty_root;
 }

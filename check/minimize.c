@@ -41,6 +41,24 @@ typedef struct hashes {
     size_t n, cap;
 } hashes;
 
+/* A set of root buffers (a list, and a stamp per root for membership). */
+typedef struct rootset {
+    uint32_t *r;
+    size_t n, cap;
+    uint32_t *stamp;            /* per root: epoch when in the set */
+    uint32_t n_stamp, epoch;
+} rootset;
+
+/* A window engine: a copy of the live run (or of the snapshot) fed a
+ * window of statements. */
+typedef struct window {
+    check_engine *e;
+    check_report *rep;
+    hashes f;                   /* its findings in the window */
+    bool from_live;             /* last copied from the live run... */
+    rootset moved;              /* ...and these roots may differ from its since */
+} window;
+
 typedef struct minimizer {
     trace *t;
     bool ignore_hangs;
@@ -55,11 +73,10 @@ typedef struct minimizer {
     uint32_t every;             /* statements between snapshots */
     check_engine *live;         /* the accepted trace, fed up to the candidate */
     check_report *live_rep;
+    uint64_t pruned;            /* where live was last pruned */
     check_engine *snap;         /* live at an earlier quiescent candidate (never fed) */
-    check_engine *ref, *try;    /* a window with and without the candidate */
-    bool from_live;             /* both were last copied from live */
-    check_report *ref_rep, *try_rep;
-    hashes ref_f, try_f;        /* their findings in the window */
+    window ref, try;            /* the window with the candidate, and without */
+    rootset touched;            /* roots the window's statements access */
 } minimizer;
 
 static uint64_t fkey_hash(const trace_finding *f)
@@ -195,42 +212,103 @@ out:
     return rc;
 }
 
+/* Adds root r to rs. 0 or -1 (OOM). */
+static int roots_add(rootset *rs, uint32_t r)
+{
+    if (rs->stamp[r] == rs->epoch)
+        return 0;
+    if (rs->n == rs->cap) {
+        size_t c = rs->cap ? rs->cap * 2 : 64;
+        uint32_t *p = realloc(rs->r, c * sizeof *p);
+        if (!p)
+            return -1;
+        rs->r = p;
+        rs->cap = c;
+    }
+    rs->stamp[r] = rs->epoch;
+    rs->r[rs->n++] = r;
+    return 0;
+}
+
+static void roots_clear(rootset *rs)
+{
+    rs->n = 0;
+    if (++rs->epoch == 0) {     /* wrapped: no stamp may match */
+        memset(rs->stamp, 0, rs->n_stamp * sizeof *rs->stamp);
+        rs->epoch = 1;
+    }
+}
+
+/* Adds the roots statement s accesses (alloc and free: its buffer's) to
+ * a and, when not NULL, b. Only these can change in an engine fed s. */
+static int roots_of(const trace *t, const trace_stmt *s, rootset *a, rootset *b)
+{
+    if (s->kind == TRACE_ALLOC || s->kind == TRACE_FREE) {
+        if (s->object >= t->n_buffers)
+            return 0;
+        uint32_t r = t->buffers[s->object].root;
+        return roots_add(a, r) != 0 || (b && roots_add(b, r) != 0) ? -1 : 0;
+    }
+    for (uint32_t i = 0; i < s->n_access; i++) {
+        uint32_t r;
+        uint64_t lo, hi;
+        trace_access_root(t, &s->access[i], &r, &lo, &hi);
+        if (roots_add(a, r) != 0 || (b && roots_add(b, r) != 0))
+            return -1;
+    }
+    return 0;
+}
+
 /* Feeds the live run (the accepted trace) up to statement `to`. */
 static int live_to(minimizer *m, uint64_t to)
 {
     for (uint64_t i = check_engine_fed(m->live); i < to; i++) {
         trace_stmt s;
         trace_stmt_at(m->t, i, &s);
-        if (check_engine_feed(m->live, &s) != 0 || drain_report(m->live_rep, NULL) != 0)
+        if (check_engine_feed(m->live, &s) != 0 || drain_report(m->live_rep, NULL) != 0 ||
+            roots_of(m->t, &s, &m->ref.moved, &m->try.moved) != 0)
             return -1;
     }
     return 0;
 }
 
-/* *e := a copy of base that reads `remove` and tracks what it changes;
- * changed: see check_engine_assign. */
-static int prepare(check_engine **e, const check_engine *base, check_report *rep,
-                   const bool *remove, const uint8_t *changed)
+/* w := a copy of base that reads `remove` and tracks what it changes. */
+static int prepare(minimizer *m, window *w, const check_engine *base, const bool *remove)
 {
-    if (*e && check_engine_reusable(*e)) {
-        if (check_engine_assign(*e, base, rep, changed) != 0)
+    bool live = base == m->live;
+    w->f.n = 0;
+    if (w->e && check_engine_reusable(w->e)) {
+        bool known = live && w->from_live;
+        if (check_engine_assign(w->e, base, w->rep, known ? w->moved.r : NULL,
+                                known ? w->moved.n : 0) != 0)
             return -1;
     } else {
-        check_engine_free(*e);
-        if (!(*e = check_engine_clone(base, rep)))
+        check_engine_free(w->e);
+        if (!(w->e = check_engine_clone(base, w->rep)))
             return -1;
     }
-    check_engine_set_remove(*e, remove);
-    check_engine_track(*e, true);
+    w->from_live = live;
+    roots_clear(&w->moved);
+    check_engine_set_remove(w->e, remove);
+    check_engine_track(w->e, true);
     return 0;
 }
 
-/* Feeds statement s to e, its findings to v. */
-static int feed(minimizer *m, check_engine *e, check_report *rep, hashes *v, const trace_stmt *s)
+/* Feeds statement s to window w. */
+static int feed(minimizer *m, window *w, const trace_stmt *s)
 {
     m->replayed++;
-    return check_engine_feed(e, s) != 0 || drain_report(rep, v) != 0 ? -1 : 0;
+    return check_engine_feed(w->e, s) != 0 || drain_report(w->rep, &w->f) != 0 ||
+                   roots_of(m->t, s, &w->moved, &m->touched) != 0
+               ? -1
+               : 0;
 }
+
+/* The two windows may have met (their states compared) once the candidate's
+ * last statement is this far behind: a removal that changes anything
+ * usually shows a new finding within a statement or two, and the reference
+ * window is copied only when a comparison is due. */
+#define MEET_AFTER 2
 
 /* Pass 2, one candidate: tries removing the statements seqs[0..n) (sorted;
  * the live run is fed up to seqs[0]). Returns 1 when kept, 0 when not, -1
@@ -243,54 +321,73 @@ static int try_removal(minimizer *m, const uint64_t *seqs, size_t n)
     /* The window starts at the live position when the live run is
      * quiescent there, else at the snapshot (and replays up to it). */
     const check_engine *base = m->snap;
-    const uint8_t *changed = NULL;
     if (check_engine_reusable(m->live)) {
-        check_engine_prune(m->live);
+        if (first - m->pruned >= 32) {
+            check_engine_prune(m->live);
+            m->pruned = first;
+        }
         if (first - check_engine_fed(m->snap) >= m->every &&
-            check_engine_assign(m->snap, m->live, NULL, NULL) != 0)
+            check_engine_assign(m->snap, m->live, NULL, NULL, 0) != 0)
             return -1;
         base = m->live;
-        /* the live run tracks the roots it touched since the window
-         * engines were last copied from it */
-        if (m->from_live)
-            changed = check_engine_dirty_roots(m->live);
     }
-    m->ref_f.n = m->try_f.n = 0;
-    if (prepare(&m->ref, base, m->ref_rep, m->remove, changed) != 0 ||
-        prepare(&m->try, base, m->try_rep, m->trial, changed) != 0)
+    roots_clear(&m->touched);
+    if (prepare(m, &m->try, base, m->trial) != 0)
         return -1;
-    m->from_live = base == m->live;
-    if (m->from_live)
-        check_engine_track(m->live, true);
-    bool fresh = true, converged = false;
-    for (uint64_t i = check_engine_fed(base); i < m->t->n_stmts; i++) {
+    bool fresh = true, converged = false, ref_ready = false;
+    uint64_t from = check_engine_fed(base);
+    for (uint64_t i = from; i < m->t->n_stmts; i++) {
         trace_stmt s;
         trace_stmt_at(m->t, i, &s);
-        size_t before = m->try_f.n;
-        if (feed(m, m->try, m->try_rep, &m->try_f, &s) != 0)
+        size_t before = m->try.f.n;
+        if (feed(m, &m->try, &s) != 0)
             return -1;
-        if (is_new(m, &m->try_f, before)) {
+        if (is_new(m, &m->try.f, before)) {
             fresh = false;
             break;
         }
-        if (feed(m, m->ref, m->ref_rep, &m->ref_f, &s) != 0)
+        if (ref_ready && feed(m, &m->ref, &s) != 0)
             return -1;
-        if (i >= last && check_engine_quiescent(m->try) && check_engine_quiescent(m->ref)) {
-            if (check_engine_same(m->try, m->ref)) {
-                /* the rest of both runs is the same */
-                converged = true;
-                break;
+        if (i < last + MEET_AFTER || !check_engine_quiescent(m->try.e))
+            continue;
+        if (!ref_ready) {
+            /* the reference catches up */
+            if (prepare(m, &m->ref, base, m->remove) != 0)
+                return -1;
+            for (uint64_t k = from; k <= i; k++) {
+                trace_stmt x;
+                trace_stmt_at(m->t, k, &x);
+                if (feed(m, &m->ref, &x) != 0)
+                    return -1;
             }
+            ref_ready = true;
+        }
+        if (check_engine_quiescent(m->ref.e) &&
+            check_engine_same(m->try.e, m->ref.e, m->touched.r, m->touched.n)) {
+            /* the rest of both runs is the same */
+            converged = true;
+            break;
         }
     }
     if (fresh && !converged) {
-        size_t before = m->try_f.n;
-        if (check_engine_finish(m->try, m->ignore_hangs) != 0 ||
-            drain_report(m->try_rep, &m->try_f) != 0)
+        size_t before = m->try.f.n;
+        if (check_engine_finish(m->try.e, m->ignore_hangs) != 0 ||
+            drain_report(m->try.rep, &m->try.f) != 0)
             return -1;
-        fresh = !is_new(m, &m->try_f, before);
-        if (fresh && (check_engine_finish(m->ref, m->ignore_hangs) != 0 ||
-                      drain_report(m->ref_rep, &m->ref_f) != 0))
+        fresh = !is_new(m, &m->try.f, before);
+        if (fresh && !ref_ready) {
+            if (prepare(m, &m->ref, base, m->remove) != 0)
+                return -1;
+            for (uint64_t k = from; k < m->t->n_stmts; k++) {
+                trace_stmt x;
+                trace_stmt_at(m->t, k, &x);
+                if (feed(m, &m->ref, &x) != 0)
+                    return -1;
+            }
+            ref_ready = true;
+        }
+        if (fresh && (check_engine_finish(m->ref.e, m->ignore_hangs) != 0 ||
+                      drain_report(m->ref.rep, &m->ref.f) != 0))
             return -1;
     }
     if (!fresh) {
@@ -299,7 +396,7 @@ static int try_removal(minimizer *m, const uint64_t *seqs, size_t n)
         return 0;
     }
     /* Kept: the window's findings are the candidate-less run's now. */
-    if (fset_add(m, &m->ref_f, -1) != 0 || fset_add(m, &m->try_f, 1) != 0)
+    if (fset_add(m, &m->ref.f, -1) != 0 || fset_add(m, &m->try.f, 1) != 0)
         return -1;
     for (size_t i = 0; i < n; i++)
         m->remove[seqs[i]] = true;
@@ -407,12 +504,19 @@ int check_minimize(trace *t, const check_options *opt, check_min_result *out, tr
     out->n_findings = m.n_findings;
     bool allowed = m.n_findings == 0 || (opt && opt->allow_findings);
     if (allowed && n_c) {
+        size_t nb = t->n_buffers ? t->n_buffers : 1;
         m.live_rep = check_report_new(t, 0);
-        m.ref_rep = check_report_new(t, 0);
-        m.try_rep = check_report_new(t, 0);
+        m.ref.rep = check_report_new(t, 0);
+        m.try.rep = check_report_new(t, 0);
+        m.ref.moved.stamp = calloc(nb, sizeof(uint32_t));
+        m.try.moved.stamp = calloc(nb, sizeof(uint32_t));
+        m.touched.stamp = calloc(nb, sizeof(uint32_t));
+        m.ref.moved.epoch = m.try.moved.epoch = m.touched.epoch = 1;
+        m.ref.moved.n_stamp = m.try.moved.n_stamp = m.touched.n_stamp = (uint32_t)nb;
         m.live = m.live_rep ? engine_new(&m, m.live_rep, m.remove) : NULL;
         m.snap = m.live ? check_engine_clone(m.live, NULL) : NULL;
-        if (!m.ref_rep || !m.try_rep || !m.snap)
+        if (!m.ref.rep || !m.try.rep || !m.snap || !m.ref.moved.stamp || !m.try.moved.stamp ||
+            !m.touched.stamp)
             goto out;
     }
     for (size_t i = 0; allowed && i < n_c; i++)
@@ -454,13 +558,17 @@ out:
     free(c);
     check_engine_free(m.live);
     check_engine_free(m.snap);
-    check_engine_free(m.ref);
-    check_engine_free(m.try);
+    window *w[2] = { &m.ref, &m.try };
+    for (int k = 0; k < 2; k++) {
+        check_engine_free(w[k]->e);
+        check_report_free(w[k]->rep);
+        free(w[k]->f.h);
+        free(w[k]->moved.r);
+        free(w[k]->moved.stamp);
+    }
+    free(m.touched.r);
+    free(m.touched.stamp);
     check_report_free(m.live_rep);
-    check_report_free(m.ref_rep);
-    check_report_free(m.try_rep);
-    free(m.ref_f.h);
-    free(m.try_f.h);
     trace_u64map_free(&m.fset);
     trace_u64map_free(&m.flag_totals);
     trace_u64map_free(&m.record_last);
