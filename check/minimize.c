@@ -35,9 +35,14 @@
 
 #define SNAP_EVERY 256 /* default statements between snapshots of the live run */
 
-/* Hashes of findings, in the order they were found. */
+/* Findings (their hashes) in the order they were found, each with the
+ * position of the statement being fed when it was (n_stmts: at the end). */
+typedef struct fitem {
+    uint64_t hash, pos;
+} fitem;
+
 typedef struct hashes {
-    uint64_t *h;
+    fitem *h;
     size_t n, cap;
 } hashes;
 
@@ -65,6 +70,7 @@ typedef struct minimizer {
     bool *remove;               /* per seq: the removals kept (the accepted trace) */
     bool *trial;                /* remove, plus the candidate being tried */
     trace_u64map fset;          /* finding hash -> count, over the accepted trace's run */
+    hashes found;               /* the accepted trace's findings, by position */
     size_t n_findings;          /* findings before any removal */
     trace_u64map flag_totals;   /* flag -> signals: exact rule 6 from the start */
     trace_u64map record_last;   /* record seq -> last wait bound to it */
@@ -89,25 +95,26 @@ static uint64_t fkey_hash(const trace_finding *f)
     return h;
 }
 
-/* Moves the findings of rep into v (NULL: drops them) and empties rep, so
- * that a report fed for the whole run holds one statement's findings at a
- * time. The merge window of check_report_conflict is one statement, which
- * one feed completes. 0 or -1 (OOM). */
-static int drain_report(check_report *rep, hashes *v)
+/* Moves the findings of rep, found at position pos, into v (NULL: drops
+ * them) and empties rep, so that a report fed for a whole run holds one
+ * statement's findings at a time. The merge window of
+ * check_report_conflict is one statement, which one feed completes. 0 or -1
+ * (OOM). */
+static int drain_report(check_report *rep, hashes *v, uint64_t pos)
 {
     int rc = 0;
     for (size_t i = 0; i < rep->n; i++) {
         if (v && rc == 0) {
             if (v->n == v->cap) {
                 size_t c = v->cap ? v->cap * 2 : 64;
-                uint64_t *p = realloc(v->h, c * sizeof *p);
+                fitem *p = realloc(v->h, c * sizeof *p);
                 if (!p)
                     rc = -1;
                 else
                     v->h = p, v->cap = c;
             }
             if (rc == 0)
-                v->h[v->n++] = fkey_hash(&rep->f[i]);
+                v->h[v->n++] = (fitem){ fkey_hash(&rep->f[i]), pos };
         }
         trace_finding_release(&rep->f[i]);
     }
@@ -121,22 +128,60 @@ static int drain_report(check_report *rep, hashes *v)
 static bool is_new(const minimizer *m, const hashes *v, size_t from)
 {
     for (size_t i = from; i < v->n; i++) {
-        uint64_t *c = trace_u64map_get(&m->fset, v->h[i]);
+        uint64_t *c = trace_u64map_get(&m->fset, v->h[i].hash);
         if (!c || !*c)
             return true;
     }
     return false;
 }
 
-/* fset += sign * v. */
-static int fset_add(minimizer *m, const hashes *v, int sign)
+/* fset += sign * v[lo..hi). */
+static int fset_add(minimizer *m, const fitem *v, size_t lo, size_t hi, int sign)
 {
-    for (size_t i = 0; i < v->n; i++) {
-        uint64_t *c = trace_u64map_put(&m->fset, v->h[i], 0);
+    for (size_t i = lo; i < hi; i++) {
+        uint64_t *c = trace_u64map_put(&m->fset, v[i].hash, 0);
         if (!c)
             return -1;
         *c += (uint64_t)(int64_t)sign;
     }
+    return 0;
+}
+
+/* The first finding of v (sorted by position) at or after pos. */
+static size_t first_at(const hashes *v, uint64_t pos)
+{
+    size_t lo = 0, hi = v->n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (v->h[mid].pos < pos)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* A kept removal: the accepted trace's findings at positions [lo, hi) are
+ * the trial's findings there now (fset and the list both). */
+static int accept_window(minimizer *m, const hashes *trial, uint64_t lo, uint64_t hi)
+{
+    hashes *a = &m->found;
+    size_t a0 = first_at(a, lo), a1 = first_at(a, hi);
+    size_t t0 = first_at(trial, lo), t1 = first_at(trial, hi);
+    if (fset_add(m, a->h, a0, a1, -1) != 0 || fset_add(m, trial->h, t0, t1, 1) != 0)
+        return -1;
+    size_t n = a->n - (a1 - a0) + (t1 - t0);
+    if (n > a->cap) {
+        fitem *p = realloc(a->h, n * sizeof *p);
+        if (!p)
+            return -1;
+        a->h = p;
+        a->cap = n;
+    }
+    memmove(a->h + a0 + (t1 - t0), a->h + a1, (a->n - a1) * sizeof *a->h);
+    if (t1 > t0)
+        memcpy(a->h + a0, trial->h + t0, (t1 - t0) * sizeof *a->h);
+    a->n = n;
     return 0;
 }
 
@@ -182,10 +227,9 @@ static check_engine *engine_new(minimizer *m, check_report *rep, const bool *rem
     return e;
 }
 
-/* Pass 1, the baseline: every finding of the trace as it is (fset). */
+/* Pass 1, the baseline: every finding of the trace as it is. */
 static int baseline(minimizer *m)
 {
-    hashes all = { 0 };
     check_report *rep = check_report_new(m->t, 0);
     check_engine *e = rep ? engine_new(m, rep, NULL) : NULL;
     int rc = -1;
@@ -194,19 +238,19 @@ static int baseline(minimizer *m)
     for (uint64_t i = 0; i < m->t->n_stmts; i++) {
         trace_stmt s;
         trace_stmt_at(m->t, i, &s);
-        if (check_engine_feed(e, &s) != 0 || drain_report(rep, &all) != 0)
+        if (check_engine_feed(e, &s) != 0 || drain_report(rep, &m->found, i) != 0)
             goto out;
         /* keeps the tables small; changes no verdict */
         if ((i & 255) == 255 && check_engine_quiescent(e))
             check_engine_prune(e);
     }
-    if (check_engine_finish(e, m->ignore_hangs) != 0 || drain_report(rep, &all) != 0 ||
-        fset_add(m, &all, 1) != 0)
+    if (check_engine_finish(e, m->ignore_hangs) != 0 ||
+        drain_report(rep, &m->found, m->t->n_stmts) != 0 ||
+        fset_add(m, m->found.h, 0, m->found.n, 1) != 0)
         goto out;
-    m->n_findings = all.n;
+    m->n_findings = m->found.n;
     rc = 0;
 out:
-    free(all.h);
     check_engine_free(e);
     check_report_free(rep);
     return rc;
@@ -265,7 +309,7 @@ static int live_to(minimizer *m, uint64_t to)
     for (uint64_t i = check_engine_fed(m->live); i < to; i++) {
         trace_stmt s;
         trace_stmt_at(m->t, i, &s);
-        if (check_engine_feed(m->live, &s) != 0 || drain_report(m->live_rep, NULL) != 0 ||
+        if (check_engine_feed(m->live, &s) != 0 || drain_report(m->live_rep, NULL, i) != 0 ||
             roots_of(m->t, &s, &m->ref.moved, &m->try.moved) != 0)
             return -1;
     }
@@ -294,11 +338,12 @@ static int prepare(minimizer *m, window *w, const check_engine *base, const bool
     return 0;
 }
 
-/* Feeds statement s to window w. */
+/* Feeds statement s to window w; the trial keeps its findings. */
 static int feed(minimizer *m, window *w, const trace_stmt *s)
 {
     m->replayed++;
-    return check_engine_feed(w->e, s) != 0 || drain_report(w->rep, &w->f) != 0 ||
+    return check_engine_feed(w->e, s) != 0 ||
+                   drain_report(w->rep, w == &m->try ? &w->f : NULL, s->seq) != 0 ||
                    roots_of(m->t, s, &w->moved, &m->touched) != 0
                ? -1
                : 0;
@@ -372,31 +417,19 @@ static int try_removal(minimizer *m, const uint64_t *seqs, size_t n)
     if (fresh && !converged) {
         size_t before = m->try.f.n;
         if (check_engine_finish(m->try.e, m->ignore_hangs) != 0 ||
-            drain_report(m->try.rep, &m->try.f) != 0)
+            drain_report(m->try.rep, &m->try.f, m->t->n_stmts) != 0)
             return -1;
         fresh = !is_new(m, &m->try.f, before);
-        if (fresh && !ref_ready) {
-            if (prepare(m, &m->ref, base, m->remove) != 0)
-                return -1;
-            for (uint64_t k = from; k < m->t->n_stmts; k++) {
-                trace_stmt x;
-                trace_stmt_at(m->t, k, &x);
-                if (feed(m, &m->ref, &x) != 0)
-                    return -1;
-            }
-            ref_ready = true;
-        }
-        if (fresh && (check_engine_finish(m->ref.e, m->ignore_hangs) != 0 ||
-                      drain_report(m->ref.rep, &m->ref.f) != 0))
-            return -1;
     }
     if (!fresh) {
         for (size_t i = 0; i < n; i++)
             m->trial[seqs[i]] = false;
         return 0;
     }
-    /* Kept: the window's findings are the candidate-less run's now. */
-    if (fset_add(m, &m->ref.f, -1) != 0 || fset_add(m, &m->try.f, 1) != 0)
+    /* Kept: from the candidate to where the windows met (or to the end),
+     * the trial's findings are the accepted trace's now. */
+    if (accept_window(m, &m->try.f, first,
+                      converged ? check_engine_fed(m->try.e) : UINT64_MAX) != 0)
         return -1;
     for (size_t i = 0; i < n; i++)
         m->remove[seqs[i]] = true;
@@ -568,6 +601,7 @@ out:
     }
     free(m.touched.r);
     free(m.touched.stamp);
+    free(m.found.h);
     check_report_free(m.live_rep);
     trace_u64map_free(&m.fset);
     trace_u64map_free(&m.flag_totals);
