@@ -2,6 +2,7 @@
  * bench_check.c -- the checker's speed and memory.
  *
  *   bench_check [--stmts N] [--db-stmts M] [--db PATH] [--min-stmts K] [--shape capture]
+ *               [--min-shape sync-heavy [--write PATH]]
  *
  * 1. In memory: a synthetic trace of N statements (default 10 M; 8 streams,
  *    2 host threads, 4096 buffers) generated on the fly by a custom
@@ -18,6 +19,9 @@
  *    syncs (events, duplicate waits, host syncs, flags between hosts,
  *    barriers), and a fresh event and flag name every iteration, as in
  *    captured traces. Run it alone (--stmts 0 --db-stmts 0) for its peak RSS.
+ *    With --write PATH, writes that trace as text to PATH instead (for
+ *    timing `syncsim minimize PATH` end to end). It prints a digest of the
+ *    removed set, to compare minimisers by, and wall and CPU time.
  * Every figure is measured by this run; nothing is hard-coded.
  */
 #include "check/check.h"
@@ -513,10 +517,38 @@ static trace *sync_heavy(uint64_t n, uint64_t *syncs)
     return t;
 }
 
-static int minimise_sync_heavy(uint64_t n)
+/* Writes t as a text trace to path (for `syncsim minimize PATH`). */
+static int write_text(const trace *t, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        perror(path);
+        return -1;
+    }
+    trace_reader r;
+    trace_error err;
+    trace_reader_memory(&r, (trace *)t);
+    int rc = trace_text_write(f, &r, &err);
+    trace_reader_close(&r);
+    if (fclose(f) != 0 || rc != 0) {
+        fprintf(stderr, "bench_check: %s: %s\n", path, rc ? err.msg : "write failed");
+        return -1;
+    }
+    return 0;
+}
+
+static int minimise_sync_heavy(uint64_t n, const char *write)
 {
     uint64_t syncs;
     trace *t = sync_heavy(n, &syncs);
+    if (write) {
+        int rc = write_text(t, write);
+        if (rc == 0)
+            printf("wrote the sync-heavy shape, %llu statements, to %s\n",
+                   (unsigned long long)t->n_stmts, write);
+        trace_free(t);
+        return rc;
+    }
     long rss0 = peak_rss_kb();
     check_min_result res;
     trace_error err;
@@ -545,7 +577,7 @@ static int minimise_sync_heavy(uint64_t n)
 int main(int argc, char **argv)
 {
     uint64_t n = 10000000, n_db = 2000000, n_min = 100000;
-    const char *db = "/tmp/bench_check.db";
+    const char *db = "/tmp/bench_check.db", *write = NULL;
     bool sync_heavy_shape = false;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--stmts") == 0)
@@ -560,13 +592,15 @@ int main(int argc, char **argv)
             sync_heavy_shape = strcmp(argv[i + 1], "sync-heavy") == 0;
         else if (strcmp(argv[i], "--shape") == 0)
             capture_shaped = strcmp(argv[i + 1], "capture") == 0;
+        else if (strcmp(argv[i], "--write") == 0)
+            write = argv[i + 1];
     }
     double r1, rn;
     long rss1, rssn;
     size_t f1, fn;
     if (n == 0) {               /* the minimiser alone */
         if (sync_heavy_shape)
-            return n_min && minimise_sync_heavy(n_min) != 0;
+            return n_min && minimise_sync_heavy(n_min, write) != 0;
         return n_min && minimise(n_min) != 0;
     }
     if (check_in_memory(n < 1000000 ? n : 1000000, &r1, &rss1, &f1) != 0 ||
