@@ -69,6 +69,7 @@ typedef struct minimizer {
     bool ignore_hangs;
     bool *remove;               /* per seq: the removals kept (the accepted trace) */
     bool *trial;                /* remove, plus the candidate being tried */
+    bool *repeated;             /* per seq: a wait its stream repeats (repeated_waits) */
     trace_u64map fset;          /* finding hash -> count, over the accepted trace's run */
     hashes found;               /* the accepted trace's findings, by position */
     size_t n_findings;          /* findings before any removal */
@@ -183,6 +184,79 @@ static int accept_window(minimizer *m, const hashes *trial, uint64_t lo, uint64_
         memcpy(a->h + a0, trial->h + t0, (t1 - t0) * sizeof *a->h);
     a->n = n;
     return 0;
+}
+
+/* Pass 0b: the stream waits whose removal changes nothing. A wait W on
+ * stream q whose next statement on q is a wait W2 on the same event, bound
+ * to the same record (one recorded before W, none between), submitted by
+ * the same host, with no host sync that may cover q between them: in a run
+ * quiescent at W (the record has run), W runs at once, and W2 after it
+ * makes q learn the same record and a submission clock that holds W's (a
+ * host's clock only grows). Between them q runs nothing and nothing reads
+ * q's clock (no statement of q, no sync of it), so after W2 the state with
+ * W and the state without it are the same, and so are the findings on the
+ * way: the greedy keeps the removal, and no window needs to show it. A sync
+ * `all` counts as covering q whatever its rank (ruling 4), which only makes
+ * this rarer. */
+static int repeated_waits(minimizer *m)
+{
+    const trace *t = m->t;
+    uint64_t *last_wait = malloc((t->n_queues ? t->n_queues : 1) * sizeof *last_wait);
+    uint64_t *last_sync = malloc((t->n_queues ? t->n_queues : 1) * sizeof *last_sync);
+    trace_u64map record = { 0 }, dev_sync = { 0 };
+    uint64_t last_all = 0;
+    int rc = -1;
+    if (!last_wait || !last_sync)
+        goto out;
+    for (uint32_t q = 0; q < t->n_queues; q++)
+        last_wait[q] = UINT64_MAX, last_sync[q] = 0;
+    for (uint64_t i = 0; i < t->n_stmts; i++) {
+        trace_stmt s;
+        trace_stmt_at(t, i, &s);
+        uint32_t q = s.queue;
+        if (s.kind == TRACE_RECORD) {
+            uint64_t *r = trace_u64map_put(&record, s.object, 0);
+            if (!r)
+                goto out;
+            *r = i + 1;     /* 0: none */
+        } else if (s.kind == TRACE_SYNC) {
+            /* a sync at i covers q when i + 1 > W's seq */
+            if (s.sync_scope == TRACE_SYNC_ALL)
+                last_all = i + 1;
+            else if (s.sync_scope == TRACE_SYNC_QUEUE && s.object < t->n_queues)
+                last_sync[s.object] = i + 1;
+            else {
+                uint64_t *d = trace_u64map_put(&dev_sync, s.object, 0);
+                if (!d)
+                    goto out;
+                *d = i + 1;
+            }
+        }
+        if (q >= t->n_queues)
+            continue;
+        uint64_t w = last_wait[q];
+        if (w != UINT64_MAX && s.kind == TRACE_WAIT) {
+            trace_stmt x;
+            trace_stmt_at(t, w, &x);
+            const uint64_t *r = trace_u64map_get(&record, s.object);
+            const uint64_t *d = trace_u64map_get(&dev_sync, t->queues[q].device);
+            uint64_t covered = last_all > last_sync[q] ? last_all : last_sync[q];
+            if (d && *d > covered)
+                covered = *d;
+            if (x.object == s.object && x.by == s.by && r && *r && *r - 1 < w && covered <= w)
+                m->repeated[w] = true;
+        }
+        last_wait[q] = s.kind == TRACE_WAIT && t->queues[q].kind == TRACE_QUEUE_STREAM
+                           ? i
+                           : UINT64_MAX;
+    }
+    rc = 0;
+out:
+    free(last_wait);
+    free(last_sync);
+    trace_u64map_free(&record);
+    trace_u64map_free(&dev_sync);
+    return rc;
 }
 
 /* When each record and flag is last used (see check_engine_set_lifetimes). */
@@ -361,6 +435,10 @@ static int feed(minimizer *m, window *w, const trace_stmt *s)
 static int try_removal(minimizer *m, const uint64_t *seqs, size_t n)
 {
     uint64_t first = seqs[0], last = seqs[n - 1];
+    if (m->repeated[first] && check_engine_reusable(m->live)) {
+        m->remove[first] = m->trial[first] = true;  /* pass 0b: nothing changes */
+        return 1;
+    }
     for (size_t i = 0; i < n; i++)
         m->trial[seqs[i]] = true;
     /* The window starts at the live position when the live run is
@@ -528,11 +606,12 @@ int check_minimize(trace *t, const check_options *opt, check_min_result *out, tr
     m.every = opt && opt->checkpoint_every ? opt->checkpoint_every : SNAP_EVERY;
     m.remove = calloc(t->n_stmts ? t->n_stmts : 1, sizeof *m.remove);
     m.trial = calloc(t->n_stmts ? t->n_stmts : 1, sizeof *m.trial);
+    m.repeated = calloc(t->n_stmts ? t->n_stmts : 1, sizeof *m.repeated);
     cand *c = NULL;
     size_t n_c = 0;
     int rc = -1;
-    if (!m.remove || !m.trial || check_flag_totals(t, &m.flag_totals) != 0 ||
-        lifetimes(&m) != 0 || baseline(&m) != 0 || candidates(t, &c, &n_c) != 0)
+    if (!m.remove || !m.trial || !m.repeated || check_flag_totals(t, &m.flag_totals) != 0 ||
+        lifetimes(&m) != 0 || repeated_waits(&m) != 0 || baseline(&m) != 0 || candidates(t, &c, &n_c) != 0)
         goto out;
     out->n_findings = m.n_findings;
     bool allowed = m.n_findings == 0 || (opt && opt->allow_findings);
@@ -609,6 +688,7 @@ out:
     trace_u64map_free(&m.flag_last);
     free(m.remove);
     free(m.trial);
+    free(m.repeated);
     return rc;
 }
 

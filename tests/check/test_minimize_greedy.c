@@ -262,11 +262,102 @@ static void test_minimize_greedy_same_with_close_snapshots(void **state)
     assert_true(candidates > removed + 500);
 }
 
+/* minimize's keep[] for t, checked against the plain greedy. */
+static bool *minimized(trace *t)
+{
+    check_min_result res;
+    trace_error err;
+    check_options opt = { .allow_findings = true };
+    assert_int_equal(check_minimize(t, &opt, &res, &err), 0);
+    bool *plain = calloc(t->n_stmts, sizeof *plain), *keep = calloc(t->n_stmts, sizeof *keep);
+    plain_greedy(t, plain);
+    for (uint64_t i = 0; i < t->n_stmts; i++) {
+        assert_int_equal(plain[i], res.keep[i]);
+        keep[i] = res.keep[i];
+    }
+    free(plain);
+    check_min_result_free(&res);
+    return keep;
+}
+
+/* A wait its stream repeats goes without a replay; the repeat stays. */
+static void test_minimize_greedy_repeated_wait_goes(void **state)
+{
+    (void)state;
+    trace *t = tb_new();
+    tb_host(t, "h0");
+    tb_stream(t, "s0", "0");
+    tb_stream(t, "s1", "0");
+    tb_buf(t, "A", 64);
+    tb_op(t, "s0", "produce", "w:A");
+    tb_record(t, "s0", "e");
+    uint64_t w = tb_wait(t, "s1", "e");
+    uint64_t w2 = tb_wait(t, "s1", "e");
+    tb_op(t, "s1", "consume", "r:A");
+    bool *keep = minimized(t);
+    assert_false(keep[w]);
+    assert_true(keep[w2]);
+    free(keep);
+    trace_free(t);
+}
+
+/* Not when a host sync between them reads the stream's clock: there the
+ * first wait is what orders the host's read after the producer. */
+static void test_minimize_greedy_repeated_wait_after_sync_stays(void **state)
+{
+    (void)state;
+    trace *t = tb_new();
+    tb_host(t, "h0");
+    tb_stream(t, "s0", "0");
+    tb_stream(t, "s1", "0");
+    tb_buf(t, "A", 64);
+    tb_op(t, "s0", "produce", "w:A");
+    tb_record(t, "s0", "e");
+    uint64_t w = tb_wait(t, "s1", "e");
+    uint64_t sync = tb_sync(t, "h0", "s1");
+    tb_op(t, "h0", "read", "r:A");
+    uint64_t w2 = tb_wait(t, "s1", "e");
+    bool *keep = minimized(t);
+    assert_true(keep[w]);
+    assert_true(keep[sync]);
+    assert_false(keep[w2]);
+    free(keep);
+    trace_free(t);
+}
+
+/* Nor when another host submits the repeat: the first wait's submission
+ * is what orders the stream after its host's write. */
+static void test_minimize_greedy_repeated_wait_of_another_host_stays(void **state)
+{
+    (void)state;
+    trace *t = tb_new();
+    uint32_t h0 = tb_host(t, "h0"), h1 = tb_host(t, "h1");
+    tb_stream(t, "s0", "0");
+    tb_stream(t, "s1", "0");
+    tb_buf(t, "A", 64);
+    tb_by_host = h1;
+    tb_record(t, "s1", "e");
+    tb_op(t, "h1", "write", "w:A");
+    uint64_t w = tb_wait(t, "s0", "e");
+    tb_by_host = h0;
+    uint64_t w2 = tb_wait(t, "s0", "e");
+    tb_op(t, "s0", "read", "r:A");
+    tb_by_host = TRACE_NONE;
+    bool *keep = minimized(t);
+    assert_true(keep[w]);
+    assert_false(keep[w2]);
+    free(keep);
+    trace_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_minimize_greedy_same_as_plain),
         cmocka_unit_test(test_minimize_greedy_same_with_close_snapshots),
+        cmocka_unit_test(test_minimize_greedy_repeated_wait_goes),
+        cmocka_unit_test(test_minimize_greedy_repeated_wait_after_sync_stays),
+        cmocka_unit_test(test_minimize_greedy_repeated_wait_of_another_host_stays),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
