@@ -1,11 +1,12 @@
 /*
  * checkpoint.c -- the minimiser's view of an engine: copies that share
- * clocks and shadow segments copy-on-write (check_engine_clone), the test
- * that two quiescent engines will behave alike from here on
- * (check_engine_same), the tracking of what changed since a checkpoint, and
- * pruning: the minimiser knows the whole trace, so it tells the engine when
- * each record and flag is last used, and dead ones go before a checkpoint
- * is taken (docs/checker.md, "The minimiser").
+ * clocks and shadow segments copy-on-write (check_engine_clone), copies
+ * made again into an engine that held one before, looking only at the
+ * shadows that may differ (check_engine_assign), the test that two
+ * quiescent engines will behave alike from here on (check_engine_same), the
+ * tracking of what changed since a copy, and pruning: the minimiser knows
+ * the whole trace, so it tells the engine when each record and flag is last
+ * used, and dead ones go (docs/checker.md, "The minimiser").
  */
 #include "engine.h"
 

@@ -1,6 +1,5 @@
 /*
- * minimize.c -- the greedy sync minimiser, made incremental with engine
- * checkpoints.
+ * minimize.c -- the greedy sync minimiser, made incremental.
  *
  * Greedy: every wait, sync and await statement, and every barrier
  * generation (all its participants at once), is a candidate, tried in
@@ -10,23 +9,39 @@
  * barrier generation numbers do not shift) but synchronises nothing.
  *
  * Incremental: re-checking the whole trace per candidate costs
- * O(candidates x statements). Instead one baseline run saves checkpoints:
- * clones of the engine at quiescent points (nothing pending anywhere),
- * every CKPT_EVERY statements or so. Clones share clocks and shadow
- * segments copy-on-write, so a checkpoint costs O(queues + buffers). A
- * candidate at seq p is replayed from the last checkpoint at or before p
- * with the candidate removed. After p, at each later checkpoint position,
- * the replay compares its state with the baseline's: the queues' clocks and
- * own counters, and the events, flags and root buffers that the window
- * touched (dirty tracking). When they are equal, the rest of the run would
- * be identical, so the replay stops: only the window can hold new findings.
- * A replay also stops at the first new finding. A removal rarely changes
- * the clocks beyond the next covering sync, so each candidate costs about
- * the distance between checkpoints plus the distance to that sync.
+ * O(candidates x statements). Instead, in passes:
  *
- * When a removal is kept, the checkpoints inside its window are replaced by
- * the replay's own (taken at the same positions), and the baseline findings
- * of the window by the replay's.
+ *  0. What each record and flag is last used by (so that engines drop dead
+ *     ones: a trace that names a new event every iteration would otherwise
+ *     keep them, and two runs would never look alike again), and the waits
+ *     that a repeat makes changeless (0b, repeated_waits).
+ *  1. The baseline: one run of the trace as it is, its findings kept with
+ *     the position of the statement that found them. Through the pass they
+ *     stay the findings of the accepted trace (the removals kept so far):
+ *     `fset` counts them, `found` orders them.
+ *  2. A live engine runs the accepted trace, fed up to each candidate. Where
+ *     it is quiescent there (nothing pending), a trial engine is copied from
+ *     it (check_engine_assign: clocks and shadows shared copy-on-write, only
+ *     the roots that moved since the last copy looked at) and fed on with the
+ *     candidate removed. The trial stops at its first new finding (the
+ *     candidate stays). Two statements after the candidate, a reference
+ *     engine is copied from the live one too and catches up; from then on
+ *     both are fed in lockstep, and after each statement that leaves both
+ *     quiescent check_engine_same compares them: clocks, then the records,
+ *     flags and roots the window touched. Equal states make equal futures,
+ *     so there the removal is kept, and the window's findings replace the
+ *     accepted trace's between the candidate and that point. A trial that
+ *     never meets the reference (a hang keeps queues blocked) runs to the
+ *     end and is judged on all it found.
+ *  Where the live run is not quiescent at a candidate, the windows start
+ *  from a snapshot of it taken at an earlier quiescent candidate (every
+ *  checkpoint_every statements) and replay up to the candidate.
+ *
+ * A removal rarely changes the clocks past the next covering sync, so a
+ * candidate costs the distance to where its effect washes out, twice (the
+ * trial and the reference), plus two copies; the live run and the baseline
+ * read each statement once. Memory: the trace, five engines, and the
+ * shadows they do not share.
  */
 #include "internal.h"
 
