@@ -318,16 +318,29 @@ static bool dirty_same(const check_engine *a, const check_engine *b, const trace
     return true;
 }
 
+/* Queue q of a and of b: the same counter and clock, nothing pending. */
+static bool queue_same(const check_engine *a, const check_engine *b, uint32_t q)
+{
+    const qstate *x = &a->q[q], *y = &b->q[q];
+    return x->own == y->own && !x->head && !y->head &&
+           (x->vc == y->vc || check_vc_equal(x->vc, y->vc));
+}
+
 bool check_engine_same(const check_engine *a, const check_engine *b, const uint32_t *roots,
-                       size_t n_roots)
+                       size_t n_roots, uint32_t *hint)
 {
     if (a->n_q != b->n_q || a->fed != b->fed || a->mismatched.count != b->mismatched.count)
         return false;
-    /* the clocks first: they differ until the windows meet */
+    /* the clocks first: they differ until the windows meet, most often in
+     * the queue that differed last time */
+    if (hint && *hint < a->n_q && !queue_same(a, b, *hint))
+        return false;
     for (uint32_t q = 0; q < a->n_q; q++) {
-        if (a->q[q].own != b->q[q].own || a->q[q].head || b->q[q].head ||
-            !check_vc_equal(a->q[q].vc, b->q[q].vc))
+        if (!queue_same(a, b, q)) {
+            if (hint)
+                *hint = q;
             return false;
+        }
     }
     if (!trace_binder_same(a->bind, b->bind))
         return false;

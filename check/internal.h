@@ -284,9 +284,10 @@ bool check_engine_reusable(const check_engine *e);
 /* True when two quiescent engines will behave the same from here on. Only
  * the roots and names that either touched since both left their common
  * copy are compared when dirty tracking is on (see check_engine_track);
- * roots: NULL, or a list of roots that holds every root either touched. */
+ * roots: NULL, or a list of roots that holds every root either touched.
+ * hint: NULL, or the queue to compare first, set to one that differed. */
 bool check_engine_same(const check_engine *a, const check_engine *b, const uint32_t *roots,
-                       size_t n_roots);
+                       size_t n_roots, uint32_t *hint);
 /* Starts recording which roots, events and flags change. */
 void check_engine_track(check_engine *e, bool on);
 void check_engine_set_remove(check_engine *e, const bool *remove);

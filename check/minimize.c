@@ -473,6 +473,7 @@ static int try_removal(minimizer *m, const uint64_t *seqs, size_t n)
     if (prepare(m, &m->try, base, m->trial) != 0)
         return -1;
     bool fresh = true, converged = false, ref_ready = false;
+    uint32_t hint = 0;          /* a queue whose clocks differed */
     uint64_t from = check_engine_fed(base);
     for (uint64_t i = from; i < m->t->n_stmts; i++) {
         trace_stmt s;
@@ -501,7 +502,7 @@ static int try_removal(minimizer *m, const uint64_t *seqs, size_t n)
             ref_ready = true;
         }
         if (check_engine_quiescent(m->ref.e) &&
-            check_engine_same(m->try.e, m->ref.e, m->touched.r, m->touched.n)) {
+            check_engine_same(m->try.e, m->ref.e, m->touched.r, m->touched.n, &hint)) {
             /* the rest of both runs is the same */
             converged = true;
             break;
