@@ -326,13 +326,12 @@ static bool queue_same(const check_engine *a, const check_engine *b, uint32_t q)
            (x->vc == y->vc || check_vc_equal(x->vc, y->vc));
 }
 
-bool check_engine_same(const check_engine *a, const check_engine *b, const uint32_t *roots,
-                       size_t n_roots, uint32_t *hint)
+bool check_engine_clocks_same(const check_engine *a, const check_engine *b, uint32_t *hint)
 {
-    if (a->n_q != b->n_q || a->fed != b->fed || a->mismatched.count != b->mismatched.count)
+    if (a->n_q != b->n_q || a->fed != b->fed)
         return false;
-    /* the clocks first: they differ until the windows meet, most often in
-     * the queue that differed last time */
+    /* they differ until the windows meet, most often in the queue that
+     * differed last time */
     if (hint && *hint < a->n_q && !queue_same(a, b, *hint))
         return false;
     for (uint32_t q = 0; q < a->n_q; q++) {
@@ -342,6 +341,14 @@ bool check_engine_same(const check_engine *a, const check_engine *b, const uint3
             return false;
         }
     }
+    return true;
+}
+
+bool check_engine_same(const check_engine *a, const check_engine *b, const uint32_t *roots,
+                       size_t n_roots, uint32_t *hint)
+{
+    if (a->mismatched.count != b->mismatched.count || !check_engine_clocks_same(a, b, hint))
+        return false;
     if (!trace_binder_same(a->bind, b->bind))
         return false;
     /* what either changed since the copy both started from */

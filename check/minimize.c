@@ -444,6 +444,11 @@ static int feed(minimizer *m, window *w, const trace_stmt *s)
  * window is copied only when a comparison is due. */
 #define MEET_AFTER 2
 
+/* A trial still apart from the reference this far after its candidate runs
+ * on alone: the reference would cost as much as the trial, for a meeting
+ * that has not come. */
+#define ABANDON 1024
+
 /* Pass 2, one candidate: tries removing the statements seqs[0..n) (sorted;
  * the live run is fed up to seqs[0]). Returns 1 when kept, 0 when not, -1
  * on OOM. */
@@ -474,6 +479,8 @@ static int try_removal(minimizer *m, const uint64_t *seqs, size_t n)
         return -1;
     bool fresh = true, converged = false, ref_ready = false;
     uint32_t hint = 0;          /* a queue whose clocks differed */
+    uint64_t next_full = 0, gap = 1;
+    bool alone = false;         /* the reference was given up */
     uint64_t from = check_engine_fed(base);
     for (uint64_t i = from; i < m->t->n_stmts; i++) {
         trace_stmt s;
@@ -485,10 +492,16 @@ static int try_removal(minimizer *m, const uint64_t *seqs, size_t n)
             fresh = false;
             break;
         }
+        if (alone || i < last + MEET_AFTER)
+            continue;
+        if (i - last > ABANDON) {
+            /* a removal whose effect does not wash out: the trial runs on
+             * alone to the end, as it would if the windows never met */
+            alone = true;
+            continue;
+        }
         if (ref_ready && feed(m, &m->ref, &s) != 0)
             return -1;
-        if (i < last + MEET_AFTER)
-            continue;
         if (!ref_ready) {
             if (!check_engine_quiescent(m->try.e))
                 continue;
@@ -503,12 +516,19 @@ static int try_removal(minimizer *m, const uint64_t *seqs, size_t n)
             }
             ref_ready = true;
         }
-        /* (check_engine_same finds a queue with something pending unequal) */
+        /* The clocks after every statement (cheap; a queue with something
+         * pending is unequal); the records, flags and roots only when the
+         * clocks agree, and, while those keep differing (read sets that
+         * the removal left apart, in a large arena), at growing intervals. */
+        if (!check_engine_clocks_same(m->try.e, m->ref.e, &hint) || i < next_full)
+            continue;
         if (check_engine_same(m->try.e, m->ref.e, m->touched.r, m->touched.n, &hint)) {
             /* the rest of both runs is the same */
             converged = true;
             break;
         }
+        next_full = i + gap;
+        gap = gap < 256 ? gap * 2 : gap;
     }
     if (fresh && !converged) {
         size_t before = m->try.f.n;
