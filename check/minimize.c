@@ -26,13 +26,15 @@
  *     candidate removed. The trial stops at its first new finding (the
  *     candidate stays). Two statements after the candidate, a reference
  *     engine is copied from the live one too and catches up; from then on
- *     both are fed in lockstep, and after each statement that leaves both
- *     quiescent check_engine_same compares them: clocks, then the records,
- *     flags and roots the window touched. Equal states make equal futures,
+ *     both are fed in lockstep; after each statement their clocks are
+ *     compared, and where those agree check_engine_same compares the
+ *     records, flags and roots the window touched (at doubling intervals
+ *     while only those differ). Equal states make equal futures,
  *     so there the removal is kept, and the window's findings replace the
  *     accepted trace's between the candidate and that point. A trial that
- *     never meets the reference (a hang keeps queues blocked) runs to the
- *     end and is judged on all it found.
+ *     never meets the reference (a hang keeps queues blocked, read sets
+ *     stay apart) runs to the end and is judged on all it found; past
+ *     ABANDON statements it runs without the reference.
  *  Where the live run is not quiescent at a candidate, the windows start
  *  from a snapshot of it taken at an earlier quiescent candidate (every
  *  checkpoint_every statements) and replay up to the candidate.
