@@ -2,7 +2,7 @@
  * bench_check.c -- the checker's speed and memory.
  *
  *   bench_check [--stmts N] [--db-stmts M] [--db PATH] [--min-stmts K] [--shape capture]
- *               [--capture-shape NAME]
+ *               [--capture-shape NAME] [--min-shape sync-heavy [--write PATH]]
  *
  * 1. In memory: a synthetic trace of N statements (default 10 M; 8 streams,
  *    2 host threads, 4096 buffers) generated on the fly by a custom
@@ -23,6 +23,9 @@
  *    syncs (events, duplicate waits, host syncs, flags between hosts,
  *    barriers), and a fresh event and flag name every iteration, as in
  *    captured traces. Run it alone (--stmts 0 --db-stmts 0) for its peak RSS.
+ *    With --write PATH, writes that trace as text to PATH instead (for
+ *    timing `syncsim minimize PATH` end to end). It prints a digest of the
+ *    removed set, to compare minimisers by, and wall and CPU time.
  * Every figure is measured by this run; nothing is hard-coded.
  */
 #include "check/check.h"
@@ -45,6 +48,15 @@ static double now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* CPU time of this process (user + system), seconds. */
+static double cpu_s(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
+           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
 }
 
 static long peak_rss_kb(void)
@@ -592,25 +604,58 @@ static trace *sync_heavy(uint64_t n, uint64_t *syncs)
     return t;
 }
 
-static int minimise_sync_heavy(uint64_t n)
+/* Writes t as a text trace to path (for `syncsim minimize PATH`). */
+static int write_text(const trace *t, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        perror(path);
+        return -1;
+    }
+    trace_reader r;
+    trace_error err;
+    trace_reader_memory(&r, (trace *)t);
+    int rc = trace_text_write(f, &r, &err);
+    trace_reader_close(&r);
+    if (fclose(f) != 0 || rc != 0) {
+        fprintf(stderr, "bench_check: %s: %s\n", path, rc ? err.msg : "write failed");
+        return -1;
+    }
+    return 0;
+}
+
+static int minimise_sync_heavy(uint64_t n, const char *write)
 {
     uint64_t syncs;
     trace *t = sync_heavy(n, &syncs);
+    if (write) {
+        int rc = write_text(t, write);
+        if (rc == 0)
+            printf("wrote the sync-heavy shape, %llu statements, to %s\n",
+                   (unsigned long long)t->n_stmts, write);
+        trace_free(t);
+        return rc;
+    }
     long rss0 = peak_rss_kb();
     check_min_result res;
     trace_error err;
-    double t0 = now();
+    double t0 = now(), c0 = cpu_s();
     if (check_minimize(t, NULL, &res, &err) != 0) {
         fprintf(stderr, "bench_check: %s\n", err.msg);
         return -1;
     }
-    double dt = now() - t0;
+    double dt = now() - t0, cpu = cpu_s() - c0;
+    /* a digest of the removed set, to compare minimisers by */
+    uint64_t digest = 1469598103934665603ULL;
+    for (size_t i = 0; i < res.n_removed; i++)
+        digest = (digest ^ res.removed[i].seq) * 1099511628211ULL;
     printf("minimiser:    sync-heavy shape, %llu statements, %llu syncs (%zu candidates, %zu "
-           "findings before): %zu removed in %.2f s (%llu statements re-checked); peak RSS %ld "
-           "KiB (%ld KiB with the trace loaded, before minimising)\n",
+           "findings before): %zu removed (digest %016llx) in %.2f s wall, %.2f s CPU (%llu "
+           "statements re-checked); peak RSS %ld KiB (%ld KiB with the trace loaded, before "
+           "minimising)\n",
            (unsigned long long)t->n_stmts, (unsigned long long)syncs, res.n_candidates,
-           res.n_findings, res.n_removed, dt, (unsigned long long)res.replayed, peak_rss_kb(),
-           rss0);
+           res.n_findings, res.n_removed, (unsigned long long)digest, dt, cpu,
+           (unsigned long long)res.replayed, peak_rss_kb(), rss0);
     check_min_result_free(&res);
     trace_free(t);
     return 0;
@@ -619,7 +664,7 @@ static int minimise_sync_heavy(uint64_t n)
 int main(int argc, char **argv)
 {
     uint64_t n = 10000000, n_db = 2000000, n_min = 100000;
-    const char *db = "/tmp/bench_check.db";
+    const char *db = "/tmp/bench_check.db", *write = NULL;
     bool sync_heavy_shape = false;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--stmts") == 0)
@@ -639,14 +684,15 @@ int main(int argc, char **argv)
             fprintf(stderr, "bench_check: unknown capture shape '%s' (whole, labels, arenas, "
                             "tokens, ragged, scatter, worst)\n", argv[i + 1]);
             return 2;
-        }
+        } else if (strcmp(argv[i], "--write") == 0)
+            write = argv[i + 1];
     }
     double r1, rn, c1, cn, g1, gn;
     long rss1, rssn;
     size_t f1, fn;
     if (n == 0) {               /* the minimiser alone */
         if (sync_heavy_shape)
-            return n_min && minimise_sync_heavy(n_min) != 0;
+            return n_min && minimise_sync_heavy(n_min, write) != 0;
         return n_min && minimise(n_min) != 0;
     }
     if (check_in_memory(n < 1000000 ? n : 1000000, &r1, &c1, &g1, &rss1, &f1) != 0 ||

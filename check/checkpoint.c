@@ -1,11 +1,12 @@
 /*
  * checkpoint.c -- the minimiser's view of an engine: copies that share
- * clocks and shadow segments copy-on-write (check_engine_clone), the test
- * that two quiescent engines will behave alike from here on
- * (check_engine_same), the tracking of what changed since a checkpoint, and
- * pruning: the minimiser knows the whole trace, so it tells the engine when
- * each record and flag is last used, and dead ones go before a checkpoint
- * is taken (docs/checker.md, "The minimiser").
+ * clocks and shadow segments copy-on-write (check_engine_clone), copies
+ * made again into an engine that held one before, looking only at the
+ * shadows that may differ (check_engine_assign), the test that two
+ * quiescent engines will behave alike from here on (check_engine_same), the
+ * tracking of what changed since a copy, and pruning: the minimiser knows
+ * the whole trace, so it tells the engine when each record and flag is last
+ * used, and dead ones go (docs/checker.md, "The minimiser").
  */
 #include "engine.h"
 
@@ -60,58 +61,70 @@ void check_engine_prune(check_engine *e)
     }
 }
 
+/* Empties m, keeping its storage. */
+static void map_clear(trace_u64map *m)
+{
+    if (m->count)
+        memset(m->used, 0, m->cap);
+    m->count = 0;
+}
+
 void check_engine_track(check_engine *e, bool on)
 {
     e->track = on;
     if (e->dirty_root)
         memset(e->dirty_root, 0, e->n_shadow);
-    trace_u64map_free(&e->dirty_events);
-    trace_u64map_free(&e->dirty_flags);
+    map_clear(&e->dirty_events);
+    map_clear(&e->dirty_flags);
 }
 
-check_engine *check_engine_clone(const check_engine *e, check_report *rep)
+/* dst := src, reusing dst's storage when the sizes agree. 0 or -1 (OOM). */
+static int map_assign(trace_u64map *dst, const trace_u64map *src)
 {
-    check_engine *c = calloc(1, sizeof *c);
-    if (!c)
-        return NULL;
-    c->t = e->t;
-    c->rep = rep;
-    c->remove = e->remove;
-    c->fed = e->fed;
-    c->only_host = e->only_host;
-    c->q = malloc((e->cap_q ? e->cap_q : 1) * sizeof *c->q);
-    c->shadow = calloc(e->n_shadow ? e->n_shadow : 1, sizeof *c->shadow);
-    c->dirty_root = calloc(e->n_shadow ? e->n_shadow : 1, 1);
-    if (!c->q || !c->shadow || !c->dirty_root)
-        goto fail;
-    c->cap_q = e->cap_q ? e->cap_q : 1;
-    c->n_q = e->n_q;
-    for (uint32_t q = 0; q < e->n_q; q++) {
-        c->q[q] = e->q[q];
-        c->q[q].vc = check_vc_ref(e->q[q].vc);
-        c->q[q].sub_vc = check_vc_ref(e->q[q].sub_vc);
-        c->q[q].head = c->q[q].tail = NULL;
-        c->q[q].req_head = c->q[q].req_tail = NULL;
-        c->q[q].in_work = false;
+    if (dst->cap != src->cap || !src->cap) {
+        trace_u64map_free(dst);
+        return trace_u64map_copy(dst, src);
     }
-    c->n_shadow = e->n_shadow;
-    for (uint32_t i = 0; i < e->n_shadow; i++)
-        c->shadow[i] = check_shadow_ref(e->shadow[i]);
-    if (trace_u64map_copy(&c->events, &e->events) != 0 ||
-        trace_u64map_copy(&c->flags, &e->flags) != 0 || !(c->bind = trace_binder_clone(e->bind)) ||
-        trace_u64map_copy(&c->mismatched, &e->mismatched) != 0)
-        goto fail;
-    for (uint32_t i = 0; i < c->events.cap; i++)
-        if (c->events.used[i] && c->events.vals[i])
-            ((ev_node *)(uintptr_t)c->events.vals[i])->refs++;
+    memcpy(dst->keys, src->keys, src->cap * sizeof *dst->keys);
+    memcpy(dst->vals, src->vals, src->cap * sizeof *dst->vals);
+    memcpy(dst->used, src->used, src->cap);
+    dst->count = src->count;
+    return 0;
+}
+
+/* Drops what dst holds of a previous copy: its nodes, maps and binder (its
+ * queues' clocks and its shadows are replaced one by one by the caller). */
+static void drop_tables(check_engine *d)
+{
+    for (uint32_t i = 0; i < d->events.cap; i++)
+        if (d->events.used[i] && d->events.vals[i])
+            check_ev_unref((ev_node *)(uintptr_t)d->events.vals[i]);
+    for (uint32_t i = 0; i < d->flags.cap; i++)
+        if (d->flags.used[i] && d->flags.vals[i])
+            flag_node_free((flag_node *)(uintptr_t)d->flags.vals[i]);
+    map_clear(&d->events);
+    map_clear(&d->flags);
+    map_clear(&d->dirty_events);
+    map_clear(&d->dirty_flags);
+    trace_binder_free(d->bind);
+    d->bind = NULL;
+}
+
+/* The flags of a quiescent engine, deep: a flag's sets grow in place. */
+static int copy_flags(check_engine *c, const check_engine *e)
+{
+    if (map_assign(&c->flags, &e->flags) != 0)
+        return -1;
     for (uint32_t i = 0; i < c->flags.cap; i++) {
         if (!c->flags.used[i] || !c->flags.vals[i])
             continue;
         const flag_node *f = (const flag_node *)(uintptr_t)c->flags.vals[i];
         flag_node *n = calloc(1, sizeof *n);
         if (!n) {
-            c->flags.vals[i] = 0;
-            goto fail;
+            /* the rest still point at e's nodes: forget them */
+            for (uint32_t k = i; k < c->flags.cap; k++)
+                c->flags.vals[k] = 0;
+            return -1;
         }
         *n = *f;
         n->waiters = (qlist){ 0 };  /* quiescent: nobody waits */
@@ -124,7 +137,7 @@ check_engine *check_engine_clone(const check_engine *e, check_report *rep)
             n->values = malloc(f->n_sets * sizeof *n->values);
             n->snaps = malloc(f->n_sets * sizeof *n->snaps);
             if (!n->values || !n->snaps)
-                goto fail;
+                return -1;
             memcpy(n->values, f->values, f->n_sets * sizeof *n->values);
             for (uint64_t k = 0; k < f->n_sets; k++) {
                 n->snaps[k] = f->snaps[k];
@@ -133,14 +146,127 @@ check_engine *check_engine_clone(const check_engine *e, check_report *rep)
             n->n_sets = n->cap_sets = f->n_sets;
         }
     }
+    return 0;
+}
+
+bool check_engine_reusable(const check_engine *e)
+{
+    return !e->oom && e->gens.count == 0 && check_engine_quiescent(e);
+}
+
+/* Bytes [i, i + 8) of a and b (each n long, absent bytes zero) are all zero:
+ * dirty bytes are scanned a word at a time. */
+static bool clean8(const uint8_t *a, uint32_t na, const uint8_t *b, uint32_t nb, uint32_t i)
+{
+    uint64_t x = 0, y = 0;
+    if (i + 8 <= na)
+        memcpy(&x, a + i, 8);
+    else
+        for (uint32_t k = i; k < na; k++)
+            x |= a[k];
+    if (i + 8 <= nb)
+        memcpy(&y, b + i, 8);
+    else
+        for (uint32_t k = i; k < nb; k++)
+            y |= b[k];
+    return (x | y) == 0;
+}
+
+int check_engine_assign(check_engine *c, const check_engine *e, check_report *rep,
+                        const uint32_t *roots, size_t n_roots)
+{
+    c->t = e->t;
+    c->rep = rep;
+    c->remove = e->remove;
+    c->fed = e->fed;
+    c->only_host = e->only_host;
+    c->oom = false;
+    c->track = false;
+    c->n_work = c->work_head = 0;
+    drop_tables(c);
+    if (c->cap_q < e->n_q) {
+        uint32_t cap = e->cap_q ? e->cap_q : 1;
+        qstate *q = realloc(c->q, cap * sizeof *q);
+        if (!q)
+            return -1;
+        for (uint32_t i = c->cap_q; i < cap; i++)
+            q[i] = (qstate){ 0 };
+        c->q = q;
+        c->cap_q = cap;
+    }
+    for (uint32_t q = 0; q < e->n_q; q++) {
+        check_vc *vc = check_vc_ref(e->q[q].vc), *sub = check_vc_ref(e->q[q].sub_vc);
+        if (q < c->n_q) {
+            check_vc_unref(c->q[q].vc);
+            check_vc_unref(c->q[q].sub_vc);
+        }
+        c->q[q] = e->q[q];
+        c->q[q].vc = vc;
+        c->q[q].sub_vc = sub;
+        c->q[q].head = c->q[q].tail = NULL;
+        c->q[q].req_head = c->q[q].req_tail = NULL;
+        c->q[q].in_work = false;
+    }
+    for (uint32_t q = e->n_q; q < c->n_q; q++) {
+        check_vc_unref(c->q[q].vc);
+        check_vc_unref(c->q[q].sub_vc);
+        c->q[q] = (qstate){ 0 };
+    }
+    c->n_q = e->n_q;
+    uint32_t old_n = c->n_shadow;
+    if (c->n_shadow < e->n_shadow) {
+        check_shadow **sh = realloc(c->shadow, e->n_shadow * sizeof *sh);
+        if (sh)
+            c->shadow = sh;
+        uint8_t *d = sh ? realloc(c->dirty_root, e->n_shadow) : NULL;
+        if (!d)
+            return -1;
+        c->dirty_root = d;
+        memset(c->shadow + c->n_shadow, 0, (e->n_shadow - c->n_shadow) * sizeof *sh);
+        c->n_shadow = e->n_shadow;
+    }
+    /* A shadow both hold is shared (refs > 1), so neither changes it in
+     * place: equal pointers are equal states, and only the others move.
+     * With a list of roots, only those (and roots c did not have) can
+     * differ. */
+    size_t n_look = roots ? n_roots + (c->n_shadow - old_n) : c->n_shadow;
+    for (size_t k = 0; k < n_look; k++) {
+        uint32_t i = !roots ? (uint32_t)k : k < n_roots ? roots[k] : old_n + (uint32_t)(k - n_roots);
+        if (i >= c->n_shadow)
+            continue;
+        check_shadow *x = i < e->n_shadow ? e->shadow[i] : NULL;
+        if (c->shadow[i] != x) {
+            check_shadow_unref(c->shadow[i]);
+            c->shadow[i] = x ? check_shadow_ref(x) : NULL;
+        }
+    }
+    if (c->dirty_root && c->n_shadow)
+        memset(c->dirty_root, 0, c->n_shadow);
+    if (map_assign(&c->events, &e->events) != 0)
+        return -1;
+    for (uint32_t i = 0; i < c->events.cap; i++)
+        if (c->events.used[i] && c->events.vals[i])
+            ((ev_node *)(uintptr_t)c->events.vals[i])->refs++;
+    if (copy_flags(c, e) != 0 || !(c->bind = trace_binder_clone(e->bind)) ||
+        map_assign(&c->mismatched, &e->mismatched) != 0)
+        return -1;
     c->flag_totals = e->flag_totals;
     c->record_last = e->record_last;
     c->flag_last = e->flag_last;
     c->inexact = e->inexact;
+    return 0;
+}
+
+check_engine *check_engine_clone(const check_engine *e, check_report *rep)
+{
+    check_engine *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    if (check_engine_assign(c, e, rep, NULL, 0) != 0) {
+        check_engine_free(c);
+        return NULL;
+    }
     return c;
-fail:
-    check_engine_free(c);
-    return NULL;
 }
 
 static bool snap_equal(const check_snap *a, const check_snap *b)
@@ -148,49 +274,108 @@ static bool snap_equal(const check_snap *a, const check_snap *b)
     return a->queue == b->queue && a->own == b->own && check_vc_equal(a->vc, b->vc);
 }
 
-bool check_engine_same(const check_engine *a, const check_engine *b)
+static bool event_same(const check_engine *a, const check_engine *b, uint64_t key)
 {
-    if (a->n_q != b->n_q || a->fed != b->fed || !trace_binder_same(a->bind, b->bind))
+    if (a->record_last && !still_used(a->record_last, key, a->fed))
+        return true;            /* no later wait reads it: as good as pruned */
+    const uint64_t *x = trace_u64map_get(&a->events, key), *y = trace_u64map_get(&b->events, key);
+    if (!x && !y)
+        return true;            /* pruned in both */
+    if (!x || !y)
+        return false;
+    const ev_node *n = (const ev_node *)(uintptr_t)*x, *m = (const ev_node *)(uintptr_t)*y;
+    return n->seq == m->seq && n->executed == m->executed && snap_equal(&n->snap, &m->snap);
+}
+
+static bool flag_same(const check_engine *a, const check_engine *b, uint64_t key)
+{
+    /* a flag's node goes once its last signal or await is read (a
+     * message's once its recv ran, which both did) */
+    if (a->flag_last && key >> 63 == 0 && !still_used(a->flag_last, key, a->fed))
+        return true;
+    const uint64_t *x = trace_u64map_get(&a->flags, key), *y = trace_u64map_get(&b->flags, key);
+    if (!x && !y)
+        return true;
+    if (!x || !y)
+        return false;
+    const flag_node *n = (const flag_node *)(uintptr_t)*x, *m = (const flag_node *)(uintptr_t)*y;
+    if (n->ran != m->ran || n->passed != m->passed || (n->passed && n->passed_q != m->passed_q) ||
+        !check_vc_equal(n->vc, m->vc) || n->n_sets != m->n_sets)
+        return false;
+    for (uint64_t k = 0; k < n->n_sets; k++)
+        if (n->values[k] != m->values[k] || !snap_equal(&n->snaps[k], &m->snaps[k]))
+            return false;
+    return true;
+}
+
+/* The keys of dirty set d name the same state in a and b. */
+static bool dirty_same(const check_engine *a, const check_engine *b, const trace_u64map *d,
+                       bool (*same)(const check_engine *, const check_engine *, uint64_t))
+{
+    for (uint32_t i = 0; i < d->cap; i++)
+        if (d->used[i] && !same(a, b, d->keys[i]))
+            return false;
+    return true;
+}
+
+/* Queue q of a and of b: the same counter and clock, nothing pending. */
+static bool queue_same(const check_engine *a, const check_engine *b, uint32_t q)
+{
+    const qstate *x = &a->q[q], *y = &b->q[q];
+    return x->own == y->own && !x->head && !y->head &&
+           (x->vc == y->vc || check_vc_equal(x->vc, y->vc));
+}
+
+bool check_engine_clocks_same(const check_engine *a, const check_engine *b, uint32_t *hint)
+{
+    if (a->n_q != b->n_q || a->fed != b->fed)
+        return false;
+    /* they differ until the windows meet, most often in the queue that
+     * differed last time */
+    if (hint && *hint < a->n_q && !queue_same(a, b, *hint))
         return false;
     for (uint32_t q = 0; q < a->n_q; q++) {
-        if (a->q[q].own != b->q[q].own || a->q[q].head || b->q[q].head ||
-            !check_vc_equal(a->q[q].vc, b->q[q].vc))
+        if (!queue_same(a, b, q)) {
+            if (hint)
+                *hint = q;
             return false;
+        }
     }
-    for (uint32_t i = 0; i < a->dirty_events.cap; i++) {
-        if (!a->dirty_events.used[i])
-            continue;
-        uint64_t *x = trace_u64map_get(&a->events, a->dirty_events.keys[i]);
-        uint64_t *y = trace_u64map_get(&b->events, a->dirty_events.keys[i]);
-        if (!x && !y)
-            continue;           /* pruned in both: no later wait reads it */
-        if (!x || !y)
-            return false;
-        const ev_node *n = (const ev_node *)(uintptr_t)*x, *m = (const ev_node *)(uintptr_t)*y;
-        if (n->seq != m->seq || n->executed != m->executed || !snap_equal(&n->snap, &m->snap))
-            return false;
-    }
-    for (uint32_t i = 0; i < a->dirty_flags.cap; i++) {
-        if (!a->dirty_flags.used[i])
-            continue;
-        uint64_t *x = trace_u64map_get(&a->flags, a->dirty_flags.keys[i]);
-        uint64_t *y = trace_u64map_get(&b->flags, a->dirty_flags.keys[i]);
-        if (!x && !y)
-            continue;
-        if (!x || !y)
-            return false;
-        const flag_node *n = (const flag_node *)(uintptr_t)*x, *m = (const flag_node *)(uintptr_t)*y;
-        if (n->ran != m->ran || n->passed != m->passed ||
-            (n->passed && n->passed_q != m->passed_q) || !check_vc_equal(n->vc, m->vc) ||
-            n->n_sets != m->n_sets)
-            return false;
-        for (uint64_t k = 0; k < n->n_sets; k++)
-            if (n->values[k] != m->values[k] || !snap_equal(&n->snaps[k], &m->snaps[k]))
-                return false;
-    }
+    return true;
+}
+
+bool check_engine_same(const check_engine *a, const check_engine *b, const uint32_t *roots,
+                       size_t n_roots, uint32_t *hint)
+{
+    if (a->mismatched.count != b->mismatched.count || !check_engine_clocks_same(a, b, hint))
+        return false;
+    if (!trace_binder_same(a->bind, b->bind))
+        return false;
+    /* what either changed since the copy both started from */
+    if (!dirty_same(a, b, &a->dirty_events, event_same) ||
+        !dirty_same(a, b, &b->dirty_events, event_same) ||
+        !dirty_same(a, b, &a->dirty_flags, flag_same) ||
+        !dirty_same(a, b, &b->dirty_flags, flag_same))
+        return false;
     uint32_t ns = a->n_shadow > b->n_shadow ? a->n_shadow : b->n_shadow;
+    if (roots) {
+        for (size_t k = 0; k < n_roots; k++) {
+            uint32_t i = roots[k];
+            const check_shadow *x = i < a->n_shadow ? a->shadow[i] : NULL;
+            const check_shadow *y = i < b->n_shadow ? b->shadow[i] : NULL;
+            if (!check_shadow_equal(x, y))
+                return false;
+        }
+        return true;
+    }
     for (uint32_t i = 0; i < ns; i++) {
-        if (i < a->n_shadow && !a->dirty_root[i])
+        if ((i & 7) == 0 && i + 8 <= a->n_shadow && i + 8 <= b->n_shadow &&
+            clean8(a->dirty_root, a->n_shadow, b->dirty_root, b->n_shadow, i)) {
+            i += 7;
+            continue;
+        }
+        bool da = i >= a->n_shadow || a->dirty_root[i], db = i >= b->n_shadow || b->dirty_root[i];
+        if (!da && !db)
             continue;
         const check_shadow *x = i < a->n_shadow ? a->shadow[i] : NULL;
         const check_shadow *y = i < b->n_shadow ? b->shadow[i] : NULL;

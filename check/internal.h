@@ -274,10 +274,27 @@ bool check_engine_quiescent(const check_engine *e);
 /* A deep copy of a quiescent engine sharing clocks and shadows (copy on
  * write); its report is rep. NULL on OOM. */
 check_engine *check_engine_clone(const check_engine *e, check_report *rep);
+/* Makes dst (an engine from check_engine_clone, or assigned before) a copy
+ * of quiescent e as check_engine_clone would, reusing dst's arrays: only the
+ * shadows that differ change hands, so a copy costs O(queues + records and
+ * flags alive) plus a pointer scan of the roots: of all of them, or of
+ * roots[0..n_roots) when the caller knows that dst's other roots are e's
+ * (dst was last copied from e, and neither touched them since). dst must
+ * satisfy check_engine_reusable. 0, or -1 (OOM: dst must then be freed). */
+int check_engine_assign(check_engine *dst, const check_engine *e, check_report *rep,
+                        const uint32_t *roots, size_t n_roots);
+/* dst may be assigned over: quiescent, no generation open, not out of memory. */
+bool check_engine_reusable(const check_engine *e);
 /* True when two quiescent engines will behave the same from here on. Only
- * the roots and names touched since both left their common checkpoint are
- * compared when dirty tracking is on (see check_engine_track). */
-bool check_engine_same(const check_engine *a, const check_engine *b);
+ * the roots and names that either touched since both left their common
+ * copy are compared when dirty tracking is on (see check_engine_track);
+ * roots: NULL, or a list of roots that holds every root either touched.
+ * hint: NULL, or the queue to compare first, set to one that differed. */
+bool check_engine_same(const check_engine *a, const check_engine *b, const uint32_t *roots,
+                       size_t n_roots, uint32_t *hint);
+/* The first part of check_engine_same: every queue's counter and clock
+ * equal, nothing pending. O(queues) at most, often O(1) with a hint. */
+bool check_engine_clocks_same(const check_engine *a, const check_engine *b, uint32_t *hint);
 /* Starts recording which roots, events and flags change. */
 void check_engine_track(check_engine *e, bool on);
 void check_engine_set_remove(check_engine *e, const bool *remove);

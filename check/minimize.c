@@ -1,6 +1,5 @@
 /*
- * minimize.c -- the greedy sync minimiser, made incremental with engine
- * checkpoints.
+ * minimize.c -- the greedy sync minimiser, made incremental.
  *
  * Greedy: every wait, sync and await statement, and every barrier
  * generation (all its participants at once), is a candidate, tried in
@@ -10,55 +9,98 @@
  * barrier generation numbers do not shift) but synchronises nothing.
  *
  * Incremental: re-checking the whole trace per candidate costs
- * O(candidates x statements). Instead one baseline run saves checkpoints:
- * clones of the engine at quiescent points (nothing pending anywhere),
- * every CKPT_EVERY statements or so. Clones share clocks and shadow
- * segments copy-on-write, so a checkpoint costs O(queues + buffers). A
- * candidate at seq p is replayed from the last checkpoint at or before p
- * with the candidate removed. After p, at each later checkpoint position,
- * the replay compares its state with the baseline's: the queues' clocks and
- * own counters, and the events, flags and root buffers that the window
- * touched (dirty tracking). When they are equal, the rest of the run would
- * be identical, so the replay stops: only the window can hold new findings.
- * A replay also stops at the first new finding. A removal rarely changes
- * the clocks beyond the next covering sync, so each candidate costs about
- * the distance between checkpoints plus the distance to that sync.
+ * O(candidates x statements). Instead, in passes:
  *
- * When a removal is kept, the checkpoints inside its window are replaced by
- * the replay's own (taken at the same positions), and the baseline findings
- * of the window by the replay's.
+ *  0. What each record and flag is last used by (so that engines drop dead
+ *     ones: a trace that names a new event every iteration would otherwise
+ *     keep them, and two runs would never look alike again), and the waits
+ *     that a repeat makes changeless (0b, repeated_waits).
+ *  1. The baseline: one run of the trace as it is, its findings kept with
+ *     the position of the statement that found them. Through the pass they
+ *     stay the findings of the accepted trace (the removals kept so far):
+ *     `fset` counts them, `found` orders them.
+ *  2. A live engine runs the accepted trace, fed up to each candidate. Where
+ *     it is quiescent there (nothing pending), a trial engine is copied from
+ *     it (check_engine_assign: clocks and shadows shared copy-on-write, only
+ *     the roots that moved since the last copy looked at) and fed on with the
+ *     candidate removed. The trial stops at its first new finding (the
+ *     candidate stays). Two statements after the candidate, a reference
+ *     engine is copied from the live one too and catches up; from then on
+ *     both are fed in lockstep; after each statement their clocks are
+ *     compared, and where those agree check_engine_same compares the
+ *     records, flags and roots the window touched (at doubling intervals
+ *     while only those differ). Equal states make equal futures,
+ *     so there the removal is kept, and the window's findings replace the
+ *     accepted trace's between the candidate and that point. A trial that
+ *     never meets the reference (a hang keeps queues blocked, read sets
+ *     stay apart) runs to the end and is judged on all it found; past
+ *     ABANDON statements it runs without the reference.
+ *  Where the live run is not quiescent at a candidate, the windows start
+ *  from a snapshot of it taken at an earlier quiescent candidate (every
+ *  checkpoint_every statements) and replay up to the candidate.
+ *
+ * A removal rarely changes the clocks past the next covering sync, so a
+ * candidate costs the distance to where its effect washes out, twice (the
+ * trial and the reference), plus two copies; the live run and the baseline
+ * read each statement once. Memory: the trace, five engines, and the
+ * shadows they do not share.
  */
 #include "internal.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#define CKPT_EVERY 256 /* default statements between checkpoints */
+#define SNAP_EVERY 256 /* default statements between snapshots of the live run */
 
-typedef struct ckpt {
-    uint64_t pos;               /* statements fed */
-    check_engine *e;
-} ckpt;
-
+/* Findings (their hashes) in the order they were found, each with the
+ * position of the statement being fed when it was (n_stmts: at the end). */
 typedef struct fitem {
-    uint64_t hash;
-    uint64_t pos;               /* seq of the statement being fed when found */
+    uint64_t hash, pos;
 } fitem;
+
+typedef struct hashes {
+    fitem *h;
+    size_t n, cap;
+} hashes;
+
+/* A set of root buffers (a list, and a stamp per root for membership). */
+typedef struct rootset {
+    uint32_t *r;
+    size_t n, cap;
+    uint32_t *stamp;            /* per root: epoch when in the set */
+    uint32_t n_stamp, epoch;
+} rootset;
+
+/* A window engine: a copy of the live run (or of the snapshot) fed a
+ * window of statements. */
+typedef struct window {
+    check_engine *e;
+    check_report *rep;
+    hashes f;                   /* its findings in the window */
+    bool from_live;             /* last copied from the live run... */
+    rootset moved;              /* ...and these roots may differ from its since */
+} window;
 
 typedef struct minimizer {
     trace *t;
     bool ignore_hangs;
-    bool *remove;               /* per seq */
-    ckpt *ck;
-    size_t n_ck, cap_ck;
-    fitem *fi;                  /* baseline findings */
-    size_t n_fi, cap_fi;
-    trace_u64map fset;             /* hash -> count */
-    trace_u64map flag_totals;      /* flag -> signals: exact rule 6 from the start */
-    trace_u64map record_last;      /* record seq -> last wait bound to it */
-    trace_u64map flag_last;        /* flag -> last signal or await */
+    bool *remove;               /* per seq: the removals kept (the accepted trace) */
+    bool *trial;                /* remove, plus the candidate being tried */
+    bool *repeated;             /* per seq: a wait its stream repeats (repeated_waits) */
+    trace_u64map fset;          /* finding hash -> count, over the accepted trace's run */
+    hashes found;               /* the accepted trace's findings, by position */
+    size_t n_findings;          /* findings before any removal */
+    trace_u64map flag_totals;   /* flag -> signals: exact rule 6 from the start */
+    trace_u64map record_last;   /* record seq -> last wait bound to it */
+    trace_u64map flag_last;     /* flag -> last signal or await */
     uint64_t replayed;
-    uint32_t every;             /* statements between checkpoints */
+    uint32_t every;             /* statements between snapshots */
+    check_engine *live;         /* the accepted trace, fed up to the candidate */
+    check_report *live_rep;
+    uint64_t pruned;            /* where live was last pruned */
+    check_engine *snap;         /* live at an earlier quiescent candidate (never fed) */
+    window ref, try;            /* the window with the candidate, and without */
+    rootset touched;            /* roots the window's statements access */
 } minimizer;
 
 static uint64_t fkey_hash(const trace_finding *f)
@@ -71,51 +113,167 @@ static uint64_t fkey_hash(const trace_finding *f)
     return h;
 }
 
-static int fi_push(fitem **v, size_t *n, size_t *cap, fitem x)
+/* Moves the findings of rep, found at position pos, into v (NULL: drops
+ * them) and empties rep, so that a report fed for a whole run holds one
+ * statement's findings at a time. The merge window of
+ * check_report_conflict is one statement, which one feed completes. 0 or -1
+ * (OOM). */
+static int drain_report(check_report *rep, hashes *v, uint64_t pos)
 {
-    if (*n == *cap) {
-        size_t c = *cap ? *cap * 2 : 64;
-        fitem *p = realloc(*v, c * sizeof *p);
-        if (!p)
-            return -1;
-        *v = p;
-        *cap = c;
+    int rc = 0;
+    for (size_t i = 0; i < rep->n; i++) {
+        if (v && rc == 0) {
+            if (v->n == v->cap) {
+                size_t c = v->cap ? v->cap * 2 : 64;
+                fitem *p = realloc(v->h, c * sizeof *p);
+                if (!p)
+                    rc = -1;
+                else
+                    v->h = p, v->cap = c;
+            }
+            if (rc == 0)
+                v->h[v->n++] = (fitem){ fkey_hash(&rep->f[i]), pos };
+        }
+        trace_finding_release(&rep->f[i]);
     }
-    (*v)[(*n)++] = x;
-    return 0;
+    rep->n = 0;
+    rep->dedupe_from = 0;
+    rep->n_dropped_now = 0;
+    return rc;
 }
 
-static int ck_push(ckpt **v, size_t *n, size_t *cap, ckpt x)
+/* Some finding of v[from..] is not one of the accepted trace's. */
+static bool is_new(const minimizer *m, const hashes *v, size_t from)
 {
-    if (*n == *cap) {
-        size_t c = *cap ? *cap * 2 : 64;
-        ckpt *p = realloc(*v, c * sizeof *p);
-        if (!p)
-            return -1;
-        *v = p;
-        *cap = c;
-    }
-    (*v)[(*n)++] = x;
-    return 0;
-}
-
-/* Findings rep->f[from..] found while feeding statement pos. */
-static int collect(fitem **v, size_t *n, size_t *cap, check_report *rep, size_t from, uint64_t pos)
-{
-    for (size_t i = from; i < rep->n; i++)
-        if (fi_push(v, n, cap, (fitem){ fkey_hash(&rep->f[i]), pos }) != 0)
-            return -1;
-    return 0;
-}
-
-static bool is_new(const minimizer *m, const check_report *rep, size_t from)
-{
-    for (size_t i = from; i < rep->n; i++) {
-        uint64_t *c = trace_u64map_get(&m->fset, fkey_hash(&rep->f[i]));
+    for (size_t i = from; i < v->n; i++) {
+        uint64_t *c = trace_u64map_get(&m->fset, v->h[i].hash);
         if (!c || !*c)
             return true;
     }
     return false;
+}
+
+/* fset += sign * v[lo..hi). */
+static int fset_add(minimizer *m, const fitem *v, size_t lo, size_t hi, int sign)
+{
+    for (size_t i = lo; i < hi; i++) {
+        uint64_t *c = trace_u64map_put(&m->fset, v[i].hash, 0);
+        if (!c)
+            return -1;
+        *c += (uint64_t)(int64_t)sign;
+    }
+    return 0;
+}
+
+/* The first finding of v (sorted by position) at or after pos. */
+static size_t first_at(const hashes *v, uint64_t pos)
+{
+    size_t lo = 0, hi = v->n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (v->h[mid].pos < pos)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* A kept removal: the accepted trace's findings at positions [lo, hi) are
+ * the trial's findings there now (fset and the list both). */
+static int accept_window(minimizer *m, const hashes *trial, uint64_t lo, uint64_t hi)
+{
+    hashes *a = &m->found;
+    size_t a0 = first_at(a, lo), a1 = first_at(a, hi);
+    size_t t0 = first_at(trial, lo), t1 = first_at(trial, hi);
+    if (fset_add(m, a->h, a0, a1, -1) != 0 || fset_add(m, trial->h, t0, t1, 1) != 0)
+        return -1;
+    size_t n = a->n - (a1 - a0) + (t1 - t0);
+    if (n > a->cap) {
+        fitem *p = realloc(a->h, n * sizeof *p);
+        if (!p)
+            return -1;
+        a->h = p;
+        a->cap = n;
+    }
+    memmove(a->h + a0 + (t1 - t0), a->h + a1, (a->n - a1) * sizeof *a->h);
+    if (t1 > t0)
+        memcpy(a->h + a0, trial->h + t0, (t1 - t0) * sizeof *a->h);
+    a->n = n;
+    return 0;
+}
+
+/* Pass 0b: the stream waits whose removal changes nothing. A wait W on
+ * stream q whose next statement on q is a wait W2 on the same event, bound
+ * to the same record (one recorded before W, none between), submitted by
+ * the same host, with no host sync that may cover q between them: in a run
+ * quiescent at W (the record has run), W runs at once, and W2 after it
+ * makes q learn the same record and a submission clock that holds W's (a
+ * host's clock only grows). Between them q runs nothing and nothing reads
+ * q's clock (no statement of q, no sync of it), so after W2 the state with
+ * W and the state without it are the same, and so are the findings on the
+ * way: the greedy keeps the removal, and no window needs to show it. A sync
+ * `all` counts as covering q whatever its rank (ruling 4), which only makes
+ * this rarer. */
+static int repeated_waits(minimizer *m)
+{
+    const trace *t = m->t;
+    uint64_t *last_wait = malloc((t->n_queues ? t->n_queues : 1) * sizeof *last_wait);
+    uint64_t *last_sync = malloc((t->n_queues ? t->n_queues : 1) * sizeof *last_sync);
+    trace_u64map record = { 0 }, dev_sync = { 0 };
+    uint64_t last_all = 0;
+    int rc = -1;
+    if (!last_wait || !last_sync)
+        goto out;
+    for (uint32_t q = 0; q < t->n_queues; q++)
+        last_wait[q] = UINT64_MAX, last_sync[q] = 0;
+    for (uint64_t i = 0; i < t->n_stmts; i++) {
+        trace_stmt s;
+        trace_stmt_at(t, i, &s);
+        uint32_t q = s.queue;
+        if (s.kind == TRACE_RECORD) {
+            uint64_t *r = trace_u64map_put(&record, s.object, 0);
+            if (!r)
+                goto out;
+            *r = i + 1;     /* 0: none */
+        } else if (s.kind == TRACE_SYNC) {
+            /* a sync at i covers q when i + 1 > W's seq */
+            if (s.sync_scope == TRACE_SYNC_ALL)
+                last_all = i + 1;
+            else if (s.sync_scope == TRACE_SYNC_QUEUE && s.object < t->n_queues)
+                last_sync[s.object] = i + 1;
+            else {
+                uint64_t *d = trace_u64map_put(&dev_sync, s.object, 0);
+                if (!d)
+                    goto out;
+                *d = i + 1;
+            }
+        }
+        if (q >= t->n_queues)
+            continue;
+        uint64_t w = last_wait[q];
+        if (w != UINT64_MAX && s.kind == TRACE_WAIT) {
+            trace_stmt x;
+            trace_stmt_at(t, w, &x);
+            const uint64_t *r = trace_u64map_get(&record, s.object);
+            const uint64_t *d = trace_u64map_get(&dev_sync, t->queues[q].device);
+            uint64_t covered = last_all > last_sync[q] ? last_all : last_sync[q];
+            if (d && *d > covered)
+                covered = *d;
+            if (x.object == s.object && x.by == s.by && r && *r && *r - 1 < w && covered <= w)
+                m->repeated[w] = true;
+        }
+        last_wait[q] = s.kind == TRACE_WAIT && t->queues[q].kind == TRACE_QUEUE_STREAM
+                           ? i
+                           : UINT64_MAX;
+    }
+    rc = 0;
+out:
+    free(last_wait);
+    free(last_sync);
+    trace_u64map_free(&record);
+    trace_u64map_free(&dev_sync);
+    return rc;
 }
 
 /* When each record and flag is last used (see check_engine_set_lifetimes). */
@@ -150,178 +308,250 @@ out:
     return rc;
 }
 
-/* The baseline run: findings and checkpoints. */
+static check_engine *engine_new(minimizer *m, check_report *rep, const bool *remove)
+{
+    check_engine *e = check_engine_new(m->t, rep, remove);
+    if (e) {
+        check_engine_set_flag_totals(e, &m->flag_totals);
+        check_engine_set_lifetimes(e, &m->record_last, &m->flag_last);
+    }
+    return e;
+}
+
+/* Pass 1, the baseline: every finding of the trace as it is. */
 static int baseline(minimizer *m)
 {
     check_report *rep = check_report_new(m->t, 0);
-    check_engine *e = rep ? check_engine_new(m->t, rep, m->remove) : NULL;
+    check_engine *e = rep ? engine_new(m, rep, NULL) : NULL;
+    int rc = -1;
     if (!e)
-        goto fail;
-    check_engine_set_flag_totals(e, &m->flag_totals);
-    check_engine_set_lifetimes(e, &m->record_last, &m->flag_last);
-    uint64_t last = 0;
-    check_engine *c0 = check_engine_clone(e, NULL);
-    if (!c0 || ck_push(&m->ck, &m->n_ck, &m->cap_ck, (ckpt){ 0, c0 }) != 0) {
-        check_engine_free(c0);
-        goto fail;
-    }
+        goto out;
     for (uint64_t i = 0; i < m->t->n_stmts; i++) {
         trace_stmt s;
         trace_stmt_at(m->t, i, &s);
-        size_t before = rep->n;
-        if (check_engine_feed(e, &s) != 0 ||
-            collect(&m->fi, &m->n_fi, &m->cap_fi, rep, before, i) != 0)
-            goto fail;
-        if (i + 1 - last >= m->every && check_engine_quiescent(e)) {
+        if (check_engine_feed(e, &s) != 0 || drain_report(rep, &m->found, i) != 0)
+            goto out;
+        /* keeps the tables small; changes no verdict */
+        if ((i & 255) == 255 && check_engine_quiescent(e))
             check_engine_prune(e);
-            check_engine *c = check_engine_clone(e, NULL);
-            if (!c || ck_push(&m->ck, &m->n_ck, &m->cap_ck, (ckpt){ i + 1, c }) != 0) {
-                check_engine_free(c);
-                goto fail;
-            }
-            last = i + 1;
-        }
     }
-    size_t before = rep->n;
     if (check_engine_finish(e, m->ignore_hangs) != 0 ||
-        collect(&m->fi, &m->n_fi, &m->cap_fi, rep, before, m->t->n_stmts) != 0)
-        goto fail;
-    for (size_t i = 0; i < m->n_fi; i++) {
-        uint64_t *c = trace_u64map_put(&m->fset, m->fi[i].hash, 0);
-        if (!c)
-            goto fail;
-        ++*c;
-    }
+        drain_report(rep, &m->found, m->t->n_stmts) != 0 ||
+        fset_add(m, m->found.h, 0, m->found.n, 1) != 0)
+        goto out;
+    m->n_findings = m->found.n;
+    rc = 0;
+out:
     check_engine_free(e);
     check_report_free(rep);
-    return 0;
-fail:
-    check_engine_free(e);
-    check_report_free(rep);
-    return -1;
+    return rc;
 }
 
-/* Index of the last checkpoint at or before pos. */
-static size_t ck_at_or_before(const minimizer *m, uint64_t pos)
+/* Adds root r to rs. 0 or -1 (OOM). */
+static int roots_add(rootset *rs, uint32_t r)
 {
-    size_t lo = 0, hi = m->n_ck;
-    while (hi - lo > 1) {
-        size_t mid = (lo + hi) / 2;
-        if (m->ck[mid].pos <= pos)
-            lo = mid;
-        else
-            hi = mid;
+    if (rs->stamp[r] == rs->epoch)
+        return 0;
+    if (rs->n == rs->cap) {
+        size_t c = rs->cap ? rs->cap * 2 : 64;
+        uint32_t *p = realloc(rs->r, c * sizeof *p);
+        if (!p)
+            return -1;
+        rs->r = p;
+        rs->cap = c;
     }
-    return lo;
+    rs->stamp[r] = rs->epoch;
+    rs->r[rs->n++] = r;
+    return 0;
 }
 
-/* Tries removing the statements seqs[0..n) (sorted). Returns 1 when kept,
- * 0 when not, -1 on OOM. */
+static void roots_clear(rootset *rs)
+{
+    rs->n = 0;
+    if (++rs->epoch == 0) {     /* wrapped: no stamp may match */
+        memset(rs->stamp, 0, rs->n_stamp * sizeof *rs->stamp);
+        rs->epoch = 1;
+    }
+}
+
+/* Adds the roots statement s accesses (alloc and free: its buffer's) to
+ * a and, when not NULL, b. Only these can change in an engine fed s. */
+static int roots_of(const trace *t, const trace_stmt *s, rootset *a, rootset *b)
+{
+    if (s->kind == TRACE_ALLOC || s->kind == TRACE_FREE) {
+        if (s->object >= t->n_buffers)
+            return 0;
+        uint32_t r = t->buffers[s->object].root;
+        return roots_add(a, r) != 0 || (b && roots_add(b, r) != 0) ? -1 : 0;
+    }
+    for (uint32_t i = 0; i < s->n_access; i++) {
+        uint32_t r;
+        uint64_t lo, hi;
+        trace_access_root(t, &s->access[i], &r, &lo, &hi);
+        if (roots_add(a, r) != 0 || (b && roots_add(b, r) != 0))
+            return -1;
+    }
+    return 0;
+}
+
+/* Feeds the live run (the accepted trace) up to statement `to`. */
+static int live_to(minimizer *m, uint64_t to)
+{
+    for (uint64_t i = check_engine_fed(m->live); i < to; i++) {
+        trace_stmt s;
+        trace_stmt_at(m->t, i, &s);
+        if (check_engine_feed(m->live, &s) != 0 || drain_report(m->live_rep, NULL, i) != 0 ||
+            roots_of(m->t, &s, &m->ref.moved, &m->try.moved) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* w := a copy of base that reads `remove` and tracks what it changes. */
+static int prepare(minimizer *m, window *w, const check_engine *base, const bool *remove)
+{
+    bool live = base == m->live;
+    w->f.n = 0;
+    if (w->e && check_engine_reusable(w->e)) {
+        bool known = live && w->from_live;
+        if (check_engine_assign(w->e, base, w->rep, known ? w->moved.r : NULL,
+                                known ? w->moved.n : 0) != 0)
+            return -1;
+    } else {
+        check_engine_free(w->e);
+        if (!(w->e = check_engine_clone(base, w->rep)))
+            return -1;
+    }
+    w->from_live = live;
+    roots_clear(&w->moved);
+    check_engine_set_remove(w->e, remove);
+    check_engine_track(w->e, true);
+    return 0;
+}
+
+/* Feeds statement s to window w; the trial keeps its findings. */
+static int feed(minimizer *m, window *w, const trace_stmt *s)
+{
+    m->replayed++;
+    return check_engine_feed(w->e, s) != 0 ||
+                   drain_report(w->rep, w == &m->try ? &w->f : NULL, s->seq) != 0 ||
+                   roots_of(m->t, s, &w->moved, &m->touched) != 0
+               ? -1
+               : 0;
+}
+
+/* The two windows may have met (their states compared) once the candidate's
+ * last statement is this far behind: a removal that changes anything
+ * usually shows a new finding within a statement or two, and the reference
+ * window is copied only when a comparison is due. */
+#define MEET_AFTER 2
+
+/* A trial still apart from the reference this far after its candidate runs
+ * on alone: the reference would cost as much as the trial, for a meeting
+ * that has not come. */
+#define ABANDON 1024
+
+/* Pass 2, one candidate: tries removing the statements seqs[0..n) (sorted;
+ * the live run is fed up to seqs[0]). Returns 1 when kept, 0 when not, -1
+ * on OOM. */
 static int try_removal(minimizer *m, const uint64_t *seqs, size_t n)
 {
     uint64_t first = seqs[0], last = seqs[n - 1];
+    if (m->repeated[first] && check_engine_reusable(m->live)) {
+        m->remove[first] = m->trial[first] = true;  /* pass 0b: nothing changes */
+        return 1;
+    }
     for (size_t i = 0; i < n; i++)
-        m->remove[seqs[i]] = true;
-    size_t ci = ck_at_or_before(m, first);
-    check_report *rep = check_report_new(m->t, 0);
-    check_engine *e = rep ? check_engine_clone(m->ck[ci].e, rep) : NULL;
-    ckpt *nck = NULL;
-    size_t n_nck = 0, cap_nck = 0;
-    fitem *nfi = NULL;
-    size_t n_nfi = 0, cap_nfi = 0;
-    int verdict = -1;
-    size_t cj = m->n_ck;            /* checkpoint where the replay converged */
-    if (!e)
-        goto out;
-    check_engine_set_remove(e, m->remove);
-    check_engine_track(e, true);
-    size_t next = ci + 1;
-    bool fresh = true;
-    for (uint64_t i = m->ck[ci].pos; i < m->t->n_stmts; i++) {
+        m->trial[seqs[i]] = true;
+    /* The window starts at the live position when the live run is
+     * quiescent there, else at the snapshot (and replays up to it). */
+    const check_engine *base = m->snap;
+    if (check_engine_reusable(m->live)) {
+        if (first - m->pruned >= 32) {
+            check_engine_prune(m->live);
+            m->pruned = first;
+        }
+        if (first - check_engine_fed(m->snap) >= m->every &&
+            check_engine_assign(m->snap, m->live, NULL, NULL, 0) != 0)
+            return -1;
+        base = m->live;
+    }
+    roots_clear(&m->touched);
+    if (prepare(m, &m->try, base, m->trial) != 0)
+        return -1;
+    bool fresh = true, converged = false, ref_ready = false;
+    uint32_t hint = 0;          /* a queue whose clocks differed */
+    uint64_t next_full = 0, gap = 1;
+    bool alone = false;         /* the reference was given up */
+    uint64_t from = check_engine_fed(base);
+    for (uint64_t i = from; i < m->t->n_stmts; i++) {
         trace_stmt s;
         trace_stmt_at(m->t, i, &s);
-        size_t before = rep->n;
-        m->replayed++;
-        if (check_engine_feed(e, &s) != 0 || collect(&nfi, &n_nfi, &cap_nfi, rep, before, i) != 0)
-            goto out;
-        if (is_new(m, rep, before)) {
+        size_t before = m->try.f.n;
+        if (feed(m, &m->try, &s) != 0)
+            return -1;
+        if (is_new(m, &m->try.f, before)) {
             fresh = false;
             break;
         }
-        while (next < m->n_ck && m->ck[next].pos < i + 1)
-            next++;
-        if (next < m->n_ck && m->ck[next].pos == i + 1 && check_engine_quiescent(e)) {
-            check_engine_prune(e);
-            if (i >= last && check_engine_same(e, m->ck[next].e)) {
-                cj = next;
-                break;
-            }
-            check_engine *c = check_engine_clone(e, NULL);
-            if (!c || ck_push(&nck, &n_nck, &cap_nck, (ckpt){ i + 1, c }) != 0) {
-                check_engine_free(c);
-                goto out;
-            }
+        if (alone || i < last + MEET_AFTER)
+            continue;
+        if (i - last > ABANDON) {
+            /* a removal whose effect does not wash out: the trial runs on
+             * alone to the end, as it would if the windows never met */
+            alone = true;
+            continue;
         }
+        if (ref_ready && feed(m, &m->ref, &s) != 0)
+            return -1;
+        if (!ref_ready) {
+            if (!check_engine_quiescent(m->try.e))
+                continue;
+            /* the reference catches up */
+            if (prepare(m, &m->ref, base, m->remove) != 0)
+                return -1;
+            for (uint64_t k = from; k <= i; k++) {
+                trace_stmt x;
+                trace_stmt_at(m->t, k, &x);
+                if (feed(m, &m->ref, &x) != 0)
+                    return -1;
+            }
+            ref_ready = true;
+        }
+        /* The clocks after every statement (cheap; a queue with something
+         * pending is unequal); the records, flags and roots only when the
+         * clocks agree, and, while those keep differing (read sets that
+         * the removal left apart, in a large arena), at growing intervals. */
+        if (!check_engine_clocks_same(m->try.e, m->ref.e, &hint) || i < next_full)
+            continue;
+        if (check_engine_same(m->try.e, m->ref.e, m->touched.r, m->touched.n, &hint)) {
+            /* the rest of both runs is the same */
+            converged = true;
+            break;
+        }
+        next_full = i + gap;
+        gap = gap < 256 ? gap * 2 : gap;
     }
-    if (fresh && cj == m->n_ck) {
-        size_t before = rep->n;
-        if (check_engine_finish(e, m->ignore_hangs) != 0 ||
-            collect(&nfi, &n_nfi, &cap_nfi, rep, before, m->t->n_stmts) != 0)
-            goto out;
-        fresh = !is_new(m, rep, before);
+    if (fresh && !converged) {
+        size_t before = m->try.f.n;
+        if (check_engine_finish(m->try.e, m->ignore_hangs) != 0 ||
+            drain_report(m->try.rep, &m->try.f, m->t->n_stmts) != 0)
+            return -1;
+        fresh = !is_new(m, &m->try.f, before);
     }
     if (!fresh) {
-        verdict = 0;
-        goto out;
-    }
-    /* Kept: the window [ck[ci].pos, end) takes the replay's checkpoints and
-     * findings. */
-    uint64_t lo = m->ck[ci].pos, hi = cj < m->n_ck ? m->ck[cj].pos : UINT64_MAX;
-    size_t w = 0;
-    for (size_t i = 0; i < m->n_fi; i++) {
-        if (m->fi[i].pos >= lo && m->fi[i].pos < hi) {
-            uint64_t *c = trace_u64map_get(&m->fset, m->fi[i].hash);
-            if (c && *c)
-                --*c;
-        } else
-            m->fi[w++] = m->fi[i];
-    }
-    m->n_fi = w;
-    for (size_t i = 0; i < n_nfi; i++) {
-        uint64_t *c = trace_u64map_put(&m->fset, nfi[i].hash, 0);
-        if (!c || fi_push(&m->fi, &m->n_fi, &m->cap_fi, nfi[i]) != 0)
-            goto out;
-        ++*c;
-    }
-    /* checkpoints: keep [0, ci], the replay's, then [cj, end) */
-    size_t keep_tail = cj < m->n_ck ? m->n_ck - cj : 0;
-    for (size_t i = ci + 1; i < cj && i < m->n_ck; i++)
-        check_engine_free(m->ck[i].e);
-    ckpt *merged = malloc((ci + 1 + n_nck + keep_tail + 1) * sizeof *merged);
-    if (!merged)
-        goto out;
-    memcpy(merged, m->ck, (ci + 1) * sizeof *merged);
-    if (n_nck)
-        memcpy(merged + ci + 1, nck, n_nck * sizeof *merged);
-    if (keep_tail)
-        memcpy(merged + ci + 1 + n_nck, m->ck + cj, keep_tail * sizeof *merged);
-    free(m->ck);
-    m->ck = merged;
-    m->n_ck = ci + 1 + n_nck + keep_tail;
-    m->cap_ck = m->n_ck + 1;
-    n_nck = 0;
-    verdict = 1;
-out:
-    for (size_t i = 0; i < n_nck; i++)
-        check_engine_free(nck[i].e);
-    free(nck);
-    free(nfi);
-    check_engine_free(e);
-    check_report_free(rep);
-    if (verdict != 1)
         for (size_t i = 0; i < n; i++)
-            m->remove[seqs[i]] = false;
-    return verdict;
+            m->trial[seqs[i]] = false;
+        return 0;
+    }
+    /* Kept: from the candidate to where the windows met (or to the end),
+     * the trial's findings are the accepted trace's now. */
+    if (accept_window(m, &m->try.f, first,
+                      converged ? check_engine_fed(m->try.e) : UINT64_MAX) != 0)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        m->remove[seqs[i]] = true;
+    return 1;
 }
 
 typedef struct cand {
@@ -413,19 +643,36 @@ int check_minimize(trace *t, const check_options *opt, check_min_result *out, tr
     minimizer m = { 0 };
     m.t = t;
     m.ignore_hangs = opt ? opt->ignore_hangs : false;
-    m.every = opt && opt->checkpoint_every ? opt->checkpoint_every : CKPT_EVERY;
+    m.every = opt && opt->checkpoint_every ? opt->checkpoint_every : SNAP_EVERY;
     m.remove = calloc(t->n_stmts ? t->n_stmts : 1, sizeof *m.remove);
+    m.trial = calloc(t->n_stmts ? t->n_stmts : 1, sizeof *m.trial);
+    m.repeated = calloc(t->n_stmts ? t->n_stmts : 1, sizeof *m.repeated);
     cand *c = NULL;
     size_t n_c = 0;
     int rc = -1;
-    if (!m.remove || check_flag_totals(t, &m.flag_totals) != 0 || lifetimes(&m) != 0 ||
-        baseline(&m) != 0 ||
-        candidates(t, &c, &n_c) != 0)
+    if (!m.remove || !m.trial || !m.repeated || check_flag_totals(t, &m.flag_totals) != 0 ||
+        lifetimes(&m) != 0 || repeated_waits(&m) != 0 || baseline(&m) != 0 || candidates(t, &c, &n_c) != 0)
         goto out;
-    out->n_findings = m.n_fi;
-    bool allowed = m.n_fi == 0 || (opt && opt->allow_findings);
+    out->n_findings = m.n_findings;
+    bool allowed = m.n_findings == 0 || (opt && opt->allow_findings);
+    if (allowed && n_c) {
+        size_t nb = t->n_buffers ? t->n_buffers : 1;
+        m.live_rep = check_report_new(t, 0);
+        m.ref.rep = check_report_new(t, 0);
+        m.try.rep = check_report_new(t, 0);
+        m.ref.moved.stamp = calloc(nb, sizeof(uint32_t));
+        m.try.moved.stamp = calloc(nb, sizeof(uint32_t));
+        m.touched.stamp = calloc(nb, sizeof(uint32_t));
+        m.ref.moved.epoch = m.try.moved.epoch = m.touched.epoch = 1;
+        m.ref.moved.n_stamp = m.try.moved.n_stamp = m.touched.n_stamp = (uint32_t)nb;
+        m.live = m.live_rep ? engine_new(&m, m.live_rep, m.remove) : NULL;
+        m.snap = m.live ? check_engine_clone(m.live, NULL) : NULL;
+        if (!m.ref.rep || !m.try.rep || !m.snap || !m.ref.moved.stamp || !m.try.moved.stamp ||
+            !m.touched.stamp)
+            goto out;
+    }
     for (size_t i = 0; allowed && i < n_c; i++)
-        if (try_removal(&m, c[i].seqs, c[i].n) < 0)
+        if (live_to(&m, c[i].first) != 0 || try_removal(&m, c[i].seqs, c[i].n) < 0)
             goto out;
     out->n_stmts = t->n_stmts;
     out->n_candidates = n_c;
@@ -461,15 +708,27 @@ out:
     for (size_t i = 0; i < n_c; i++)
         free(c[i].seqs);
     free(c);
-    for (size_t i = 0; i < m.n_ck; i++)
-        check_engine_free(m.ck[i].e);
-    free(m.ck);
-    free(m.fi);
+    check_engine_free(m.live);
+    check_engine_free(m.snap);
+    window *w[2] = { &m.ref, &m.try };
+    for (int k = 0; k < 2; k++) {
+        check_engine_free(w[k]->e);
+        check_report_free(w[k]->rep);
+        free(w[k]->f.h);
+        free(w[k]->moved.r);
+        free(w[k]->moved.stamp);
+    }
+    free(m.touched.r);
+    free(m.touched.stamp);
+    free(m.found.h);
+    check_report_free(m.live_rep);
     trace_u64map_free(&m.fset);
     trace_u64map_free(&m.flag_totals);
     trace_u64map_free(&m.record_last);
     trace_u64map_free(&m.flag_last);
     free(m.remove);
+    free(m.trial);
+    free(m.repeated);
     return rc;
 }
 

@@ -1,0 +1,363 @@
+/*
+ * test_minimize_greedy.c -- the incremental minimiser removes exactly what
+ * the plain greedy removes.
+ *
+ * The plain greedy, written here the slow way: for each candidate in
+ * submission order (a wait, sync or await; a barrier generation, all its
+ * participants at once), mark it removed on top of the removals kept so
+ * far, re-check the whole trace from scratch (a fresh engine, every flag's
+ * signal count known, as the minimiser checks), and keep the removal when
+ * the findings are a subset of the findings without it. The incremental
+ * minimiser (check/minimize.c) copies a live run at each candidate, replays
+ * a window with and without it and stops where the two meet; the test
+ * compares the removed sets on hundreds of seeded random traces: events
+ * that rebind and waits that repeat, host syncs of every scope, flags
+ * signalled before and after their awaits, value semaphores, barrier
+ * generations across hosts, allocs and frees, sub-range accesses, races and
+ * hangs (findings allowed), and snapshots every 1, 4 and 256 statements (the
+ * live run is not always quiescent at a candidate).
+ *
+ * (test_minimize.c compares with deleting the lines instead, on traces
+ * without flags: with flags, check_trace's streaming pass can report other
+ * pairs than a run that knows the signal counts, see keys_of.)
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "check/internal.h"
+#include "check_test_util.h"
+
+static uint64_t rng;
+static uint32_t rnd(uint32_t n)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (uint32_t)(rng % n);
+}
+
+/* A semaphore statement (rule 6b): `signal S set=V` or `await S >=V`. */
+static void sem_stmt(trace *t, const char *q, trace_kind kind, const char *sem, uint64_t v)
+{
+    trace_stmt s;
+    trace_stmt_init(&s);
+    s.queue = tb_q(t, q);
+    s.kind = kind;
+    s.object = trace_intern_cstr(t, sem);
+    s.sem = true;
+    s.count = v;
+    s.line = (uint32_t)t->n_stmts + 1;
+    trace_append(t, &s);
+}
+
+static trace *random_trace(int n)
+{
+    static const char *hs[] = { "h0", "h1", "h2" }, *ss[] = { "s0", "s1", "s2", "s3" };
+    static const char *acc[] = { "w:A",        "r:A",        "rw:B[0:32]", "r:B",
+                                 "w:C[16:48]", "r:C w:A",    "r:A[0:8]",   "w:D",
+                                 "r:D r:B",    "w:B[32:64]", "r:C[0:16]" };
+    static const char *ev[] = { "e0", "e1", "e2", "e3" }, *fl[] = { "f0", "f1", "f2" };
+    trace *t = tb_new();
+    int hosts = 1 + (int)rnd(3), streams = 2 + (int)rnd(3);
+    for (int h = 0; h < hosts; h++)
+        tb_host(t, hs[h]);
+    for (int q = 0; q < streams; q++)
+        tb_stream(t, ss[q], q < 2 ? "0" : "1");
+    tb_buf(t, "A", 64);
+    tb_buf(t, "B", 64);
+    tb_buf(t, "C", 64);
+    tb_buf(t, "D", 64);
+    static const char *tg[] = { "s0", "s1", "all", "device=0", "device=1", "s2" };
+    char label[32];
+    int barriers = 0;
+    uint64_t sem_v = 0;
+    for (int i = 0; i < n; i++) {
+        int what = (int)rnd(40);
+        const char *h = hs[rnd((uint32_t)hosts)];
+        const char *s = ss[rnd((uint32_t)streams)];
+        tb_by_host = hosts > 1 ? trace_find_queue(t, h, 2) : TRACE_NONE;
+        snprintf(label, sizeof label, "op%d", i);
+        if (what < 14)
+            tb_op(t, rnd(3) ? s : h, label, acc[rnd(11)]);
+        else if (what < 19)
+            tb_record(t, s, ev[rnd(4)]);
+        else if (what < 25) {
+            const char *e = ev[rnd(4)];
+            const char *q = rnd(4) ? s : h;
+            tb_wait(t, q, e);
+            if (rnd(3) == 0)
+                tb_wait(t, q, e);       /* a second wait on the same record */
+        } else if (what < 31) {
+            const char *x = tg[rnd(6)];
+            if (strcmp(x, "s2") == 0 && streams < 3)
+                x = "s0";
+            tb_sync(t, h, x);
+        } else if (what < 34)
+            tb_signal(t, rnd(4) ? h : s, fl[rnd(3)]);
+        else if (what < 36)
+            tb_await(t, rnd(4) ? h : s, fl[rnd(3)]);
+        else if (what < 37) {
+            if (rnd(2))
+                sem_stmt(t, h, TRACE_SIGNAL, "S", ++sem_v);
+            else
+                sem_stmt(t, hs[rnd((uint32_t)hosts)], TRACE_AWAIT, "S", sem_v ? 1 + rnd((uint32_t)sem_v) : 1);
+        } else if (what < 38)
+            tb_alloc_free(t, rnd(2) ? s : h, rnd(2) ? TRACE_ALLOC : TRACE_FREE, rnd(2) ? "C" : "D");
+        else if (hosts > 1 && barriers < 12) {
+            for (int k = 0; k < hosts; k++)
+                tb_barrier(t, hs[k], "b", (uint64_t)hosts);
+            barriers++;
+        }
+    }
+    tb_by_host = TRACE_NONE;
+    return t;
+}
+
+typedef struct keyset {
+    check_fkey *k;
+    size_t n;
+} keyset;
+
+/* The findings of a whole run of t, re-checked from scratch the way the
+ * minimiser checks (every flag's signal count known from the start). The
+ * streaming first pass of check_trace can report other pairs when an await
+ * is followed on its own queue by a signal of its flag (ruling 1): it
+ * releases the await early where this run releases it when the input ends,
+ * and FastTrack reports each access against the latest conflicting ones. */
+static keyset keys_of(trace *t, const bool *remove)
+{
+    trace_u64map totals = { 0 };
+    assert_int_equal(check_flag_totals(t, &totals), 0);
+    check_report *rep = check_report_new(t, 0);
+    check_engine *e = check_engine_new(t, rep, remove);
+    assert_non_null(e);
+    check_engine_set_flag_totals(e, &totals);
+    for (uint64_t i = 0; i < t->n_stmts; i++) {
+        trace_stmt s;
+        trace_stmt_at(t, i, &s);
+        assert_int_equal(check_engine_feed(e, &s), 0);
+    }
+    assert_int_equal(check_engine_finish(e, false), 0);
+    keyset s = { calloc(check_report_count(rep) + 1, sizeof(check_fkey)), 0 };
+    for (size_t i = 0; i < check_report_count(rep); i++)
+        s.k[s.n++] = check_finding_key(check_report_finding(rep, i));
+    check_engine_free(e);
+    check_report_free(rep);
+    trace_u64map_free(&totals);
+    return s;
+}
+
+static bool subset(const keyset *a, const keyset *b)
+{
+    for (size_t i = 0; i < a->n; i++) {
+        bool found = false;
+        for (size_t j = 0; j < b->n && !found; j++)
+            found = a->k[i].a == b->k[j].a && a->k[i].b == b->k[j].b && a->k[i].c == b->k[j].c;
+        if (!found)
+            return false;
+    }
+    return true;
+}
+
+/* The plain greedy: keep[] per seq. */
+static void plain_greedy(trace *t, bool *keep)
+{
+    uint64_t n = t->n_stmts;
+    for (uint64_t i = 0; i < n; i++)
+        keep[i] = true;
+    /* barrier generation k: each queue's k-th arrival */
+    uint64_t *gen = calloc(n + 1, sizeof *gen), arrivals[16] = { 0 };
+    for (uint64_t i = 0; i < n; i++) {
+        trace_stmt s;
+        trace_stmt_at(t, i, &s);
+        if (s.kind == TRACE_BARRIER)
+            gen[i] = ++arrivals[s.queue];
+    }
+    keyset base = keys_of(t, NULL);
+    bool *remove = calloc(n + 1, sizeof *remove);
+    bool *seen_gen = calloc(n + 1, sizeof *seen_gen);
+    for (uint64_t i = 0; i < n; i++) {
+        trace_stmt s;
+        trace_stmt_at(t, i, &s);
+        bool barrier = s.kind == TRACE_BARRIER;
+        if (s.kind != TRACE_WAIT && s.kind != TRACE_SYNC && s.kind != TRACE_AWAIT && !barrier)
+            continue;
+        if (barrier) {
+            if (seen_gen[gen[i]])
+                continue;
+            seen_gen[gen[i]] = true;
+        }
+        for (uint64_t j = i; j < n; j++)
+            if (j == i || (barrier && gen[j] == gen[i]))
+                keep[j] = false;
+        for (uint64_t j = 0; j < n; j++)
+            remove[j] = !keep[j];
+        keyset k = keys_of(t, remove);
+        if (subset(&k, &base)) {
+            free(base.k);
+            base = k;
+        } else {
+            free(k.k);
+            for (uint64_t j = i; j < n; j++)
+                if (j == i || (barrier && gen[j] == gen[i]))
+                    keep[j] = true;
+        }
+    }
+    free(base.k);
+    free(remove);
+    free(seen_gen);
+    free(gen);
+}
+
+/* Minimises `traces` random traces both ways with snapshots every `every`
+ * statements (0: the default); counts the removals and the candidates kept. */
+static void compare_with_plain(uint64_t seed, int traces, uint32_t every, size_t *removed,
+                               size_t *kept)
+{
+    rng = seed;
+    for (int k = 0; k < traces; k++) {
+        trace *t = random_trace(40 + (int)rnd(120));
+        check_options opt = { .checkpoint_every = every, .allow_findings = true };
+        check_min_result res;
+        trace_error err;
+        assert_int_equal(check_minimize(t, &opt, &res, &err), 0);
+        bool *keep = calloc(t->n_stmts + 1, sizeof *keep);
+        plain_greedy(t, keep);
+        for (uint64_t i = 0; i < t->n_stmts; i++) {
+            if (keep[i] != res.keep[i])
+                fprintf(stderr, "seed %llx trace %d (every %u): statement %llu: plain keep=%d "
+                        "incremental keep=%d\n",
+                        (unsigned long long)seed, k, every, (unsigned long long)i, keep[i],
+                        res.keep[i]);
+            assert_int_equal(keep[i], res.keep[i]);
+        }
+        *removed += res.n_removed;
+        *kept += res.n_candidates;
+        free(keep);
+        check_min_result_free(&res);
+        trace_free(t);
+    }
+}
+
+static void test_minimize_greedy_same_as_plain(void **state)
+{
+    (void)state;
+    size_t removed = 0, candidates = 0;
+    compare_with_plain(0x5eed0001ULL, 300, 0, &removed, &candidates);
+    /* both verdicts are exercised, many times */
+    assert_true(removed > 500);
+    assert_true(candidates > removed + 500);
+}
+
+static void test_minimize_greedy_same_with_close_snapshots(void **state)
+{
+    (void)state;
+    size_t removed = 0, candidates = 0;
+    compare_with_plain(0x5eed0002ULL, 150, 1, &removed, &candidates);
+    compare_with_plain(0x5eed0003ULL, 150, 4, &removed, &candidates);
+    assert_true(removed > 500);
+    assert_true(candidates > removed + 500);
+}
+
+/* minimize's keep[] for t, checked against the plain greedy. */
+static bool *minimized(trace *t)
+{
+    check_min_result res;
+    trace_error err;
+    check_options opt = { .allow_findings = true };
+    assert_int_equal(check_minimize(t, &opt, &res, &err), 0);
+    bool *plain = calloc(t->n_stmts, sizeof *plain), *keep = calloc(t->n_stmts, sizeof *keep);
+    plain_greedy(t, plain);
+    for (uint64_t i = 0; i < t->n_stmts; i++) {
+        assert_int_equal(plain[i], res.keep[i]);
+        keep[i] = res.keep[i];
+    }
+    free(plain);
+    check_min_result_free(&res);
+    return keep;
+}
+
+/* A wait its stream repeats goes without a replay; the repeat stays. */
+static void test_minimize_greedy_repeated_wait_goes(void **state)
+{
+    (void)state;
+    trace *t = tb_new();
+    tb_host(t, "h0");
+    tb_stream(t, "s0", "0");
+    tb_stream(t, "s1", "0");
+    tb_buf(t, "A", 64);
+    tb_op(t, "s0", "produce", "w:A");
+    tb_record(t, "s0", "e");
+    uint64_t w = tb_wait(t, "s1", "e");
+    uint64_t w2 = tb_wait(t, "s1", "e");
+    tb_op(t, "s1", "consume", "r:A");
+    bool *keep = minimized(t);
+    assert_false(keep[w]);
+    assert_true(keep[w2]);
+    free(keep);
+    trace_free(t);
+}
+
+/* Not when a host sync between them reads the stream's clock: there the
+ * first wait is what orders the host's read after the producer. */
+static void test_minimize_greedy_repeated_wait_after_sync_stays(void **state)
+{
+    (void)state;
+    trace *t = tb_new();
+    tb_host(t, "h0");
+    tb_stream(t, "s0", "0");
+    tb_stream(t, "s1", "0");
+    tb_buf(t, "A", 64);
+    tb_op(t, "s0", "produce", "w:A");
+    tb_record(t, "s0", "e");
+    uint64_t w = tb_wait(t, "s1", "e");
+    uint64_t sync = tb_sync(t, "h0", "s1");
+    tb_op(t, "h0", "read", "r:A");
+    uint64_t w2 = tb_wait(t, "s1", "e");
+    bool *keep = minimized(t);
+    assert_true(keep[w]);
+    assert_true(keep[sync]);
+    assert_false(keep[w2]);
+    free(keep);
+    trace_free(t);
+}
+
+/* Nor when another host submits the repeat: the first wait's submission
+ * is what orders the stream after its host's write. */
+static void test_minimize_greedy_repeated_wait_of_another_host_stays(void **state)
+{
+    (void)state;
+    trace *t = tb_new();
+    uint32_t h0 = tb_host(t, "h0"), h1 = tb_host(t, "h1");
+    tb_stream(t, "s0", "0");
+    tb_stream(t, "s1", "0");
+    tb_buf(t, "A", 64);
+    tb_by_host = h1;
+    tb_record(t, "s1", "e");
+    tb_op(t, "h1", "write", "w:A");
+    uint64_t w = tb_wait(t, "s0", "e");
+    tb_by_host = h0;
+    uint64_t w2 = tb_wait(t, "s0", "e");
+    tb_op(t, "s0", "read", "r:A");
+    tb_by_host = TRACE_NONE;
+    bool *keep = minimized(t);
+    assert_true(keep[w]);
+    assert_false(keep[w2]);
+    free(keep);
+    trace_free(t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_minimize_greedy_same_as_plain),
+        cmocka_unit_test(test_minimize_greedy_same_with_close_snapshots),
+        cmocka_unit_test(test_minimize_greedy_repeated_wait_goes),
+        cmocka_unit_test(test_minimize_greedy_repeated_wait_after_sync_stays),
+        cmocka_unit_test(test_minimize_greedy_repeated_wait_of_another_host_stays),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
