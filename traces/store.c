@@ -789,7 +789,10 @@ opened:
     }
     if (store_exec(st,
                    st->readonly ? "PRAGMA query_only=1; PRAGMA mmap_size=1073741824;"
-                                : "PRAGMA synchronous=NORMAL; PRAGMA cache_size=-16384;",
+                                : "PRAGMA synchronous=NORMAL; PRAGMA cache_size=-16384;"
+                                  /* a checkpoint syncs the file: every 128 MiB of
+                                   * WAL, not every 8 (a recorder commits often) */
+                                  " PRAGMA wal_autocheckpoint=16384;",
                    NULL, err) != 0)
         goto fail;
     return st;
