@@ -9,7 +9,6 @@
 #include "traces/trace.h"
 
 #include <getopt.h>
-#include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -48,6 +47,12 @@ void cmd_sql_help(FILE *out)
 
 typedef enum { OUT_LIST, OUT_CSV, OUT_JSON } out_mode;
 
+typedef struct printer {
+    FILE *out;
+    out_mode mode;
+    long rows;              /* of the query being printed */
+} printer;
+
 static void put_csv(FILE *out, const char *s)
 {
     if (!strpbrk(s, ",\"\r\n")) {
@@ -63,90 +68,75 @@ static void put_csv(FILE *out, const char *s)
     putc('"', out);
 }
 
-/* One value of the current row. */
-static void put_value(FILE *out, sqlite3_stmt *q, int col, out_mode mode)
+static void put_text(const printer *p, const char *s)
 {
-    int type = sqlite3_column_type(q, col);
-    if (type == SQLITE_NULL) {
-        if (mode == OUT_JSON)
-            fputs("null", out);
-        return;
-    }
-    if (mode == OUT_JSON && type == SQLITE_INTEGER) {
-        fprintf(out, "%lld", (long long)sqlite3_column_int64(q, col));
-        return;
-    }
-    if (mode == OUT_JSON && type == SQLITE_FLOAT) {
-        fprintf(out, "%.17g", sqlite3_column_double(q, col));
-        return;
-    }
-    const char *s = (const char *)sqlite3_column_text(q, col);
-    if (mode == OUT_JSON)
-        trace_json_str(out, s ? s : "");
-    else if (mode == OUT_CSV)
-        put_csv(out, s ? s : "");
+    if (p->mode == OUT_JSON)
+        trace_json_str(p->out, s);
+    else if (p->mode == OUT_CSV)
+        put_csv(p->out, s);
     else
-        fputs(s ? s : "", out);
+        fputs(s, p->out);
 }
 
-/* Steps one prepared query to its end, printing its rows. 0 or -1. */
-static int print_query(FILE *out, sqlite3 *db, sqlite3_stmt *q, out_mode mode)
+static void put_value(const printer *p, const trace_val *v)
 {
-    int n = sqlite3_column_count(q);
-    if (n > 0 && mode != OUT_JSON)
-        for (int c = 0; c < n; c++) {
-            if (c)
-                putc(mode == OUT_CSV ? ',' : '|', out);
-            if (mode == OUT_CSV)
-                put_csv(out, sqlite3_column_name(q, c));
-            else
-                fputs(sqlite3_column_name(q, c), out);
-            if (c == n - 1)
-                putc('\n', out);
+    switch (v->type) {
+    case TRACE_VAL_NULL:
+        if (p->mode == OUT_JSON)
+            fputs("null", p->out);
+        break;
+    case TRACE_VAL_INT:
+        fprintf(p->out, "%lld", (long long)v->i);
+        break;
+    case TRACE_VAL_REAL:
+        fprintf(p->out, "%.17g", v->r);
+        break;
+    case TRACE_VAL_TEXT:
+        put_text(p, v->s);
+        break;
+    }
+}
+
+/* trace_store_query's callback: a header line and a line per row (list,
+ * CSV), or a JSON array of objects per query. */
+static int print_part(void *ctx, trace_query_part part, int n, const char *const *names,
+                      const trace_val *row)
+{
+    printer *p = ctx;
+    const char *sep = p->mode == OUT_JSON ? ", " : p->mode == OUT_CSV ? "," : "|";
+    if (n == 0)
+        return 0;               /* a statement without result columns */
+    switch (part) {
+    case TRACE_QUERY_BEGIN:
+        p->rows = 0;
+        if (p->mode == OUT_JSON) {
+            fputs("[", p->out);
+            break;
         }
-    if (n > 0 && mode == OUT_JSON)
-        fputs("[", out);
-    int rc;
-    long rows = 0;
-    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-        if (mode == OUT_JSON)
-            fputs(rows ? ",\n {" : "\n {", out);
         for (int c = 0; c < n; c++) {
-            if (c)
-                fputs(mode == OUT_JSON ? ", " : mode == OUT_CSV ? "," : "|", out);
-            if (mode == OUT_JSON) {
-                trace_json_str(out, sqlite3_column_name(q, c));
-                fputs(": ", out);
+            fputs(c ? sep : "", p->out);
+            put_text(p, names[c]);
+        }
+        putc('\n', p->out);
+        break;
+    case TRACE_QUERY_ROW:
+        if (p->mode == OUT_JSON)
+            fputs(p->rows ? ",\n {" : "\n {", p->out);
+        for (int c = 0; c < n; c++) {
+            fputs(c ? sep : "", p->out);
+            if (p->mode == OUT_JSON) {
+                trace_json_str(p->out, names[c]);
+                fputs(": ", p->out);
             }
-            put_value(out, q, c, mode);
+            put_value(p, &row[c]);
         }
-        fputs(mode == OUT_JSON ? "}" : "\n", out);
-        rows++;
-    }
-    if (n > 0 && mode == OUT_JSON)
-        fputs(rows ? "\n]\n" : "]\n", out);
-    if (rc != SQLITE_DONE) {
-        cli_error("sql", "%s", sqlite3_errmsg(db));
-        return -1;
-    }
-    return 0;
-}
-
-/* Runs every statement of sql in turn. 0 or -1. */
-static int run_sql(FILE *out, sqlite3 *db, const char *sql, out_mode mode)
-{
-    while (sql && *sql) {
-        sqlite3_stmt *q = NULL;
-        const char *tail = NULL;
-        if (sqlite3_prepare_v2(db, sql, -1, &q, &tail) != SQLITE_OK) {
-            cli_error("sql", "%s", sqlite3_errmsg(db));
-            return -1;
-        }
-        int rc = q ? print_query(out, db, q, mode) : 0;
-        sqlite3_finalize(q);
-        if (rc != 0)
-            return -1;
-        sql = tail;
+        fputs(p->mode == OUT_JSON ? "}" : "\n", p->out);
+        p->rows++;
+        break;
+    case TRACE_QUERY_END:
+        if (p->mode == OUT_JSON)
+            fputs(p->rows ? "\n]\n" : "]\n", p->out);
+        break;
     }
     return 0;
 }
@@ -202,22 +192,19 @@ int cmd_sql(int argc, char **argv)
         return cli_error("sql", "%s: no such file", path);
     trace_error err = { 0 };
     trace_store *st = trace_store_open_mode(path, TRACE_STORE_READ, &err);
-    if (!st || trace_store_sql_register(st, &err) != 0) {
-        trace_store_close(st);
+    if (!st)
         return cli_error("sql", "%s", err.msg);
-    }
+    printer p = { .out = stdout, .mode = mode };
     int status = 0;
-    if (optind == argc) {
-        char *sql = read_stdin();
-        if (!sql)
-            status = cli_error("sql", "out of memory");
-        else if (run_sql(stdout, trace_store_db(st), sql, mode) != 0)
-            status = 2;
-        free(sql);
-    }
+    char *in = optind == argc ? read_stdin() : NULL;
+    if (optind == argc && !in)
+        status = cli_error("sql", "out of memory");
+    else if (in && trace_store_query(st, in, print_part, &p, &err) != 0)
+        status = cli_error("sql", "%s", err.msg);
     for (int i = optind; i < argc && status == 0; i++)
-        if (run_sql(stdout, trace_store_db(st), argv[i], mode) != 0)
-            status = 2;
+        if (trace_store_query(st, argv[i], print_part, &p, &err) != 0)
+            status = cli_error("sql", "%s", err.msg);
+    free(in);
     trace_store_close(st);
     if (fflush(stdout) != 0 && status == 0)
         status = cli_error("sql", "cannot write the output");

@@ -59,6 +59,7 @@ struct trace_store {
     int schema;             /* the schema version of the file (1 to 3) */
     bool readonly;          /* query_only: a reader */
     bool can_write;         /* results (findings, checks) can be stored */
+    bool has_stmts;         /* the stmts table is made on this connection */
 };
 
 /* Maps a SQLite result code to a trace status. */

@@ -16,6 +16,10 @@
  * statement as the text format writes it, accesses and attributes
  * included. A `run = N` constraint reads that run only; without one, every
  * run is read. Rows come sorted by run and seq, which the planner is told.
+ *
+ * trace_store_query runs SQL on the store's own connection and hands each
+ * row to its caller as typed values: `syncsim sql` formats them, and no
+ * command talks to SQLite itself.
  */
 #include "store_int.h"
 
@@ -324,10 +328,84 @@ static const sqlite3_module stmts_module = {
     .xRowid = vt_rowid,
 };
 
-int trace_store_sql_register(trace_store *st, trace_error *err)
+/* Steps q to its end through fn. 0, 1 when fn stopped, or -1 with err. */
+static int query_rows(trace_store *st, sqlite3_stmt *q, trace_query_fn fn, void *ctx,
+                      trace_error *err)
 {
-    int rc = sqlite3_create_module(st->db, "stmts", &stmts_module, (void *)st->path);
-    if (rc != SQLITE_OK)
-        return store_fail(st, rc, NULL, "cannot register the stmts table", err);
+    int n = sqlite3_column_count(q);
+    const char **names = calloc((size_t)n + 1, sizeof *names);
+    trace_val *row = calloc((size_t)n + 1, sizeof *row);
+    int rc = -1;
+    if (!names || !row) {
+        trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", st->path);
+        goto out;
+    }
+    for (int c = 0; c < n; c++)
+        names[c] = sqlite3_column_name(q, c);
+    if (fn(ctx, TRACE_QUERY_BEGIN, n, names, NULL)) {
+        rc = 1;
+        goto out;
+    }
+    int step;
+    while ((step = sqlite3_step(q)) == SQLITE_ROW) {
+        for (int c = 0; c < n; c++) {
+            trace_val *v = &row[c];
+            switch (sqlite3_column_type(q, c)) {
+            case SQLITE_NULL:
+                *v = (trace_val){ .type = TRACE_VAL_NULL };
+                break;
+            case SQLITE_INTEGER:
+                *v = (trace_val){ .type = TRACE_VAL_INT, .i = sqlite3_column_int64(q, c) };
+                break;
+            case SQLITE_FLOAT:
+                *v = (trace_val){ .type = TRACE_VAL_REAL, .r = sqlite3_column_double(q, c) };
+                break;
+            default:        /* text, and a blob as its bytes */
+                *v = (trace_val){ .type = TRACE_VAL_TEXT,
+                                  .s = (const char *)sqlite3_column_text(q, c) };
+                if (!v->s)
+                    v->s = "";
+                break;
+            }
+        }
+        if (fn(ctx, TRACE_QUERY_ROW, n, names, row)) {
+            rc = 1;
+            goto out;
+        }
+    }
+    if (step != SQLITE_DONE) {
+        trace_error_set(err, store_status_of(step), "%s: %s", st->path, sqlite3_errmsg(st->db));
+        goto out;
+    }
+    rc = fn(ctx, TRACE_QUERY_END, n, names, NULL) ? 1 : 0;
+out:
+    free(names);
+    free(row);
+    return rc;
+}
+
+int trace_store_query(trace_store *st, const char *sql, trace_query_fn fn, void *ctx,
+                      trace_error *err)
+{
+    int rc;
+    if (!st->has_stmts) {       /* stmts exists on this connection from the first query on */
+        rc = sqlite3_create_module(st->db, "stmts", &stmts_module, (void *)st->path);
+        if (rc != SQLITE_OK)
+            return store_fail(st, rc, NULL, "cannot make the stmts table", err);
+        st->has_stmts = true;
+    }
+    while (sql && *sql) {
+        sqlite3_stmt *q = NULL;
+        const char *tail = NULL;
+        rc = sqlite3_prepare_v2(st->db, sql, -1, &q, &tail);
+        if (rc != SQLITE_OK)
+            return trace_error_set(err, TRACE_EUSAGE, "%s: %s", st->path,
+                                   sqlite3_errmsg(st->db)), -1;
+        int qrc = q ? query_rows(st, q, fn, ctx, err) : 0;
+        sqlite3_finalize(q);
+        if (qrc != 0)
+            return qrc < 0 ? -1 : 0;
+        sql = tail;
+    }
     return 0;
 }

@@ -841,10 +841,25 @@ bool trace_store_writable(const trace_store *st);
 void trace_store_close(trace_store *st);
 /* The underlying sqlite3 handle, for modules that add their own tables. */
 struct sqlite3 *trace_store_db(trace_store *st);
-/* Registers the table `stmts(run, seq, queue, kind, label, object, t, dur,
- * line, text)` on st's connection: every statement of the database, one
- * row each, names resolved (store_sql.c). 0 or -1 with err. */
-int trace_store_sql_register(trace_store *st, trace_error *err);
+/* SQL over a database (store_sql.c): the tables and views of
+ * docs/trace-schema.md, and `stmts(run, seq, queue, kind, label, object, t,
+ * dur, line, text)`, every statement of the database, one row each, names
+ * resolved. Each statement of sql in turn: fn is called with
+ * TRACE_QUERY_BEGIN (its column names), TRACE_QUERY_ROW for each row (its
+ * values), TRACE_QUERY_END. A nonzero return from fn stops. Returns 0, or
+ * -1 with err (a bad query: its message; st opened READ refuses writes). */
+typedef enum { TRACE_VAL_NULL, TRACE_VAL_INT, TRACE_VAL_REAL, TRACE_VAL_TEXT } trace_val_type;
+typedef struct trace_val {
+    trace_val_type type;
+    int64_t i;
+    double r;
+    const char *s;          /* TRACE_VAL_TEXT: valid during the call */
+} trace_val;
+typedef enum { TRACE_QUERY_BEGIN, TRACE_QUERY_ROW, TRACE_QUERY_END } trace_query_part;
+typedef int (*trace_query_fn)(void *ctx, trace_query_part part, int n, const char *const *names,
+                              const trace_val *row);
+int trace_store_query(trace_store *st, const char *sql, trace_query_fn fn, void *ctx,
+                      trace_error *err);
 
 /* Lists runs (ascending id); *out is owned by the caller, free with
  * trace_run_info_free. Returns 0 or -1. */
