@@ -92,7 +92,7 @@ typedef struct store_writer {
     trace_store *st;
     int64_t run;
     sqlite3_stmt *ins_stmt, *ins_str, *ins_queue, *ins_buffer, *ins_expect, *ins_expect_kv,
-        *del_meta, *ins_meta, *upd_time, *upd_run;
+        *del_meta, *ins_meta, *upd_run;
     uint32_t n_queues, n_buffers, n_expects;         /* written so far */
     /* The run's strings table is written on demand: db holds what is in it
      * (ids are the table's), str_map a source string id's db id and
