@@ -196,7 +196,8 @@ static int accept_window(minimizer *m, const hashes *trial, uint64_t lo, uint64_
         a->h = p;
         a->cap = n;
     }
-    memmove(a->h + a0 + (t1 - t0), a->h + a1, (a->n - a1) * sizeof *a->h);
+    if (a->n > a1)              /* a->h is NULL while nothing was found */
+        memmove(a->h + a0 + (t1 - t0), a->h + a1, (a->n - a1) * sizeof *a->h);
     if (t1 > t0)
         memcpy(a->h + a0, trial->h + t0, (t1 - t0) * sizeof *a->h);
     a->n = n;
