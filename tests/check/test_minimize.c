@@ -8,6 +8,7 @@
 #include <cmocka.h>
 
 #include "check/internal.h"
+#include "check_keys.h"
 #include "check_test_util.h"
 
 /* One token of the "sassassasg" schedule, `tokens` times. */
@@ -198,31 +199,12 @@ static trace *random_trace(int n)
     return t;
 }
 
-typedef struct keyset {
-    check_fkey *k;
-    size_t n;
-} keyset;
-
 static keyset keys_of(trace *t)
 {
     check_report *rep = tb_check(t);
-    keyset s = { calloc(check_report_count(rep) + 1, sizeof(check_fkey)), 0 };
-    for (size_t i = 0; i < check_report_count(rep); i++)
-        s.k[s.n++] = check_finding_key(check_report_finding(rep, i));
+    keyset s = keyset_of(rep);
     check_report_free(rep);
     return s;
-}
-
-static bool subset(const keyset *a, const keyset *b)
-{
-    for (size_t i = 0; i < a->n; i++) {
-        bool found = false;
-        for (size_t j = 0; j < b->n && !found; j++)
-            found = a->k[i].a == b->k[j].a && a->k[i].b == b->k[j].b && a->k[i].c == b->k[j].c;
-        if (!found)
-            return false;
-    }
-    return true;
 }
 
 /* The greedy minimiser written the slow way: filter, check everything. */
@@ -293,7 +275,7 @@ static void naive_minimize(trace *t, bool *keep)
         free(m->access_pool);
         free(m->attr_pool);
         free(m);
-        if (subset(&k, &base)) {
+        if (keyset_subset(&k, &base)) {
             free(base.k);
             base = k;
         } else {

@@ -28,6 +28,7 @@
 #include <cmocka.h>
 
 #include "check/internal.h"
+#include "check_keys.h"
 #include "check_test_util.h"
 
 static uint64_t rng;
@@ -116,11 +117,6 @@ static trace *random_trace(int n)
     return t;
 }
 
-typedef struct keyset {
-    check_fkey *k;
-    size_t n;
-} keyset;
-
 /* The findings of a whole run of t, re-checked from scratch the way the
  * minimiser checks (every flag's signal count known from the start). The
  * streaming first pass of check_trace can report other pairs when an await
@@ -141,25 +137,11 @@ static keyset keys_of(trace *t, const bool *remove)
         assert_int_equal(check_engine_feed(e, &s), 0);
     }
     assert_int_equal(check_engine_finish(e, false), 0);
-    keyset s = { calloc(check_report_count(rep) + 1, sizeof(check_fkey)), 0 };
-    for (size_t i = 0; i < check_report_count(rep); i++)
-        s.k[s.n++] = check_finding_key(check_report_finding(rep, i));
+    keyset s = keyset_of(rep);
     check_engine_free(e);
     check_report_free(rep);
     trace_u64map_free(&totals);
     return s;
-}
-
-static bool subset(const keyset *a, const keyset *b)
-{
-    for (size_t i = 0; i < a->n; i++) {
-        bool found = false;
-        for (size_t j = 0; j < b->n && !found; j++)
-            found = a->k[i].a == b->k[j].a && a->k[i].b == b->k[j].b && a->k[i].c == b->k[j].c;
-        if (!found)
-            return false;
-    }
-    return true;
 }
 
 /* The plain greedy: keep[] per seq. */
@@ -196,7 +178,7 @@ static void plain_greedy(trace *t, bool *keep)
         for (uint64_t j = 0; j < n; j++)
             remove[j] = !keep[j];
         keyset k = keys_of(t, remove);
-        if (subset(&k, &base)) {
+        if (keyset_subset(&k, &base)) {
             free(base.k);
             base = k;
         } else {
