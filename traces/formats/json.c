@@ -369,15 +369,23 @@ bool json_is(const json_val *v, const char *s)
     return v && v->type == JSON_STRING && v->len == strlen(s) && memcmp(v->s, s, v->len) == 0;
 }
 
-bool json_int(const json_val *v, int64_t *out)
+/* The digits of a number (or of a string holding one) after its sign:
+ * NULL when v is neither or no digit follows the sign. */
+static const char *num_digits(const json_val *v, bool *neg)
 {
     if (!v || (v->type != JSON_NUMBER && v->type != JSON_STRING) || !v->len)
-        return false;
+        return NULL;
     const char *s = v->s;
-    bool neg = *s == '-';
-    if (neg)
-        s++;
-    if (*s < '0' || *s > '9')
+    *neg = *s == '-';
+    s += *neg;
+    return *s >= '0' && *s <= '9' ? s : NULL;
+}
+
+bool json_int(const json_val *v, int64_t *out)
+{
+    bool neg;
+    const char *s = num_digits(v, &neg);
+    if (!s)
         return false;
     uint64_t n = 0;
     for (; *s >= '0' && *s <= '9'; s++) {
@@ -406,13 +414,9 @@ bool json_int(const json_val *v, int64_t *out)
 
 bool json_us_to_ns(const json_val *v, int64_t *out)
 {
-    if (!v || (v->type != JSON_NUMBER && v->type != JSON_STRING) || !v->len)
-        return false;
-    const char *s = v->s;
-    bool neg = *s == '-';
-    if (neg)
-        s++;
-    if (*s < '0' || *s > '9')
+    bool neg;
+    const char *s = num_digits(v, &neg);
+    if (!s)
         return false;
     int64_t us = 0;
     for (; *s >= '0' && *s <= '9'; s++) {
