@@ -335,48 +335,74 @@ cap_call capture_call(const char *name)
     }
 }
 
-bool capture_param_const(const char *sig, unsigned index)
+const char *capture_param_text(const char *sig, unsigned index, size_t *len)
 {
-    const char *p = sig ? strchr(sig, '(') : NULL;
-    if (!p)
-        return false;
-    unsigned at = 0;
+    size_t n = sig ? strlen(sig) : 0;
+    if (!n || sig[n - 1] != ')')
+        return NULL;
+    /* the '(' that opens the list the final ')' closes: a template argument
+     * may hold parentheses of its own ("f(int)::{lambda(float)#1}",
+     * "(anonymous namespace)"), so the first '(' is not it */
+    const char *open = NULL;
     int depth = 0;
-    const char *start = ++p;
-    for (; *p; p++) {
-        if (*p == '<' || *p == '(' || *p == '[')
+    for (size_t i = n; i-- > 0;) {
+        char ch = sig[i];
+        depth += ch == ')' || ch == '>' || ch == ']' || ch == '}'   ? 1
+                 : ch == '(' || ch == '<' || ch == '[' || ch == '{' ? -1
+                                                                    : 0;
+        if (depth == 0) {
+            open = &sig[i];
+            break;
+        }
+    }
+    if (!open || *open != '(')
+        return NULL;
+    const char *start = open + 1, *end = sig + n - 1;
+    unsigned at = 0;
+    depth = 0;
+    for (const char *p = start; p <= end; p++) {
+        if (*p == '<' || *p == '(' || *p == '[' || *p == '{')
             depth++;
-        else if ((*p == '>' || *p == ']') && depth > 0)
+        else if ((*p == '>' || *p == ')' || *p == ']' || *p == '}') && depth > 0 && p < end)
             depth--;
-        else if (*p == ')' && depth > 0)
-            depth--;
-        else if ((*p == ',' || *p == ')') && depth == 0) {
+        else if ((*p == ',' && depth == 0) || p == end) {
             if (at == index) {
-                /* the pointee is const when "const" comes before the last
-                 * '*' (both outside template arguments: Pair<int const*, int>
-                 * is no pointer) */
-                const char *star = NULL;
-                int d = 0;
-                for (const char *q = start; q < p; q++) {
-                    d += *q == '<' ? 1 : *q == '>' ? -1 : 0;
-                    if (*q == '*' && d == 0)
-                        star = q;
-                }
-                d = 0;
-                for (const char *q = start; star && q + 5 <= star; q++) {
-                    d += *q == '<' ? 1 : *q == '>' ? -1 : 0;
-                    if (d == 0 && strncmp(q, "const", 5) == 0 &&
-                        (q == start || q[-1] == ' ' || q[-1] == '(' || q[-1] == '>') &&
-                        (q[5] == ' ' || q[5] == '*'))
-                        return true;
-                }
-                return false;
+                while (start < p && *start == ' ')
+                    start++;
+                if (start == p)
+                    return NULL;        /* "()": no parameters */
+                *len = (size_t)(p - start);
+                return start;
             }
-            if (*p == ')')
-                return false;
             at++;
             start = p + 1;
         }
+    }
+    return NULL;
+}
+
+bool capture_param_const(const char *sig, unsigned index)
+{
+    size_t len;
+    const char *start = capture_param_text(sig, index, &len), *end = start ? start + len : NULL;
+    if (!start)
+        return false;
+    /* the pointee is const when "const" comes before the last '*' (both
+     * outside template arguments: Pair<int const*, int> is no pointer) */
+    const char *star = NULL;
+    int d = 0;
+    for (const char *q = start; q < end; q++) {
+        d += *q == '<' ? 1 : *q == '>' ? -1 : 0;
+        if (*q == '*' && d == 0)
+            star = q;
+    }
+    d = 0;
+    for (const char *q = start; star && q + 5 <= star; q++) {
+        d += *q == '<' ? 1 : *q == '>' ? -1 : 0;
+        if (d == 0 && strncmp(q, "const", 5) == 0 &&
+            (q == start || q[-1] == ' ' || q[-1] == '(' || q[-1] == '>') &&
+            (q[5] == ' ' || q[5] == '*'))
+            return true;
     }
     return false;
 }

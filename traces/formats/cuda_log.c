@@ -49,10 +49,12 @@
  *           name (its gpu record) says the pointee is const
  *           (capture_param_const), else read and write; mode= overrides.
  *           word=W: the W-th 8-byte word of parameter I, a structure passed
- *           by value (PyTorch's TensorIterator kernels: at::detail::Array
- *           <char*, N>, whose first word is the output, written, and the
- *           others inputs, read; another structure's words are read and
- *           written).
+ *           by value, in increasing W (PyTorch's TensorIterator kernels:
+ *           std::array<char*, N> or at::detail::Array<char*, N>, whose first
+ *           word is the output, written, and the others inputs, read; the
+ *           closure of its broadcasting kernel, whose first word into an
+ *           allocation is the output; another structure's words are read
+ *           and written: aggregate_kind).
  *           It becomes an access from the pointer to the end of its
  *           allocation; a value that points into no allocation is not a
  *           pointer the log knows and is counted (the ledger's unresolved-param).
@@ -616,50 +618,33 @@ static const live_block *block_at(const xlate *x, int64_t pid, uint64_t addr)
     return b->pid == pid && addr >= b->lo && addr < b->hi ? b : NULL;
 }
 
-/* The mode of word `word` of parameter idx of a kernel (demangled
- * signature sig) passed as a structure: PyTorch's TensorIterator kernels
- * pass their operands in at::detail::Array<char*, N>, the output first
- * (written), then the inputs (read); any other structure's addresses are
- * read and written. */
-static uint8_t aggregate_mode(const char *sig, int64_t idx, int64_t word)
+/* What a structure passed by value holds (parameter idx of a kernel whose
+ * demangled signature is sig), as far as its type says:
+ *   AGG_OPERANDS  PyTorch's TensorIterator operands, std::array<char*, N>
+ *                 (PyTorch 2.x) or at::detail::Array<char*, N> (before):
+ *                 word 0 is the output, written; the others inputs, read;
+ *   AGG_CLOSURE   the closure of gpu_kernel_impl's legacy (broadcasting)
+ *                 elementwise kernel, "gpu_kernel_impl...::{lambda(int)#1}":
+ *                 it holds the same std::array after its offset calculator,
+ *                 so its first word that points into an allocation is the
+ *                 output and the later ones inputs;
+ *   AGG_OTHER     anything else (a reduction's ReduceOp, cuBLASLt's
+ *                 parameters): its addresses are read and written. */
+typedef enum { AGG_OTHER, AGG_OPERANDS, AGG_CLOSURE } agg_kind;
+
+static agg_kind aggregate_kind(const char *sig, int64_t idx)
 {
-    size_t n = sig ? strlen(sig) : 0;
-    if (!n || sig[n - 1] != ')' || idx < 0)
-        return TRACE_RW;
-    /* the parameter list: the '(' that matches the final ')' */
-    const char *open = NULL;
-    int depth = 0;
-    for (size_t i = n; i-- > 0;) {
-        char ch = sig[i];
-        depth += ch == ')' || ch == '>' ? 1 : ch == '(' || ch == '<' ? -1 : 0;
-        if (depth == 0) {
-            open = &sig[i];
-            break;
-        }
-    }
-    if (!open || *open != '(')
-        return TRACE_RW;
-    const char *start = open + 1;
-    int64_t at = 0;
-    depth = 0;
-    for (const char *q = start; q < sig + n; q++) {
-        if (*q == '<' || *q == '(')
-            depth++;
-        else if ((*q == '>' || *q == ')') && depth > 0)
-            depth--;
-        else if ((*q == ',' || q == sig + n - 1) && depth == 0) {
-            if (at++ == idx) {
-                while (*start == ' ')
-                    start++;
-                static const char array[] = "at::detail::Array<char*,";
-                if (strncmp(start, array, sizeof array - 1) != 0)
-                    return TRACE_RW;
-                return word == 0 ? TRACE_W : TRACE_R;
-            }
-            start = q + 1;
-        }
-    }
-    return TRACE_RW;
+    size_t len;
+    const char *p = idx >= 0 ? capture_param_text(sig, (unsigned)idx, &len) : NULL;
+    static const char *const operands[] = { "std::array<char*,", "at::detail::Array<char*," };
+    for (size_t i = 0; p && i < sizeof operands / sizeof operands[0]; i++)
+        if (len > strlen(operands[i]) && strncmp(p, operands[i], strlen(operands[i])) == 0)
+            return AGG_OPERANDS;
+    static const char closure[] = "at::native::gpu_kernel_impl", lambda[] = "::{lambda(int)#";
+    if (p && len > sizeof closure && strncmp(p, closure, sizeof closure - 1) == 0 &&
+        memmem(p, len, lambda, sizeof lambda - 1))
+        return AGG_CLOSURE;
+    return AGG_OTHER;
 }
 
 static int gpu_of(xlate *x, uint64_t gi, const rec *call)
@@ -706,6 +691,8 @@ static int gpu_of(xlate *x, uint64_t gi, const rec *call)
     } else if (g->gkind == CAP_KERNEL) {
         /* each pointer parameter: from the pointer to the end of its
          * allocator block when the log has blocks, else of its allocation */
+        const char *sig = trace_str(l->t, g->name);
+        int64_t output_given = CAP_NONE;   /* the closure whose output word was seen */
         for (uint64_t k = find_corr(l, x->params, x->n_params, g->pid, g->corr);
              k < x->n_params; k++) {
             const rec *p = &l->recs[x->params[k]];
@@ -720,11 +707,20 @@ static int gpu_of(xlate *x, uint64_t gi, const rec *call)
                 continue;
             }
             uint8_t mode = p->mode;
-            if (!mode && p->word != CAP_NONE)
-                mode = aggregate_mode(trace_str(l->t, g->name), p->idx, p->word);
+            if (!mode && p->word != CAP_NONE) {
+                /* words come in increasing order (the injection writes them so) */
+                switch (aggregate_kind(sig, p->idx)) {
+                case AGG_OPERANDS: mode = p->word == 0 ? TRACE_W : TRACE_R; break;
+                case AGG_CLOSURE:
+                    mode = output_given == p->idx ? TRACE_R : TRACE_W;
+                    output_given = p->idx;
+                    break;
+                default: mode = TRACE_RW; break;
+                }
+            }
             if (!mode)
                 mode = p->idx != CAP_NONE &&
-                               capture_param_const(trace_str(l->t, g->name), (unsigned)p->idx)
+                               capture_param_const(sig, (unsigned)p->idx)
                            ? TRACE_R
                            : TRACE_RW;
             uint64_t end = UINT64_MAX;     /* cut to the buffer's size */

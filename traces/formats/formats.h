@@ -282,6 +282,12 @@ cap_call capture_call(const char *name);
  * parameter list, fewer parameters, not a pointer, a const pointer to
  * mutable data "float* const"). */
 bool capture_param_const(const char *signature, unsigned index);
+/* The text of parameter `index` (from 0) of a demangled kernel signature,
+ * *len bytes from the pointer returned: the parameter list is the one the
+ * final ')' closes (template arguments may hold parentheses: a lambda's
+ * "f(int)::{lambda(float)#1}"), split at the commas outside brackets. NULL
+ * when the signature has no parameter list or fewer parameters. */
+const char *capture_param_text(const char *signature, unsigned index, size_t *len);
 
 /* The documented read/write set of a BLAS GEMM C = alpha op(A) op(B) + beta
  * C (cuBLAS, column-major): op(A) is m x k (A is k x m when transposed),
