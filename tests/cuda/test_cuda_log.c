@@ -185,12 +185,120 @@ static void test_cuda_log_broadcast_closure_operands(void **state)
 #undef CLOSURE
 }
 
+/* Allocator blocks are timed on PyTorch's clock (microseconds of the
+ * epoch), launches on CUPTI's; the two drift apart by tens of microseconds
+ * over a run, the order of the gap between an allocation and its launch.
+ * Here the epoch clock gains 100 us a second against the log's (three
+ * clock pairs). Block B is allocated over X 5 us after the launch of
+ * `first` (at 0.1 s): by one clock pair (the last) it would come 90 us
+ * earlier, before the launch, and narrow first's access to B's 256 bytes;
+ * interpolated between the pairs around it, first keeps block A's 512 and
+ * only `second`, launched after B, gets 256. */
+static void test_cuda_log_block_clock_drift(void **state)
+{
+    (void)state;
+    trace *t = load_log(HEAD
+        "clock pid=1 t0=0 unix=5000000000\n"
+        "clock pid=1 t0=500000000 unix=5500050000\n"
+        "clock pid=1 t0=1000000000 unix=6000100000\n"
+        "api pid=1 tid=1 t0=1000 t1=2000 corr=1 dev=0 ptr=0x10000 size=1048576 name=cudaMalloc\n"
+        "block pid=1 dev=0 stream=0 us=5000003 action=segment_alloc ptr=0x10000 size=1048576\n"
+        "block pid=1 dev=0 stream=0 us=5050005 action=alloc ptr=0x10000 size=512\n"
+        "api pid=1 tid=1 t0=100000000 t1=100000500 corr=2 dev=0 stream=0 name=cudaLaunchKernel\n"
+        "param pid=1 corr=2 idx=0 ptr=0x10000\n"
+        "gpu pid=1 corr=2 kind=kernel dev=0 stream=0 t0=100001000 t1=100002000 name=first(float*)\n"
+        "block pid=1 dev=0 stream=0 us=5100015 action=alloc ptr=0x10000 size=256\n"
+        "api pid=1 tid=1 t0=100010000 t1=100010500 corr=3 dev=0 stream=0 name=cudaLaunchKernel\n"
+        "param pid=1 corr=3 idx=0 ptr=0x10000\n"
+        "gpu pid=1 corr=3 kind=kernel dev=0 stream=0 t0=100011000 t1=100012000 name=second(float*)\n");
+    trace_stmt s = find_label(t, "first(float*)");
+    assert_int_equal(s.n_access, 1);
+    assert_int_equal(s.access[0].hi, 512);
+    s = find_label(t, "second(float*)");
+    assert_int_equal(s.access[0].hi, 256);
+    trace_free(t);
+}
+
+/* 10^6 launches read in linear time. Each launch is a runtime call with a
+ * call site, a parameter taken at the driver (dcorr=: its activity is filed
+ * under the driver call's id) and its kernel; another thread makes a
+ * library call every tenth launch; 200 objects are loaded (sites resolve
+ * against them); the allocator writes a block every 100 launches and the
+ * clock is paired every 1000. The searches that match records to records
+ * (capture.log_lookups: the alias of a driver id, the library call around
+ * an API call, a block's clock, a site's object) must stay within a
+ * constant per record: a reader that scans every alias per GPU record (or
+ * every library call per API call) makes about 10^11 steps here and takes
+ * hours. SYNCSIM_TEST_LAUNCHES sets the count (sanitizer builds: 10^5). */
+static void test_cuda_log_million_launches_linear(void **state)
+{
+    (void)state;
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    long n = 100000;
+#else
+    long n = 1000000;
+#endif
+    const char *env = getenv("SYNCSIM_TEST_LAUNCHES");
+    if (env && atol(env) > 0)
+        n = atol(env);
+    char path[64];
+    write_log(path, sizeof path, HEAD);
+    FILE *f = fopen(path, "a");
+    assert_non_null(f);
+    fprintf(f, "stream pid=1 dev=0 stream=13 kind=nonblocking\n"
+               "clock pid=1 t0=0 unix=5000000000\n"
+               "api pid=1 tid=1 t0=10 t1=20 corr=1 dev=0 ptr=0x7000000 size=1048576 name=cudaMalloc\n"
+               "block pid=1 dev=0 stream=0 us=5000000 action=segment_alloc ptr=0x7000000 size=1048576\n");
+    for (long i = 0; i < n; i++) {
+        long t = 1000 + 1000 * i, corr = 10 + 2 * i;
+        fprintf(f, "api pid=1 tid=1 t0=%ld t1=%ld corr=%ld dev=0 stream=13 site=0x%lx "
+                   "name=cudaLaunchKernel\n"
+                   "param pid=1 corr=%ld dcorr=%ld idx=0 ptr=0x%lx\n"
+                   "gpu pid=1 corr=%ld kind=kernel dev=0 stream=13 t0=%ld t1=%ld name=k(float*)\n",
+                t, t + 100, corr, 0x400000 + 0x1000 * 199 + (i % 16) * 8, corr, corr + 1,
+                0x7000000 + (i % 1024) * 1024, corr + 1, t + 200, t + 300);
+        if (i % 10 == 0)
+            fprintf(f, "lib pid=1 tid=2 t0=%ld t1=%ld dev=0 stream=13 acc=0x7000000:64:r "
+                       "name=cublasSgemm_v2\n", t + 10, t + 20);
+        if (i % 100 == 0)
+            fprintf(f, "block pid=1 dev=0 stream=0 us=%ld action=alloc ptr=0x%lx size=1024\n",
+                    5000000 + (t + 50) / 1000, 0x7000000 + (i % 1024) * 1024);
+        if (i % 1000 == 999)
+            fprintf(f, "clock pid=1 t0=%ld unix=%ld\n", t, 5000000000 + t);
+    }
+    for (int m = 0; m < 200; m++)
+        fprintf(f, "module pid=1 base=0x%x lo=0x%x hi=0x%x name=/lib/object%d.so\n",
+                0x400000 + 0x1000 * m, 0x400000 + 0x1000 * m, 0x400000 + 0x1000 * (m + 1), m);
+    assert_int_equal(fclose(f), 0);
+    trace_source src;
+    trace_error err = { 0 };
+    if (trace_source_open(&src, path, &(trace_source_opts){ .as_recorded = true }, &err) != 0)
+        fail_msg("%s", err.msg);
+    unlink(path);
+    const trace *t = src.reader.trace;
+    const char *k = trace_get_meta(t, "capture.kernels"), *lib = trace_get_meta(t, "capture.library_kernels");
+    const char *rec = trace_get_meta(t, "capture.log_records"), *look = trace_get_meta(t, "capture.log_lookups");
+    assert_non_null(k);
+    assert_non_null(rec);
+    assert_non_null(look);
+    long records = atol(rec), lookups = atol(look);
+    print_message("%ld launches: %s kernels (%s inside library calls), %ld records, %ld lookups "
+                  "(%.1f per record)\n", n, k, lib ? lib : "0", records, lookups,
+                  (double)lookups / (double)records);
+    assert_true(records >= 3 * n);
+    if (lookups > 16 * records)
+        fail_msg("%ld lookups for %ld records: not linear", lookups, records);
+    trace_source_close(&src);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cuda_log_lambda_template_param_written),
         cmocka_unit_test(test_cuda_log_std_array_inputs_read),
         cmocka_unit_test(test_cuda_log_broadcast_closure_operands),
+        cmocka_unit_test(test_cuda_log_block_clock_drift),
+        cmocka_unit_test(test_cuda_log_million_launches_linear),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

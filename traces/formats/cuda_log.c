@@ -78,8 +78,12 @@
  *           record an event on the user's stream and reuse the block only
  *           after a query of it answered complete: a synchronise, below).
  *           us= is microseconds of the epoch (PyTorch's clock), turned into
- *           the log's clock through the process's clock record.
- *   clock   the log's clock (t0) and the epoch (unix, ns) read together.
+ *           the log's clock through the process's clock records.
+ *   clock   the log's clock (t0) and the epoch (unix, ns) read together, at
+ *           the start, every 100 ms and at exit: an epoch time between two
+ *           pairs is interpolated between them (the clocks drift apart by
+ *           tens of microseconds over a run), beyond them along the nearest
+ *           two.
  *   module  an object loaded in process P at exit: where the return
  *           addresses of site= lie (lo..hi), and its load address.
  *   sym     a return address of site= resolved after the run (file:line,
@@ -109,29 +113,40 @@
 #define CUDALOG_MAGIC "syncsim-cuda-log"
 #define LIB_CORR_BASE (INT64_C(1) << 60)  /* synthetic call ids of library calls */
 
+/* One record (a line). A log of 10^6 launches holds 3 * 10^6 of them:
+ * what only library calls carry is in a table of its own (lib_args). */
 typedef struct rec {
     char kind;                  /* a api, s stream, g gpu, p param, r range, h host, l lib,
                                  * b block, c clock, m module, y sym */
+    uint8_t action;             /* block: block_action */
+    uint8_t mode;
+    uint8_t gkind;              /* cap_gpu_kind */
+    bool has_ptr, has_src, has_dst;
+    uint8_t refused;            /* param: refused= (the driver refused the layout) */
     int64_t pid, tid, t0, t1, corr, dev, stream, event, node, idx;
-    int64_t dcorr, us, unix_ns, word;
+    int64_t dcorr, us, word;    /* us: block; clock: unix= */
     uint64_t base;              /* module: load address */
     uint32_t py;                /* py=FILE:LINE (string id) */
     uint32_t site_first, n_site;/* api: site= addresses in log.sites */
-    uint8_t action;             /* block: block_action */
     int64_t srcdev, dstdev;
-    uint64_t ptr, size, src, dst, bytes, ranks;
+    uint64_t ptr, size, src, dst, bytes;
     cap_mem srcmem, dstmem;
-    uint8_t mode;
-    uint8_t gkind;              /* cap_gpu_kind */
     cap_stream_kind skind;
-    bool has_ptr, has_src, has_dst, has_gemm, has_nccl;
-    uint64_t nccl[2];           /* lib: COUNT ELEM (send= recv= in src, dst) */
-    int64_t gemm[10];           /* lib: TA TB M N K LDA LDB LDC ELEM BETA */
-    uint64_t abc[3];            /* lib: a= b= c= */
-    uint32_t name, comm, coll;
-    uint32_t acc_first, n_acc;  /* lib: its accesses in log.accs */
+    uint32_t name;
+    uint32_t lib;               /* its lib_args (TRACE_NONE: none) */
     uint32_t line;
 } rec;
+
+/* What a library call (a `lib` record) says besides its times and stream. */
+typedef struct lib_args {
+    bool has_gemm, has_nccl;
+    uint64_t nccl[2];           /* COUNT ELEM (send= recv= in the record's src, dst) */
+    int64_t gemm[10];           /* TA TB M N K LDA LDB LDC ELEM BETA */
+    uint64_t abc[3];            /* a= b= c= */
+    uint64_t ranks;
+    uint32_t comm, coll;
+    uint32_t acc_first, n_acc;  /* its accesses in log.accs */
+} lib_args;
 
 /* What a `block` record says the caching allocator did. */
 typedef enum {
@@ -150,6 +165,8 @@ typedef struct cudalog {
     capture *c;
     rec *recs;
     uint64_t n, cap;
+    lib_args *libargs;
+    uint64_t n_libargs, cap_libargs;
     lib_acc *accs;
     uint64_t n_accs, cap_accs;
     uint64_t *sites;            /* api site= addresses */
@@ -158,6 +175,9 @@ typedef struct cudalog {
     uint32_t *site_v;           /* empty keys TRACE_TIME_NONE */
     uint64_t site_n, site_cap;
     uint64_t unresolved, lib_kernels, truncated;
+    uint64_t lookups;           /* steps of the searches that match records to
+                                 * records (capture.log_lookups: the reader's
+                                 * work, linear in the log's records) */
     trace_error *err;
 } cudalog;
 
@@ -241,6 +261,21 @@ static bool parse_mem(const char *s, size_t n, cap_mem *m)
     return false;
 }
 
+/* The library arguments of record i, made when first asked; NULL: out of
+ * memory. */
+static lib_args *lib_args_of(cudalog *l, int64_t i)
+{
+    if (l->recs[i].lib != TRACE_NONE)
+        return &l->libargs[l->recs[i].lib];
+    int64_t j = capture_push((void **)&l->libargs, &l->n_libargs, &l->cap_libargs,
+                             sizeof *l->libargs);
+    if (j < 0 || j >= TRACE_NONE)
+        return NULL;
+    l->libargs[j] = (lib_args){ .comm = TRACE_NONE, .coll = TRACE_NONE };
+    l->recs[i].lib = (uint32_t)j;
+    return &l->libargs[j];
+}
+
 /* One record line (without its newline). */
 static int parse_line(cudalog *l, char *line, size_t len, uint32_t no)
 {
@@ -266,10 +301,9 @@ static int parse_line(cudalog *l, char *line, size_t len, uint32_t no)
     *r = (rec){ .kind = k, .pid = 0, .tid = 0, .t0 = CAP_NONE, .t1 = CAP_NONE, .corr = CAP_NONE,
                 .dev = CAP_NONE, .stream = CAP_NONE, .event = CAP_NONE, .node = CAP_NONE,
                 .idx = CAP_NONE,
-                .srcdev = CAP_NONE, .dstdev = CAP_NONE, .name = TRACE_NONE, .comm = TRACE_NONE,
-                .coll = TRACE_NONE, .acc_first = (uint32_t)l->n_accs, .line = no,
-                .dcorr = CAP_NONE, .us = CAP_NONE, .word = CAP_NONE, .unix_ns = CAP_NONE, .py = TRACE_NONE,
-                .site_first = (uint32_t)l->n_sites };
+                .srcdev = CAP_NONE, .dstdev = CAP_NONE, .name = TRACE_NONE, .lib = TRACE_NONE,
+                .line = no, .dcorr = CAP_NONE, .us = CAP_NONE, .word = CAP_NONE,
+                .py = TRACE_NONE, .site_first = (uint32_t)l->n_sites };
     char *p = line + wl;
     bool has_name = false, has_t = false;
     while (*p) {
@@ -312,7 +346,7 @@ static int parse_line(cudalog *l, char *line, size_t len, uint32_t no)
         else if (is(key, kl, "us"))
             ok = parse_i64(v, vl, &r->us), has_t = true;
         else if (is(key, kl, "unix"))
-            ok = parse_i64(v, vl, &r->unix_ns);
+            ok = parse_i64(v, vl, &r->us);
         else if (is(key, kl, "base"))
             ok = parse_u64(v, vl, &r->base);
         else if (is(key, kl, "lo") && k == 'm')
@@ -375,8 +409,11 @@ static int parse_line(cudalog *l, char *line, size_t len, uint32_t no)
             ok = parse_u64(v, vl, &r->src), r->has_src = true;
         else if (is(key, kl, "dst"))
             ok = parse_u64(v, vl, &r->dst), r->has_dst = true;
-        else if (is(key, kl, "ranks"))
-            ok = parse_u64(v, vl, &r->ranks);
+        else if (is(key, kl, "ranks")) {
+            lib_args *la = lib_args_of(l, i);
+            r = &l->recs[i];
+            ok = la && parse_u64(v, vl, &la->ranks);
+        }
         else if (is(key, kl, "bytes"))
             ok = parse_u64(v, vl, &r->bytes);
         else if (is(key, kl, "srcmem"))
@@ -399,7 +436,11 @@ static int parse_line(cudalog *l, char *line, size_t len, uint32_t no)
             uint32_t id = trace_intern(l->t, v, vl);
             if (id == TRACE_NONE)
                 return oom(l);
-            *(is(key, kl, "comm") ? &r->comm : &r->coll) = id;
+            lib_args *la = lib_args_of(l, i);
+            if (!la)
+                return oom(l);
+            r = &l->recs[i];
+            *(is(key, kl, "comm") ? &la->comm : &la->coll) = id;
         } else if (is(key, kl, "gemm")) {
             int64_t g[10];
             int got = 0;
@@ -411,20 +452,33 @@ static int parse_line(cudalog *l, char *line, size_t len, uint32_t no)
                 q = comma ? comma + 1 : e;
             }
             ok = ok && got == 10 && q >= e;
+            lib_args *la = ok ? lib_args_of(l, i) : NULL;
+            r = &l->recs[i];
+            if (ok && !la)
+                return oom(l);
             for (int j = 0; ok && j < 10; j++)
-                r->gemm[j] = g[j];
-            r->has_gemm = ok;
+                la->gemm[j] = g[j];
+            if (ok)
+                la->has_gemm = true;
         } else if (is(key, kl, "nccl")) {
             const char *comma = memchr(v, ',', vl);
-            ok = comma && parse_u64(v, (size_t)(comma - v), &r->nccl[0]) &&
-                 parse_u64(comma + 1, (size_t)(v + vl - comma - 1), &r->nccl[1]);
-            r->has_nccl = ok;
+            lib_args *la = lib_args_of(l, i);
+            if (!la)
+                return oom(l);
+            r = &l->recs[i];
+            ok = comma && parse_u64(v, (size_t)(comma - v), &la->nccl[0]) &&
+                 parse_u64(comma + 1, (size_t)(v + vl - comma - 1), &la->nccl[1]);
+            la->has_nccl = ok;
         } else if (is(key, kl, "send")) {
             ok = parse_u64(v, vl, &r->src);
         } else if (is(key, kl, "recv")) {
             ok = parse_u64(v, vl, &r->dst);
         } else if (is(key, kl, "a") || is(key, kl, "b") || is(key, kl, "c")) {
-            ok = parse_u64(v, vl, &r->abc[key[0] - 'a']);
+            lib_args *la = lib_args_of(l, i);
+            if (!la)
+                return oom(l);
+            r = &l->recs[i];
+            ok = parse_u64(v, vl, &la->abc[key[0] - 'a']);
         } else if (is(key, kl, "acc")) {
             /* ADDR:LEN:MODE */
             const char *c1 = memchr(v, ':', vl);
@@ -434,12 +488,18 @@ static int parse_line(cudalog *l, char *line, size_t len, uint32_t no)
                  parse_u64(c1 + 1, (size_t)(c2 - c1 - 1), &a.len) &&
                  parse_mode(c2 + 1, (size_t)(v + vl - c2 - 1), &a.mode);
             if (ok) {
-                int64_t j = capture_push((void **)&l->accs, &l->n_accs, &l->cap_accs, sizeof *l->accs);
+                lib_args *la = lib_args_of(l, i);
+                int64_t j = la ? capture_push((void **)&l->accs, &l->n_accs, &l->cap_accs,
+                                              sizeof *l->accs)
+                               : -1;
                 if (j < 0)
                     return oom(l);
                 l->accs[j] = a;
                 r = &l->recs[i];
-                r->n_acc++;
+                la = &l->libargs[r->lib];
+                if (!la->n_acc)
+                    la->acc_first = (uint32_t)j;
+                la->n_acc++;
             }
         } else {
             return bad(l, no, "unknown key", key, kl);
@@ -456,7 +516,7 @@ static int parse_line(cudalog *l, char *line, size_t len, uint32_t no)
         return bad(l, no, "record without its time t0=:", line, wl);
     if (k == 'b' && (!r->has_ptr || r->dev == CAP_NONE))
         return bad(l, no, "block record without its ptr= and dev=:", line, wl);
-    if (k == 'c' && (r->t0 == CAP_NONE || r->unix_ns == CAP_NONE))
+    if (k == 'c' && (r->t0 == CAP_NONE || r->us == CAP_NONE))
         return bad(l, no, "clock record without its t0= and unix=:", line, wl);
     if (k == 'y' && !r->has_ptr)
         return bad(l, no, "sym record without its addr=:", line, wl);
@@ -524,6 +584,7 @@ typedef struct open_lib {
     uint32_t host;
     int64_t k0, k1;
     uint64_t acc_first, n_acc;  /* in the resolved list */
+    int64_t around;             /* the call of its thread it is inside of, or -1 */
 } open_lib;
 
 typedef struct res_acc {
@@ -547,6 +608,7 @@ typedef struct xlate {
     uint64_t *params, n_params; /* param records by corr */
     open_lib *libs;
     uint64_t n_libs, cap_libs;
+    trace_u64map lib_latest;    /* (pid, tid) -> its latest library call */
     res_acc *res;
     uint64_t n_res, cap_res;
     bool *gpu_done;
@@ -734,15 +796,26 @@ static int gpu_of(xlate *x, uint64_t gi, const rec *call)
     return 0;
 }
 
-/* The library call open on (pid, tid) at time t, or NULL. */
-static open_lib *lib_around(xlate *x, int64_t pid, int64_t tid, int64_t t)
+static uint64_t thread_key(int64_t pid, int64_t tid)
 {
-    for (uint64_t i = x->n_libs; i-- > 0;) {
+    return (uint64_t)(uint32_t)pid << 32 | (uint32_t)tid;
+}
+
+/* The index of the library call open on (pid, tid) at time t, or -1: the
+ * thread's latest, else the call it is inside of, and so on (library calls
+ * come in time order, so this is O(nesting)). */
+static int64_t lib_around(xlate *x, int64_t pid, int64_t tid, int64_t t)
+{
+    const uint64_t *latest = trace_u64map_get(&x->lib_latest, thread_key(pid, tid));
+    for (int64_t i = latest ? (int64_t)*latest : -1; i >= 0; i = x->libs[i].around) {
+        x->l->lookups++;
         const rec *r = &x->l->recs[x->libs[i].rec];
-        if (r->pid == pid && r->tid == tid && t >= r->t0 && t <= r->t1)
-            return &x->libs[i];
+        if (r->pid != pid || r->tid != tid)
+            return -1;          /* another thread under the same key: none known */
+        if (t >= r->t0 && t <= r->t1)
+            return i;
     }
-    return NULL;
+    return -1;
 }
 
 static int on_api(xlate *x, const rec *a)
@@ -836,7 +909,8 @@ static int on_api(xlate *x, const rec *a)
     if (s.kind != CAP_SYNC_UNKNOWN && capture_sync(c, &s) != 0)
         return oom(l);
     /* the work it launched: kernels inside a library call are the call's */
-    open_lib *lib = lib_around(x, a->pid, a->tid, a->t0);
+    int64_t around = lib_around(x, a->pid, a->tid, a->t0);
+    open_lib *lib = around >= 0 ? &x->libs[around] : NULL;
     for (uint64_t k = find_corr(l, x->gpus, x->n_gpus, a->pid, a->corr); k < x->n_gpus; k++) {
         const rec *g = &l->recs[x->gpus[k]];
         if (g->pid != a->pid || g->corr != a->corr)
@@ -880,38 +954,47 @@ static int on_lib(xlate *x, uint64_t ri)
     int64_t i = capture_push((void **)&x->libs, &x->n_libs, &x->cap_libs, sizeof *x->libs);
     if (i < 0)
         return oom(l);
+    int64_t around = lib_around(x, r->pid, r->tid, r->t0);
     open_lib *o = &x->libs[i];
-    *o = (open_lib){ ri, capture_host(l->c, r->pid, r->tid), CAP_NONE, CAP_NONE, x->n_res, 0 };
-    if (o->host == TRACE_NONE)
+    *o = (open_lib){ ri, capture_host(l->c, r->pid, r->tid), CAP_NONE, CAP_NONE, x->n_res, 0,
+                     around };
+    uint64_t *latest = trace_u64map_put(&x->lib_latest, thread_key(r->pid, r->tid), 0);
+    if (o->host == TRACE_NONE || !latest)
         return oom(l);
-    if (r->has_nccl) {
+    *latest = (uint64_t)i;
+    if (r->lib == TRACE_NONE)
+        return 0;
+    lib_args *la = &l->libargs[r->lib];
+    if (la->has_nccl) {
         cap_span sp[2];
         unsigned n = 0;
         const char *kind = capture_nccl_spans(trace_str(l->t, r->name), r->src, r->dst,
-                                              r->nccl[0], (unsigned)r->nccl[1], r->ranks, sp, &n);
-        if (kind && x->l->recs[ri].coll == TRACE_NONE) {
+                                              la->nccl[0], (unsigned)la->nccl[1], la->ranks, sp,
+                                              &n);
+        if (kind && la->coll == TRACE_NONE) {
             uint32_t id = trace_intern_cstr(l->t, kind);
             if (id == TRACE_NONE)
                 return oom(l);
-            l->recs[ri].coll = id;
+            la->coll = id;
             l->recs[ri].bytes = n == 2 ? sp[1].len : sp[0].len;
         }
         for (unsigned k = 0; k < n; k++)
             if (lib_access(x, i, r->pid, sp[k].ptr, sp[k].len, sp[k].mode) != 0)
                 return -1;
     }
-    if (r->has_gemm) {
-        const int64_t *g = r->gemm;
+    if (la->has_gemm) {
+        const int64_t *g = la->gemm;
         cap_span sp[3];
         if (capture_gemm_spans(g[0] != 0, g[1] != 0, g[2], g[3], g[4], g[5], g[6], g[7],
-                               (unsigned)g[8], g[9] != 0, r->abc[0], r->abc[1], r->abc[2], sp)) {
+                               (unsigned)g[8], g[9] != 0, la->abc[0], la->abc[1], la->abc[2],
+                               sp)) {
             for (int k = 0; k < 3; k++)
                 if (lib_access(x, i, r->pid, sp[k].ptr, sp[k].len, sp[k].mode) != 0)
                     return -1;
         }
     }
-    for (uint32_t k = 0; k < r->n_acc; k++) {
-        const lib_acc *a = &l->accs[r->acc_first + k];
+    for (uint32_t k = 0; k < la->n_acc; k++) {
+        const lib_acc *a = &l->accs[la->acc_first + k];
         if (lib_access(x, i, r->pid, a->ptr, a->len, a->mode) != 0)
             return -1;
     }
@@ -931,12 +1014,14 @@ static int finish_libs(xlate *x)
         if (st == TRACE_NONE ||
             capture_api(l->c, o->host, r->pid, r->t0, r->t1, corr, r->name) != 0)
             return oom(l);
-        bool coll = r->comm != TRACE_NONE && r->coll != TRACE_NONE && r->ranks > 0;
+        static const lib_args none = { .comm = TRACE_NONE, .coll = TRACE_NONE };
+        const lib_args *la = r->lib != TRACE_NONE ? &l->libargs[r->lib] : &none;
+        bool coll = la->comm != TRACE_NONE && la->coll != TRACE_NONE && la->ranks > 0;
         cap_gpu g = { .stream = st, .kind = coll ? CAP_COLLECTIVE : CAP_KERNEL,
                       .t0 = o->k0 != CAP_NONE ? o->k0 : r->t0,
                       .t1 = o->k1 != CAP_NONE ? o->k1 : r->t1, .corr = corr, .name = r->name,
                       .bytes = r->bytes, .src_device = CAP_NONE, .dst_device = CAP_NONE,
-                      .comm = r->comm, .coll = r->coll, .ranks = r->ranks };
+                      .comm = la->comm, .coll = la->coll, .ranks = la->ranks };
         if (capture_gpu(l->c, &g) != 0)
             return oom(l);
         for (uint64_t k = 0; k < o->n_acc; k++) {
@@ -948,15 +1033,79 @@ static int finish_libs(xlate *x)
     return 0;
 }
 
+/* A process's clock pair: its log clock t and the epoch (unix ns) read
+ * together (`clock` records: at the start, every 100 ms, at exit). */
+typedef struct clock_pair {
+    int64_t pid, unix_ns, t;
+} clock_pair;
+
+/* A driver call's own id (dcorr) and the call the program made (corr). */
+typedef struct alias_pair {
+    int64_t pid, dcorr, corr;
+} alias_pair;
+
+static int by_clock(const void *pa, const void *pb)
+{
+    const clock_pair *a = pa, *b = pb;
+    if (a->pid != b->pid)
+        return a->pid < b->pid ? -1 : 1;
+    return a->unix_ns < b->unix_ns ? -1 : a->unix_ns > b->unix_ns;
+}
+
+static int by_alias(const void *pa, const void *pb)
+{
+    const alias_pair *a = pa, *b = pb;
+    if (a->pid != b->pid)
+        return a->pid < b->pid ? -1 : 1;
+    return a->dcorr < b->dcorr ? -1 : a->dcorr > b->dcorr;
+}
+
+/* The log's time of epoch time u (ns) in process pid, from its clock pairs
+ * c[0..n) (sorted by_clock): interpolated between the two pairs around u,
+ * beyond them along the nearest two, so that the drift between the clocks
+ * (tens of microseconds over a run: the order of the gap between an
+ * allocation and its launch) is followed; one pair: its offset; none: the
+ * clocks are taken to agree. O(log n). */
+static int64_t log_time(cudalog *l, const clock_pair *c, uint64_t n, int64_t pid, int64_t u)
+{
+    uint64_t lo = 0, hi = n;
+    while (lo < hi) {           /* the first pair at or after (pid, u) */
+        uint64_t mid = lo + (hi - lo) / 2;
+        l->lookups++;
+        if (c[mid].pid < pid || (c[mid].pid == pid && c[mid].unix_ns < u))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    bool before = lo > 0 && c[lo - 1].pid == pid, after = lo < n && c[lo].pid == pid;
+    const clock_pair *a, *b;
+    if (before && after) {
+        a = &c[lo - 1];
+        b = &c[lo];
+    } else if (before) {        /* past the last pair: the last two */
+        b = &c[lo - 1];
+        a = lo > 1 && c[lo - 2].pid == pid ? &c[lo - 2] : b;
+    } else if (after) {         /* before the first: the first two */
+        a = &c[lo];
+        b = lo + 1 < n && c[lo + 1].pid == pid ? &c[lo + 1] : a;
+    } else {
+        return u;
+    }
+    if (b->unix_ns == a->unix_ns)
+        return u - (a->unix_ns - a->t);
+    __int128 d = (__int128)(u - a->unix_ns) * (b->t - a->t) / (b->unix_ns - a->unix_ns);
+    return a->t + (int64_t)d;
+}
+
 /* Before the translation: block times on the log's clock (a block timed
  * in microseconds of the epoch, as PyTorch's allocator history is, goes
- * through its process's `clock` record; without one the clocks are taken
- * to agree), and activity records filed under a driver call's own id
- * (dcorr) moved to the call the program made. */
+ * through its process's `clock` pairs: log_time), and activity records
+ * filed under a driver call's own id (dcorr) moved to the call the program
+ * made. O(n log n). */
 static int prepare(cudalog *l)
 {
-    typedef struct { int64_t pid, a, b; } pair;
-    pair *clocks = NULL, *alias = NULL;
+    clock_pair *clocks = NULL;
+    alias_pair *alias = NULL;
     uint64_t n_clocks = 0, cap_clocks = 0, n_alias = 0, cap_alias = 0;
     for (uint64_t i = 0; i < l->n; i++) {
         const rec *r = &l->recs[i];
@@ -973,25 +1122,31 @@ static int prepare(cudalog *l)
             return oom(l);
         }
         if (r->kind == 'c')
-            clocks[j] = (pair){ r->pid, r->t0, r->unix_ns };
+            clocks[j] = (clock_pair){ r->pid, r->us, r->t0 };
         else
-            alias[j] = (pair){ r->pid, r->dcorr, r->corr };
+            alias[j] = (alias_pair){ r->pid, r->dcorr, r->corr };
     }
+    if (n_clocks)
+        qsort(clocks, n_clocks, sizeof *clocks, by_clock);
+    if (n_alias)
+        qsort(alias, n_alias, sizeof *alias, by_alias);
     for (uint64_t i = 0; i < l->n; i++) {
         rec *r = &l->recs[i];
-        if (r->kind == 'b' && r->t0 == CAP_NONE) {
-            int64_t skew = 0;
-            for (uint64_t k = 0; k < n_clocks; k++)
-                if (clocks[k].pid == r->pid)
-                    skew = clocks[k].b - clocks[k].a;
-            r->t0 = r->t1 = r->us * 1000 - skew;
+        if (r->kind == 'b' && r->t0 == CAP_NONE)
+            r->t0 = r->t1 = log_time(l, clocks, n_clocks, r->pid, r->us * 1000);
+        if (r->kind != 'g' || !n_alias)
+            continue;
+        uint64_t lo = 0, hi = n_alias;
+        while (lo < hi) {
+            uint64_t mid = lo + (hi - lo) / 2;
+            l->lookups++;
+            if (alias[mid].pid < r->pid || (alias[mid].pid == r->pid && alias[mid].dcorr < r->corr))
+                lo = mid + 1;
+            else
+                hi = mid;
         }
-        if (r->kind == 'g')
-            for (uint64_t k = 0; k < n_alias; k++)
-                if (alias[k].pid == r->pid && alias[k].a == r->corr) {
-                    r->corr = alias[k].b;
-                    break;
-                }
+        if (lo < n_alias && alias[lo].pid == r->pid && alias[lo].dcorr == r->corr)
+            r->corr = alias[lo].corr;
     }
     free(clocks);
     free(alias);
@@ -1054,7 +1209,8 @@ static bool has_line(const char *at)
 
 /* The site of api record a: its Python line, else the first of its return
  * addresses that the `sym` records put on a source line, else the first as
- * OBJECT+0xOFFSET of its `module`. TRACE_NONE: none known. */
+ * OBJECT+0xOFFSET of its `module`. TRACE_NONE: none known. syms are sorted
+ * by_addr, mods by_module: O(log n) per address. */
 static uint32_t site_of(cudalog *l, const rec *a, const uint64_t *syms, uint64_t n_syms,
                         const uint64_t *mods, uint64_t n_mods)
 {
@@ -1081,10 +1237,20 @@ static uint32_t site_of(cudalog *l, const rec *a, const uint64_t *syms, uint64_t
     }
     for (uint32_t k = 0; k < a->n_site; k++) {
         uint64_t addr = l->sites[a->site_first + k];
-        for (uint64_t i = 0; i < n_mods; i++) {
+        uint64_t lo = 0, hi = n_mods;  /* the last object of pid starting at or below addr */
+        while (lo < hi) {
+            uint64_t mid = lo + (hi - lo) / 2;
+            const rec *m = &l->recs[mods[mid]];
+            l->lookups++;
+            if (m->pid < a->pid || (m->pid == a->pid && m->src <= addr))
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        for (uint64_t i = lo; i-- > 0;) {
             const rec *m = &l->recs[mods[i]];
             if (m->pid != a->pid || addr < m->src || addr >= m->dst)
-                continue;
+                break;
             const char *path = trace_str(l->t, m->name), *slash = strrchr(path, '/');
             char buf[300];
             int n = snprintf(buf, sizeof buf, "%s+0x%llx", slash ? slash + 1 : path,
@@ -1101,6 +1267,15 @@ static int by_addr(const void *pa, const void *pb)
     if (a->pid != b->pid)
         return a->pid < b->pid ? -1 : 1;
     return a->ptr < b->ptr ? -1 : a->ptr > b->ptr;
+}
+
+/* Module records by process and start (src: lo=). */
+static int by_module(const void *pa, const void *pb)
+{
+    const rec *a = &sort_log->recs[*(const uint64_t *)pa], *b = &sort_log->recs[*(const uint64_t *)pb];
+    if (a->pid != b->pid)
+        return a->pid < b->pid ? -1 : 1;
+    return a->src < b->src ? -1 : a->src > b->src;
 }
 
 /* The site of each call, by the time of the statements it becomes: the
@@ -1122,6 +1297,7 @@ static int site_map(xlate *x)
     }
     sort_log = l;
     qsort(syms, n_syms, sizeof *syms, by_addr);
+    qsort(mods, n_mods, sizeof *mods, by_module);
     for (uint64_t i = 0; any && i < l->n; i++) {
         const rec *a = &l->recs[i];
         if (a->kind != 'a' || (!a->n_site && a->py == TRACE_NONE))
@@ -1236,6 +1412,7 @@ done:
     free(x.gpu_done);
     free(x.libs);
     free(x.res);
+    trace_u64map_free(&x.lib_latest);
     return rc;
 }
 
@@ -1438,6 +1615,8 @@ static int cudalog_open(trace_source *src, const char *path, const trace_source_
         trace_set_meta(l.t, "capture.schema", "1") != 0 ||
         capture_drop(l.c, CAP_DROP_UNRESOLVED_PARAM, l.unresolved) != 0 ||
         capture_count(l.c, "capture.library_kernels", l.lib_kernels) != 0 ||
+        capture_count(l.c, "capture.log_records", l.n) != 0 ||
+        capture_count(l.c, "capture.log_lookups", l.lookups) != 0 ||
         capture_drop(l.c, CAP_DROP_TRUNCATED_LINE, l.truncated) != 0) {
         oom(&l);
         goto fail;
@@ -1450,7 +1629,9 @@ static int cudalog_open(trace_source *src, const char *path, const trace_source_
     free(l.recs);
     free(l.accs);
     free(l.sites);
+    free(l.libargs);
     l.recs = NULL;
+    l.libargs = NULL;
     l.accs = NULL;
     l.sites = NULL;
     if (capture_open_reader(l.c, NULL, &src->reader, path, err) != 0)
@@ -1471,6 +1652,7 @@ fail:
     free(l.recs);
     free(l.accs);
     free(l.sites);
+    free(l.libargs);
     free(l.site_t);
     free(l.site_v);
     capture_free(l.c);
