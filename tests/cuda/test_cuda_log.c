@@ -219,6 +219,67 @@ static void test_cuda_log_block_clock_drift(void **state)
     trace_free(t);
 }
 
+/* A launch whose parameter layout the driver refused (cuFuncGetParamInfo
+ * failed; refused= is its CUresult) has no accesses: counted in the ledger
+ * (param-layout), once a launch, not for a kernel that takes no
+ * parameters. NVTX marks starting "syncsim:" that the injection library
+ * could not read are counted too (note what=malformed-mark); neither fails
+ * the import. */
+static void test_cuda_log_refused_layout_counted(void **state)
+{
+    (void)state;
+    trace *t = load_log(HEAD
+        "api pid=1 tid=1 t0=10 t1=11 corr=1 dev=0 ptr=0x7000 size=4096 name=cudaMalloc\n"
+        "api pid=1 tid=1 t0=20 t1=21 corr=2 dev=0 stream=0 name=cudaLaunchKernel\n"
+        "param pid=1 corr=2 dcorr=3 refused=400\n"
+        "gpu pid=1 corr=3 kind=kernel dev=0 stream=0 t0=30 t1=40 name=scale(float*, int)\n"
+        "api pid=1 tid=1 t0=50 t1=51 corr=4 dev=0 stream=0 name=cudaLaunchKernel\n"
+        "param pid=1 corr=4 refused=1\n"
+        "gpu pid=1 corr=4 kind=kernel dev=0 stream=0 t0=60 t1=70 name=noop()\n"
+        "api pid=1 tid=1 t0=80 t1=81 corr=5 dev=0 stream=0 name=cudaLaunchKernel\n"
+        "param pid=1 corr=5 idx=0 ptr=0x7000\n"
+        "gpu pid=1 corr=5 kind=kernel dev=0 stream=0 t0=90 t1=99 name=scale(float*, int)\n"
+        "note pid=1 what=malformed-mark n=2 name=syncsim:x 7000 64 first\n"
+        "note pid=1 what=something-new n=5\n");
+    assert_meta(t, "dropped.param-layout", "1");
+    assert_meta(t, "dropped.malformed-mark", "2");
+    assert_meta(t, "capture.kernels", "3");
+    trace_free(t);
+}
+
+/* PyTorch's bindings release the GIL around every op, so a launch rarely
+ * has its Python line (py=); the caching allocator records the Python stack
+ * of each allocation, and an op allocates its outputs right before its
+ * launch. `y = x * 2` (line 5) allocates y, then launches mul: mul's site
+ * is line 5, though a cudaGetDevice comes between. `y.fill_(1)` (line 6)
+ * allocates nothing: fill keeps its object+offset. */
+static void test_cuda_log_op_line_from_allocator(void **state)
+{
+    (void)state;
+    trace *t = load_log(HEAD
+        "clock pid=1 t0=0 unix=5000000000\n"
+        "api pid=1 tid=1 t0=1000 t1=2000 corr=1 dev=0 ptr=0x10000 size=1048576 name=cudaMalloc\n"
+        "block pid=1 dev=0 stream=0 us=5000002 action=segment_alloc ptr=0x10000 size=1048576 py=/w/p.py:3\n"
+        "block pid=1 dev=0 stream=0 us=5000010 action=alloc ptr=0x10000 size=512 py=/w/p.py:5\n"
+        "api pid=1 tid=1 t0=10500 t1=10600 corr=2 dev=0 name=cudaGetDevice\n"
+        "api pid=1 tid=1 t0=11000 t1=11500 corr=3 dev=0 stream=0 site=0x401010 name=cudaLaunchKernel\n"
+        "param pid=1 corr=3 idx=0 ptr=0x10000\n"
+        "gpu pid=1 corr=3 kind=kernel dev=0 stream=0 t0=12000 t1=13000 name=mul(float*)\n"
+        "api pid=1 tid=1 t0=20000 t1=20500 corr=4 dev=0 stream=0 site=0x401020 name=cudaLaunchKernel\n"
+        "param pid=1 corr=4 idx=0 ptr=0x10000\n"
+        "gpu pid=1 corr=4 kind=kernel dev=0 stream=0 t0=21000 t1=22000 name=fill(float*)\n"
+        "module pid=1 base=0x400000 lo=0x400000 hi=0x500000 name=/lib/libtorch_cuda.so\n");
+    trace_stmt s = find_label(t, "mul(float*)");
+    const char *site = stmt_attr(t, &s, "site");
+    assert_non_null(site);
+    assert_string_equal(site, "/w/p.py:5");
+    s = find_label(t, "fill(float*)");
+    site = stmt_attr(t, &s, "site");
+    assert_non_null(site);
+    assert_string_equal(site, "libtorch_cuda.so+0x1020");
+    trace_free(t);
+}
+
 /* 10^6 launches read in linear time. Each launch is a runtime call with a
  * call site, a parameter taken at the driver (dcorr=: its activity is filed
  * under the driver call's id) and its kernel; another thread makes a
@@ -298,6 +359,8 @@ int main(void)
         cmocka_unit_test(test_cuda_log_std_array_inputs_read),
         cmocka_unit_test(test_cuda_log_broadcast_closure_operands),
         cmocka_unit_test(test_cuda_log_block_clock_drift),
+        cmocka_unit_test(test_cuda_log_refused_layout_counted),
+        cmocka_unit_test(test_cuda_log_op_line_from_allocator),
         cmocka_unit_test(test_cuda_log_million_launches_linear),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

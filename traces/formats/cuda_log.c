@@ -19,7 +19,8 @@
  *          [site=ADDR,ADDR,...] [py=FILE:LINE] name=CALL
  *   gpu    pid=P corr=C kind=kernel|memcpy|memset dev=D stream=S t0=NS t1=NS
  *          [bytes=N] [srcmem=M] [dstmem=M] [srcdev=D] [dstdev=D] [node=N] name=NAME
- *   param  pid=P corr=C [dcorr=C2] [node=N] idx=I [word=W] ptr=ADDR [mode=r|rw]
+ *   param  pid=P corr=C [dcorr=C2] [node=N] (idx=I [word=W] ptr=ADDR [mode=r|rw]
+ *          | refused=STATUS)
  *   range  pid=P tid=T t0=NS t1=NS name=NAME
  *   host   pid=P tid=T t0=NS t1=NS mode=r|w|rw ptr=ADDR size=N name=LABEL
  *   lib    pid=P tid=T t0=NS t1=NS dev=D stream=S [acc=ADDR:LEN:r|w|rw ...]
@@ -31,6 +32,7 @@
  *   clock  pid=P t0=NS unix=NS
  *   module pid=P base=ADDR lo=ADDR hi=ADDR name=PATH
  *   sym    pid=P addr=ADDR name=FILE:LINE
+ *   note   pid=P what=WORD n=N [name=TEXT]
  *
  * Numbers are decimal, addresses hexadecimal (0x...); name= takes the rest
  * of the line. Memory kinds M: pageable, pinned, device, managed, host.
@@ -58,6 +60,10 @@
  *           It becomes an access from the pointer to the end of its
  *           allocation; a value that points into no allocation is not a
  *           pointer the log knows and is counted (the ledger's unresolved-param).
+ *           refused=STATUS: the driver refused the kernel's parameter layout
+ *           (cuFuncGetParamInfo's CUresult): the launch is counted in the
+ *           ledger's param-layout unless its kernel takes no parameters
+ *           (a demangled name ending in "()").
  *   range   an NVTX range (push/pop or start/end): iteration marks.
  *   host    a host thread's own access, made known with an NVTX mark
  *           "syncsim:r PTR SIZE" (or w, rw): CUPTI cannot see loads.
@@ -88,6 +94,10 @@
  *           addresses of site= lie (lo..hi), and its load address.
  *   sym     a return address of site= resolved after the run (file:line,
  *           `syncsim capture`); "??:0" when unknown.
+ *   note    what the injection library counted and could not record, by
+ *           WORD (malformed-mark: NVTX marks starting "syncsim:" that do not
+ *           read MODE PTR SIZE; TEXT is the first): into the ledger. Other
+ *           words are read and unused.
  *
  * A call's site (its Python line py=, else the first of its return
  * addresses with a source line, else OBJECT+0xOFFSET) is shown as the
@@ -117,7 +127,7 @@
  * what only library calls carry is in a table of its own (lib_args). */
 typedef struct rec {
     char kind;                  /* a api, s stream, g gpu, p param, r range, h host, l lib,
-                                 * b block, c clock, m module, y sym */
+                                 * b block, c clock, m module, y sym, n note */
     uint8_t action;             /* block: block_action */
     uint8_t mode;
     uint8_t gkind;              /* cap_gpu_kind */
@@ -133,6 +143,7 @@ typedef struct rec {
     cap_mem srcmem, dstmem;
     cap_stream_kind skind;
     uint32_t name;
+    uint32_t what;              /* note: what= (string id) */
     uint32_t lib;               /* its lib_args (TRACE_NONE: none) */
     uint32_t line;
 } rec;
@@ -174,7 +185,7 @@ typedef struct cudalog {
     int64_t *site_t;            /* statement time -> site (string id): open addressing, */
     uint32_t *site_v;           /* empty keys TRACE_TIME_NONE */
     uint64_t site_n, site_cap;
-    uint64_t unresolved, lib_kernels, truncated;
+    uint64_t unresolved, lib_kernels, truncated, refused, malformed_marks;
     uint64_t lookups;           /* steps of the searches that match records to
                                  * records (capture.log_lookups: the reader's
                                  * work, linear in the log's records) */
@@ -284,7 +295,7 @@ static int parse_line(cudalog *l, char *line, size_t len, uint32_t no)
     static const struct { const char *w; char k; } kinds[] = {
         { "api", 'a' }, { "stream", 's' }, { "gpu", 'g' }, { "param", 'p' },
         { "range", 'r' }, { "host", 'h' }, { "lib", 'l' }, { "block", 'b' },
-        { "clock", 'c' }, { "module", 'm' }, { "sym", 'y' },
+        { "clock", 'c' }, { "module", 'm' }, { "sym", 'y' }, { "note", 'n' },
     };
     size_t wl = strcspn(line, " ");
     char k = 0;
@@ -293,7 +304,7 @@ static int parse_line(cudalog *l, char *line, size_t len, uint32_t no)
             k = kinds[i].k;
     if (!k)
         return bad(l, no, "unknown record (expected api, stream, gpu, param, range, host, lib, "
-                          "block, clock, module or sym):", line, wl);
+                          "block, clock, module, sym or note):", line, wl);
     int64_t i = push_rec(l);
     if (i < 0)
         return oom(l);
@@ -302,6 +313,7 @@ static int parse_line(cudalog *l, char *line, size_t len, uint32_t no)
                 .dev = CAP_NONE, .stream = CAP_NONE, .event = CAP_NONE, .node = CAP_NONE,
                 .idx = CAP_NONE,
                 .srcdev = CAP_NONE, .dstdev = CAP_NONE, .name = TRACE_NONE, .lib = TRACE_NONE,
+                .what = TRACE_NONE,
                 .line = no, .dcorr = CAP_NONE, .us = CAP_NONE, .word = CAP_NONE,
                 .py = TRACE_NONE, .site_first = (uint32_t)l->n_sites };
     char *p = line + wl;
@@ -343,6 +355,15 @@ static int parse_line(cudalog *l, char *line, size_t len, uint32_t no)
             ok = parse_i64(v, vl, &r->word) && r->word >= 0;
         else if (is(key, kl, "dcorr"))
             ok = parse_i64(v, vl, &r->dcorr);
+        else if (is(key, kl, "refused") && k == 'p') {
+            int64_t status;
+            ok = parse_i64(v, vl, &status);
+            r->refused = 1;
+        } else if (is(key, kl, "what") && k == 'n') {
+            if ((r->what = trace_intern(l->t, v, vl)) == TRACE_NONE)
+                return oom(l);
+        } else if (is(key, kl, "n") && k == 'n')
+            ok = parse_u64(v, vl, &r->size);
         else if (is(key, kl, "us"))
             ok = parse_i64(v, vl, &r->us), has_t = true;
         else if (is(key, kl, "unix"))
@@ -508,8 +529,8 @@ static int parse_line(cudalog *l, char *line, size_t len, uint32_t no)
             return bad(l, no, "bad value of", key, (size_t)(v + vl - key));
     }
     r = &l->recs[i];
-    bool named = k != 's' && k != 'p' && k != 'b' && k != 'c' && k != 'y';
-    bool timed = k != 's' && k != 'p' && k != 'm' && k != 'y';
+    bool named = k != 's' && k != 'p' && k != 'b' && k != 'c' && k != 'y' && k != 'n';
+    bool timed = k != 's' && k != 'p' && k != 'm' && k != 'y' && k != 'n';
     if (!has_name && (named || k == 'y'))
         return bad(l, no, "record without its name= (last field):", line, wl);
     if (!has_t && timed)
@@ -609,6 +630,8 @@ typedef struct xlate {
     open_lib *libs;
     uint64_t n_libs, cap_libs;
     trace_u64map lib_latest;    /* (pid, tid) -> its latest library call */
+    trace_u64map py_block;      /* pid -> its latest allocator block with a Python line */
+    trace_u64map work_end;      /* (pid, tid) -> the end of its latest work call */
     res_acc *res;
     uint64_t n_res, cap_res;
     bool *gpu_done;
@@ -755,6 +778,7 @@ static int gpu_of(xlate *x, uint64_t gi, const rec *call)
          * allocator block when the log has blocks, else of its allocation */
         const char *sig = trace_str(l->t, g->name);
         int64_t output_given = CAP_NONE;   /* the closure whose output word was seen */
+        bool refused = false;
         for (uint64_t k = find_corr(l, x->params, x->n_params, g->pid, g->corr);
              k < x->n_params; k++) {
             const rec *p = &l->recs[x->params[k]];
@@ -762,6 +786,12 @@ static int gpu_of(xlate *x, uint64_t gi, const rec *call)
                 break;
             if (p->node != g->node)
                 continue;
+            if (p->refused) {   /* once a launch; a kernel without parameters has none */
+                size_t n = strlen(sig);
+                l->refused += !refused && !(n >= 2 && strcmp(sig + n - 2, "()") == 0);
+                refused = true;
+                continue;
+            }
             uint64_t off;
             uint32_t b = resolve(l, p->pid, p->ptr, 0, false, &off);
             if (b == TRACE_NONE) {
@@ -816,6 +846,43 @@ static int64_t lib_around(xlate *x, int64_t pid, int64_t tid, int64_t t)
             return i;
     }
     return -1;
+}
+
+/* Whether call `name` launches, copies or sets memory. */
+static bool work_call(const char *name)
+{
+    static const char *const words[] = { "Launch", "Memcpy", "Memset" };
+    if (strncmp(name, "cu", 2) != 0)
+        return false;
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+        if (strstr(name, words[i]))
+            return true;
+    return false;
+}
+
+/* The Python line of work call a (record ri) when it has none of its own.
+ * PyTorch's bindings release the GIL around every op, so the injection can
+ * rarely read the interpreter's frame at a launch; but the caching
+ * allocator takes the GIL to record the Python stack of every allocation
+ * (its memory history, the `block` records' py=), and an op allocates its
+ * outputs right before launching its kernels. So: the line of the latest
+ * block of a's process allocated since the thread's previous work call
+ * ended. An op that allocates nothing (in place: fill_, add_) gets none
+ * and keeps the addresses of its site=. */
+static int op_line(xlate *x, uint64_t ri)
+{
+    cudalog *l = x->l;
+    rec *a = &l->recs[ri];
+    if (!work_call(trace_str(l->t, a->name)))
+        return 0;
+    uint64_t *end = trace_u64map_put(&x->work_end, thread_key(a->pid, a->tid), (uint64_t)INT64_MIN);
+    if (!end)
+        return oom(l);
+    const uint64_t *b = trace_u64map_get(&x->py_block, (uint64_t)a->pid);
+    if (a->py == TRACE_NONE && b && l->recs[*b].pid == a->pid && l->recs[*b].t0 > (int64_t)*end)
+        a->py = l->recs[*b].py;
+    *end = (uint64_t)a->t1;
+    return 0;
 }
 
 static int on_api(xlate *x, const rec *a)
@@ -1351,6 +1418,10 @@ static int translate(cudalog *l)
                 goto done;
             }
             break;
+        case 'n':
+            if (r->what != TRACE_NONE && strcmp(trace_str(l->t, r->what), "malformed-mark") == 0)
+                l->malformed_marks += r->size;
+            break;
         case 'r': {
             uint32_t h = capture_host(l->c, r->pid, r->tid);
             if (h == TRACE_NONE ||
@@ -1369,8 +1440,16 @@ static int translate(cudalog *l)
     qsort(x.params, x.n_params, sizeof *x.params, by_corr);
     for (uint64_t i = 0; i < n_order; i++) {
         const rec *r = &l->recs[order[i]];
-        if (r->kind == 'a' && on_api(&x, r) != 0)
+        if (r->kind == 'a' && (op_line(&x, order[i]) != 0 || on_api(&x, r) != 0))
             goto done;
+        if (r->kind == 'b' && r->action == BLOCK_ALLOC && r->py != TRACE_NONE) {
+            uint64_t *b = trace_u64map_put(&x.py_block, (uint64_t)r->pid, 0);
+            if (!b) {
+                oom(l);
+                goto done;
+            }
+            *b = order[i];
+        }
         if (r->kind == 'l' && on_lib(&x, order[i]) != 0)
             goto done;
         if (r->kind == 'b' && r->action == BLOCK_ALLOC && r->size &&
@@ -1413,6 +1492,8 @@ done:
     free(x.libs);
     free(x.res);
     trace_u64map_free(&x.lib_latest);
+    trace_u64map_free(&x.py_block);
+    trace_u64map_free(&x.work_end);
     return rc;
 }
 
@@ -1617,7 +1698,9 @@ static int cudalog_open(trace_source *src, const char *path, const trace_source_
         capture_count(l.c, "capture.library_kernels", l.lib_kernels) != 0 ||
         capture_count(l.c, "capture.log_records", l.n) != 0 ||
         capture_count(l.c, "capture.log_lookups", l.lookups) != 0 ||
-        capture_drop(l.c, CAP_DROP_TRUNCATED_LINE, l.truncated) != 0) {
+        capture_drop(l.c, CAP_DROP_TRUNCATED_LINE, l.truncated) != 0 ||
+        capture_drop(l.c, CAP_DROP_PARAM_LAYOUT, l.refused) != 0 ||
+        capture_drop(l.c, CAP_DROP_MALFORMED_MARK, l.malformed_marks) != 0) {
         oom(&l);
         goto fail;
     }

@@ -363,6 +363,8 @@ int capture_count(capture *c, const char *key, uint64_t n);
     X(GUESSED_STREAM, "guessed-stream", "kernels whose stream and times the capture does not say: CUPTI profiler ranges") \
     X(UNJOINED_ET_OP, "unjoined-et-op", "execution-trace ops with tensors that join no op of the capture") \
     X(UNRESOLVED_PARAM, "unresolved-param", "kernel parameters that point into no known allocation") \
+    X(PARAM_LAYOUT, "param-layout", "kernel launches whose parameter layout the driver refused: no accesses") \
+    X(MALFORMED_MARK, "malformed-mark", "NVTX marks starting syncsim: that do not read MODE PTR SIZE [LABEL]") \
     X(TRUNCATED_LINE, "truncated-line", "a last line cut short: the program died writing it")  \
     X(UNACCOUNTED, "unaccounted", "events an importer read but neither imported nor counted")
 
