@@ -74,20 +74,14 @@ static void find_lib(const char *name, char *out, size_t cap)
         out[0] = '\0';
 }
 
-/* The libcupti the injection library was linked with (NVTX callbacks need
- * it named in NVTX_INJECTION64_PATH). Loading the library also proves the
- * CUDA driver is there: without it, one line says so. */
-static int cupti_path(const char *inject, char *out, size_t cap)
+/* Whether the injection library loads here: it needs the CUDA driver
+ * (libcuda.so.1) and CUPTI; without them, one line says so. */
+static int check_loads(const char *inject)
 {
     void *h = dlopen(inject, RTLD_LAZY | RTLD_LOCAL);
     if (!h)
         return cli_error("capture", "cannot load %s: %s (is an NVIDIA driver installed?)",
                          inject, dlerror());
-    void *sym = dlsym(h, "cuptiGetTimestamp");
-    Dl_info info;
-    out[0] = '\0';
-    if (sym && dladdr(sym, &info) && info.dli_fname)
-        snprintf(out, cap, "%s", info.dli_fname);
     /* the handle stays open: unloading CUPTI from this process gains nothing */
     return 0;
 }
@@ -339,8 +333,7 @@ done:
 
 /* Runs argv with the capture environment; returns its wait status, or -1
  * (error printed) when it could not start. */
-static int run_program(char **argv, const char *inject, const char *shim, const char *cupti,
-                       const char *log)
+static int run_program(char **argv, const char *inject, const char *shim, const char *log)
 {
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0)
@@ -355,8 +348,10 @@ static int run_program(char **argv, const char *inject, const char *shim, const 
         close(fds[0]);
         setenv("CUDA_INJECTION64_PATH", inject, 1);
         setenv("SYNCSIM_CAPTURE_LOG", log, 1);
-        if (cupti[0])
-            setenv("NVTX_INJECTION64_PATH", cupti, 1);
+        /* NVTX goes through the injection library to the CUPTI it is
+         * subscribed on, never to a second CUPTI the program loads (PyTorch
+         * brings its own): InitializeInjectionNvtx2 in real/cuda/inject.c */
+        setenv("NVTX_INJECTION64_PATH", inject, 1);
         /* Python programs: sitecustomize.py beside the libraries records
          * PyTorch's allocator history into the log (it then runs the
          * sitecustomize it shadows) */
@@ -445,14 +440,14 @@ int cmd_capture(int argc, char **argv)
     if (optind >= argc)
         return cli_usage_error("capture", "missing the program to run (after --)");
     char **prog = argv + optind;
-    char inject[PATH_MAX], shim[PATH_MAX], cupti[PATH_MAX];
+    char inject[PATH_MAX], shim[PATH_MAX];
     find_lib("libsyncsim_inject.so", inject, sizeof inject);
     if (!inject[0])
         return cli_error("capture", "this syncsim was built without the CUDA toolkit (no "
                                     "libsyncsim_inject.so beside it): rebuild where one is "
                                     "installed, see docs/cuda.md");
     find_lib("libsyncsim_shim.so", shim, sizeof shim);
-    if (cupti_path(inject, cupti, sizeof cupti) != 0)
+    if (check_loads(inject) != 0)
         return 2;
     char log[PATH_MAX];
     if (log_opt)
@@ -463,7 +458,7 @@ int cmd_capture(int argc, char **argv)
     FILE *lf = fopen(log, "w");
     if (!lf || fputs("syncsim-cuda-log 1\n", lf) < 0 || fclose(lf) != 0)
         return cli_error("capture", "%s: %s", log, strerror(errno));
-    int status = run_program(prog, inject, shim, cupti, log);
+    int status = run_program(prog, inject, shim, log);
     if (status < 0)
         return 2;
     /* the program's objects are still where it loaded them from: now the
@@ -484,6 +479,8 @@ int cmd_capture(int argc, char **argv)
     }
     trace_error err = { 0 };
     uint64_t n_stmts = 0;
+    /* what the log held and the trace could not (`syncsim info` lists it) */
+    uint64_t dropped = trace_ledger(src.reader.trace, NULL, NULL);
     const char *k = trace_get_meta(src.reader.trace, "capture.kernels");
     const char *m = trace_get_meta(src.reader.trace, "capture.memcpy");
     const char *a = trace_get_meta(src.reader.trace, "capture.api_calls");
@@ -502,6 +499,9 @@ int cmd_capture(int argc, char **argv)
     printf("captured %s as run %lld of %s: %llu statements (%s API calls, %s kernels, %s "
            "copies)\n",
            prog[0], (long long)run, db, (unsigned long long)n_stmts, calls, kernels, copies);
+    if (dropped)
+        printf("not imported: %llu events or fields (syncsim info %s --run %lld says which)\n",
+               (unsigned long long)dropped, db, (long long)run);
     if (keep)
         printf("event log: %s\n", log);
     if (WIFEXITED(status))

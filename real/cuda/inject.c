@@ -4,7 +4,9 @@
  * an unmodified program and calls InitializeInjection). It writes the event
  * log that traces/formats/cuda_log.c reads (its header comment is the format),
  * and decides nothing: which call synchronises, allocates or frees is the
- * capture mapping's (traces/formats/capture.c). What it does:
+ * capture mapping's (traces/formats/capture.c). This file holds the
+ * callbacks; inject.h says how the library's files stand in layers and what
+ * a launch costs. What it records:
  *
  *   - runtime API callbacks (exit): allocations and frees with pointer and
  *     size, copies with source, destination and bytes, memsets, records,
@@ -12,136 +14,77 @@
  *     synchronisations, launches with their stream, streams as they are
  *     first used (legacy, per-thread, blocking or non-blocking). Driver API
  *     calls made outside a runtime call (programs and libraries using the
- *     driver API) are logged the same way, the rest by name.
+ *     driver API) are logged the same way, the rest by name. A runtime call
+ *     whose entry was missed (the one inside which cuInit loaded this
+ *     library) is not logged; its driver calls are.
  *   - launches where the driver sees them, inside a runtime call or not
  *     (cuLaunchKernel, cuLaunchKernelEx, cuLaunchCooperativeKernel,
- *     cuGraphLaunch): the CUfunction the driver got and its parameters
- *     (layout from cuFuncGetParamInfo, cached per function; the kernel's
- *     demangled name in its activity record says which pointees are
- *     const). Every runtime reaches the driver, the program's own (static
- *     or shipped, as PyTorch's) included, so this library links none: only
- *     libcuda and CUPTI. A graph launch gives the kernel nodes of the graph
- *     its exec was instantiated from (cuGraphInstantiate*), under the ids
- *     of their clones in the exec (CUPTI's resource callback).
+ *     cuGraphLaunch): their parameters (inject_params.c). Every runtime
+ *     reaches the driver, the program's own (static or shipped, as
+ *     PyTorch's) included, so this library links none: only libcuda and
+ *     CUPTI. Allocations, mappings and registrations seen at the driver
+ *     tell inject_params.c which words of a structure may be addresses.
  *   - call sites (site=, py=; below): where in the program each call was
  *     made, symbolised after the run.
  *   - activity records (kernels, copies, peer copies, memsets): GPU start
- *     and end on the CUPTI clock, which the API times use too;
- *   - NVTX (NVTX_INJECTION64_PATH, set by `syncsim capture`): push/pop
- *     ranges (nvtxRangePushA), and marks "syncsim:r PTR SIZE [LABEL]" (w,
- *     rw; PTR in hex) that tell the log about a host access CUPTI cannot
- *     see. Start/end ranges and the wide-character calls are not recorded.
+ *     and end on the CUPTI clock, which the API times use too; kernel names
+ *     demangled, never cut;
+ *   - NVTX (NVTX_INJECTION64_PATH names this library, set by `syncsim
+ *     capture`; InitializeInjectionNvtx2 below hands NVTX to the CUPTI this
+ *     library subscribed on, so that a PyTorch process, which loads a CUPTI
+ *     of its own, still sends its marks here): push/pop ranges
+ *     (nvtxRangePushA), and marks "syncsim:r PTR SIZE [LABEL]" (w, rw; PTR
+ *     in hex) that tell the log about a host access CUPTI cannot see; a
+ *     mark starting "syncsim:" that does not read so is counted (a `note`
+ *     at exit, and one line on stderr). Start/end ranges and the
+ *     wide-character calls are not recorded.
  *
- * The log is opened O_APPEND and written in batches of whole lines (one
- * write(2) each: when full, at each synchronise, every 100 ms with the
- * activity buffers, at exit and on a fatal signal), so what the program did
- * survives a crash; a program killed outright (SIGKILL) loses at most the
- * last batch. SYNCSIM_CAPTURE_LOG names the file.
+ * SYNCSIM_CAPTURE_LOG names the log; inject_log.c writes it (when, and what
+ * a crash or a kill loses).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE 1           /* dl_iterate_phdr, RTLD_DEFAULT */
 #endif
+#include "inject.h"
+
 #include <cuda.h>
 #include <cuda_runtime_api.h>   /* types of the runtime callbacks' parameters only */
 #include <cupti.h>
 
 #include <dlfcn.h>
-#include <errno.h>
-#include <execinfo.h>
-#include <fcntl.h>
 #include <link.h>
-#include <time.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdarg.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
+#include <unwind.h>
 #include <unistd.h>
 
 /* libstdc++'s demangler (linked with -lstdc++). */
 extern char *__cxa_demangle(const char *mangled, char *out, size_t *len, int *status);
 
-static int log_fd = -1;
 static CUpti_SubscriberHandle subscriber;
 static __thread int in_runtime;        /* depth of runtime calls on this thread */
-static __thread int in_glue;           /* our own CUDA calls: not logged */
 static __thread uint64_t t_enter[64];  /* runtime call start, by depth */
 static __thread long outer_corr;       /* the open runtime call's correlation id */
 
-#define LINE_MAX_BYTES 8192
-#define BATCH_BYTES (64u << 10)
-
-/* Lines are batched (one write(2) per batch, not per line: the cost of a
- * launch-bound program is mostly these calls). A batch is written when it
- * is full, at each synchronising call, at each activity flush (every 100
- * ms), at exit, and on a fatal signal (SIGSEGV, SIGBUS, SIGFPE, SIGILL,
- * SIGABRT: the program's own handler then runs). A program killed outright
- * loses at most its last batch; every batch holds whole lines and the file
- * is opened O_APPEND, so the shim's lines never interleave inside ours. */
-static char batch[BATCH_BYTES];
-static size_t batch_len;
-static pthread_mutex_t batch_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static void flush_locked(void)
+static uint64_t now(void)
 {
-    size_t at = 0;
-    while (at < batch_len) {
-        ssize_t w = write(log_fd, batch + at, batch_len - at);
-        if (w <= 0)
-            break;
-        at += (size_t)w;
-    }
-    batch_len = 0;
+    uint64_t t = 0;
+    cuptiGetTimestamp(&t);
+    return t;
 }
 
-static void flush_log(void)
-{
-    if (log_fd < 0)
-        return;
-    pthread_mutex_lock(&batch_lock);
-    flush_locked();
-    pthread_mutex_unlock(&batch_lock);
-}
-
-static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void say(const char *fmt, ...)
-{
-    if (log_fd < 0)
-        return;
-    char buf[LINE_MAX_BYTES];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(buf, sizeof buf - 1, fmt, ap);
-    va_end(ap);
-    if (n < 0)
-        return;
-    if ((size_t)n >= sizeof buf - 1) {   /* a huge name: cut, keep the line whole */
-        n = (int)sizeof buf - 2;
-    }
-    buf[n++] = '\n';
-    pthread_mutex_lock(&batch_lock);
-    if (batch_len + (size_t)n > sizeof batch)
-        flush_locked();
-    memcpy(batch + batch_len, buf, (size_t)n);
-    batch_len += (size_t)n;
-    pthread_mutex_unlock(&batch_lock);
-}
-
-/* A fatal signal: the batch as it is (no lock: the thread that holds it
- * may be the one that faulted), then the program's own handling. */
+/* A fatal signal: what the rings hold, then the program's own handling. */
 static struct sigaction old_action[32];
 static const int fatal_signals[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT };
 
 static void on_fatal(int sig, siginfo_t *info, void *uc)
 {
-    if (log_fd >= 0 && batch_len <= sizeof batch) {
-        ssize_t w = write(log_fd, batch, batch_len);
-        (void)w;
-        batch_len = 0;
-    }
+    ilog_on_fatal();
     struct sigaction *old = sig < 32 ? &old_action[sig] : NULL;
     if (old && (old->sa_flags & SA_SIGINFO) && old->sa_sigaction) {
         old->sa_sigaction(sig, info, uc);
@@ -155,15 +98,8 @@ static void on_fatal(int sig, siginfo_t *info, void *uc)
     raise(sig);
 }
 
-/* A forked child starts with no lines of its parent's to write. */
-static void forget_batch(void)
-{
-    batch_len = 0;
-}
-
 static void catch_fatal_signals(void)
 {
-    pthread_atfork(NULL, NULL, forget_batch);
     for (size_t i = 0; i < sizeof fatal_signals / sizeof fatal_signals[0]; i++) {
         struct sigaction sa;
         memset(&sa, 0, sizeof sa);
@@ -174,49 +110,30 @@ static void catch_fatal_signals(void)
     }
 }
 
-static uint64_t now(void)
-{
-    uint64_t t = 0;
-    cuptiGetTimestamp(&t);
-    return t;
-}
-
-static long tid(void)
-{
-    return (long)syscall(SYS_gettid);
-}
-
-/* A name with its newlines cut (name= takes the rest of the line). */
-static const char *one_line(const char *s, char *buf, size_t cap)
-{
-    size_t i = 0;
-    for (; s && s[i] && i + 1 < cap; i++)
-        buf[i] = s[i] == '\n' || s[i] == '\r' ? ' ' : s[i];
-    buf[i] = '\0';
-    return buf;
-}
-
 /* ------------------------------------------------------------------ */
 /* Call sites: where in the program a CUDA call was made.             */
 /*                                                                    */
 /* At the entry of the call the program made (the outermost runtime or  */
-/* driver call of a thread), the return addresses of the stack outside  */
-/* the CUDA driver, CUPTI, the CUDA runtime and syncsim's libraries are */
-/* kept (at most SITE_FRAMES, written as site=ADDR,ADDR,...). Nothing is */
-/* symbolised while the program runs: at exit a `module` record gives   */
-/* each loaded object's load address and path, and `syncsim capture`    */
-/* turns addresses into file:line after the run (addr2line). In a      */
-/* Python process whose thread holds the GIL, the innermost Python     */
-/* frame outside torch/ is written too (py=FILE:LINE): a few reads of  */
-/* the interpreter's frame, no hook on every Python call.              */
+/* driver call of a thread), the first ILOG_SITE_FRAMES return addresses */
+/* of the stack outside the CUDA driver, CUPTI, the CUDA runtime and    */
+/* syncsim's libraries (the unwinder stops there: a few frames, not the */
+/* whole stack). Nothing is symbolised while the program runs: at exit  */
+/* a `module` record gives each loaded object's load address and path,  */
+/* and `syncsim capture` turns addresses into file:line after the run   */
+/* (addr2line). In a Python thread that holds the GIL, the innermost    */
+/* Python frame outside torch is written too (py=FILE:LINE): a few reads */
+/* of the interpreter's frame, no hook on every Python call. PyTorch    */
+/* releases the GIL around its ops: their line comes from the          */
+/* allocator's history instead (docs/cuda.md).                          */
 /* SYNCSIM_CAPTURE_SITES=0 turns both off.                             */
 
-#define SITE_FRAMES 4
 #define SKIP_RANGES 32
 static struct { uintptr_t lo, hi; } skip[SKIP_RANGES];
 static int n_skip;
 static int sites_on = 1;
-static __thread char site_words[256];  /* " site=... py=..." of the open call */
+static __thread uint64_t site_pc[ILOG_SITE_FRAMES];
+static __thread int n_site_pc;
+static __thread char site_py[ILOG_PY_MAX];
 
 static int skip_object(const char *path)
 {
@@ -282,7 +199,8 @@ static void python_api(void)
 #undef PYSYM
 }
 
-/* " py=FILE:LINE" of the calling thread's Python code, into out. */
+/* "FILE:LINE" of the calling thread's Python code into out ("" when the
+ * thread does not hold the GIL or runs no Python). */
 static void python_site(char *out, size_t cap)
 {
     out[0] = '\0';
@@ -291,7 +209,7 @@ static void python_site(char *out, size_t cap)
         return;
     void *f = py.frame();       /* borrowed */
     int owned = 0;
-    char first[200] = "";
+    char first[ILOG_PY_MAX] = "";
     for (int depth = 0; f && depth < 12; depth++) {
         void *code = py.code(f);
         void *fn = code ? py.attr(code, "co_filename") : NULL;
@@ -299,7 +217,7 @@ static void python_site(char *out, size_t cap)
         int line = py.line(f);
         int library = !file || file[0] == '<' || strstr(file, "/torch/") ||
                       strstr(file, "/site-packages/") || strstr(file, "/dist-packages/");
-        char here[200];
+        char here[ILOG_PY_MAX];
         here[0] = '\0';
         if (file)
             snprintf(here, sizeof here, "%s:%d", file, line);
@@ -321,12 +239,10 @@ static void python_site(char *out, size_t cap)
     }
     if (owned && f)
         py.decref(f);
-    if (first[0]) {
-        for (char *c = first; *c; c++)
-            if (*c == ' ' || *c == '\n')
-                *c = '_';
-        snprintf(out, cap, " py=%s", first);
-    }
+    for (char *c = first; *c; c++)
+        if (*c == ' ' || *c == '\n')
+            *c = '_';
+    snprintf(out, cap, "%s", first);
 }
 
 /* Whether call `name` is one whose site a finding may show (work,
@@ -345,27 +261,42 @@ static int site_wanted(const char *name)
     return 0;
 }
 
-/* Fills site_words for call `name`, which the program is entering. */
+typedef struct site_walk {
+    int depth;
+} site_walk;
+
+/* One frame of the unwinder: kept when outside the skipped objects; the
+ * walk stops at ILOG_SITE_FRAMES kept or 32 seen. */
+static _Unwind_Reason_Code site_frame(struct _Unwind_Context *ctx, void *arg)
+{
+    site_walk *w = arg;
+    uintptr_t ip = _Unwind_GetIP(ctx);
+    if (!ip || ++w->depth > 32)
+        return _URC_END_OF_STACK;
+    if (w->depth > 1 && !skipped(ip)) {     /* the first is this library's */
+        site_pc[n_site_pc++] = ip;
+        if (n_site_pc == ILOG_SITE_FRAMES)
+            return _URC_END_OF_STACK;
+    }
+    return _URC_NO_REASON;
+}
+
+/* Takes the site of call `name`, which the program is entering. */
 static void take_site(const char *name)
 {
-    site_words[0] = '\0';
+    n_site_pc = 0;
+    site_py[0] = '\0';
     if (!sites_on || !site_wanted(name))
         return;
-    void *pc[24];                /* CUPTI's, the driver's and a runtime's frames first */
-    int n = backtrace(pc, 24), kept = 0;
-    size_t at = 0;
-    for (int i = 1; i < n && kept < SITE_FRAMES; i++) {
-        uintptr_t a = (uintptr_t)pc[i];
-        if (skipped(a))
-            continue;
-        int w = snprintf(site_words + at, sizeof site_words - at, "%s0x%llx",
-                         kept ? "," : " site=", (unsigned long long)a);
-        if (w < 0 || (size_t)w >= sizeof site_words - at)
-            break;
-        at += (size_t)w;
-        kept++;
-    }
-    python_site(site_words + at, sizeof site_words - at);
+    site_walk w = { 0 };
+    _Unwind_Backtrace(site_frame, &w);
+    python_site(site_py, sizeof site_py);
+}
+
+/* The call ending now: its api record, with the site taken at its entry. */
+static void api_record(const ilog_api *a)
+{
+    ilog_api_call(a, site_pc, n_site_pc, site_py[0] ? site_py : NULL);
 }
 
 /* One `module` record per loaded object (at exit: what the addresses of
@@ -395,45 +326,71 @@ static int write_module(struct dl_phdr_info *info, size_t size, void *data)
         hi = a + ph->p_memsz > hi ? a + ph->p_memsz : hi;
     }
     if (lo < hi)
-        say("module pid=%d base=0x%llx lo=0x%llx hi=0x%llx name=%s", getpid(),
-            (unsigned long long)info->dlpi_addr, (unsigned long long)lo,
-            (unsigned long long)hi, path);
+        ilog_line("module pid=%d base=0x%llx lo=0x%llx hi=0x%llx name=%s", ilog_pid(),
+                  (unsigned long long)info->dlpi_addr, (unsigned long long)lo,
+                  (unsigned long long)hi, path);
     return 0;
 }
 
 /* ------------------------------------------------------------------ */
-/* Streams: CUPTI's id of a handle, and a `stream` record on first use. */
+/* Devices, streams, events: each thread keeps what it asked, so that a */
+/* call costs a look-up; a stream or context destroyed empties them.    */
 
-#define SEEN_STREAMS 4096
-static uint64_t seen_stream[SEEN_STREAMS];
-static pthread_mutex_t seen_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic uint32_t handle_gen;   /* bumped when a stream or a context goes */
 
-static int cur_device(void)
+/* The device of context ctx (0 without one). */
+static int ctx_device(CUcontext ctx)
 {
-    CUdevice d = 0;
-    in_glue++;
-    if (cuCtxGetDevice(&d) != CUDA_SUCCESS)
+    static __thread struct { CUcontext ctx; uint32_t gen; int dev; } seen;
+    uint32_t gen = atomic_load_explicit(&handle_gen, memory_order_acquire);
+    if (!ctx)
+        return 0;
+    if (seen.ctx == ctx && seen.gen == gen)
+        return seen.dev;
+    uint32_t d = 0;
+    if (cuptiGetDeviceId(ctx, &d) != CUPTI_SUCCESS)
         d = 0;
-    in_glue--;
+    seen.ctx = ctx;
+    seen.gen = gen;
+    seen.dev = (int)d;
     return (int)d;
 }
 
-/* The CUPTI stream id of handle s as the calling API saw it (ptsz: the
- * per-thread default stream for 0). Writes its kind once. */
-static long stream_id(cudaStream_t s, int per_thread_api)
+#define SEEN_STREAMS 4096
+#define THREAD_STREAMS 16
+static uint64_t seen_stream[SEEN_STREAMS];
+static pthread_mutex_t seen_lock = PTHREAD_MUTEX_INITIALIZER;
+static __thread struct {
+    CUcontext ctx;
+    uintptr_t h;
+    uint32_t gen;
+    uint8_t per_thread, used;
+    long id;
+} thread_streams[THREAD_STREAMS];
+
+/* The CUPTI stream id of handle s on context ctx as the calling API saw it
+ * (per_thread_api: a _ptsz/_ptds call, whose 0 is the per-thread default
+ * stream). Writes its kind once. */
+static long stream_id(CUcontext ctx, cudaStream_t s, int per_thread_api)
 {
-    CUcontext ctx = NULL;
-    uint32_t id = 0;
     uintptr_t h = (uintptr_t)s;
     int per_thread = h == (uintptr_t)cudaStreamPerThread || (h == 0 && per_thread_api);
     int legacy = !per_thread && (h == 0 || h == (uintptr_t)cudaStreamLegacy);
-    in_glue++;
-    cuCtxGetCurrent(&ctx);
+    uint32_t gen = atomic_load_explicit(&handle_gen, memory_order_acquire);
+    if (!ctx) {
+        inject_glue++;
+        cuCtxGetCurrent(&ctx);
+        inject_glue--;
+    }
+    __typeof__(thread_streams[0]) *tc =
+        &thread_streams[((h >> 4) ^ ((uintptr_t)ctx >> 6) ^ (uintptr_t)per_thread) % THREAD_STREAMS];
+    if (tc->used && tc->ctx == ctx && tc->h == h && tc->per_thread == per_thread && tc->gen == gen)
+        return tc->id;
     CUstream cs = per_thread || legacy ? NULL : (CUstream)s;
+    uint32_t id = 0;
     if (cuptiGetStreamIdEx(ctx, cs, (uint8_t)per_thread, &id) != CUPTI_SUCCESS)
         id = 0;
-    in_glue--;
-    int dev = cur_device();
+    int dev = ctx_device(ctx);
     uint64_t key = ((uint64_t)(unsigned)dev << 32) | id;
     pthread_mutex_lock(&seen_lock);
     int fresh = 1;
@@ -451,25 +408,31 @@ static long stream_id(cudaStream_t s, int per_thread_api)
     if (fresh) {                /* its kind: asked once per stream */
         const char *kind = per_thread ? "per-thread" : legacy ? "legacy" : "blocking";
         unsigned int flags = 0;
-        in_glue++;
+        inject_glue++;
         if (!per_thread && !legacy && cuStreamGetFlags(cs, &flags) == CUDA_SUCCESS &&
             (flags & CU_STREAM_NON_BLOCKING))
             kind = "nonblocking";
-        in_glue--;
-        say("stream pid=%d dev=%d stream=%u kind=%s", getpid(), dev, id, kind);
+        inject_glue--;
+        ilog_line("stream pid=%d dev=%d stream=%u kind=%s", ilog_pid(), dev, id, kind);
     }
+    *tc = (__typeof__(*tc)){ ctx, h, gen, (uint8_t)per_thread, 1, (long)id };
     return (long)id;
 }
 
 /* Events are numbered in the order the program first uses them (ev1,
  * ev2, ...), so that a log names them the same way on every run. */
 #define EVENTS 8192
+#define THREAD_EVENTS 32
 static struct { uintptr_t h; unsigned long long id; } events[EVENTS];
 static unsigned long long n_events;
+static __thread struct { uintptr_t h; unsigned long long id; } thread_events[THREAD_EVENTS];
 
 static unsigned long long event_id(cudaEvent_t e)
 {
     uintptr_t h = (uintptr_t)e;
+    __typeof__(thread_events[0]) *tc = &thread_events[(h >> 4) % THREAD_EVENTS];
+    if (tc->h == h && tc->id)
+        return tc->id;
     unsigned long long id = 0;
     pthread_mutex_lock(&seen_lock);
     for (size_t i = (h >> 4) % EVENTS, n = 0; n < EVENTS; i = (i + 1) % EVENTS, n++) {
@@ -484,190 +447,23 @@ static unsigned long long event_id(cudaEvent_t e)
         }
     }
     pthread_mutex_unlock(&seen_lock);
-    return id ? id : (unsigned long long)h;
+    if (!id)
+        return (unsigned long long)h;
+    tc->h = h;
+    tc->id = id;
+    return id;
 }
 
 /* ------------------------------------------------------------------ */
-/* Kernel parameters, taken where the driver sees the launch.          */
+/* What the driver sees, inside a runtime call or not.                 */
 
-/* A kernel's parameter layout (cuFuncGetParamInfo), kept per CUfunction so
- * that a launch costs one table look-up, not one driver call a parameter. */
-#define FUNCS 4096
-#define FUNC_PARAMS 64
-typedef struct func_layout {
-    CUfunction f;
-    uint16_t n;                         /* parameters */
-    uint16_t off[FUNC_PARAMS], size[FUNC_PARAMS];
-} func_layout;
-static func_layout funcs[FUNCS];
-static pthread_mutex_t func_lock = PTHREAD_MUTEX_INITIALIZER;
+#define PTR(p) ((uint64_t)(uintptr_t)(p))
 
-static void layout_of(CUfunction f, func_layout *out)
-{
-    size_t i = ((uintptr_t)f >> 4) % FUNCS;
-    pthread_mutex_lock(&func_lock);
-    func_layout *l = &funcs[i];
-    if (l->f != f) {
-        l->f = f;
-        l->n = 0;
-        in_glue++;
-        for (size_t k = 0; k < FUNC_PARAMS; k++) {
-            size_t off = 0, size = 0;
-            if (cuFuncGetParamInfo(f, k, &off, &size) != CUDA_SUCCESS)
-                break;
-            l->off[k] = (uint16_t)off;
-            l->size[k] = (uint16_t)size;
-            l->n = (uint16_t)(k + 1);
-        }
-        in_glue--;
-    }
-    *out = *l;      /* copied: another function may take the slot later */
-    pthread_mutex_unlock(&func_lock);
-}
-
-/* The packed argument buffer of a launch made with `extra`
- * (CU_LAUNCH_PARAM_BUFFER_POINTER), or NULL. */
-static const unsigned char *packed_args(void **extra)
-{
-    for (size_t i = 0; extra && extra[i] != CU_LAUNCH_PARAM_END && i < 16; i += 2)
-        if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER)
-            return extra[i + 1];
-    return NULL;
-}
-
-#define AGGREGATE_WORDS 64         /* words of a by-value structure looked at */
-#define MIN_ADDRESS 0x100000ull    /* below: a count or a stride, not an address */
-
-/* One `param` line per pointer-sized parameter of the launch of f (a
- * pointer or not: the log's reader keeps the values that point into
- * allocations, and reads const-ness off the kernel's demangled name).
- * corr is the call the program made (the runtime call around a driver
- * launch, when there is one); dcorr the driver call's own id when it
- * differs, so that activity records carrying either find the launch. */
-static void write_params(CUfunction f, void **args, void **extra, long corr, long dcorr,
-                         long long node)
-{
-    if (!f)
-        return;
-    func_layout l;
-    layout_of(f, &l);
-    const unsigned char *packed = args ? NULL : packed_args(extra);
-    char nodebuf[32] = "", dbuf[32] = "";
-    if (node >= 0)
-        snprintf(nodebuf, sizeof nodebuf, " node=%lld", node);
-    if (dcorr >= 0 && dcorr != corr)
-        snprintf(dbuf, sizeof dbuf, " dcorr=%ld", dcorr);
-    for (size_t i = 0; i < l.n; i++) {
-        const unsigned char *at = args && args[i] ? args[i] : packed ? packed + l.off[i] : NULL;
-        if (!at || l.size[i] < sizeof(void *))
-            continue;
-        uint64_t v;
-        if (l.size[i] == sizeof(void *)) {
-            memcpy(&v, at, sizeof v);
-            if (v)
-                say("param pid=%d corr=%ld%s%s idx=%zu ptr=0x%llx", getpid(), corr, dbuf,
-                    nodebuf, i, (unsigned long long)v);
-            continue;
-        }
-        /* a structure passed by value (PyTorch's TensorIterator kernels pass
-         * their operands' pointers in at::detail::Array<char*, N>): each
-         * aligned word that could be an address; the reader keeps those
-         * that point into allocations */
-        size_t words = l.size[i] / sizeof v;
-        for (size_t w = 0; w < words && w < AGGREGATE_WORDS; w++) {
-            memcpy(&v, at + w * sizeof v, sizeof v);
-            if (v < MIN_ADDRESS || v >> 57)
-                continue;
-            say("param pid=%d corr=%ld%s%s idx=%zu word=%zu ptr=0x%llx", getpid(), corr, dbuf,
-                nodebuf, i, w, (unsigned long long)v);
-        }
-    }
-}
-
-/* A graph launch: the kernel nodes of the graph its exec was instantiated
- * from (cuGraphInstantiate*, seen at the driver whoever called it). */
-#define GRAPHS 1024
-static struct { CUgraphExec exec; CUgraph graph; } graphs[GRAPHS];
-static pthread_mutex_t graph_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static void graph_instantiated(CUgraphExec exec, CUgraph graph)
-{
-    pthread_mutex_lock(&graph_lock);
-    size_t i = ((uintptr_t)exec >> 4) % GRAPHS;
-    graphs[i].exec = exec;
-    graphs[i].graph = graph;
-    pthread_mutex_unlock(&graph_lock);
-}
-
-/* Kernel nodes cloned into an executable graph get ids of their own, and
- * the activity of a graph launch names those: the latest clone of each
- * node of an original graph (CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED). */
-#define CLONES 8192
-static struct { uint64_t orig, clone; } clones[CLONES];
-
-static void graph_node_cloned(const CUpti_GraphData *gd)
-{
-    uint64_t orig = 0, clone = 0;
-    if (!gd || gd->nodeType != CU_GRAPH_NODE_TYPE_KERNEL ||
-        cuptiGetGraphNodeId(gd->originalNode, &orig) != CUPTI_SUCCESS ||
-        cuptiGetGraphNodeId(gd->node, &clone) != CUPTI_SUCCESS)
-        return;
-    pthread_mutex_lock(&graph_lock);
-    size_t i = orig % CLONES;
-    clones[i].orig = orig;
-    clones[i].clone = clone;
-    pthread_mutex_unlock(&graph_lock);
-}
-
-static uint64_t clone_of(uint64_t orig)
-{
-    pthread_mutex_lock(&graph_lock);
-    size_t i = orig % CLONES;
-    uint64_t c = clones[i].orig == orig ? clones[i].clone : 0;
-    pthread_mutex_unlock(&graph_lock);
-    return c;
-}
-
-static void graph_params(CUgraphExec exec, long corr, long dcorr)
-{
-    pthread_mutex_lock(&graph_lock);
-    size_t i = ((uintptr_t)exec >> 4) % GRAPHS;
-    CUgraph g = graphs[i].exec == exec ? graphs[i].graph : NULL;
-    pthread_mutex_unlock(&graph_lock);
-    if (!g)
-        return;
-    in_glue++;
-    size_t n = 0;
-    if (cuGraphGetNodes(g, NULL, &n) == CUDA_SUCCESS && n) {
-        CUgraphNode *nodes = calloc(n, sizeof *nodes);
-        if (nodes && cuGraphGetNodes(g, nodes, &n) == CUDA_SUCCESS) {
-            for (size_t k = 0; k < n; k++) {
-                CUgraphNodeType type;
-                CUDA_KERNEL_NODE_PARAMS kp;
-                uint64_t id = 0;
-                memset(&kp, 0, sizeof kp);
-                if (cuGraphNodeGetType(nodes[k], &type) != CUDA_SUCCESS ||
-                    type != CU_GRAPH_NODE_TYPE_KERNEL ||
-                    cuGraphKernelNodeGetParams(nodes[k], &kp) != CUDA_SUCCESS ||
-                    cuptiGetGraphNodeId(nodes[k], &id) != CUPTI_SUCCESS)
-                    continue;
-                CUfunction f = kp.func;
-                if (!f && kp.kern && cuKernelGetFunction(&f, kp.kern) != CUDA_SUCCESS)
-                    continue;
-                write_params(f, kp.kernelParams, kp.extra, corr, dcorr, (long long)id);
-                uint64_t clone = clone_of(id);
-                if (clone && clone != id)
-                    write_params(f, kp.kernelParams, kp.extra, corr, dcorr, (long long)clone);
-            }
-        }
-        free(nodes);
-    }
-    in_glue--;
-}
-
-/* The launches of a driver call (nested in a runtime call or not): its
- * parameters, written once, under the id of the call the program made. */
-static void driver_launch(CUpti_CallbackId cbid, const CUpti_CallbackData *cb, long corr)
+/* The driver call cbid succeeded: its launches' parameters (written once,
+ * under corr, the call the program made), the memory it allocated, mapped
+ * or registered, the graphs it instantiated or destroyed, the modules it
+ * unloaded. */
+static void driver_seen(CUpti_CallbackId cbid, const CUpti_CallbackData *cb, long corr)
 {
     const void *p = cb->functionParams;
     long dcorr = (long)cb->correlationId;
@@ -675,44 +471,111 @@ static void driver_launch(CUpti_CallbackId cbid, const CUpti_CallbackData *cb, l
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: {
         const cuLaunchKernel_params *a = p;
-        write_params(a->f, a->kernelParams, a->extra, corr, dcorr, -1);
+        iparam_launch(a->f, a->kernelParams, a->extra, corr, dcorr);
         break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: {
         const cuLaunchKernelEx_params *a = p;
-        write_params(a->f, a->kernelParams, a->extra, corr, dcorr, -1);
+        iparam_launch(a->f, a->kernelParams, a->extra, corr, dcorr);
         break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz: {
         const cuLaunchCooperativeKernel_params *a = p;
-        write_params(a->f, a->kernelParams, NULL, corr, dcorr, -1);
+        iparam_launch(a->f, a->kernelParams, NULL, corr, dcorr);
         break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags: {
         const cuGraphInstantiateWithFlags_params *a = p;
-        graph_instantiated(*a->phGraphExec, a->hGraph);
+        iparam_graph_instantiated(*a->phGraphExec, a->hGraph);
         break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams:
     case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams_ptsz: {
         const cuGraphInstantiateWithParams_params *a = p;
-        graph_instantiated(*a->phGraphExec, a->hGraph);
+        iparam_graph_instantiated(*a->phGraphExec, a->hGraph);
         break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate:
     case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate_v2: {
         const cuGraphInstantiate_v2_params *a = p;  /* the same first two */
-        graph_instantiated(*a->phGraphExec, a->hGraph);
+        iparam_graph_instantiated(*a->phGraphExec, a->hGraph);
+        break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphExecDestroy: {
+        const cuGraphExecDestroy_params *a = p;
+        iparam_graph_destroyed(a->hGraphExec);
         break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
     case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz: {
         const cuGraphLaunch_params *a = p;
-        graph_params(a->hGraph, corr, dcorr);
+        iparam_graph_launch(a->hGraph, corr, dcorr);     /* an exec, named so by CUPTI */
         break;
     }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2: {
+        const cuMemAlloc_v2_params *a = p;
+        iparam_known(*a->dptr, a->bytesize);
+        break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2: {
+        const cuMemAllocPitch_v2_params *a = p;
+        iparam_known(*a->dptr, (uint64_t)*a->pPitch * a->Height);
+        break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged: {
+        const cuMemAllocManaged_params *a = p;
+        iparam_known(*a->dptr, a->bytesize);
+        break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocHost_v2: {
+        const cuMemAllocHost_v2_params *a = p;
+        iparam_known(PTR(*a->pp), a->bytesize);
+        break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemHostAlloc: {
+        const cuMemHostAlloc_params *a = p;
+        iparam_known(PTR(*a->pp), a->bytesize);
+        break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemHostRegister_v2: {
+        const cuMemHostRegister_v2_params *a = p;
+        iparam_known(PTR(a->p), a->bytesize);
+        break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz: {
+        const cuMemAllocAsync_params *a = p;
+        iparam_known(*a->dptr, a->bytesize);
+        break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz: {
+        const cuMemAllocFromPoolAsync_params *a = p;
+        iparam_known(*a->dptr, a->bytesize);
+        break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemMap: {    /* expandable segments, NCCL's buffers */
+        const cuMemMap_params *a = p;
+        iparam_known(a->ptr, a->size);
+        break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuIpcOpenMemHandle:
+    case CUPTI_DRIVER_TRACE_CBID_cuIpcOpenMemHandle_v2: {   /* another process's memory */
+        const cuIpcOpenMemHandle_v2_params *a = p;
+        CUdeviceptr base = 0;
+        size_t size = 0;
+        inject_glue++;
+        if (cuMemGetAddressRange(&base, &size, *a->pdptr) == CUDA_SUCCESS)
+            iparam_known(base, size);
+        inject_glue--;
+        break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuModuleUnload:
+    case CUPTI_DRIVER_TRACE_CBID_cuLibraryUnload:
+        iparam_modules_changed();
+        break;
     default:
         break;
     }
@@ -721,177 +584,178 @@ static void driver_launch(CUpti_CallbackId cbid, const CUpti_CallbackData *cb, l
 /* ------------------------------------------------------------------ */
 /* Runtime calls.                                                      */
 
-#define PTR(p) (unsigned long long)(uintptr_t)(p)
-
 static void runtime_exit(CUpti_CallbackId cbid, const CUpti_CallbackData *cb, uint64_t t0)
 {
-    uint64_t t1 = now();
     const void *p = cb->functionParams;
     const char *name = cb->functionName;
     int ptsz = strstr(name, "_ptsz") || strstr(name, "_ptds");
-    int pid = getpid(), dev = cur_device();
-    long corr = (long)cb->correlationId;
-    char extra[256] = "";
-    int ok = 1;
     cudaError_t ret = cb->functionReturnValue ? *(const cudaError_t *)cb->functionReturnValue
                                               : cudaSuccess;
-#define X(...) snprintf(extra, sizeof extra, __VA_ARGS__)
+    if (ret != cudaSuccess)
+        return;                 /* a failed call did nothing */
+    CUcontext ctx = cb->context;
+    ilog_api a = { .t0 = t0, .t1 = now(), .corr = (long)cb->correlationId,
+                   .dev = ctx_device(ctx), .name = name };
+#define STREAM(s) (a.stream = stream_id(ctx, (s), ptsz), a.has |= ILOG_STREAM)
+#define EVENT(e) (a.event = event_id(e), a.has |= ILOG_EVENT)
+#define PTRSIZE(pt, sz) (a.ptr = PTR(pt), a.size = (sz), a.has |= ILOG_PTR | ILOG_SIZE)
+#define COPY(s, d, n) (a.src = PTR(s), a.dst = PTR(d), a.bytes = (n), \
+                       a.has |= ILOG_SRC | ILOG_DST | ILOG_BYTES)
     switch (cbid) {
     case CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020: {
-        const cudaMalloc_v3020_params *a = p;
-        X(" ptr=0x%llx size=%zu", PTR(*a->devPtr), a->size);
+        const cudaMalloc_v3020_params *x = p;
+        PTRSIZE(*x->devPtr, x->size);
         break;
     }
     case CUPTI_RUNTIME_TRACE_CBID_cudaMallocHost_v3020: {
-        const cudaMallocHost_v3020_params *a = p;
-        X(" ptr=0x%llx size=%zu", PTR(*a->ptr), a->size);
+        const cudaMallocHost_v3020_params *x = p;
+        PTRSIZE(*x->ptr, x->size);
         break;
     }
     case CUPTI_RUNTIME_TRACE_CBID_cudaHostAlloc_v3020: {
-        const cudaHostAlloc_v3020_params *a = p;
-        X(" ptr=0x%llx size=%zu", PTR(*a->pHost), a->size);
+        const cudaHostAlloc_v3020_params *x = p;
+        PTRSIZE(*x->pHost, x->size);
         break;
     }
     case CUPTI_RUNTIME_TRACE_CBID_cudaMallocManaged_v6000: {
-        const cudaMallocManaged_v6000_params *a = p;
-        X(" ptr=0x%llx size=%zu", PTR(*a->devPtr), a->size);
+        const cudaMallocManaged_v6000_params *x = p;
+        PTRSIZE(*x->devPtr, x->size);
         break;
     }
     case CUPTI_RUNTIME_TRACE_CBID_cudaHostRegister_v4000: {
-        const cudaHostRegister_v4000_params *a = p;
-        X(" ptr=0x%llx size=%zu", PTR(a->ptr), a->size);
+        const cudaHostRegister_v4000_params *x = p;
+        PTRSIZE(x->ptr, x->size);
         break;
     }
     case CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_v11020:
     case CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_ptsz_v11020: {
-        const cudaMallocAsync_v11020_params *a = p;
-        X(" ptr=0x%llx size=%zu stream=%ld", PTR(*a->devPtr), a->size,
-          stream_id(a->hStream, ptsz));
+        const cudaMallocAsync_v11020_params *x = p;
+        PTRSIZE(*x->devPtr, x->size);
+        STREAM(x->hStream);
         break;
     }
     case CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020:
     case CUPTI_RUNTIME_TRACE_CBID_cudaFreeHost_v3020:
     case CUPTI_RUNTIME_TRACE_CBID_cudaHostUnregister_v4000: {
-        void *const *a = p;     /* the first parameter of each: the pointer */
-        X(" ptr=0x%llx", PTR(*a));
+        void *const *x = p;     /* the first parameter of each: the pointer */
+        a.ptr = PTR(*x);
+        a.has |= ILOG_PTR;
         break;
     }
     case CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_v11020:
     case CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_ptsz_v11020: {
-        const cudaFreeAsync_v11020_params *a = p;
-        X(" ptr=0x%llx stream=%ld", PTR(a->devPtr), stream_id(a->hStream, ptsz));
+        const cudaFreeAsync_v11020_params *x = p;
+        a.ptr = PTR(x->devPtr);
+        a.has |= ILOG_PTR;
+        STREAM(x->hStream);
         break;
     }
     case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020:
     case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_ptds_v7000: {
-        const cudaMemcpy_v3020_params *a = p;
-        X(" src=0x%llx dst=0x%llx bytes=%zu stream=%ld", PTR(a->src), PTR(a->dst), a->count,
-          stream_id(0, ptsz));
+        const cudaMemcpy_v3020_params *x = p;
+        COPY(x->src, x->dst, x->count);
+        STREAM(0);
         break;
     }
     case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020:
     case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_ptsz_v7000: {
-        const cudaMemcpyAsync_v3020_params *a = p;
-        X(" src=0x%llx dst=0x%llx bytes=%zu stream=%ld", PTR(a->src), PTR(a->dst), a->count,
-          stream_id(a->stream, ptsz));
+        const cudaMemcpyAsync_v3020_params *x = p;
+        COPY(x->src, x->dst, x->count);
+        STREAM(x->stream);
         break;
     }
     case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeer_v4000: {
-        const cudaMemcpyPeer_v4000_params *a = p;
-        X(" src=0x%llx dst=0x%llx bytes=%zu", PTR(a->src), PTR(a->dst), a->count);
+        const cudaMemcpyPeer_v4000_params *x = p;
+        COPY(x->src, x->dst, x->count);
         break;
     }
     case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeerAsync_v4000: {
-        const cudaMemcpyPeerAsync_v4000_params *a = p;
-        X(" src=0x%llx dst=0x%llx bytes=%zu stream=%ld", PTR(a->src), PTR(a->dst), a->count,
-          stream_id(a->stream, ptsz));
+        const cudaMemcpyPeerAsync_v4000_params *x = p;
+        COPY(x->src, x->dst, x->count);
+        STREAM(x->stream);
         break;
     }
     case CUPTI_RUNTIME_TRACE_CBID_cudaMemset_v3020:
     case CUPTI_RUNTIME_TRACE_CBID_cudaMemset_ptds_v7000: {
-        const cudaMemset_v3020_params *a = p;
-        X(" ptr=0x%llx bytes=%zu", PTR(a->devPtr), a->count);
+        const cudaMemset_v3020_params *x = p;
+        a.ptr = PTR(x->devPtr);
+        a.bytes = x->count;
+        a.has |= ILOG_PTR | ILOG_BYTES;
         break;
     }
     case CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020:
     case CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_ptsz_v7000: {
-        const cudaMemsetAsync_v3020_params *a = p;
-        X(" ptr=0x%llx bytes=%zu stream=%ld", PTR(a->devPtr), a->count,
-          stream_id(a->stream, ptsz));
+        const cudaMemsetAsync_v3020_params *x = p;
+        a.ptr = PTR(x->devPtr);
+        a.bytes = x->count;
+        a.has |= ILOG_PTR | ILOG_BYTES;
+        STREAM(x->stream);
         break;
     }
     /* launches: the parameters are taken where the driver sees them
-     * (driver_launch): the runtime's own symbol table would not know the
+     * (driver_seen): the runtime's own symbol table would not know the
      * kernels of a program that carries its own runtime */
     case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000:
     case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000: {
-        const cudaLaunchKernel_v7000_params *a = p;
-        X(" stream=%ld", stream_id(a->stream, ptsz));
+        const cudaLaunchKernel_v7000_params *x = p;
+        STREAM(x->stream);
         break;
     }
     case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060:
     case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060: {
-        const cudaLaunchKernelExC_v11060_params *a = p;
-        X(" stream=%ld", stream_id(a->config ? a->config->stream : 0, ptsz));
+        const cudaLaunchKernelExC_v11060_params *x = p;
+        STREAM(x->config ? x->config->stream : 0);
         break;
     }
     case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000:
     case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000: {
-        const cudaGraphLaunch_v10000_params *a = p;
-        X(" stream=%ld", stream_id(a->stream, ptsz));
+        const cudaGraphLaunch_v10000_params *x = p;
+        STREAM(x->stream);
         break;
     }
     case CUPTI_RUNTIME_TRACE_CBID_cudaEventQuery_v3020: {
-        const cudaEventQuery_v3020_params *a = p;
-        X(" event=%llu", event_id(a->event));
+        const cudaEventQuery_v3020_params *x = p;
+        EVENT(x->event);
         break;
     }
     case CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_v3020:
     case CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_ptsz_v7000:
     case CUPTI_RUNTIME_TRACE_CBID_cudaEventRecordWithFlags_v11010:
     case CUPTI_RUNTIME_TRACE_CBID_cudaEventRecordWithFlags_ptsz_v11010: {
-        const cudaEventRecord_v3020_params *a = p;   /* event, stream first */
-        X(" stream=%ld event=%llu", stream_id(a->stream, ptsz), event_id(a->event));
+        const cudaEventRecord_v3020_params *x = p;   /* event, stream first */
+        STREAM(x->stream);
+        EVENT(x->event);
         break;
     }
     case CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020:
     case CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_ptsz_v7000: {
-        const cudaStreamWaitEvent_v3020_params *a = p;
-        X(" stream=%ld event=%llu", stream_id(a->stream, ptsz), event_id(a->event));
+        const cudaStreamWaitEvent_v3020_params *x = p;
+        STREAM(x->stream);
+        EVENT(x->event);
         break;
     }
     case CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020: {
-        const cudaEventSynchronize_v3020_params *a = p;
-        X(" event=%llu", event_id(a->event));
+        const cudaEventSynchronize_v3020_params *x = p;
+        EVENT(x->event);
         break;
     }
     case CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020:
     case CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_ptsz_v7000: {
-        const cudaStreamSynchronize_v3020_params *a = p;
-        X(" stream=%ld", stream_id(a->stream, ptsz));
+        const cudaStreamSynchronize_v3020_params *x = p;
+        STREAM(x->stream);
         break;
     }
     case CUPTI_RUNTIME_TRACE_CBID_cudaStreamCreate_v3020:
     case CUPTI_RUNTIME_TRACE_CBID_cudaStreamCreateWithFlags_v5000:
     case CUPTI_RUNTIME_TRACE_CBID_cudaStreamCreateWithPriority_v5050: {
-        cudaStream_t *const *a = p;  /* pStream first */
-        if (ret == cudaSuccess)
-            stream_id(**a, 0);
-        ok = 0;                 /* the stream record says it all */
-        break;
+        cudaStream_t *const *x = p;  /* pStream first */
+        stream_id(ctx, **x, 0);
+        return;                 /* the stream record says it all */
     }
     default:
         break;
     }
-#undef X
-    if (!ok || ret != cudaSuccess)
-        return;                 /* a failed call did nothing */
-    char nm[256];
-    say("api pid=%d tid=%ld t0=%llu t1=%llu corr=%ld dev=%d%s%s name=%s", pid, tid(),
-        (unsigned long long)t0, (unsigned long long)t1, corr, dev, extra, site_words,
-        one_line(name, nm, sizeof nm));
-    if (strstr(name, "Synchronize"))
-        flush_log();            /* what happened before a synchronise is on disk */
+    api_record(&a);
 }
 
 /* A driver API call made outside any runtime call (programs and libraries
@@ -899,164 +763,251 @@ static void runtime_exit(CUpti_CallbackId cbid, const CUpti_CallbackData *cb, ui
  * arguments as their runtime twins. */
 static void driver_exit(CUpti_CallbackId cbid, const CUpti_CallbackData *cb, uint64_t t0)
 {
-    uint64_t t1 = now();
     const void *p = cb->functionParams;
     const char *name = cb->functionName;
     int ptsz = strstr(name, "_ptsz") || strstr(name, "_ptds");
-    long corr = (long)cb->correlationId;
-    char extra[256] = "";
-    CUresult ret = cb->functionReturnValue ? *(const CUresult *)cb->functionReturnValue
-                                           : CUDA_SUCCESS;
-    if (ret != CUDA_SUCCESS)
-        return;
-#define X(...) snprintf(extra, sizeof extra, __VA_ARGS__)
+    CUcontext ctx = cb->context;
+    ilog_api a = { .t0 = t0, .t1 = now(), .corr = (long)cb->correlationId,
+                   .dev = ctx_device(ctx), .name = name };
+#define CUSTREAM(s) STREAM((cudaStream_t)(s))
+#define CUEVENT(e) EVENT((cudaEvent_t)(e))
     switch (cbid) {
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: {
-        const cuLaunchKernel_params *a = p;
-        X(" stream=%ld", stream_id((cudaStream_t)a->hStream, ptsz));
+        const cuLaunchKernel_params *x = p;
+        CUSTREAM(x->hStream);
         break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: {
-        const cuLaunchKernelEx_params *a = p;
-        X(" stream=%ld", stream_id((cudaStream_t)(a->config ? a->config->hStream : NULL), ptsz));
+        const cuLaunchKernelEx_params *x = p;
+        CUSTREAM(x->config ? x->config->hStream : NULL);
         break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
     case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz: {
-        const cuGraphLaunch_params *a = p;
-        X(" stream=%ld", stream_id((cudaStream_t)a->hStream, ptsz));
+        const cuGraphLaunch_params *x = p;
+        CUSTREAM(x->hStream);
         break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuEventQuery: {
-        const cuEventQuery_params *a = p;
-        X(" event=%llu", event_id((cudaEvent_t)a->hEvent));
+        const cuEventQuery_params *x = p;
+        CUEVENT(x->hEvent);
         break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2: {
-        const cuMemAlloc_v2_params *a = p;
-        X(" ptr=0x%llx size=%zu", (unsigned long long)*a->dptr, a->bytesize);
+        const cuMemAlloc_v2_params *x = p;
+        PTRSIZE(*x->dptr, x->bytesize);
         break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocHost_v2: {
-        const cuMemAllocHost_v2_params *a = p;
-        X(" ptr=0x%llx size=%zu", PTR(*a->pp), a->bytesize);
+        const cuMemAllocHost_v2_params *x = p;
+        PTRSIZE(*x->pp, x->bytesize);
         break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemHostAlloc: {
-        const cuMemHostAlloc_params *a = p;
-        X(" ptr=0x%llx size=%zu", PTR(*a->pp), a->bytesize);
+        const cuMemHostAlloc_params *x = p;
+        PTRSIZE(*x->pp, x->bytesize);
         break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync:
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz: {
-        const cuMemAllocAsync_params *a = p;
-        X(" ptr=0x%llx size=%zu stream=%ld", (unsigned long long)*a->dptr, a->bytesize,
-          stream_id((cudaStream_t)a->hStream, ptsz));
+        const cuMemAllocAsync_params *x = p;
+        PTRSIZE(*x->dptr, x->bytesize);
+        CUSTREAM(x->hStream);
         break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2: {
-        const cuMemFree_v2_params *a = p;
-        X(" ptr=0x%llx", (unsigned long long)a->dptr);
+        const cuMemFree_v2_params *x = p;
+        a.ptr = x->dptr;
+        a.has |= ILOG_PTR;
         break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemFreeHost: {
-        const cuMemFreeHost_params *a = p;
-        X(" ptr=0x%llx", PTR(a->p));
+        const cuMemFreeHost_params *x = p;
+        a.ptr = PTR(x->p);
+        a.has |= ILOG_PTR;
         break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync:
     case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz: {
-        const cuMemFreeAsync_params *a = p;
-        X(" ptr=0x%llx stream=%ld", (unsigned long long)a->dptr,
-          stream_id((cudaStream_t)a->hStream, ptsz));
+        const cuMemFreeAsync_params *x = p;
+        a.ptr = x->dptr;
+        a.has |= ILOG_PTR;
+        CUSTREAM(x->hStream);
         break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2: {
-        const cuMemcpyHtoD_v2_params *a = p;
-        X(" src=0x%llx dst=0x%llx bytes=%zu stream=%ld", PTR(a->srcHost),
-          (unsigned long long)a->dstDevice, a->ByteCount, stream_id(0, ptsz));
+        const cuMemcpyHtoD_v2_params *x = p;
+        COPY(x->srcHost, x->dstDevice, x->ByteCount);
+        STREAM(0);
         break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2: {
-        const cuMemcpyDtoH_v2_params *a = p;
-        X(" src=0x%llx dst=0x%llx bytes=%zu stream=%ld", (unsigned long long)a->srcDevice,
-          PTR(a->dstHost), a->ByteCount, stream_id(0, ptsz));
+        const cuMemcpyDtoH_v2_params *x = p;
+        COPY(x->srcDevice, x->dstHost, x->ByteCount);
+        STREAM(0);
         break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2:
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2_ptsz: {
-        const cuMemcpyHtoDAsync_v2_params *a = p;
-        X(" src=0x%llx dst=0x%llx bytes=%zu stream=%ld", PTR(a->srcHost),
-          (unsigned long long)a->dstDevice, a->ByteCount,
-          stream_id((cudaStream_t)a->hStream, ptsz));
+        const cuMemcpyHtoDAsync_v2_params *x = p;
+        COPY(x->srcHost, x->dstDevice, x->ByteCount);
+        CUSTREAM(x->hStream);
         break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2:
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2_ptsz: {
-        const cuMemcpyDtoHAsync_v2_params *a = p;
-        X(" src=0x%llx dst=0x%llx bytes=%zu stream=%ld", (unsigned long long)a->srcDevice,
-          PTR(a->dstHost), a->ByteCount, stream_id((cudaStream_t)a->hStream, ptsz));
+        const cuMemcpyDtoHAsync_v2_params *x = p;
+        COPY(x->srcDevice, x->dstHost, x->ByteCount);
+        CUSTREAM(x->hStream);
         break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2:
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2_ptsz: {
-        const cuMemcpyDtoDAsync_v2_params *a = p;
-        X(" src=0x%llx dst=0x%llx bytes=%zu stream=%ld", (unsigned long long)a->srcDevice,
-          (unsigned long long)a->dstDevice, a->ByteCount,
-          stream_id((cudaStream_t)a->hStream, ptsz));
+        const cuMemcpyDtoDAsync_v2_params *x = p;
+        COPY(x->srcDevice, x->dstDevice, x->ByteCount);
+        CUSTREAM(x->hStream);
         break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync:
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync_ptsz: {
-        const cuMemcpyAsync_params *a = p;
-        X(" src=0x%llx dst=0x%llx bytes=%zu stream=%ld", (unsigned long long)a->src,
-          (unsigned long long)a->dst, a->ByteCount, stream_id((cudaStream_t)a->hStream, ptsz));
+        const cuMemcpyAsync_params *x = p;
+        COPY(x->src, x->dst, x->ByteCount);
+        CUSTREAM(x->hStream);
         break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuEventRecord:
     case CUPTI_DRIVER_TRACE_CBID_cuEventRecord_ptsz: {
-        const cuEventRecord_params *a = p;
-        X(" stream=%ld event=%llu", stream_id((cudaStream_t)a->hStream, ptsz),
-          event_id((cudaEvent_t)a->hEvent));
+        const cuEventRecord_params *x = p;
+        CUSTREAM(x->hStream);
+        CUEVENT(x->hEvent);
         break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent:
     case CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent_ptsz: {
-        const cuStreamWaitEvent_params *a = p;
-        X(" stream=%ld event=%llu", stream_id((cudaStream_t)a->hStream, ptsz),
-          event_id((cudaEvent_t)a->hEvent));
+        const cuStreamWaitEvent_params *x = p;
+        CUSTREAM(x->hStream);
+        CUEVENT(x->hEvent);
         break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize: {
-        const cuEventSynchronize_params *a = p;
-        X(" event=%llu", event_id((cudaEvent_t)a->hEvent));
+        const cuEventSynchronize_params *x = p;
+        CUEVENT(x->hEvent);
         break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize:
     case CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz: {
-        const cuStreamSynchronize_params *a = p;
-        X(" stream=%ld", stream_id((cudaStream_t)a->hStream, ptsz));
+        const cuStreamSynchronize_params *x = p;
+        CUSTREAM(x->hStream);
         break;
     }
     default:
         break;
     }
-#undef X
-    char nm[256];
-    say("api pid=%d tid=%ld t0=%llu t1=%llu corr=%ld dev=%d%s%s name=%s", getpid(), tid(),
-        (unsigned long long)t0, (unsigned long long)t1, corr, cur_device(), extra, site_words,
-        one_line(name, nm, sizeof nm));
-    if (strstr(name, "Synchronize"))
-        flush_log();
+#undef CUSTREAM
+#undef CUEVENT
+#undef STREAM
+#undef EVENT
+#undef PTRSIZE
+#undef COPY
+    api_record(&a);
 }
+
+/* ------------------------------------------------------------------ */
+/* NVTX.                                                               */
+
+static _Atomic uint64_t malformed_marks;
+static char first_malformed[ILOG_PY_MAX];
+static pthread_mutex_t mark_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Reads mark msg "syncsim:MODE PTR SIZE [LABEL]" (MODE r, w or rw; PTR hex,
+ * SIZE decimal). 1: a host access; 0: not one of syncsim's marks; -1: one
+ * that does not read so. */
+static int read_mark(const char *msg, const char **mode, unsigned long long *ptr,
+                     unsigned long long *size, const char **label)
+{
+    if (!msg || strncmp(msg, "syncsim:", 8) != 0)
+        return 0;
+    const char *m = msg + 8;
+    size_t ml = strcspn(m, " ");
+    *mode = ml == 2 && m[0] == 'r' && m[1] == 'w' ? "rw"
+            : ml == 1 && m[0] == 'r'             ? "r"
+            : ml == 1 && m[0] == 'w'             ? "w"
+                                                 : NULL;
+    if (!*mode || m[ml] != ' ')
+        return -1;
+    const char *q = m + ml + 1;
+    char *end;
+    if (!((*q >= '0' && *q <= '9') || (*q >= 'a' && *q <= 'f') || (*q >= 'A' && *q <= 'F')))
+        return -1;
+    *ptr = strtoull(q, &end, 16);
+    if (end == q || *end != ' ')
+        return -1;
+    q = end + 1;
+    if (*q < '0' || *q > '9')
+        return -1;
+    *size = strtoull(q, &end, 10);
+    if (*end != '\0' && *end != ' ')
+        return -1;
+    *label = *end == ' ' && end[1] ? end + 1 : msg;
+    return 1;
+}
+
+static void on_nvtx(CUpti_CallbackId cbid, const CUpti_NvtxData *nv)
+{
+    static __thread struct { uint64_t t0; char name[200]; } stack[64];
+    static __thread int depth;
+    switch (cbid) {
+    case CUPTI_CBID_NVTX_nvtxRangePushA: {
+        /* nvtxRangePushA_params and nvtxMarkA_params: { const char *message } */
+        const char *const *msg = nv->functionParams;
+        if (depth < 64) {
+            stack[depth].t0 = now();
+            snprintf(stack[depth].name, sizeof stack[depth].name, "%s", *msg ? *msg : "");
+        }
+        depth++;
+        break;
+    }
+    case CUPTI_CBID_NVTX_nvtxRangePop:
+        if (depth > 0 && --depth < 64)
+            ilog_line("range pid=%d tid=%ld t0=%llu t1=%llu name=%s", ilog_pid(), ilog_tid(),
+                      (unsigned long long)stack[depth].t0, (unsigned long long)now(),
+                      stack[depth].name);
+        break;
+    case CUPTI_CBID_NVTX_nvtxMarkA: {
+        const char *const *msg = nv->functionParams;
+        const char *mode, *label;
+        unsigned long long ptr, size;
+        int got = read_mark(*msg, &mode, &ptr, &size, &label);
+        if (got > 0) {
+            uint64_t t = now();
+            ilog_line("host pid=%d tid=%ld t0=%llu t1=%llu mode=%s ptr=0x%llx size=%llu name=%s",
+                      ilog_pid(), ilog_tid(), (unsigned long long)t, (unsigned long long)t, mode,
+                      ptr, size, label);
+        } else if (got < 0 && atomic_fetch_add(&malformed_marks, 1) == 0) {
+            pthread_mutex_lock(&mark_lock);
+            snprintf(first_malformed, sizeof first_malformed, "%s", *msg);
+            for (char *c = first_malformed; *c; c++)
+                if (*c == '\n' || *c == '\r')
+                    *c = ' ';
+            pthread_mutex_unlock(&mark_lock);
+        }
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* The callback.                                                       */
 
 static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                                  const void *data)
 {
     (void)ud;
-    if (in_glue)
+    if (inject_glue)
         return;
     if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
         const CUpti_CallbackData *cb = data;
@@ -1065,10 +1016,9 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain domain, CUpti_Ca
                 outer_corr = (long)cb->correlationId;
                 take_site(cb->functionName);
             }
-            if (in_runtime < 64)
-                t_enter[in_runtime] = now();
+            t_enter[in_runtime < 64 ? in_runtime : 63] = now();
             in_runtime++;
-        } else {
+        } else if (in_runtime > 0) {   /* an exit without its entry: not ours to close */
             in_runtime--;
             if (in_runtime == 0)
                 runtime_exit(cbid, cb, t_enter[0]);
@@ -1085,59 +1035,47 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain domain, CUpti_Ca
         }
         CUresult ret = cb->functionReturnValue ? *(const CUresult *)cb->functionReturnValue
                                                : CUDA_SUCCESS;
+        if (ret != CUDA_SUCCESS)
+            return;
         /* a launch is taken here, inside a runtime call or not: once */
-        if (ret == CUDA_SUCCESS)
-            driver_launch(cbid, cb, in_runtime ? outer_corr : (long)cb->correlationId);
+        driver_seen(cbid, cb, in_runtime ? outer_corr : (long)cb->correlationId);
         if (!in_runtime)
             driver_exit(cbid, cb, drv_t0);
     } else if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
         const CUpti_ResourceData *rd = data;
-        if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED)
-            graph_node_cloned(rd->resourceDescriptor);
-    } else if (domain == CUPTI_CB_DOMAIN_NVTX) {
-        const CUpti_NvtxData *nv = data;
-        static __thread struct { uint64_t t0; char name[200]; } stack[64];
-        static __thread int depth;
-        char nm[256];
         switch (cbid) {
-        case CUPTI_CBID_NVTX_nvtxRangePushA: {
-            /* nvtxRangePushA_params and nvtxMarkA_params: { const char *message } */
-            const char *const *msg = nv->functionParams;
-            if (depth < 64) {
-                stack[depth].t0 = now();
-                one_line(*msg, stack[depth].name, sizeof stack[depth].name);
-            }
-            depth++;
+        case CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED: {
+            const CUpti_GraphData *gd = rd->resourceDescriptor;
+            uint64_t orig = 0, clone = 0;
+            if (gd && gd->nodeType == CU_GRAPH_NODE_TYPE_KERNEL &&
+                cuptiGetGraphNodeId(gd->originalNode, &orig) == CUPTI_SUCCESS &&
+                cuptiGetGraphNodeId(gd->node, &clone) == CUPTI_SUCCESS)
+                iparam_node_cloned(orig, clone);
             break;
         }
-        case CUPTI_CBID_NVTX_nvtxRangePop:
-            if (depth > 0 && --depth < 64)
-                say("range pid=%d tid=%ld t0=%llu t1=%llu name=%s", getpid(), tid(),
-                    (unsigned long long)stack[depth].t0, (unsigned long long)now(),
-                    stack[depth].name);
-            break;
-        case CUPTI_CBID_NVTX_nvtxMarkA: {
-            const char *const *msg = nv->functionParams;
-            char mode[4] = "";
-            unsigned long long ptr = 0, size = 0;
-            int end = 0;
-            if (*msg && sscanf(*msg, "syncsim:%3s %llx %llu%n", mode, &ptr, &size, &end) == 3) {
-                uint64_t t = now();
-                const char *label = (*msg)[end] == ' ' && (*msg)[end + 1] ? *msg + end + 1 : *msg;
-                say("host pid=%d tid=%ld t0=%llu t1=%llu mode=%s ptr=0x%llx size=%llu name=%s",
-                    getpid(), tid(), (unsigned long long)t, (unsigned long long)t, mode, ptr,
-                    size, one_line(label, nm, sizeof nm));
-            }
+        case CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING: {
+            const CUpti_GraphData *gd = rd->resourceDescriptor;
+            if (gd)
+                iparam_graph_destroyed(gd->graphExec);
             break;
         }
+        case CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING:
+            iparam_modules_changed();
+            break;
+        case CUPTI_CBID_RESOURCE_STREAM_DESTROY_STARTING:
+        case CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING:
+            atomic_fetch_add_explicit(&handle_gen, 1, memory_order_release);
+            break;
         default:
             break;
         }
+    } else if (domain == CUPTI_CB_DOMAIN_NVTX) {
+        on_nvtx(cbid, data);
     }
 }
 
 /* ------------------------------------------------------------------ */
-/* Activity: when the work ran.                                        */
+/* Activity: when the work ran (CUPTI's thread, off the program's).    */
 
 #define ACT_BUF (8u << 20)
 
@@ -1159,15 +1097,50 @@ static const char *mem_kind(uint8_t k)
     }
 }
 
-/* A kernel's name as people write it: demangled ("scale(float const*, int)"). */
-static const char *kernel_name(const char *mangled, char *buf, size_t cap)
+/* A kernel's name as people write it, demangled ("scale(float const*,
+ * int)"), whole (PyTorch's run to kilobytes). CUPTI shares one name string
+ * among the records of a kernel, so the demangled text is kept by that
+ * pointer: a kernel is demangled once. */
+#define NAMES 4096
+static struct { const char *mangled; char *text; } names[NAMES];
+static pthread_mutex_t name_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static char *demangle(const char *mangled)
 {
     int st = -1;
     char *d = mangled && mangled[0] == '_' && mangled[1] == 'Z'
                   ? __cxa_demangle(mangled, NULL, NULL, &st) : NULL;
-    one_line(d && st == 0 ? d : mangled, buf, cap);
+    if (d && st == 0)
+        return d;
     free(d);
-    return buf;
+    return strdup(mangled ? mangled : "?");
+}
+
+/* The demangled name of mangled; *tmp: a copy the caller frees (the table
+ * was full), else NULL. */
+static const char *kernel_name(const char *mangled, char **tmp)
+{
+    size_t h = ((uintptr_t)mangled >> 4) % NAMES;
+    *tmp = NULL;
+    pthread_mutex_lock(&name_lock);
+    for (size_t n = 0; n < NAMES; n++, h = (h + 1) % NAMES) {
+        if (names[h].mangled == mangled) {
+            pthread_mutex_unlock(&name_lock);
+            return names[h].text;
+        }
+        if (!names[h].mangled) {
+            char *d = demangle(mangled);
+            if (d) {
+                names[h].mangled = mangled;
+                names[h].text = d;
+            }
+            pthread_mutex_unlock(&name_lock);
+            return d ? d : "?";
+        }
+    }
+    pthread_mutex_unlock(&name_lock);
+    *tmp = demangle(mangled);
+    return *tmp ? *tmp : "?";
 }
 
 static void node_word(uint64_t node, char *buf, size_t cap)
@@ -1185,50 +1158,55 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
     (void)stream;
     (void)size;
     CUpti_Activity *r = NULL;
-    int pid = getpid();
-    char nm[1024], node[40];
+    int pid = ilog_pid();
+    char node[40];
     while (cuptiActivityGetNextRecord(buf, valid, &r) == CUPTI_SUCCESS) {
         switch (r->kind) {
         case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
         case CUPTI_ACTIVITY_KIND_KERNEL: {
             const CUpti_ActivityKernel10 *k = (const void *)r;
+            char *tmp;
+            const char *name = kernel_name(k->name, &tmp);
             node_word(k->graphNodeId, node, sizeof node);
-            say("gpu pid=%d corr=%u kind=kernel dev=%u stream=%u t0=%llu t1=%llu%s name=%s", pid,
-                k->correlationId, k->deviceId, k->streamId, (unsigned long long)k->start,
-                (unsigned long long)k->end, node, kernel_name(k->name, nm, sizeof nm));
+            ilog_line("gpu pid=%d corr=%u kind=kernel dev=%u stream=%u t0=%llu t1=%llu%s name=%s",
+                      pid, k->correlationId, k->deviceId, k->streamId,
+                      (unsigned long long)k->start, (unsigned long long)k->end, node, name);
+            free(tmp);
             break;
         }
         case CUPTI_ACTIVITY_KIND_MEMCPY: {
             const CUpti_ActivityMemcpy6 *m = (const void *)r;
             node_word(m->graphNodeId, node, sizeof node);
-            say("gpu pid=%d corr=%u kind=memcpy dev=%u stream=%u t0=%llu t1=%llu bytes=%llu "
-                "srcmem=%s dstmem=%s%s name=Memcpy %s", pid, m->correlationId, m->deviceId,
-                m->streamId, (unsigned long long)m->start, (unsigned long long)m->end,
-                (unsigned long long)m->bytes, mem_kind(m->srcKind), mem_kind(m->dstKind), node,
-                m->copyKind == CUPTI_ACTIVITY_MEMCPY_KIND_HTOD   ? "HtoD"
-                : m->copyKind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOH ? "DtoH"
-                : m->copyKind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOD ? "DtoD"
-                : m->copyKind == CUPTI_ACTIVITY_MEMCPY_KIND_HTOH ? "HtoH"
-                                                                  : "other");
+            ilog_line("gpu pid=%d corr=%u kind=memcpy dev=%u stream=%u t0=%llu t1=%llu bytes=%llu "
+                      "srcmem=%s dstmem=%s%s name=Memcpy %s", pid, m->correlationId, m->deviceId,
+                      m->streamId, (unsigned long long)m->start, (unsigned long long)m->end,
+                      (unsigned long long)m->bytes, mem_kind(m->srcKind), mem_kind(m->dstKind),
+                      node,
+                      m->copyKind == CUPTI_ACTIVITY_MEMCPY_KIND_HTOD   ? "HtoD"
+                      : m->copyKind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOH ? "DtoH"
+                      : m->copyKind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOD ? "DtoD"
+                      : m->copyKind == CUPTI_ACTIVITY_MEMCPY_KIND_HTOH ? "HtoH"
+                                                                        : "other");
             break;
         }
         case CUPTI_ACTIVITY_KIND_MEMCPY2: {
             const CUpti_ActivityMemcpyPtoP4 *m = (const void *)r;
             node_word(m->graphNodeId, node, sizeof node);
-            say("gpu pid=%d corr=%u kind=memcpy dev=%u stream=%u t0=%llu t1=%llu bytes=%llu "
-                "srcmem=%s dstmem=%s srcdev=%u dstdev=%u%s name=Memcpy PtoP", pid,
-                m->correlationId, m->deviceId, m->streamId, (unsigned long long)m->start,
-                (unsigned long long)m->end, (unsigned long long)m->bytes, mem_kind(m->srcKind),
-                mem_kind(m->dstKind), m->srcDeviceId, m->dstDeviceId, node);
+            ilog_line("gpu pid=%d corr=%u kind=memcpy dev=%u stream=%u t0=%llu t1=%llu bytes=%llu "
+                      "srcmem=%s dstmem=%s srcdev=%u dstdev=%u%s name=Memcpy PtoP", pid,
+                      m->correlationId, m->deviceId, m->streamId, (unsigned long long)m->start,
+                      (unsigned long long)m->end, (unsigned long long)m->bytes,
+                      mem_kind(m->srcKind), mem_kind(m->dstKind), m->srcDeviceId, m->dstDeviceId,
+                      node);
             break;
         }
         case CUPTI_ACTIVITY_KIND_MEMSET: {
             const CUpti_ActivityMemset4 *m = (const void *)r;
             node_word(m->graphNodeId, node, sizeof node);
-            say("gpu pid=%d corr=%u kind=memset dev=%u stream=%u t0=%llu t1=%llu bytes=%llu%s "
-                "name=Memset", pid, m->correlationId, m->deviceId, m->streamId,
-                (unsigned long long)m->start, (unsigned long long)m->end,
-                (unsigned long long)m->bytes, node);
+            ilog_line("gpu pid=%d corr=%u kind=memset dev=%u stream=%u t0=%llu t1=%llu bytes=%llu%s "
+                      "name=Memset", pid, m->correlationId, m->deviceId, m->streamId,
+                      (unsigned long long)m->start, (unsigned long long)m->end,
+                      (unsigned long long)m->bytes, node);
             break;
         }
         default:
@@ -1236,18 +1214,31 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
         }
     }
     free(buf);
-    flush_log();                /* every 100 ms (cuptiActivityFlushPeriod) */
 }
+
+/* ------------------------------------------------------------------ */
+/* Start and end.                                                      */
 
 static void at_exit(void)
 {
     cuptiActivityFlushAll(1);
     if (sites_on)
         dl_iterate_phdr(write_module, NULL);
-    flush_log();
-    if (log_fd >= 0)
-        close(log_fd);
-    log_fd = -1;
+    uint64_t bad = atomic_load(&malformed_marks), refused = iparam_refused();
+    if (bad) {
+        pthread_mutex_lock(&mark_lock);
+        ilog_line("note pid=%d what=malformed-mark n=%llu name=%s", ilog_pid(),
+                  (unsigned long long)bad, first_malformed);
+        fprintf(stderr, "syncsim capture: %llu NVTX marks start \"syncsim:\" but do not read "
+                        "\"syncsim:r|w|rw PTR SIZE [LABEL]\" (first: \"%s\"): not recorded\n",
+                (unsigned long long)bad, first_malformed);
+        pthread_mutex_unlock(&mark_lock);
+    }
+    if (refused)
+        fprintf(stderr, "syncsim capture: the driver refused the parameter layout of %llu "
+                        "kernels: their launches carry no accesses (param-layout)\n",
+                (unsigned long long)refused);
+    ilog_close();
 }
 
 /* The entry point the CUDA driver calls (CUDA_INJECTION64_PATH). */
@@ -1256,39 +1247,35 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
     const char *path = getenv("SYNCSIM_CAPTURE_LOG");
     if (!path || !*path)
         return 0;
-    log_fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-    if (log_fd < 0) {
-        fprintf(stderr, "syncsim capture: %s: %s\n", path, strerror(errno));
+    if (ilog_open(path, now) != 0) {
+        perror("syncsim capture: the event log");
         return 0;
     }
-    off_t at = lseek(log_fd, 0, SEEK_END);
-    if (at == 0)
-        say("syncsim-cuda-log 1");
-    /* the log's clock (CUPTI's) against the wall clock, for records timed
-     * by others (PyTorch's allocator history, in microseconds of the epoch) */
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    uint64_t t_cupti = now();
-    say("clock pid=%d t0=%llu unix=%llu", getpid(), (unsigned long long)t_cupti,
-        (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec);
     const char *sites = getenv("SYNCSIM_CAPTURE_SITES");
     sites_on = !(sites && strcmp(sites, "0") == 0);
     if (sites_on) {
-        void *warm[4];
-        backtrace(warm, 4);     /* loads the unwinder now, not inside a callback */
+        site_walk w = { 0 };
+        _Unwind_Backtrace(site_frame, &w);  /* loads the unwinder now, not in a callback */
         dl_iterate_phdr(add_skip, NULL);
         python_api();
     }
+    iparam_init();
     if (cuptiSubscribe(&subscriber, (CUpti_CallbackFunc)on_callback, NULL) != CUPTI_SUCCESS ||
         cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API) != CUPTI_SUCCESS ||
         cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API) != CUPTI_SUCCESS) {
         fprintf(stderr, "syncsim capture: CUPTI refused the subscription (another profiler "
                         "attached?)\n");
+        ilog_close();
         return 0;
     }
     cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_NVTX);
-    cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
-                        CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED);
+    static const CUpti_CallbackId resources[] = {
+        CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED, CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING,
+        CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING, CUPTI_CBID_RESOURCE_STREAM_DESTROY_STARTING,
+        CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING,
+    };
+    for (size_t i = 0; i < sizeof resources / sizeof resources[0]; i++)
+        cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE, resources[i]);
     cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
     cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
     cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY);
@@ -1298,4 +1285,23 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
     catch_fatal_signals();
     atexit(at_exit);
     return 1;
+}
+
+/* NVTX's injection entry (NVTX_INJECTION64_PATH names this library): NVTX
+ * is handed to the CUPTI this library is linked with and subscribed on. A
+ * PyTorch process loads a CUPTI of its own from its wheel; had NVTX been
+ * given the path of another (the one `syncsim capture` resolved), a second
+ * CUPTI would get the marks, with no subscriber. The one linked is found
+ * through one of its functions. */
+__attribute__((visibility("default"))) int InitializeInjectionNvtx2(const void *get_export_table)
+{
+    Dl_info where;
+    if (!dladdr((void *)cuptiGetTimestamp, &where) || !where.dli_fname)
+        return 0;
+    void *cupti = dlopen(where.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+    int (*init)(const void *) = cupti ? (int (*)(const void *))dlsym(cupti,
+                                                                     "InitializeInjectionNvtx2")
+                                      : NULL;
+    /* the handle stays open: CUPTI stays loaded as long as this library */
+    return init && (void *)init != (void *)InitializeInjectionNvtx2 ? init(get_export_table) : 0;
 }

@@ -87,6 +87,8 @@ static void test_capture_stores_run(void **state)
     assert_int_equal(tmpdir_write(f, "prog.sh",
         "#!/bin/sh\n"
         "case \"$CUDA_INJECTION64_PATH\" in */libsyncsim_inject.so) ;; *) exit 3 ;; esac\n"
+        /* NVTX reaches CUPTI through the injection library, never a second CUPTI */
+        "[ \"$NVTX_INJECTION64_PATH\" = \"$CUDA_INJECTION64_PATH\" ] || exit 5\n"
         "cat >> \"$SYNCSIM_CAPTURE_LOG\" <<'EOF'\n"
         "stream pid=1 dev=0 stream=13 kind=nonblocking\n"
         "stream pid=1 dev=0 stream=14 kind=nonblocking\n"
