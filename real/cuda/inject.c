@@ -281,12 +281,31 @@ static _Unwind_Reason_Code site_frame(struct _Unwind_Context *ctx, void *arg)
     return _URC_NO_REASON;
 }
 
-/* Takes the site of call `name`, which the program is entering. */
-static void take_site(const char *name)
+/* What a call id says about its call, asked of its name once: whether it
+ * takes the per-thread default stream for 0 (_ptsz, _ptds) and whether its
+ * site is wanted. */
+enum { CALL_KNOWN = 1, CALL_PTSZ = 2, CALL_SITE = 4 };
+static _Atomic uint8_t call_facts[2][1024];     /* [driver?][cbid] */
+
+static unsigned facts_of(int driver, CUpti_CallbackId cbid, const char *name)
+{
+    _Atomic uint8_t *f = cbid < 1024 ? &call_facts[driver][cbid] : NULL;
+    unsigned v = f ? atomic_load_explicit(f, memory_order_relaxed) : 0;
+    if (!v) {
+        v = CALL_KNOWN | (name && (strstr(name, "_ptsz") || strstr(name, "_ptds")) ? CALL_PTSZ : 0) |
+            (site_wanted(name) ? CALL_SITE : 0);
+        if (f)
+            atomic_store_explicit(f, (uint8_t)v, memory_order_relaxed);
+    }
+    return v;
+}
+
+/* Takes the site of the call the program is entering (facts: facts_of). */
+static void take_site(unsigned facts)
 {
     n_site_pc = 0;
     site_py[0] = '\0';
-    if (!sites_on || !site_wanted(name))
+    if (!sites_on || !(facts & CALL_SITE))
         return;
     site_walk w = { 0 };
     _Unwind_Backtrace(site_frame, &w);
@@ -588,7 +607,7 @@ static void runtime_exit(CUpti_CallbackId cbid, const CUpti_CallbackData *cb, ui
 {
     const void *p = cb->functionParams;
     const char *name = cb->functionName;
-    int ptsz = strstr(name, "_ptsz") || strstr(name, "_ptds");
+    int ptsz = (facts_of(0, cbid, name) & CALL_PTSZ) != 0;
     cudaError_t ret = cb->functionReturnValue ? *(const cudaError_t *)cb->functionReturnValue
                                               : cudaSuccess;
     if (ret != cudaSuccess)
@@ -765,7 +784,7 @@ static void driver_exit(CUpti_CallbackId cbid, const CUpti_CallbackData *cb, uin
 {
     const void *p = cb->functionParams;
     const char *name = cb->functionName;
-    int ptsz = strstr(name, "_ptsz") || strstr(name, "_ptds");
+    int ptsz = (facts_of(1, cbid, name) & CALL_PTSZ) != 0;
     CUcontext ctx = cb->context;
     ilog_api a = { .t0 = t0, .t1 = now(), .corr = (long)cb->correlationId,
                    .dev = ctx_device(ctx), .name = name };
@@ -1014,7 +1033,7 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain domain, CUpti_Ca
         if (cb->callbackSite == CUPTI_API_ENTER) {
             if (in_runtime == 0) {
                 outer_corr = (long)cb->correlationId;
-                take_site(cb->functionName);
+                take_site(facts_of(0, cbid, cb->functionName));
             }
             t_enter[in_runtime < 64 ? in_runtime : 63] = now();
             in_runtime++;
@@ -1028,7 +1047,7 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain domain, CUpti_Ca
         static __thread uint64_t drv_t0;
         if (cb->callbackSite == CUPTI_API_ENTER) {
             if (!in_runtime) {
-                take_site(cb->functionName);
+                take_site(facts_of(1, cbid, cb->functionName));
                 drv_t0 = now();
             }
             return;

@@ -106,6 +106,7 @@ typedef struct ring {
     chunk *head;                /* the writer's: the chunk it reads */
     size_t consumed;            /* the writer's: bytes of head formatted */
     chunk *tail;                /* the thread's: the chunk it appends to */
+    _Atomic(chunk *) spare;     /* a drained chunk the writer hands back for reuse */
     _Atomic int dead;           /* its thread ended */
 } ring;
 
@@ -196,9 +197,16 @@ static unsigned char *reserve(size_t size)
     chunk *c = r->tail;
     size_t at = atomic_load_explicit(&c->committed, memory_order_relaxed);
     if (at + size > c->cap) {
-        chunk *n = chunk_new(size);
-        if (!n)
+        /* a chunk the writer is done with (no malloc, no page faults), else a new one */
+        chunk *n = size <= CHUNK_BYTES ? atomic_exchange_explicit(&r->spare, NULL,
+                                                                  memory_order_acquire)
+                                       : NULL;
+        if (n) {
+            atomic_store_explicit(&n->next, NULL, memory_order_relaxed);
+            atomic_store_explicit(&n->committed, 0, memory_order_relaxed);
+        } else if (!(n = chunk_new(size))) {
             return NULL;
+        }
         atomic_store_explicit(&c->next, n, memory_order_release);   /* c is sealed */
         r->tail = c = n;
         at = 0;
@@ -349,58 +357,126 @@ static void out_printf(const char *fmt, ...)
         out_len += (size_t)n;
 }
 
+/* Number formatting without printf: the writer formats a few million
+ * lines a second. */
+static char *put_str(char *p, const char *s)
+{
+    while (*s)
+        *p++ = *s++;
+    return p;
+}
+
+static char *put_u64(char *p, uint64_t v)
+{
+    char tmp[20];
+    int n = 0;
+    do
+        tmp[n++] = (char)('0' + v % 10);
+    while ((v /= 10));
+    while (n)
+        *p++ = tmp[--n];
+    return p;
+}
+
+static char *put_i64(char *p, int64_t v)
+{
+    if (v < 0) {
+        *p++ = '-';
+        return put_u64(p, 0 - (uint64_t)v);
+    }
+    return put_u64(p, (uint64_t)v);
+}
+
+static char *put_hex(char *p, uint64_t v)
+{
+    static const char digits[] = "0123456789abcdef";
+    char tmp[16];
+    int n = 0;
+    *p++ = '0';
+    *p++ = 'x';
+    do
+        tmp[n++] = digits[v & 15];
+    while ((v >>= 4));
+    while (n)
+        *p++ = tmp[--n];
+    return p;
+}
+
 static void format_api(const ev_api *e)
 {
     const ilog_api *a = &e->a;
-    char *at = out_room(1024 + ILOG_PY_MAX);
-    size_t cap = sizeof out - out_len, n = 0;
-#define PUT(...) n += (size_t)snprintf(at + n, cap - n, __VA_ARGS__)
-    PUT("api pid=%d tid=%lld t0=%llu t1=%llu corr=%lld dev=%lld", cached_pid, (long long)e->tid,
-        (unsigned long long)a->t0, (unsigned long long)a->t1, (long long)a->corr,
-        (long long)a->dev);
+    const char *name = a->name ? a->name : "?";
+    size_t name_len = strnlen(name, 512);
+    char *start = out_room(512 + ILOG_PY_MAX + name_len), *p = start;
+    p = put_str(p, "api pid=");
+    p = put_i64(p, cached_pid);
+    p = put_str(p, " tid=");
+    p = put_i64(p, e->tid);
+    p = put_str(p, " t0=");
+    p = put_u64(p, a->t0);
+    p = put_str(p, " t1=");
+    p = put_u64(p, a->t1);
+    p = put_str(p, " corr=");
+    p = put_i64(p, a->corr);
+    p = put_str(p, " dev=");
+    p = put_i64(p, a->dev);
     if (a->has & ILOG_PTR)
-        PUT(" ptr=0x%llx", (unsigned long long)a->ptr);
+        p = put_hex(put_str(p, " ptr="), a->ptr);
     if (a->has & ILOG_SIZE)
-        PUT(" size=%llu", (unsigned long long)a->size);
+        p = put_u64(put_str(p, " size="), a->size);
     if (a->has & ILOG_SRC)
-        PUT(" src=0x%llx", (unsigned long long)a->src);
+        p = put_hex(put_str(p, " src="), a->src);
     if (a->has & ILOG_DST)
-        PUT(" dst=0x%llx", (unsigned long long)a->dst);
+        p = put_hex(put_str(p, " dst="), a->dst);
     if (a->has & ILOG_BYTES)
-        PUT(" bytes=%llu", (unsigned long long)a->bytes);
+        p = put_u64(put_str(p, " bytes="), a->bytes);
     if (a->has & ILOG_STREAM)
-        PUT(" stream=%lld", (long long)a->stream);
+        p = put_i64(put_str(p, " stream="), a->stream);
     if (a->has & ILOG_EVENT)
-        PUT(" event=%llu", (unsigned long long)a->event);
+        p = put_u64(put_str(p, " event="), a->event);
     for (int i = 0; i < e->h.n; i++)
-        PUT("%s0x%llx", i ? "," : " site=", (unsigned long long)e->site[i]);
-    if (e->py_len)
-        PUT(" py=%s", (const char *)(e + 1));
-    PUT(" name=%s\n", a->name ? a->name : "?");
-#undef PUT
-    if (n < cap)
-        out_len += n;
+        p = put_hex(put_str(p, i ? "," : " site="), e->site[i]);
+    if (e->py_len) {
+        p = put_str(p, " py=");
+        memcpy(p, e + 1, e->py_len);
+        p += e->py_len;
+    }
+    p = put_str(p, " name=");
+    memcpy(p, name, name_len);
+    p += name_len;
+    *p++ = '\n';
+    out_len += (size_t)(p - start);
 }
 
 static void format_params(const ev_params *e)
 {
-    char head[96];
-    int hn = snprintf(head, sizeof head, "param pid=%d corr=%lld", cached_pid, (long long)e->corr);
+    char head[128], *h = head;
+    h = put_str(h, "param pid=");
+    h = put_i64(h, cached_pid);
+    h = put_i64(put_str(h, " corr="), e->corr);
     if (e->dcorr >= 0 && e->dcorr != e->corr)
-        hn += snprintf(head + hn, sizeof head - (size_t)hn, " dcorr=%lld", (long long)e->dcorr);
+        h = put_i64(put_str(h, " dcorr="), e->dcorr);
     if (e->node >= 0)
-        hn += snprintf(head + hn, sizeof head - (size_t)hn, " node=%lld", (long long)e->node);
+        h = put_i64(put_str(h, " node="), e->node);
+    size_t hn = (size_t)(h - head);
     if (e->h.kind == EV_REFUSED) {
-        out_printf("%s refused=%lld\n", head, (long long)e->status);
+        char *start = out_room(hn + 40), *p = start;
+        memcpy(p, head, hn);
+        p = put_i64(put_str(p + hn, " refused="), e->status);
+        *p++ = '\n';
+        out_len += (size_t)(p - start);
         return;
     }
     const ilog_word *w = (const ilog_word *)(e + 1);
     for (uint16_t i = 0; i < e->h.n; i++) {
+        char *start = out_room(hn + 80), *p = start;
+        memcpy(p, head, hn);
+        p = put_u64(put_str(p + hn, " idx="), w[i].idx);
         if (w[i].word)
-            out_printf("%s idx=%u word=%u ptr=0x%llx\n", head, w[i].idx, w[i].word - 1u,
-                       (unsigned long long)w[i].v);
-        else
-            out_printf("%s idx=%u ptr=0x%llx\n", head, w[i].idx, (unsigned long long)w[i].v);
+            p = put_u64(put_str(p, " word="), w[i].word - 1u);
+        p = put_hex(put_str(p, " ptr="), w[i].v);
+        *p++ = '\n';
+        out_len += (size_t)(p - start);
     }
 }
 
@@ -446,7 +522,11 @@ static int drain_ring(ring *r)
         }
         if (!next)
             return dead;
-        free(c);
+        chunk *none = NULL;     /* back to the thread for reuse, or freed */
+        if (c->cap != CHUNK_BYTES ||
+            !atomic_compare_exchange_strong_explicit(&r->spare, &none, c, memory_order_release,
+                                                     memory_order_relaxed))
+            free(c);
         r->head = next;
         r->consumed = 0;
     }
@@ -460,6 +540,7 @@ static void drain_all_locked(void)
         if (drain_ring(r) && prev) {    /* the head stays: threads push there */
             prev->next_ring = next;
             free(r->head);
+            free(atomic_load(&r->spare));
             free(r);
         } else {
             prev = r;
@@ -540,10 +621,12 @@ static void fork_parent(void)
     pthread_mutex_unlock(&drain_lock);
 }
 
+static ring *volatile parent_rings;  /* a child's copy of its parent's rings: never written */
+
 static void fork_child(void)
 {
     pthread_mutex_init(&drain_lock, NULL);
-    atomic_store(&rings, NULL);         /* the parent's: not ours to write */
+    parent_rings = atomic_exchange(&rings, NULL);   /* the parent's: not ours to write */
     my_ring = NULL;
     cached_tid = 0;
     cached_pid = getpid();
