@@ -21,10 +21,15 @@
  *                     read/write set is capture_gemm_spans's (capture.c).
  *   ncclAllReduce     their arguments (buffers, count, element size) and
  *   ncclBroadcast     the communicator: its id is the hash of the
- *   ncclReduceScatter ncclUniqueId every rank passed to ncclCommInitRank
- *   ncclAllGather     (ncclCommInitAll: one id per call), and its number of
- *                     ranks (ncclCommCount); the read/write set and KIND are
- *                     capture_nccl_spans's (traces/formats/capture.c).
+ *   ncclReduceScatter ncclUniqueId every rank passed to ncclCommInitRank or
+ *   ncclAllGather     ncclCommInitRankConfig (PyTorch's), of the parent's id
+ *                     and the color for ncclCommSplit, of all the ids for
+ *                     ncclCommInitRankScalable (ncclCommInitAll: one id per
+ *                     call), and its number of ranks (ncclCommCount); the
+ *                     read/write set and KIND are capture_nccl_spans's
+ *                     (traces/formats/capture.c). A communicator in
+ *                     non-blocking mode answers ncclInProgress for calls it
+ *                     has taken: those are recorded too.
  */
 #include <cublas_v2.h>
 #include <cuda.h>
@@ -249,12 +254,27 @@ static unsigned long long comm_id(ncclComm_t c)
     return id;
 }
 
-static unsigned long long fnv(const void *p, size_t n)
+static unsigned long long fnv_more(unsigned long long h, const void *p, size_t n)
 {
-    unsigned long long h = 1469598103934665603ull;
     for (size_t i = 0; i < n; i++)
         h = (h ^ ((const unsigned char *)p)[i]) * 1099511628211ull;
     return h;
+}
+
+static unsigned long long fnv(const void *p, size_t n)
+{
+    return fnv_more(1469598103934665603ull, p, n);
+}
+
+/* Whether NCCL took the call: done, or started on a non-blocking
+ * communicator (its handle is valid, its work is queued). */
+static int taken(ncclResult_t r)
+{
+#if NCCL_VERSION_CODE >= 21400
+    return r == ncclSuccess || r == ncclInProgress;
+#else
+    return r == ncclSuccess;
+#endif
 }
 
 ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank)
@@ -265,10 +285,63 @@ ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int
     if (!real)
         return ncclInternalError;
     ncclResult_t r = real(comm, nranks, id, rank);
-    if (r == ncclSuccess)
+    if (taken(r))
         comm_remember(*comm, fnv(&id, sizeof id));
     return r;
 }
+
+#if NCCL_VERSION_CODE >= 21400
+/* PyTorch's ProcessGroupNCCL creates its communicators with a config. */
+ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank,
+                                    ncclConfig_t *config)
+{
+    static ncclResult_t (*real)(ncclComm_t *, int, ncclUniqueId, int, ncclConfig_t *);
+    if (!real)
+        real = next("ncclCommInitRankConfig");
+    if (!real)
+        return ncclInternalError;
+    ncclResult_t r = real(comm, nranks, id, rank, config);
+    if (taken(r))
+        comm_remember(*comm, fnv(&id, sizeof id));
+    return r;
+}
+#endif
+
+#if NCCL_VERSION_CODE >= 21800
+/* The ranks of comm that pass the same color make one communicator: its id
+ * is the parent's and the color's, which they all compute alike. */
+ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm,
+                           ncclConfig_t *config)
+{
+    static ncclResult_t (*real)(ncclComm_t, int, int, ncclComm_t *, ncclConfig_t *);
+    if (!real)
+        real = next("ncclCommSplit");
+    if (!real)
+        return ncclInternalError;
+    ncclResult_t r = real(comm, color, key, newcomm, config);
+    if (taken(r) && *newcomm) {
+        unsigned long long parent = comm_id(comm);
+        comm_remember(*newcomm, fnv_more(fnv(&parent, sizeof parent), &color, sizeof color));
+    }
+    return r;
+}
+#endif
+
+#if NCCL_VERSION_CODE >= 22300
+ncclResult_t ncclCommInitRankScalable(ncclComm_t *comm, int nranks, int rank, int n_ids,
+                                      ncclUniqueId *ids, ncclConfig_t *config)
+{
+    static ncclResult_t (*real)(ncclComm_t *, int, int, int, ncclUniqueId *, ncclConfig_t *);
+    if (!real)
+        real = next("ncclCommInitRankScalable");
+    if (!real)
+        return ncclInternalError;
+    ncclResult_t r = real(comm, nranks, rank, n_ids, ids, config);
+    if (taken(r) && n_ids > 0)
+        comm_remember(*comm, fnv(ids, (size_t)n_ids * sizeof *ids));
+    return r;
+}
+#endif
 
 ncclResult_t ncclCommInitAll(ncclComm_t *comm, int ndev, const int *devlist)
 {
@@ -278,7 +351,7 @@ ncclResult_t ncclCommInitAll(ncclComm_t *comm, int ndev, const int *devlist)
     if (!real)
         return ncclInternalError;
     ncclResult_t r = real(comm, ndev, devlist);
-    if (r == ncclSuccess)
+    if (taken(r))
         for (int i = 0; i < ndev; i++)
             comm_remember(comm[i], (unsigned long long)(uintptr_t)comm);
     return r;
@@ -325,7 +398,7 @@ ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count, ncclDataT
         return ncclInternalError;
     uint64_t t0 = now();
     ncclResult_t r = real(send, recv, count, t, op, comm, s);
-    if (r == ncclSuccess)
+    if (taken(r))
         coll("ncclAllReduce", send, recv, count, t, comm, s, t0);
     return r;
 }
@@ -341,7 +414,7 @@ ncclResult_t ncclBroadcast(const void *send, void *recv, size_t count, ncclDataT
         return ncclInternalError;
     uint64_t t0 = now();
     ncclResult_t r = real(send, recv, count, t, root, comm, s);
-    if (r == ncclSuccess)
+    if (taken(r))
         coll("ncclBroadcast", send, recv, count, t, comm, s, t0);
     return r;
 }
@@ -357,7 +430,7 @@ ncclResult_t ncclAllGather(const void *send, void *recv, size_t count, ncclDataT
         return ncclInternalError;
     uint64_t t0 = now();
     ncclResult_t r = real(send, recv, count, t, comm, s);
-    if (r == ncclSuccess)
+    if (taken(r))
         coll("ncclAllGather", send, recv, count, t, comm, s, t0);
     return r;
 }
@@ -373,7 +446,7 @@ ncclResult_t ncclReduceScatter(const void *send, void *recv, size_t count, ncclD
         return ncclInternalError;
     uint64_t t0 = now();
     ncclResult_t r = real(send, recv, count, t, op, comm, s);
-    if (r == ncclSuccess)
+    if (taken(r))
         coll("ncclReduceScatter", send, recv, count, t, comm, s, t0);
     return r;
 }
