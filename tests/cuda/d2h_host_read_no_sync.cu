@@ -2,6 +2,7 @@
 // synchronising with the copy's stream.
 // Fix: cudaStreamSynchronize(s1) before reading.
 // expect race type=RAW first="Memcpy DtoH" second="read result"
+// require streams=1 host-overlap
 #include "corpus.cuh"
 
 int main()

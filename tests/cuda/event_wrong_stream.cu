@@ -2,6 +2,7 @@
 // stream, so the wait orders nothing with the producer.
 // Fix: cudaEventRecord(ev, s1).
 // expect race type=RAW first="produce(float*, int)" second="consume(float const*, float*, int)"
+// require streams=2 overlap
 #include "corpus.cuh"
 
 int main()

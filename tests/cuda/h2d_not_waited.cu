@@ -2,6 +2,7 @@
 // it is waited for: the copy runs on s1, the kernel on s2, nothing orders them.
 // Fix: record an event on s1 after the copy and cudaStreamWaitEvent(s2, it).
 // expect race type=RAW first="Memcpy HtoD" second="consume(float const*, float*, int)"
+// require streams=2 overlap
 #include "corpus.cuh"
 
 int main()

@@ -3,6 +3,7 @@
 // on them waits for it. Clean. (per_thread_default_stream.cu is the same
 // program built with --default-stream per-thread: there it races.)
 // expect clean
+// require streams=2 overlap
 #include "corpus.cuh"
 
 int main()

@@ -2,6 +2,7 @@
 // the host buffer may be reused: overwriting the input and reading the
 // output right after are safe. Clean.
 // expect clean
+// require streams=1 host-overlap
 #include "corpus.cuh"
 #include <cstring>
 

@@ -2,6 +2,7 @@
 // kernel on GPU 1 that does not wait for it. Needs two GPUs (skips with one).
 // Fix: record an event on s0 after the copy, cudaStreamWaitEvent(s1, it).
 // expect race type=RAW first="Memcpy PtoP" second="consume(float const*, float*, int)"
+// require streams=2 overlap
 #include "corpus.cuh"
 
 int main()

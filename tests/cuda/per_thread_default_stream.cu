@@ -2,6 +2,7 @@
 // is the thread's own stream, which orders nothing with the other blocking
 // streams. Fix: an event recorded on s1 and waited for on s2.
 // expect race type=RAW first="produce(float*, int)" second="consume(float const*, float*, int)"
+// require streams=2 overlap
 #include "corpus.cuh"
 
 int main()

@@ -3,6 +3,7 @@
 // each hand-over an event; the host reads the results after synchronising.
 // Clean.
 // expect clean
+// require streams=2 overlap host-overlap
 #include "corpus.cuh"
 
 int main()

@@ -3,7 +3,10 @@
 # cuda/NAME): record PROGRAM with `syncsim capture`, write the run out as a
 # text trace, append the `// expect ...` lines of SOURCE as expect lines and
 # let `syncsim check --expect` compare. Fails when a program that launches
-# kernels has none in its trace, or one without an access (no vacuous pass).
+# kernels has none in its trace, or one without an access, or when the
+# trace does not show what SOURCE's `// require` lines say its case is about
+# (corpus_check.py: the streams it names, the bytes both sides touch): no
+# vacuous pass.
 # Exit 77 (ctest: skipped) with one line when there is no usable GPU, or too
 # few for the program.
 set -u
@@ -31,5 +34,7 @@ if grep -q '<<<' "$src"; then
                if (a < k) { printf "run_case: %d of %d kernels access nothing (parameters not captured)\n", k - a, k; exit 1 }
                printf "run_case: %d kernels, each with accesses\n", k }' "$trace" || exit 1
 fi
+command -v python3 >/dev/null || { echo "run_case: no python3 to run corpus_check.py"; exit 1; }
+python3 "$(dirname "$0")/corpus_check.py" "$trace" "$src" || exit 1
 sed -n 's|^// expect |expect |p' "$src" >> "$trace"
 "$syncsim" check --expect "$trace"

@@ -4,6 +4,7 @@
 // synchronised s1). The checker: use after free of a's buffer.
 // Fix: free after the last use (cudaFreeAsync after consume, on its stream).
 // expect use-after-free buffer=gpu0.b1 second="consume(float const*, float*, int)"
+// require streams=2 overlap
 #include "corpus.cuh"
 
 int main()

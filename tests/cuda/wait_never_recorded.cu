@@ -2,6 +2,7 @@
 // as already satisfied, so it orders nothing.
 // Fix: record the event (after the work to wait for) before waiting on it.
 // expect wait-unrecorded event=ev1
+// require streams=1
 #include "corpus.cuh"
 
 int main()

@@ -2,6 +2,7 @@
 # is started on a communication stream that does not wait for the backward
 # (one rank, NCCL: the all-reduce still reads and writes the gradient). Race.
 # expect race
+# require collective
 import sys
 
 import torch

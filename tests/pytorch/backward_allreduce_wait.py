@@ -1,6 +1,7 @@
 # Twin of backward_allreduce_no_wait: the communication stream waits for
 # the default stream (wait_stream) before the all-reduce. Clean.
 # expect clean
+# require collective
 import sys
 
 import torch

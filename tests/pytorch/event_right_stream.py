@@ -1,6 +1,7 @@
 # Twin of event_wrong_stream: the event is recorded on s1, after the
 # producer, so s2 reads y after it was written. Clean.
 # expect clean
+# require streams=2 overlap
 import torch
 from corpus import N, need_gpu
 

@@ -1,6 +1,7 @@
 # The producer runs on s1, but the event is recorded on the default stream:
 # s2 waits for the wrong work and reads y while s1 may still write it. Race.
 # expect race type=RAW
+# require streams=2 overlap
 import torch
 from corpus import N, need_gpu
 

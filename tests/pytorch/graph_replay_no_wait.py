@@ -2,6 +2,7 @@
 # side stream right after the default stream refilled its input, without a
 # wait: the graph's kernels may read static_in before the fill wrote it. Race.
 # expect race
+# require streams=2 graph-nodes overlap
 import torch
 from corpus import N, need_gpu
 

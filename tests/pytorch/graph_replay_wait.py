@@ -1,6 +1,7 @@
 # Twin of graph_replay_no_wait: the side stream waits for the default
 # stream before the replay. Clean.
 # expect clean
+# require streams=2 graph-nodes overlap
 import torch
 from corpus import N, need_gpu
 

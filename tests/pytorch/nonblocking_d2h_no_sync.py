@@ -2,6 +2,7 @@
 # before anything waits for the copy (the read is made known with an NVTX
 # mark: CUPTI cannot see host loads). Race.
 # expect race type=RAW
+# require host-overlap
 import torch
 from corpus import N, host_access, need_gpu
 

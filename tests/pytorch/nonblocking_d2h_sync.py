@@ -1,6 +1,7 @@
 # Twin of nonblocking_d2h_no_sync: the host synchronises with the stream
 # before it reads the copy's destination. Clean.
 # expect clean
+# require host-overlap
 import torch
 from corpus import N, host_access, need_gpu
 

@@ -2,6 +2,7 @@
 # record an event on s when x is freed and reuse the block only once that
 # event completed (a query answered "complete": a synchronise). Clean.
 # expect clean
+# require streams=2 overlap
 import torch
 from corpus import N, need_gpu
 

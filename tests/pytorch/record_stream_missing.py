@@ -3,6 +3,7 @@
 # that size on the default stream gets it, and the default stream writes it
 # while the side stream may still be reading it. Race.
 # expect race
+# require streams=2 overlap
 import torch
 from corpus import N, need_gpu
 

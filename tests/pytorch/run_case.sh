@@ -6,7 +6,10 @@
 # [type=T]` wants at least one finding of that kind (and race type) and no
 # finding of a kind not expected (how many a missing wait gives depends on
 # how many of PyTorch's kernels it leaves unordered). Fails when no kernel of
-# the trace accesses memory (no vacuous pass). Exit 77 (ctest: skipped) with
+# the trace accesses memory, or when the trace does not show what the
+# program's `# require` lines say its case is about (tests/cuda/corpus_check.py:
+# the kernels on each stream it names, the graph's nodes, the NCCL call and
+# the kernel writing its buffer, each with accesses): no vacuous pass. Exit 77 (ctest: skipped) with
 # one line without PyTorch or a GPU. SYNCSIM_PYTHON names the interpreter
 # (default python3).
 set -u
@@ -31,6 +34,7 @@ awk '$1 == "queue" && $3 == "stream" { stream[$2] = 1 }
      $2 == "op" && ($1 in stream) { k++; for (i = 3; i <= NF; i++) if ($i ~ /^(r|w|rw):/) { a++; next } }
      END { if (!a) { printf "run_case: none of %d kernels accesses memory (parameters not captured)\n", k; exit 1 }
            printf "run_case: %d of %d kernels with accesses\n", a, k }' "$trace" || exit 1
+"$py" "$(dirname "$0")/../cuda/corpus_check.py" "$trace" "$prog" || exit 1
 "$syncsim" check --json "$trace" > "$json"
 [ $? -le 1 ] || { echo "run_case: syncsim check failed"; exit 1; }
 "$py" - "$prog" "$json" <<'PY'

@@ -1,6 +1,7 @@
 # A side stream reads a tensor that the default stream writes, without
 # wait_stream: the side kernel may run before the producer. Race.
 # expect race
+# require streams=2 overlap
 import torch
 from corpus import N, need_gpu
 

@@ -1,6 +1,7 @@
 # Twin of side_stream_no_wait: the side stream waits for the default stream
 # (wait_stream) before it reads. Clean.
 # expect clean
+# require streams=2 overlap
 import torch
 from corpus import N, need_gpu
 

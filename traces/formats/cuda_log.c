@@ -45,7 +45,10 @@
  *           src=/dst=/bytes=, a memset's ptr=/bytes=, a record's or wait's
  *           stream= and event=, a synchronise's stream= or dev=.
  *   gpu     CUPTI activity: when the work of call corr ran. A CUDA graph
- *           launch has one per node (node=), all with the launch's corr.
+ *           launch has one per node (node=), all with the launch's corr;
+ *           capture.graph_kernels counts those that are kernels and
+ *           capture.graph_kernels_accessing those of them with an access
+ *           (the corpus asks that graph replays are seen).
  *   param   parameter I (from 0) of the kernel(s) of call corr (and node),
  *           a pointer-sized value: read-only when the kernel's demangled
  *           name (its gpu record) says the pointee is const
@@ -186,6 +189,7 @@ typedef struct cudalog {
     uint32_t *site_v;           /* empty keys TRACE_TIME_NONE */
     uint64_t site_n, site_cap;
     uint64_t unresolved, lib_kernels, truncated, refused, malformed_marks;
+    uint64_t graph_kernels, graph_kernels_accessing;
     uint64_t lookups;           /* steps of the searches that match records to
                                  * records (capture.log_lookups: the reader's
                                  * work, linear in the log's records) */
@@ -778,7 +782,7 @@ static int gpu_of(xlate *x, uint64_t gi, const rec *call)
          * allocator block when the log has blocks, else of its allocation */
         const char *sig = trace_str(l->t, g->name);
         int64_t output_given = CAP_NONE;   /* the closure whose output word was seen */
-        bool refused = false;
+        bool refused = false, accessed = false;
         for (uint64_t k = find_corr(l, x->params, x->n_params, g->pid, g->corr);
              k < x->n_params; k++) {
             const rec *p = &l->recs[x->params[k]];
@@ -821,6 +825,11 @@ static int gpu_of(xlate *x, uint64_t gi, const rec *call)
                 end = off + (blk->hi - p->ptr);
             if (capture_gpu_access(l->c, b, off, end, mode) != 0)
                 return oom(l);
+            accessed = true;
+        }
+        if (g->node != CAP_NONE) {      /* what the corpus asks of graph replays */
+            l->graph_kernels++;
+            l->graph_kernels_accessing += accessed;
         }
     }
     return 0;
@@ -1697,6 +1706,8 @@ static int cudalog_open(trace_source *src, const char *path, const trace_source_
         capture_drop(l.c, CAP_DROP_UNRESOLVED_PARAM, l.unresolved) != 0 ||
         capture_count(l.c, "capture.library_kernels", l.lib_kernels) != 0 ||
         capture_count(l.c, "capture.log_records", l.n) != 0 ||
+        capture_count(l.c, "capture.graph_kernels", l.graph_kernels) != 0 ||
+        capture_count(l.c, "capture.graph_kernels_accessing", l.graph_kernels_accessing) != 0 ||
         capture_count(l.c, "capture.log_lookups", l.lookups) != 0 ||
         capture_drop(l.c, CAP_DROP_TRUNCATED_LINE, l.truncated) != 0 ||
         capture_drop(l.c, CAP_DROP_PARAM_LAYOUT, l.refused) != 0 ||
