@@ -30,9 +30,10 @@
 #              against the measured events median
 # Every step that needs the GPU stops the script at once with one line when there is
 # none (exit 2); a command past STEP_TIMEOUT is one line too, and the step goes on
-# with the next policy. Device time: tests+decode+calibrate take a few minutes; race
-# is 3 x RUNS runs of a 2048-token prompt (issue 24's goal: 20 s each): run it in a
-# call of its own when a call is limited to 10 minutes.
+# with the next policy. Device time: race is 3 x RUNS runs of a 2048-token prompt
+# (issue 24's goal: 20 s each). bench/gpu/all.sh, the one device script, runs its
+# decode and calibrate steps (RUNS=3, TOKENS=16) and its race step (RUNS=1) within
+# one call's budget; tests (ctest -L cuda) is all.sh's own first step.
 set -u
 build=${1:-build-gpu}
 out=${2:-${OUT:-./cuda-backend-out}}
