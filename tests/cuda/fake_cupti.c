@@ -212,24 +212,29 @@ CUresult CUDAAPI cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, size_t *num
     return CUDA_SUCCESS;
 }
 
+/* Whether node belongs to a graph not destroyed (a question of a
+ * destroyed one is counted). */
+static int node_alive(CUgraphNode node)
+{
+    struct fake_graph_st *g = graph_of(node);
+    if (g && !g->destroyed)
+        return 1;
+    atomic_fetch_add(&destroyed_asks, 1);
+    return 0;
+}
+
 CUresult CUDAAPI cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type)
 {
-    struct fake_graph_st *g = graph_of(hNode);
-    if (!g || g->destroyed) {
-        atomic_fetch_add(&destroyed_asks, 1);
+    if (!node_alive(hNode))
         return CUDA_ERROR_INVALID_VALUE;
-    }
     *type = CU_GRAPH_NODE_TYPE_KERNEL;
     return CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI cuGraphKernelNodeGetParams(CUgraphNode hNode, CUDA_KERNEL_NODE_PARAMS *p)
 {
-    struct fake_graph_st *g = graph_of(hNode);
-    if (!g || g->destroyed) {
-        atomic_fetch_add(&destroyed_asks, 1);
+    if (!node_alive(hNode))
         return CUDA_ERROR_INVALID_VALUE;
-    }
     const struct fake_node_st *n = (const struct fake_node_st *)hNode;
     memset(p, 0, sizeof *p);
     p->func = n->f;

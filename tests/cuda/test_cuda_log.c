@@ -33,24 +33,6 @@
     LAUNCHES                                                                                   \
          "api pid=1 tid=1 t0=5000 t1=5100 corr=99 dev=0 name=cudaDeviceSynchronize\n"
 
-static void write_log(char *path, size_t cap, const char *text)
-{
-    snprintf(path, cap, "/tmp/syncsim-cudalog-XXXXXX");
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    close(fd);
-    write_file(path, text, strlen(text));
-}
-
-static trace *load_log(const char *text)
-{
-    char path[64];
-    write_log(path, sizeof path, text);
-    trace *t = load_capture(path, NULL);
-    unlink(path);
-    return t;
-}
-
 /* The findings of a log: how many, and of which kinds. */
 static size_t findings(const char *text, trace_finding_kind kind, size_t *of_kind)
 {
@@ -83,6 +65,22 @@ static trace_stmt find_prefix(const trace *t, const char *prefix)
     }
     fail_msg("no statement labelled %s...", prefix);
     return s;
+}
+
+/* Log `log` checks clean, and its first statement labelled prefix... writes
+ * its first operand and reads the other two. Returns the trace (freed by
+ * the caller) for more. */
+static trace *assert_operands(const char *log, const char *prefix)
+{
+    size_t races;
+    assert_int_equal(findings(log, TRACE_FINDING_RACE, &races), 0);
+    trace *t = load_log(log);
+    trace_stmt s = find_prefix(t, prefix);
+    assert_int_equal(s.n_access, 3);
+    assert_int_equal(s.access[0].mode, TRACE_W);
+    assert_int_equal(s.access[1].mode, TRACE_R);
+    assert_int_equal(s.access[2].mode, TRACE_R);
+    return t;
 }
 
 /* A lambda in a kernel's template arguments brings parentheses before the
@@ -132,15 +130,7 @@ static void test_cuda_log_std_array_inputs_read(void **state)
         "param pid=1 corr=5 idx=2 word=1 ptr=0x7000\n"
         "param pid=1 corr=5 idx=2 word=2 ptr=0x7000\n"
         "gpu pid=1 corr=5 kind=kernel dev=0 stream=14 t0=500 t1=800 name=" VEC_ADD "\n");
-    size_t races;
-    assert_int_equal(findings(log, TRACE_FINDING_RACE, &races), 0);
-    trace *t = load_log(log);
-    trace_stmt s = find_prefix(t, "void at::native::vectorized_elementwise_kernel");
-    assert_int_equal(s.n_access, 3);
-    assert_int_equal(s.access[0].mode, TRACE_W);
-    assert_int_equal(s.access[1].mode, TRACE_R);
-    assert_int_equal(s.access[2].mode, TRACE_R);
-    trace_free(t);
+    trace_free(assert_operands(log, "void at::native::vectorized_elementwise_kernel"));
 #undef VEC_ADD
 }
 
@@ -169,15 +159,9 @@ static void test_cuda_log_broadcast_closure_operands(void **state)
         "param pid=1 corr=5 idx=1 word=77 ptr=0x7000\n"
         "param pid=1 corr=5 idx=1 word=78 ptr=0x7100\n"
         "gpu pid=1 corr=5 kind=kernel dev=0 stream=14 t0=500 t1=800 name=" LEGACY "\n");
-    size_t races;
-    assert_int_equal(findings(log, TRACE_FINDING_RACE, &races), 0);
-    trace *t = load_log(log);
+    trace *t = assert_operands(log, "void at::native::elementwise_kernel");
     trace_stmt s = find_prefix(t, "void at::native::elementwise_kernel");
-    assert_int_equal(s.n_access, 3);
-    assert_int_equal(s.access[0].mode, TRACE_W);
     assert_string_equal(trace_str(t, t->buffers[s.access[0].buffer].name), "gpu0.b1");
-    assert_int_equal(s.access[1].mode, TRACE_R);
-    assert_int_equal(s.access[2].mode, TRACE_R);
     assert_int_equal(s.access[2].lo, 0x100);
     assert_meta(t, "dropped.unresolved-param", "1");
     trace_free(t);

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -104,6 +105,27 @@ static inline void write_file(const char *path, const char *text, size_t len)
     assert_non_null(f);
     assert_int_equal(fwrite(text, 1, len, f), len);
     assert_int_equal(fclose(f), 0);
+}
+
+/* Writes text to a fresh file /tmp/syncsim-cudalog-XXXXXX; its name into
+ * path (cap bytes). The caller unlinks it. */
+static inline void write_log(char *path, size_t cap, const char *text)
+{
+    snprintf(path, cap, "/tmp/syncsim-cudalog-XXXXXX");
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    write_file(path, text, strlen(text));
+}
+
+/* The capture a log's text loads as (written to a file, loaded, removed). */
+static inline trace *load_log(const char *text)
+{
+    char path[64];
+    write_log(path, sizeof path, text);
+    trace *t = load_capture(path, NULL);
+    unlink(path);
+    return t;
 }
 
 #endif

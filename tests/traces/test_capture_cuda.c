@@ -31,15 +31,6 @@ typedef struct checked {
     char path[64];
 } checked;
 
-static void write_log(char *path, size_t cap, const char *text)
-{
-    snprintf(path, cap, "/tmp/syncsim-cudalog-XXXXXX");
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    close(fd);
-    write_file(path, text, strlen(text));
-}
-
 static checked *check_log(const char *text)
 {
     checked *c = calloc(1, sizeof *c);
@@ -77,15 +68,6 @@ static void assert_race(const checked *c, const char *first, const char *second)
     const trace *t = c->src.reader.trace;
     assert_string_equal(trace_str(t, f->first.label), first);
     assert_string_equal(trace_str(t, f->second.label), second);
-}
-
-static trace *load_log(const char *text)
-{
-    char path[64];
-    write_log(path, sizeof path, text);
-    trace *t = load_capture(path, NULL);
-    unlink(path);
-    return t;
 }
 
 /* Three blocking/legacy streams: produce on s13, a kernel on the default
