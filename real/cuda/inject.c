@@ -618,38 +618,41 @@ static void runtime_exit(CUpti_CallbackId cbid, const CUpti_CallbackData *cb, ui
 #define STREAM(s) (a.stream = stream_id(ctx, (s), ptsz), a.has |= ILOG_STREAM)
 #define EVENT(e) (a.event = event_id(e), a.has |= ILOG_EVENT)
 #define PTRSIZE(pt, sz) (a.ptr = PTR(pt), a.size = (sz), a.has |= ILOG_PTR | ILOG_SIZE)
+/* an allocation, told to the parameter filter at the runtime too (the
+ * driver call under it tells it as well, if CUPTI shows it) */
+#define ALLOC(pt, sz) (PTRSIZE(pt, sz), iparam_known(a.ptr, a.size))
 #define COPY(s, d, n) (a.src = PTR(s), a.dst = PTR(d), a.bytes = (n), \
                        a.has |= ILOG_SRC | ILOG_DST | ILOG_BYTES)
     switch (cbid) {
     case CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020: {
         const cudaMalloc_v3020_params *x = p;
-        PTRSIZE(*x->devPtr, x->size);
+        ALLOC(*x->devPtr, x->size);
         break;
     }
     case CUPTI_RUNTIME_TRACE_CBID_cudaMallocHost_v3020: {
         const cudaMallocHost_v3020_params *x = p;
-        PTRSIZE(*x->ptr, x->size);
+        ALLOC(*x->ptr, x->size);
         break;
     }
     case CUPTI_RUNTIME_TRACE_CBID_cudaHostAlloc_v3020: {
         const cudaHostAlloc_v3020_params *x = p;
-        PTRSIZE(*x->pHost, x->size);
+        ALLOC(*x->pHost, x->size);
         break;
     }
     case CUPTI_RUNTIME_TRACE_CBID_cudaMallocManaged_v6000: {
         const cudaMallocManaged_v6000_params *x = p;
-        PTRSIZE(*x->devPtr, x->size);
+        ALLOC(*x->devPtr, x->size);
         break;
     }
     case CUPTI_RUNTIME_TRACE_CBID_cudaHostRegister_v4000: {
         const cudaHostRegister_v4000_params *x = p;
-        PTRSIZE(x->ptr, x->size);
+        ALLOC(x->ptr, x->size);
         break;
     }
     case CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_v11020:
     case CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_ptsz_v11020: {
         const cudaMallocAsync_v11020_params *x = p;
-        PTRSIZE(*x->devPtr, x->size);
+        ALLOC(*x->devPtr, x->size);
         STREAM(x->hStream);
         break;
     }
@@ -929,6 +932,7 @@ static void driver_exit(CUpti_CallbackId cbid, const CUpti_CallbackData *cb, uin
 #undef STREAM
 #undef EVENT
 #undef PTRSIZE
+#undef ALLOC
 #undef COPY
     api_record(&a);
 }

@@ -23,7 +23,9 @@
  *   read whole, 8 bytes at a time, and a word is written only when it
  *   falls in memory the library has seen allocated, mapped or registered
  *   (iparam_known: 2 MiB granules in a table read without a lock), so a
- *   closure of 80 words costs a few lines, not 80.
+ *   closure of 80 words costs a few lines, not 80. Until the library has
+ *   seen memory, and with SYNCSIM_CAPTURE_WORDS=all, every address-like
+ *   word is written (the reader keeps those that point into allocations).
  *
  *   Graphs. PyTorch's CUDAGraph::capture_end destroys the graph right after
  *   instantiating it, so nothing may ask the graph at a launch: its kernel
@@ -52,6 +54,18 @@ __thread int inject_glue;
 #define MAX_PARAMS 4096           /* CUDA allows 32 KB of parameters */
 
 /* ------------------------------------------------------------------ */
+/* Memory the program has: 2 MiB granules.                             */
+
+#define GRANULE_SHIFT 21
+#define KNOWN_SLOTS (1u << 18)    /* 512 GiB of granules at half load */
+
+static _Atomic uint64_t known[KNOWN_SLOTS];   /* granule + 1; 0: empty */
+static _Atomic uint64_t known_lo = UINT64_MAX, known_hi;
+static _Atomic int known_full;  /* too many: every address-like word is kept */
+static uint32_t n_known;
+static pthread_mutex_t known_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* ------------------------------------------------------------------ */
 /* The driver functions newer than CUDA 12.0.                           */
 
 static CUresult(CUDAAPI *func_param_info)(CUfunction, size_t, size_t *, size_t *);
@@ -59,6 +73,9 @@ static CUresult(CUDAAPI *kernel_param_info)(CUkernel, size_t, size_t *, size_t *
 
 void iparam_init(void)
 {
+    const char *words = getenv("SYNCSIM_CAPTURE_WORDS");
+    if (words && strcmp(words, "all") == 0)
+        atomic_store(&known_full, 1);
     CUdriverProcAddressQueryResult found;
     inject_glue++;
     if (cuGetProcAddress("cuFuncGetParamInfo", (void **)&func_param_info, 12040,
@@ -217,18 +234,6 @@ uint64_t iparam_refused(void)
     return atomic_load(&n_refused);
 }
 
-/* ------------------------------------------------------------------ */
-/* Memory the program has: 2 MiB granules.                             */
-
-#define GRANULE_SHIFT 21
-#define KNOWN_SLOTS (1u << 18)    /* 512 GiB of granules at half load */
-
-static _Atomic uint64_t known[KNOWN_SLOTS];   /* granule + 1; 0: empty */
-static _Atomic uint64_t known_lo = UINT64_MAX, known_hi;
-static _Atomic int known_full;  /* too many: every address-like word is kept */
-static uint32_t n_known;
-static pthread_mutex_t known_lock = PTHREAD_MUTEX_INITIALIZER;
-
 static size_t granule_slot(uint64_t g)
 {
     return (size_t)((g * UINT64_C(0x9e3779b97f4a7c15)) >> 46) & (KNOWN_SLOTS - 1);
@@ -261,10 +266,12 @@ void iparam_known(uint64_t ptr, uint64_t size)
     pthread_mutex_unlock(&known_lock);
 }
 
-/* Whether v may point into memory the program has (a granule of it). */
+/* Whether v may point into memory the program has (a granule of it); any
+ * value before the library has seen memory. */
 static int is_known(uint64_t v)
 {
-    if (atomic_load_explicit(&known_full, memory_order_relaxed))
+    if (atomic_load_explicit(&known_full, memory_order_relaxed) ||
+        !atomic_load_explicit(&known_hi, memory_order_acquire))
         return 1;
     if (v < atomic_load_explicit(&known_lo, memory_order_acquire) ||
         v >= atomic_load_explicit(&known_hi, memory_order_acquire))
