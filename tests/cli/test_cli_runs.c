@@ -126,7 +126,8 @@ static void test_cli_runs_delete_leaves_nothing(void **state)
     assert_non_null(strstr(out, "no run 1"));
 }
 
-/* A run still recording (or whose producer died) is deleted only with --force. */
+/* A run left recording by a producer that is gone (no process holds its
+ * lock) is "died", and is deleted only with --force. */
 static void test_cli_runs_delete_recording_needs_force(void **state)
 {
     fixture *f = *state;
@@ -135,8 +136,10 @@ static void test_cli_runs_delete_recording_needs_force(void **state)
     assert_int_equal(tmpdir_sh(f, NULL, 0, "sqlite3 r.db \"update runs set status = 'recording' "
                                            "where id = 2\""),
                      0);
+    assert_int_equal(tmpdir_sh(f, out, sizeof out, "%s runs r.db", SYNCSIM_BINARY), 0);
+    assert_non_null(strstr(out, " died "));
     assert_int_equal(tmpdir_sh(f, out, sizeof out, "%s runs r.db --delete 2", SYNCSIM_BINARY), 2);
-    assert_non_null(strstr(out, "still recording"));
+    assert_non_null(strstr(out, "run 2 is unfinished (status 'recording') and its producer is gone"));
     assert_int_equal(tmpdir_sh(f, out, sizeof out, "%s runs r.db --delete 2 --force",
                                SYNCSIM_BINARY),
                      0);
