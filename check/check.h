@@ -118,8 +118,13 @@ typedef enum {
     CHECK_INCOMPLETE = 2,
     CHECK_PARTIAL = 3,
 } check_status;
-/* cov NULL: coverage unknown, taken as full (a check stored before coverage was). */
+/* cov NULL: coverage unknown, taken as full (a check stored before coverage was).
+ * findings: those that are errors (check_errors_of): warnings alone leave a
+ * trace clean. */
 check_status check_status_of(uint64_t findings, bool incomplete, const check_coverage *cov);
+/* How many of f[0..n) are errors (check_finding_is_error), plus dropped
+ * (found, not kept: counted as errors). */
+uint64_t check_errors_of(const trace_finding *f, size_t n, uint64_t dropped);
 const char *check_status_str(check_status st);
 /* The exit status of `check` for st: 0 clean, 1 findings, 3 incomplete,
  * 4 partial coverage (2 is bad input or usage, never a verdict). */

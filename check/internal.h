@@ -322,6 +322,28 @@ int check_engine_signal_counts(const check_engine *e, trace_u64map *out);
 /* The signals per flag of an in-memory trace. 0 or -1 (OOM). */
 int check_flag_totals(const trace *t, trace_u64map *out);
 
+/* ------------------------------------------------------------------ */
+/* Where a place is, for editors and code-scanning tools (output.c).   */
+
+/* The line of a call site FILE:LINE (LINE a decimal from 1; *file_len the
+ * length of FILE), or 0 when it is something else (OBJECT+0xOFF, ??:0). */
+uint32_t check_site_line(const char *site, size_t *file_len);
+
+/* The file and line an editor opens for place s (NULL: the finding names no
+ * statement) of trace t read from path (in_db: a database):
+ *   1. the statement's line in the text trace: path itself, or for a
+ *      database the file its run was imported from (run metadata
+ *      source_file, when that file is readable here), relative to the
+ *      working directory when under it;
+ *   2. its call site when that is FILE:LINE (first, before 1, when
+ *      prefer_site: SARIF locates in the program's source);
+ *   3. else line 1 of path, standing for the whole trace.
+ * *file is malloc'd (the caller frees it; NULL when out of memory). Returns
+ * false in case 3: the place is not the statement's own, so whatever shows
+ * it names the statement's seq. The one rule of where a statement is. */
+bool check_place_locate(const trace *t, const char *path, bool in_db, const check_place *s,
+                        bool prefer_site, char **file, uint32_t *line);
+
 /* A malloc'd formatted string (NULL when out of memory); check/findings.c. */
 char *check_strf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

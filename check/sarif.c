@@ -142,23 +142,6 @@ check_sarif *check_sarif_begin(FILE *out)
     return w;
 }
 
-/* The line of a call site FILE:LINE (LINE a decimal from 1; *file_len the
- * length of FILE), or 0 when it is something else (OBJECT+0xOFF, ??:0). */
-static uint32_t site_line(const char *site, size_t *file_len)
-{
-    const char *colon = strrchr(site, ':');
-    if (!colon || colon == site || !colon[1])
-        return 0;
-    uint64_t line = 0;
-    for (const char *p = colon + 1; *p; p++) {
-        if (*p < '0' || *p > '9' || line > UINT32_MAX / 10)
-            return 0;
-        line = line * 10 + (uint64_t)(*p - '0');
-    }
-    *file_len = (size_t)(colon - site);
-    return line <= UINT32_MAX ? (uint32_t)line : 0;
-}
-
 /* One location object: the statement in its trace, with a message saying
  * what it is. A statement whose call site is FILE:LINE is located there,
  * in the program's source (what a reviewer wants to open); the message
@@ -169,7 +152,7 @@ static void location(FILE *out, const trace *t, const char *path, bool in_db,
 {
     const char *site = s->site != TRACE_NONE ? trace_str(t, s->site) : NULL;
     size_t file_len = 0;
-    uint32_t src_line = site ? site_line(site, &file_len) : 0;
+    uint32_t src_line = site ? check_site_line(site, &file_len) : 0;
     fputc('{', out);
     if (id >= 0)
         fprintf(out, "\"id\": %d, ", id);

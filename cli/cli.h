@@ -5,8 +5,9 @@
  * cli/commands.def. It gets argv with argv[0] = its own name, returns the
  * process exit status (0 success, 1 "findings" where that applies, 2 bad
  * input or usage; check adds 3 incomplete and 4 partial coverage) and
- * prints errors as one line, "syncsim NAME: message" (cli_error; a place
- * in a file as FILE:LINE: at the start of the message), parsing options
+ * prints errors as one line, "syncsim NAME: message" (cli_error; a message
+ * that starts with a place in a file, FILE:LINE[:COL]:, is printed as
+ * compilers print it: "FILE:LINE:COL: error: message (syncsim NAME)"), parsing options
  * with cli_getopt so that getopt says nothing of its own. Long work shows
  * progress through cli_progress; a command that derives a run from another
  * writes it only where -o says.
@@ -114,7 +115,7 @@ void cli_progress_end(cli_progress *p);
 /* Known findings (cli/baseline.c, whose head comment is the file format). */
 typedef struct cli_baseline cli_baseline;
 /* Reads the baseline at path. Returns 0, or 2 after printing the error
- * ("syncsim CMD: FILE:LINE: message"). */
+ * ("FILE:LINE:1: error: message (syncsim CMD)"). */
 int cli_baseline_read(const char *cmd, const char *path, cli_baseline **out);
 /* Whether finding f of trace t is known (false for b NULL). */
 bool cli_baseline_has(const cli_baseline *b, const trace *t, const trace_finding *f);

@@ -37,7 +37,9 @@ void cmd_check_help(FILE *out)
             "  FILE:LINE:COL: error: KIND: what happened\n"
             "  FILE:LINE:COL: note: fix: the fix\n"
             "  FILE:LINE:COL: note: the other access (QUEUE)\n"
-            "(a database's statements as DB:seq N; redundant-sync is a warning), then one\n"
+            "(a database at the lines of the text trace it was imported from, else at the\n"
+            "call site FILE:LINE, else at DB:1:1 naming the seq; redundant-sync is a\n"
+            "warning), then one\n"
             "verdict line per trace: 'FILE: clean: ...' or 'FILE: 3 findings in ...'. Races\n"
             "are grouped by the queue pair (the missing edge): the first of each group is\n"
             "shown, with a note counting the others.\n"
@@ -76,8 +78,9 @@ void cmd_check_help(FILE *out)
             "be seen), events an importer dropped (its ledger: `syncsim info`), ranks absent\n"
             "from a job. 'clean' is said only with full coverage.\n"
             "\n"
-            "Exit status: 0 clean, with full coverage (or --expect agrees); 1 findings (or\n"
-            "--expect disagrees); 2 bad input or usage; 3 no findings in an incomplete run;\n"
+            "Exit status: 0 clean, with full coverage (or --expect agrees; warnings alone,\n"
+            "the redundant syncs of --redundant, leave it clean); 1 findings that are errors\n"
+            "(or --expect disagrees); 2 bad input or usage; 3 no findings in an incomplete run;\n"
             "4 no findings, but partial coverage (see above: not known to be clean). With\n"
             "several traces, the worst of theirs: 2, then 1, 3, 4, 0.\n"
             "\n"
@@ -151,8 +154,9 @@ static int report_findings(check_job *job, const char *path, trace_source *src, 
                    known == 1 ? "" : "s");
         putchar('\n');
     }
+    uint64_t errors = check_errors_of(f, kept, dropped);
     trace_findings_free(f, kept);
-    return check_exit_status(check_status_of(kept + dropped, trace_source_incomplete(src), cov));
+    return check_exit_status(check_status_of(errors, trace_source_incomplete(src), cov));
 }
 
 /* Checks one trace; returns its exit status (2 after printing the error). */

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 typedef struct command {
     const char *name;
@@ -98,17 +99,54 @@ static void usage(FILE *out)
             "minimize), an unsafe what-if (replay) or outputs that differ from the reference\n"
             "(run on real devices), 2 bad input or usage, 3 no findings in an incomplete\n"
             "run, 4 no findings but partial coverage (not known to be clean: see 'syncsim\n"
-            "help check'). Errors are one line: 'syncsim COMMAND: FILE:LINE: message' or\n"
-            "'syncsim COMMAND: message'.\n"
+            "help check'). Errors are one line: 'FILE:LINE:COL: error: message (syncsim\n"
+            "COMMAND)' for a place in a file, else 'syncsim COMMAND: message'.\n"
             "Long work (run, merge, check, minimize, cluster, report) shows progress on\n"
             "standard error: a bar with an ETA on a terminal, else a line every 5 s\n"
             "($SYNCSIM_PROGRESS_MS: another interval; $SYNCSIM_PROGRESS=bar|lines|off).\n"
             "Run 'syncsim help COMMAND' for a command's options and examples.\n");
 }
 
-/* Prints "syncsim CMD: message" from fmt and ap. A message that already
- * starts with "CMD: " (a library's error that names its operation the way
- * the command is named, e.g. "merge: ...") is not prefixed twice. */
+/* The place a message starts with, "FILE:LINE:COL: " or "FILE:LINE: ",
+ * where FILE names a file (or standard input): the length of FILE, with
+ * *line, *col (0 when absent) and *rest the message after the place; 0
+ * when msg starts with no place. The first ":LINE" after a file's name is
+ * taken, so a file name may hold colons. */
+static size_t place_of(const char *msg, unsigned long *line, unsigned long *col,
+                       const char **rest)
+{
+    for (const char *c = strchr(msg, ':'); c; c = strchr(c + 1, ':')) {
+        if (c == msg || c[1] < '0' || c[1] > '9')
+            continue;
+        char *end;
+        *line = strtoul(c + 1, &end, 10);
+        *col = 0;
+        if (end[0] == ':' && end[1] >= '0' && end[1] <= '9')
+            *col = strtoul(end + 1, &end, 10);
+        if (end[0] != ':' || end[1] != ' ')
+            continue;
+        char file[4096];
+        size_t n = (size_t)(c - msg);
+        struct stat sb;
+        if (n >= sizeof file)
+            return 0;
+        memcpy(file, msg, n);
+        file[n] = '\0';
+        if (strcmp(file, "<stdin>") != 0 && (stat(file, &sb) != 0 || S_ISDIR(sb.st_mode)))
+            return 0;
+        *rest = end + 2;
+        return n;
+    }
+    return 0;
+}
+
+/* Prints the error line from fmt and ap: "syncsim CMD: message", or, for a
+ * message about a place in a file (a syntax error), that place first, as
+ * compilers print it, so that editors and compilation modes jump there:
+ * "FILE:LINE:COL: error: message (syncsim CMD)" (column 1 when the message
+ * names none). A message that already starts with "CMD: " (a library's
+ * error that names its operation the way the command is named, e.g.
+ * "merge: ...") is not prefixed twice. */
 static void error_line(const char *cmd, const char *fmt, va_list ap)
 {
     char msg[4096];
@@ -117,7 +155,14 @@ static void error_line(const char *cmd, const char *fmt, va_list ap)
     const char *m = strncmp(msg, cmd, n) == 0 && msg[n] == ':' && msg[n + 1] == ' '
                         ? msg + n + 2
                         : msg;
-    fprintf(stderr, "syncsim %s: %s\n", cmd, m);
+    unsigned long line, col;
+    const char *rest;
+    size_t file_len = place_of(m, &line, &col, &rest);
+    if (file_len)
+        fprintf(stderr, "%.*s:%lu:%lu: error: %s (syncsim %s)\n", (int)file_len, m, line,
+                col ? col : 1, rest, cmd);
+    else
+        fprintf(stderr, "syncsim %s: %s\n", cmd, m);
 }
 
 int cli_error(const char *cmd, const char *fmt, ...)

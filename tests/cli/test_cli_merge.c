@@ -110,7 +110,7 @@ static void test_cli_merge_errors(void **state)
         const char *args, *msg;
     } bad[] = {
         { "", "missing traces: give one per rank" },
-        { "rank0.trace notes.txt -o job.db", "notes.txt:1:1: expected the header" },
+        { "rank0.trace notes.txt -o job.db", "notes.txt:1:1: error: expected the header" },
         { "rank0.trace missing.trace -o job.db", "missing.trace" },
         { "rank0.trace rank1.trace --frobnicate", "unknown option '--frobnicate'" },
         { "rank0.trace rank1.trace --format xml", "unknown format 'xml' (expected: db or trace)" },
