@@ -217,8 +217,20 @@ check_sarif *check_sarif_begin(FILE *out);
  * statement has a line, the fix as a fix object. */
 void check_sarif_add(check_sarif *w, const trace *t, const char *path, bool in_db,
                      const trace_finding *f, size_t n);
-/* Ends the log (invocation: exit_status, and whether the run succeeded:
- * status 0, 1, 3 or 4) and frees w. */
+/* Why one trace's check is not a verdict to trust whole: a notification of
+ * the invocation, so that such a log never looks clean. */
+typedef enum {
+    CHECK_SARIF_INCOMPLETE,     /* the run is incomplete (exit status 3) */
+    CHECK_SARIF_PARTIAL,        /* coverage is partial (exit status 4) */
+    CHECK_SARIF_UNREADABLE,     /* the trace could not be read (exit status 2) */
+} check_sarif_notice;
+/* Adds that notification about the trace at path, text saying it (the
+ * verdict, or the error line). */
+void check_sarif_notify(check_sarif *w, const char *path, check_sarif_notice kind,
+                        const char *text);
+/* Ends the log (invocation: exit_status, whether the run succeeded --
+ * status 0, 1, 3 or 4 --, the working directory, the notifications) and
+ * frees w. */
 void check_sarif_end(check_sarif *w, int exit_status);
 
 /* Compares the findings with the trace's `expect` lines (rep's trace).

@@ -447,8 +447,8 @@ static char *relative_to_cwd(const char *path)
     return strdup(path);
 }
 
-bool check_place_locate(const trace *t, const char *path, bool in_db, const check_place *s,
-                        bool prefer_site, char **file, uint32_t *line)
+check_loc check_place_locate(const trace *t, const char *path, bool in_db, const check_place *s,
+                             bool prefer_site, char **file, uint32_t *line)
 {
     *line = 1;
     if (s) {
@@ -461,16 +461,16 @@ bool check_place_locate(const trace *t, const char *path, bool in_db, const chec
         if (site_line && (prefer_site || !own)) {
             *file = strndup(site, site_len);
             *line = site_line;
-            return true;
+            return CHECK_LOC_SITE;
         }
         if (own) {
             *file = in_db ? relative_to_cwd(text) : strdup(path);
             *line = s->line;
-            return true;
+            return CHECK_LOC_TEXT;
         }
     }
     *file = strdup(path);
-    return false;
+    return CHECK_LOC_WHOLE;
 }
 
 /* "FILE:LINE:1: " as check_place_locate says; true when the line stands
@@ -480,10 +480,10 @@ static bool print_place(FILE *out, const trace *t, const char *path, bool in_db,
 {
     char *file = NULL;
     uint32_t line;
-    bool own = check_place_locate(t, path, in_db, s, false, &file, &line);
+    check_loc loc = check_place_locate(t, path, in_db, s, false, &file, &line);
     fprintf(out, "%s:%u:1: ", file ? file : path, line);
     free(file);
-    return !own && s && s->seq != TRACE_NO_SEQ;
+    return loc == CHECK_LOC_WHOLE && s && s->seq != TRACE_NO_SEQ;
 }
 
 /* "note: ROLE (QUEUE)[: DETAIL]"; with a call site "note: ROLE: LABEL

@@ -31,6 +31,9 @@
 
 /* Prints "syncsim CMD: message" to stderr; returns 2. */
 int cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The last error line cli_error or cli_usage_error printed ("" before
+ * any), without its newline: for a report that says why (SARIF). */
+const char *cli_last_error(void);
 /* Prints the error, then the command's usage line and a hint; returns 2. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* getopt_long for a command, with getopt's own messages off: returns the

@@ -155,8 +155,22 @@ static int report_findings(check_job *job, const char *path, trace_source *src, 
         putchar('\n');
     }
     uint64_t errors = check_errors_of(f, kept, dropped);
+    check_status st = check_status_of(errors, trace_source_incomplete(src), cov);
+    if (job->sarif && (st == CHECK_INCOMPLETE || st == CHECK_PARTIAL)) {
+        /* a log without results must not look clean: say why */
+        char verdict[2048];
+        check_verdict(verdict, sizeof verdict, t, check_report_ops(rep), kept + dropped,
+                      trace_source_incomplete(src), cov, f, kept);
+        char *text = NULL;
+        if (asprintf(&text, "%s: %s", path, verdict) >= 0) {
+            check_sarif_notify(job->sarif, path,
+                               st == CHECK_INCOMPLETE ? CHECK_SARIF_INCOMPLETE : CHECK_SARIF_PARTIAL,
+                               text);
+            free(text);
+        }
+    }
     trace_findings_free(f, kept);
-    return check_exit_status(check_status_of(errors, trace_source_incomplete(src), cov));
+    return check_exit_status(st);
 }
 
 /* Checks one trace; returns its exit status (2 after printing the error). */
@@ -342,6 +356,8 @@ int cmd_check(int argc, char **argv)
     int n_paths = fallback ? 1 : argc - optind;
     for (int i = 0; i < n_paths; i++) {
         int st = check_one(&job, paths[i]);
+        if (st == 2 && job.sarif)
+            check_sarif_notify(job.sarif, paths[i], CHECK_SARIF_UNREADABLE, cli_last_error());
         if (severity(st) > severity(status))
             status = st;
     }

@@ -147,6 +147,13 @@ static size_t place_of(const char *msg, unsigned long *line, unsigned long *col,
  * names none). A message that already starts with "CMD: " (a library's
  * error that names its operation the way the command is named, e.g.
  * "merge: ...") is not prefixed twice. */
+static char last_error[4600];
+
+const char *cli_last_error(void)
+{
+    return last_error;
+}
+
 static void error_line(const char *cmd, const char *fmt, va_list ap)
 {
     char msg[4096];
@@ -159,10 +166,11 @@ static void error_line(const char *cmd, const char *fmt, va_list ap)
     const char *rest;
     size_t file_len = place_of(m, &line, &col, &rest);
     if (file_len)
-        fprintf(stderr, "%.*s:%lu:%lu: error: %s (syncsim %s)\n", (int)file_len, m, line,
-                col ? col : 1, rest, cmd);
+        snprintf(last_error, sizeof last_error, "%.*s:%lu:%lu: error: %s (syncsim %s)",
+                 (int)file_len, m, line, col ? col : 1, rest, cmd);
     else
-        fprintf(stderr, "syncsim %s: %s\n", cmd, m);
+        snprintf(last_error, sizeof last_error, "syncsim %s: %s", cmd, m);
+    fprintf(stderr, "%s\n", last_error);
 }
 
 int cli_error(const char *cmd, const char *fmt, ...)
