@@ -28,6 +28,10 @@ typedef struct check_options {
     uint32_t checkpoint_every; /* minimiser: statements between checkpoints (0: 256) */
     bool allow_findings;    /* minimiser: go on when the trace already has findings
                              * (see check_minimize for what that promises) */
+    /* minimiser: called after each candidate is tried, with the candidates
+     * tried and their number (for a progress bar). NULL: none. */
+    void (*progress)(void *ctx, uint64_t done, uint64_t total);
+    void *progress_ctx;
 } check_options;
 
 typedef struct check_report check_report;   /* findings + summary */

@@ -103,6 +103,23 @@ typedef struct cli_progress cli_progress;
 cli_progress *cli_progress_start(const char *cmd, const char *unit);
 /* How much there is in all (0: not known: no percentage, no ETA). */
 void cli_progress_total(cli_progress *p, uint64_t total);
+/* The same, for a total that is only an estimate (merge's text inputs
+ * count lines): the end line does not claim it. */
+void cli_progress_estimate(cli_progress *p, uint64_t total);
+/* For a library's progress hook (void (*)(void *ctx, uint64_t done,
+ * uint64_t total), ctx the cli_progress): sets both. */
+void cli_progress_callback(void *ctx, uint64_t done, uint64_t total);
+/* Counts src's statements into p against the best total src gives: its
+ * run's statements for a database; for a text trace, its lines (the unit
+ * becomes "lines", and what is done the line of the last statement read).
+ * Wraps src->reader (cli_progress_reader). */
+void cli_progress_source(cli_progress *p, trace_source *src);
+/* What src holds, for a total: a database run's statements, a text trace's
+ * lines (*lines set: an upper bound of its statements), else 0. */
+uint64_t cli_source_size(trace_source *src, bool *lines);
+/* Refuses a bad $SYNCSIM_PROGRESS or $SYNCSIM_PROGRESS_MS in one line on
+ * standard error: 2 then, else 0 (main asks before any command runs). */
+int cli_progress_env_check(void);
 /* How much is done (any thread). */
 void cli_progress_set(cli_progress *p, uint64_t done);
 void cli_progress_add(cli_progress *p, uint64_t n);

@@ -185,8 +185,7 @@ static int check_one(check_job *job, const char *path)
     if (cli_open("check", path, &so, &src) != 0)
         return 2;
     cli_progress *prog = cli_progress_start("check", "statements");
-    cli_progress_total(prog, cli_source_statements(&src));
-    cli_progress_reader(prog, &src.reader);
+    cli_progress_source(prog, &src);
     trace *whole = NULL;
     check_report *rep = NULL;
     int status = 2;

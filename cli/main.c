@@ -101,9 +101,10 @@ static void usage(FILE *out)
             "run, 4 no findings but partial coverage (not known to be clean: see 'syncsim\n"
             "help check'). Errors are one line: 'FILE:LINE:COL: error: message (syncsim\n"
             "COMMAND)' for a place in a file, else 'syncsim COMMAND: message'.\n"
-            "Long work (run, merge, check, minimize, cluster, report) shows progress on\n"
-            "standard error: a bar with an ETA on a terminal, else a line every 5 s\n"
-            "($SYNCSIM_PROGRESS_MS: another interval; $SYNCSIM_PROGRESS=bar|lines|off).\n"
+            "Long work (run, import, merge, check, minimize, cluster, report) shows progress\n"
+            "on standard error: a bar with an ETA on a terminal, as wide as it is, else a\n"
+            "line every 5 s ($SYNCSIM_PROGRESS_MS: another interval, 1 to 86400000 ms;\n"
+            "$SYNCSIM_PROGRESS=bar|lines|off; another value is refused).\n"
             "Run 'syncsim help COMMAND' for a command's options and examples.\n");
 }
 
@@ -355,6 +356,8 @@ int main(int argc, char **argv)
             c->help(stdout);
             return 0;
         }
+    if (cli_progress_env_check() != 0)
+        return 2;
     optind = 0; /* glibc: fully reinitialise getopt for the subcommand */
     return c->run(argc - 1, argv + 1);
 }
