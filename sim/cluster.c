@@ -150,7 +150,7 @@ typedef struct cluster {
     uint32_t n_msgs, cap_msgs;
     trace_u64map inflight;  /* net transfer id -> what it is (xfer_tag) */
     uint64_t n_events_done, n_transfers;
-    uint64_t n_ops_done;                /* for o->progress */
+    uint64_t n_ops_done, n_work;        /* for o->progress: ops and ring steps done, of */
     const sim_cluster_opts *o;
     int n_mb;               /* microbatches: buffers per rank */
     uint64_t act_bytes;     /* sizes for the trace's buffers */
@@ -864,6 +864,7 @@ static void ring_try(cluster *c, uint32_t k, uint32_t pos)
     if (r->done[pos] < s - 1 || r->done[prev] < s - 1 || r->started[pos] > r->done[pos])
         return;
     r->started[pos] = s;
+    c->n_ops_done++;                            /* a ring step counts as work done */
     if (s == steps) {
         if (--c->ops[r->pos_op[pos]].dur == 0)
             finish_op(c, r->pos_op[pos]);
@@ -1002,7 +1003,7 @@ static int sim_loop(void *arg)
         c->n_events_done++;
         on_event(c, &ev);
         if (c->o->progress && (c->n_events_done & 4095) == 0)
-            c->o->progress(c->o->progress_ctx, c->n_ops_done, c->n_ops);
+            c->o->progress(c->o->progress_ctx, c->n_ops_done, c->n_work);
     }
     return c->failed ? -1 : 0;
 }
@@ -1240,10 +1241,15 @@ int sim_cluster_run(sim_net *net, const sim_cluster_opts *o, sim_cluster_result 
         snprintf(err, errlen, "out of memory building the programs");
         goto done;
     }
+    /* the work: every op, and every step of every ring position (a big
+     * all-reduce is one op per GPU, and its steps are nearly all the time) */
+    c.n_work = c.n_ops;
+    for (uint32_t k = 0; k < c.n_colls; k++)
+        c.n_work += (uint64_t)c.colls[k].n * (uint64_t)c.colls[k].rings * (uint64_t)(2 * c.colls[k].n - 1);
     if ((net->iface->run ? net->iface->run(net, sim_loop, &c) : sim_loop(&c)) != 0)
         goto done;
     if (o->progress)
-        o->progress(o->progress_ctx, c.n_ops_done, c.n_ops);
+        o->progress(o->progress_ctx, c.n_ops_done, c.n_work);
     /* Every stream ran to its end, or the programs hang (a bug of this file). */
     for (int st = 0; st < 2 * c.n; st++)
         if (c.streams[st].pc < c.streams[st].n) {
