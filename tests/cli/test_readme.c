@@ -11,7 +11,7 @@
  *       as `apt-get -s install ...` (a simulation, which needs no root): the
  *       packages the one list names exist and are installed here;
  *   cmake -S . -B build ...      as written (a fresh configure: seconds);
- * and with SYNCSIM_TEST_INSTALL=1 (scripts/setup --test sets it for the
+ * and with SYNCSIM_TEST_LONG=1 (scripts/setup --test sets it for the
  * plain build's tests: CI) the rest, as written:
  *   cmake --build build -j       a fresh build (about 2 minutes on 2 cores);
  *   cmake --install build --prefix ~/.local   (its comment's form: the
@@ -77,7 +77,7 @@ static int readme_commands(readme_cmd *out, int cap)
 
 static bool long_mode(void)
 {
-    const char *e = getenv("SYNCSIM_TEST_INSTALL");
+    const char *e = getenv("SYNCSIM_TEST_LONG");
     return e && strcmp(e, "1") == 0;
 }
 
@@ -147,7 +147,7 @@ static void test_readme_every_command_runs_as_written(void **state)
     assert_int_equal(tmpdir_sh(f, out, sizeof out, "grep -c 'libsqlite3-dev' tree/README.md"), 1);
     if (!long_mode()) {
         fprintf(stderr, "test_readme: the build and the install are run with "
-                        "SYNCSIM_TEST_INSTALL=1 (scripts/setup --test)\n");
+                        "SYNCSIM_TEST_LONG=1 (scripts/setup --test)\n");
         return;
     }
     assert_true(built && installed);

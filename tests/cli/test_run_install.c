@@ -30,6 +30,7 @@ static void install(const fixture *f)
     if (rc != 0)
         fail_msg("cmake --install: exit %d:\n%s", rc, out);
     assert_int_equal(tmpdir_sh(f, NULL, 0, "test -x prefix/bin/syncsim && "
+                               "test -x prefix/bin/syncsim-mpirun && "
                                "test -f prefix/share/syncsim/devices/h100-pcie.dev"), 0);
 }
 
