@@ -80,6 +80,12 @@ int cli_open(const char *cmd, const char *path, const trace_source_opts *o, trac
  * progress); 0 when not known. */
 uint64_t cli_source_statements(trace_source *src);
 
+/* Where document name (a file of docs/, "cuda.md"; "" for the folder) is
+ * for this binary: an installed copy's PREFIX/share/doc/syncsim/docs/NAME
+ * (beside its bin/), else the source tree's docs/NAME it was built from,
+ * else "docs/NAME". A static buffer, valid to the next call. */
+const char *cli_doc(const char *name);
+
 /* True when a and b name the same existing file (links and ./ included). */
 bool cli_same_file(const char *a, const char *b);
 

@@ -325,6 +325,25 @@ int cli_run_resolve(const char *cmd, const char *path, int64_t *run)
     return rc;
 }
 
+/* A command's help, and where the documents it names (docs/X.md) are for
+ * this copy: an installed one has them under PREFIX/share/doc/syncsim. */
+static void print_help(const command *c)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&buf, &len);
+    if (!mem) {
+        c->help(stdout);
+        return;
+    }
+    c->help(mem);
+    fclose(mem);
+    fputs(buf, stdout);
+    if (strstr(buf, "docs/"))
+        printf("\nThe docs/ named above are in %s\n", cli_doc(""));
+    free(buf);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -345,7 +364,7 @@ int main(int argc, char **argv)
         const command *c = find_command(argv[2]);
         if (!c)
             return unknown_command("syncsim help", argv[2]);
-        c->help(stdout);
+        print_help(c);
         return 0;
     }
     const command *c = find_command(name);
@@ -353,7 +372,7 @@ int main(int argc, char **argv)
         return unknown_command("syncsim", name);
     for (int i = 2; i < argc; i++)
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            c->help(stdout);
+            print_help(c);
             return 0;
         }
     if (cli_progress_env_check() != 0)

@@ -934,6 +934,27 @@ int trace_store_runs(trace_store *st, trace_run_info **out, size_t *n, trace_err
     return query_runs(st, "1", 0, out, n, err);
 }
 
+int trace_store_no_run(trace_store *st, const char *what, trace_error *err)
+{
+    char ids[160] = "";
+    size_t len = 0, shown = 0;
+    sqlite3_stmt *q = NULL;
+    if (sqlite3_prepare_v2(st->db, "SELECT id FROM runs ORDER BY id", -1, &q, NULL) == SQLITE_OK)
+        while (sqlite3_step(q) == SQLITE_ROW && len < sizeof ids) {
+            if (shown == 12) {
+                snprintf(ids + len, sizeof ids - len, ", ...");
+                break;
+            }
+            len += (size_t)snprintf(ids + len, sizeof ids - len, "%s%lld", shown ? ", " : "",
+                                    (long long)sqlite3_column_int64(q, 0));
+            shown++;
+        }
+    sqlite3_finalize(q);
+    trace_error_set(err, TRACE_ENORUN, "%s: no run %s (%s%s)", st->path, what,
+                    shown ? "its runs: " : "it holds none", ids);
+    return -1;
+}
+
 int trace_store_run(trace_store *st, int64_t run, trace_run_info **out, trace_error *err)
 {
     size_t n = 0;
@@ -943,7 +964,9 @@ int trace_store_run(trace_store *st, int64_t run, trace_run_info **out, trace_er
         return 0;
     trace_run_info_free(*out, n);
     *out = NULL;
-    return trace_error_set(err, TRACE_ENORUN, "%s: no run %lld", st->path, (long long)run), -1;
+    char what[32];
+    snprintf(what, sizeof what, "%lld", (long long)run);
+    return trace_store_no_run(st, what, err);
 }
 
 int trace_store_rename_run(trace_store *st, int64_t run, const char *name, trace_error *err)
@@ -1128,8 +1151,7 @@ int64_t store_resolve_run(trace_store *st, int64_t run, trace_error *err)
     if (run <= 0) {
         int64_t id = trace_store_latest_run(st);
         if (id < 0)
-            trace_error_set(err, TRACE_ENORUN, "%s: table runs: the database holds no run",
-                            st->path);
+            trace_store_no_run(st, "to read", err);
         return id;
     }
     sqlite3_stmt *q = NULL;
@@ -1143,8 +1165,9 @@ int64_t store_resolve_run(trace_store *st, int64_t run, trace_error *err)
         return run;
     if (rc != SQLITE_DONE)
         return store_fail(st, rc, "runs", NULL, err);
-    trace_error_set(err, TRACE_ENORUN, "%s: table runs: no run %lld", st->path, (long long)run);
-    return -1;
+    char what[32];
+    snprintf(what, sizeof what, "%lld", (long long)run);
+    return trace_store_no_run(st, what, err);
 }
 
 int64_t store_new_run(trace_store *st, const char *name, const char *source, trace_error *err)

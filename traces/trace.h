@@ -888,6 +888,10 @@ typedef struct trace_derived_run {
 } trace_derived_run;
 int trace_store_derived(trace_store *st, int64_t run, trace_derived_run **out, size_t *n,
                         trace_error *err);
+/* The one wording of a run that is not there, in err (ENORUN): "DB: no run
+ * WHAT (its runs: 1, 2, 3)", or "(it holds none)"; WHAT is "7", "named
+ * 'x'", ... Returns -1. */
+int trace_store_no_run(trace_store *st, const char *what, trace_error *err);
 /* One run's row, as a one-element array (free with trace_run_info_free(*out,
  * 1)). Returns 0, or -1 with err (ENORUN when there is no such run). */
 int trace_store_run(trace_store *st, int64_t run, trace_run_info **out, trace_error *err);

@@ -96,7 +96,7 @@ static void test_cli_errors_no_doubled_command(void **state)
         0);
     assert_int_equal(tmpdir_sh(f, out, sizeof out, "%s merge a.db b.db -o j.db", SYNCSIM_BINARY),
                      2);
-    assert_string_equal(out, "syncsim merge: a.db and b.db are both rank 0\n");
+    assert_string_equal(out, "syncsim merge: a.db (run 1) and b.db (run 1) are both rank 0\n");
 }
 
 /* A database error names the file and the table once ("table meta: :

@@ -97,6 +97,16 @@ static void test_cli_merge_run_per_input(void **state)
                                SYNCSIM_BINARY),
                      0);
     assert_int_equal(tmpdir_sh(f, out, sizeof out, "%s check job.db", SYNCSIM_BINARY), 0);
+    /* two runs of one database of different jobs: named by their runs, not
+     * the file twice */
+    assert_int_equal(tmpdir_sh(f, out, sizeof out,
+                               "%s run --tokens 1 -o d.db >/dev/null && %s run --tokens 1 --policy "
+                               "full -o d.db >/dev/null && %s merge --run 1 d.db --run 2 d.db -o "
+                               "j2.db",
+                               SYNCSIM_BINARY, SYNCSIM_BINARY, SYNCSIM_BINARY),
+                     2);
+    assert_non_null(strstr(out, "d.db (run 1) says policy=events but d.db (run 2) says "
+                                "policy=full"));
 }
 
 /* Every bad input is one line and exit 2, and writes nothing. */
