@@ -107,6 +107,11 @@ static void test_cli_merge_run_per_input(void **state)
                      2);
     assert_non_null(strstr(out, "d.db (run 1) says policy=events but d.db (run 2) says "
                                 "policy=full"));
+    /* one rank: "1 rank" (it said "merged 1 ranks") */
+    assert_int_equal(tmpdir_sh(f, out, sizeof out, "%s merge rank0.trace -o one.db",
+                               SYNCSIM_BINARY),
+                     0);
+    assert_non_null(strstr(out, "merged 1 rank as run 1: "));
 }
 
 /* Every bad input is one line and exit 2, and writes nothing. */
