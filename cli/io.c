@@ -5,6 +5,7 @@
  * may never replace the command's own input or a trace database.
  */
 #include "cli.h"
+#include "sim/sim.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -45,28 +46,19 @@ int cli_open(const char *cmd, const char *path, const trace_source_opts *o, trac
 const char *cli_doc(const char *name)
 {
     static char path[PATH_MAX + 64];
+    /* beside the data this copy reads (sim_devices_dir: the one rule of
+     * where an installed copy's files are), share/doc/syncsim/docs */
+    char dir[PATH_MAX + 64];
+    snprintf(dir, sizeof dir, "%s/../../doc/syncsim/docs", sim_devices_dir());
+    char *real = realpath(dir, NULL);
     struct stat sb;
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n > 0) {
-        exe[n] = '\0';
-        char *slash = strrchr(exe, '/');
-        if (slash) {
-            *slash = '\0';
-            char dir[PATH_MAX + 32];
-            snprintf(dir, sizeof dir, "%s/../share/doc/syncsim/docs", exe);
-            char *real = stat(dir, &sb) == 0 && S_ISDIR(sb.st_mode) ? realpath(dir, NULL) : NULL;
-            if (real) {
-                snprintf(path, sizeof path, "%.*s/%s", PATH_MAX, real, name);
-                free(real);
-                return path;
-            }
-        }
-    }
-    if (stat(SYNCSIM_DOCS_DIR, &sb) == 0 && S_ISDIR(sb.st_mode))
+    if (real && stat(real, &sb) == 0 && S_ISDIR(sb.st_mode))
+        snprintf(path, sizeof path, "%.*s/%s", PATH_MAX, real, name);
+    else if (stat(SYNCSIM_DOCS_DIR, &sb) == 0 && S_ISDIR(sb.st_mode))
         snprintf(path, sizeof path, "%s/%s", SYNCSIM_DOCS_DIR, name);
     else
         snprintf(path, sizeof path, "docs/%s", name);
+    free(real);
     return path;
 }
 

@@ -167,6 +167,15 @@ static const char *apply =
     "        n += 1\n"
     "print('fixed', n)\n";
 
+/* Runs validate.py on log (in the fixture's directory) into out; fails
+ * the test with what it says unless it passes. */
+static void validated(const fixture *f, const char *log, char *out, size_t cap)
+{
+    assert_int_equal(tmpdir_write(f, "validate.py", validate), 0);
+    if (tmpdir_sh(f, out, cap, "python3 validate.py %s", log) != 0)
+        fail_msg("%s: %s", log, out);
+}
+
 /* Every finding kind, from text traces (one named with a space, one by an
  * absolute path outside the working directory) and databases (imported,
  * their text there or moved away); then the notifications. */
@@ -196,10 +205,7 @@ static void test_cli_sarif_every_kind_passes_the_rules(void **state)
                                SYNCSIM_BINARY, SYNCSIM_SOURCE_DIR),
                      1);
     assert_string_equal(out, "");       /* standard output held the log alone */
-    assert_int_equal(tmpdir_write(f, "validate.py", validate), 0);
-    int rc = tmpdir_sh(f, out, sizeof out, "python3 validate.py log.sarif");
-    if (rc != 0)
-        fail_msg("%s", out);
+    validated(f, "log.sarif", out, sizeof out);
     assert_non_null(strstr(out, " barrier-mismatch,collective-mismatch,hang,race,redundant-sync,"
                                 "semaphore-race,unmatched-send,use-after-free,wait-unrecorded  1\n"));
     /* relative URIs under a base; the space encoded; outside the working
@@ -242,15 +248,11 @@ static void test_cli_sarif_notifications(void **state)
                                "sarif > u.sarif; } 2>/dev/null",
                                SYNCSIM_BINARY),
                      2);
-    assert_int_equal(tmpdir_write(f, "validate.py", validate), 0);
-    if (tmpdir_sh(f, out, sizeof out, "python3 validate.py p.sarif") != 0)
-        fail_msg("%s", out);
+    validated(f, "p.sarif", out, sizeof out);
     assert_string_equal(out, "ok 0  partial-coverage 4\n");
-    if (tmpdir_sh(f, out, sizeof out, "python3 validate.py i.sarif") != 0)
-        fail_msg("%s", out);
+    validated(f, "i.sarif", out, sizeof out);
     assert_string_equal(out, "ok 0  incomplete-run 3\n");
-    if (tmpdir_sh(f, out, sizeof out, "python3 validate.py u.sarif") != 0)
-        fail_msg("%s", out);
+    validated(f, "u.sarif", out, sizeof out);
     assert_string_equal(out, "ok 0  unreadable-input 2\n");
     /* the error line itself is the message */
     assert_int_equal(tmpdir_sh(f, out, sizeof out, "grep -c 'bad.trace:3:8: error: expected an "
@@ -280,8 +282,7 @@ static void test_cli_sarif_fixes_insert_the_sync(void **state)
                                "> log.sarif",
                                SYNCSIM_BINARY),
                      1);
-    assert_int_equal(tmpdir_write(f, "validate.py", validate), 0);
-    assert_int_equal(tmpdir_sh(f, out, sizeof out, "python3 validate.py log.sarif"), 0);
+    validated(f, "log.sarif", out, sizeof out);
     assert_int_equal(tmpdir_write(f, "apply.py", apply), 0);
     int rc = tmpdir_sh(f, out, sizeof out, "python3 apply.py log.sarif %s", SYNCSIM_BINARY);
     if (rc != 0)
@@ -302,10 +303,7 @@ static void test_cli_sarif_clean_has_no_results(void **state)
                                "--format sarif > log.sarif",
                                SYNCSIM_BINARY, SYNCSIM_BINARY),
                      0);
-    assert_int_equal(tmpdir_write(f, "validate.py", validate), 0);
-    int rc = tmpdir_sh(f, out, sizeof out, "python3 validate.py log.sarif");
-    if (rc != 0)
-        fail_msg("%s", out);
+    validated(f, "log.sarif", out, sizeof out);
     assert_string_equal(out, "ok 0   0\n");
 }
 
