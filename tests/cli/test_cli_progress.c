@@ -29,13 +29,16 @@ static int setup(void **state)
     if (tmpdir_setup(state) != 0)
         return -1;
     fixture *f = *state;
+    /* a0, a1: small ranks, whose lines on a pipe fit the output read; b0,
+     * b1 and big.trace: long enough for many redraws of a bar */
     return tmpdir_sh(f, NULL, 0,
-                     "%s generate nvfuser-ring --ranks 8 --streams 4 --iters 200 -o big.trace && "
-                     "%s import big.trace -o a0.db && %s import big.trace -o a1.db && "
-                     "sqlite3 a0.db \"insert into run_meta(run, key, value, pos) "
-                     "values(1, 'rank', '0', 99)\" && "
-                     "sqlite3 a1.db \"insert into run_meta(run, key, value, pos) "
-                     "values(1, 'rank', '1', 99)\" >/dev/null",
+                     "%s generate nvfuser-ring --ranks 8 --streams 4 --iters 10 -o small.trace "
+                     "2>/dev/null && %s generate nvfuser-ring --ranks 8 --streams 4 --iters 200 "
+                     "-o big.trace 2>/dev/null && "
+                     "for x in a:small b:big; do for r in 0 1; do db=${x%%%%:*}$r.db && "
+                     "%s import ${x#*:}.trace -o $db >/dev/null && sqlite3 $db \"insert into "
+                     "run_meta(run, key, value, pos) values(1, 'rank', '$r', 99)\" || exit 1; "
+                     "done; done",
                      SYNCSIM_BINARY, SYNCSIM_BINARY, SYNCSIM_BINARY);
 }
 
@@ -217,7 +220,7 @@ static void test_cli_progress_bar_fits_the_terminal(void **state)
     bar_fits(f, 80, cmd, "big.trace: clean: ");
     bar_fits(f, 40, cmd, "big.trace: clean: ");
     /* merge printed its result onto the bar */
-    snprintf(cmd, sizeof cmd, "rm -f j.db; SYNCSIM_PROGRESS_MS=1 %s merge a0.db a1.db -o j.db",
+    snprintf(cmd, sizeof cmd, "rm -f j.db; SYNCSIM_PROGRESS_MS=1 %s merge b0.db b1.db -o j.db",
              SYNCSIM_BINARY);
     bar_fits(f, 80, cmd, "merged 2 ranks as run 1: ");
 }
