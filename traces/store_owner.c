@@ -26,9 +26,10 @@
  * conflict with it; which store claimed which run is therefore kept here
  * too, and a run claimed by another store of this process is live.
  *
- * Where the kernel has no OFD locks (not Linux), nothing is locked and
- * every run counts as not live: `runs --delete --force` then trusts the
- * user, as it did before.
+ * Where the kernel has no OFD locks (not Linux, or a Linux before 3.15 or a
+ * file system that refuses them: EINVAL), nothing is locked and every run
+ * of another process counts as not live: `runs --delete --force` then
+ * trusts the user, as it did before.
  */
 #include "store_int.h"
 
@@ -134,7 +135,9 @@ int store_claim_run(trace_store *st, int64_t run, trace_error *err)
         lf->claims = nc;
         lf->cap_claims = cap;
     }
-    if (run_lock(lf->fd, run, F_RDLCK, F_OFD_SETLK) != 0) {
+    /* EINVAL: a kernel or file system without OFD locks; the run is then
+     * written unlocked, as where F_OFD_SETLK is not defined */
+    if (run_lock(lf->fd, run, F_RDLCK, F_OFD_SETLK) != 0 && errno != EINVAL) {
         trace_error_set(err, TRACE_EIO, "%s: cannot lock run %lld (fcntl: %s)", st->path,
                         (long long)run, strerror(errno));
         goto out;
