@@ -28,6 +28,10 @@ typedef struct check_options {
     uint32_t checkpoint_every; /* minimiser: statements between checkpoints (0: 256) */
     bool allow_findings;    /* minimiser: go on when the trace already has findings
                              * (see check_minimize for what that promises) */
+    /* minimiser: called after each candidate is tried, with the candidates
+     * tried and their number (for a progress bar). NULL: none. */
+    void (*progress)(void *ctx, uint64_t done, uint64_t total);
+    void *progress_ctx;
 } check_options;
 
 typedef struct check_report check_report;   /* findings + summary */
@@ -118,8 +122,13 @@ typedef enum {
     CHECK_INCOMPLETE = 2,
     CHECK_PARTIAL = 3,
 } check_status;
-/* cov NULL: coverage unknown, taken as full (a check stored before coverage was). */
+/* cov NULL: coverage unknown, taken as full (a check stored before coverage was).
+ * findings: those that are errors (check_errors_of): warnings alone leave a
+ * trace clean. */
 check_status check_status_of(uint64_t findings, bool incomplete, const check_coverage *cov);
+/* How many of f[0..n) are errors (check_finding_is_error), plus dropped
+ * (found, not kept: counted as errors). */
+uint64_t check_errors_of(const trace_finding *f, size_t n, uint64_t dropped);
 const char *check_status_str(check_status st);
 /* The exit status of `check` for st: 0 clean, 1 findings, 3 incomplete,
  * 4 partial coverage (2 is bad input or usage, never a verdict). */
@@ -212,8 +221,20 @@ check_sarif *check_sarif_begin(FILE *out);
  * statement has a line, the fix as a fix object. */
 void check_sarif_add(check_sarif *w, const trace *t, const char *path, bool in_db,
                      const trace_finding *f, size_t n);
-/* Ends the log (invocation: exit_status, and whether the run succeeded:
- * status 0, 1, 3 or 4) and frees w. */
+/* Why one trace's check is not a verdict to trust whole: a notification of
+ * the invocation, so that such a log never looks clean. */
+typedef enum {
+    CHECK_SARIF_INCOMPLETE,     /* the run is incomplete (exit status 3) */
+    CHECK_SARIF_PARTIAL,        /* coverage is partial (exit status 4) */
+    CHECK_SARIF_UNREADABLE,     /* the trace could not be read (exit status 2) */
+} check_sarif_notice;
+/* Adds that notification about the trace at path, text saying it (the
+ * verdict, or the error line). */
+void check_sarif_notify(check_sarif *w, const char *path, check_sarif_notice kind,
+                        const char *text);
+/* Ends the log (invocation: exit_status, whether the run succeeded --
+ * status 0, 1, 3 or 4 --, the working directory, the notifications) and
+ * frees w. */
 void check_sarif_end(check_sarif *w, int exit_status);
 
 /* Compares the findings with the trace's `expect` lines (rep's trace).

@@ -211,25 +211,37 @@ char *check_strf(const char *fmt, ...)
     return s;
 }
 
+check_edge check_edge_of(const trace *t, const trace_stmt_ref *x, const trace_stmt_ref *y)
+{
+    if (!is_host(t, x->queue) && !is_host(t, y->queue))
+        return (check_edge){ CHECK_EDGE_EVENT, x->queue, y->queue, false };
+    if (!is_host(t, x->queue))
+        return (check_edge){ CHECK_EDGE_SYNC, x->queue, y->queue, false };
+    if (!is_host(t, y->queue) && y->by != TRACE_NONE && y->by != x->queue)
+        return (check_edge){ CHECK_EDGE_FLAG, x->queue, y->by, true };
+    return (check_edge){ CHECK_EDGE_FLAG, x->queue, y->queue, false };
+}
+
 /* The missing edge from statement x to statement y, as an instruction. */
 static char *edge_fix(const trace *t, const trace_stmt_ref *x, const trace_stmt_ref *y)
 {
     char xn[256], yn[256];
     check_ref_name(t, x, xn, sizeof xn);
     check_ref_name(t, y, yn, sizeof yn);
-    const char *a = check_queue_name(t, x->queue), *b = check_queue_name(t, y->queue);
-    if (!is_host(t, x->queue) && !is_host(t, y->queue))
+    check_edge e = check_edge_of(t, x, y);
+    const char *a = check_queue_name(t, e.from), *b = check_queue_name(t, e.to);
+    switch (e.kind) {
+    case CHECK_EDGE_EVENT:
         return check_strf("record an event on %s after %s and wait for it on %s before %s", a, xn,
                           b, yn);
-    if (!is_host(t, x->queue))
+    case CHECK_EDGE_SYNC:
         return check_strf("add \"%s sync %s\" before %s", b, a, yn);
-    if (!is_host(t, y->queue)) {
-        if (y->by != TRACE_NONE && y->by != x->queue)
+    case CHECK_EDGE_FLAG:
+        if (e.by_submitter)
             return check_strf("signal a flag on %s after %s and await it on %s before it submits "
                               "%s (or submit %s from %s)",
-                              a, xn, check_queue_name(t, y->by), yn, yn, a);
-        return check_strf("signal a flag on %s after %s and await it on %s before %s", a, xn, b,
-                          yn);
+                              a, xn, b, yn, yn, a);
+        break;
     }
     return check_strf("signal a flag on %s after %s and await it on %s before %s", a, xn, b, yn);
 }

@@ -243,6 +243,19 @@ trace_finding *check_report_add(check_report *rep, const trace_finding *f);
 void check_report_conflict(check_report *rep, trace_finding_kind kind, const check_site *a,
                            const check_site *b, uint8_t type, uint32_t root, uint64_t lo,
                            uint64_t hi);
+/* The missing edge from statement x to statement y (a race's fix): what
+ * orders them, and on which queues. The one rule both the fix's words
+ * (findings.c) and the statements SARIF inserts (sarif.c) come from. */
+typedef struct check_edge {
+    enum {
+        CHECK_EDGE_EVENT,       /* `FROM record E` after x, `TO wait E` before y (two streams) */
+        CHECK_EDGE_SYNC,        /* `TO sync FROM` before y (a stream, then a host) */
+        CHECK_EDGE_FLAG,        /* `FROM signal F` after x, `TO await F` before y (from a host) */
+    } kind;
+    uint32_t from, to;          /* queues */
+    bool by_submitter;          /* FLAG: TO is the host that submits y, not y's queue */
+} check_edge;
+check_edge check_edge_of(const trace *t, const trace_stmt_ref *x, const trace_stmt_ref *y);
 /* Fills a finding's text and fix (races, use-after-free). */
 void check_report_finish(check_report *rep);
 /* A queue's name ("?" when out of range). */
@@ -321,6 +334,33 @@ void check_engine_prune(check_engine *e);
 int check_engine_signal_counts(const check_engine *e, trace_u64map *out);
 /* The signals per flag of an in-memory trace. 0 or -1 (OOM). */
 int check_flag_totals(const trace *t, trace_u64map *out);
+
+/* ------------------------------------------------------------------ */
+/* Where a place is, for editors and code-scanning tools (output.c).   */
+
+/* The line of a call site FILE:LINE (LINE a decimal from 1; *file_len the
+ * length of FILE), or 0 when it is something else (OBJECT+0xOFF, ??:0). */
+uint32_t check_site_line(const char *site, size_t *file_len);
+
+/* What check_place_locate found. */
+typedef enum {
+    CHECK_LOC_TEXT,     /* the statement's own line in a text trace */
+    CHECK_LOC_SITE,     /* its call site FILE:LINE, in the program's source */
+    CHECK_LOC_WHOLE,    /* line 1 of the trace, standing for all of it: name the seq */
+} check_loc;
+/* The file and line an editor opens for place s (NULL: the finding names no
+ * statement) of trace t read from path (in_db: a database):
+ *   1. the statement's line in the text trace: path itself, or for a
+ *      database the file its run was imported from (run metadata
+ *      source_file, when that file is readable here), relative to the
+ *      working directory when under it;
+ *   2. its call site when that is FILE:LINE (first, before 1, when
+ *      prefer_site: SARIF locates in the program's source);
+ *   3. else line 1 of path, standing for the whole trace.
+ * *file is malloc'd (the caller frees it; NULL when out of memory). The one
+ * rule of where a statement is. */
+check_loc check_place_locate(const trace *t, const char *path, bool in_db, const check_place *s,
+                             bool prefer_site, char **file, uint32_t *line);
 
 /* A malloc'd formatted string (NULL when out of memory); check/findings.c. */
 char *check_strf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

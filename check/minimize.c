@@ -672,9 +672,12 @@ int check_minimize(trace *t, const check_options *opt, check_min_result *out, tr
             !m.touched.stamp)
             goto out;
     }
-    for (size_t i = 0; allowed && i < n_c; i++)
+    for (size_t i = 0; allowed && i < n_c; i++) {
         if (live_to(&m, c[i].first) != 0 || try_removal(&m, c[i].seqs, c[i].n) < 0)
             goto out;
+        if (opt && opt->progress)
+            opt->progress(opt->progress_ctx, i + 1, n_c);
+    }
     out->n_stmts = t->n_stmts;
     out->n_candidates = n_c;
     out->replayed = m.replayed;

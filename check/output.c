@@ -13,6 +13,15 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+uint64_t check_errors_of(const trace_finding *f, size_t n, uint64_t dropped)
+{
+    uint64_t errors = dropped;      /* a finding not kept is of a kind not known here */
+    for (size_t i = 0; i < n; i++)
+        errors += check_finding_is_error(&f[i]);
+    return errors;
+}
 
 check_status check_status_of(uint64_t findings, bool incomplete, const check_coverage *cov)
 {
@@ -195,7 +204,7 @@ void check_print_json(FILE *out, const trace *t, const char *trace_name, uint64_
                       bool incomplete, const check_coverage *cov, const trace_finding *f,
                       size_t n, uint64_t dropped)
 {
-    check_status st = check_status_of(n + dropped, incomplete, cov);
+    check_status st = check_status_of(check_errors_of(f, n, dropped), incomplete, cov);
     fputs("{\"format\": \"syncsim-findings\", \"version\": 1,\n \"trace\": ", out);
     trace_json_str(out, trace_name ? trace_name : "");
     fprintf(out, ", \"status\": \"%s\", \"exit\": %d, \"complete\": %s, \"races_checked\": %s, "
@@ -267,16 +276,23 @@ const char *check_verdict(char *buf, size_t cap, const trace *t, uint64_t statem
         cov = &meta_only;
     }
     bool full = check_coverage_full(cov);
-    if (found == 0) {
+    /* warnings alone (redundant syncs) leave a trace clean of errors */
+    uint64_t warnings = (uint64_t)n == found ? found - check_errors_of(f, n, 0) : 0;
+    if (found == 0 || warnings == found) {
+        const char *none = found ? "errors" : "findings";
         if (incomplete)
-            ADD("incomplete: %llu statements checked, no findings among them; the run is still "
+            ADD("incomplete: %llu statements checked, no %s among them; the run is still "
                 "recording or was interrupted, so it is not known to be clean",
-                (unsigned long long)statements);
+                (unsigned long long)statements, none);
         else if (!full)
-            ADD("no findings, partial coverage: %llu statements; not judged: ",
+            ADD("no %s, partial coverage: %llu statements; not judged: ", none,
                 (unsigned long long)statements);
         else
-            ADD("clean: %llu statements, no findings", (unsigned long long)statements);
+            ADD("clean: %llu statements, no %s", (unsigned long long)statements, none);
+        if (warnings)
+            ADD("%s%llu warning%s (%s %llu)", !full && !incomplete ? "" : "; ",
+                (unsigned long long)warnings, warnings == 1 ? "" : "s",
+                trace_finding_str(TRACE_FINDING_REDUNDANT_SYNC), (unsigned long long)warnings);
     } else {
         /* Kind words are the spec's ("wait-unrecorded"), so they are counted
          * rather than pluralised: "3 findings in 27 statements (race 2, hang 1)". */
@@ -403,27 +419,87 @@ size_t check_finding_places(const trace_finding *f, check_place *out, size_t cap
     return n;
 }
 
-/* "FILE:LINE:1: " or "DB:seq N: " (see check_print_diagnostics). */
-static void print_place(FILE *out, const char *path, bool in_db, const check_place *s)
+uint32_t check_site_line(const char *site, size_t *file_len)
 {
-    if (!s)
-        fprintf(out, "%s: ", path);
-    else if (s->line && !in_db)
-        fprintf(out, "%s:%u:1: ", path, s->line);
-    else
-        fprintf(out, "%s:seq %llu: ", path, (unsigned long long)s->seq);
+    const char *colon = strrchr(site, ':');
+    if (!colon || colon == site || !colon[1])
+        return 0;
+    uint64_t line = 0;
+    for (const char *p = colon + 1; *p; p++) {
+        if (*p < '0' || *p > '9' || line > UINT32_MAX / 10)
+            return 0;
+        line = line * 10 + (uint64_t)(*p - '0');
+    }
+    *file_len = (size_t)(colon - site);
+    return line <= UINT32_MAX ? (uint32_t)line : 0;
+}
+
+/* path relative to the working directory when it lies under it, else as
+ * given; malloc'd. */
+static char *relative_to_cwd(const char *path)
+{
+    char cwd[4096];
+    if (path[0] == '/' && getcwd(cwd, sizeof cwd)) {
+        size_t n = strlen(cwd);
+        if (n > 1 && strncmp(path, cwd, n) == 0 && path[n] == '/')
+            return strdup(path + n + 1);
+    }
+    return strdup(path);
+}
+
+check_loc check_place_locate(const trace *t, const char *path, bool in_db, const check_place *s,
+                             bool prefer_site, char **file, uint32_t *line)
+{
+    *line = 1;
+    if (s) {
+        const char *site = s->site != TRACE_NONE ? trace_str(t, s->site) : NULL;
+        size_t site_len = 0;
+        uint32_t site_line = site ? check_site_line(site, &site_len) : 0;
+        /* the text the statement's line counts in */
+        const char *text = in_db ? trace_get_meta(t, "source_file") : path;
+        bool own = s->line && text && (!in_db || access(text, R_OK) == 0);
+        if (site_line && (prefer_site || !own)) {
+            *file = strndup(site, site_len);
+            *line = site_line;
+            return CHECK_LOC_SITE;
+        }
+        if (own) {
+            *file = in_db ? relative_to_cwd(text) : strdup(path);
+            *line = s->line;
+            return CHECK_LOC_TEXT;
+        }
+    }
+    *file = strdup(path);
+    return CHECK_LOC_WHOLE;
+}
+
+/* "FILE:LINE:1: " as check_place_locate says; true when the line stands
+ * for the whole trace, so that the seq must be named. */
+static bool print_place(FILE *out, const trace *t, const char *path, bool in_db,
+                        const check_place *s)
+{
+    char *file = NULL;
+    uint32_t line;
+    check_loc loc = check_place_locate(t, path, in_db, s, false, &file, &line);
+    fprintf(out, "%s:%u:1: ", file ? file : path, line);
+    free(file);
+    return loc == CHECK_LOC_WHOLE && s && s->seq != TRACE_NO_SEQ;
 }
 
 /* "note: ROLE (QUEUE)[: DETAIL]"; with a call site "note: ROLE: LABEL
- * (QUEUE) at SITE[: DETAIL]" (without a label "ROLE (QUEUE) at SITE"). */
+ * (QUEUE) at SITE[: DETAIL]" (without a label "ROLE (QUEUE) at SITE"); a
+ * statement without a line of its own "(QUEUE, seq N)". */
 static void print_place_note(FILE *out, const trace *t, const char *path, bool in_db,
                              const check_place *s)
 {
-    print_place(out, path, in_db, s);
+    bool name_seq = print_place(out, t, path, in_db, s);
     bool labelled = s->site != TRACE_NONE && s->label != TRACE_NONE &&
                     s->label != TRACE_LABEL_LAZY;
-    fprintf(out, "note: %s%s%s (%s)", s->role, labelled ? ": " : "",
+    fprintf(out, "note: %s%s%s (%s", s->role, labelled ? ": " : "",
             labelled ? trace_str(t, s->label) : "", check_queue_name(t, s->queue));
+    if (name_seq)
+        fprintf(out, ", seq %llu", (unsigned long long)s->seq);
+    fputc(')', out);
     if (s->site != TRACE_NONE)
         fprintf(out, " at %s", trace_str(t, s->site));
     fprintf(out, "%s%s\n", s->detail ? ": " : "", s->detail ? s->detail : "");
@@ -449,18 +525,21 @@ void check_print_diagnostics(FILE *out, const trace *t, const char *path, bool i
         check_place sites[16];
         size_t ns = check_finding_places(x, sites, 16);
         const check_place *at = ns ? &sites[0] : NULL;
-        print_place(out, path, in_db, at);
-        fprintf(out, "%s: %s: %s\n", check_finding_is_error(x) ? "error" : "warning",
+        bool name_seq = print_place(out, t, path, in_db, at);
+        fprintf(out, "%s: %s: %s", check_finding_is_error(x) ? "error" : "warning",
                 trace_finding_str(x->kind), x->text ? x->text : trace_finding_about(x->kind)->summary);
+        if (name_seq)
+            fprintf(out, " (seq %llu)", (unsigned long long)at->seq);
+        fputc('\n', out);
         if (x->fix) {
-            print_place(out, path, in_db, at);
+            print_place(out, t, path, in_db, at);
             fprintf(out, "note: fix: %s\n", x->fix);
         }
         /* the statement the error names has a note only for its call site */
         for (size_t k = at && at->site != TRACE_NONE ? 0 : 1; k < ns && k < 16; k++)
             print_place_note(out, t, path, in_db, &sites[k]);
         if (more) {
-            print_place(out, path, in_db, at);
+            print_place(out, t, path, in_db, at);
             fprintf(out, "note: and %zu more race%s between %s and %s with the same missing "
                          "edge\n",
                     more, more == 1 ? "" : "s", check_queue_name(t, x->first.queue),

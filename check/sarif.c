@@ -6,38 +6,47 @@
  * The log: one run (one `check`, however many traces it was given) whose
  * tool.driver lists every finding kind of TRACE_FINDING_MAP as a rule (id:
  * the kind's word, ruleIndex: its row less one, level: "error", "warning"
- * for redundant-sync), and one result per finding:
+ * for redundant-sync; shortDescription the kind's summary, fullDescription
+ * and help from rule_text below) and the notifications below, and one
+ * result per finding:
  *
  *   message      the finding's text (what happened)
  *   locations    both sides (check_finding_places: the statement reported,
  *                then the other access, the free, the other set), each a
- *                physical location -- the trace's URI and, for a text
- *                trace, the region {startLine, startColumn 1}; or, for a
- *                statement whose call site (site=) is FILE:LINE, that
- *                file and {startLine} in the program's source, the trace
- *                line or seq then in the message -- with a logical
- *                location naming the queue and the statement's seq (all
- *                there is for a database, whose statements have no line of
- *                their own); a site that is not FILE:LINE
- *                (OBJECT+0xOFF) is named in the message
+ *                physical location where check_place_locate puts it --
+ *                the statement's call site when FILE:LINE (what a reviewer
+ *                opens), else its line in the text trace (a database's: the
+ *                text it was imported from), else line 1 of the trace --
+ *                always with a region, and a logical location naming the
+ *                queue and the seq; the message names the trace line or
+ *                the seq where the region is not the statement's own line
  *   relatedLocations  the parts that name a statement (a hang's blocked
  *                queues, a mismatch's participants)
- *   fixes        where the statement has a line: one fix whose description
- *                is the concrete fix and whose artifactChange marks where
- *                it goes -- an empty region at the start of the statement's
- *                line (SARIF requires a replacement; the fixes syncsim
- *                words name statements to add, which the text describes),
- *                or, for a redundant sync, the deletion of its line
+ *   fixes        where the change can be written into a text trace: the
+ *                statements of a race's missing edge inserted at the lines
+ *                where they go (check_edge_of: a sync, an event record and
+ *                wait, a flag signal and await, named anew), the line of a
+ *                redundant sync or of a second free deleted; otherwise the
+ *                fix's words in properties.fix
  *   partialFingerprints  {"syncsim/v1": check_finding_fingerprint, hex}
  *
- * and, at the end, one invocation with the command's exit status.
+ * URIs are relative, under SRCROOT (the working directory, given in
+ * originalUriBaseIds and as the invocation's workingDirectory) or, for a
+ * file elsewhere, ROOT (file:///): code scanning shows no absolute path.
+ * At the end, one invocation with the command's exit status and a
+ * notification for each trace whose check is not a verdict to trust whole
+ * (incomplete, partial coverage, unreadable), so that such a log never
+ * looks clean.
  * tests/cli/test_cli_sarif.c validates the output against the OASIS schema
- * (tests/data/sarif). Written here and nowhere else; nothing reads it back.
+ * (tests/data/sarif) and the rules Microsoft's validator applies for GitHub
+ * code scanning, and applies the fixes. Written here and nowhere else;
+ * nothing reads it back.
  */
 #include "internal.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ------------------------------------------------------------------ */
 /* Fingerprints.                                                       */
@@ -78,25 +87,104 @@ uint64_t check_finding_fingerprint(const trace *t, const trace_finding *f)
     return h ^ parts;
 }
 
-/* ------------------------------------------------------------------ */
 /* The log.                                                            */
+
+/* What each rule (finding kind) is and how it is fixed, for people reading
+ * a code-scanning alert: fullDescription and help. The short description
+ * is the kind's summary in TRACE_FINDING_MAP. */
+static const struct {
+    const char *full, *help;
+} rule_text[TRACE_FINDING_COUNT] = {
+    [TRACE_FINDING_RACE] = {
+        "Two accesses to overlapping bytes of a buffer, at least one of them a write, that no "
+        "synchronisation orders: on real hardware either may happen first, so what is read or "
+        "left in the buffer depends on timing.",
+        "Order the earlier access before the later one. The fix names the synchronisation to "
+        "add -- an event recorded after the one and waited for before the other (two streams), "
+        "a host sync (a stream, then the host), or a flag signalled and awaited (from a host) "
+        "-- and, for a text trace, inserts those statements. docs/semantics.md gives the rules "
+        "of what orders what." },
+    [TRACE_FINDING_WAIT_UNRECORDED] = {
+        "A wait on an event that no earlier statement, in submission order, records: the wait "
+        "binds to nothing and orders nothing.",
+        "Record the event before the wait in submission order (a wait binds to the most recent "
+        "earlier record), or remove the wait." },
+    [TRACE_FINDING_HANG] = {
+        "Queues that can never advance: each waits for something -- an event, a flag, a "
+        "barrier generation, a message -- that never comes; a cycle of them is a deadlock.",
+        "Supply what is waited for, or break the cycle: the fix names the statement to move or "
+        "add. The related locations are the other blocked queues." },
+    [TRACE_FINDING_COLLECTIVE_MISMATCH] = {
+        "The participants of one generation of a collective on a communicator disagree on its "
+        "kind or size, or more of them arrive than the communicator has.",
+        "Make every rank call the same collectives, of the same kind and size, in the same "
+        "order. The related locations are the participants." },
+    [TRACE_FINDING_BARRIER_MISMATCH] = {
+        "More queues than count= arrive at one generation of a barrier, or they disagree on "
+        "count=.",
+        "Give every participant the same count, and let exactly that many arrive at each "
+        "generation. The related locations are the participants." },
+    [TRACE_FINDING_SEMAPHORE_RACE] = {
+        "Two sets of a value semaphore that are not ordered: the value its awaits see depends "
+        "on timing.",
+        "Order the two sets (a flag, an event or a sync between them), so that each await sees "
+        "one defined value." },
+    [TRACE_FINDING_UNMATCHED_SEND] = {
+        "A send that no rank receives: its peer posts no recv of the same channel and tag in "
+        "order.",
+        "Post the matching recv on the peer rank, or remove the send." },
+    [TRACE_FINDING_USE_AFTER_FREE] = {
+        "An access ordered after a free of its buffer with no alloc in between, or a buffer "
+        "freed twice.",
+        "Free the buffer only after its last use, ordered after it, or alloc it again before "
+        "the use; free a buffer once (the fix of a double free deletes the second free)." },
+    [TRACE_FINDING_REDUNDANT_SYNC] = {
+        "A synchronisation whose removal adds no finding to this trace (check --redundant): "
+        "the minimiser found it unnecessary here.",
+        "Remove it, if the trace stands for every way the program runs: the fix deletes its "
+        "line. A warning, never an error." },
+};
+
+/* Why a check of one trace did not give a verdict that can be trusted
+ * whole: the invocation's notifications, listed in tool.driver. */
+static const struct {
+    const char *id, *summary, *full;
+} notice_text[] = {
+    [CHECK_SARIF_INCOMPLETE] = { "incomplete-run",
+        "the run is incomplete: no finding, but not known to be clean",
+        "The run was still recording, or its producer died: only the statements written "
+        "so far were checked (exit status 3)." },
+    [CHECK_SARIF_PARTIAL] = { "partial-coverage",
+        "coverage is partial: no finding, but not known to be clean",
+        "Some accesses could not be judged (statements without byte ranges, events an importer "
+        "dropped, ranks absent from a job): no finding among what was judged (exit status 4)." },
+    [CHECK_SARIF_UNREADABLE] = { "unreadable-input",
+        "the trace could not be read",
+        "The trace is malformed, corrupt, or not a trace: nothing of it was checked (exit "
+        "status 2)." },
+};
+#define N_NOTICES (sizeof notice_text / sizeof notice_text[0])
 
 struct check_sarif {
     FILE *out;
     size_t results;
+    char *cwd;                  /* the working directory (SRCROOT), NULL when unknown */
+    char **notices;             /* rendered notification objects, for the invocation */
+    size_t n_notices;
+    uint64_t fix_names;         /* events and flags a fix has named */
 };
 
-/* A path as a URI reference: every byte outside RFC 3986's unreserved
- * characters and '/' percent-encoded. */
-static void json_uri(FILE *out, const char *path)
+/* prefix, then path as a URI reference: every byte of path outside RFC
+ * 3986's unreserved characters and '/' percent-encoded; malloc'd. */
+static char *uri_of(const char *prefix, const char *path)
 {
     static const char hex[] = "0123456789ABCDEF";
-    size_t n = strlen(path);
-    char *u = malloc(3 * n + 1), *p = u;
-    if (!u) {
-        trace_json_str(out, path);
-        return;
-    }
+    size_t n = strlen(path), k = strlen(prefix);
+    char *u = malloc(k + 3 * n + 1), *p = u;
+    if (!u)
+        return NULL;
+    memcpy(p, prefix, k);
+    p += k;
     for (const unsigned char *s = (const unsigned char *)path; *s; s++) {
         if ((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
             strchr("-._~/", *s)) {
@@ -108,8 +196,49 @@ static void json_uri(FILE *out, const char *path)
         }
     }
     *p = '\0';
-    trace_json_str(out, u);
+    return u;
+}
+
+/* path as a JSON string of its URI reference (uri_of). */
+static void json_uri(FILE *out, const char *path)
+{
+    char *u = uri_of("", path);
+    trace_json_str(out, u ? u : path);
     free(u);
+}
+
+/* The working directory as an absolute file URI, ending in '/' (as SARIF
+ * wants a base); malloc'd. */
+static char *dir_uri(const char *dir)
+{
+    char *slash = check_strf("%s%s", dir, strcmp(dir, "/") ? "/" : "");
+    char *u = slash ? uri_of("file://", slash) : NULL;
+    free(slash);
+    return u;
+}
+
+/* The artifactLocation of path: a relative URI under a base id, never an
+ * absolute one (GitHub code scanning shows only relative paths, or absolute
+ * ones under a checkout path it knows): SRCROOT, the working directory, for
+ * a file under it (or a relative name of no file here: a call site of a
+ * program run elsewhere); ROOT, the file system's root, for any other. */
+static void artifact(FILE *out, const check_sarif *w, const char *path)
+{
+    char *abs = realpath(path, NULL);
+    const char *rel = path, *base = "SRCROOT";
+    size_t n = w->cwd ? strlen(w->cwd) : 0;
+    if (abs && n > 1 && strncmp(abs, w->cwd, n) == 0 && abs[n] == '/')
+        rel = abs + n + 1;
+    else if (abs || path[0] == '/') {
+        rel = (abs ? abs : path) + 1;
+        base = "ROOT";
+    }
+    while (rel[0] == '.' && rel[1] == '/')
+        rel += 2;
+    fputs("{\"uri\": ", out);
+    json_uri(out, rel);
+    fprintf(out, ", \"uriBaseId\": \"%s\"}", base);
+    free(abs);
 }
 
 static const char *level_of(trace_finding_kind k)
@@ -124,9 +253,11 @@ check_sarif *check_sarif_begin(FILE *out)
     if (!w)
         return NULL;
     w->out = out;
+    w->cwd = getcwd(NULL, 0);
     fputs("{\"$schema\": \"https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/"
           "sarif-schema-2.1.0.json\",\n \"version\": \"2.1.0\",\n \"runs\": [{\n"
-          "  \"tool\": {\"driver\": {\"name\": \"syncsim\", \"version\": \"" SYNCSIM_VERSION "\",\n"
+          "  \"tool\": {\"driver\": {\"name\": \"syncsim\", \"version\": \"" SYNCSIM_VERSION "\","
+          " \"semanticVersion\": \"" SYNCSIM_VERSION "\",\n"
           "   \"rules\": [",
           out);
     for (int k = 1; k < TRACE_FINDING_COUNT; k++) {
@@ -135,53 +266,63 @@ check_sarif *check_sarif_begin(FILE *out)
         trace_json_str(out, about->word);
         fputs(", \"shortDescription\": {\"text\": ", out);
         trace_json_str(out, about->summary);
-        fprintf(out, "}, \"defaultConfiguration\": {\"level\": \"%s\"}}",
+        fputs("},\n     \"fullDescription\": {\"text\": ", out);
+        trace_json_str(out, rule_text[k].full ? rule_text[k].full : about->summary);
+        fputs("},\n     \"help\": {\"text\": ", out);
+        trace_json_str(out, rule_text[k].help ? rule_text[k].help : about->summary);
+        fprintf(out, "},\n     \"defaultConfiguration\": {\"level\": \"%s\"}}",
                 level_of((trace_finding_kind)k));
     }
-    fputs("]}},\n  \"results\": [", out);
+    fputs("],\n   \"notifications\": [", out);
+    for (size_t i = 0; i < N_NOTICES; i++) {
+        fputs(i ? ",\n    {\"id\": " : "\n    {\"id\": ", out);
+        trace_json_str(out, notice_text[i].id);
+        fputs(", \"shortDescription\": {\"text\": ", out);
+        trace_json_str(out, notice_text[i].summary);
+        fputs("}, \"fullDescription\": {\"text\": ", out);
+        trace_json_str(out, notice_text[i].full);
+        fputs("}}", out);
+    }
+    fputs("]}},\n  \"originalUriBaseIds\": {\"SRCROOT\": {\"uri\": ", out);
+    char *root = w->cwd ? dir_uri(w->cwd) : NULL;
+    trace_json_str(out, root ? root : "file:///");
+    free(root);
+    fputs(", \"description\": {\"text\": \"the working directory of check\"}},\n"
+          "   \"ROOT\": {\"uri\": \"file:///\"}},\n  \"results\": [",
+          out);
     return w;
 }
 
-/* The line of a call site FILE:LINE (LINE a decimal from 1; *file_len the
- * length of FILE), or 0 when it is something else (OBJECT+0xOFF, ??:0). */
-static uint32_t site_line(const char *site, size_t *file_len)
+/* A place as the check_place of a side of a finding. */
+static check_place side_place(const trace_stmt_ref *r)
 {
-    const char *colon = strrchr(site, ':');
-    if (!colon || colon == site || !colon[1])
-        return 0;
-    uint64_t line = 0;
-    for (const char *p = colon + 1; *p; p++) {
-        if (*p < '0' || *p > '9' || line > UINT32_MAX / 10)
-            return 0;
-        line = line * 10 + (uint64_t)(*p - '0');
-    }
-    *file_len = (size_t)(colon - site);
-    return line <= UINT32_MAX ? (uint32_t)line : 0;
+    return (check_place){ NULL, NULL, r->queue, r->line, r->seq, r->label, r->site };
 }
 
-/* One location object: the statement in its trace, with a message saying
- * what it is. A statement whose call site is FILE:LINE is located there,
- * in the program's source (what a reviewer wants to open); the message
- * then names the place in the trace. Another site is named in the
- * message only. */
-static void location(FILE *out, const trace *t, const char *path, bool in_db,
-                     const check_place *s, int id)
+/* One location object: the statement where check_place_locate puts it (its
+ * call site first: what a reviewer wants to open), with a region always
+ * (line 1 standing for a trace whose statement has no line), a logical
+ * location naming its queue and seq, and a message saying what it is --
+ * the trace's line or the seq where the place is not that line. */
+static void location(FILE *out, const check_sarif *w, const trace *t, const char *path,
+                     bool in_db, const check_place *s, int id)
 {
-    const char *site = s->site != TRACE_NONE ? trace_str(t, s->site) : NULL;
-    size_t file_len = 0;
-    uint32_t src_line = site ? site_line(site, &file_len) : 0;
+    char *file = NULL;
+    uint32_t line;
+    check_loc loc = check_place_locate(t, path, in_db, s, true, &file, &line);
     fputc('{', out);
     if (id >= 0)
         fprintf(out, "\"id\": %d, ", id);
-    fputs("\"physicalLocation\": {\"artifactLocation\": {\"uri\": ", out);
-    char *file = src_line ? check_strf("%.*s", (int)file_len, site) : NULL;
-    json_uri(out, file ? file : path);
-    fputc('}', out);
-    if (file)
-        fprintf(out, ", \"region\": {\"startLine\": %u}", src_line);
-    else if (s->line && !in_db)
-        fprintf(out, ", \"region\": {\"startLine\": %u, \"startColumn\": 1}", s->line);
-    fputs("}, \"logicalLocations\": [{\"name\": ", out);
+    fputs("\"physicalLocation\": {\"artifactLocation\": ", out);
+    artifact(out, w, file ? file : path);
+    fprintf(out, ", \"region\": {\"startLine\": %u%s}}", line,
+            loc == CHECK_LOC_TEXT ? ", \"startColumn\": 1" : "");
+    free(file);
+    if (!s) {
+        fputc('}', out);
+        return;
+    }
+    fputs(", \"logicalLocations\": [{\"name\": ", out);
     char name[64];
     snprintf(name, sizeof name, "seq %llu", (unsigned long long)s->seq);
     trace_json_str(out, name);
@@ -190,35 +331,104 @@ static void location(FILE *out, const trace *t, const char *path, bool in_db,
     trace_json_str(out, fq ? fq : name);
     free(fq);
     fputs(", \"kind\": \"statement\"}], \"message\": {\"text\": ", out);
+    const char *site = s->site != TRACE_NONE ? trace_str(t, s->site) : NULL;
     char where[64] = "";
-    if (file && s->line && !in_db)
+    if (loc == CHECK_LOC_SITE && s->line && !in_db)
         snprintf(where, sizeof where, ", trace line %u", s->line);
-    else if (file)
-        snprintf(where, sizeof where, ", trace seq %llu", (unsigned long long)s->seq);
+    else if (loc != CHECK_LOC_TEXT)
+        snprintf(where, sizeof where, ", seq %llu", (unsigned long long)s->seq);
     char *text = check_strf("%s (%s)%s%s%s%s%s", s->role, check_queue_name(t, s->queue),
                             site ? " at " : "", site ? site : "", where,
                             s->detail ? ": " : "", s->detail ? s->detail : "");
     trace_json_str(out, text ? text : s->role);
     free(text);
-    free(file);
     fputs("}}", out);
 }
 
-/* The fix object of finding f reported at site s (which has a line). */
-static void fix_object(FILE *out, const char *path, const trace_finding *f, const check_place *s)
+/* An event or flag name for a fix, used by no string of t. */
+static void fresh_name(check_sarif *w, const trace *t, char *buf, size_t cap)
 {
-    fputs(",\n    \"fixes\": [{\"description\": {\"text\": ", out);
-    trace_json_str(out, f->fix);
-    fputs("}, \"artifactChanges\": [{\"artifactLocation\": {\"uri\": ", out);
-    json_uri(out, path);
-    if (f->kind == TRACE_FINDING_REDUNDANT_SYNC)
-        fprintf(out, "}, \"replacements\": [{\"deletedRegion\": {\"startLine\": %u, "
-                     "\"startColumn\": 1, \"endLine\": %u, \"endColumn\": 1}}]}]}]",
-                s->line, s->line + 1);
-    else
-        fprintf(out, "}, \"replacements\": [{\"deletedRegion\": {\"startLine\": %u, "
-                     "\"startColumn\": 1, \"endColumn\": 1}}]}]}]",
-                s->line);
+    do
+        snprintf(buf, cap, "syncsim_fix%llu", (unsigned long long)++w->fix_names);
+    while (trace_str_find(t, buf, strlen(buf)) != TRACE_NONE);
+}
+
+/* One replacement: text inserted at the start of `line` (an empty region),
+ * or, with text NULL, the whole of `line` deleted. */
+static void replacement(FILE *out, bool first, uint32_t line, const char *text)
+{
+    fputs(first ? "" : ", ", out);
+    if (text) {
+        fprintf(out, "{\"deletedRegion\": {\"startLine\": %u, \"startColumn\": 1, "
+                     "\"endColumn\": 1}, \"insertedContent\": {\"text\": ",
+                line);
+        trace_json_str(out, text);
+        fputs("}}", out);
+    } else {
+        fprintf(out, "{\"deletedRegion\": {\"startLine\": %u, \"startColumn\": 1, "
+                     "\"endLine\": %u, \"endColumn\": 1}}",
+                line, line + 1);
+    }
+}
+
+/* The fix object of finding f, when its change can be written: the edit of
+ * the trace's text that makes the fix -- a race's missing edge
+ * (check_edge_of) inserted as statements at the lines where they go, a
+ * redundant sync's or a second free's line deleted. Both statements must
+ * have lines of their own in one text trace (a database's: the text it was
+ * imported from). Returns false, having written nothing, otherwise. */
+static bool fix_object(FILE *out, check_sarif *w, const trace *t, const char *path, bool in_db,
+                       const trace_finding *f)
+{
+    bool insert = f->kind == TRACE_FINDING_RACE && f->first.seq != TRACE_NO_SEQ;
+    bool remove = f->kind == TRACE_FINDING_REDUNDANT_SYNC ||
+                  (f->kind == TRACE_FINDING_USE_AFTER_FREE && f->second.kind == TRACE_FREE);
+    if (!f->fix || (!insert && !remove) || f->second.seq == TRACE_NO_SEQ)
+        return false;
+    check_place x = side_place(&f->first), y = side_place(&f->second);
+    char *xfile = NULL, *yfile = NULL;
+    uint32_t xl = 0, yl = 0;
+    bool ok = check_place_locate(t, path, in_db, &y, false, &yfile, &yl) == CHECK_LOC_TEXT && yfile;
+    if (ok && insert)
+        ok = check_place_locate(t, path, in_db, &x, false, &xfile, &xl) == CHECK_LOC_TEXT &&
+             xfile && strcmp(xfile, yfile) == 0 && xl < yl;
+    if (ok) {
+        fputs(",\n    \"fixes\": [{\"description\": {\"text\": ", out);
+        trace_json_str(out, f->fix);
+        fputs("}, \"artifactChanges\": [{\"artifactLocation\": ", out);
+        artifact(out, w, yfile);
+        fputs(", \"replacements\": [", out);
+        if (remove) {
+            replacement(out, true, yl, NULL);
+        } else {
+            check_edge e = check_edge_of(t, &f->first, &f->second);
+            const char *from = check_queue_name(t, e.from), *to = check_queue_name(t, e.to);
+            char name[64], *before = NULL, *after = NULL;
+            if (e.kind == CHECK_EDGE_SYNC) {
+                before = check_strf("%s sync %s\n", to, from);
+            } else {
+                fresh_name(w, t, name, sizeof name);
+                bool event = e.kind == CHECK_EDGE_EVENT;
+                after = check_strf("%s %s %s\n", from, event ? "record" : "signal", name);
+                before = check_strf("%s %s %s\n", to, event ? "wait" : "await", name);
+            }
+            if (after && before && xl + 1 == yl) {
+                char *both = check_strf("%s%s", after, before);
+                replacement(out, true, yl, both ? both : "");
+                free(both);
+            } else {
+                if (after)
+                    replacement(out, true, xl + 1, after);
+                replacement(out, !after, yl, before ? before : "");
+            }
+            free(after);
+            free(before);
+        }
+        fputs("]}]}]", out);
+    }
+    free(xfile);
+    free(yfile);
+    return ok;
 }
 
 void check_sarif_add(check_sarif *w, const trace *t, const char *path, bool in_db,
@@ -246,25 +456,20 @@ void check_sarif_add(check_sarif *w, const trace *t, const char *path, bool in_d
             sides = 1;
         for (size_t k = 0; k < sides; k++) {
             fputs(k ? ", " : "", out);
-            location(out, t, path, in_db, &sites[k], -1);
+            location(out, w, t, path, in_db, &sites[k], -1);
         }
-        if (!sides) {
-            fputs("{\"physicalLocation\": {\"artifactLocation\": {\"uri\": ", out);
-            json_uri(out, path);
-            fputs("}}}", out);
-        }
+        if (!sides)
+            location(out, w, t, path, in_db, NULL, -1);
         fputc(']', out);
         if (ns > sides) {
             fputs(",\n    \"relatedLocations\": [", out);
             for (size_t k = sides; k < ns; k++) {
                 fputs(k > sides ? ", " : "", out);
-                location(out, t, path, in_db, &sites[k], (int)(k - sides + 1));
+                location(out, w, t, path, in_db, &sites[k], (int)(k - sides + 1));
             }
             fputc(']', out);
         }
-        if (x->fix && sides && sites[0].line && !in_db)
-            fix_object(out, path, x, &sites[0]);
-        else if (x->fix) {
+        if (!fix_object(out, w, t, path, in_db, x) && x->fix) {
             fputs(",\n    \"properties\": {\"fix\": ", out);
             trace_json_str(out, x->fix);
             fputc('}', out);
@@ -274,11 +479,59 @@ void check_sarif_add(check_sarif *w, const trace *t, const char *path, bool in_d
     }
 }
 
+void check_sarif_notify(check_sarif *w, const char *path, check_sarif_notice kind,
+                        const char *text)
+{
+    if ((unsigned)kind >= N_NOTICES)
+        return;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    if (!m)
+        return;
+    fprintf(m, "{\"level\": \"%s\", \"descriptor\": {\"id\": \"%s\", \"index\": %d},\n"
+               "     \"message\": {\"text\": ",
+            kind == CHECK_SARIF_UNREADABLE ? "error" : "warning", notice_text[kind].id, (int)kind);
+    trace_json_str(m, text);
+    fputs("},\n     \"locations\": [{\"physicalLocation\": {\"artifactLocation\": ", m);
+    artifact(m, w, path);
+    fputs(", \"region\": {\"startLine\": 1}}}]}", m);
+    if (fclose(m) != 0) {
+        free(buf);
+        return;
+    }
+    char **nn = realloc(w->notices, (w->n_notices + 1) * sizeof *nn);
+    if (!nn) {
+        free(buf);
+        return;
+    }
+    w->notices = nn;
+    w->notices[w->n_notices++] = buf;
+}
+
 void check_sarif_end(check_sarif *w, int exit_status)
 {
     bool ok = exit_status != 2;
-    fprintf(w->out,
-            "],\n  \"invocations\": [{\"executionSuccessful\": %s, \"exitCode\": %d}]\n }]}\n",
+    FILE *out = w->out;
+    fprintf(out, "],\n  \"invocations\": [{\"executionSuccessful\": %s, \"exitCode\": %d",
             ok ? "true" : "false", exit_status);
+    if (w->cwd) {
+        char *dir = dir_uri(w->cwd);
+        fputs(", \"workingDirectory\": {\"uri\": ", out);
+        trace_json_str(out, dir ? dir : "file:///");
+        fputc('}', out);
+        free(dir);
+    }
+    if (w->n_notices) {
+        fputs(",\n    \"toolExecutionNotifications\": [", out);
+        for (size_t i = 0; i < w->n_notices; i++) {
+            fprintf(out, "%s\n     %s", i ? "," : "", w->notices[i]);
+            free(w->notices[i]);
+        }
+        fputc(']', out);
+    }
+    fputs("}]\n }]}\n", out);
+    free(w->notices);
+    free(w->cwd);
     free(w);
 }

@@ -5,8 +5,9 @@
  * cli/commands.def. It gets argv with argv[0] = its own name, returns the
  * process exit status (0 success, 1 "findings" where that applies, 2 bad
  * input or usage; check adds 3 incomplete and 4 partial coverage) and
- * prints errors as one line, "syncsim NAME: message" (cli_error; a place
- * in a file as FILE:LINE: at the start of the message), parsing options
+ * prints errors as one line, "syncsim NAME: message" (cli_error; a message
+ * that starts with a place in a file, FILE:LINE[:COL]:, is printed as
+ * compilers print it: "FILE:LINE:COL: error: message (syncsim NAME)"), parsing options
  * with cli_getopt so that getopt says nothing of its own. Long work shows
  * progress through cli_progress; a command that derives a run from another
  * writes it only where -o says.
@@ -30,6 +31,9 @@
 
 /* Prints "syncsim CMD: message" to stderr; returns 2. */
 int cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The last error line cli_error or cli_usage_error printed ("" before
+ * any), without its newline: for a report that says why (SARIF). */
+const char *cli_last_error(void);
 /* Prints the error, then the command's usage line and a hint; returns 2. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* getopt_long for a command, with getopt's own messages off: returns the
@@ -76,6 +80,12 @@ int cli_open(const char *cmd, const char *path, const trace_source_opts *o, trac
  * progress); 0 when not known. */
 uint64_t cli_source_statements(trace_source *src);
 
+/* Where document name (a file of docs/, "cuda.md"; "" for the folder) is
+ * for this binary: an installed copy's PREFIX/share/doc/syncsim/docs/NAME
+ * (beside its bin/), else the source tree's docs/NAME it was built from,
+ * else "docs/NAME". A static buffer, valid to the next call. */
+const char *cli_doc(const char *name);
+
 /* True when a and b name the same existing file (links and ./ included). */
 bool cli_same_file(const char *a, const char *b);
 
@@ -99,6 +109,23 @@ typedef struct cli_progress cli_progress;
 cli_progress *cli_progress_start(const char *cmd, const char *unit);
 /* How much there is in all (0: not known: no percentage, no ETA). */
 void cli_progress_total(cli_progress *p, uint64_t total);
+/* The same, for a total that is only an estimate (merge's text inputs
+ * count lines): the end line does not claim it. */
+void cli_progress_estimate(cli_progress *p, uint64_t total);
+/* For a library's progress hook (void (*)(void *ctx, uint64_t done,
+ * uint64_t total), ctx the cli_progress): sets both. */
+void cli_progress_callback(void *ctx, uint64_t done, uint64_t total);
+/* Counts src's statements into p against the best total src gives: its
+ * run's statements for a database; for a text trace, its lines (the unit
+ * becomes "lines", and what is done the line of the last statement read).
+ * Wraps src->reader (cli_progress_reader). */
+void cli_progress_source(cli_progress *p, trace_source *src);
+/* What src holds, for a total: a database run's statements, a text trace's
+ * lines (*lines set: an upper bound of its statements), else 0. */
+uint64_t cli_source_size(trace_source *src, bool *lines);
+/* Refuses a bad $SYNCSIM_PROGRESS or $SYNCSIM_PROGRESS_MS in one line on
+ * standard error: 2 then, else 0 (main asks before any command runs). */
+int cli_progress_env_check(void);
 /* How much is done (any thread). */
 void cli_progress_set(cli_progress *p, uint64_t done);
 void cli_progress_add(cli_progress *p, uint64_t n);
@@ -114,7 +141,7 @@ void cli_progress_end(cli_progress *p);
 /* Known findings (cli/baseline.c, whose head comment is the file format). */
 typedef struct cli_baseline cli_baseline;
 /* Reads the baseline at path. Returns 0, or 2 after printing the error
- * ("syncsim CMD: FILE:LINE: message"). */
+ * ("FILE:LINE:1: error: message (syncsim CMD)"). */
 int cli_baseline_read(const char *cmd, const char *path, cli_baseline **out);
 /* Whether finding f of trace t is known (false for b NULL). */
 bool cli_baseline_has(const cli_baseline *b, const trace *t, const trace_finding *f);

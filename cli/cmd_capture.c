@@ -445,7 +445,7 @@ int cmd_capture(int argc, char **argv)
     if (!inject[0])
         return cli_error("capture", "this syncsim was built without the CUDA toolkit (no "
                                     "libsyncsim_inject.so beside it): rebuild where one is "
-                                    "installed, see docs/cuda.md");
+                                    "installed, see %s", cli_doc("cuda.md"));
     find_lib("libsyncsim_shim.so", shim, sizeof shim);
     if (check_loads(inject) != 0)
         return 2;

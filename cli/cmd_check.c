@@ -37,7 +37,9 @@ void cmd_check_help(FILE *out)
             "  FILE:LINE:COL: error: KIND: what happened\n"
             "  FILE:LINE:COL: note: fix: the fix\n"
             "  FILE:LINE:COL: note: the other access (QUEUE)\n"
-            "(a database's statements as DB:seq N; redundant-sync is a warning), then one\n"
+            "(a database at the lines of the text trace it was imported from, else at the\n"
+            "call site FILE:LINE, else at DB:1:1 naming the seq; redundant-sync is a\n"
+            "warning), then one\n"
             "verdict line per trace: 'FILE: clean: ...' or 'FILE: 3 findings in ...'. Races\n"
             "are grouped by the queue pair (the missing edge): the first of each group is\n"
             "shown, with a note counting the others.\n"
@@ -76,8 +78,9 @@ void cmd_check_help(FILE *out)
             "be seen), events an importer dropped (its ledger: `syncsim info`), ranks absent\n"
             "from a job. 'clean' is said only with full coverage.\n"
             "\n"
-            "Exit status: 0 clean, with full coverage (or --expect agrees); 1 findings (or\n"
-            "--expect disagrees); 2 bad input or usage; 3 no findings in an incomplete run;\n"
+            "Exit status: 0 clean, with full coverage (or --expect agrees; warnings alone,\n"
+            "the redundant syncs of --redundant, leave it clean); 1 findings that are errors\n"
+            "(or --expect disagrees); 2 bad input or usage; 3 no findings in an incomplete run;\n"
             "4 no findings, but partial coverage (see above: not known to be clean). With\n"
             "several traces, the worst of theirs: 2, then 1, 3, 4, 0.\n"
             "\n"
@@ -151,8 +154,23 @@ static int report_findings(check_job *job, const char *path, trace_source *src, 
                    known == 1 ? "" : "s");
         putchar('\n');
     }
+    uint64_t errors = check_errors_of(f, kept, dropped);
+    check_status st = check_status_of(errors, trace_source_incomplete(src), cov);
+    if (job->sarif && (st == CHECK_INCOMPLETE || st == CHECK_PARTIAL)) {
+        /* a log without results must not look clean: say why */
+        char verdict[2048];
+        check_verdict(verdict, sizeof verdict, t, check_report_ops(rep), kept + dropped,
+                      trace_source_incomplete(src), cov, f, kept);
+        char *text = NULL;
+        if (asprintf(&text, "%s: %s", path, verdict) >= 0) {
+            check_sarif_notify(job->sarif, path,
+                               st == CHECK_INCOMPLETE ? CHECK_SARIF_INCOMPLETE : CHECK_SARIF_PARTIAL,
+                               text);
+            free(text);
+        }
+    }
     trace_findings_free(f, kept);
-    return check_exit_status(check_status_of(kept + dropped, trace_source_incomplete(src), cov));
+    return check_exit_status(st);
 }
 
 /* Checks one trace; returns its exit status (2 after printing the error). */
@@ -167,8 +185,7 @@ static int check_one(check_job *job, const char *path)
     if (cli_open("check", path, &so, &src) != 0)
         return 2;
     cli_progress *prog = cli_progress_start("check", "statements");
-    cli_progress_total(prog, cli_source_statements(&src));
-    cli_progress_reader(prog, &src.reader);
+    cli_progress_source(prog, &src);
     trace *whole = NULL;
     check_report *rep = NULL;
     int status = 2;
@@ -338,6 +355,8 @@ int cmd_check(int argc, char **argv)
     int n_paths = fallback ? 1 : argc - optind;
     for (int i = 0; i < n_paths; i++) {
         int st = check_one(&job, paths[i]);
+        if (st == 2 && job.sarif)
+            check_sarif_notify(job.sarif, paths[i], CHECK_SARIF_UNREADABLE, cli_last_error());
         if (severity(st) > severity(status))
             status = st;
     }

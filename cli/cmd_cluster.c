@@ -193,9 +193,10 @@ int cmd_cluster(int argc, char **argv)
     char err[512];
     if (sim_net_open(&net, network, err, sizeof err) != 0)
         return cli_error("cluster", "%s", err);
-    sim_cluster_opts o = { .workload = workload, .model = &m, .trace_path = db, .seed_bug = bug };
+    cli_progress *prog = cli_progress_start("cluster", "steps");
+    sim_cluster_opts o = { .workload = workload, .model = &m, .trace_path = db, .seed_bug = bug,
+                           .progress = cli_progress_callback, .progress_ctx = prog };
     sim_cluster_result r;
-    cli_progress *prog = cli_progress_start("cluster", "");
     int rc = sim_cluster_run(&net, &o, &r, err, sizeof err);
     cli_progress_end(prog);
     if (rc != 0) {

@@ -30,11 +30,11 @@ void cmd_generate_help(FILE *out)
             "overwrites the slice in the next call. Check the result with `syncsim check`.\n"
             "\n"
             "Options:\n"
-            "  --ranks R          ranks in the ring, 2 or more (default 4)\n"
-            "  --streams K        streams per rank (default 2)\n"
-            "  --iters N          calls of the pipeline (default 2)\n"
-            "  --chunks C         chunks per slice, each its own streamIdx (default 1)\n"
-            "  --chunk-bytes B    bytes of a chunk (default 1024)\n"
+            "  --ranks R          ranks in the ring, 2 to 1024 (default 4)\n"
+            "  --streams K        streams per rank, 1 to 256 (default 2)\n"
+            "  --iters N          calls of the pipeline, 1 to 100000 (default 2)\n"
+            "  --chunks C         chunks per slice, each its own streamIdx, 1 to 1024 (default 1)\n"
+            "  --chunk-bytes B    bytes of a chunk, 1 to 2^40 (default 1024)\n"
             "  --variant V        which exchange and protocol (default correct):\n");
     for (int v = 0; v < SCHED_RING_VARIANT_COUNT; v++) {
         fprintf(out, "    %-20s", sched_ring_variant_str((sched_ring_variant)v));
@@ -51,13 +51,14 @@ void cmd_generate_help(FILE *out)
             "  syncsim generate nvfuser-ring --variant no-barrier | syncsim check -  # exit 1: races\n");
 }
 
-/* Parses the value of option name into *out (1 .. max). 0, or 2 (printed). */
-static int parse_count(const char *name, const char *arg, unsigned long long max,
-                       unsigned long long *out)
+/* Parses the value of option name into *out (min .. max; why: what the
+ * lower bound is for, or ""). 0, or 2 (printed). */
+static int parse_count(const char *name, const char *arg, unsigned long long min,
+                       unsigned long long max, const char *why, unsigned long long *out)
 {
-    if (cli_parse_u64(arg, out) != 0 || *out < 1 || *out > max)
-        return cli_usage_error("generate", "%s takes a number from 1 to %llu, not '%s'", name,
-                               max, arg);
+    if (cli_parse_u64(arg, out) != 0 || *out < min || *out > max)
+        return cli_usage_error("generate", "%s takes a number from %llu to %llu%s, not '%s'", name,
+                               min, max, why, arg);
     return 0;
 }
 
@@ -80,19 +81,19 @@ int cmd_generate(int argc, char **argv)
         int rc = 0;
         switch (c) {
         case 'R':
-            rc = parse_count("--ranks", optarg, 1024, &ranks);
+            rc = parse_count("--ranks", optarg, 2, 1024, " (a ring needs two ranks)", &ranks);
             break;
         case 'K':
-            rc = parse_count("--streams", optarg, 256, &streams);
+            rc = parse_count("--streams", optarg, 1, 256, "", &streams);
             break;
         case 'N':
-            rc = parse_count("--iters", optarg, 100000, &iters);
+            rc = parse_count("--iters", optarg, 1, 100000, "", &iters);
             break;
         case 'C':
-            rc = parse_count("--chunks", optarg, 1024, &chunks);
+            rc = parse_count("--chunks", optarg, 1, 1024, "", &chunks);
             break;
         case 'B':
-            rc = parse_count("--chunk-bytes", optarg, 1ull << 40, &bytes);
+            rc = parse_count("--chunk-bytes", optarg, 1, 1ull << 40, "", &bytes);
             break;
         case 'v':
             variant = optarg;
@@ -123,8 +124,6 @@ int cmd_generate(int argc, char **argv)
         }
         return cli_usage_error("generate", "unknown variant '%s' (expected: %s)", variant, list);
     }
-    if (ranks < 2)
-        return cli_usage_error("generate", "--ranks must be 2 or more: a ring needs two ranks");
     if (output && cli_output_check("generate", output, NULL) != 0)
         return 2;
     sched_ring_opts o = { .ranks = (uint32_t)ranks, .streams = (uint32_t)streams,

@@ -130,8 +130,11 @@ int cmd_import(int argc, char **argv)
                          path, (unsigned long long)dropped, dropped == 1 ? "" : "s");
     }
     uint64_t n_stmts = 0;
+    cli_progress *prog = cli_progress_start("import", "statements");
+    cli_progress_source(prog, &src);
     int64_t run = trace_store_import(db, &src.reader, name ? name : path, &n_stmts, &err);
-    trace_source_close(&src);
+    trace_source_close(&src);   /* closes the counting reader: then the bar goes */
+    cli_progress_end(prog);
     if (run < 0)
         return cli_error("import", "%s", err.msg);
     printf("imported %s as run %lld: %llu statements in %s\n", path, (long long)run,

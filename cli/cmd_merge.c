@@ -167,15 +167,21 @@ int cmd_merge(int argc, char **argv)
         rc = cli_error("merge", "%s", err.msg);
         goto out;
     }
-    /* the job's statements as they are merged; of how many when every
-     * input is a database, which says */
+    /* the job's statements as they are merged, of the inputs' statements
+     * (a database's run says), or lines (a text trace: an estimate) */
     uint64_t total = 0;
+    bool lines = false;
     for (uint32_t i = 0; i < n && (i == 0 || total); i++) {
-        uint64_t k = cli_source_statements(&src[i]);
+        bool l;
+        uint64_t k = cli_source_size(&src[i], &l);
         total = k ? total + k : 0;
+        lines |= l;
     }
     prog = cli_progress_start("merge", "statements");
-    cli_progress_total(prog, total);
+    if (lines)
+        cli_progress_estimate(prog, total);
+    else
+        cli_progress_total(prog, total);
     cli_progress_reader(prog, &job);
     if (text) {
         char *tmp = NULL;
@@ -193,12 +199,14 @@ int cmd_merge(int argc, char **argv)
         uint64_t n_stmts = 0;
         int64_t run = trace_store_import(output, &job, name, &n_stmts, &err);
         trace_reader_close(&job);
+        cli_progress_end(prog);     /* the bar goes before the result */
+        prog = NULL;
         if (run < 0) {
             rc = cli_error("merge", "%s", err.msg);
             goto out;
         }
-        printf("merged %u ranks as run %lld: %llu statements in %s\n", n, (long long)run,
-               (unsigned long long)n_stmts, output);
+        printf("merged %u rank%s as run %lld: %llu statements in %s\n", n, n == 1 ? "" : "s",
+               (long long)run, (unsigned long long)n_stmts, output);
         rc = 0;
     }
 out:

@@ -136,9 +136,10 @@ int cmd_minimize(int argc, char **argv)
                          "(--ordering-only for the weaker promise)",
                          path, missing);
     }
-    check_options opt = { .allow_findings = allow_findings };
+    cli_progress *prog = cli_progress_start("minimize", "candidates");
+    check_options opt = { .allow_findings = allow_findings, .progress = cli_progress_callback,
+                          .progress_ctx = prog };
     check_min_result res;
-    cli_progress *prog = cli_progress_start("minimize", "");
     int mrc = check_minimize(t, &opt, &res, &err);
     cli_progress_end(prog);
     if (mrc != 0) {

@@ -273,8 +273,9 @@ static void print_summary(const char *path, const sim_model *m, bool recorded,
         printf("note: %llu of the %d seqs given are not wait, sync or await statements\n",
                (unsigned long long)((uint64_t)n_drop - after->n_dropped), n_drop);
     if (n_drop)
-        printf("dropped %llu syncs: %.3f ms -> %.3f ms, gain %.3f ms (%.2f%%)\n",
-               (unsigned long long)after->n_dropped, (double)before->makespan_ns / 1e6,
+        printf("dropped %llu sync%s: %.3f ms -> %.3f ms, gain %.3f ms (%.2f%%)\n",
+               (unsigned long long)after->n_dropped, after->n_dropped == 1 ? "" : "s",
+               (double)before->makespan_ns / 1e6,
                (double)after->makespan_ns / 1e6,
                (double)(before->makespan_ns - after->makespan_ns) / 1e6,
                before->makespan_ns ? 100.0 * (double)(before->makespan_ns - after->makespan_ns) /

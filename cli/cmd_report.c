@@ -35,6 +35,14 @@ void cmd_report_help(FILE *out)
             "      syncsim report bug.db -o bug.html\n");
 }
 
+/* viz_report_opts.watch: the report's passes over the run counted into the
+ * progress ctx, of the run's statements. */
+static void watch(void *ctx, trace_reader *r, uint64_t n_stmts)
+{
+    cli_progress_total(ctx, n_stmts);
+    cli_progress_reader(ctx, r);
+}
+
 int cmd_report(int argc, char **argv)
 {
     enum { OPT_NO_TIMELINE = 256 };
@@ -80,9 +88,11 @@ int cmd_report(int argc, char **argv)
     if (cli_run_resolve("report", db, &opts.run) != 0)
         return 2;
     trace_error err = { 0 };
-    cli_progress *prog = cli_progress_start("report", "");
+    cli_progress *prog = cli_progress_start("report", "statements");
+    opts.watch = watch;
+    opts.watch_ctx = prog;
     int wrc = viz_report_write(db, &opts, output, &err);
-    cli_progress_end(prog);
+    cli_progress_end(prog);     /* the run's reader, closed, counted into it */
     if (wrc != 0)
         return cli_error("report", "%s", err.msg);
     printf("%s\n", output);

@@ -163,12 +163,13 @@ void cmd_run_help(FILE *out)
             "              --tokens 8 --prompt 16 -o real.db\n"
             "  syncsim run --policy async-user-inputs -o racy.db\n"
             "  syncsim check racy.db               # exit 1: the races that policy lets in\n"
-            "\nA tensor-parallel job over MPI, 2 ranks (scripts/mpirun has the mpirun flags):\n"
-            "    scripts/mpirun 2 syncsim run --model tp:n_layer=2,n_embd=128,n_ff=256,n_vocab=256 \\\n"
+            "\nA tensor-parallel job over MPI, 2 ranks (syncsim-mpirun, installed beside syncsim --\n"
+            "scripts/mpirun in a source tree -- runs mpirun with the flags it needs):\n"
+            "    syncsim-mpirun 2 syncsim run --model tp:n_layer=2,n_embd=128,n_ff=256,n_vocab=256 \\\n"
             "        --devices cpustream:1 --tp 2 --tokens 4 --prompt 16 -o 'job.r%%d.db'\n"
             "    syncsim merge job.r0.db job.r1.db -o job.db && syncsim check job.db\n"
             "A pipeline over MPI, 2 stages of 2 layers each:\n"
-            "    scripts/mpirun 2 syncsim run --model llama:n_layer=4,n_embd=128,n_ff=256,n_vocab=256 \\\n"
+            "    syncsim-mpirun 2 syncsim run --model llama:n_layer=4,n_embd=128,n_ff=256,n_vocab=256 \\\n"
             "        --devices cpustream:1 --pp 2 --tokens 4 --prompt 16 -o 'pp.r%%d.db'\n"
             "    syncsim merge pp.r0.db pp.r1.db -o pp.db && syncsim check pp.db\n");
 }

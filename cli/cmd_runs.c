@@ -19,23 +19,28 @@ void cmd_runs_help(FILE *out)
             "usage: syncsim runs [DB] [--name RUN TEXT]... [--delete RUN]... [--json]\n"
             "\n"
             "Lists the runs of a trace database: id, kind (what made it: sim, import,\n"
-            "replay, capture, ...), status (complete, or recording while its producer\n"
-            "writes or after it died), statements, name, and when it was created (UTC).\n"
+            "replay, capture, ...), status (complete; recording while its producer is\n"
+            "alive and writes it; died when it was left recording by a producer that\n"
+            "ended; incomplete for an import of an unfinished run), statements, name,\n"
+            "and when it was created (UTC).\n"
             "The last one listed is the latest, the one commands read when given no --run.\n"
             "RUN is a run id or a run's name (unique in the database); so is the value of\n"
             "--run in every command.\n"
             "\n"
             "Options:\n"
             "  -n, --name RUN TEXT  rename run RUN to TEXT\n"
-            "  -d, --delete RUN     delete run RUN and all of it (statements, metadata,\n"
-            "                       checks and findings, its split graph); refused for a\n"
-            "                       run still recording, unless --force\n"
-            "      --force          delete a run that is still recording (its producer died)\n"
+            "  -d, --delete RUN     delete run RUN and all of it (statements, strings,\n"
+            "                       metadata, checks and findings, its split graph);\n"
+            "                       refused for a run whose producer died, unless --force,\n"
+            "                       and always for a run being written (its producer is\n"
+            "                       alive and holds the run's lock). A deleted run's id is\n"
+            "                       never given to another run\n"
+            "      --force          delete a run whose producer died\n"
             "  -j, --json           the list as one JSON object\n"
             "Renames and deletions are done in the order given, then the list is printed.\n"
             "\n"
             "Exit status: 0 done, 2 bad input or usage (no such run, a name that two runs\n"
-            "share, a database that cannot be written).\n"
+            "share, a database that cannot be written, a run being written).\n"
             "\n"
             "Examples:\n"
             "  syncsim run --tokens 2 -o runs.db && syncsim run --policy full --tokens 2 -o runs.db\n"
@@ -49,6 +54,13 @@ typedef struct edit {
     const char *run;        /* id or name */
     const char *name;       /* NULL: delete */
 } edit;
+
+/* A run's status as the list shows it: a run left 'recording' is
+ * "recording" while its producer is alive, "died" once it is gone. */
+static const char *shown_status(const trace_run_info *r)
+{
+    return strcmp(r->status, "recording") != 0 ? r->status : r->live ? "recording" : "died";
+}
 
 static void print_list(FILE *out, const char *path, const trace_run_info *r, size_t n, bool json)
 {
@@ -72,13 +84,13 @@ static void print_list(FILE *out, const char *path, const trace_run_info *r, siz
             fprintf(out, "%s\n  {\"id\": %lld, \"kind\": ", i ? "," : "", (long long)r[i].id);
             trace_json_str(out, r[i].source);
             fputs(", \"status\": ", out);
-            trace_json_str(out, r[i].status);
+            trace_json_str(out, shown_status(&r[i]));
             fprintf(out, ", \"statements\": %llu, \"name\": ", (unsigned long long)r[i].n_stmts);
             trace_json_str(out, r[i].name);
             fprintf(out, ", \"created\": \"%s\"}", when);
         } else {
             fprintf(out, "%6lld  %-9s %-10s %11llu  %-20s  %s\n", (long long)r[i].id, r[i].source,
-                    r[i].status, (unsigned long long)r[i].n_stmts, when, r[i].name);
+                    shown_status(&r[i]), (unsigned long long)r[i].n_stmts, when, r[i].name);
         }
     }
     if (json)
@@ -173,13 +185,16 @@ int cmd_runs(int argc, char **argv)
                 cli_error("runs", "%s", err.msg);
                 goto out;
             }
-            bool recording = strcmp(ri->status, "complete") != 0;
-            trace_run_info_free(ri, 1);
-            if (recording && !force) {
-                cli_error("runs", "%s: run %lld is still recording (or its producer died); "
-                          "--force deletes it anyway", path, (long long)id);
+            bool unfinished = strcmp(ri->status, "complete") != 0, live = ri->live;
+            if (unfinished && !live && !force) {
+                cli_error("runs", "%s: run %lld is unfinished (status '%s') and its producer "
+                          "is gone: it died, or was stopped; --force deletes it", path,
+                          (long long)id, ri->status);
+                trace_run_info_free(ri, 1);
                 goto out;
             }
+            trace_run_info_free(ri, 1);
+            /* a live run is refused by the store, --force or not */
             if (trace_store_delete_run(st, id, &err) != 0) {
                 cli_error("runs", "%s", err.msg);
                 goto out;

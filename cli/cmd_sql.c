@@ -1,5 +1,5 @@
 /*
- * cmd_sql.c -- `syncsim sql DB [QUERY...] [--csv | --json]`: SQL over a
+ * cmd_sql.c -- `syncsim sql [DB] [QUERY...] [--csv | --json]`: SQL over a
  * trace database, read-only, with the statements of every run as the table
  * `stmts` (traces/store_sql.c) beside the tables and views of
  * docs/trace-schema.md. Statements are packed into blocks since schema 3,
@@ -16,10 +16,12 @@
 void cmd_sql_help(FILE *out)
 {
     fprintf(out,
-            "usage: syncsim sql DB [QUERY...] [--csv | --json]\n"
+            "usage: syncsim sql [DB] [QUERY...] [--csv | --json]\n"
             "\n"
             "Runs SQL queries on a trace database, read-only; with no QUERY, reads them\n"
-            "from standard input. Besides the tables and views of docs/trace-schema.md,\n"
+            "from standard input. DB is the first argument when it names a file, else\n"
+            "./syncsim.db (then every argument is a query). Besides the tables and views\n"
+            "of docs/trace-schema.md,\n"
             "every statement of every run is a row of the table\n"
             "\n"
             "  stmts(run, seq, queue, kind, label, object, t, dur, line, text)\n"
@@ -185,11 +187,18 @@ int cmd_sql(int argc, char **argv)
             return 2;
         }
     }
-    if (optind >= argc)
-        return cli_usage_error("sql", "which database? (syncsim sql DB [QUERY...])");
-    const char *path = argv[optind++];
-    if (access(path, F_OK) != 0)
-        return cli_error("sql", "%s: no such file", path);
+    /* the database: the first argument when it is a file, else ./syncsim.db
+     * (the first argument is then a query, as it is when it has a space) */
+    const char *path;
+    if (optind < argc && access(argv[optind], F_OK) == 0)
+        path = argv[optind++];
+    else if (access(CLI_DEFAULT_DB, F_OK) == 0)
+        path = CLI_DEFAULT_DB;
+    else if (optind < argc && !strpbrk(argv[optind], " \t\n"))
+        return cli_error("sql", "%s: no such file", argv[optind]);
+    else
+        return cli_usage_error("sql", "no database: name it first (syncsim sql DB [QUERY...]), "
+                               "or run where ./" CLI_DEFAULT_DB " is");
     trace_error err = { 0 };
     trace_store *st = trace_store_open_mode(path, TRACE_STORE_READ, &err);
     if (!st)

@@ -5,8 +5,10 @@
  * may never replace the command's own input or a trace database.
  */
 #include "cli.h"
+#include "sim/sim.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -39,6 +41,25 @@ int cli_open(const char *cmd, const char *path, const trace_source_opts *o, trac
     if (trace_source_open(src, path, o, &err) != 0)
         return cli_error(cmd, "%s", err.msg);
     return 0;
+}
+
+const char *cli_doc(const char *name)
+{
+    static char path[PATH_MAX + 64];
+    /* beside the data this copy reads (sim_devices_dir: the one rule of
+     * where an installed copy's files are), share/doc/syncsim/docs */
+    char dir[PATH_MAX + 64];
+    snprintf(dir, sizeof dir, "%s/../../doc/syncsim/docs", sim_devices_dir());
+    char *real = realpath(dir, NULL);
+    struct stat sb;
+    if (real && stat(real, &sb) == 0 && S_ISDIR(sb.st_mode))
+        snprintf(path, sizeof path, "%.*s/%s", PATH_MAX, real, name);
+    else if (stat(SYNCSIM_DOCS_DIR, &sb) == 0 && S_ISDIR(sb.st_mode))
+        snprintf(path, sizeof path, "%s/%s", SYNCSIM_DOCS_DIR, name);
+    else
+        snprintf(path, sizeof path, "docs/%s", name);
+    free(real);
+    return path;
 }
 
 uint64_t cli_source_statements(trace_source *src)
@@ -92,9 +113,12 @@ int cli_resolve_run_in(const char *cmd, trace_store *st, const char *path, const
     int found = cli_find_run_name(st, arg, id, &err);
     if (found == 1)
         return 0;
-    if (found == 0)
-        return cli_error(cmd, "%s: no run named '%s' (syncsim runs %s lists them)", path, arg,
-                         path);
+    if (found == 0) {
+        char what[300];
+        snprintf(what, sizeof what, "named '%.256s'", arg);
+        trace_store_no_run(st, what, &err);
+        return cli_error(cmd, "%s", err.msg);
+    }
     return cli_error(cmd, "%s: %s", path, err.msg);
 }
 

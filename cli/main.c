@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 typedef struct command {
     const char *name;
@@ -98,17 +99,62 @@ static void usage(FILE *out)
             "minimize), an unsafe what-if (replay) or outputs that differ from the reference\n"
             "(run on real devices), 2 bad input or usage, 3 no findings in an incomplete\n"
             "run, 4 no findings but partial coverage (not known to be clean: see 'syncsim\n"
-            "help check'). Errors are one line: 'syncsim COMMAND: FILE:LINE: message' or\n"
-            "'syncsim COMMAND: message'.\n"
-            "Long work (run, merge, check, minimize, cluster, report) shows progress on\n"
-            "standard error: a bar with an ETA on a terminal, else a line every 5 s\n"
-            "($SYNCSIM_PROGRESS_MS: another interval; $SYNCSIM_PROGRESS=bar|lines|off).\n"
+            "help check'). Errors are one line: 'FILE:LINE:COL: error: message (syncsim\n"
+            "COMMAND)' for a place in a file, else 'syncsim COMMAND: message'.\n"
+            "Long work (run, import, merge, check, minimize, cluster, report) shows progress\n"
+            "on standard error: a bar with an ETA on a terminal, as wide as it is, else a\n"
+            "line every 5 s ($SYNCSIM_PROGRESS_MS: another interval, 1 to 86400000 ms;\n"
+            "$SYNCSIM_PROGRESS=bar|lines|off; another value is refused).\n"
             "Run 'syncsim help COMMAND' for a command's options and examples.\n");
 }
 
-/* Prints "syncsim CMD: message" from fmt and ap. A message that already
- * starts with "CMD: " (a library's error that names its operation the way
- * the command is named, e.g. "merge: ...") is not prefixed twice. */
+/* The place a message starts with, "FILE:LINE:COL: " or "FILE:LINE: ",
+ * where FILE names a file (or standard input): the length of FILE, with
+ * *line, *col (0 when absent) and *rest the message after the place; 0
+ * when msg starts with no place. The first ":LINE" after a file's name is
+ * taken, so a file name may hold colons. */
+static size_t place_of(const char *msg, unsigned long *line, unsigned long *col,
+                       const char **rest)
+{
+    for (const char *c = strchr(msg, ':'); c; c = strchr(c + 1, ':')) {
+        if (c == msg || c[1] < '0' || c[1] > '9')
+            continue;
+        char *end;
+        *line = strtoul(c + 1, &end, 10);
+        *col = 0;
+        if (end[0] == ':' && end[1] >= '0' && end[1] <= '9')
+            *col = strtoul(end + 1, &end, 10);
+        if (end[0] != ':' || end[1] != ' ')
+            continue;
+        char file[4096];
+        size_t n = (size_t)(c - msg);
+        struct stat sb;
+        if (n >= sizeof file)
+            return 0;
+        memcpy(file, msg, n);
+        file[n] = '\0';
+        if (strcmp(file, "<stdin>") != 0 && (stat(file, &sb) != 0 || S_ISDIR(sb.st_mode)))
+            return 0;
+        *rest = end + 2;
+        return n;
+    }
+    return 0;
+}
+
+/* Prints the error line from fmt and ap: "syncsim CMD: message", or, for a
+ * message about a place in a file (a syntax error), that place first, as
+ * compilers print it, so that editors and compilation modes jump there:
+ * "FILE:LINE:COL: error: message (syncsim CMD)" (column 1 when the message
+ * names none). A message that already starts with "CMD: " (a library's
+ * error that names its operation the way the command is named, e.g.
+ * "merge: ...") is not prefixed twice. */
+static char last_error[4600];
+
+const char *cli_last_error(void)
+{
+    return last_error;
+}
+
 static void error_line(const char *cmd, const char *fmt, va_list ap)
 {
     char msg[4096];
@@ -117,7 +163,15 @@ static void error_line(const char *cmd, const char *fmt, va_list ap)
     const char *m = strncmp(msg, cmd, n) == 0 && msg[n] == ':' && msg[n + 1] == ' '
                         ? msg + n + 2
                         : msg;
-    fprintf(stderr, "syncsim %s: %s\n", cmd, m);
+    unsigned long line, col;
+    const char *rest;
+    size_t file_len = place_of(m, &line, &col, &rest);
+    if (file_len)
+        snprintf(last_error, sizeof last_error, "%.*s:%lu:%lu: error: %s (syncsim %s)",
+                 (int)file_len, m, line, col ? col : 1, rest, cmd);
+    else
+        snprintf(last_error, sizeof last_error, "syncsim %s: %s", cmd, m);
+    fprintf(stderr, "%s\n", last_error);
 }
 
 int cli_error(const char *cmd, const char *fmt, ...)
@@ -271,6 +325,25 @@ int cli_run_resolve(const char *cmd, const char *path, int64_t *run)
     return rc;
 }
 
+/* A command's help, and where the documents it names (docs/X.md) are for
+ * this copy: an installed one has them under PREFIX/share/doc/syncsim. */
+static void print_help(const command *c)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&buf, &len);
+    if (!mem) {
+        c->help(stdout);
+        return;
+    }
+    c->help(mem);
+    fclose(mem);
+    fputs(buf, stdout);
+    if (strstr(buf, "docs/"))
+        printf("\nThe docs/ named above are in %s\n", cli_doc(""));
+    free(buf);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -291,7 +364,7 @@ int main(int argc, char **argv)
         const command *c = find_command(argv[2]);
         if (!c)
             return unknown_command("syncsim help", argv[2]);
-        c->help(stdout);
+        print_help(c);
         return 0;
     }
     const command *c = find_command(name);
@@ -299,9 +372,11 @@ int main(int argc, char **argv)
         return unknown_command("syncsim", name);
     for (int i = 2; i < argc; i++)
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            c->help(stdout);
+            print_help(c);
             return 0;
         }
+    if (cli_progress_env_check() != 0)
+        return 2;
     optind = 0; /* glibc: fully reinitialise getopt for the subcommand */
     return c->run(argc - 1, argv + 1);
 }

@@ -10,21 +10,35 @@
  *                  47% 1234567/2600000 statements, 5.1 s, ETA 5.7 s" --
  *                  from one second in (shorter work shows nothing; from
  *                  one interval in when $SYNCSIM_PROGRESS_MS is set), five
- *                  times a second, erased at the end;
+ *                  times a second, erased at the end. It fits the
+ *                  terminal's width (TIOCGWINSZ, else $COLUMNS, else 80),
+ *                  asked at every redraw: a line that wrapped would leave
+ *                  a stale line behind at each redraw. Where the width is
+ *                  short, the bar goes first, then the counts; the
+ *                  percentage and the ETA stay;
  *   otherwise      (a log, a pipe) a line every interval, the first once
  *                  one interval has passed -- "syncsim check: 1234567 of
  *                  2600000 statements (47%), 5.0 s, ETA 5.6 s" -- and one
  *                  last line with the total if any line was printed.
  *
- * Work that cannot be counted from here (a simulation, the minimiser, a
- * report) gives no unit: its lines say "working, 35.0 s" and at the end
- * "done, 36.2 s", so that a log is never silent for long.
+ * Every long command counts against a total, so that it has an ETA: check,
+ * import and merge the statements of a database's run, or the lines of a
+ * text trace (cli_progress_source: the line of the last statement read,
+ * of the file's lines); a simulation its ops, the minimiser its
+ * candidates, a report the statements of its passes. Work with no unit
+ * says only "working, 35.0 s" and at the end "done, 36.2 s", so that a
+ * log is never silent for long. A total that is only an estimate (merge's
+ * text inputs count lines, not statements) shows no count of it at the
+ * end.
  *
  * The interval is 5 s, or $SYNCSIM_PROGRESS_MS milliseconds when set.
  * $SYNCSIM_PROGRESS=bar|lines|off chooses the form whatever standard error
- * is. The ETA is the time so far scaled by what is left, shown once 1 % is
- * done; with no total there is no percentage and no ETA, only the count
- * and the rate.
+ * is; any other value, or an interval that is not a whole number of
+ * milliseconds from 1 to 86400000, is refused before the command runs
+ * (cli_progress_env_check). The ETA is the time so far scaled by what is
+ * left, shown once 1 % is done; with no total there is no percentage and
+ * no ETA, only the count and the rate. Results go to standard output only
+ * after cli_progress_end has erased the bar.
  */
 #include "cli.h"
 
@@ -32,6 +46,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -45,6 +60,9 @@ struct cli_progress {
     _Atomic uint64_t done, total;
     _Atomic unsigned pass;
     bool shown;                 /* a line or the bar was printed */
+    bool estimate;              /* total is an estimate: no "of TOTAL" at the end */
+    bool by_line;               /* done is the line of the last statement read */
+    uint32_t last_line;         /* by_line: the reading thread's, until published */
     bool stop;
     pthread_mutex_t lock;
     pthread_cond_t wake;
@@ -81,45 +99,97 @@ static void fmt_time(char *buf, size_t cap, double s)
         snprintf(buf, cap, "%d h %02d min", (int)s / 3600, (int)s % 3600 / 60);
 }
 
+/* The width of the terminal on standard error: TIOCGWINSZ, else $COLUMNS,
+ * else 80. */
+static int columns(void)
+{
+    struct winsize ws;
+    if (ioctl(2, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+        return ws.ws_col;
+    const char *c = getenv("COLUMNS");
+    unsigned long long n;
+    if (c && cli_parse_u64(c, &n) == 0 && n > 0 && n < 10000)
+        return (int)n;
+    return 80;
+}
+
+/* The bar: "CMD: [####    ] 47% 1234567/2600000 statements, 5.1 s, ETA 5.7 s"
+ * in fewer than `width` columns into buf: as the width asks, the bar is
+ * narrowed, then left out, then the counts, then the time so far; the
+ * percentage and the ETA stay (cut only on a terminal too narrow even for
+ * them). */
+static void bar_line(char *buf, size_t cap, int width, const char *head, int pct,
+                     const char *counts, const char *took, const char *eta)
+{
+    for (int form = 0; form < 4; form++) {
+        bool with_bar = form == 0, with_counts = form <= 1, with_took = form <= 2;
+        char tail[256];
+        snprintf(tail, sizeof tail, "%3d%%%s%s%s%s%s", pct, with_counts ? " " : "",
+                 with_counts ? counts : "", with_took ? ", " : "", with_took ? took : "", eta);
+        if (with_bar) {
+            int room = width - 1 - (int)strlen(head) - (int)strlen(tail) - 3;  /* "[" "] " */
+            if (room < 5)
+                continue;
+            int w = room < 30 ? room : 30, fill = pct * w / 100;
+            snprintf(buf, cap, "%s[%.*s%*s] %s", head, fill, "##############################",
+                     w - fill, "", tail);
+            break;
+        }
+        snprintf(buf, cap, "%s%s", head, tail);
+        if ((int)strlen(buf) < width)
+            break;
+    }
+    if (width > 1 && strlen(buf) >= (size_t)width)
+        buf[width - 1] = '\0';
+}
+
 static void print_state(cli_progress *p, bool last)
 {
     uint64_t done = atomic_load(&p->done), total = atomic_load(&p->total);
     unsigned pass = atomic_load(&p->pass);
     double elapsed = (double)(mono_ns() - p->t0) / 1e9;
-    char took[32], eta[64] = "", pass_s[24] = "";
+    char took[32], eta[64] = "", head[96];
     fmt_time(took, sizeof took, elapsed);
+    snprintf(head, sizeof head, "syncsim %s: ", p->cmd);
     if (pass > 1)
-        snprintf(pass_s, sizeof pass_s, "pass %u: ", pass);
+        snprintf(head + strlen(head), sizeof head - strlen(head), "pass %u: ", pass);
     if (total && done < total && done * 100 >= total && !last) {
         char left[32];
         fmt_time(left, sizeof left, elapsed * (double)(total - done) / (double)done);
         snprintf(eta, sizeof eta, ", ETA %s", left);
     }
+    int pct = total ? (int)(done >= total ? 100 : done * 100 / total) : 0;
+    if (p->estimate && pct == 100 && !last)
+        pct = 99;               /* an estimate's end is not known */
     if (!p->unit[0]) {
         /* nothing counted: the work only says it goes on */
         if (p->bar)
-            fprintf(stderr, "\rsyncsim %s: working, %s\033[K", p->cmd, took);
+            fprintf(stderr, "\r%sworking, %s\033[K", head, took);
         else
-            fprintf(stderr, "syncsim %s: %s, %s\n", p->cmd, last ? "done" : "working", took);
+            fprintf(stderr, "%s%s, %s\n", head, last ? "done" : "working", took);
     } else if (p->bar) {
-        enum { WIDTH = 30 };
-        int fill = total ? (int)(done >= total ? WIDTH : done * WIDTH / total) : 0;
+        char counts[96], line[512];
         if (total)
-            fprintf(stderr, "\rsyncsim %s: %s[%.*s%*s] %3d%% %llu/%llu %s, %s%s\033[K", p->cmd,
-                    pass_s, fill, "##############################", WIDTH - fill, "",
-                    (int)(done >= total ? 100 : done * 100 / total), (unsigned long long)done,
-                    (unsigned long long)total, p->unit, took, eta);
+            snprintf(counts, sizeof counts, "%llu/%llu %s", (unsigned long long)done,
+                     (unsigned long long)total, p->unit);
         else
-            fprintf(stderr, "\rsyncsim %s: %s%llu %s, %s\033[K", p->cmd, pass_s,
-                    (unsigned long long)done, p->unit, took);
-    } else if (total) {
-        fprintf(stderr, "syncsim %s: %s%s%llu of %llu %s (%d%%), %s%s\n", p->cmd, pass_s,
-                last ? "done, " : "", (unsigned long long)done, (unsigned long long)total,
-                p->unit, (int)(done >= total ? 100 : done * 100 / total), took, eta);
+            snprintf(counts, sizeof counts, "%llu %s", (unsigned long long)done, p->unit);
+        if (total) {
+            bar_line(line, sizeof line, columns(), head, pct, counts, took, eta);
+        } else {
+            snprintf(line, sizeof line, "%s%s, %s", head, counts, took);
+            int width = columns();
+            if (width > 1 && strlen(line) >= (size_t)width)
+                line[width - 1] = '\0';
+        }
+        fprintf(stderr, "\r%s\033[K", line);
+    } else if (total && !(last && p->estimate)) {
+        fprintf(stderr, "%s%s%llu of %llu %s (%d%%), %s%s\n", head, last ? "done, " : "",
+                (unsigned long long)done, (unsigned long long)total, p->unit, pct, took, eta);
     } else {
-        fprintf(stderr, "syncsim %s: %s%s%llu %s, %s (%.0f/s)\n", p->cmd, pass_s,
-                last ? "done, " : "", (unsigned long long)done, p->unit, took,
-                elapsed > 0 ? (double)done / elapsed : 0.0);
+        fprintf(stderr, "%s%s%llu %s, %s (%.0f/s)%s\n", head, last ? "done, " : "",
+                (unsigned long long)done, p->unit, took, elapsed > 0 ? (double)done / elapsed : 0.0,
+                eta);
     }
     fflush(stderr);
     p->shown = true;
@@ -128,10 +198,11 @@ static void print_state(cli_progress *p, bool last)
 /* Adds the statements counted since the last publication to `done`. */
 static void publish(cli_progress *p)
 {
-    if (p->unpublished) {
+    if (p->by_line)
+        atomic_store_explicit(&p->done, p->last_line, memory_order_relaxed);
+    else if (p->unpublished)
         atomic_fetch_add_explicit(&p->done, p->unpublished, memory_order_relaxed);
-        p->unpublished = 0;
-    }
+    p->unpublished = 0;
 }
 
 static void *ticker(void *arg)
@@ -163,6 +234,24 @@ static void *ticker(void *arg)
     return NULL;
 }
 
+int cli_progress_env_check(void)
+{
+    const char *form = getenv("SYNCSIM_PROGRESS");
+    if (form && strcmp(form, "bar") != 0 && strcmp(form, "lines") != 0 &&
+        strcmp(form, "off") != 0) {
+        fprintf(stderr, "syncsim: $SYNCSIM_PROGRESS is '%s'; expected bar, lines or off\n", form);
+        return 2;
+    }
+    const char *every = getenv("SYNCSIM_PROGRESS_MS");
+    unsigned long long ms;
+    if (every && (cli_parse_u64(every, &ms) != 0 || ms == 0 || ms > 86400000)) {
+        fprintf(stderr, "syncsim: $SYNCSIM_PROGRESS_MS is '%s'; expected milliseconds from 1 to "
+                        "86400000\n", every);
+        return 2;
+    }
+    return 0;
+}
+
 cli_progress *cli_progress_start(const char *cmd, const char *unit)
 {
     const char *form = getenv("SYNCSIM_PROGRESS");
@@ -176,10 +265,11 @@ cli_progress *cli_progress_start(const char *cmd, const char *unit)
     p->bar = form ? strcmp(form, "bar") == 0 : isatty(2);
     unsigned long long ms = 5000;
     const char *every = getenv("SYNCSIM_PROGRESS_MS");
-    if (every && (cli_parse_u64(every, &ms) != 0 || ms == 0 || ms > 86400000))
-        ms = 5000;
-    else if (every)
+    /* cli_progress_env_check refused a bad value before the command ran */
+    if (every && cli_parse_u64(every, &ms) == 0 && ms > 0 && ms <= 86400000)
         p->interval_set = true;
+    else
+        ms = 5000;
     p->every_ns = (int64_t)ms * 1000000;
     p->t0 = mono_ns();
     atomic_store(&p->pass, 1);
@@ -202,6 +292,23 @@ void cli_progress_total(cli_progress *p, uint64_t total)
 {
     if (p)
         atomic_store(&p->total, total);
+}
+
+void cli_progress_estimate(cli_progress *p, uint64_t total)
+{
+    if (p) {
+        p->estimate = true;
+        atomic_store(&p->total, total);
+    }
+}
+
+void cli_progress_callback(void *ctx, uint64_t done, uint64_t total)
+{
+    cli_progress *p = ctx;
+    if (p) {
+        atomic_store(&p->total, total);
+        atomic_store(&p->done, done);
+    }
 }
 
 void cli_progress_set(cli_progress *p, uint64_t done)
@@ -242,6 +349,10 @@ static int counting_next(void *ctx, trace_stmt *out, trace_error *err)
 {
     cli_progress *p = ctx;
     int rc = p->inner->next(p->inner_ctx, out, err);
+    if (rc == 1 && p->by_line && out->line > p->last_line)
+        p->last_line = out->line;
+    else if (rc == 0 && p->by_line)
+        p->last_line = (uint32_t)atomic_load(&p->total);   /* the lines after the last one read too */
     if (rc == 1 && ++p->unpublished < PROGRESS_BATCH)
         return rc;
     publish(p);                 /* a batch is full, or the input ended */
@@ -262,6 +373,7 @@ static int counting_rewind(void *ctx, trace_error *err)
     int rc = p->inner->rewind(p->inner_ctx, err);
     publish(p);
     if (rc == 0) {
+        p->last_line = 0;
         atomic_store(&p->done, 0);
         atomic_fetch_add(&p->pass, 1);
     }
@@ -307,4 +419,52 @@ void cli_progress_unwrap(cli_progress *p, trace_reader *r)
     r->iface = p->inner;
     r->ctx = p->inner_ctx;
     p->inner = NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* What a source holds, for a total.                                   */
+
+/* The lines of the text file at path (0 when it cannot be read). */
+static uint64_t count_lines(const char *path)
+{
+    FILE *f = strcmp(path, "-") != 0 ? fopen(path, "rb") : NULL;
+    if (!f)
+        return 0;
+    static char buf[1 << 16];
+    uint64_t n = 0;
+    size_t got, last = 0;
+    while ((got = fread(buf, 1, sizeof buf, f)) > 0) {
+        for (const char *q = buf; (q = memchr(q, '\n', (size_t)(buf + got - q))); q++)
+            n++;
+        last = got;
+    }
+    fclose(f);
+    return n + (last && buf[last - 1] != '\n');       /* a last line without its newline */
+}
+
+uint64_t cli_source_size(trace_source *src, bool *lines)
+{
+    *lines = false;
+    if (src->store)
+        return cli_source_statements(src);
+    if (src->format == &trace_format_text) {
+        *lines = true;
+        return count_lines(src->path);
+    }
+    return 0;
+}
+
+void cli_progress_source(cli_progress *p, trace_source *src)
+{
+    if (!p)
+        return;
+    bool lines;
+    uint64_t total = cli_source_size(src, &lines);
+    if (lines) {
+        /* a text trace: how far the reader is into its lines */
+        snprintf(p->unit, sizeof p->unit, "lines");
+        p->by_line = true;
+    }
+    atomic_store(&p->total, total);
+    cli_progress_reader(p, &src->reader);
 }

@@ -139,8 +139,8 @@ int sched_model_parse(const char *spec, sched_model_params *p, char *err, size_t
             break;
         }
         if (*val == '\0' || *end || v < 1 || v > (1L << 24)) {
-            snprintf(err, err_cap, "model '%s': %s must be a positive integer, got '%s'", spec, key,
-                     val);
+            snprintf(err, err_cap, "model '%s': %s takes a whole number from 1 to %ld, got '%s'",
+                     spec, key, 1L << 24, val);
             rc = -1;
             break;
         }

@@ -150,6 +150,8 @@ typedef struct cluster {
     uint32_t n_msgs, cap_msgs;
     trace_u64map inflight;  /* net transfer id -> what it is (xfer_tag) */
     uint64_t n_events_done, n_transfers;
+    uint64_t n_ops_done, n_work;        /* for o->progress: ops and ring steps done, of */
+    const sim_cluster_opts *o;
     int n_mb;               /* microbatches: buffers per rank */
     uint64_t act_bytes;     /* sizes for the trace's buffers */
     uint64_t grad_bytes;
@@ -842,6 +844,7 @@ static void finish_op(cluster *c, uint32_t op)
     cl_stream *s = &c->streams[2 * o->rank + o->stream];
     s->busy = false;
     s->pc++;
+    c->n_ops_done++;
     advance(c, 2 * o->rank + o->stream);
 }
 
@@ -861,6 +864,7 @@ static void ring_try(cluster *c, uint32_t k, uint32_t pos)
     if (r->done[pos] < s - 1 || r->done[prev] < s - 1 || r->started[pos] > r->done[pos])
         return;
     r->started[pos] = s;
+    c->n_ops_done++;                            /* a ring step counts as work done */
     if (s == steps) {
         if (--c->ops[r->pos_op[pos]].dur == 0)
             finish_op(c, r->pos_op[pos]);
@@ -894,6 +898,7 @@ static void advance(cluster *c, int stream)
             e->done = true;
             o->t1 = c->now;
             s->pc++;
+            c->n_ops_done++;
             if (e->waiter >= 0)
                 push(c, c->now + sim_cost_unblock(c->m, TRACE_WAIT, false), EV_OP_DONE,
                      (uint32_t)e->waiter, 0);
@@ -928,6 +933,7 @@ static void advance(cluster *c, int stream)
             if (mg->arrived) {
                 o->t1 = c->now;
                 s->pc++;
+                c->n_ops_done++;
                 continue;
             }
             s->busy = true;
@@ -996,6 +1002,8 @@ static int sim_loop(void *arg)
             c->now = ev.t;
         c->n_events_done++;
         on_event(c, &ev);
+        if (c->o->progress && (c->n_events_done & 4095) == 0)
+            c->o->progress(c->o->progress_ctx, c->n_ops_done, c->n_work);
     }
     return c->failed ? -1 : 0;
 }
@@ -1216,7 +1224,8 @@ int sim_cluster_run(sim_net *net, const sim_cluster_opts *o, sim_cluster_result 
     if (o->seed_bug && (!w.step || w.s.pp < 2))
         return snprintf(err, errlen, "seeded bug %s needs a step workload with pp >= 2 (a stage "
                         "that sends)", o->seed_bug), -1;
-    cluster c = { .net = net, .m = o->model, .n = net->n_gpus, .err = err, .errlen = errlen };
+    cluster c = { .net = net, .m = o->model, .n = net->n_gpus, .err = err, .errlen = errlen,
+                  .o = o };
     sim_engine_init(&c.heap);
     c.streams = calloc(2 * (size_t)c.n, sizeof *c.streams);
     int rc = -1;
@@ -1232,8 +1241,15 @@ int sim_cluster_run(sim_net *net, const sim_cluster_opts *o, sim_cluster_result 
         snprintf(err, errlen, "out of memory building the programs");
         goto done;
     }
+    /* the work: every op, and every step of every ring position (a big
+     * all-reduce is one op per GPU, and its steps are nearly all the time) */
+    c.n_work = c.n_ops;
+    for (uint32_t k = 0; k < c.n_colls; k++)
+        c.n_work += (uint64_t)c.colls[k].n * (uint64_t)c.colls[k].rings * (uint64_t)(2 * c.colls[k].n - 1);
     if ((net->iface->run ? net->iface->run(net, sim_loop, &c) : sim_loop(&c)) != 0)
         goto done;
+    if (o->progress)
+        o->progress(o->progress_ctx, c.n_ops_done, c.n_work);
     /* Every stream ran to its end, or the programs hang (a bug of this file). */
     for (int st = 0; st < 2 * c.n; st++)
         if (c.streams[st].pc < c.streams[st].n) {

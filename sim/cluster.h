@@ -24,6 +24,11 @@ typedef struct sim_cluster_opts {
     const sim_model *model;         /* kernel prices and collective overheads (cost.c) */
     const char *trace_path;         /* NULL: no trace; else a database to add a run to */
     const char *seed_bug;           /* NULL, or one of SIM_CLUSTER_BUGS */
+    /* Called now and then while the programs run, with the work done and
+     * all of it -- every op of every program, and every step of every ring
+     * position of a collective -- for a progress bar. NULL: none. */
+    void (*progress)(void *ctx, uint64_t done, uint64_t total);
+    void *progress_ctx;
 } sim_cluster_opts;
 
 typedef struct sim_cluster_result {

@@ -55,6 +55,7 @@ extern "C" {
 #include <utility>
 #include <vector>
 #include <dirent.h>
+#include <sys/stat.h>
 
 namespace sg4 = simgrid::s4u;
 
@@ -110,6 +111,14 @@ std::string shipped_list(const std::string &dir)
 /* The file a platform name means, or "" with the reason in err. */
 std::string resolve(const sim_net *n, const std::string &name, char *err, size_t errlen)
 {
+    struct stat sb;
+    if (stat(name.c_str(), &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        /* SimGrid's parser says only "input in flex scanner failed" */
+        say(err, errlen,
+            "simgrid: '" + name + "' is a directory, not a platform file (its .xml files: " +
+                shipped_list(name) + ")");
+        return "";
+    }
     if (access(name.c_str(), R_OK) == 0)
         return name;
     std::string dir = platforms_dir(n);

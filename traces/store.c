@@ -13,10 +13,17 @@
  *                              as ours; 'schema_version' = '3'. Also
  *                              PRAGMA application_id = 0x53594e43 ("SYNC")
  *                              and user_version = 3 for file(1) and friends.
+ *                              'last_run': the highest id a deleted run had
+ *                              (absent until a run is deleted): a new run's
+ *                              id is above it and above every run's, so an
+ *                              id is never given twice.
  *   kinds(id, word)            statement kind numbers -> verbs (op, copy, ...)
  *   runs(id, name, source, status, created, n_stmts, n_queues, n_buffers,
  *        body_version)         status is 'recording' until the producer
- *                              closed the run, then 'complete'. Counts are
+ *                              closed the run, then 'complete'; while it
+ *                              writes, the producer holds the run's lock
+ *                              (store_owner.c), which a run whose producer
+ *                              died has lost. Counts are
  *                              updated in the same transaction as the rows
  *                              they count, so a run killed mid-way reports
  *                              exactly what it holds. body_version: where
@@ -847,6 +854,7 @@ void trace_store_close(trace_store *st)
         return;
     if (st->db)
         sqlite3_close_v2(st->db);
+    store_release_runs(st);
     free(st->path);
     free(st);
 }
@@ -904,6 +912,7 @@ static int query_runs(trace_store *st, const char *where, int64_t arg, trace_run
         ri->n_buffers = (uint32_t)sqlite3_column_int64(q, 7);
         if (!ri->name || !ri->source || !ri->status)
             goto nomem;
+        ri->live = strcmp(ri->status, "recording") == 0 && store_run_live(st, ri->id);
     }
     sqlite3_finalize(q);
     if (rc != SQLITE_DONE) {
@@ -925,6 +934,27 @@ int trace_store_runs(trace_store *st, trace_run_info **out, size_t *n, trace_err
     return query_runs(st, "1", 0, out, n, err);
 }
 
+int trace_store_no_run(trace_store *st, const char *what, trace_error *err)
+{
+    char ids[160] = "";
+    size_t len = 0, shown = 0;
+    sqlite3_stmt *q = NULL;
+    if (sqlite3_prepare_v2(st->db, "SELECT id FROM runs ORDER BY id", -1, &q, NULL) == SQLITE_OK)
+        while (sqlite3_step(q) == SQLITE_ROW && len < sizeof ids) {
+            if (shown == 12) {
+                snprintf(ids + len, sizeof ids - len, ", ...");
+                break;
+            }
+            len += (size_t)snprintf(ids + len, sizeof ids - len, "%s%lld", shown ? ", " : "",
+                                    (long long)sqlite3_column_int64(q, 0));
+            shown++;
+        }
+    sqlite3_finalize(q);
+    trace_error_set(err, TRACE_ENORUN, "%s: no run %s (%s%s)", st->path, what,
+                    shown ? "its runs: " : "it holds none", ids);
+    return -1;
+}
+
 int trace_store_run(trace_store *st, int64_t run, trace_run_info **out, trace_error *err)
 {
     size_t n = 0;
@@ -934,7 +964,9 @@ int trace_store_run(trace_store *st, int64_t run, trace_run_info **out, trace_er
         return 0;
     trace_run_info_free(*out, n);
     *out = NULL;
-    return trace_error_set(err, TRACE_ENORUN, "%s: no run %lld", st->path, (long long)run), -1;
+    char what[32];
+    snprintf(what, sizeof what, "%lld", (long long)run);
+    return trace_store_no_run(st, what, err);
 }
 
 int trace_store_rename_run(trace_store *st, int64_t run, const char *name, trace_error *err)
@@ -1008,19 +1040,46 @@ static int delete_run_rows(trace_store *st, int64_t run, trace_error *err)
     return rc == SQLITE_DONE ? 0 : store_fail(st, rc, "runs", "deleting a run", err);
 }
 
+/* Raises meta 'last_run' to run (the high-water mark of deleted ids). */
+static int keep_last_run(trace_store *st, int64_t run, trace_error *err)
+{
+    sqlite3_stmt *q = NULL;
+    int rc = sqlite3_prepare_v2(st->db,
+                                "INSERT OR REPLACE INTO meta VALUES('last_run', CAST(max(?1,"
+                                " coalesce((SELECT CAST(value AS INTEGER) FROM meta"
+                                " WHERE key = 'last_run'), 0)) AS TEXT))",
+                                -1, &q, NULL);
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_int64(q, 1, run);
+        rc = sqlite3_step(q);
+    }
+    sqlite3_finalize(q);
+    return rc == SQLITE_DONE ? 0 : store_fail(st, rc, "meta", "deleting a run", err);
+}
+
 int trace_store_delete_run(trace_store *st, int64_t run, trace_error *err)
 {
-    trace_run_info *ri = NULL;
-    if (trace_store_run(st, run, &ri, err) != 0)
-        return -1;
-    trace_run_info_free(ri, 1);
+    /* looked up inside the transaction: no producer can add rows between */
     if (store_exec(st, "BEGIN IMMEDIATE", NULL, err) != 0)
         return -1;
-    if (delete_run_rows(st, run, err) != 0) {
-        sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
-        return -1;
+    trace_run_info *ri = NULL;
+    if (trace_store_run(st, run, &ri, err) != 0)
+        goto fail;
+    bool live = ri->live;
+    trace_run_info_free(ri, 1);
+    if (live) {
+        trace_error_set(err, TRACE_EBUSY,
+                        "%s: run %lld is being written: the process recording it is alive and "
+                        "holds the run's lock",
+                        st->path, (long long)run);
+        goto fail;
     }
+    if (delete_run_rows(st, run, err) != 0 || keep_last_run(st, run, err) != 0)
+        goto fail;
     return store_exec(st, "COMMIT", NULL, err);
+fail:
+    sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+    return -1;
 }
 
 void trace_run_info_free(trace_run_info *runs, size_t n)
@@ -1092,8 +1151,7 @@ int64_t store_resolve_run(trace_store *st, int64_t run, trace_error *err)
     if (run <= 0) {
         int64_t id = trace_store_latest_run(st);
         if (id < 0)
-            trace_error_set(err, TRACE_ENORUN, "%s: table runs: the database holds no run",
-                            st->path);
+            trace_store_no_run(st, "to read", err);
         return id;
     }
     sqlite3_stmt *q = NULL;
@@ -1107,16 +1165,19 @@ int64_t store_resolve_run(trace_store *st, int64_t run, trace_error *err)
         return run;
     if (rc != SQLITE_DONE)
         return store_fail(st, rc, "runs", NULL, err);
-    trace_error_set(err, TRACE_ENORUN, "%s: table runs: no run %lld", st->path, (long long)run);
-    return -1;
+    char what[32];
+    snprintf(what, sizeof what, "%lld", (long long)run);
+    return trace_store_no_run(st, what, err);
 }
 
 int64_t store_new_run(trace_store *st, const char *name, const char *source, trace_error *err)
 {
     sqlite3_stmt *q = NULL;
     int rc = sqlite3_prepare_v2(st->db,
-                                "INSERT INTO runs(name, source, status, created, body_version)"
-                                " VALUES(?1, ?2, 'recording', ?3, ?4)",
+                                "INSERT INTO runs(id, name, source, status, created, body_version)"
+                                " VALUES(max(coalesce((SELECT max(id) FROM runs), 0),"
+                                " coalesce((SELECT CAST(value AS INTEGER) FROM meta"
+                                " WHERE key = 'last_run'), 0)) + 1, ?1, ?2, 'recording', ?3, ?4)",
                                 -1, &q, NULL);
     if (rc != SQLITE_OK)
         return store_fail(st, rc, "runs", NULL, err);
@@ -1133,7 +1194,7 @@ int64_t store_new_run(trace_store *st, const char *name, const char *source, tra
         trace_error_set(err, TRACE_EDB, "%s: table runs: run ids exhausted", st->path);
         return -1;
     }
-    return id;
+    return store_claim_run(st, id, err) == 0 ? id : -1;
 }
 
 void store_remove_files(const char *path)
@@ -1793,5 +1854,14 @@ int store_writer_run_row(store_writer *w, const char *status, trace_error *err)
     sqlite3_bind_int64(q, 4, w->n_buffers);
     if (status)
         sqlite3_bind_text(q, 5, status, -1, SQLITE_STATIC);
-    return step_reset(w, q, "runs", err);
+    if (step_reset(w, q, "runs", err) != 0)
+        return -1;
+    /* the row is gone: the run was deleted under its producer (by a syncsim
+     * without run locks, or by hand); its rows must not outlive it */
+    if (sqlite3_changes(w->st->db) == 0)
+        return trace_error_set(err, TRACE_EBUSY,
+                               "%s: table runs: run %lld was deleted while it was being "
+                               "written; nothing more of it is written",
+                               w->st->path, (long long)w->run), -1;
+    return 0;
 }

@@ -222,9 +222,14 @@ int trace_store_save_check(trace_store *st, int64_t run, const trace *t,
                                st->path),
                -1;
     sqlite3_stmt *qc = NULL, *qf = NULL, *qp = NULL;
-    run = store_resolve_run(st, run, err);
-    if (run < 0 || store_exec(st, "BEGIN IMMEDIATE", "checks", err) != 0)
+    /* the run is looked up inside the transaction: a run deleted meanwhile
+     * gets no findings that would outlive it */
+    if (store_exec(st, "BEGIN IMMEDIATE", "checks", err) != 0)
         return -1;
+    if ((run = store_resolve_run(st, run, err)) < 0) {
+        sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+        return -1;
+    }
     int rc;
     char sql[160];
     snprintf(sql, sizeof sql,

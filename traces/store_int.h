@@ -201,8 +201,21 @@ void store_reader_adopt(trace_reader *r);
  * database this process created and could not fill). */
 void store_remove_files(const char *path);
 
-/* Inserts a new run row in status 'recording'; returns its id or -1. */
+/* Inserts a new run row in status 'recording', inside the caller's
+ * transaction, and claims the run for st (store_claim_run) before the
+ * caller commits. Its id is above every id the database ever gave (meta
+ * 'last_run' keeps the highest a deleted run had), so a deleted run's id is
+ * never given again. Returns the id or -1. */
 int64_t store_new_run(trace_store *st, const char *name, const char *source, trace_error *err);
+
+/* Run ownership (store_owner.c, whose head comment is the design): a
+ * producer's lock on the run it writes. store_claim_run locks run for st
+ * (0, or -1 with err); store_release_runs gives back every run st claimed
+ * (trace_store_close does); store_run_live says whether another process,
+ * or another store of this one, holds run's lock now. */
+int store_claim_run(trace_store *st, int64_t run, trace_error *err);
+void store_release_runs(trace_store *st);
+bool store_run_live(trace_store *st, int64_t run);
 
 /* Graph rows, for the recorder's writer (inside its transaction). */
 int store_put_graph_node(trace_store *st, int64_t run, const trace_graph_node *n, trace_error *err);

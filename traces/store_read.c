@@ -980,14 +980,20 @@ static int open_reader(trace_store *st, bool owns_store, bool lazy, int64_t run,
     r->ctx = sr;
     r->owns_trace = true;
     r->trace = sr->t = trace_new();
-    r->source = strdup(st->path);
-    if (!sr->t || !r->source) {
+    if (!sr->t) {
         trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", st->path);
         goto fail;
     }
     sr->run = store_resolve_run(st, run, err);
     if (sr->run < 0)
         goto fail;
+    /* messages name the run, not only the file: two runs of one database
+     * (merge --run 1 d.db --run 2 d.db) are told apart */
+    if (asprintf(&r->source, "%s (run %lld)", st->path, (long long)sr->run) < 0) {
+        r->source = NULL;
+        trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", st->path);
+        goto fail;
+    }
     int bv = store_body_version(st, sr->run);
     sr->body_shift = STORE_BODY_SHIFT(bv);
     /* label arguments come with label templates (a later body layout) */

@@ -60,7 +60,8 @@
     X(ECORRUPT, "corrupt or truncated database")                         \
     X(ENORUN, "no such run")                                             \
     X(EUSAGE, "invalid argument")                                        \
-    X(EDB, "database error")
+    X(EDB, "database error")                                             \
+    X(EBUSY, "run being written")
 
 typedef enum {
 #define TRACE_STATUS_ENUM(name, msg) TRACE_##name,
@@ -818,6 +819,8 @@ typedef struct trace_run_info {
     uint64_t n_stmts;
     uint32_t n_queues, n_buffers;
     int64_t created;        /* unix seconds */
+    bool live;              /* "recording" and its producer is alive: it holds the run's
+                             * lock (traces/store_owner.c), so the run is being written */
 } trace_run_info;
 
 typedef struct trace_store trace_store;
@@ -870,7 +873,9 @@ void trace_run_info_free(trace_run_info *runs, size_t n);
 int trace_store_rename_run(trace_store *st, int64_t run, const char *name, trace_error *err);
 /* Deletes run `run` and everything of it (statements, metadata, checks,
  * findings, its graph: every table with a `run` column), in one
- * transaction. Its id may be given to the next run. 0, or -1 with err. */
+ * transaction. A run being written (live: its producer holds its lock) is
+ * not deleted: -1 with TRACE_EBUSY. Its id is never given to another run.
+ * 0, or -1 with err. */
 int trace_store_delete_run(trace_store *st, int64_t run, trace_error *err);
 /* The id of the latest run, or -1 when the database has none. */
 int64_t trace_store_latest_run(trace_store *st);
@@ -883,6 +888,10 @@ typedef struct trace_derived_run {
 } trace_derived_run;
 int trace_store_derived(trace_store *st, int64_t run, trace_derived_run **out, size_t *n,
                         trace_error *err);
+/* The one wording of a run that is not there, in err (ENORUN): "DB: no run
+ * WHAT (its runs: 1, 2, 3)", or "(it holds none)"; WHAT is "7", "named
+ * 'x'", ... Returns -1. */
+int trace_store_no_run(trace_store *st, const char *what, trace_error *err);
 /* One run's row, as a one-element array (free with trace_run_info_free(*out,
  * 1)). Returns 0, or -1 with err (ENORUN when there is no such run). */
 int trace_store_run(trace_store *st, int64_t run, trace_run_info **out, trace_error *err);

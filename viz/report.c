@@ -579,6 +579,8 @@ int viz_report_write(const char *db, const viz_report_opts *o, const char *out_p
     const trace *t = src.reader.trace;
     if (trace_store_run(st, run, &info, err) != 0)
         goto done;
+    if (o && o->watch)
+        o->watch(o->watch_ctx, &src.reader, info->n_stmts);
     viz_timeline_opts to = { .from = TRACE_TIME_NONE, .to = TRACE_TIME_NONE };
     if (!(o && o->no_timeline) && !(tl = viz_timeline_new(&to))) {
         trace_error_set(err, TRACE_ENOMEM, "out of memory");

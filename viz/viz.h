@@ -184,6 +184,12 @@ int viz_timeline_render(const viz_timeline *tl, const char *format, const char *
 typedef struct viz_report_opts {
     int64_t run;            /* 0: the latest */
     bool no_timeline;       /* leave the timeline out (no gnuplot needed) */
+    /* Called with the run's reader once it is open, before anything reads
+     * it, and the run's statements (a progress bar wraps it to count what
+     * the report's passes read; the reader is closed with the run). NULL:
+     * none. */
+    void (*watch)(void *ctx, trace_reader *r, uint64_t n_stmts);
+    void *watch_ctx;
 } viz_report_opts;
 
 /* Writes one self-contained HTML page about run o->run of the database at

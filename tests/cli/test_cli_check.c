@@ -102,7 +102,7 @@ static void test_cli_check_rejects_invalid_utf8(void **state)
                                   "h op \"caf\xe9\" w:X\n"),
                      0);
     assert_int_equal(tmpdir_sh(f, out, sizeof out, "%s check --json bad.trace", SYNCSIM_BINARY), 2);
-    assert_non_null(strstr(out, "bad.trace:4:10: invalid UTF-8 (byte 0xe9)"));
+    assert_non_null(strstr(out, "bad.trace:4:10: error: invalid UTF-8 (byte 0xe9)"));
 }
 
 /* Two queues that arrived at a generation a third never reaches wait for

@@ -109,6 +109,17 @@ static void test_cli_cluster_errors(void **state)
         if (rc != 2 || !strstr(out, bad[i].says) || !strstr(out, "syncsim cluster: "))
             fail_msg("%s: exit %d, '%s' does not say '%s'", bad[i].args, rc, out, bad[i].says);
     }
+    /* a folder given as a SimGrid platform: one line that says so (SimGrid's
+     * parser said only "input in flex scanner failed") */
+    char out[4096];
+    if (tmpdir_sh(f, out, sizeof out, "%s cluster --help | grep -q 'Engines in this build: "
+                                      "builtin, simgrid'", SYNCSIM_BINARY) == 0) {
+        assert_int_equal(tmpdir_sh(f, out, sizeof out, "mkdir -p plat && %s cluster --network "
+                                   "simgrid:plat --workload allreduce:bytes=1M", SYNCSIM_BINARY),
+                         2);
+        assert_string_equal(out, "syncsim cluster: simgrid: 'plat' is a directory, not a platform "
+                                 "file (its .xml files: none)\n");
+    }
 }
 
 static void test_cli_cluster_help(void **state)

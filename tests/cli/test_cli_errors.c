@@ -77,6 +77,12 @@ static void test_cli_errors_name_the_limit(void **state)
                      2);
     assert_non_null(strstr(out, "syncsim run: --prompt expects a count from 0 to 1000000, got "
                                 "'1000000000000'"));
+    /* a model key past its limit: the limit, not "not a positive integer" */
+    assert_int_equal(tmpdir_sh(f, out, sizeof out, "%s run --model llama:n_layer=99999999",
+                               SYNCSIM_BINARY),
+                     2);
+    assert_non_null(strstr(out, "n_layer takes a whole number from 1 to 16777216, got "
+                                "'99999999'"));
 }
 
 /* A library error that names its operation as the command is named
@@ -96,7 +102,7 @@ static void test_cli_errors_no_doubled_command(void **state)
         0);
     assert_int_equal(tmpdir_sh(f, out, sizeof out, "%s merge a.db b.db -o j.db", SYNCSIM_BINARY),
                      2);
-    assert_string_equal(out, "syncsim merge: a.db and b.db are both rank 0\n");
+    assert_string_equal(out, "syncsim merge: a.db (run 1) and b.db (run 1) are both rank 0\n");
 }
 
 /* A database error names the file and the table once ("table meta: :

@@ -52,8 +52,10 @@ static void test_cli_findings_compiler_style_lines(void **state)
     assert_non_null(strstr(out, "racy.trace: 1 finding in 2 statements (race 1)\n"));
 }
 
-/* A database names its statements by seq: DB:seq N. */
-static void test_cli_findings_database_names_the_seq(void **state)
+/* A database shows its findings at the lines of the text trace it was
+ * imported from, as the text itself does; with that file gone, at line 1
+ * of the database, each statement named by its seq. */
+static void test_cli_findings_database_at_its_source(void **state)
 {
     fixture *f = *state;
     char out[4096];
@@ -61,10 +63,23 @@ static void test_cli_findings_database_names_the_seq(void **state)
     assert_int_equal(tmpdir_sh(f, out, sizeof out, "%s import racy.trace -o r.db && %s check r.db",
                                SYNCSIM_BINARY, SYNCSIM_BINARY),
                      1);
-    assert_non_null(strstr(out, "r.db:seq 1: error: race: RAW race on X[0:8]"));
-    assert_non_null(strstr(out, "r.db:seq 1: note: fix: add \"h sync s\" before use\n"));
-    assert_non_null(strstr(out, "r.db:seq 0: note: the other access (s)\n"));
+    assert_non_null(strstr(out, "racy.trace:6:1: error: race: RAW race on X[0:8]: fill (s) and "
+                                "use (h) are not ordered\n"));
+    assert_non_null(strstr(out, "racy.trace:6:1: note: fix: add \"h sync s\" before use\n"));
+    assert_non_null(strstr(out, "racy.trace:5:1: note: the other access (s)\n"));
     assert_non_null(strstr(out, "r.db (run 1): 1 finding in 2 statements (race 1)\n"));
+    /* from another directory: the path from there */
+    assert_int_equal(tmpdir_sh(f, out, sizeof out, "mkdir -p sub && cd sub && %s check ../r.db",
+                               SYNCSIM_BINARY),
+                     1);
+    assert_non_null(strstr(out, "/racy.trace:6:1: error: race:"));
+    assert_int_equal(tmpdir_sh(f, out, sizeof out, "mv racy.trace gone.trace && %s check r.db",
+                               SYNCSIM_BINARY),
+                     1);
+    assert_non_null(strstr(out, "r.db:1:1: error: race: RAW race on X[0:8]: fill (s) and use (h) "
+                                "are not ordered (seq 1)\n"));
+    assert_non_null(strstr(out, "r.db:1:1: note: fix: add \"h sync s\" before use\n"));
+    assert_non_null(strstr(out, "r.db:1:1: note: the other access (s, seq 0)\n"));
 }
 
 /* Several traces: each checked and reported, the exit status the worst
@@ -162,12 +177,12 @@ static void test_cli_findings_baseline(void **state)
     assert_int_equal(tmpdir_sh(f, out, sizeof out, "%s check racy.trace --baseline bad.txt",
                                SYNCSIM_BINARY),
                      2);
-    assert_non_null(strstr(out, "syncsim check: bad.txt:2: expected KIND FINGERPRINT"));
+    assert_non_null(strstr(out, "bad.txt:2:1: error: expected KIND FINGERPRINT"));
     assert_int_equal(tmpdir_write(f, "bad.txt", "race 0123456789abcdef\n"), 0);
     assert_int_equal(tmpdir_sh(f, out, sizeof out, "%s check racy.trace --baseline bad.txt",
                                SYNCSIM_BINARY),
                      2);
-    assert_non_null(strstr(out, "syncsim check: bad.txt:1: expected 'syncsim-baseline 1'"));
+    assert_non_null(strstr(out, "bad.txt:1:1: error: expected 'syncsim-baseline 1'"));
 }
 
 int main(void)
@@ -175,7 +190,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_cli_findings_compiler_style_lines, tmpdir_setup,
                                         tmpdir_teardown),
-        cmocka_unit_test_setup_teardown(test_cli_findings_database_names_the_seq, tmpdir_setup,
+        cmocka_unit_test_setup_teardown(test_cli_findings_database_at_its_source, tmpdir_setup,
                                         tmpdir_teardown),
         cmocka_unit_test_setup_teardown(test_cli_findings_several_traces_worst_status,
                                         tmpdir_setup, tmpdir_teardown),

@@ -68,7 +68,11 @@ static void test_cli_generate_usage_errors(void **state)
     } bad[] = {
         { "", "which scenario?" },
         { "ring", "unknown scenario 'ring'" },
-        { "nvfuser-ring --ranks 1", "--ranks must be 2 or more" },
+        /* one range, said once: it said "from 1 to 1024" and "2 or more" */
+        { "nvfuser-ring --ranks 1", "--ranks takes a number from 2 to 1024 (a ring needs two "
+                                    "ranks), not '1'" },
+        { "nvfuser-ring --ranks 0", "--ranks takes a number from 2 to 1024 (a ring needs two "
+                                    "ranks), not '0'" },
         { "nvfuser-ring --streams 0", "--streams takes a number from 1 to 256, not '0'" },
         { "nvfuser-ring --variant slow", "unknown variant 'slow' (expected: correct, " },
         { "nvfuser-ring --variant early-rearm --iters 1", "give --iters 2 or more" },

@@ -97,6 +97,21 @@ static void test_cli_merge_run_per_input(void **state)
                                SYNCSIM_BINARY),
                      0);
     assert_int_equal(tmpdir_sh(f, out, sizeof out, "%s check job.db", SYNCSIM_BINARY), 0);
+    /* two runs of one database of different jobs: named by their runs, not
+     * the file twice */
+    assert_int_equal(tmpdir_sh(f, out, sizeof out,
+                               "%s run --tokens 1 -o d.db >/dev/null && %s run --tokens 1 --policy "
+                               "full -o d.db >/dev/null && %s merge --run 1 d.db --run 2 d.db -o "
+                               "j2.db",
+                               SYNCSIM_BINARY, SYNCSIM_BINARY, SYNCSIM_BINARY),
+                     2);
+    assert_non_null(strstr(out, "d.db (run 1) says policy=events but d.db (run 2) says "
+                                "policy=full"));
+    /* one rank: "1 rank" (it said "merged 1 ranks") */
+    assert_int_equal(tmpdir_sh(f, out, sizeof out, "%s merge rank0.trace -o one.db",
+                               SYNCSIM_BINARY),
+                     0);
+    assert_non_null(strstr(out, "merged 1 rank as run 1: "));
 }
 
 /* Every bad input is one line and exit 2, and writes nothing. */
@@ -110,7 +125,7 @@ static void test_cli_merge_errors(void **state)
         const char *args, *msg;
     } bad[] = {
         { "", "missing traces: give one per rank" },
-        { "rank0.trace notes.txt -o job.db", "notes.txt:1:1: expected the header" },
+        { "rank0.trace notes.txt -o job.db", "notes.txt:1:1: error: expected the header" },
         { "rank0.trace missing.trace -o job.db", "missing.trace" },
         { "rank0.trace rank1.trace --frobnicate", "unknown option '--frobnicate'" },
         { "rank0.trace rank1.trace --format xml", "unknown format 'xml' (expected: db or trace)" },

@@ -126,7 +126,8 @@ static void test_cli_runs_delete_leaves_nothing(void **state)
     assert_non_null(strstr(out, "no run 1"));
 }
 
-/* A run still recording (or whose producer died) is deleted only with --force. */
+/* A run left recording by a producer that is gone (no process holds its
+ * lock) is "died", and is deleted only with --force. */
 static void test_cli_runs_delete_recording_needs_force(void **state)
 {
     fixture *f = *state;
@@ -135,12 +136,42 @@ static void test_cli_runs_delete_recording_needs_force(void **state)
     assert_int_equal(tmpdir_sh(f, NULL, 0, "sqlite3 r.db \"update runs set status = 'recording' "
                                            "where id = 2\""),
                      0);
+    assert_int_equal(tmpdir_sh(f, out, sizeof out, "%s runs r.db", SYNCSIM_BINARY), 0);
+    assert_non_null(strstr(out, " died "));
     assert_int_equal(tmpdir_sh(f, out, sizeof out, "%s runs r.db --delete 2", SYNCSIM_BINARY), 2);
-    assert_non_null(strstr(out, "still recording"));
+    assert_non_null(strstr(out, "run 2 is unfinished (status 'recording') and its producer is gone"));
     assert_int_equal(tmpdir_sh(f, out, sizeof out, "%s runs r.db --delete 2 --force",
                                SYNCSIM_BINARY),
                      0);
     assert_non_null(strstr(out, "r.db: 1 run\n"));
+}
+
+/* A run that is not there is worded one way, by every command, naming the
+ * runs there are (no internal table); an empty database says it has none. */
+static void test_cli_runs_missing_run_one_wording(void **state)
+{
+    fixture *f = *state;
+    char out[4096];
+    two_runs(f);
+    static const char *const cmds[] = { "check r.db --run 9", "export r.db --run 9",
+                                        "info r.db --run 9", "replay r.db --run 9",
+                                        "timeline r.db --run 9 -o t.svg", "runs r.db --delete 9",
+                                        "graph r.db --run 9 -o g.svg" };
+    for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
+        char want[128];
+        snprintf(want, sizeof want, "syncsim %.*s: r.db: no run 9 (its runs: 1, 2)\n",
+                 (int)strcspn(cmds[i], " "), cmds[i]);
+        assert_int_equal(tmpdir_sh(f, out, sizeof out, "%s %s", SYNCSIM_BINARY, cmds[i]), 2);
+        if (!strstr(out, want))
+            fail_msg("%s says '%s', not '%s'", cmds[i], out, want);
+    }
+    assert_int_equal(tmpdir_sh(f, out, sizeof out, "%s check r.db --run nosuch", SYNCSIM_BINARY),
+                     2);
+    assert_string_equal(out, "syncsim check: r.db: no run named 'nosuch' (its runs: 1, 2)\n");
+    assert_int_equal(tmpdir_sh(f, out, sizeof out, "%s runs r.db --delete 1 --delete 2 >/dev/null "
+                               "&& %s check r.db", SYNCSIM_BINARY, SYNCSIM_BINARY),
+                     2);
+    assert_string_equal(out, "syncsim check: r.db: no run to read (it holds none)\n");
 }
 
 int main(void)
@@ -152,6 +183,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_cli_runs_delete_leaves_nothing, tmpdir_setup,
                                         tmpdir_teardown),
         cmocka_unit_test_setup_teardown(test_cli_runs_delete_recording_needs_force, tmpdir_setup,
+                                        tmpdir_teardown),
+        cmocka_unit_test_setup_teardown(test_cli_runs_missing_run_one_wording, tmpdir_setup,
                                         tmpdir_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

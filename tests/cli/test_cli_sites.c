@@ -143,10 +143,20 @@ static void test_cli_sites_database_and_stored_findings(void **state)
     assert_int_equal(tmpdir_sh(f, out, sizeof out, "%s import race.trace -o r.db >/dev/null",
                                SYNCSIM_BINARY),
                      0);
+    /* at the lines of the trace it was imported from, as the trace's own */
     assert_int_equal(tmpdir_sh(f, out, sizeof out, "%s check r.db", SYNCSIM_BINARY), 1);
-    assert_non_null(strstr(out, "r.db:seq 1501: note: the later statement: kernel_b (s8) at "
+    assert_non_null(strstr(out, "race.trace:1508:1: note: the later statement: kernel_b (s8) at "
                                 "train.py:57\n"));
-    assert_non_null(strstr(out, "r.db:seq 0: note: the other access: kernel_a (s7) at "
+    assert_non_null(strstr(out, "race.trace:7:1: note: the other access: kernel_a (s7) at "
+                                "train.py:42\n"));
+    /* without that file: at the call sites */
+    assert_int_equal(tmpdir_sh(f, out, sizeof out, "mv race.trace moved.trace && %s check r.db",
+                               SYNCSIM_BINARY),
+                     1);
+    assert_non_null(strstr(out, "train.py:57:1: error: race: RAW race on x[0:64]"));
+    assert_non_null(strstr(out, "train.py:57:1: note: the later statement: kernel_b (s8) at "
+                                "train.py:57\n"));
+    assert_non_null(strstr(out, "train.py:42:1: note: the other access: kernel_a (s7) at "
                                 "train.py:42\n"));
     assert_int_equal(tmpdir_sh(f, out, sizeof out, "%s check --json r.db", SYNCSIM_BINARY), 1);
     assert_non_null(strstr(out, "\"site\": \"train.py:42\", \"seq\": 0}"));

@@ -121,12 +121,36 @@ static void test_cli_sql_refuses(void **state)
     assert_int_equal(tmpdir_sh(f, out, sizeof out, "%s sql", SYNCSIM_BINARY), 2);
 }
 
+/* Given no database, ./syncsim.db, every argument then a query (it took
+ * the query for a file); without one, one line saying so. */
+static void test_cli_sql_default_database(void **state)
+{
+    fixture *f = *state;
+    char out[8192];
+    two_runs(f);
+    assert_int_equal(tmpdir_sh(f, out, sizeof out, "%s sql \"SELECT count(*) FROM runs\"",
+                               SYNCSIM_BINARY),
+                     2);
+    assert_non_null(strstr(out, "syncsim sql: no database: name it first"));
+    assert_int_equal(tmpdir_sh(f, out, sizeof out, "cp r.db syncsim.db && %s sql \"SELECT count(*) "
+                               "FROM runs\" \"SELECT 7\"", SYNCSIM_BINARY),
+                     0);
+    assert_string_equal(out, "count(*)\n2\n7\n7\n");
+    assert_int_equal(tmpdir_sh(f, out, sizeof out, "echo 'SELECT 8' | %s sql", SYNCSIM_BINARY), 0);
+    assert_string_equal(out, "8\n8\n");
+    assert_int_equal(tmpdir_sh(f, out, sizeof out, "%s sql nosuch.db \"SELECT 1\"",
+                               SYNCSIM_BINARY),
+                     2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_cli_sql_stmts_rows, tmpdir_setup, tmpdir_teardown),
         cmocka_unit_test_setup_teardown(test_cli_sql_formats, tmpdir_setup, tmpdir_teardown),
         cmocka_unit_test_setup_teardown(test_cli_sql_refuses, tmpdir_setup, tmpdir_teardown),
+        cmocka_unit_test_setup_teardown(test_cli_sql_default_database, tmpdir_setup,
+                                        tmpdir_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -14,8 +14,12 @@
  * a file of the user's (REPORT.sqlite) is a synopsis and is not run.
  * Nothing of the repository is at hand: the traces, captures and graph
  * files the examples use are those `syncsim examples` writes. capture's
- * examples need a CUDA build and a GPU; without them they are skipped with
- * a line saying why.
+ * examples, and the docs' commands on `cuda:` devices, need a CUDA build and
+ * a GPU; without them they are skipped with a line saying why. Every other
+ * command line of the docs runs (a line "syncsim WORD: ..." is output), a
+ * shell loop as a whole, each document in a folder of its own, and the
+ * output quoted under a "$ syncsim ..." line is checked as the README's is
+ * ("..." in it stands for what differs from run to run).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -118,6 +122,37 @@ static bool add_line(example *e, const char *line)
     return more;
 }
 
+/* Whether out has a line that reads as `line` does: its text in order,
+ * where a " ... " (or a "..." at either end) in `line` stands for what
+ * varies from run to run (a real run's statement count, its times). */
+static bool shows(const char *out, const char *line)
+{
+    if (!strstr(line, "..."))
+        return strstr(out, line) != NULL;
+    for (const char *l = out; *l;) {
+        const char *eol = strchr(l, '\n');
+        size_t len = eol ? (size_t)(eol - l) : strlen(l);
+        char have[4096], want[4096];
+        snprintf(have, sizeof have, "%.*s", (int)len, l);
+        snprintf(want, sizeof want, "%s", line);
+        const char *at = have;
+        bool ok = true;
+        for (char *save = NULL, *piece = strtok_r(want, ".", &save); piece && ok;
+             piece = strtok_r(NULL, ".", &save)) {
+            /* pieces between runs of dots; a dot inside a word ("0.5 s",
+             * "r.db") splits it too, in order, which still matches */
+            const char *hit = strstr(at, piece);
+            ok = hit != NULL;
+            if (hit)
+                at = hit + strlen(piece);
+        }
+        if (ok)
+            return true;
+        l += len + (eol != NULL);
+    }
+    return false;
+}
+
 /* Runs e in the fixture's directory with syncsim on PATH; fails the test
  * with what it printed when the exit status is not the one wanted or
  * (README) a line it shows is not in its output. */
@@ -125,7 +160,9 @@ static void run_example(const fixture *f, const char *subdir, const char *where,
                         const example *e)
 {
     static char out[1 << 16];
-    int rc = tmpdir_sh(f, out, sizeof out, "PATH=\"%s/bin:$PATH\"; mkdir -p %s && cd %s && %s",
+    /* on a line of its own: its comment ("# exit 2") must not swallow what
+     * tmpdir_sh appends (2>&1) */
+    int rc = tmpdir_sh(f, out, sizeof out, "PATH=\"%s/bin:$PATH\"; mkdir -p %s && cd %s && { %s\n}",
                        f->dir, subdir, subdir, e->cmd);
     if (rc < 0 || rc > 31 || !(e->want & (1u << rc)))
         fail_msg("%s: `%s` exited %d, not as its comment says (# exit N, else 0):\n%s", where,
@@ -133,7 +170,7 @@ static void run_example(const fixture *f, const char *subdir, const char *where,
     char shown[sizeof e->shown];
     snprintf(shown, sizeof shown, "%s", e->shown);
     for (char *save = NULL, *l = strtok_r(shown, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
-        if (!strstr(out, l))
+        if (!shows(out, l))
             fail_msg("%s: `%s` no longer prints\n  %s\nit printed:\n%s", where, e->cmd, l, out);
 }
 
@@ -164,17 +201,30 @@ static int help_examples(const fixture *f, const char *cmd, example *ex, int cap
     return n;
 }
 
+/* Whether s starts a command line: "syncsim COMMAND ..." (not the output
+ * "syncsim COMMAND: message") or "syncsim-mpirun N ...". */
+static bool is_command(const char *s)
+{
+    if (strncmp(s, "syncsim-mpirun ", 15) == 0)
+        return true;
+    if (strncmp(s, "syncsim ", 8) != 0 || !islower((unsigned char)s[8]))
+        return false;
+    size_t word = strcspn(s + 8, " ");
+    return s[8 + word - 1] != ':';
+}
+
 /* Command lines of a markdown file: in ``` blocks or indented blocks,
  * "$ syncsim ..." lines (then the lines after it, to a blank line or the
- * next "$", are its output: shown is filled when want_shown), else lines
- * that start with "syncsim COMMAND". */
+ * next "$", are its output: shown is filled when want_shown; a "..." line
+ * stands for lines left out), else lines that start with "syncsim COMMAND"
+ * (is_command), and shell loops ("for ...; do" to "done") as one example. */
 static int md_examples(const char *path, example *ex, int cap, bool want_shown)
 {
     FILE *fp = fopen(path, "r");
     assert_non_null(fp);
     char line[2048];
     int n = 0;
-    bool fenced = false, more = false, in_output = false;
+    bool fenced = false, more = false, in_output = false, in_loop = false;
     while (fgets(line, sizeof line, fp)) {
         trim_right(line);
         if (strncmp(line, "```", 3) == 0) {
@@ -194,16 +244,27 @@ static int md_examples(const char *path, example *ex, int cap, bool want_shown)
             more = add_line(&ex[n - 1], s);
             continue;
         }
-        bool dollar = strncmp(s, "$ syncsim ", 10) == 0;
-        bool bare = strncmp(s, "syncsim ", 8) == 0 && islower((unsigned char)s[8]) &&
-                    !strchr(s, ':');  /* "syncsim run: message" is output */
+        if (in_loop) {
+            size_t have = strlen(ex[n - 1].cmd);
+            snprintf(ex[n - 1].cmd + have, sizeof ex[n - 1].cmd - have, "\n%s", s);
+            in_loop = strcmp(s, "done") != 0;
+            continue;
+        }
+        if (strncmp(s, "for ", 4) == 0 && strstr(s, "; do") && n < cap) {
+            memset(&ex[n], 0, sizeof *ex);
+            add_line(&ex[n++], s);
+            in_loop = true;
+            continue;
+        }
+        bool dollar = strncmp(s, "$ ", 2) == 0 && is_command(s + 2);
+        bool bare = is_command(s);
         if ((dollar || (bare && !in_output)) && n < cap) {
             memset(&ex[n], 0, sizeof *ex);
             more = add_line(&ex[n++], dollar ? s + 2 : s);
             in_output = dollar;
             continue;
         }
-        if (in_output && want_shown && *s && n) {
+        if (in_output && want_shown && *s && n && strcmp(s, "...") != 0) {
             char *sh = ex[n - 1].shown;
             size_t have = strlen(sh);
             snprintf(sh + have, sizeof ex[n - 1].shown - have, "%s\n", s);
@@ -228,7 +289,9 @@ static int setup(void **state)
     fixture *f = *state;
     /* no link to the repository: what an example needs, `syncsim examples`
      * writes */
-    return tmpdir_sh(f, NULL, 0, "mkdir bin && ln -s %s bin/syncsim", SYNCSIM_BINARY);
+    return tmpdir_sh(f, NULL, 0, "mkdir bin && ln -s %s bin/syncsim && "
+                     "ln -s %s/scripts/mpirun bin/syncsim-mpirun",
+                     SYNCSIM_BINARY, SYNCSIM_SOURCE_DIR);
 }
 
 static void test_examples_of_help_readme_and_docs_run(void **state)
@@ -278,10 +341,50 @@ static void test_examples_of_help_readme_and_docs_run(void **state)
             continue;
         char path[1024];
         snprintf(path, sizeof path, SYNCSIM_SOURCE_DIR "/docs/%s", de->d_name);
-        n = md_examples(path, ex, 64, false);
+        n = md_examples(path, ex, 64, true);
         snprintf(where, sizeof where, "docs/%s", de->d_name);
-        for (int i = 0; i < n; i++, docs++)
-            run_example(f, ".", where, &ex[i]);
+        /* each document from a folder of its own: a copy of what the help's
+         * examples left (./examples, ./syncsim.db, ...), as a user who read
+         * the help first has it, untouched by the other documents */
+        char sub[300];
+        snprintf(sub, sizeof sub, "doc-%.*s", (int)len - 3, de->d_name);
+        assert_int_equal(tmpdir_sh(f, NULL, 0, "mkdir %s && for x in * .[!.]*; do case $x in "
+                                               "bin|readme|doc-*|'.[!.]*') ;; *) cp -r \"$x\" %s/ ;; "
+                                               "esac; done",
+                                   sub, sub),
+                         0);
+        for (int i = 0; i < n; i++, docs++) {
+            /* a GPU's commands need a CUDA build and a GPU, as capture's;
+             * syncsim-mpirun's need mpirun */
+            const char *missing = strstr(ex[i].cmd, "cuda:") || strstr(ex[i].cmd, "syncsim capture")
+                                      ? capture_missing(f)
+                                      : NULL;
+            if (!missing && strncmp(ex[i].cmd, "syncsim-mpirun ", 15) == 0 &&
+                tmpdir_sh(f, NULL, 0, "command -v mpirun >/dev/null") != 0)
+                missing = "no mpirun here (Debian: openmpi-bin)";
+            /* a command its comment says takes "about N s" (N >= 10) runs in
+             * the long mode only (SYNCSIM_TEST_LONG=1: scripts/setup --test) */
+            const char *about = strstr(ex[i].cmd, "# about ");
+            const char *lng = getenv("SYNCSIM_TEST_LONG");
+            if (!missing && about && atoi(about + 8) >= 10 && !(lng && strcmp(lng, "1") == 0))
+                missing = "it takes long: run with SYNCSIM_TEST_LONG=1 (scripts/setup --test)";
+            if (missing) {
+                fprintf(stderr, "test_examples: %s: `%s` skipped: %s\n", where, ex[i].cmd, missing);
+                continue;
+            }
+            if (strncmp(ex[i].cmd, "syncsim-mpirun ", 15) == 0) {
+                /* as tests/mpi runs its jobs: under AddressSanitizer, what
+                 * OpenMPI keeps until exit is not ours (lsan-mpi.supp) */
+                example mpi = ex[i];
+                snprintf(mpi.cmd, sizeof mpi.cmd,
+                         "ASAN_OPTIONS=detect_leaks=1:fast_unwind_on_malloc=0 LSAN_OPTIONS="
+                         "suppressions=%.300s/tests/mpi/lsan-mpi.supp:print_suppressions=0 %.1500s",
+                         SYNCSIM_SOURCE_DIR, ex[i].cmd);
+                run_example(f, sub, where, &mpi);
+                continue;
+            }
+            run_example(f, sub, where, &ex[i]);
+        }
     }
     closedir(d);
     assert_true(docs >= 5);

@@ -30,6 +30,7 @@ static void install(const fixture *f)
     if (rc != 0)
         fail_msg("cmake --install: exit %d:\n%s", rc, out);
     assert_int_equal(tmpdir_sh(f, NULL, 0, "test -x prefix/bin/syncsim && "
+                               "test -x prefix/bin/syncsim-mpirun && "
                                "test -f prefix/share/syncsim/devices/h100-pcie.dev"), 0);
 }
 
@@ -97,6 +98,14 @@ static void test_run_install_carries_the_docs(void **state)
     assert_null(strstr(out, "a name of sim/devices"));
     assert_non_null(strstr(out, "rtx4090-windows"));
     assert_non_null(strstr(out, "/prefix/bin/../share/syncsim/devices"));
+    /* the docs a help text names are where the installed copy has them */
+    assert_int_equal(tmpdir_sh(f, out, sizeof out, "cd elsewhere && ../prefix/bin/syncsim help "
+                               "sql"),
+                     0);
+    char want[256];
+    snprintf(want, sizeof want, "The docs/ named above are in %s/prefix/share/doc/syncsim/docs/\n",
+             f->dir);
+    assert_non_null(strstr(out, want));
 }
 
 int main(void)

@@ -106,7 +106,10 @@ static void test_graph_model_spec_errors_say_what_was_expected(void **state)
     assert_int_equal(sched_model_parse("llama:n_layers=2", &p, err, sizeof err), -1);
     assert_non_null(strstr(err, "unknown key 'n_layers'"));
     assert_int_equal(sched_model_parse("llama:n_layer=zero", &p, err, sizeof err), -1);
-    assert_non_null(strstr(err, "n_layer must be a positive integer"));
+    assert_non_null(strstr(err, "n_layer takes a whole number from 1 to 16777216, got 'zero'"));
+    /* a number past the limit: the limit named (it said "not a positive integer") */
+    assert_int_equal(sched_model_parse("llama:n_layer=99999999", &p, err, sizeof err), -1);
+    assert_non_null(strstr(err, "n_layer takes a whole number from 1 to 16777216, got '99999999'"));
 }
 
 static const char *small_graph =

@@ -848,7 +848,8 @@ static void test_store_cli_bad_input_leaves_no_database(void **state)
     write_file(path, "this is not a trace\n", 20);
     snprintf(args, sizeof args, "import '%s' -o '%s'", path, f->db);
     assert_int_equal(run_cli(args, out, sizeof out), 2);
-    assert_non_null(strstr(out, "syncsim import: "));
+    assert_non_null(strstr(out, "garbage.trace:1:1: error: "));
+    assert_non_null(strstr(out, " (syncsim import)\n"));
     assert_int_equal(access(f->db, F_OK), -1);
     snprintf(args, sizeof args, "import --bogus '%s'", path);
     assert_int_equal(run_cli(args, out, sizeof out), 2);
