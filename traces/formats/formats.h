@@ -53,6 +53,7 @@ typedef struct json_val {
     size_t len;
     struct json_val *child, *last, *next;
     size_t n_child;
+    bool dup_key;               /* on a tree's root: an object in it names a member twice */
 } json_val;
 
 /* What json_stream calls. The tree and its strings live until the callback
@@ -75,8 +76,8 @@ int json_stream(const char *path, const json_handler *h, trace_error *err);
 
 /* Lookups on a tree: the member called key (NULL when absent). */
 const json_val *json_get(const json_val *obj, const char *key);
-/* The value as an integer: numbers (a fraction is cut), and strings holding
- * one. False when absent or not a number. */
+/* The value as an integer: numbers and strings holding one ("7", "7.0"). False
+ * when absent, not a number, or with a fraction ("7.5" is no id). */
 bool json_int(const json_val *v, int64_t *out);
 /* A time in microseconds (number or string, with up to three decimals of
  * nanoseconds kept exactly) as nanoseconds. */
