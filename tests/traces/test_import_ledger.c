@@ -58,6 +58,46 @@ static const drop_case cases[] = {
                         "\"dur\": 4, " ARGS "}" },
     { "guessed-stream", ",\n{\"ph\": \"X\", \"cat\": \"cuda_profiler_range\", \"name\": \"k\", "
                         "\"pid\": 0, \"tid\": 0, \"ts\": 100, \"dur\": 50, \"args\": {}}" },
+    /* issue 31: every guess is counted */
+    { "duplicate-key", KERNEL("\"ts\": 20, \"ts\": 21, \"dur\": 4, " ARGS) },
+    { "ignored-gpu-work", ",\n{\"ph\": \"X\", \"cat\": \"gpu_user_annotation\", \"name\": \"k2\", "
+                          "\"pid\": 0, \"tid\": 7, \"ts\": 20, \"dur\": 4, " ARGS "}" },
+    { "duplicate", ",\n{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0, "
+                   "\"tid\": 7, \"ts\": 13, \"dur\": 4, " ARGS "}" },
+    { "launch-without-work", ",\n{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": "
+                             "\"cudaLaunchKernel\", \"pid\": 5, \"tid\": 6, \"ts\": 30, "
+                             "\"dur\": 2, \"args\": {\"correlation\": 2}}" },
+    { "widened-sync", ",\n{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": "
+                      "\"cudaStreamSynchronize\", \"pid\": 5, \"tid\": 6, \"ts\": 30, "
+                      "\"dur\": 2, \"args\": {\"correlation\": 3}}" },
+    { "assumed-record", ",\n{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": "
+                        "\"cudaStreamWaitEvent\", \"pid\": 5, \"tid\": 6, \"ts\": 30, "
+                        "\"dur\": 2, \"args\": {\"correlation\": 3}},\n"
+                        "{\"ph\": \"X\", \"cat\": \"cuda_sync\", \"name\": \"Stream Wait Event\", "
+                        "\"pid\": 0, \"tid\": 8, \"ts\": 31, \"dur\": 1, \"args\": "
+                        "{\"cuda_sync_kind\": \"Stream Wait Event\", \"device\": 0, \"stream\": 8, "
+                        "\"wait_on_stream\": 7, \"wait_on_cuda_event_id\": 1, \"correlation\": 3}}" },
+    { "idle-stream-wait", ",\n{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": "
+                          "\"cudaEventRecord\", \"pid\": 5, \"tid\": 6, \"ts\": 28, "
+                          "\"dur\": 1, \"args\": {\"correlation\": 3}},\n"
+                          "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": "
+                          "\"cudaStreamWaitEvent\", \"pid\": 5, \"tid\": 6, \"ts\": 30, "
+                          "\"dur\": 2, \"args\": {\"correlation\": 4}},\n"
+                          "{\"ph\": \"X\", \"cat\": \"cuda_sync\", \"name\": \"Stream Wait Event\", "
+                          "\"pid\": 0, \"tid\": 8, \"ts\": 31, \"dur\": 1, \"args\": "
+                          "{\"cuda_sync_kind\": \"Stream Wait Event\", \"device\": 0, \"stream\": 8, "
+                          "\"wait_on_stream\": 7, \"wait_on_cuda_event_record_corr_id\": 3, "
+                          "\"wait_on_cuda_event_id\": 1, \"correlation\": 4}},\n"
+                          "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": "
+                          "\"cudaStreamWaitEvent\", \"pid\": 5, \"tid\": 6, \"ts\": 40, "
+                          "\"dur\": 2, \"args\": {\"correlation\": 5}}" },
+    { "host-unrecorded", ",\n{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": "
+                         "\"cudaMemcpyAsync\", \"pid\": 5, \"tid\": 6, \"ts\": 30, \"dur\": 2, "
+                         "\"args\": {\"correlation\": 2}},\n"
+                         "{\"ph\": \"X\", \"cat\": \"gpu_memcpy\", \"name\": "
+                         "\"Memcpy DtoH (Device -> Pinned)\", \"pid\": 0, \"tid\": 7, \"ts\": 33, "
+                         "\"dur\": 4, \"args\": {\"device\": 0, \"stream\": 7, \"correlation\": 2, "
+                         "\"bytes\": 64}}" },
 };
 
 static const drop_case *case_of(const char *reason)
@@ -98,13 +138,14 @@ static void expect_dropped(void **state, const char *reason)
         fail_msg("info --json lacks %s: %s", want, out);
     assert_int_equal(tmpdir_sh(f, out, sizeof out, "%s import case.json -o ok.db", SYNCSIM_BINARY),
                      0);
-    snprintf(want, sizeof want, "case.json: warning: 1 event dropped: %s (%s)", reason,
+    snprintf(want, sizeof want, "case.json: warning: 1 %s: %s (%s)",
+             trace_ledger_assumed(reason) ? "ordering assumption" : "event dropped", reason,
              trace_ledger_meaning(reason));
     if (!strstr(out, want))
         fail_msg("import does not warn '%s': %s", want, out);
     assert_int_equal(tmpdir_sh(f, out, sizeof out, "%s import --strict case.json -o strict.db",
                                SYNCSIM_BINARY), 2);
-    assert_non_null(strstr(out, "not imported (--strict): nothing written"));
+    assert_non_null(strstr(out, "(--strict): nothing written"));
     assert_int_equal(tmpdir_sh(f, NULL, 0, "test ! -e strict.db"), 0);
 }
 
@@ -138,6 +179,14 @@ DROP_TEST(sync_without_call, "sync-without-call")
 DROP_TEST(unbound_wait, "unbound-wait")
 DROP_TEST(nccl_unmatched, "nccl-unmatched")
 DROP_TEST(guessed_stream, "guessed-stream")
+DROP_TEST(duplicate_key, "duplicate-key")
+DROP_TEST(ignored_gpu_work, "ignored-gpu-work")
+DROP_TEST(duplicate, "duplicate")
+DROP_TEST(launch_without_work, "launch-without-work")
+DROP_TEST(widened_sync, "widened-sync")
+DROP_TEST(assumed_record, "assumed-record")
+DROP_TEST(idle_stream_wait, "idle-stream-wait")
+DROP_TEST(host_unrecorded, "host-unrecorded")
 
 /* A clamped duration is kept, as 0: the event is imported and counted. */
 static void test_import_ledger_negative_dur_is_kept_as_zero(void **state)
@@ -260,6 +309,14 @@ int main(void)
         T(unbound_wait),
         T(nccl_unmatched),
         T(guessed_stream),
+        T(duplicate_key),
+        T(ignored_gpu_work),
+        T(duplicate),
+        T(launch_without_work),
+        T(widened_sync),
+        T(assumed_record),
+        T(idle_stream_wait),
+        T(host_unrecorded),
         T(negative_dur_is_kept_as_zero),
         T(bad_ts_makes_no_statement),
         T(truncated_line),

@@ -249,11 +249,26 @@ static uint32_t gpu_stream(nsys *n, sqlite3_stmt *q, int i, int pid_col, bool *d
     return capture_stream(n->c, gpu_proc(n, col_int(n, q, pid_col)), dev, stream);
 }
 
+/* A GPU row was read (correlationId at corr_col, globalPid at pid_col),
+ * whatever becomes of it: its launch call is not launch-without-work. Read
+ * without counting: the row's own cells are counted where they are used. */
+static int note_work(nsys *n, sqlite3_stmt *q, int corr_col, int pid_col)
+{
+    if (sqlite3_column_type(q, corr_col) != SQLITE_INTEGER)
+        return 0;
+    int64_t pid = sqlite3_column_type(q, pid_col) == SQLITE_INTEGER
+                      ? sqlite3_column_int64(q, pid_col)
+                      : CAP_NONE;
+    return capture_work_seen(n->c, gpu_proc(n, pid), sqlite3_column_int64(q, corr_col));
+}
+
 /* start, end, deviceId, streamId, correlationId, globalPid, name id */
 static int kernel_row(nsys *n, sqlite3_stmt *q)
 {
     int64_t t0, t1;
     bool dropped;
+    if (note_work(n, q, 4, 5) != 0)
+        return oom(n);
     if (!row_times(n, q, 0, &t0, &t1))
         return 0;
     uint32_t st = gpu_stream(n, q, 2, 5, &dropped);
@@ -289,6 +304,8 @@ static int memcpy_row(nsys *n, sqlite3_stmt *q)
                                          "Memcpy DtoH (unified)", "Memcpy DtoD (unified)" };
     int64_t t0, t1;
     bool dropped;
+    if (note_work(n, q, 4, 5) != 0)
+        return oom(n);
     if (!row_times(n, q, 0, &t0, &t1))
         return 0;
     int64_t ck = col_int(n, q, 7);
@@ -324,6 +341,8 @@ static int memset_row(nsys *n, sqlite3_stmt *q)
 {
     int64_t t0, t1;
     bool dropped;
+    if (note_work(n, q, 4, 5) != 0)
+        return oom(n);
     if (!row_times(n, q, 0, &t0, &t1))
         return 0;
     uint32_t st = gpu_stream(n, q, 2, 5, &dropped);
