@@ -584,6 +584,7 @@ typedef struct cap_range {
     uint32_t name;
     int64_t rf;
     bool op;
+    bool counted;               /* its event is counted in the ledger */
 } cap_range;
 
 typedef struct cap_rec {
@@ -939,7 +940,7 @@ int capture_range(capture *c, uint32_t host, int64_t t0, int64_t t1, uint32_t na
     int64_t i = PUSH(c->ranges, c->n_ranges, c->cap_ranges);
     if (i < 0)
         return -1;
-    c->ranges[i] = (cap_range){ host, t0, t1, name, rf_id, op };
+    c->ranges[i] = (cap_range){ host, t0, t1, name, rf_id, op, c->event_open && c->event_counted };
     bool dup;
     if (seen_before(&c->range_seen, (key3){ host, t0, name }, (uint64_t)i, same_range, c,
                     &dup) != 0)
@@ -1743,6 +1744,7 @@ static int add_mem_items(builder *b)
 }
 
 static int range_cmp(const void *pa, const void *pb);
+static bool profiler_step(const char *name, const char **num);
 
 /* A launch call's host and start, for add_et_host_items. */
 typedef struct launch_at {
@@ -1775,7 +1777,9 @@ static bool has_host_tensor(const builder *b, int64_t rf)
  * with no duration of its own (the host time around it is kept already). So
  * a host read of a non_blocking device-to-host copy's destination races with
  * the copy unless a sync orders them. An op that launched GPU work gives its
- * tensors to that work instead (its copy reads and writes the host bytes). */
+ * tensors to that work instead (its copy reads and writes the host bytes).
+ * A framework op that no ET op joins is counted (unjoined-op): its bytes,
+ * on the host or on the GPU, are unknown. */
 static int add_et_host_items(builder *b)
 {
     capture *c = b->c;
@@ -1794,7 +1798,16 @@ static int add_et_host_items(builder *b)
     qsort(launch, n, sizeof *launch, launch_cmp);
     int rc = 0;
     for (uint64_t r = 0; r < c->n_ranges && rc == 0; r++) {
-        const cap_range *rg = &c->ranges[r];
+        cap_range *rg = &c->ranges[r];
+        uint32_t nt;
+        /* an op the execution trace does not describe: what it touched, on the
+         * host or through the GPU work it launched, is unknown (a
+         * ProfilerStep#N range, which older profiles call an op, marks an
+         * iteration and touches nothing) */
+        const char *num;
+        if (rg->op && rg->rf != CAP_NONE && !cap_accesses_of(b->et, rg->rf, &nt) &&
+            !profiler_step(trace_str(b->t, rg->name), &num))
+            count_once(c, &rg->counted, CAP_DROP_UNJOINED_OP);
         if (!rg->op || rg->rf == CAP_NONE || !has_host_tensor(b, rg->rf))
             continue;
         launch_at key = { rg->host, rg->t0 };

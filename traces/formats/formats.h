@@ -411,6 +411,9 @@ int capture_count(capture *c, const char *key, uint64_t n);
       "read or write racing with one goes unseen")                                             \
     X(UNJOINED_ET_OP, "unjoined-et-op", DROP,                                                  \
       "execution-trace ops with tensors that join no op of the capture")                       \
+    X(UNJOINED_OP, "unjoined-op", DROP,                                                        \
+      "framework ops of the capture that no execution-trace op joins: their byte ranges are "  \
+      "unknown")                                                                               \
     X(UNRESOLVED_PARAM, "unresolved-param", DROP,                                              \
       "kernel parameters that point into no known allocation")                                 \
     X(TRUNCATED_LINE, "truncated-line", DROP,                                                  \
