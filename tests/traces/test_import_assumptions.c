@@ -15,8 +15,8 @@
  * captures: without them they are skipped, saying why.
  *
  * SYNCSIM_SWEEP=full sweeps every single change of the three bases with a
- * finding (890 inputs, about half a minute); the default sweeps their
- * reshapes (94 inputs).
+ * finding (890 inputs, about half a minute); the default sweeps a part of
+ * their reshapes (the other shapes have a test of their own).
  */
 #include "../tmpdir.h"
 #include "import_test_util.h"
@@ -620,10 +620,10 @@ static void test_import_assumptions_full_disk(void **state)
 /* Done when: no input made by one change of a capture with a finding
  * checks clean. The bases are the ET pair reshaped to race three ways (a
  * sync of the wrong stream, a record made too early, a host read of an
- * async copy); each change: a GPU event under another phase or category,
+ * async copy); each change: a GPU event as ph i or a gpu_user_annotation,
  * a sync row's field removed, GPU events twice, the sync rows of older
- * Kineto removed (SYNCSIM_SWEEP=full: every event removed or duplicated,
- * every ET node removed). */
+ * Kineto removed (SYNCSIM_SWEEP=full: also ph x, Z, B and python_function,
+ * every event removed or duplicated, every ET node removed). */
 static void test_import_assumptions_no_change_checks_clean(void **state)
 {
     fixture *f = *state;
