@@ -188,6 +188,28 @@ DROP_TEST(assumed_record, "assumed-record")
 DROP_TEST(idle_stream_wait, "idle-stream-wait")
 DROP_TEST(host_unrecorded, "host-unrecorded")
 
+/* One reason per event: a kernel without a duration whose call is missing
+ * is counted once (no-dur, the first found), not twice: read = imported +
+ * ignored + counted holds. */
+static void test_import_ledger_one_reason_per_event(void **state)
+{
+    fixture *f = *state;
+    char path[256], out[8192];
+    drop_case twice = { "two faults", KERNEL("\"ts\": 20, \"args\": {\"device\": 0, \"stream\": 7, "
+                                             "\"correlation\": 99}") };
+    write_case(f, &twice, path, sizeof path);
+    trace *t = load_capture(path, NULL);
+    assert_meta(t, "import.read", "3");
+    assert_meta(t, "dropped.no-dur", "1");
+    assert_null(trace_get_meta(t, "dropped.unmatched-correlation"));
+    assert_int_equal(trace_ledger(t, NULL, NULL), 1);
+    trace_free(t);
+    assert_int_equal(tmpdir_sh(f, out, sizeof out, "%s info --json case.json", SYNCSIM_BINARY),
+                     0);
+    assert_non_null(strstr(out, "\"read\": 3, \"imported\": 2, \"ignored\": 0, "
+                                "\"dropped_total\": 1"));
+}
+
 /* A clamped duration is kept, as 0: the event is imported and counted. */
 static void test_import_ledger_negative_dur_is_kept_as_zero(void **state)
 {
@@ -317,6 +339,7 @@ int main(void)
         T(assumed_record),
         T(idle_stream_wait),
         T(host_unrecorded),
+        T(one_reason_per_event),
         T(negative_dur_is_kept_as_zero),
         T(bad_ts_makes_no_statement),
         T(truncated_line),
