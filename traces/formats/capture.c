@@ -17,8 +17,9 @@
  *   submission  a GPU activity is submitted by= the host thread of the API
  *               call with its correlation id, at the call's start; its t=
  *               and dur= are the observed GPU start and duration. Work
- *               whose call is missing has no submitter and sits at its
- *               start time.
+ *               whose call is missing sits at its start time, submitted by
+ *               "host.unlaunched", a host queue that does nothing else (no
+ *               submission edge; its text export says by= and reads back).
  *   order       statements are sorted by submission time, then correlation
  *               id (CUPTI hands them out in call order), then their place
  *               within one call. So a stream's statements keep their launch
@@ -48,11 +49,14 @@
  *   events      an event is "evID"; its record is placed on the stream
  *               and at the call where the capture says it was recorded
  *               (an nsys CUDA_EVENT row, a Kineto sync row's record
- *               correlation). Where only the recording stream is known, the
- *               record is assumed right before the wait (assumed=record).
- *               Where the wait row names the recording stream but no event,
- *               the record is assumed there too, as "ev.wCORR". A wait whose
- *               record is unknown is left out and counted (unbound-wait).
+ *               correlation); one made before the capture began stands
+ *               before everything. Where only the recording stream is
+ *               known, the record is assumed at the last cudaEventRecord
+ *               call before the wait, else right before the wait
+ *               (assumed=record), and counted (assumed-record). Where the
+ *               wait row names the recording stream but no event, the
+ *               record is placed so too, as "ev.wCORR". A wait whose record
+ *               is unknown is left out and counted (unbound-wait).
  *   legacy stream  where the capture says which streams are blocking and
  *               which is the legacy default stream (nsys), the implicit
  *               synchronisation between them is written out as record/wait
@@ -64,7 +68,9 @@
  *               byte ranges of the innermost op around its launch call
  *               that has tensors (one root buffer per storage, one view per
  *               tensor range): run metadata accesses=execution-trace. A
- *               capture that knows pointers (the CUDA injection log) gives
+ *               framework op that ran on the host (launched nothing) and
+ *               has host tensors is a host op accessing them, at its end.
+ *               A capture that knows pointers (the CUDA injection log) gives
  *               its activities accesses of allocations: accesses=pointers.
  *               Otherwise accesses=none: the trace is ordering-only.
  *   memory      allocations are root buffers named after their space
@@ -75,13 +81,17 @@
  *               cudaFreeAsync an `alloc`/`free` on their stream.
  *   collectives a library collective (NCCL) is a `collective` on its stream,
  *               communicator and KIND as the capture says.
- *   ledger      what the capture held and the trace does not is counted by
- *               reason, here, for every importer (formats.h says how an
- *               importer cannot lose an event uncounted): GPU work whose call
- *               is missing (kept, without a submitter), sync rows without a
- *               call, unbound waits, NCCL kernels left as kernels, clamped
- *               durations, and what the importers' field readers refuse. It
- *               becomes run metadata dropped.REASON (trace_ledger).
+ *   ledger      what the capture held and the trace does not, and every
+ *               order the model had to assume, is counted by reason, one
+ *               reason per event, here, for every importer (formats.h says
+ *               how an importer cannot lose an event uncounted): GPU work
+ *               whose call is missing and calls whose work is missing,
+ *               duplicates, sync rows without a call, unbound waits, widened
+ *               stream syncs, assumed records, idle-stream waits, NCCL kernels
+ *               left as kernels, async copies no host access can race with,
+ *               clamped durations, and what the importers' field readers
+ *               refuse. It becomes run metadata dropped.REASON
+ *               (trace_ledger); any of it makes a check's coverage partial.
  */
 #include "formats.h"
 

@@ -3,8 +3,9 @@
  * JSON, plain or gzipped, optionally joined to an execution trace.
  *
  * The file is one object: {"schemaVersion": 1, "deviceProperties": [...],
- * "traceEvents": [...]}. The events are streamed one at a time
- * (json.c); the ones that matter are complete events ("ph": "X"):
+ * "traceEvents": [...]}, or the Chrome trace format's other form, a bare
+ * array of events. The events are streamed one at a time (json.c); the ones
+ * that matter are complete events ("ph": "X"):
  *
  *   cat cuda_runtime, cuda_driver  an API call on host thread (pid, tid),
  *                      args.correlation; ROCm traces use the same
@@ -40,17 +41,24 @@
  * Memset, Operator, "async" flows; thread ids as strings, GPU work on tid
  * "stream 7"), which map like the modern ones. Categories of other
  * accelerators (mtia_*, xpu_runtime, hpu_op, ...) are not modelled: a
- * profile with no CUDA or ROCm call or GPU work at all is refused in one
- * line naming what it holds; within a CUDA profile they are dropped
- * (unknown-category). Metadata, instant and counter events, Python stacks
- * and the profiler's own spans are ignored by design; every other event is
- * imported or counted in the ledger (formats.h): its fields are read
- * through capture_json_ts/dur/id, which count what they refuse.
+ * profile with no CUDA or ROCm call or GPU work at all, or whose calls are
+ * all another accelerator's (XPU puts its kernels under "kernel"), is
+ * refused in one line naming what it holds; within a CUDA profile they are
+ * dropped (unknown-category). A profile holding the CUDA calls of two
+ * processes is refused: correlation and stream ids are per process.
+ * Metadata, instant and counter events, Python stacks and the profiler's
+ * own spans are ignored by design, unless they carry what only GPU work
+ * carries (an args.correlation and args.stream: ignored-gpu-work); every
+ * other event is imported or counted in the ledger (formats.h): its fields
+ * are read through capture_json_ts/dur/id, which count what they refuse. An
+ * event that names a member twice is counted (duplicate-key), not read.
  *
  * distributedInfo is kept whole as run metadata: rank, world_size,
  * dist.backend, dist.pg_count, dist.nccl_version, dist.pg_config (a digest
  * of the process-group config) and job.id (the top-level group_trace_id),
- * which merge compares.
+ * which merge compares. Without a valid world_size, the job's size comes
+ * from the default process group, else the NCCL kernels' "Group size"
+ * (world_size.from=); a rank whose number is not said is rank.unknown.
  *
  * Timestamps are microseconds, integers or with nanosecond decimals, read
  * exactly (json_us_to_ns). Events may come in any order. A Kineto file holds
@@ -405,8 +413,6 @@ static int kineto_event(void *ctx, const json_val *e, trace_error *err)
     if (e->type != JSON_OBJECT)
         return capture_drop(c, CAP_DROP_BAD_TYPE, 1);
     k->saw_events = true;
-    if (e->dup_key)     /* {"ts": 1, "ts": 2}: neither value can be trusted */
-        return capture_drop(c, CAP_DROP_DUPLICATE_KEY, 1);
     const json_val *ph = json_get(e, "ph"), *cat = json_get(e, "cat");
     if (!ph)
         return capture_drop(c, CAP_DROP_MISSING_FIELD, 1);
@@ -437,6 +443,8 @@ static int kineto_event(void *ctx, const json_val *e, trace_error *err)
     bool gpu_shaped = gpu_work_shape(e, &work_corr);
     if (gpu_shaped && capture_work_seen(c, 0, work_corr) != 0)
         goto oom;
+    if (e->dup_key)     /* {"ts": 1, "ts": 2}: neither value can be trusted */
+        return capture_drop(c, CAP_DROP_DUPLICATE_KEY, 1);
     if (!json_is(ph, "X")) {
         /* metadata, instant events, counters, flows of other kinds: nothing the
          * trace model keeps; a begin/end pair Kineto never writes: unknown */
