@@ -149,6 +149,22 @@ static void add_reason(void *ctx, const char *reason, uint64_t n)
         add(lt->b, "%s%s %" PRIu64, lt->shown++ ? ", " : "", reason, n);
 }
 
+/* "N WHATs WHERE (reason n, ...)" for the ledger's reasons of one kind
+ * (assumed or not), after sep; false (nothing added) when there are none. */
+static bool add_reasons(text_buf *b, const trace *t, bool assumed, const char *sep,
+                        const char *what, const char *where)
+{
+    ledger_text lt = { NULL, assumed, 0, 0 };
+    trace_ledger(t, add_reason, &lt);
+    if (!lt.total)
+        return false;
+    add(b, "%s%" PRIu64 " %s%s %s (", sep, lt.total, what, lt.total == 1 ? "" : "s", where);
+    lt.b = b;
+    trace_ledger(t, add_reason, &lt);
+    add(b, ")");
+    return true;
+}
+
 size_t check_coverage_missing(char *buf, size_t cap, const check_coverage *c, const trace *t)
 {
     text_buf b = { buf, cap, 0 };
@@ -178,26 +194,11 @@ size_t check_coverage_missing(char *buf, size_t cap, const check_coverage *c, co
     } else if (c->dropped) {
         /* An ordering assumption is named apart from data dropped: it is why
          * a capture that lost nothing still cannot check clean. */
-        ledger_text assumed = { NULL, true, 0, 0 }, dropped = { NULL, false, 0, 0 };
-        trace_ledger(t, add_reason, &assumed);
-        trace_ledger(t, add_reason, &dropped);
-        if (dropped.total) {
-            add(&b, "%s%" PRIu64 " event%s dropped at import (", sep, dropped.total,
-                dropped.total == 1 ? "" : "s");
-            dropped.b = &b;
-            dropped.total = 0;
-            trace_ledger(t, add_reason, &dropped);
-            add(&b, ")");
+        if (add_reasons(&b, t, false, sep, "event", "dropped at import"))
             sep = "; ";
-        }
-        if (assumed.total) {
-            add(&b, "%s%" PRIu64 " ordering assumption%s at import (", sep, assumed.total,
-                assumed.total == 1 ? "" : "s");
-            assumed.b = &b;
-            assumed.total = 0;
-            trace_ledger(t, add_reason, &assumed);
+        if (add_reasons(&b, t, true, sep, "ordering assumption", "at import")) {
             const char *forced = trace_get_meta(t, "forced");
-            add(&b, ")%s%s: a guessed order can hide a race", forced ? "; forced: " : "",
+            add(&b, "%s%s: a guessed order can hide a race", forced ? "; forced: " : "",
                 forced ? forced : "");
             sep = "; ";
         }
