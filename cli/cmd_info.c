@@ -72,9 +72,9 @@ static const trace_kind sync_kinds[] = { TRACE_RECORD,     TRACE_WAIT, TRACE_SYN
 static void ledger_line(void *ctx, const char *reason, uint64_t n)
 {
     const char *meaning = trace_ledger_meaning(reason);
-    fprintf(ctx, "    %-7s %-22s %llu%s%s%s\n", trace_ledger_assumed(reason) ? "assumed" : "dropped",
-            reason, (unsigned long long)n, meaning ? " (" : "", meaning ? meaning : "",
-            meaning ? ")" : "");
+    fprintf(ctx, "    %-7s %-22s %llu%s%s%s\n",
+            trace_ledger_assumed(reason) ? "assumed" : "dropped", reason, (unsigned long long)n,
+            meaning ? " (" : "", meaning ? meaning : "", meaning ? ")" : "");
 }
 
 /* The ledger's totals: every reason, ordering assumptions, and overridden

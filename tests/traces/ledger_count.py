@@ -301,7 +301,8 @@ def kineto(path, et_path):
                                               valid(integer(a.get("device")))):
                 count(s["i"], "unbound-wait")
                 continue
-            rs, rc = integer(a.get("wait_on_stream")), integer(a.get("wait_on_cuda_event_record_corr_id"))
+            rs = integer(a.get("wait_on_stream"))
+            rc = integer(a.get("wait_on_cuda_event_record_corr_id"))
             ev = integer(a.get("wait_on_cuda_event_id"))
             if not valid(ev) and not valid(rc) and not valid(rs):
                 count(s["i"], "unbound-wait")

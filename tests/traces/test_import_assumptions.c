@@ -381,7 +381,8 @@ static void test_import_assumptions_refused_profiles(void **state)
     assert_int_equal(import_into(f, "c.db", input("xpu-style", path, sizeof path), NULL, out,
                                  sizeof out),
                      2);
-    assert_non_null(strstr(out, "a profile without CUDA or ROCm activity (it holds 39 xpu_runtime"));
+    assert_non_null(
+        strstr(out, "a profile without CUDA or ROCm activity (it holds 39 xpu_runtime"));
     assert_int_equal(import_into(f, "c.db", input("two-processes", path, sizeof path), NULL, out,
                                  sizeof out),
                      2);
