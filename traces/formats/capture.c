@@ -668,6 +668,7 @@ struct capture {
     bool event_done;            /* ... and accounted */
     bool event_counted;         /* ... and counted under a reason */
     bool waits_filtered, et_force, forced;
+    bool gpu_kept;              /* the last capture_gpu() kept its activity */
     map3 gpu_seen;              /* (stream, corr, t0) -> gpu: duplicates */
     map3 sync_seen;             /* (proc, corr, t0) -> sync row */
     map3 range_seen;            /* (host, t0, name) -> range */
@@ -860,6 +861,7 @@ int capture_work_seen(capture *c, int64_t proc, int64_t corr)
 int capture_gpu(capture *c, const cap_gpu *g)
 {
     taken(c);
+    c->gpu_kept = false;
     if (g->stream < c->n_streams && capture_work_seen(c, c->streams[g->stream].proc, g->corr) != 0)
         return -1;
     if (g->t0 == CAP_NONE)
@@ -889,6 +891,7 @@ int capture_gpu(capture *c, const cap_gpu *g)
         return g->counted ? 0 : capture_drop(c, CAP_DROP_DUPLICATE, 1);  /* one reason */
     }
     c->gpus[i].counted |= c->event_open && c->event_counted;
+    c->gpu_kept = true;
     return 0;
 }
 
@@ -1024,6 +1027,8 @@ int capture_lifetime(capture *c, uint32_t buf, bool alloc, uint32_t host, int64_
 int capture_gpu_access(capture *c, uint32_t buf, uint64_t lo, uint64_t hi, uint8_t mode)
 {
     taken(c);
+    if (!c->gpu_kept)
+        return 0;           /* the activity was not kept (counted): nor are its accesses */
     if (!c->n_gpus || buf >= c->n_bufs || hi < lo)
         return -1;
     int64_t i = PUSH(c->gaccs, c->n_gaccs, c->cap_gaccs);

@@ -256,7 +256,9 @@ int capture_lifetime(capture *c, uint32_t buf, bool alloc, uint32_t host, int64_
 /* An access of the GPU activity capture_gpu() added last: bytes [lo, hi)
  * of buf, mode a trace_mode. A copy takes its source (read) then its
  * destination (write); a capture whose activities have accesses is checked
- * for races (run metadata accesses=pointers). 0 or -1. */
+ * for races (run metadata accesses=pointers). When capture_gpu() did not
+ * keep the activity (a duplicate, no time: counted), its accesses are left
+ * out with it. 0 or -1. */
 int capture_gpu_access(capture *c, uint32_t buf, uint64_t lo, uint64_t hi, uint8_t mode);
 /* A host thread's own access of bytes [lo, hi) of buf at [t0, t1]: a host
  * op labelled name (string id). 0 or -1. */
