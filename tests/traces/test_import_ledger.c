@@ -278,6 +278,48 @@ static void test_import_ledger_unaccounted_events_are_counted(void **state)
     trace_reader_close(&r);
 }
 
+/* A GPU activity seen twice is kept once; the accesses its copy is given
+ * (the CUDA log gives them after each activity) are not the first one's. */
+static void test_import_ledger_duplicate_activity_keeps_its_accesses(void **state)
+{
+    (void)state;
+    trace *t = trace_new();
+    capture *c = capture_new(t, "twice");
+    assert_non_null(c);
+    capture_read(c);
+    uint32_t h = capture_host(c, 1, 1), s = capture_stream(c, 1, 0, 7);
+    assert_int_equal(capture_api(c, h, 1, 10, 11, 1, trace_intern_cstr(t, "cudaLaunchKernel")), 0);
+    uint32_t a = capture_buffer(c, 1, CAP_MEM_DEVICE, 0, 0x1000, 64);
+    uint32_t b = capture_buffer(c, 1, CAP_MEM_DEVICE, 0, 0x2000, 64);
+    cap_gpu g = { .stream = s, .kind = CAP_KERNEL, .t0 = 20, .t1 = 30, .corr = 1,
+                  .name = trace_intern_cstr(t, "k"), .src_device = CAP_NONE,
+                  .dst_device = CAP_NONE, .comm = TRACE_NONE, .coll = TRACE_NONE };
+    for (int i = 0; i < 2; i++) {
+        capture_read(c);
+        assert_int_equal(capture_gpu(c, &g), 0);
+        assert_int_equal(capture_gpu_access(c, i ? b : a, 0, 64, TRACE_W), 0);
+    }
+    trace_reader r;
+    trace_error err = { 0 };
+    assert_int_equal(capture_open_reader(c, NULL, &r, "twice", &err), 0);
+    trace *loaded = NULL;
+    assert_int_equal(trace_reader_load(&r, &loaded, &err), 0);     /* closes r */
+    assert_meta(loaded, "dropped.duplicate", "1");
+    unsigned kernels = 0;
+    for (uint64_t i = 0; i < loaded->n_stmts; i++) {
+        trace_stmt st;
+        trace_stmt_at(loaded, i, &st);
+        if (st.label == TRACE_NONE || strcmp(trace_str(loaded, st.label), "k") != 0)
+            continue;
+        kernels++;
+        assert_int_equal(st.n_access, 1);
+        assert_string_equal(trace_str(loaded, loaded->buffers[st.access[0].buffer].name),
+                            "gpu0.b0");
+    }
+    assert_int_equal(kernels, 1);
+    trace_free(loaded);
+}
+
 /* Every reason has a word and a meaning; the CLI's lookups agree with it. */
 static void test_import_ledger_reasons_have_meanings(void **state)
 {
@@ -344,6 +386,7 @@ int main(void)
         T(bad_ts_makes_no_statement),
         T(truncated_line),
         cmocka_unit_test(test_import_ledger_unaccounted_events_are_counted),
+        cmocka_unit_test(test_import_ledger_duplicate_activity_keeps_its_accesses),
         cmocka_unit_test(test_import_ledger_reasons_have_meanings),
         cmocka_unit_test(test_import_ledger_docs_list_every_reason),
     };
