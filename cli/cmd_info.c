@@ -2,8 +2,9 @@
  * cmd_info.c -- `syncsim info DB|FILE [--run N] [--json]`: what a trace
  * holds. For a database: its runs; for the chosen run (or a text file):
  * queues, buffers, statements by kind, synchronisations and the time span,
- * and for a capture its import ledger (what was read, ignored and dropped by
- * reason: trace_ledger). Statements are streamed, never loaded.
+ * and for a capture its import ledger (what was read, imported, ignored,
+ * dropped and assumed, by reason: trace_ledger). Statements are streamed,
+ * never loaded.
  */
 #include "cli.h"
 #include "traces/trace.h"
@@ -21,8 +22,9 @@ void cmd_info_help(FILE *out)
             "For a database, lists its runs (id, name, source, status, statements; a run\n"
             "whose producer died stays 'recording'), then describes run N (default: the\n"
             "latest): queues, buffers, statements by kind, synchronisations, and the time\n"
-            "span when times exist. For a capture: the events read, ignored by design and\n"
-            "dropped by reason (the import ledger, docs/importers.md); --json adds every\n"
+            "span when times exist. For a capture: the events read, imported, ignored by\n"
+            "design, dropped by reason, and the orders assumed by reason where the capture\n"
+            "does not say them (the import ledger, docs/importers.md); --json adds every\n"
             "run metadata key.\n"
             "\n"
             "Options:\n"
