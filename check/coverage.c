@@ -19,13 +19,23 @@
  *                 full either: nothing on a device was seen.
  *   import drops  What an importer read and did not import (the ledger,
  *                 trace_ledger): an event the checker never saw may be the
- *                 one that races.
+ *                 one that races. The ledger also counts every ordering
+ *                 the importer assumed where the capture is silent (a stream
+ *                 sync widened to its device, an event record placed before
+ *                 its wait, a wait taken as one on an idle stream) and every
+ *                 refusal a user forced (run metadata forced= says which):
+ *                 an assumed order adds or moves a happens-before edge, and
+ *                 so can hide a race. They are named apart, as "ordering
+ *                 assumptions". A capture that records no host access has
+ *                 each copy that does not block the host counted too
+ *                 (host-unrecorded): a host read racing with it is unseen.
  *   absent ranks  Some ranks of a larger job (merge --partial, or one rank's
  *                 trace alone): what needs an absent rank was made local.
  *
- * Host accesses are counted and shown (a capture records a host load or
- * store only where the program marks it), but their absence alone does not
- * make coverage partial: a host that only launches and syncs has none.
+ * Host accesses are counted and shown. Their absence alone does not make
+ * coverage partial (a host that only launches and syncs has none); a
+ * capture without any, whose copies do not block the host, has those copies
+ * in its ledger (above).
  *
  * Coverage is full when none of the three is missing. A check without
  * findings is then "clean" (exit 0); with partial coverage it is "no
@@ -120,15 +130,39 @@ static void add(text_buf *b, const char *fmt, ...)
         b->len += (size_t)n;
 }
 
+/* The ledger's reasons of one kind (ordering assumptions or data dropped),
+ * as "word N, word N", and their total. */
 typedef struct ledger_text {
-    text_buf *b;
+    text_buf *b;            /* NULL: only count */
+    bool assumed;
     unsigned shown;
+    uint64_t total;
 } ledger_text;
 
 static void add_reason(void *ctx, const char *reason, uint64_t n)
 {
     ledger_text *lt = ctx;
-    add(lt->b, "%s%s %" PRIu64, lt->shown++ ? ", " : "", reason, n);
+    if (trace_ledger_assumed(reason) != lt->assumed)
+        return;
+    lt->total += n;
+    if (lt->b)
+        add(lt->b, "%s%s %" PRIu64, lt->shown++ ? ", " : "", reason, n);
+}
+
+/* "N WHATs WHERE (reason n, ...)" for the ledger's reasons of one kind
+ * (assumed or not), after sep; false (nothing added) when there are none. */
+static bool add_reasons(text_buf *b, const trace *t, bool assumed, const char *sep,
+                        const char *what, const char *where)
+{
+    ledger_text lt = { NULL, assumed, 0, 0 };
+    trace_ledger(t, add_reason, &lt);
+    if (!lt.total)
+        return false;
+    add(b, "%s%" PRIu64 " %s%s %s (", sep, lt.total, what, lt.total == 1 ? "" : "s", where);
+    lt.b = b;
+    trace_ledger(t, add_reason, &lt);
+    add(b, ")");
+    return true;
 }
 
 size_t check_coverage_missing(char *buf, size_t cap, const check_coverage *c, const trace *t)
@@ -153,16 +187,21 @@ size_t check_coverage_missing(char *buf, size_t cap, const check_coverage *c, co
                     "kernel's pointers)");
         sep = "; ";
     }
-    if (c->dropped) {
-        add(&b, "%s%" PRIu64 " event%s dropped at import", sep, c->dropped,
-            c->dropped == 1 ? "" : "s");
-        if (t) {
-            ledger_text lt = { &b, 0 };
-            add(&b, " (");
-            trace_ledger(t, add_reason, &lt);
-            add(&b, ")");
-        }
+    if (c->dropped && !t) {
+        add(&b, "%s%" PRIu64 " event%s dropped or placed by assumption at import", sep,
+            c->dropped, c->dropped == 1 ? "" : "s");
         sep = "; ";
+    } else if (c->dropped) {
+        /* An ordering assumption is named apart from data dropped: it is why
+         * a capture that lost nothing still cannot check clean. */
+        if (add_reasons(&b, t, false, sep, "event", "dropped at import"))
+            sep = "; ";
+        if (add_reasons(&b, t, true, sep, "ordering assumption", "at import")) {
+            const char *forced = trace_get_meta(t, "forced");
+            add(&b, "%s%s: a guessed order can hide a race", forced ? "; forced: " : "",
+                forced ? forced : "");
+            sep = "; ";
+        }
     }
     if (c->ranks_world) {
         const char *absent = t ? trace_get_meta(t, "ranks.absent") : NULL;

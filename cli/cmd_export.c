@@ -111,7 +111,9 @@ int cmd_export(int argc, char **argv)
     }
     int rc = chrome ? write_chrome(out, &src, &err) : trace_text_write(out, &src.reader, &err);
     trace_source_close(&src);
-    if (rc != 0)
+    if (rc != 0 && out != stdout && ferror(out))    /* the output failed: name it */
+        cli_error("export", "%s: %s", output, err.msg);
+    else if (rc != 0)
         cli_error("export", "%s", err.msg);
     return cli_output_close("export", out, output, tmp, rc == 0);
 }

@@ -3,8 +3,9 @@
  * [--name NAME] [--strict]`: a trace (text, a run of another database, or a
  * capture syncsim reads: an Nsight Systems export, a PyTorch profiler trace
  * with its execution trace) becomes a new run of a database. What the
- * importer did not import (its ledger, trace_ledger) is said first, one
- * warning line per reason; --strict refuses any of it.
+ * importer did not import, and every order it assumed where the capture is
+ * silent (its ledger, trace_ledger), is said first, one warning line per
+ * reason; --strict refuses any of it.
  */
 #include "cli.h"
 #include "traces/trace.h"
@@ -30,11 +31,13 @@ void cmd_import_help(FILE *out)
             "ranges is ordering-only (run metadata accesses=none).\n"
             "\n"
             "Every event of a capture is imported or counted: a warning line per reason\n"
-            "says what was not imported (run metadata dropped.REASON; `info` shows it).\n"
-            "The reasons:\n");
+            "says what was not imported, or where an order was assumed because the capture\n"
+            "does not say it (run metadata dropped.REASON; `info` shows it). Either makes a\n"
+            "check's coverage partial: a run with an assumed order never checks clean.\n"
+            "The reasons (* an ordering assumption):\n");
     const char *meaning, *word;
     for (size_t i = 0; (word = trace_ledger_reason(i, &meaning)); i++)
-        fprintf(out, "  %-22s %s\n", word, meaning);
+        fprintf(out, "  %-22s%s %s\n", word, trace_ledger_assumed(word) ? "*" : " ", meaning);
     fprintf(out,
             "\n"
             "Options:\n"
@@ -45,9 +48,10 @@ void cmd_import_help(FILE *out)
             "                    An ET of another process, or one that gives byte ranges to\n"
             "                    fewer than half of the ops that launched GPU work, is\n"
             "                    refused (exit 2)\n"
-            "  -F, --force-et    join the ET anyway\n"
-            "  -s, --strict      refuse a capture the importer dropped anything of (exit 2,\n"
-            "                    nothing written)\n"
+            "  -F, --force-et    join the ET anyway; the run says so (run metadata forced=,\n"
+            "                    ledger reason forced), and its check is never clean\n"
+            "  -s, --strict      refuse a capture the importer dropped anything of, or\n"
+            "                    assumed an order in (exit 2, nothing written)\n"
             "\n"
             "Examples:\n"
             "  syncsim import examples/event-chain-clean.trace -o traces.db\n"
@@ -64,8 +68,9 @@ static void warn_dropped(void *ctx, const char *reason, uint64_t n)
 {
     const ledger_out *o = ctx;
     const char *meaning = trace_ledger_meaning(reason);
-    fprintf(stderr, "%s: warning: %llu event%s dropped: %s%s%s%s\n", o->path,
-            (unsigned long long)n, n == 1 ? "" : "s", reason, meaning ? " (" : "",
+    fprintf(stderr, "%s: warning: %llu %s%s%s: %s%s%s%s\n", o->path, (unsigned long long)n,
+            trace_ledger_assumed(reason) ? "ordering assumption" : "event", n == 1 ? "" : "s",
+            trace_ledger_assumed(reason) ? "" : " dropped", reason, meaning ? " (" : "",
             meaning ? meaning : "", meaning ? ")" : "");
 }
 
@@ -126,7 +131,8 @@ int cmd_import(int argc, char **argv)
     uint64_t dropped = trace_ledger(src.reader.trace, warn_dropped, &lo);
     if (strict && dropped) {
         trace_source_close(&src);
-        return cli_error("import", "%s: %llu event%s not imported (--strict): nothing written",
+        return cli_error("import", "%s: %llu event%s not imported as captured, or placed by "
+                                   "assumption (--strict): nothing written",
                          path, (unsigned long long)dropped, dropped == 1 ? "" : "s");
     }
     uint64_t n_stmts = 0;

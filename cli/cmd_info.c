@@ -2,8 +2,9 @@
  * cmd_info.c -- `syncsim info DB|FILE [--run N] [--json]`: what a trace
  * holds. For a database: its runs; for the chosen run (or a text file):
  * queues, buffers, statements by kind, synchronisations and the time span,
- * and for a capture its import ledger (what was read, ignored and dropped by
- * reason: trace_ledger). Statements are streamed, never loaded.
+ * and for a capture its import ledger (what was read, imported, ignored,
+ * dropped and assumed, by reason: trace_ledger). Statements are streamed,
+ * never loaded.
  */
 #include "cli.h"
 #include "traces/trace.h"
@@ -21,8 +22,9 @@ void cmd_info_help(FILE *out)
             "For a database, lists its runs (id, name, source, status, statements; a run\n"
             "whose producer died stays 'recording'), then describes run N (default: the\n"
             "latest): queues, buffers, statements by kind, synchronisations, and the time\n"
-            "span when times exist. For a capture: the events read, ignored by design and\n"
-            "dropped by reason (the import ledger, docs/importers.md); --json adds every\n"
+            "span when times exist. For a capture: the events read, imported, ignored by\n"
+            "design, dropped by reason, and the orders assumed by reason where the capture\n"
+            "does not say them (the import ledger, docs/importers.md); --json adds every\n"
             "run metadata key.\n"
             "\n"
             "Options:\n"
@@ -68,12 +70,44 @@ static const trace_kind sync_kinds[] = { TRACE_RECORD,     TRACE_WAIT, TRACE_SYN
                                          TRACE_BARRIER,    TRACE_SIGNAL, TRACE_AWAIT,
                                          TRACE_COLLECTIVE, TRACE_SEND, TRACE_RECV };
 
-/* The ledger's lines (text) and members (JSON). */
+/* The ledger's lines (text): data dropped, then orders assumed. */
 static void ledger_line(void *ctx, const char *reason, uint64_t n)
 {
     const char *meaning = trace_ledger_meaning(reason);
-    fprintf(ctx, "    dropped %-22s %llu%s%s%s\n", reason, (unsigned long long)n,
+    fprintf(ctx, "    %-7s %-22s %llu%s%s%s\n",
+            trace_ledger_assumed(reason) ? "assumed" : "dropped", reason, (unsigned long long)n,
             meaning ? " (" : "", meaning ? meaning : "", meaning ? ")" : "");
+}
+
+/* The ledger's totals: every reason, ordering assumptions, and overridden
+ * refusals (counted, but no event). */
+typedef struct ledger_sum {
+    uint64_t assumed, forced;
+} ledger_sum;
+
+static void ledger_add(void *ctx, const char *reason, uint64_t n)
+{
+    ledger_sum *sum = ctx;
+    if (trace_ledger_assumed(reason))
+        sum->assumed += n;
+    if (strcmp(reason, "forced") == 0)
+        sum->forced += n;
+}
+
+/* The ledger's assumptions as the members of one JSON object. */
+typedef struct json_members {
+    FILE *out;
+    unsigned shown;
+} json_members;
+
+static void assumed_member(void *ctx, const char *reason, uint64_t n)
+{
+    json_members *j = ctx;
+    if (!trace_ledger_assumed(reason))
+        return;
+    fputs(j->shown++ ? ", " : "", j->out);
+    trace_json_str(j->out, reason);
+    fprintf(j->out, ": %llu", (unsigned long long)n);
 }
 
 /* A metadata count, or -1 when absent. */
@@ -142,16 +176,22 @@ static void print_text(FILE *out, const char *path, const trace_format *fmt,
         fprintf(out, "  time: none recorded\n");
     if (t->n_expects)
         fprintf(out, "  expectations: %u\n", t->n_expects);
-    uint64_t dropped = trace_ledger(t, NULL, NULL);
+    ledger_sum sum = { 0, 0 };
+    uint64_t counted = trace_ledger(t, ledger_add, &sum);
     long long read = meta_count(t, "import.read"), ignored = meta_count(t, "import.ignored");
-    if (read >= 0 || dropped) {
+    if (read >= 0 || counted) {
         fprintf(out, "  import: ");
         if (read >= 0)
-            fprintf(out, "%lld events read, %lld ignored by design, ", read,
+            fprintf(out, "%lld events read, %lld imported, %lld ignored by design, ", read,
+                    read - (ignored < 0 ? 0 : ignored) - (long long)(counted - sum.forced),
                     ignored < 0 ? 0 : ignored);
-        fprintf(out, "%llu dropped%s\n", (unsigned long long)dropped,
-                dropped ? ":" : " (everything read was imported)");
+        fprintf(out, "%llu dropped, %llu ordering assumptions%s\n",
+                (unsigned long long)(counted - sum.assumed), (unsigned long long)sum.assumed,
+                counted ? ":" : " (everything read was imported as captured)");
         trace_ledger(t, ledger_line, out);
+        const char *forced = trace_get_meta(t, "forced");
+        if (forced)
+            fprintf(out, "    forced: %s\n", forced);
     }
     for (uint32_t i = 0; i < t->n_meta; i++)
         fprintf(out, "  meta %s = %s\n", trace_str(t, t->meta[i].key),
@@ -213,15 +253,29 @@ static void print_json(FILE *out, const char *path, const trace_format *fmt,
     else
         fprintf(out, "}, \"time\": null");
     fprintf(out, ", \"expectations\": %u", t->n_expects);
-    /* the import ledger; null members where the trace was not imported */
+    /* the import ledger; null members where the trace was not imported.
+     * read = imported + ignored + every reason but forced (one per event). */
     long long read = meta_count(t, "import.read"), ignored = meta_count(t, "import.ignored");
+    ledger_sum sum = { 0, 0 };
+    uint64_t counted = trace_ledger(t, ledger_add, &sum);
     fprintf(out, ", \"import\": {\"read\": ");
     read >= 0 ? fprintf(out, "%lld", read) : fprintf(out, "null");
+    fprintf(out, ", \"imported\": ");
+    read >= 0 ? fprintf(out, "%lld", read - (ignored < 0 ? 0 : ignored) -
+                                         (long long)(counted - sum.forced))
+              : fprintf(out, "null");
     fprintf(out, ", \"ignored\": ");
     ignored >= 0 ? fprintf(out, "%lld", ignored) : fprintf(out, "null");
-    fprintf(out, ", \"dropped_total\": %llu, \"dropped\": ",
-            (unsigned long long)trace_ledger(t, NULL, NULL));
+    fprintf(out, ", \"dropped_total\": %llu, \"dropped\": ", (unsigned long long)counted);
     trace_ledger_print_json(out, t);
+    json_members members = { out, 0 };
+    fprintf(out, ", \"assumed_total\": %llu, \"assumed\": {", (unsigned long long)sum.assumed);
+    trace_ledger(t, assumed_member, &members);
+    fprintf(out, "}, \"forced\": ");
+    if (trace_get_meta(t, "forced"))
+        trace_json_str(out, trace_get_meta(t, "forced"));
+    else
+        fprintf(out, "null");
     fprintf(out, "}, \"meta\": {");
     for (uint32_t i = 0; i < t->n_meta; i++) {
         fprintf(out, "%s", i ? ", " : "");

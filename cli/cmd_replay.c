@@ -123,6 +123,16 @@ static int check_what_if(trace *t, trace *replayed, const char *db, int64_t out_
     return 0;
 }
 
+/* Run metadata the check of a replay needs from its source, so that its
+ * coverage says what the source's would: the replay knows no more accesses
+ * than its source, and assumed no fewer orders. */
+static bool coverage_key(const char *key)
+{
+    return !strncmp(key, TRACE_LEDGER_PREFIX, strlen(TRACE_LEDGER_PREFIX)) ||
+           !strcmp(key, "accesses") || !strcmp(key, "partial") || !strcmp(key, "ranks.absent") ||
+           !strcmp(key, "forced");
+}
+
 /* Replays the loaded trace t (a reader over it does not own it). */
 static int replay_once(trace *t, const sim_replay_opts *o, sim_replay_result *res,
                        trace_error *err)
@@ -342,6 +352,14 @@ static int replay_and_record(trace *t, const char *path, const char *db, bool fr
     } else {
         if (!(replayed = trace_new()))
             return cli_error("replay", "out of memory");
+        for (uint32_t i = 0; i < t->n_meta; i++) {
+            const char *key = trace_str(t, t->meta[i].key);
+            if (coverage_key(key) &&
+                trace_set_meta(replayed, key, trace_str(t, t->meta[i].value)) != 0) {
+                trace_free(replayed);
+                return cli_error("replay", "out of memory");
+            }
+        }
         sink = sched_sink_memory(replayed);
     }
     sim_replay_opts o = base;
@@ -369,8 +387,7 @@ static int replay_and_record(trace *t, const char *path, const char *db, bool fr
      * coverage must say what the source's would. */
     for (uint32_t i = 0; i < t->n_meta; i++) {
         const char *key = trace_str(t, t->meta[i].key);
-        if (!strncmp(key, TRACE_LEDGER_PREFIX, strlen(TRACE_LEDGER_PREFIX)) ||
-            !strcmp(key, "accesses") || !strcmp(key, "partial") || !strcmp(key, "ranks.absent"))
+        if (coverage_key(key))
             trace_recorder_meta(rec, key, trace_str(t, t->meta[i].value));
     }
     if (n_drop) {

@@ -195,6 +195,18 @@ static int check_db_path(const char *db)
     return 0;
 }
 
+/* Removes database db and the files SQLite keeps beside it (a database
+ * that a failed run created, and nothing else wrote). */
+static void remove_db(const char *db)
+{
+    static const char *const sides[] = { "", "-wal", "-shm", "-journal" };
+    for (size_t i = 0; i < sizeof sides / sizeof sides[0]; i++) {
+        char path[4096];
+        if ((size_t)snprintf(path, sizeof path, "%s%s", db, sides[i]) < sizeof path)
+            unlink(path);
+    }
+}
+
 /* Closes the run's recorder after the run returned rc (err its error).
  * Returns -1 when the run succeeded and was closed, else the exit status,
  * having printed why: 2 for a failed close, 1 for a run that failed
@@ -385,10 +397,15 @@ static int run_main(sched_run_opts *po, const char *db)
         return bad;
     }
     trace_recorder_opts ro = { .run_name = sched_run_name(run), .source = sched_run_source(run) };
+    bool existed = access(db, F_OK) == 0;
     trace_recorder *rec = trace_recorder_open(db, &ro, &err);
     if (!rec) {
         cli_progress_end(o.progress_ctx);
         sched_run_free(run);
+        /* a database this run created and could not even set up (a full
+         * disk) is no database: nothing is left behind */
+        if (!existed)
+            remove_db(db);
         return cli_error("run", "%s", err.msg);
     }
     sched_run_result res;

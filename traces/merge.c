@@ -573,47 +573,115 @@ static int carry_expects(merge_ctx *m, merge_in *in, trace_error *err)
 
 /* Run metadata that names the job a rank belongs to: ranks whose values
  * disagree are of different jobs (a PyTorch profile's distributed backend,
- * process-group config and job id; a syncsim run's parallelism, model and
- * policy). A key only some inputs have says nothing. */
+ * process-group config, NCCL version and job id; a syncsim run's
+ * parallelism, model and policy). A key that some inputs have and others
+ * lack cannot show that they are one job either: the merge refuses it too,
+ * naming the key (two jobs' ranks, one profiled with more metadata, would
+ * otherwise pair collectives that never met). */
 static const char *const job_keys[] = {
-    "job.id", "dist.backend", "dist.pg_count", "dist.pg_config", "parallel", "model", "policy",
+    "job.id", "dist.backend", "dist.pg_count", "dist.pg_config", "dist.nccl_version",
+    "parallel", "model", "policy",
 };
 
-/* 0 when the inputs agree on every job key they share, else -1 with err
- * naming the key, both values and both files. */
-static int same_job(trace_reader *const *inputs, uint32_t n, trace_error *err)
+/* 0 when the inputs agree on every job key (each present on all inputs or
+ * on none, with one value), else 1 with why: the key, both values (or
+ * "no KEY") and both files. */
+static int job_mismatch(trace_reader *const *inputs, uint32_t n, char *why, size_t cap)
 {
     for (size_t k = 0; k < sizeof job_keys / sizeof job_keys[0]; k++) {
-        const char *first = NULL, *first_src = NULL;
+        uint32_t with = TRACE_NONE, without = TRACE_NONE;
         for (uint32_t i = 0; i < n; i++) {
             const char *v = trace_get_meta(inputs[i]->trace, job_keys[k]);
-            if (!v)
+            if (!v) {
+                if (without == TRACE_NONE)
+                    without = i;
                 continue;
-            if (!first) {
-                first = v;
-                first_src = inputs[i]->source;
-            } else if (strcmp(first, v) != 0) {
-                return trace_error_set(err, TRACE_EUSAGE,
-                                       "merge: %s says %s=%s but %s says %s=%s: the ranks are of "
-                                       "different jobs (--force merges them all the same)",
-                                       first_src ? first_src : "an input", job_keys[k], first,
-                                       inputs[i]->source ? inputs[i]->source : "an input",
-                                       job_keys[k], v),
-                       -1;
             }
+            if (with == TRACE_NONE) {
+                with = i;
+            } else if (strcmp(trace_get_meta(inputs[with]->trace, job_keys[k]), v) != 0) {
+                snprintf(why, cap, "%s says %s=%s but %s says %s=%s: the ranks are of different "
+                         "jobs",
+                         inputs[with]->source ? inputs[with]->source : "an input", job_keys[k],
+                         trace_get_meta(inputs[with]->trace, job_keys[k]),
+                         inputs[i]->source ? inputs[i]->source : "an input", job_keys[k], v);
+                return 1;
+            }
+        }
+        if (with != TRACE_NONE && without != TRACE_NONE) {
+            snprintf(why, cap, "%s says %s=%s but %s has no %s: nothing shows the ranks are of "
+                     "one job",
+                     inputs[with]->source ? inputs[with]->source : "an input", job_keys[k],
+                     trace_get_meta(inputs[with]->trace, job_keys[k]),
+                     inputs[without]->source ? inputs[without]->source : "an input",
+                     job_keys[k]);
+            return 1;
         }
     }
     return 0;
 }
 
+/* Whether key is one of the import ledger's, summed over the inputs: the
+ * reasons, and the events read and ignored (so that the job's ledger adds
+ * up as each rank's does). */
+static bool summed_key(const char *key)
+{
+    return !strncmp(key, TRACE_LEDGER_PREFIX, strlen(TRACE_LEDGER_PREFIX)) ||
+           !strcmp(key, "import.read") || !strcmp(key, "import.ignored");
+}
+
+/* The inputs' forced= (refusals their importers were told to override),
+ * each with its rank, and the merge's own (forced: why the merge would
+ * have refused, or NULL): run metadata forced=, and one more `forced` in
+ * the ledger for the merge's. */
+static int carry_forced(merge_ctx *m, const char *forced, trace_error *err)
+{
+    size_t cap = 256, len = 0;
+    char *s = malloc(cap);
+    if (!s)
+        return nomem(err);
+    s[0] = '\0';
+    for (uint32_t i = 0; i <= m->n; i++) {
+        const char *f = i < m->n ? trace_get_meta(m->in[i].r->trace, "forced") : forced;
+        if (!f)
+            continue;
+        size_t need = len + strlen(f) + 64;
+        if (need > cap) {
+            char *g = realloc(s, cap = need * 2);
+            if (!g) {
+                free(s);
+                return nomem(err);
+            }
+            s = g;
+        }
+        if (i < m->n)
+            len += (size_t)snprintf(s + len, cap - len, "%sr%u: %s", len ? "; " : "",
+                                    m->in[i].rank, f);
+        else
+            len += (size_t)snprintf(s + len, cap - len, "%smerge --force (%s)", len ? "; " : "",
+                                    f);
+    }
+    int rc = 0;
+    if (len && trace_set_meta(m->out, "forced", s) != 0)
+        rc = nomem(err);
+    free(s);
+    if (rc == 0 && forced) {
+        const char *had = trace_get_meta(m->out, TRACE_LEDGER_PREFIX "forced");
+        char v[32];
+        snprintf(v, sizeof v, "%llu", (had ? strtoull(had, NULL, 10) : 0) + 1);
+        if (trace_set_meta(m->out, TRACE_LEDGER_PREFIX "forced", v) != 0)
+            rc = nomem(err);
+    }
+    return rc;
+}
+
 /* What the job's checker must know of its inputs: the ledgers summed (an
- * event a rank's importer dropped is missing from the job), and whether
- * accesses came from a capture (none wins: one rank without byte ranges
- * makes the job's races unchecked there); and every other key on which all
- * inputs agree. */
+ * event a rank's importer dropped is missing from the job; so are its
+ * events read and ignored), and whether accesses came from a capture (none
+ * wins: one rank without byte ranges makes the job's races unchecked
+ * there); and every other key on which all inputs agree. */
 static int carry_coverage_meta(merge_ctx *m, trace_error *err)
 {
-    const size_t plen = strlen(TRACE_LEDGER_PREFIX);
     const char *acc = NULL;
     for (uint32_t i = 0; i < m->n; i++) {
         const trace *t = m->in[i].r->trace;
@@ -622,7 +690,7 @@ static int carry_coverage_meta(merge_ctx *m, trace_error *err)
             acc = a;
         for (uint32_t j = 0; j < t->n_meta; j++) {
             const char *key = trace_str(t, t->meta[j].key);
-            if (strncmp(key, TRACE_LEDGER_PREFIX, plen) != 0)
+            if (!summed_key(key))
                 continue;
             unsigned long long sum = strtoull(trace_str(t, t->meta[j].value), NULL, 10);
             const char *have = trace_get_meta(m->out, key);
@@ -641,7 +709,7 @@ static int carry_coverage_meta(merge_ctx *m, trace_error *err)
     for (uint32_t j = 0; j < first->n_meta; j++) {
         const char *key = trace_str(first, first->meta[j].key);
         const char *value = trace_str(first, first->meta[j].value);
-        if (!strncmp(key, TRACE_LEDGER_PREFIX, plen) || !strcmp(key, "accesses") ||
+        if (summed_key(key) || !strcmp(key, "accesses") || !strcmp(key, "forced") ||
             !strcmp(key, "rank") || !strcmp(key, "world_size") || !strcmp(key, "source") ||
             !strcmp(key, "partial") || !strncmp(key, "rank.", 5) || trace_get_meta(m->out, key))
             continue;
@@ -719,8 +787,15 @@ int trace_merge_open_opts(trace_reader *const *inputs, uint32_t n, const trace_m
         nomem(err);
         goto fail;
     }
-    if (!(o && o->force) && same_job(inputs, n, err) != 0)
+    char why[1024];
+    bool mismatch = job_mismatch(inputs, n, why, sizeof why) != 0;
+    if (mismatch && !(o && o->force)) {
+        trace_error_set(err, TRACE_EUSAGE,
+                        "merge: %s (--force merges them all the same; the job's check is then "
+                        "never clean)",
+                        why);
         goto fail;
+    }
     /* 1. Ranks: run metadata rank= for all inputs, else the list order. */
     uint32_t with_rank = 0, world = TRACE_NONE;
     const char *world_src = NULL;
@@ -822,7 +897,8 @@ int trace_merge_open_opts(trace_reader *const *inputs, uint32_t n, const trace_m
             goto fail;
         }
     }
-    if (carry_coverage_meta(m, err) != 0 || (partial && set_absent_ranks(m, err) != 0))
+    if (carry_coverage_meta(m, err) != 0 || carry_forced(m, mismatch ? why : NULL, err) != 0 ||
+        (partial && set_absent_ranks(m, err) != 0))
         goto fail;
     for (uint32_t i = 0; i < n; i++)
         m->track |= m->in[i].r->iface->attr_text != NULL;

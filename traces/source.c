@@ -70,8 +70,8 @@ static int syncsim_db_open(trace_source *src, const char *path, const trace_sour
 static bool text_sniff(const char *path, const unsigned char *head, size_t n)
 {
     (void)path;
-    if (memchr(head, 0, n))
-        return false;
+    if (n == 0 || memchr(head, 0, n))
+        return false;           /* an empty file is told as such below */
     size_t bad = 0;
     for (size_t i = 0; i < n;) {
         size_t ok = trace_utf8_check((const char *)head + i, n - i);
@@ -130,13 +130,15 @@ static void format_list(char *buf, size_t cap)
         n += (size_t)snprintf(buf + n, cap - n, "%s%s", i ? ", " : "", formats[i]->name);
 }
 
-/* One rank's trace of a larger job: its run metadata says rank= and a
+/* One rank's trace of a larger job: its run metadata says rank= (or that
+ * its rank is unknown: rank.unknown=, a profile with rank -1) and a
  * world_size= above 1, and it is no merged job (partial=, source=merge). */
 static bool rank_alone(const trace *t)
 {
     const char *rank = trace_get_meta(t, "rank"), *world = trace_get_meta(t, "world_size");
     const char *source = trace_get_meta(t, "source");
-    return rank && world && strtoul(world, NULL, 10) > 1 && !trace_get_meta(t, "partial") &&
+    return (rank || trace_get_meta(t, "rank.unknown")) && world &&
+           strtoul(world, NULL, 10) > 1 && !trace_get_meta(t, "partial") &&
            !(source && strcmp(source, "merge") == 0);
 }
 

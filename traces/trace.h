@@ -508,6 +508,10 @@ void trace_ledger_print_json(FILE *out, const trace *t);
  * the i-th reason's word, NULL past the end. */
 const char *trace_ledger_meaning(const char *reason);
 const char *trace_ledger_reason(size_t i, const char **meaning);
+/* Whether a reason is an ordering assumption (an event imported where the
+ * capture does not say it stood: a widened sync, an assumed record, ...)
+ * rather than data not imported. Both make coverage partial. */
+bool trace_ledger_assumed(const char *reason);
 
 /* The host queue that submitted s: its by=, else the only host queue when
  * the trace declares exactly one, else TRACE_NONE. Host statements return

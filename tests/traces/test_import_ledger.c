@@ -58,6 +58,46 @@ static const drop_case cases[] = {
                         "\"dur\": 4, " ARGS "}" },
     { "guessed-stream", ",\n{\"ph\": \"X\", \"cat\": \"cuda_profiler_range\", \"name\": \"k\", "
                         "\"pid\": 0, \"tid\": 0, \"ts\": 100, \"dur\": 50, \"args\": {}}" },
+    /* issue 31: every guess is counted */
+    { "duplicate-key", KERNEL("\"ts\": 20, \"ts\": 21, \"dur\": 4, " ARGS) },
+    { "ignored-gpu-work", ",\n{\"ph\": \"X\", \"cat\": \"gpu_user_annotation\", \"name\": \"k2\", "
+                          "\"pid\": 0, \"tid\": 7, \"ts\": 20, \"dur\": 4, " ARGS "}" },
+    { "duplicate", ",\n{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0, "
+                   "\"tid\": 7, \"ts\": 13, \"dur\": 4, " ARGS "}" },
+    { "launch-without-work", ",\n{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": "
+                             "\"cudaLaunchKernel\", \"pid\": 5, \"tid\": 6, \"ts\": 30, "
+                             "\"dur\": 2, \"args\": {\"correlation\": 2}}" },
+    { "widened-sync", ",\n{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": "
+                      "\"cudaStreamSynchronize\", \"pid\": 5, \"tid\": 6, \"ts\": 30, "
+                      "\"dur\": 2, \"args\": {\"correlation\": 3}}" },
+    { "assumed-record", ",\n{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": "
+                        "\"cudaStreamWaitEvent\", \"pid\": 5, \"tid\": 6, \"ts\": 30, "
+                        "\"dur\": 2, \"args\": {\"correlation\": 3}},\n"
+                        "{\"ph\": \"X\", \"cat\": \"cuda_sync\", \"name\": \"Stream Wait Event\", "
+                        "\"pid\": 0, \"tid\": 8, \"ts\": 31, \"dur\": 1, \"args\": "
+                        "{\"cuda_sync_kind\": \"Stream Wait Event\", \"device\": 0, \"stream\": 8, "
+                        "\"wait_on_stream\": 7, \"wait_on_cuda_event_id\": 1, \"correlation\": 3}}" },
+    { "idle-stream-wait", ",\n{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": "
+                          "\"cudaEventRecord\", \"pid\": 5, \"tid\": 6, \"ts\": 28, "
+                          "\"dur\": 1, \"args\": {\"correlation\": 3}},\n"
+                          "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": "
+                          "\"cudaStreamWaitEvent\", \"pid\": 5, \"tid\": 6, \"ts\": 30, "
+                          "\"dur\": 2, \"args\": {\"correlation\": 4}},\n"
+                          "{\"ph\": \"X\", \"cat\": \"cuda_sync\", \"name\": \"Stream Wait Event\", "
+                          "\"pid\": 0, \"tid\": 8, \"ts\": 31, \"dur\": 1, \"args\": "
+                          "{\"cuda_sync_kind\": \"Stream Wait Event\", \"device\": 0, \"stream\": 8, "
+                          "\"wait_on_stream\": 7, \"wait_on_cuda_event_record_corr_id\": 3, "
+                          "\"wait_on_cuda_event_id\": 1, \"correlation\": 4}},\n"
+                          "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": "
+                          "\"cudaStreamWaitEvent\", \"pid\": 5, \"tid\": 6, \"ts\": 40, "
+                          "\"dur\": 2, \"args\": {\"correlation\": 5}}" },
+    { "host-unrecorded", ",\n{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": "
+                         "\"cudaMemcpyAsync\", \"pid\": 5, \"tid\": 6, \"ts\": 30, \"dur\": 2, "
+                         "\"args\": {\"correlation\": 2}},\n"
+                         "{\"ph\": \"X\", \"cat\": \"gpu_memcpy\", \"name\": "
+                         "\"Memcpy DtoH (Device -> Pinned)\", \"pid\": 0, \"tid\": 7, \"ts\": 33, "
+                         "\"dur\": 4, \"args\": {\"device\": 0, \"stream\": 7, \"correlation\": 2, "
+                         "\"bytes\": 64}}" },
 };
 
 static const drop_case *case_of(const char *reason)
@@ -98,13 +138,14 @@ static void expect_dropped(void **state, const char *reason)
         fail_msg("info --json lacks %s: %s", want, out);
     assert_int_equal(tmpdir_sh(f, out, sizeof out, "%s import case.json -o ok.db", SYNCSIM_BINARY),
                      0);
-    snprintf(want, sizeof want, "case.json: warning: 1 event dropped: %s (%s)", reason,
+    snprintf(want, sizeof want, "case.json: warning: 1 %s: %s (%s)",
+             trace_ledger_assumed(reason) ? "ordering assumption" : "event dropped", reason,
              trace_ledger_meaning(reason));
     if (!strstr(out, want))
         fail_msg("import does not warn '%s': %s", want, out);
     assert_int_equal(tmpdir_sh(f, out, sizeof out, "%s import --strict case.json -o strict.db",
                                SYNCSIM_BINARY), 2);
-    assert_non_null(strstr(out, "not imported (--strict): nothing written"));
+    assert_non_null(strstr(out, "(--strict): nothing written"));
     assert_int_equal(tmpdir_sh(f, NULL, 0, "test ! -e strict.db"), 0);
 }
 
@@ -138,6 +179,36 @@ DROP_TEST(sync_without_call, "sync-without-call")
 DROP_TEST(unbound_wait, "unbound-wait")
 DROP_TEST(nccl_unmatched, "nccl-unmatched")
 DROP_TEST(guessed_stream, "guessed-stream")
+DROP_TEST(duplicate_key, "duplicate-key")
+DROP_TEST(ignored_gpu_work, "ignored-gpu-work")
+DROP_TEST(duplicate, "duplicate")
+DROP_TEST(launch_without_work, "launch-without-work")
+DROP_TEST(widened_sync, "widened-sync")
+DROP_TEST(assumed_record, "assumed-record")
+DROP_TEST(idle_stream_wait, "idle-stream-wait")
+DROP_TEST(host_unrecorded, "host-unrecorded")
+
+/* One reason per event: a kernel without a duration whose call is missing
+ * is counted once (no-dur, the first found), not twice: read = imported +
+ * ignored + counted holds. */
+static void test_import_ledger_one_reason_per_event(void **state)
+{
+    fixture *f = *state;
+    char path[256], out[8192];
+    drop_case twice = { "two faults", KERNEL("\"ts\": 20, \"args\": {\"device\": 0, \"stream\": 7, "
+                                             "\"correlation\": 99}") };
+    write_case(f, &twice, path, sizeof path);
+    trace *t = load_capture(path, NULL);
+    assert_meta(t, "import.read", "3");
+    assert_meta(t, "dropped.no-dur", "1");
+    assert_null(trace_get_meta(t, "dropped.unmatched-correlation"));
+    assert_int_equal(trace_ledger(t, NULL, NULL), 1);
+    trace_free(t);
+    assert_int_equal(tmpdir_sh(f, out, sizeof out, "%s info --json case.json", SYNCSIM_BINARY),
+                     0);
+    assert_non_null(strstr(out, "\"read\": 3, \"imported\": 2, \"ignored\": 0, "
+                                "\"dropped_total\": 1"));
+}
 
 /* A clamped duration is kept, as 0: the event is imported and counted. */
 static void test_import_ledger_negative_dur_is_kept_as_zero(void **state)
@@ -207,6 +278,48 @@ static void test_import_ledger_unaccounted_events_are_counted(void **state)
     trace_reader_close(&r);
 }
 
+/* A GPU activity seen twice is kept once; the accesses its copy is given
+ * (the CUDA log gives them after each activity) are not the first one's. */
+static void test_import_ledger_duplicate_activity_keeps_its_accesses(void **state)
+{
+    (void)state;
+    trace *t = trace_new();
+    capture *c = capture_new(t, "twice");
+    assert_non_null(c);
+    capture_read(c);
+    uint32_t h = capture_host(c, 1, 1), s = capture_stream(c, 1, 0, 7);
+    assert_int_equal(capture_api(c, h, 1, 10, 11, 1, trace_intern_cstr(t, "cudaLaunchKernel")), 0);
+    uint32_t a = capture_buffer(c, 1, CAP_MEM_DEVICE, 0, 0x1000, 64);
+    uint32_t b = capture_buffer(c, 1, CAP_MEM_DEVICE, 0, 0x2000, 64);
+    cap_gpu g = { .stream = s, .kind = CAP_KERNEL, .t0 = 20, .t1 = 30, .corr = 1,
+                  .name = trace_intern_cstr(t, "k"), .src_device = CAP_NONE,
+                  .dst_device = CAP_NONE, .comm = TRACE_NONE, .coll = TRACE_NONE };
+    for (int i = 0; i < 2; i++) {
+        capture_read(c);
+        assert_int_equal(capture_gpu(c, &g), 0);
+        assert_int_equal(capture_gpu_access(c, i ? b : a, 0, 64, TRACE_W), 0);
+    }
+    trace_reader r;
+    trace_error err = { 0 };
+    assert_int_equal(capture_open_reader(c, NULL, &r, "twice", &err), 0);
+    trace *loaded = NULL;
+    assert_int_equal(trace_reader_load(&r, &loaded, &err), 0);     /* closes r */
+    assert_meta(loaded, "dropped.duplicate", "1");
+    unsigned kernels = 0;
+    for (uint64_t i = 0; i < loaded->n_stmts; i++) {
+        trace_stmt st;
+        trace_stmt_at(loaded, i, &st);
+        if (st.label == TRACE_NONE || strcmp(trace_str(loaded, st.label), "k") != 0)
+            continue;
+        kernels++;
+        assert_int_equal(st.n_access, 1);
+        assert_string_equal(trace_str(loaded, loaded->buffers[st.access[0].buffer].name),
+                            "gpu0.b0");
+    }
+    assert_int_equal(kernels, 1);
+    trace_free(loaded);
+}
+
 /* Every reason has a word and a meaning; the CLI's lookups agree with it. */
 static void test_import_ledger_reasons_have_meanings(void **state)
 {
@@ -260,10 +373,20 @@ int main(void)
         T(unbound_wait),
         T(nccl_unmatched),
         T(guessed_stream),
+        T(duplicate_key),
+        T(ignored_gpu_work),
+        T(duplicate),
+        T(launch_without_work),
+        T(widened_sync),
+        T(assumed_record),
+        T(idle_stream_wait),
+        T(host_unrecorded),
+        T(one_reason_per_event),
         T(negative_dur_is_kept_as_zero),
         T(bad_ts_makes_no_statement),
         T(truncated_line),
         cmocka_unit_test(test_import_ledger_unaccounted_events_are_counted),
+        cmocka_unit_test(test_import_ledger_duplicate_activity_keeps_its_accesses),
         cmocka_unit_test(test_import_ledger_reasons_have_meanings),
         cmocka_unit_test(test_import_ledger_docs_list_every_reason),
     };

@@ -17,8 +17,9 @@
  *   submission  a GPU activity is submitted by= the host thread of the API
  *               call with its correlation id, at the call's start; its t=
  *               and dur= are the observed GPU start and duration. Work
- *               whose call is missing has no submitter and sits at its
- *               start time.
+ *               whose call is missing sits at its start time, submitted by
+ *               "host.unlaunched", a host queue that does nothing else (no
+ *               submission edge; its text export says by= and reads back).
  *   order       statements are sorted by submission time, then correlation
  *               id (CUPTI hands them out in call order), then their place
  *               within one call. So a stream's statements keep their launch
@@ -48,11 +49,14 @@
  *   events      an event is "evID"; its record is placed on the stream
  *               and at the call where the capture says it was recorded
  *               (an nsys CUDA_EVENT row, a Kineto sync row's record
- *               correlation). Where only the recording stream is known, the
- *               record is assumed right before the wait (assumed=record).
- *               Where the wait row names the recording stream but no event,
- *               the record is assumed there too, as "ev.wCORR". A wait whose
- *               record is unknown is left out and counted (unbound-wait).
+ *               correlation); one made before the capture began stands
+ *               before everything. Where only the recording stream is
+ *               known, the record is assumed at the last cudaEventRecord
+ *               call before the wait, else right before the wait
+ *               (assumed=record), and counted (assumed-record). Where the
+ *               wait row names the recording stream but no event, the
+ *               record is placed so too, as "ev.wCORR". A wait whose record
+ *               is unknown is left out and counted (unbound-wait).
  *   legacy stream  where the capture says which streams are blocking and
  *               which is the legacy default stream (nsys), the implicit
  *               synchronisation between them is written out as record/wait
@@ -64,7 +68,9 @@
  *               byte ranges of the innermost op around its launch call
  *               that has tensors (one root buffer per storage, one view per
  *               tensor range): run metadata accesses=execution-trace. A
- *               capture that knows pointers (the CUDA injection log) gives
+ *               framework op that ran on the host (launched nothing) and
+ *               has host tensors is a host op accessing them, at its end.
+ *               A capture that knows pointers (the CUDA injection log) gives
  *               its activities accesses of allocations: accesses=pointers.
  *               Otherwise accesses=none: the trace is ordering-only.
  *   memory      allocations are root buffers named after their space
@@ -75,13 +81,17 @@
  *               cudaFreeAsync an `alloc`/`free` on their stream.
  *   collectives a library collective (NCCL) is a `collective` on its stream,
  *               communicator and KIND as the capture says.
- *   ledger      what the capture held and the trace does not is counted by
- *               reason, here, for every importer (formats.h says how an
- *               importer cannot lose an event uncounted): GPU work whose call
- *               is missing (kept, without a submitter), sync rows without a
- *               call, unbound waits, NCCL kernels left as kernels, clamped
- *               durations, and what the importers' field readers refuse. It
- *               becomes run metadata dropped.REASON (trace_ledger).
+ *   ledger      what the capture held and the trace does not, and every
+ *               order the model had to assume, is counted by reason, one
+ *               reason per event, here, for every importer (formats.h says
+ *               how an importer cannot lose an event uncounted): GPU work
+ *               whose call is missing and calls whose work is missing,
+ *               duplicates, sync rows without a call, unbound waits, widened
+ *               stream syncs, assumed records, idle-stream waits, NCCL kernels
+ *               left as kernels, async copies no host access can race with,
+ *               clamped durations, and what the importers' field readers
+ *               refuse. It becomes run metadata dropped.REASON
+ *               (trace_ledger); any of it makes a check's coverage partial.
  */
 #include "formats.h"
 
@@ -319,6 +329,34 @@ static api_role role_of(const char *name)
         !strstr(base, "Async"))
         return ROLE_COPY_SYNC;
     return ROLE_OTHER;
+}
+
+/* Calls that launch GPU work, by prefix of the base name. */
+static const struct {
+    const char *prefix;
+    cap_launch launch;
+} launch_calls[] = {
+    { "cudaLaunch", CAP_LAUNCH_KERNEL },     { "cuLaunch", CAP_LAUNCH_KERNEL },
+    { "hipLaunch", CAP_LAUNCH_KERNEL },      { "hipExtLaunch", CAP_LAUNCH_KERNEL },
+    { "hipModuleLaunch", CAP_LAUNCH_KERNEL }, { "cudaGraphLaunch", CAP_LAUNCH_GRAPH },
+    { "cuGraphLaunch", CAP_LAUNCH_GRAPH },   { "hipGraphLaunch", CAP_LAUNCH_GRAPH },
+    { "cudaMemcpy", CAP_LAUNCH_COPY },       { "cuMemcpy", CAP_LAUNCH_COPY },
+    { "hipMemcpy", CAP_LAUNCH_COPY },        { "cudaMemset", CAP_LAUNCH_MEMSET },
+    { "cuMemset", CAP_LAUNCH_MEMSET },       { "hipMemset", CAP_LAUNCH_MEMSET },
+};
+
+cap_launch capture_launch(const char *name)
+{
+    char base[128];
+    capture_api_base(name, base, sizeof base);
+    if (strstr(base, "HostFunc"))   /* cudaLaunchHostFunc runs on the host */
+        return CAP_LAUNCH_NONE;
+    for (size_t i = 0; i < sizeof launch_calls / sizeof launch_calls[0]; i++) {
+        size_t l = strlen(launch_calls[i].prefix);
+        if (strncmp(base, launch_calls[i].prefix, l) == 0)
+            return launch_calls[i].launch;
+    }
+    return CAP_LAUNCH_NONE;
 }
 
 cap_call capture_call(const char *name)
@@ -570,7 +608,10 @@ typedef struct cap_api {
     int64_t proc, t0, t1, corr;
     uint32_t name;
     uint8_t role;
+    uint8_t launch;             /* cap_launch */
     bool has_sync;              /* a sync row refers to it */
+    bool has_work;              /* GPU work of its correlation is in the capture */
+    bool counted;               /* its event is counted in the ledger */
 } cap_api;
 
 typedef struct cap_range {
@@ -579,10 +620,12 @@ typedef struct cap_range {
     uint32_t name;
     int64_t rf;
     bool op;
+    bool counted;               /* its event is counted in the ledger */
 } cap_range;
 
 typedef struct cap_rec {
     int64_t proc, corr, device, stream, event;
+    bool counted;
 } cap_rec;
 
 typedef struct cap_count {
@@ -646,10 +689,16 @@ struct capture {
     uint64_t n_haccs, cap_haccs;
     /* the import ledger (formats.h) */
     uint64_t drops[CAP_DROP_COUNT];
-    uint64_t n_read, n_ignored, idle_stream_waits;
+    uint64_t n_read, n_ignored;
     bool event_open;            /* an event was read (capture_read) ... */
     bool event_done;            /* ... and accounted */
-    bool waits_filtered, et_force;
+    bool event_counted;         /* ... and counted under a reason */
+    bool waits_filtered, et_force, forced;
+    bool gpu_kept;              /* the last capture_gpu() kept its activity */
+    map3 gpu_seen;              /* (stream, corr, t0) -> gpu: duplicates */
+    map3 sync_seen;             /* (proc, corr, t0) -> sync row */
+    map3 range_seen;            /* (host, t0, name) -> range */
+    map3 work_seen;             /* (proc, corr): GPU work read (capture_work_seen) */
 };
 
 static void taken(capture *c);
@@ -700,6 +749,10 @@ void capture_free(capture *c)
     free(c->bufs);
     map3_free(&c->buf_ids);
     map3_free(&c->buf_at);
+    map3_free(&c->gpu_seen);
+    map3_free(&c->sync_seen);
+    map3_free(&c->range_seen);
+    map3_free(&c->work_seen);
     free(c->lives);
     free(c->gaccs);
     free(c->haccs);
@@ -783,6 +836,10 @@ int capture_api(capture *c, uint32_t host, int64_t proc, int64_t t0, int64_t t1,
         uint32_t old = corr_get(&c->api_ids, proc, corr);
         if (old != TRACE_NONE) {
             cap_api *a = &c->apis[old];
+            /* the same row twice is a duplicate; nsys 2.x's outer and nested
+             * rows of one call (other names, other times) are one call */
+            if (t0 == a->t0 && t1 == a->t1 && name == a->name && host == a->host)
+                return capture_drop(c, CAP_DROP_DUPLICATE, 1);
             if (t0 <= a->t0 && t1 >= a->t1) {   /* the enclosing row of the two */
                 a->t0 = t0;
                 a->t1 = t1;
@@ -794,15 +851,45 @@ int capture_api(capture *c, uint32_t host, int64_t proc, int64_t t0, int64_t t1,
     int64_t i = PUSH(c->apis, c->n_apis, c->cap_apis);
     if (i < 0)
         return -1;
-    c->apis[i] = (cap_api){ host, proc, t0, t1, corr, name, ROLE_OTHER, false };
+    c->apis[i] = (cap_api){ .host = host, .proc = proc, .t0 = t0, .t1 = t1, .corr = corr,
+                            .name = name, .role = ROLE_OTHER, .counted = c->event_counted };
     if (corr != CAP_NONE && corr_put(&c->api_ids, proc, corr, (uint32_t)i) != 0)
         return -1;
     return 0;
 }
 
+/* Whether an element seen before under key is the same event again: its
+ * index in the map, checked by same(). Remembers key -> i otherwise. */
+static int seen_before(map3 *m, key3 key, uint64_t i, bool (*same)(const capture *, uint32_t,
+                                                                     uint64_t),
+                       const capture *c, bool *dup)
+{
+    uint32_t old = map3_get(m, key);
+    *dup = old != TRACE_NONE && same(c, old, i);
+    if (*dup || i >= UINT32_MAX - 1)
+        return 0;
+    return map3_put(m, key, (uint32_t)i);
+}
+
+static bool same_gpu(const capture *c, uint32_t a, uint64_t b)
+{
+    const cap_gpu *x = &c->gpus[a], *y = &c->gpus[b];
+    return x->kind == y->kind && x->t1 == y->t1 && x->name == y->name && x->bytes == y->bytes;
+}
+
+int capture_work_seen(capture *c, int64_t proc, int64_t corr)
+{
+    if (corr == CAP_NONE)
+        return 0;
+    return map3_put(&c->work_seen, (key3){ proc, corr, 0 }, 0);
+}
+
 int capture_gpu(capture *c, const cap_gpu *g)
 {
     taken(c);
+    c->gpu_kept = false;
+    if (g->stream < c->n_streams && capture_work_seen(c, c->streams[g->stream].proc, g->corr) != 0)
+        return -1;
     if (g->t0 == CAP_NONE)
         return capture_drop(c, CAP_DROP_NO_TS, 1);
     if (!times_ok(g->t0, g->t1))
@@ -819,7 +906,26 @@ int capture_gpu(capture *c, const cap_gpu *g)
         capture_drop(c, CAP_DROP_NEGATIVE_DUR, 1);
         c->gpus[i].t1 = c->gpus[i].t0;
     }
+    /* Every GPU event twice would double the device's work: the second of
+     * two alike (stream, correlation, times, name, bytes) is a duplicate. */
+    bool dup;
+    if (seen_before(&c->gpu_seen, (key3){ g->stream, g->corr, g->t0 }, (uint64_t)i, same_gpu, c,
+                    &dup) != 0)
+        return -1;
+    if (dup) {
+        c->n_gpus--;
+        return g->counted ? 0 : capture_drop(c, CAP_DROP_DUPLICATE, 1);  /* one reason */
+    }
+    c->gpus[i].counted |= c->event_open && c->event_counted;
+    c->gpu_kept = true;
     return 0;
+}
+
+static bool same_sync(const capture *c, uint32_t a, uint64_t b)
+{
+    const cap_sync *x = &c->syncs[a], *y = &c->syncs[b];
+    return x->kind == y->kind && x->t1 == y->t1 && x->stream == y->stream &&
+           x->event == y->event && x->record_corr == y->record_corr;
 }
 
 int capture_sync(capture *c, const cap_sync *s)
@@ -829,6 +935,15 @@ int capture_sync(capture *c, const cap_sync *s)
     if (i < 0)
         return -1;
     c->syncs[i] = *s;
+    bool dup;
+    if (seen_before(&c->sync_seen, (key3){ s->proc, s->corr, s->t0 }, (uint64_t)i, same_sync, c,
+                    &dup) != 0)
+        return -1;
+    if (dup) {
+        c->n_syncs--;
+        return capture_drop(c, CAP_DROP_DUPLICATE, 1);
+    }
+    c->syncs[i].counted = s->counted || (c->event_open && c->event_counted);
     return 0;
 }
 
@@ -839,8 +954,14 @@ int capture_record(capture *c, int64_t proc, int64_t corr, int64_t device, int64
     int64_t i = PUSH(c->recs, c->n_recs, c->cap_recs);
     if (i < 0)
         return -1;
-    c->recs[i] = (cap_rec){ proc, corr, device, stream, event };
+    c->recs[i] = (cap_rec){ proc, corr, device, stream, event, c->event_open && c->event_counted };
     return 0;
+}
+
+static bool same_range(const capture *c, uint32_t a, uint64_t b)
+{
+    const cap_range *x = &c->ranges[a], *y = &c->ranges[b];
+    return x->t1 == y->t1 && x->rf == y->rf && x->op == y->op;
 }
 
 int capture_range(capture *c, uint32_t host, int64_t t0, int64_t t1, uint32_t name,
@@ -858,7 +979,15 @@ int capture_range(capture *c, uint32_t host, int64_t t0, int64_t t1, uint32_t na
     int64_t i = PUSH(c->ranges, c->n_ranges, c->cap_ranges);
     if (i < 0)
         return -1;
-    c->ranges[i] = (cap_range){ host, t0, t1, name, rf_id, op };
+    c->ranges[i] = (cap_range){ host, t0, t1, name, rf_id, op, c->event_open && c->event_counted };
+    bool dup;
+    if (seen_before(&c->range_seen, (key3){ host, t0, name }, (uint64_t)i, same_range, c,
+                    &dup) != 0)
+        return -1;
+    if (dup) {
+        c->n_ranges--;
+        return capture_drop(c, CAP_DROP_DUPLICATE, 1);
+    }
     return 0;
 }
 
@@ -924,6 +1053,8 @@ int capture_lifetime(capture *c, uint32_t buf, bool alloc, uint32_t host, int64_
 int capture_gpu_access(capture *c, uint32_t buf, uint64_t lo, uint64_t hi, uint8_t mode)
 {
     taken(c);
+    if (!c->gpu_kept)
+        return 0;           /* the activity was not kept (counted): nor are its accesses */
     if (!c->n_gpus || buf >= c->n_bufs || hi < lo)
         return -1;
     int64_t i = PUSH(c->gaccs, c->n_gaccs, c->cap_gaccs);
@@ -964,10 +1095,13 @@ int capture_count(capture *c, const char *key, uint64_t n)
 /* ------------------------------------------------------------------ */
 /* The import ledger.                                                  */
 
+#define LEDGER_DROP false
+#define LEDGER_ASSUME true
 static const struct {
     const char *word, *meaning;
+    bool assumed;               /* an ordering assumption, not data dropped */
 } drop_reasons[] = {
-#define CAPTURE_DROP_ROW(e, word, meaning) { word, meaning },
+#define CAPTURE_DROP_ROW(e, word, kind, meaning) { word, meaning, LEDGER_##kind },
     CAPTURE_DROP_MAP(CAPTURE_DROP_ROW)
 #undef CAPTURE_DROP_ROW
 };
@@ -983,6 +1117,14 @@ const char *trace_ledger_meaning(const char *reason)
         if (strcmp(drop_reasons[i].word, reason) == 0)
             return drop_reasons[i].meaning;
     return NULL;
+}
+
+bool trace_ledger_assumed(const char *reason)
+{
+    for (size_t i = 0; i < CAP_DROP_COUNT; i++)
+        if (strcmp(drop_reasons[i].word, reason) == 0)
+            return drop_reasons[i].assumed;
+    return false;
 }
 
 const char *trace_ledger_reason(size_t i, const char **meaning)
@@ -1004,7 +1146,7 @@ static void taken(capture *c)
 /* Closes the event read last: one that nothing accounted is counted. */
 static void close_event(capture *c)
 {
-    if (c->event_open && !c->event_done)
+    if (c->event_open && !c->event_done && !c->event_counted)
         c->drops[CAP_DROP_UNACCOUNTED]++;
     c->event_open = false;
 }
@@ -1015,19 +1157,47 @@ void capture_read(capture *c)
     c->n_read++;
     c->event_open = true;
     c->event_done = false;
+    c->event_counted = false;
+}
+
+void capture_read_done(capture *c)
+{
+    close_event(c);
 }
 
 int capture_drop(capture *c, cap_drop why, uint64_t n)
 {
-    if ((unsigned)why < CAP_DROP_COUNT)
-        c->drops[why] += n;
+    if ((unsigned)why < CAP_DROP_COUNT) {
+        if (!c->event_open) {
+            c->drops[why] += n;
+        } else if (n && !c->event_counted) {  /* one reason per event: the first */
+            c->drops[why]++;
+            c->event_counted = true;
+        }
+    }
     taken(c);
     return 0;
 }
 
+bool capture_event_counted(const capture *c)
+{
+    return c->event_open && c->event_counted;
+}
+
+/* Counts, once, an object the build finds wanting (a call without its work,
+ * a widened sync, ...) whose event was not counted at read. */
+static void count_once(capture *c, bool *counted, cap_drop why)
+{
+    if (*counted)
+        return;
+    *counted = true;
+    c->drops[why]++;
+}
+
 void capture_ignore(capture *c)
 {
-    c->n_ignored++;
+    if (!(c->event_open && c->event_counted))   /* one fate per event */
+        c->n_ignored++;
     taken(c);
 }
 
@@ -1049,6 +1219,20 @@ void capture_waits_filtered(capture *c)
 void capture_et_force(capture *c, bool force)
 {
     c->et_force = force;
+}
+
+int capture_forced(capture *c, const char *option, const char *why)
+{
+    char text[768];
+    const char *had = trace_get_meta(c->t, "forced");
+    snprintf(text, sizeof text, "%s%s%s (%s)", had ? had : "", had ? "; " : "", option, why);
+    if (trace_set_meta(c->t, "forced", text) != 0)
+        return -1;
+    if (!c->forced) {           /* one refusal overridden: one count, whatever the reasons */
+        c->forced = true;
+        c->drops[CAP_DROP_FORCED]++;
+    }
+    return 0;
 }
 
 
@@ -1107,6 +1291,7 @@ bool capture_json_id(capture *c, const json_val *v, int64_t *out)
 enum {
     ITEM_ON_HOST = 1, ITEM_ASSUMED = 2, ITEM_IMPLICIT_FREE = 4, ITEM_IMPLICIT_LEGACY = 8,
     ITEM_HOST_ACCESS = 16,      /* a host op whose accesses are haccs[object] */
+    ITEM_ET_HOST = 32,          /* a host op whose accesses are the host tensors of ET op object */
 };
 
 /* Places within one call: the host time before it, an assumed record, the
@@ -1144,6 +1329,11 @@ typedef struct builder {
     map3 waited;                /* (proc, event name id) of emitted waits */
     map3 recorded;              /* (proc, record corr) of emitted records */
     map3 launch_ops;            /* rf_ids of the ops that launched GPU work (with an ET) */
+    uint32_t *records;          /* the cudaEventRecord calls, by (proc, corr) */
+    uint64_t n_records;
+    struct { int64_t proc, corr; } *firsts; /* the first correlation of each process */
+    uint32_t n_firsts;
+    uint32_t unlaunched;        /* the host that "submits" work whose call is missing */
     uint64_t queries;
     uint64_t et_launch_ops, et_launch_joined; /* ops that launched GPU work; joined to the ET */
     bool multi_proc;
@@ -1187,7 +1377,7 @@ static bool valid_id(int64_t v)
     return v != CAP_NONE && v >= 0 && v != 4294967295LL && v != (int64_t)UINT64_MAX;
 }
 
-static const cap_api *api_of(const capture *c, int64_t proc, int64_t corr)
+static cap_api *api_of(const capture *c, int64_t proc, int64_t corr)
 {
     if (!valid_id(corr))
         return NULL;
@@ -1234,9 +1424,9 @@ static int add_gpu_items(builder *b)
 {
     capture *c = b->c;
     for (uint64_t i = 0; i < c->n_gpus; i++) {
-        const cap_gpu *g = &c->gpus[i];
+        cap_gpu *g = &c->gpus[i];
         const cap_stream *s = &c->streams[g->stream];
-        const cap_api *a = api_of(c, s->proc, g->corr);
+        cap_api *a = api_of(c, s->proc, g->corr);
         item *it = new_item(b);
         if (!it)
             return oom(b);
@@ -1253,10 +1443,19 @@ static int add_gpu_items(builder *b)
         it->key_t = a ? a->t0 : g->t0;
         it->key_corr = g->corr;
         it->key_sub = SUB_MAIN;
-        if (!a) {               /* kept, at its GPU start, without a submitter */
-            capture_drop(c, CAP_DROP_UNMATCHED_CORRELATION, 1);
+        if (!a) {
+            /* Kept, at its GPU start, submitted by a host queue that does
+             * nothing else ("host.unlaunched"): no submission edge, and a
+             * text export says so in by= (a trace with several hosts needs
+             * one on every stream statement). */
+            count_once(c, &g->counted, CAP_DROP_UNMATCHED_CORRELATION);
+            if (b->unlaunched == TRACE_NONE &&
+                (b->unlaunched = capture_host(c, CAP_NONE, CAP_NONE)) == TRACE_NONE)
+                return oom(b);
+            it->host = b->unlaunched;
             continue;
         }
+        a->has_work = true;
         it->host = a->host;
         it->api_t0 = a->t0;
         it->api_t1 = a->t1;
@@ -1302,9 +1501,44 @@ static int add_host_sync(builder *b, const cap_api *a, int64_t corr, trace_sync_
     return 0;
 }
 
-/* The record that wait row s binds to, when the capture says where it was. */
-static int add_record_for(builder *b, const cap_sync *s, const cap_api *wait_call,
-                          uint32_t name)
+/* The cudaEventRecord call of proc with the largest correlation below
+ * corr (the last one made before the call corr), or NULL. */
+static const cap_api *last_record_before(const builder *b, int64_t proc, int64_t corr)
+{
+    const capture *c = b->c;
+    uint64_t lo = 0, hi = b->n_records;     /* the first record at or past (proc, corr) */
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        const cap_api *r = &c->apis[b->records[mid]];
+        if (r->proc < proc || (r->proc == proc && r->corr < corr))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0 || !valid_id(corr))
+        return NULL;
+    const cap_api *r = &c->apis[b->records[lo - 1]];
+    return r->proc == proc ? r : NULL;
+}
+
+/* Whether correlation corr of proc lies before every call of the capture
+ * (a record made before the profiler started). */
+static bool before_window(const builder *b, int64_t proc, int64_t corr)
+{
+    for (uint32_t i = 0; i < b->n_firsts; i++)
+        if (b->firsts[i].proc == proc)
+            return corr < b->firsts[i].corr;
+    return true;
+}
+
+/* The record that wait row s binds to, where the capture says where it was:
+ * at the cudaEventRecord call the row names. A record made before the
+ * capture began stands before everything (nothing the trace holds was
+ * recorded by it). Where the row names the recording stream but no call the
+ * capture holds, the record is assumed at the last cudaEventRecord call
+ * before the wait (the latest the real one can be), else right before the
+ * wait, and counted (assumed-record). */
+static int add_record_for(builder *b, cap_sync *s, const cap_api *wait_call, uint32_t name)
 {
     capture *c = b->c;
     if (!valid_id(s->record_stream))
@@ -1313,27 +1547,34 @@ static int add_record_for(builder *b, const cap_sync *s, const cap_api *wait_cal
     if (stream == TRACE_NONE)
         return oom(b);
     const cap_api *rec = api_of(c, s->proc, s->record_corr);
+    bool earlier = !rec && valid_id(s->record_corr) && s->record_corr < wait_call->corr &&
+                   before_window(b, s->proc, s->record_corr);
+    if (!rec && !earlier) {
+        count_once(c, &s->counted, CAP_DROP_ASSUMED_RECORD);
+        rec = last_record_before(b, s->proc, wait_call->corr);
+    }
     item *it;
     if (rec) {
-        key3 k = { s->proc, s->record_corr, 0 };
+        key3 k = { s->proc, rec->corr, name };
         if (map3_get(&b->recorded, k) != TRACE_NONE)
             return 0;
         if (map3_put(&b->recorded, k, 0) != 0 || !(it = new_item(b)))
             return oom(b);
         it->host = rec->host;
         it->key_t = rec->t0;
-        it->key_corr = s->record_corr;
+        it->key_corr = rec->corr;
         it->key_sub = SUB_MAIN;
         it->api_t0 = rec->t0;
         it->api_t1 = rec->t1;
+        it->flags = valid_id(s->record_corr) && rec->corr == s->record_corr ? 0 : ITEM_ASSUMED;
     } else {
         if (!(it = new_item(b)))
             return oom(b);
         it->host = wait_call->host;
-        it->key_t = wait_call->t0;
-        it->key_corr = wait_call->corr;
+        it->key_t = earlier ? INT64_MIN : wait_call->t0;
+        it->key_corr = earlier ? s->record_corr : wait_call->corr;
         it->key_sub = SUB_ASSUMED;
-        it->flags = ITEM_ASSUMED;
+        it->flags = earlier ? 0 : ITEM_ASSUMED;
     }
     it->kind = TRACE_RECORD;
     it->stream = stream;
@@ -1346,10 +1587,10 @@ static int add_sync_items(builder *b)
 {
     capture *c = b->c;
     for (uint64_t i = 0; i < c->n_syncs; i++) {
-        const cap_sync *s = &c->syncs[i];
-        cap_api *a = (cap_api *)api_of(c, s->proc, s->corr);
+        cap_sync *s = &c->syncs[i];
+        cap_api *a = api_of(c, s->proc, s->corr);
         if (!a) {
-            capture_drop(c, CAP_DROP_SYNC_WITHOUT_CALL, 1);
+            count_once(c, &s->counted, CAP_DROP_SYNC_WITHOUT_CALL);
             continue;
         }
         a->has_sync = true;
@@ -1369,7 +1610,8 @@ static int add_sync_items(builder *b)
                     return oom(b);
                 break;
             }
-            /* the stream is unknown, the device is not */
+            /* the stream is unknown, the device is not: widened */
+            count_once(c, &s->counted, CAP_DROP_WIDENED_SYNC);
             __attribute__((fallthrough));
         case ROLE_DEVICE_SYNC:
             if (add_host_sync(b, a, s->corr,
@@ -1383,7 +1625,7 @@ static int add_sync_items(builder *b)
         case ROLE_EVENT_SYNC:
         case ROLE_STREAM_WAIT: {
             if (role == ROLE_STREAM_WAIT && !(valid_id(s->stream) && valid_id(s->device))) {
-                capture_drop(c, CAP_DROP_UNBOUND_WAIT, 1);
+                count_once(c, &s->counted, CAP_DROP_UNBOUND_WAIT);
                 break;
             }
             /* Neither the event nor its record's call is said, but the stream
@@ -1391,7 +1633,7 @@ static int add_sync_items(builder *b)
              * wait, under a name of the wait's own (ev.wCORR). */
             bool by_wait = !valid_id(s->event) && !valid_id(s->record_corr);
             if (by_wait && !valid_id(s->record_stream)) {
-                capture_drop(c, CAP_DROP_UNBOUND_WAIT, 1);
+                count_once(c, &s->counted, CAP_DROP_UNBOUND_WAIT);
                 break;
             }
             uint32_t name = by_wait ? wait_event_name(b, s->proc, s->corr)
@@ -1434,7 +1676,11 @@ static int add_call_items(builder *b)
 {
     capture *c = b->c;
     for (uint64_t i = 0; i < c->n_apis; i++) {
-        const cap_api *a = &c->apis[i];
+        cap_api *a = &c->apis[i];
+        /* a launch whose work the profiler lost: what it ran is missing */
+        if (a->launch != CAP_LAUNCH_NONE && valid_id(a->corr) && !a->has_work &&
+            map3_get(&c->work_seen, (key3){ a->proc, a->corr, 0 }) == TRACE_NONE)
+            count_once(c, &a->counted, CAP_DROP_LAUNCH_WITHOUT_WORK);
         if (a->has_sync)
             continue;
         switch (a->role) {
@@ -1466,6 +1712,8 @@ static int add_call_items(builder *b)
             break;
         }
         case ROLE_STREAM_SYNC:  /* which stream is not said: the whole device */
+            count_once(c, &a->counted, CAP_DROP_WIDENED_SYNC);
+            __attribute__((fallthrough));
         case ROLE_DEVICE_SYNC: {
             int64_t d = host_device(b, a->host);
             if (add_host_sync(b, a, a->corr, d != CAP_NONE ? TRACE_SYNC_DEVICE : TRACE_SYNC_ALL,
@@ -1474,13 +1722,13 @@ static int add_call_items(builder *b)
             break;
         }
         case ROLE_STREAM_WAIT:
-            if (c->waits_filtered) {  /* on a stream without GPU work: orders nothing */
-                c->idle_stream_waits++;
+            if (c->waits_filtered) {  /* taken as on a stream without GPU work: orders nothing */
+                count_once(c, &a->counted, CAP_DROP_IDLE_STREAM_WAIT);
                 break;
             }
             __attribute__((fallthrough));
         case ROLE_EVENT_SYNC:
-            capture_drop(c, CAP_DROP_UNBOUND_WAIT, 1);
+            count_once(c, &a->counted, CAP_DROP_UNBOUND_WAIT);
             break;
         case ROLE_QUERY:
             b->queries++;
@@ -1536,12 +1784,139 @@ static int add_mem_items(builder *b)
     return 0;
 }
 
+static int range_cmp(const void *pa, const void *pb);
+static bool profiler_step(const char *name, const char **num);
+
+/* A launch call's host and start, for add_et_host_items. */
+typedef struct launch_at {
+    int64_t host, t;
+} launch_at;
+
+static int launch_cmp(const void *pa, const void *pb)
+{
+    const launch_at *a = pa, *b = pb;
+    if (a->host != b->host)
+        return a->host < b->host ? -1 : 1;
+    return (a->t > b->t) - (a->t < b->t);
+}
+
+/* Whether the ET op rf has a tensor in host memory. */
+static bool has_host_tensor(const builder *b, int64_t rf)
+{
+    uint32_t nt;
+    const cap_tensor *ts = cap_accesses_of(b->et, rf, &nt);
+    for (uint32_t k = 0; ts && k < nt; k++)
+        if (ts[k].device < 0)
+            return true;
+    return false;
+}
+
+/* Pass 4c (with an execution trace): a framework op that ran on the host
+ * (it launched no GPU work, nor did any op inside it) and has tensors in host
+ * memory reads and writes them itself: a host op with those byte ranges,
+ * standing at the op's end (whatever it synchronised on inside it came first),
+ * with no duration of its own (the host time around it is kept already). So
+ * a host read of a non_blocking device-to-host copy's destination races with
+ * the copy unless a sync orders them. An op that launched GPU work gives its
+ * tensors to that work instead (its copy reads and writes the host bytes).
+ * A framework op that no ET op joins is counted (unjoined-op): its bytes,
+ * on the host or on the GPU, are unknown. */
+static int add_et_host_items(builder *b)
+{
+    capture *c = b->c;
+    if (!b->et || !c->n_ranges)
+        return 0;
+    uint64_t n = 0;
+    for (uint64_t i = 0; i < c->n_apis; i++)
+        n += c->apis[i].has_work;
+    launch_at *launch = malloc((n + 1) * sizeof *launch);
+    if (!launch)
+        return oom(b);
+    n = 0;
+    for (uint64_t i = 0; i < c->n_apis; i++)
+        if (c->apis[i].has_work)
+            launch[n++] = (launch_at){ c->apis[i].host, c->apis[i].t0 };
+    qsort(launch, n, sizeof *launch, launch_cmp);
+    int rc = 0;
+    for (uint64_t r = 0; r < c->n_ranges && rc == 0; r++) {
+        cap_range *rg = &c->ranges[r];
+        uint32_t nt;
+        /* an op the execution trace does not describe: what it touched, on the
+         * host or through the GPU work it launched, is unknown (a
+         * ProfilerStep#N range, which older profiles call an op, marks an
+         * iteration and touches nothing) */
+        const char *num;
+        if (rg->op && rg->rf != CAP_NONE && !cap_accesses_of(b->et, rg->rf, &nt) &&
+            !profiler_step(trace_str(b->t, rg->name), &num))
+            count_once(c, &rg->counted, CAP_DROP_UNJOINED_OP);
+        if (!rg->op || rg->rf == CAP_NONE || !has_host_tensor(b, rg->rf))
+            continue;
+        launch_at key = { rg->host, rg->t0 };
+        uint64_t lo = 0, hi = n;    /* the first launch of its host at or after its start */
+        while (lo < hi) {
+            uint64_t mid = lo + (hi - lo) / 2;
+            if (launch_cmp(&launch[mid], &key) < 0)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo < n && launch[lo].host == rg->host && launch[lo].t <= rg->t1)
+            continue;               /* it launched GPU work: its tensors are that work's */
+        item *it = new_item(b);
+        if (!it) {
+            rc = oom(b);
+            break;
+        }
+        it->kind = TRACE_OP;
+        it->flags = ITEM_ON_HOST | ITEM_ET_HOST;
+        it->host = rg->host;
+        it->label = rg->name;
+        it->object = rg->rf;
+        it->key_t = rg->t1;
+        it->key_corr = INT64_MIN;
+        it->key_sub = SUB_GAP;
+        it->t = rg->t1;
+        it->dur = 0;
+    }
+    free(launch);
+    return rc;
+}
+
+/* Pass 4d: a capture that records no host access at all (no ET host op, no
+ * host access of the CUDA log) cannot show a host read or write racing with
+ * a copy that does not block the host (an async copy from or to pinned
+ * memory): each such copy is counted (host-unrecorded), so that the check
+ * says what it could not see. Copies that block the host are ordered with
+ * its accesses by their own sync. */
+static int count_unrecorded_host(builder *b)
+{
+    capture *c = b->c;
+    if (c->n_haccs)
+        return 0;
+    for (uint64_t i = 0; i < b->n; i++)
+        if (b->items[i].flags & ITEM_ET_HOST)
+            return 0;
+    for (uint64_t i = 0; i < c->n_gpus; i++) {
+        cap_gpu *g = &c->gpus[i];
+        bool host_side = g->src == CAP_MEM_PINNED || g->src == CAP_MEM_HOST ||
+                         g->src == CAP_MEM_PAGEABLE || g->dst == CAP_MEM_PINNED ||
+                         g->dst == CAP_MEM_HOST || g->dst == CAP_MEM_PAGEABLE;
+        if (g->kind != CAP_MEMCPY || !host_side)
+            continue;
+        const cap_api *a = api_of(c, c->streams[g->stream].proc, g->corr);
+        bool pageable = g->src == CAP_MEM_PAGEABLE || g->dst == CAP_MEM_PAGEABLE;
+        if (a && a->role != ROLE_COPY_SYNC && !pageable)
+            count_once(c, &g->counted, CAP_DROP_HOST_UNRECORDED);
+    }
+    return 0;
+}
+
 /* Pass 4: records the device side reported (nsys), of events waited on. */
 static int add_record_items(builder *b)
 {
     capture *c = b->c;
     for (uint64_t i = 0; i < c->n_recs; i++) {
-        const cap_rec *r = &c->recs[i];
+        cap_rec *r = &c->recs[i];
         if (!valid_id(r->event) || !valid_id(r->stream))
             continue;
         uint32_t name = event_name(b, r->proc, r->event, CAP_NONE);
@@ -1551,7 +1926,7 @@ static int add_record_items(builder *b)
             continue;
         const cap_api *a = api_of(c, r->proc, r->corr);
         if (!a) {               /* a record waited on, whose call is missing */
-            capture_drop(c, CAP_DROP_UNMATCHED_CORRELATION, 1);
+            count_once(c, &r->counted, CAP_DROP_UNMATCHED_CORRELATION);
             continue;
         }
         item *it = new_item(b);
@@ -1978,7 +2353,7 @@ static int name_collectives(builder *b)
 {
     capture *c = b->c;
     const char *ws = trace_get_meta(b->t, "world_size");
-    uint64_t world = ws ? strtoull(ws, NULL, 10) : 0, unmatched = 0, matched = 0;
+    uint64_t world = ws ? strtoull(ws, NULL, 10) : 0, matched = 0;
     for (uint64_t i = 0; i < b->n; i++) {
         item *it = &b->items[i];
         if (it->gpu == TRACE_NONE || it->kind != TRACE_OP)
@@ -1993,7 +2368,7 @@ static int name_collectives(builder *b)
             kind = nccl_kind(trace_str(b->t, b->nccl_range[it->gpu]));
         uint64_t ranks = g->ranks ? g->ranks : world;
         if (!kind || !ranks) {
-            unmatched++;
+            count_once(c, &g->counted, CAP_DROP_NCCL_UNMATCHED);
             continue;
         }
         uint32_t comm = g->comm;
@@ -2011,7 +2386,6 @@ static int name_collectives(builder *b)
     }
     if (matched && capture_count(c, "capture.nccl_collectives", matched) != 0)
         return oom(b);
-    capture_drop(c, CAP_DROP_NCCL_UNMATCHED, unmatched);
     return 0;
 }
 
@@ -2035,8 +2409,10 @@ static int declare_queues(builder *b)
     for (uint64_t h = 0; h < c->n_hosts && rc == 0; h++) {
         if (!used_h[h])
             continue;
-        uint32_t name = intern_fmt(b->t, "host.%lld.%lld", (long long)c->hosts[h].pid,
-                                   (long long)c->hosts[h].tid);
+        uint32_t name = h == b->unlaunched
+                            ? trace_intern_cstr(b->t, "host.unlaunched")
+                            : intern_fmt(b->t, "host.%lld.%lld", (long long)c->hosts[h].pid,
+                                         (long long)c->hosts[h].tid);
         c->hosts[h].queue = name == TRACE_NONE ? TRACE_NONE
                                                : trace_add_queue(b->t, name, TRACE_QUEUE_HOST,
                                                                  TRACE_NONE);
@@ -2199,16 +2575,19 @@ static uint32_t tensor_view(builder *b, const cap_tensor *ten, uint64_t root_siz
 }
 
 /* Root sizes: the end of the furthest range of each storage over the
- * accesses the trace will use. */
+ * accesses the trace will use (the GPU work's ops and the host ops). */
 static int storage_sizes(builder *b, const int64_t *op_rf, map3 *size_of, uint64_t **sizes,
                          uint64_t *n_sizes)
 {
     uint64_t cap = 0;
-    for (uint64_t g = 0; g < b->c->n_gpus; g++) {
-        if (op_rf[g] == CAP_NONE)
+    for (uint64_t g = 0; g < b->c->n_gpus + b->n; g++) {
+        int64_t rf = g < b->c->n_gpus ? op_rf[g] : CAP_NONE;
+        if (g >= b->c->n_gpus && (b->items[g - b->c->n_gpus].flags & ITEM_ET_HOST))
+            rf = b->items[g - b->c->n_gpus].object;
+        if (rf == CAP_NONE)
             continue;
         uint32_t nt;
-        const cap_tensor *ts = cap_accesses_of(b->et, op_rf[g], &nt);
+        const cap_tensor *ts = cap_accesses_of(b->et, rf, &nt);
         for (uint32_t k = 0; k < nt; k++) {
             key3 key = { ts[k].storage, 0, 0 };
             uint32_t i = map3_get(size_of, key);
@@ -2396,6 +2775,20 @@ static int emit_one(builder *b, const item *it, trace_stmt *s)
         s->access = b->acc;
         s->n_access = 1;
     }
+    if (it->flags & ITEM_ET_HOST) {
+        uint32_t nt, n = 0;
+        const cap_tensor *ts = cap_accesses_of(b->et, it->object, &nt);
+        for (uint32_t k = 0; k < nt && n < sizeof b->acc / sizeof b->acc[0]; k++) {
+            if (ts[k].device >= 0)
+                continue;       /* the host touches host memory */
+            uint32_t v = tensor_view(b, &ts[k], root_size(&b->size_of, b->sizes, &ts[k]));
+            if (v == TRACE_NONE)
+                return oom(b);
+            b->acc[n++] = (trace_access){ v, ts[k].mode, TRACE_REF_WHOLE, 0, ts[k].hi - ts[k].lo };
+        }
+        s->access = b->acc;
+        s->n_access = n;
+    }
     if (it->flags & ITEM_ASSUMED)
         attrs[na++] = (trace_attr){ b->s_assumed, b->s_record };
     if (it->flags & ITEM_IMPLICIT_FREE)
@@ -2457,7 +2850,6 @@ static int set_counts(builder *b)
     struct { const char *key; uint64_t n; bool say; } ledger[] = {
         { "import.read", c->n_read, c->n_read > 0 },
         { "import.ignored", c->n_ignored, c->n_read > 0 },
-        { "capture.idle_stream_waits", c->idle_stream_waits, c->waits_filtered },
         { "et.launch_ops", b->et_launch_ops, b->et != NULL },
         { "et.launch_ops_joined", b->et_launch_joined, b->et != NULL },
     };
@@ -2495,6 +2887,55 @@ static void builder_free(builder *b)
     map3_free(&b->waited);
     map3_free(&b->recorded);
     map3_free(&b->launch_ops);
+    free(b->records);
+    free(b->firsts);
+}
+
+static const capture *sort_calls;
+
+static int record_cmp(const void *pa, const void *pb)
+{
+    const cap_api *a = &sort_calls->apis[*(const uint32_t *)pa];
+    const cap_api *b = &sort_calls->apis[*(const uint32_t *)pb];
+    if (a->proc != b->proc)
+        return a->proc < b->proc ? -1 : 1;
+    return (a->corr > b->corr) - (a->corr < b->corr);
+}
+
+/* The cudaEventRecord calls by (process, correlation), and each process's
+ * first correlation: where an assumed record may stand (add_record_for). */
+static int index_calls(builder *b)
+{
+    const capture *c = b->c;
+    b->records = malloc((b->n_records + 1) * sizeof *b->records);
+    if (!b->records)
+        return oom(b);
+    uint64_t n = 0;
+    for (uint64_t i = 0; i < c->n_apis; i++) {
+        const cap_api *a = &c->apis[i];
+        if (a->role == ROLE_RECORD && valid_id(a->corr))
+            b->records[n++] = (uint32_t)i;
+        if (!valid_id(a->corr))
+            continue;
+        uint32_t k = 0;
+        while (k < b->n_firsts && b->firsts[k].proc != a->proc)
+            k++;
+        if (k == b->n_firsts) {
+            void *g = realloc(b->firsts, (k + 1) * sizeof *b->firsts);
+            if (!g)
+                return oom(b);
+            b->firsts = g;
+            b->firsts[k].proc = a->proc;
+            b->firsts[k].corr = a->corr;
+            b->n_firsts++;
+        } else if (a->corr < b->firsts[k].corr) {
+            b->firsts[k].corr = a->corr;
+        }
+    }
+    sort_calls = c;     /* qsort has no context argument */
+    if (n > 1)
+        qsort(b->records, n, sizeof *b->records, record_cmp);
+    return 0;
 }
 
 /* Builds the items; returns 0 or -1 with b->err. */
@@ -2522,12 +2963,20 @@ static int build(builder *b)
         return oom(b);
     memset(role_by_name, 0xff, (size_t)b->t->n_strs + 1);
     for (uint64_t i = 0; i < c->n_apis; i++) {
-        uint32_t nm = c->apis[i].name;
-        if (nm < b->t->n_strs && role_by_name[nm] == 0xff)
-            role_by_name[nm] = (uint8_t)role_of(trace_str(c->t, nm));
-        c->apis[i].role = nm < b->t->n_strs ? role_by_name[nm] : ROLE_OTHER;
+        cap_api *a = &c->apis[i];
+        uint32_t nm = a->name;
+        if (nm < b->t->n_strs && role_by_name[nm] == 0xff) {
+            const char *name = trace_str(c->t, nm);
+            role_by_name[nm] = (uint8_t)(role_of(name) | capture_launch(name) << 4);
+        }
+        uint8_t r = nm < b->t->n_strs ? role_by_name[nm] : ROLE_OTHER;
+        a->role = r & 15;
+        a->launch = r >> 4;
+        b->n_records += a->role == ROLE_RECORD && valid_id(a->corr);
     }
     free(role_by_name);
+    if (index_calls(b) != 0)
+        return -1;
     b->op_rf = malloc((c->n_gpus + 1) * sizeof *b->op_rf);
     b->nccl_range = malloc((c->n_gpus + 1) * sizeof *b->nccl_range);
     if (!b->op_rf || !b->nccl_range)
@@ -2537,22 +2986,30 @@ static int build(builder *b)
         b->nccl_range[i] = TRACE_NONE;
     }
     if (add_gpu_items(b) != 0 || add_sync_items(b) != 0 || add_call_items(b) != 0 ||
-        add_record_items(b) != 0 || add_mem_items(b) != 0 || sort_items(b) != 0 || add_legacy_syncs(b) != 0 ||
-        sweep_hosts(b, b->op_rf) != 0 || name_collectives(b) != 0 || declare_queues(b) != 0 || prepare_accesses(b) != 0 ||
-        set_counts(b) != 0)
+        add_record_items(b) != 0 || add_mem_items(b) != 0 || add_et_host_items(b) != 0 ||
+        count_unrecorded_host(b) != 0 || sort_items(b) != 0 || add_legacy_syncs(b) != 0 ||
+        sweep_hosts(b, b->op_rf) != 0 || name_collectives(b) != 0 ||
+        declare_queues(b) != 0 || prepare_accesses(b) != 0)
         return -1;
     /* An ET of this capture gives byte ranges to most ops that launched GPU
      * work; one of another run joins few, by rf_id coincidence. */
-    if (b->et && !c->et_force && b->et_launch_joined * 2 < b->et_launch_ops + (b->et_launch_ops == 0)) {
+    if (b->et && b->et_launch_joined * 2 < b->et_launch_ops + (b->et_launch_ops == 0)) {
         const char *et = trace_get_meta(b->t, "capture.execution_trace");
-        trace_error_set(b->err, TRACE_EUSAGE,
-                        "%s: gives byte ranges to %llu of the %llu ops of %s that launched GPU "
-                        "work (joined on rf_id and name): not this capture's execution trace "
-                        "(--force-et takes it anyway)",
-                        et ? et : "the execution trace", (unsigned long long)b->et_launch_joined,
-                        (unsigned long long)b->et_launch_ops, c->path);
-        return -1;
+        char why[512];
+        snprintf(why, sizeof why, "%s: gives byte ranges to %llu of the %llu ops of %s that "
+                 "launched GPU work (joined on rf_id and name)",
+                 et ? et : "the execution trace", (unsigned long long)b->et_launch_joined,
+                 (unsigned long long)b->et_launch_ops, c->path);
+        if (!c->et_force) {
+            trace_error_set(b->err, TRACE_EUSAGE, "%s: not this capture's execution trace "
+                            "(--force-et takes it anyway)", why);
+            return -1;
+        }
+        if (capture_forced(c, "import --force-et", why) != 0)
+            return oom(b);
     }
+    if (set_counts(b) != 0)
+        return -1;
     /* what only the build needed */
     map3_free(&b->waited);
     map3_free(&b->recorded);
@@ -2625,7 +3082,7 @@ int capture_open_reader(capture *c, cap_accesses *et, trace_reader *r, const cha
     capture_rd *rd = calloc(1, sizeof *rd);
     if (!rd)
         return trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", c->path), -1;
-    rd->b = (builder){ .c = c, .t = c->t, .et = et, .err = err };
+    rd->b = (builder){ .c = c, .t = c->t, .et = et, .err = err, .unlaunched = TRACE_NONE };
     close_event(c);
     if (build(&rd->b) != 0) {
         builder_free(&rd->b);

@@ -37,6 +37,7 @@ typedef struct et_op {
     uint64_t first;             /* into tensors */
     uint32_t n;
     bool joined;                /* an op of the capture of this rf_id and name */
+    bool counted;               /* its node is counted in the ledger already */
     uint64_t name_hash;         /* of its "name" */
 } et_op;
 
@@ -115,11 +116,19 @@ uint64_t cap_accesses_joined(const cap_accesses *a)
     return a ? a->n_joined : 0;
 }
 
-uint64_t cap_accesses_unjoined_with_tensors(const cap_accesses *a)
+uint64_t cap_accesses_count_unjoined(cap_accesses *a, capture *c)
 {
     uint64_t n = 0;
-    for (uint64_t i = 0; a && i < a->cap_ops; i++)
-        n += a->ops[i].rf && !a->ops[i].joined && a->ops[i].n;
+    for (uint64_t i = 0; a && i < a->cap_ops; i++) {
+        et_op *o = &a->ops[i];
+        if (!o->rf || o->joined || !o->n)
+            continue;
+        n++;
+        if (!o->counted) {
+            o->counted = true;
+            capture_drop(c, CAP_DROP_UNJOINED_ET_OP, 1);
+        }
+    }
     return n;
 }
 
@@ -188,15 +197,18 @@ static uint64_t mutable_args(const json_val *schema)
 
 /* A tensor value: [tensor id, storage id, offset, numel, itemsize, device].
  * *bad is set when v is one (its "types" entry says Tensor: typed; or it has
- * six fields, the last a device) whose fields have the wrong types or sizes:
- * a tensor whose bytes are lost. */
-static bool tensor_of(const json_val *v, bool typed, cap_tensor *out, bool *bad)
+ * six fields, the last a device) whose fields have the wrong types
+ * (CAP_DROP_BAD_TYPE) or values no tensor has: a negative offset, numel or
+ * itemsize, a range past 2^62 (CAP_DROP_BAD_NUMBER): a tensor whose bytes are
+ * lost. */
+static bool tensor_of(const json_val *v, bool typed, cap_tensor *out, cap_drop *bad)
 {
-    *bad = false;
+    *bad = CAP_DROP_COUNT;
     if (!v || v->type != JSON_ARRAY)
         return false;           /* a scalar: an undefined tensor, or no tensor */
     if (v->n_child < 6) {
-        *bad = typed && v->n_child > 0;
+        if (typed && v->n_child > 0)
+            *bad = CAP_DROP_BAD_TYPE;
         return false;
     }
     const json_val *dev = v->child;
@@ -209,20 +221,26 @@ static bool tensor_of(const json_val *v, bool typed, cap_tensor *out, bool *bad)
     const json_val *c = v->child;
     for (int i = 0; i < 5; i++, c = c->next)
         if (c->type != JSON_NUMBER || !json_int(c, &f[i])) {
-            *bad = looks;
+            if (looks)
+                *bad = c->type == JSON_NUMBER ? CAP_DROP_BAD_NUMBER : CAP_DROP_BAD_TYPE;
             return false;
         }
     if (c->type != JSON_STRING) {
-        *bad = looks;
+        if (looks)
+            *bad = CAP_DROP_BAD_TYPE;
         return false;
     }
-    if (f[1] < 0 || f[2] < 0 || f[3] <= 0 || f[4] <= 0)
+    if (f[2] < 0 || f[3] < 0 || f[4] < 0) {
+        *bad = CAP_DROP_BAD_NUMBER;
+        return false;
+    }
+    if (f[1] < 0 || f[3] == 0 || f[4] == 0)
         return false;           /* no storage, or nothing in it */
     uint64_t lo, hi, span;
     if (__builtin_mul_overflow((uint64_t)f[2], (uint64_t)f[4], &lo) ||
         __builtin_mul_overflow((uint64_t)f[3], (uint64_t)f[4], &span) ||
         __builtin_add_overflow(lo, span, &hi) || hi > (UINT64_C(1) << 62)) {
-        *bad = true;
+        *bad = CAP_DROP_BAD_NUMBER;
         return false;
     }
     int64_t device;
@@ -282,16 +300,17 @@ static bool typed_tensor(const json_val *type)
 static int add_value(et_parse *p, uint64_t first, const json_val *v, const json_val *type,
                      uint8_t mode)
 {
-    bool typed = typed_tensor(type), bad;
+    bool typed = typed_tensor(type);
     bool list = type && type->type == JSON_STRING && type->len > 11 &&
                 memcmp(type->s, "GenericList", 11) == 0;
     cap_tensor t;
+    cap_drop bad;
     if (!list) {
         if (tensor_of(v, typed, &t, &bad))
             return add_tensor(p->a, first, &t, mode);
-        if (bad)
-            capture_drop(p->c, CAP_DROP_BAD_TYPE, 1);
-        if (bad || typed || !v || v->type != JSON_ARRAY)
+        if (bad != CAP_DROP_COUNT)
+            capture_drop(p->c, bad, 1);
+        if (bad != CAP_DROP_COUNT || typed || !v || v->type != JSON_ARRAY)
             return 0;
         /* an untyped list: its tensors, if any (schemas without types) */
     }
@@ -299,8 +318,8 @@ static int add_value(et_parse *p, uint64_t first, const json_val *v, const json_
         if (tensor_of(c, typed, &t, &bad)) {
             if (add_tensor(p->a, first, &t, mode) != 0)
                 return -1;
-        } else if (bad) {
-            capture_drop(p->c, CAP_DROP_BAD_TYPE, 1);
+        } else if (bad != CAP_DROP_COUNT) {
+            capture_drop(p->c, bad, 1);
         }
     }
     return 0;
@@ -363,19 +382,25 @@ static int et_member(void *ctx, const json_val *v, trace_error *err)
     return 0;
 }
 
+/* One node: an event of the import ledger. An op with tensors waits for
+ * the capture's join (joined: imported; else unjoined-et-op, counted by
+ * cap_accesses_count_unjoined); a node without tensors holds no byte range
+ * (ignored); a second node of an rf_id with tensors is a duplicate. */
 static int et_node(void *ctx, const json_val *node, trace_error *err)
 {
     et_parse *p = ctx;
     cap_accesses *a = p->a;
+    capture_read(p->c);
     if (node->type != JSON_OBJECT)
-        return 0;
+        return capture_drop(p->c, CAP_DROP_BAD_TYPE, 1);
     p->n_nodes++;
+    if (node->dup_key)
+        return capture_drop(p->c, CAP_DROP_DUPLICATE_KEY, 1);
     int64_t rf;
-    if (!json_int(attr_of(node, "rf_id"), &rf) || rf < 0 || rf == INT64_MAX)
+    if (!json_int(attr_of(node, "rf_id"), &rf) || rf < 0 || rf == INT64_MAX) {
+        capture_ignore(p->c);   /* no op a capture can name */
         return 0;
-    uint32_t n;
-    if (cap_accesses_of(a, rf, &n))
-        return 0;               /* one op per rf_id: the first */
+    }
     if ((a->n_ops + 1) * 4 > a->cap_ops * 3 && ops_grow(a) != 0)
         goto oom;
     uint64_t first = a->n_tensors;
@@ -399,14 +424,26 @@ static int et_node(void *ctx, const json_val *node, trace_error *err)
             ty = ty ? ty->next : NULL;
         }
     }
+    uint32_t n_tensors = (uint32_t)(a->n_tensors - first);
+    if (op_of(a, rf)) {         /* one op per rf_id: the first */
+        a->n_tensors = first;
+        if (n_tensors)
+            return capture_drop(p->c, CAP_DROP_DUPLICATE, 1);
+        capture_ignore(p->c);
+        return 0;
+    }
     const json_val *nm = json_get(node, "name");
     uint64_t i = rf_slot(a, rf);
     while (a->ops[i].rf)
         i = (i + 1) & (a->cap_ops - 1);
-    a->ops[i] = (et_op){ rf + 1, first, (uint32_t)(a->n_tensors - first), false,
+    a->ops[i] = (et_op){ rf + 1, first, n_tensors, false, capture_event_counted(p->c),
                          nm && nm->type == JSON_STRING ? name_hash(nm->s, nm->len)
                                                        : name_hash("", 0) };
     a->n_ops++;
+    if (n_tensors)
+        capture_use(p->c);      /* imported once joined */
+    else
+        capture_ignore(p->c);
     return 0;
 oom:
     return trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", p->path), -1;

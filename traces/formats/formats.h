@@ -53,6 +53,7 @@ typedef struct json_val {
     size_t len;
     struct json_val *child, *last, *next;
     size_t n_child;
+    bool dup_key;               /* on a tree's root: an object in it names a member twice */
 } json_val;
 
 /* What json_stream calls. The tree and its strings live until the callback
@@ -75,8 +76,8 @@ int json_stream(const char *path, const json_handler *h, trace_error *err);
 
 /* Lookups on a tree: the member called key (NULL when absent). */
 const json_val *json_get(const json_val *obj, const char *key);
-/* The value as an integer: numbers (a fraction is cut), and strings holding
- * one. False when absent or not a number. */
+/* The value as an integer: numbers and strings holding one ("7", "7.0"). False
+ * when absent, not a number, or with a fraction ("7.5" is no id). */
 bool json_int(const json_val *v, int64_t *out);
 /* A time in microseconds (number or string, with up to three decimals of
  * nanoseconds kept exactly) as nanoseconds. */
@@ -141,6 +142,8 @@ typedef struct cap_gpu {
     uint64_t ranks;             /* and how many take part (size=) */
     bool untimed;               /* t0, t1 are not when it ran (CUPTI profiler ranges): the
                                  * statement gets no t=, dur= */
+    bool counted;               /* its event is counted in the ledger already (the model
+                                 * also sets it when the current event is) */
 } cap_gpu;
 
 typedef struct cap_sync {
@@ -153,6 +156,7 @@ typedef struct cap_sync {
     int64_t record_stream;      /* where the event was recorded, when said; CAP_NONE */
     int64_t record_corr;        /* the cudaEventRecord's correlation, when said; CAP_NONE */
     int64_t t0, t1;
+    bool counted;               /* its event is counted in the ledger (set by the model) */
 } cap_sync;
 
 /* Creates a capture whose declarations and strings go into t (the trace the
@@ -182,6 +186,10 @@ int capture_stream_kind(capture *c, int64_t proc, int64_t device, int64_t stream
 int capture_api(capture *c, uint32_t host, int64_t proc, int64_t t0, int64_t t1, int64_t corr,
                 uint32_t name);
 int capture_gpu(capture *c, const cap_gpu *g);
+/* GPU work of correlation corr of process key proc was read, whatever
+ * becomes of it (imported, or counted under its own reason): its launch
+ * call is not counted as launch-without-work. capture_gpu() says it itself. */
+int capture_work_seen(capture *c, int64_t proc, int64_t corr);
 int capture_sync(capture *c, const cap_sync *s);
 /* An event record seen on the device side (nsys CUDA_EVENT rows). */
 int capture_record(capture *c, int64_t proc, int64_t corr, int64_t device, int64_t stream,
@@ -216,7 +224,9 @@ bool cap_accesses_join(cap_accesses *a, int64_t rf, const char *name, size_t len
  * those with tensors that joined nothing (their byte ranges are lost). */
 uint64_t cap_accesses_ops(const cap_accesses *a);
 uint64_t cap_accesses_joined(const cap_accesses *a);
-uint64_t cap_accesses_unjoined_with_tensors(const cap_accesses *a);
+/* Counts, once each, the ops with tensors that joined nothing in c's ledger
+ * (unjoined-et-op; after the capture was read). Returns how many there are. */
+uint64_t cap_accesses_count_unjoined(cap_accesses *a, capture *c);
 /* The process the ET was recorded in (its top-level "pid"); CAP_NONE. */
 int64_t cap_accesses_pid(const cap_accesses *a);
 
@@ -246,7 +256,9 @@ int capture_lifetime(capture *c, uint32_t buf, bool alloc, uint32_t host, int64_
 /* An access of the GPU activity capture_gpu() added last: bytes [lo, hi)
  * of buf, mode a trace_mode. A copy takes its source (read) then its
  * destination (write); a capture whose activities have accesses is checked
- * for races (run metadata accesses=pointers). 0 or -1. */
+ * for races (run metadata accesses=pointers). When capture_gpu() did not
+ * keep the activity (a duplicate, no time: counted), its accesses are left
+ * out with it. 0 or -1. */
 int capture_gpu_access(capture *c, uint32_t buf, uint64_t lo, uint64_t hi, uint8_t mode);
 /* A host thread's own access of bytes [lo, hi) of buf at [t0, t1]: a host
  * op labelled name (string id). 0 or -1. */
@@ -275,6 +287,15 @@ typedef enum {
     CAP_CALL_STREAM_SYNC, CAP_CALL_DEVICE_SYNC, CAP_CALL_COPY_SYNC, CAP_CALL_QUERY,
 } cap_call;
 cap_call capture_call(const char *name);
+
+/* What GPU work a call's name says it launches (cudaLaunchKernel,
+ * cuLaunchKernelEx, hipModuleLaunchKernel; a graph launch; cudaMemcpy*,
+ * cuMemcpy*; cudaMemset*, cuMemset*; not cudaLaunchHostFunc), for the
+ * ledger's launch-without-work and the profiler ranges' launches. */
+typedef enum {
+    CAP_LAUNCH_NONE = 0, CAP_LAUNCH_KERNEL, CAP_LAUNCH_GRAPH, CAP_LAUNCH_COPY, CAP_LAUNCH_MEMSET,
+} cap_launch;
+cap_launch capture_launch(const char *name);
 
 /* Whether parameter `index` (from 0) of a demangled kernel signature
  * ("scale(float const*, float*, int)") is a pointer to const: the kernel
@@ -321,55 +342,112 @@ int capture_count(capture *c, const char *key, uint64_t n);
 
 /* ------------------------------------------------------------------ */
 /* The import ledger (capture.c): every event an importer reads is      */
-/* imported, ignored by design, or counted here by reason.              */
+/* imported, ignored by design, or counted here by one reason.          */
 /*
  * The capture model keeps the ledger, once, for every importer, and
  * capture_open_reader() writes it as run metadata "dropped.REASON" = count
  * (TRACE_LEDGER_PREFIX: trace_ledger() reads it back), beside "import.read"
  * (events read) and "import.ignored" (events of kinds that hold nothing the
  * trace model keeps: metadata, instant events, counters, Python stacks, the
- * profiler's own spans). A value clamped or guessed counts as dropped too.
+ * profiler's own spans). So read = imported + ignored + counted, and an event
+ * is counted under one reason only: the first found, at read or at build.
+ *
+ * A reason is of one of two kinds. DROP: data the trace does not hold as the
+ * capture had it (an event not imported, a value clamped). ASSUME: an
+ * ordering the capture does not say and the model had to choose (a stream
+ * sync widened to the device, a record placed before its wait, a wait taken
+ * as one on an idle stream, a kernel put on stream 0, a refusal overridden).
+ * Either makes a check's coverage partial (check/coverage.c): an ordering
+ * assumption can add or move a happens-before edge and so hide a race, and a
+ * run with one can never check "clean". Where the capture holds the answer
+ * (a sync row's stream, the cudaEventRecord call before a wait) it is used,
+ * and nothing is counted.
  *
  * How an importer cannot drop data without counting it: it calls
- * capture_read() for each event (a JSON element, an SQL row); the event is
- * then accounted by whatever it becomes -- handed to the model (capture_api,
- * capture_gpu, capture_sync, capture_record, capture_range, ...), counted
- * (capture_drop), used by the importer itself (capture_use: a flow that
- * links a call to its work) or ignored by design (capture_ignore). An event
- * read and left with none of these is counted as `unaccounted`. The shared
- * field readers (capture_json_ts, capture_json_dur, capture_json_id) and
- * the model's own doors (a negative duration, GPU work whose call is
- * missing, a wait whose record is unknown) count what they refuse or guess.
+ * capture_read() for each event (a JSON element, an SQL row, an execution
+ * trace's node); the event is then accounted by whatever it becomes --
+ * handed to the model (capture_api, capture_gpu, capture_sync,
+ * capture_record, capture_range, ...), counted (capture_drop), used by the
+ * importer itself (capture_use: a flow that links a call to its work) or
+ * ignored by design (capture_ignore). An event read and left with none of
+ * these is counted as `unaccounted`. The shared field readers
+ * (capture_json_ts, capture_json_dur, capture_json_id) and the model's own
+ * doors (a negative duration, GPU work whose call is missing, a launch whose
+ * work is missing, a wait whose record is unknown) count what they refuse or
+ * guess. What the model counts at build time it counts per object (a call,
+ * an activity, a sync row), so an event already counted at read is not
+ * counted again.
  *
- * The reasons: X(ENUM, word, meaning). The word is what metadata, `import`'s
- * warnings and `check --json` say; the meaning is printed beside it
- * (trace_ledger_meaning) and in `import --help`.
+ * The reasons: X(ENUM, word, kind, meaning). The word is what metadata,
+ * `import`'s warnings and `check --json` say; the meaning is printed beside it
+ * (trace_ledger_meaning) and in `import --help`. `forced` counts refusals a
+ * user overrode (import --force-et, merge --force), not events.
  */
 #define CAPTURE_DROP_MAP(X)                                                                    \
-    X(NO_TS, "no-ts", "events without a timestamp")                                            \
-    X(BAD_TS, "bad-ts", "timestamps that are not a finite number within 2^62 ns")              \
-    X(NO_DUR, "no-dur", "complete events without a duration, taken as 0")                      \
-    X(NEGATIVE_DUR, "negative-dur-clamped", "negative durations, clamped to 0")                \
-    X(BAD_NUMBER, "bad-number", "number fields holding text or a value out of range")          \
-    X(BAD_TYPE, "bad-type", "events or fields of the wrong JSON type")                         \
-    X(MISSING_FIELD, "missing-field", "events without a field the mapping needs: a thread, a stream, a name") \
-    X(UNKNOWN_CATEGORY, "unknown-category", "events of a category or phase syncsim does not model")      \
-    X(UNKNOWN_KIND, "unknown-kind", "a copy direction or stream kind syncsim does not know, guessed") \
-    X(UNMATCHED_CORRELATION, "unmatched-correlation",                                          \
+    X(NO_TS, "no-ts", DROP, "events without a timestamp")                                      \
+    X(BAD_TS, "bad-ts", DROP, "timestamps that are not a finite number within 2^62 ns")        \
+    X(NO_DUR, "no-dur", DROP, "complete events without a duration, taken as 0")                \
+    X(NEGATIVE_DUR, "negative-dur-clamped", DROP, "negative durations, clamped to 0")          \
+    X(BAD_NUMBER, "bad-number", DROP,                                                          \
+      "number fields holding text, a fraction, or a value out of range")                       \
+    X(BAD_TYPE, "bad-type", DROP, "events or fields of the wrong JSON type")                   \
+    X(DUPLICATE_KEY, "duplicate-key", DROP,                                                    \
+      "events with a member named twice (which value holds is not said), not imported")        \
+    X(MISSING_FIELD, "missing-field", DROP,                                                    \
+      "events without a field the mapping needs: a thread, a stream, a name")                  \
+    X(UNKNOWN_CATEGORY, "unknown-category", DROP,                                              \
+      "events of a category or phase syncsim does not model")                                  \
+    X(IGNORED_GPU_WORK, "ignored-gpu-work", DROP,                                              \
+      "events of a phase or category read as annotations that carry GPU work's correlation "   \
+      "and stream: GPU work not imported")                                                     \
+    X(UNKNOWN_KIND, "unknown-kind", DROP,                                                      \
+      "a copy direction or stream kind syncsim does not know, guessed")                        \
+    X(DUPLICATE, "duplicate", DROP,                                                            \
+      "events seen twice (same kind, correlation, stream and times): the copy is not imported") \
+    X(UNMATCHED_CORRELATION, "unmatched-correlation", DROP,                                    \
       "GPU work or event records whose launching call is not in the capture")                  \
-    X(SYNC_WITHOUT_CALL, "sync-without-call", "synchronisation rows whose call is not in the capture") \
-    X(UNBOUND_WAIT, "unbound-wait", "waits whose event record is unknown")                     \
-    X(NCCL_UNMATCHED, "nccl-unmatched", "NCCL kernels whose collective or size is unknown, kept as kernels") \
-    X(GUESSED_STREAM, "guessed-stream", "kernels whose stream and times the capture does not say: CUPTI profiler ranges") \
-    X(UNJOINED_ET_OP, "unjoined-et-op", "execution-trace ops with tensors that join no op of the capture") \
-    X(UNRESOLVED_PARAM, "unresolved-param", "kernel parameters that point into no known allocation") \
-    X(PARAM_LAYOUT, "param-layout", "kernel launches whose parameter layout the driver refused: no accesses") \
-    X(MALFORMED_MARK, "malformed-mark", "NVTX marks starting syncsim: that do not read MODE PTR SIZE [LABEL]") \
-    X(TRUNCATED_LINE, "truncated-line", "a last line cut short: the program died writing it")  \
-    X(UNACCOUNTED, "unaccounted", "events an importer read but neither imported nor counted")
+    X(LAUNCH_WITHOUT_WORK, "launch-without-work", DROP,                                        \
+      "kernel launch, copy and memset calls whose GPU work is not in the capture (the "        \
+      "profiler lost it)")                                                                     \
+    X(SYNC_WITHOUT_CALL, "sync-without-call", DROP,                                            \
+      "synchronisation rows whose call is not in the capture")                                 \
+    X(UNBOUND_WAIT, "unbound-wait", DROP, "waits whose event record is unknown")               \
+    X(NCCL_UNMATCHED, "nccl-unmatched", DROP,                                                  \
+      "NCCL kernels whose collective or size is unknown, kept as kernels")                     \
+    X(HOST_UNRECORDED, "host-unrecorded", DROP,                                                \
+      "copies that do not block the host, in a capture that records no host access: a host "   \
+      "read or write racing with one goes unseen")                                             \
+    X(UNJOINED_ET_OP, "unjoined-et-op", DROP,                                                  \
+      "execution-trace ops with tensors that join no op of the capture")                       \
+    X(UNJOINED_OP, "unjoined-op", DROP,                                                        \
+      "framework ops of the capture that no execution-trace op joins: their byte ranges are "  \
+      "unknown")                                                                               \
+    X(UNRESOLVED_PARAM, "unresolved-param", DROP,                                              \
+      "kernel parameters that point into no known allocation")                                 \
+    X(PARAM_LAYOUT, "param-layout", DROP,                                                      \
+      "kernel launches whose parameter layout the driver refused: no accesses")                \
+    X(MALFORMED_MARK, "malformed-mark", DROP,                                                  \
+      "NVTX marks starting syncsim: that do not read MODE PTR SIZE [LABEL]")                    \
+    X(TRUNCATED_LINE, "truncated-line", DROP,                                                  \
+      "a last line cut short: the program died writing it")                                    \
+    X(WIDENED_SYNC, "widened-sync", ASSUME,                                                    \
+      "stream synchronisations whose stream the capture does not say, widened to the device")  \
+    X(ASSUMED_RECORD, "assumed-record", ASSUME,                                                \
+      "event records the capture places on a stream but at no call: put at the last "          \
+      "cudaEventRecord call before the wait, else right before it")                            \
+    X(IDLE_STREAM_WAIT, "idle-stream-wait", ASSUME,                                            \
+      "stream waits without a sync row, taken as waits of a stream with no GPU work, "         \
+      "ordering nothing")                                                                      \
+    X(GUESSED_STREAM, "guessed-stream", ASSUME,                                                \
+      "kernels whose stream and times the capture does not say: CUPTI profiler ranges")        \
+    X(FORCED, "forced", ASSUME,                                                                \
+      "refusals overridden: an execution trace of another run (--force-et), ranks of "         \
+      "different jobs (merge --force)")                                                        \
+    X(UNACCOUNTED, "unaccounted", DROP,                                                        \
+      "events an importer read but neither imported nor counted")
 
 typedef enum {
-#define CAPTURE_DROP_ENUM(e, word, meaning) CAP_DROP_##e,
+#define CAPTURE_DROP_ENUM(e, word, kind, meaning) CAP_DROP_##e,
     CAPTURE_DROP_MAP(CAPTURE_DROP_ENUM)
 #undef CAPTURE_DROP_ENUM
     CAP_DROP_COUNT
@@ -382,10 +460,19 @@ const char *capture_drop_word(cap_drop why);
  * before it must have been accounted (above), else it counts as
  * `unaccounted`. */
 void capture_read(capture *c);
-/* n events (or fields of the current event) not imported, for reason why;
- * accounts the current event. 0 or -1 (out of memory: never, the ledger is
- * a fixed table). */
+/* The last event was read: closes it (an importer calls it before counting
+ * what is not one event, and before capture_open_reader). */
+void capture_read_done(capture *c);
+/* The current event is not imported (or imported with a guess) for reason
+ * why: counted once, under the first reason given for it. With no event open
+ * (after capture_read_done, or an importer that reads no events one by one),
+ * n things are counted. 0 or -1 (out of memory: never, the ledger is a fixed
+ * table). */
 int capture_drop(capture *c, cap_drop why, uint64_t n);
+/* Whether the current event was counted already (an importer that hands it
+ * to the model later, as Kineto's activities without a correlation, says so
+ * in cap_gpu.counted). */
+bool capture_event_counted(const capture *c);
 /* The current event holds nothing the trace model keeps, by design. */
 void capture_ignore(capture *c);
 /* The current event was used by the importer itself (a flow). */
@@ -413,8 +500,9 @@ bool capture_json_id(capture *c, const json_val *v, int64_t *out);
 /* Captures whose profiler leaves out the wait rows of streams that ran no
  * GPU work in the window (Kineto: its "Stream Wait Event" rows are logged
  * only for streams with a kernel, copy or memset): a stream-wait call without
- * a row then waited on such a stream and orders nothing the capture holds;
- * it is counted in capture.idle_stream_waits, not as an unbound wait. */
+ * a row then waited on such a stream and orders nothing the capture holds.
+ * That is an assumption (a row removed from the file reads the same): it is
+ * counted as idle-stream-wait, not as an unbound wait. */
 void capture_waits_filtered(capture *c);
 
 /* The execution trace's join (kineto.c): whether a wrong ET is refused
@@ -422,6 +510,11 @@ void capture_waits_filtered(capture *c);
  * line, an ET that gives byte ranges to fewer than half of the ops that
  * launched GPU work. */
 void capture_et_force(capture *c, bool force);
+/* A refusal was overridden (option, e.g. "import --force-et"; why: what the
+ * refusal would have said): run metadata forced= says so and the ledger
+ * counts `forced` once, so the check's verdict names it and is never
+ * "clean". 0 or -1 (out of memory). */
+int capture_forced(capture *c, const char *option, const char *why);
 
 /* Builds the trace and makes r a reader over it that owns the capture, et
  * (may be NULL) and the capture's trace: statements are made as r is read,

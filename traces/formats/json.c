@@ -25,6 +25,9 @@
 #define JSON_CHUNK (256u * 1024u)
 #define JSON_MAX_DEPTH 64
 #define JSON_MAX_ELEMENT (64u * 1024u * 1024u)
+/* Objects with more members than this are not searched for duplicate
+ * names (each new member is compared with those before it). */
+#define JSON_MAX_KEY_SCAN 256
 
 /* A bump allocator in blocks; reset keeps the first block. */
 typedef struct arena_block {
@@ -151,6 +154,11 @@ static json_val *add_value(json_parse *p, json_type type, const char *s, size_t 
     p->pending_key = NULL;
     if (p->root && p->depth > p->tree_base) {
         json_val *parent = p->stack[p->depth - 1];
+        /* a member named twice: which value holds is not said (RFC 8259) */
+        if (v->key && parent->n_child <= JSON_MAX_KEY_SCAN)
+            for (const json_val *c = parent->child; c && !p->root->dup_key; c = c->next)
+                p->root->dup_key = c->key_len == v->key_len &&
+                                   memcmp(c->key, v->key, v->key_len) == 0;
         if (parent->last)
             parent->last->next = v;
         else
@@ -284,23 +292,134 @@ static void yajl_message(yajl_handle y, const unsigned char *buf, size_t n, char
         out[--l] = '\0';
 }
 
+/* The bytes of a file, inflated when it is gzip (by its magic bytes; one
+ * member after another, as gzip writes them). zlib's inflate is driven by
+ * hand, not through gzread, so that a failure is placed exactly: gzread
+ * hands back nothing of the chunk in which it fails. */
+typedef struct json_input {
+    FILE *f;
+    bool gz, eof, zdone, zopen;
+    z_stream z;
+    unsigned char *in;
+    uint64_t produced;          /* bytes handed out so far */
+    int zerr;                   /* a failure to report once the bytes before it are parsed */
+    const char *zmsg;
+} json_input;
+
+static void input_close(json_input *in);
+
+static int input_open(json_input *in, const char *path, trace_error *err)
+{
+    memset(in, 0, sizeof *in);
+    in->f = fopen(path, "rb");
+    if (!in->f)
+        return trace_error_set(err, TRACE_EIO, "%s: %s", path, strerror(errno)), -1;
+    unsigned char magic[3];
+    size_t n = fread(magic, 1, 3, in->f);
+    in->gz = n == 3 && magic[0] == 0x1f && magic[1] == 0x8b && magic[2] == 8;
+    rewind(in->f);
+    if (!in->gz)
+        return 0;
+    in->in = malloc(JSON_CHUNK);
+    if (!in->in || inflateInit2(&in->z, 16 + MAX_WBITS) != Z_OK) {
+        input_close(in);
+        return trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", path), -1;
+    }
+    in->zopen = true;
+    return 0;
+}
+
+static void input_close(json_input *in)
+{
+    if (in->zopen)
+        inflateEnd(&in->z);
+    if (in->f)
+        fclose(in->f);
+    free(in->in);
+}
+
+/* Up to cap bytes into out: the count, 0 at the end, -1 with err. A gzip
+ * stream that fails hands out what it inflated before failing first; the
+ * next call reports the failure, with the count of bytes before it. */
+static long input_read(json_input *in, unsigned char *out, size_t cap, const char *path,
+                       trace_error *err)
+{
+    if (!in->gz) {
+        size_t n = fread(out, 1, cap, in->f);
+        if (n == 0 && ferror(in->f))
+            return trace_error_set(err, TRACE_EIO, "%s: %s", path, strerror(errno)), -1;
+        in->produced += n;
+        return (long)n;
+    }
+    if (in->zerr) {
+        if (in->zerr == Z_BUF_ERROR)
+            trace_error_set(err, TRACE_ECORRUPT,
+                            "%s: truncated gzip data: the file ends after %llu decompressed "
+                            "bytes",
+                            path, (unsigned long long)in->produced);
+        else
+            trace_error_set(err, TRACE_ECORRUPT,
+                            "%s: corrupt gzip data after %llu decompressed bytes (%s)", path,
+                            (unsigned long long)in->produced,
+                            in->zmsg ? in->zmsg : "invalid compressed data");
+        return -1;
+    }
+    in->z.next_out = out;
+    in->z.avail_out = (uInt)cap;
+    while (in->z.avail_out && !in->zdone) {
+        if (!in->z.avail_in && !in->eof) {
+            size_t n = fread(in->in, 1, JSON_CHUNK, in->f);
+            if (n == 0 && ferror(in->f))
+                return trace_error_set(err, TRACE_EIO, "%s: %s", path, strerror(errno)), -1;
+            in->eof = n < JSON_CHUNK;
+            in->z.next_in = in->in;
+            in->z.avail_in = (uInt)n;
+        }
+        int rc = inflate(&in->z, Z_NO_FLUSH);
+        if (rc == Z_STREAM_END) {
+            /* another member follows, or the data ends (what follows the last
+             * member that is not gzip is ignored, as gzip -d does) */
+            if (!in->z.avail_in && !in->eof) {
+                size_t n = fread(in->in, 1, JSON_CHUNK, in->f);
+                in->eof = n < JSON_CHUNK;
+                in->z.next_in = in->in;
+                in->z.avail_in = (uInt)n;
+            }
+            if (in->z.avail_in >= 2 && in->z.next_in[0] == 0x1f && in->z.next_in[1] == 0x8b)
+                inflateReset(&in->z);
+            else
+                in->zdone = true;
+        } else if (rc == Z_BUF_ERROR && !in->z.avail_in && in->eof) {
+            in->zerr = Z_BUF_ERROR;     /* the file ends inside the stream */
+            break;
+        } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
+            in->zerr = rc == Z_MEM_ERROR ? Z_MEM_ERROR : Z_DATA_ERROR;
+            in->zmsg = in->z.msg;
+            break;
+        }
+    }
+    size_t got = cap - in->z.avail_out;
+    in->produced += got;
+    if (!got && in->zerr)
+        return input_read(in, out, cap, path, err);
+    return (long)got;
+}
+
 int json_stream(const char *path, const json_handler *h, trace_error *err)
 {
     json_parse p = { .h = h, .err = err, .path = path };
     unsigned char *buf = malloc(JSON_CHUNK);
-    gzFile gz = NULL;
+    json_input in = { 0 };
+    bool in_open = false;
     yajl_handle y = NULL;
     int rc = -1;
     if (!buf) {
         trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", path);
         goto done;
     }
-    gz = gzopen(path, "rb");
-    if (!gz) {
-        trace_error_set(err, TRACE_EIO, "%s: %s", path, errno ? strerror(errno) : "cannot open");
+    if (input_open(&in, path, err) != 0)
         goto done;
-    }
-    gzbuffer(gz, JSON_CHUNK);
+    in_open = true;
     y = yajl_alloc(&callbacks, NULL, &p);
     if (!y) {
         trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", path);
@@ -308,28 +427,30 @@ int json_stream(const char *path, const json_handler *h, trace_error *err)
     }
     uint64_t offset = 0;
     for (;;) {
-        int n = gzread(gz, buf, JSON_CHUNK);
-        int zerr;
-        const char *zmsg = gzerror(gz, &zerr);
-        if (n < 0 || (zerr != Z_OK && zerr != Z_STREAM_END)) {
-            trace_error_set(err, TRACE_ECORRUPT,
-                            "%s: corrupt or truncated gzip data after %llu decompressed bytes (%s)",
-                            path, (unsigned long long)offset, zmsg && *zmsg ? zmsg : "read error");
+        long n = input_read(&in, buf, JSON_CHUNK, path, err);
+        if (n < 0)
             goto done;
-        }
         if (n == 0)
             break;
-        yajl_status st = yajl_parse(y, buf, (size_t)n);
+        size_t skip = 0;
+        if (offset == 0 && n >= 3 && buf[0] == 0xef && buf[1] == 0xbb && buf[2] == 0xbf)
+            skip = 3;           /* a UTF-8 byte order mark: not JSON, but harmless */
+        yajl_status st = yajl_parse(y, buf + skip, (size_t)n - skip);
         if (st != yajl_status_ok) {
             if (!p.failed) {
                 char m[256];
-                yajl_message(y, buf, (size_t)n, m, sizeof m);
+                yajl_message(y, buf + skip, (size_t)n - skip, m, sizeof m);
                 trace_error_set(err, TRACE_ESYNTAX, "%s: invalid JSON at byte %llu: %s", path,
-                                (unsigned long long)(offset + yajl_get_bytes_consumed(y)), m);
+                                (unsigned long long)(offset + skip +
+                                                     yajl_get_bytes_consumed(y)), m);
             }
             goto done;
         }
         offset += (uint64_t)n;
+    }
+    if (offset == 0) {
+        trace_error_set(err, TRACE_ESYNTAX, "%s: empty file, expected JSON", path);
+        goto done;
     }
     if (yajl_complete_parse(y) != yajl_status_ok) {
         if (!p.failed)
@@ -338,16 +459,12 @@ int json_stream(const char *path, const json_handler *h, trace_error *err)
                             (unsigned long long)offset);
         goto done;
     }
-    if (offset == 0) {
-        trace_error_set(err, TRACE_ESYNTAX, "%s: empty file, expected JSON", path);
-        goto done;
-    }
     rc = 0;
 done:
     if (y)
         yajl_free(y);
-    if (gz)
-        gzclose_r(gz);
+    if (in_open)
+        input_close(&in);
     free(buf);
     arena_free(&p.ar);
     return rc;
@@ -393,9 +510,9 @@ bool json_int(const json_val *v, int64_t *out)
             return false;
         n = n * 10 + (uint64_t)(*s - '0');
     }
-    if (*s == '.') {            /* a fraction is cut, an exponent is refused */
+    if (*s == '.') {            /* a fraction of zeros is fine; another is no integer */
         s++;
-        while (*s >= '0' && *s <= '9')
+        while (*s == '0')
             s++;
     }
     if (*s)
@@ -483,6 +600,8 @@ size_t json_sniff_text(const unsigned char *head, size_t n, char *text, size_t c
     const unsigned char *src = got ? tmp : head;
     size_t len = got ? got : (n < cap - 1 ? n : cap - 1);
     size_t i = 0;
+    if (len >= 3 && src[0] == 0xef && src[1] == 0xbb && src[2] == 0xbf)
+        i = 3;                  /* a UTF-8 byte order mark */
     while (i < len && (src[i] == ' ' || src[i] == '\t' || src[i] == '\n' || src[i] == '\r'))
         i++;
     size_t k = 0;

@@ -3,8 +3,9 @@
  * JSON, plain or gzipped, optionally joined to an execution trace.
  *
  * The file is one object: {"schemaVersion": 1, "deviceProperties": [...],
- * "traceEvents": [...]}. The events are streamed one at a time
- * (json.c); the ones that matter are complete events ("ph": "X"):
+ * "traceEvents": [...]}, or the Chrome trace format's other form, a bare
+ * array of events. The events are streamed one at a time (json.c); the ones
+ * that matter are complete events ("ph": "X"):
  *
  *   cat cuda_runtime, cuda_driver  an API call on host thread (pid, tid),
  *                      args.correlation; ROCm traces use the same
@@ -40,17 +41,24 @@
  * Memset, Operator, "async" flows; thread ids as strings, GPU work on tid
  * "stream 7"), which map like the modern ones. Categories of other
  * accelerators (mtia_*, xpu_runtime, hpu_op, ...) are not modelled: a
- * profile with no CUDA or ROCm call or GPU work at all is refused in one
- * line naming what it holds; within a CUDA profile they are dropped
- * (unknown-category). Metadata, instant and counter events, Python stacks
- * and the profiler's own spans are ignored by design; every other event is
- * imported or counted in the ledger (formats.h): its fields are read
- * through capture_json_ts/dur/id, which count what they refuse.
+ * profile with no CUDA or ROCm call or GPU work at all, or whose calls are
+ * all another accelerator's (XPU puts its kernels under "kernel"), is
+ * refused in one line naming what it holds; within a CUDA profile they are
+ * dropped (unknown-category). A profile holding the CUDA calls of two
+ * processes is refused: correlation and stream ids are per process.
+ * Metadata, instant and counter events, Python stacks and the profiler's
+ * own spans are ignored by design, unless they carry what only GPU work
+ * carries (an args.correlation and args.stream: ignored-gpu-work); every
+ * other event is imported or counted in the ledger (formats.h): its fields
+ * are read through capture_json_ts/dur/id, which count what they refuse. An
+ * event that names a member twice is counted (duplicate-key), not read.
  *
  * distributedInfo is kept whole as run metadata: rank, world_size,
  * dist.backend, dist.pg_count, dist.nccl_version, dist.pg_config (a digest
  * of the process-group config) and job.id (the top-level group_trace_id),
- * which merge compares.
+ * which merge compares. Without a valid world_size, the job's size comes
+ * from the default process group, else the NCCL kernels' "Group size"
+ * (world_size.from=); a rank whose number is not said is rank.unknown.
  *
  * Timestamps are microseconds, integers or with nanosecond decimals, read
  * exactly (json_us_to_ns). Events may come in any order. A Kineto file holds
@@ -146,6 +154,11 @@ typedef struct kineto {
     int64_t schema;
     uint64_t n_events, n_flows, n_ops, n_annotations, n_et_joined, n_gpu_events;
     int64_t op_pid;             /* a process of the cpu_ops; CAP_NONE */
+    int64_t call_pid, other_pid; /* the process of the CUDA calls, and another; CAP_NONE */
+    uint64_t n_foreign;         /* complete events of other accelerators */
+    uint64_t n_calls;           /* CUDA or HIP calls */
+    uint64_t group_size;        /* the largest "Group size" of an NCCL kernel */
+    uint64_t pg_world;          /* the default process group's size (pg_config) */
     bool et_pid_seen;           /* a cpu_op ran in the ET's process */
     pending_gpu *pending;
     size_t n_pending, cap_pending;
@@ -190,6 +203,57 @@ static uint64_t tree_digest(const json_val *v, uint64_t h)
     return (h ^ 0xfe) * 0x100000001b3ull;
 }
 
+/* The size of the default process group in distributedInfo.pg_config (an
+ * array of groups, or an object keyed by group name): the group named "0"
+ * or described as "default_pg", by its pg_size or its list of ranks; 0 when
+ * not said. */
+static uint64_t default_group_size(const json_val *pg)
+{
+    for (const json_val *g = pg && (pg->type == JSON_ARRAY || pg->type == JSON_OBJECT)
+                                 ? pg->child
+                                 : NULL;
+         g; g = g->next) {
+        bool named = (g->key && g->key_len == 1 && g->key[0] == '0') ||
+                     json_is(json_get(g, "pg_name"), "0") ||
+                     json_is(json_get(g, "pg_desc"), "default_pg") ||
+                     json_is(json_get(g, "desc"), "default_pg");
+        if (!named)
+            continue;
+        int64_t size;
+        if (json_int(json_get(g, "pg_size"), &size) && size > 0)
+            return (uint64_t)size;
+        const json_val *ranks = json_get(g, "ranks");
+        if (ranks && ranks->type == JSON_ARRAY && ranks->n_child)
+            return ranks->n_child;
+    }
+    return 0;
+}
+
+/* A job's size where distributedInfo does not give world_size (or gives no
+ * valid one): its default process group's size, else the largest NCCL
+ * kernel's "Group size" (the world is at least that). Run metadata
+ * world_size.from= says which, so that a single rank is read as part of a
+ * job (a partial job) instead of hanging at its first collective. */
+static int infer_world(kineto *k)
+{
+    uint64_t world = k->pg_world ? k->pg_world : k->group_size;
+    if (!trace_get_meta(k->t, "world_size") && world >= 2) {
+        char buf[32];
+        snprintf(buf, sizeof buf, "%llu", (unsigned long long)world);
+        if (trace_set_meta(k->t, "world_size", buf) != 0 ||
+            trace_set_meta(k->t, "world_size.from",
+                           k->pg_world ? "pg_config" : "nccl-group-size") != 0)
+            return -1;
+    }
+    /* a rank of a job whose number is not said (absent, or -1): one rank of
+     * the job all the same, read as a partial job */
+    const char *ws = trace_get_meta(k->t, "world_size");
+    if (ws && strtoull(ws, NULL, 10) > 1 && !trace_get_meta(k->t, "rank") &&
+        trace_set_meta(k->t, "rank.unknown", "not said by distributedInfo") != 0)
+        return -1;
+    return 0;
+}
+
 /* distributedInfo: every field as run metadata. merge takes a rank's place
  * and the world's size from rank and world_size (NCCL kernels their size=,
  * capture.c), and refuses ranks of different jobs by the dist.* fields. */
@@ -219,6 +283,7 @@ static int dist_info(kineto *k, const json_val *v)
             return -1;
     }
     const json_val *pg = json_get(v, "pg_config");
+    k->pg_world = default_group_size(pg);
     if (pg) {
         snprintf(buf, sizeof buf, "%016llx", (unsigned long long)tree_digest(pg, 0xcbf29ce484222325ull));
         if (trace_set_meta(k->t, "dist.pg_config", buf) != 0)
@@ -315,20 +380,19 @@ static int64_t arg_id(kineto *k, const json_val *args, const char *key)
     return v;
 }
 
-/* A kernel launch call (cudaLaunchKernel, cuLaunchKernelEx, hipLaunchKernel,
- * ...; not cudaLaunchHostFunc), for the profiler ranges. */
-static bool launches_kernel(const json_val *name)
+/* Device indices past this are no device (a garbled id, not a GPU). */
+#define KINETO_MAX_DEVICE 4096
+
+/* Whether an event carries what only GPU work carries: an integer
+ * args.correlation and args.stream (Kineto's annotations, on the CPU or a
+ * GPU stream, carry an "External id", Python events their ids, flows an
+ * "id"). *corr gets the correlation. */
+static bool gpu_work_shape(const json_val *e, int64_t *corr)
 {
-    if (!name || name->type != JSON_STRING)
-        return false;
-    static const char *const pre[] = { "cudaLaunch", "cuLaunch", "hipLaunch", "hipExtLaunch",
-                                       "hipModuleLaunch" };
-    for (size_t i = 0; i < sizeof pre / sizeof pre[0]; i++) {
-        size_t l = strlen(pre[i]);
-        if (name->len > l && memcmp(name->s, pre[i], l) == 0)
-            return !(name->len >= l + 8 && memcmp(name->s + l, "HostFunc", 8) == 0);
-    }
-    return false;
+    const json_val *args = json_get(e, "args");
+    int64_t stream;
+    return json_int(json_get(args, "correlation"), corr) &&
+           json_int(json_get(args, "stream"), &stream);
 }
 
 static int push_ordered(ordered **arr, uint64_t *n, uint64_t *cap, ordered o)
@@ -373,9 +437,19 @@ static int kineto_event(void *ctx, const json_val *e, trace_error *err)
         k->flows[k->n_flow_ends++] = (flow_end){ pid, tid, ts, id };
         return 0;
     }
+    /* GPU work: a correlation and a stream in its args, whatever its shape.
+     * Where it is read as something else, it is counted, not ignored. */
+    int64_t work_corr = CAP_NONE;
+    bool gpu_shaped = gpu_work_shape(e, &work_corr);
+    if (gpu_shaped && capture_work_seen(c, 0, work_corr) != 0)
+        goto oom;
+    if (e->dup_key)     /* {"ts": 1, "ts": 2}: neither value can be trusted */
+        return capture_drop(c, CAP_DROP_DUPLICATE_KEY, 1);
     if (!json_is(ph, "X")) {
         /* metadata, instant events, counters, flows of other kinds: nothing the
          * trace model keeps; a begin/end pair Kineto never writes: unknown */
+        if (gpu_shaped)
+            return capture_drop(c, CAP_DROP_IGNORED_GPU_WORK, 1);
         if (json_is(ph, "B") || json_is(ph, "E") || json_is(ph, "b") || json_is(ph, "e"))
             return capture_drop(c, CAP_DROP_UNKNOWN_CATEGORY, 1);
         capture_ignore(c);
@@ -383,18 +457,24 @@ static int kineto_event(void *ctx, const json_val *e, trace_error *err)
     }
     count_category(k, cat);
     if (kind == CAT_IGNORED) {
+        if (gpu_shaped)     /* a kernel under an annotation's category */
+            return capture_drop(c, CAP_DROP_IGNORED_GPU_WORK, 1);
         capture_ignore(c);
         return 0;
     }
+    if (kind == CAT_FOREIGN)
+        k->n_foreign++;
     if (kind == CAT_UNKNOWN || kind == CAT_FOREIGN)
         return capture_drop(c, cat && cat->type != JSON_STRING ? CAP_DROP_BAD_TYPE
                                                                : CAP_DROP_UNKNOWN_CATEGORY, 1);
-    if (!capture_json_ts(c, json_get(e, "ts"), &ts) ||
-        !capture_json_dur(c, json_get(e, "dur"), &dur))
-        return 0;               /* counted */
+    /* counted before its time is read: a profile whose every timestamp is
+     * beyond reading is still a profile of GPU work (its ledger says why) */
     if (kind == CAT_CALL || kind == CAT_KERNEL || kind == CAT_MEMCPY || kind == CAT_MEMSET ||
         kind == CAT_PROFILER_RANGE || kind == CAT_SYNC)
         k->n_gpu_events++;
+    if (!capture_json_ts(c, json_get(e, "ts"), &ts) ||
+        !capture_json_dur(c, json_get(e, "dur"), &dur))
+        return 0;               /* counted */
     bool has_pid = capture_json_id(c, json_get(e, "pid"), &pid) && pid != CAP_NONE;
     bool has_tid = capture_json_id(c, json_get(e, "tid"), &tid) && tid != CAP_NONE;
     const json_val *args = json_get(e, "args"), *name = json_get(e, "name");
@@ -407,11 +487,17 @@ static int kineto_event(void *ctx, const json_val *e, trace_error *err)
     case CAT_CALL: {
         if (!has_pid || !has_tid)
             return capture_drop(c, CAP_DROP_MISSING_FIELD, 1);
+        /* correlation ids are per process: one file, one process */
+        k->n_calls++;
+        if (k->call_pid == CAP_NONE)
+            k->call_pid = pid;
+        else if (pid != k->call_pid)
+            k->other_pid = pid;
         uint32_t host = capture_host(c, pid, tid), nm = intern_val(k->t, name);
         if (host == TRACE_NONE || nm == TRACE_NONE ||
             capture_api(c, host, 0, ts, ts + dur, corr, nm) != 0)
             goto oom;
-        if (launches_kernel(name) &&
+        if (capture_launch(trace_str(k->t, nm)) == CAP_LAUNCH_KERNEL &&
             push_ordered(&k->launches, &k->n_launches, &k->cap_launches,
                          (ordered){ ts, corr, CAP_NONE, nm }) != 0)
             goto oom;
@@ -430,6 +516,8 @@ static int kineto_event(void *ctx, const json_val *e, trace_error *err)
     case CAT_MEMCPY:
     case CAT_MEMSET: {
         int64_t device = arg_id(k, args, "device"), stream = arg_id(k, args, "stream");
+        if (device != CAP_NONE && (device < 0 || device > KINETO_MAX_DEVICE))
+            return capture_drop(c, CAP_DROP_BAD_NUMBER, 1);   /* no device */
         if (device == CAP_NONE)
             device = has_pid ? pid : 0;
         if (stream == CAP_NONE)
@@ -450,8 +538,11 @@ static int kineto_event(void *ctx, const json_val *e, trace_error *err)
         }
         if (cn && cn->type == JSON_STRING)
             g.coll = intern_val(k->t, cn);
-        if (group > 0)
+        if (group > 0) {
             g.ranks = (uint64_t)group;
+            if ((uint64_t)group > k->group_size)
+                k->group_size = (uint64_t)group;
+        }
         g.kind = kind == CAT_KERNEL ? CAP_KERNEL : kind == CAT_MEMCPY ? CAP_MEMCPY : CAP_MEMSET;
         int64_t bytes = arg_id(k, args, "bytes");
         g.bytes = bytes > 0 ? (uint64_t)bytes : 0;
@@ -466,6 +557,7 @@ static int kineto_event(void *ctx, const json_val *e, trace_error *err)
                 k->pending = n;
                 k->cap_pending = cap;
             }
+            g.counted = capture_event_counted(c);
             k->pending[k->n_pending++] = (pending_gpu){ g, pid, tid, ts };
             capture_use(c);     /* handed over once the flows are read */
             return 0;
@@ -622,14 +714,25 @@ static void refuse_no_gpu(const kineto *k, trace_error *err)
 }
 
 /* Kineto, or any Chrome trace of GPU work: JSON whose first member is
- * traceEvents or schemaVersion, or a Kineto-only key near the top. Our own
- * Chrome export says "syncsim" first and is not claimed here. */
+ * traceEvents or schemaVersion, or a Kineto-only key near the top; or the
+ * Chrome trace format's other form, a bare array of events
+ * ([{"ph": ...}, ...], which Perfetto and chrome://tracing read too). A UTF-8
+ * byte order mark before it is fine. Our own Chrome export says "syncsim"
+ * first and is not claimed here. */
 static bool kineto_sniff(const char *path, const unsigned char *head, size_t n)
 {
     (void)path;
     char text[TRACE_SNIFF_BYTES + 1];
     size_t len = json_sniff_text(head, n, text, sizeof text);
-    if (len < 2 || text[0] != '{' || trace_format_chrome.sniff(path, head, n))
+    if (len < 2 || trace_format_chrome.sniff(path, head, n))
+        return false;
+    if (text[0] == '[') {
+        size_t i = 1;
+        while (i < len && (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r'))
+            i++;
+        return i < len && text[i] == '{' && strstr(text, "\"ph\"");
+    }
+    if (text[0] != '{')
         return false;
     return strstr(text, "\"traceEvents\"") || strstr(text, "\"schemaVersion\"") ||
            strstr(text, "\"deviceProperties\"");
@@ -641,23 +744,23 @@ static bool kineto_sniff(const char *path, const unsigned char *head, size_t n)
 static int check_et(const kineto *k, const trace_source_opts *o, trace_error *err)
 {
     const cap_accesses *et = k->et;
-    if (o->force_companion)
-        return 0;
+    char why[512];
     if (k->n_et_joined == 0)
-        return trace_error_set(err, TRACE_EUSAGE,
-                               "%s: none of the %llu ops of this execution trace matches an op "
-                               "of %s (rf_id and name against Record function id / External "
-                               "id): not its trace (--force-et takes it anyway)",
-                               o->companion, (unsigned long long)cap_accesses_ops(et), k->path),
-               -1;
-    if (cap_accesses_pid(et) != CAP_NONE && k->op_pid != CAP_NONE && !k->et_pid_seen)
-        return trace_error_set(err, TRACE_EUSAGE,
-                               "%s: recorded in process %lld, but the ops of %s ran in process "
-                               "%lld: not its trace (--force-et takes it anyway)",
-                               o->companion, (long long)cap_accesses_pid(et), k->path,
-                               (long long)k->op_pid),
-               -1;
-    return 0;
+        snprintf(why, sizeof why, "%s: none of the %llu ops of this execution trace matches an "
+                 "op of %s (rf_id and name against Record function id / External id)",
+                 o->companion, (unsigned long long)cap_accesses_ops(et), k->path);
+    else if (cap_accesses_pid(et) != CAP_NONE && k->op_pid != CAP_NONE && !k->et_pid_seen)
+        snprintf(why, sizeof why, "%s: recorded in process %lld, but the ops of %s ran in "
+                 "process %lld", o->companion, (long long)cap_accesses_pid(et), k->path,
+                 (long long)k->op_pid);
+    else
+        return 0;
+    if (o->force_companion)
+        return capture_forced(k->c, "import --force-et", why) != 0
+                   ? (trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", k->path), -1)
+                   : 0;
+    return trace_error_set(err, TRACE_EUSAGE, "%s: not its trace (--force-et takes it anyway)",
+                           why), -1;
 }
 
 static int kineto_open(trace_source *src, const char *path, const trace_source_opts *o,
@@ -665,7 +768,8 @@ static int kineto_open(trace_source *src, const char *path, const trace_source_o
 {
     trace *t = trace_new();
     capture *c = t ? capture_new(t, path) : NULL;
-    kineto k = { .c = c, .t = t, .path = path, .schema = CAP_NONE, .op_pid = CAP_NONE };
+    kineto k = { .c = c, .t = t, .path = path, .schema = CAP_NONE, .op_pid = CAP_NONE,
+                 .call_pid = CAP_NONE, .other_pid = CAP_NONE };
     if (!t || !c) {
         trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", path);
         goto fail;
@@ -676,14 +780,30 @@ static int kineto_open(trace_source *src, const char *path, const trace_source_o
     json_handler h = { "traceEvents", kineto_member, kineto_event, &k };
     if (json_stream(path, &h, err) != 0)
         goto fail;
+    capture_read_done(c);
     if (!k.saw_events) {
         trace_error_set(err, TRACE_ENOTTRACE,
                         "%s: JSON without trace events (no traceEvents array): not a Kineto "
                         "trace", path);
         goto fail;
     }
-    if (!k.n_gpu_events) {
+    /* another accelerator's profile (XPU, MTIA, HPU) holds its kernels under
+     * Kineto's own categories but no CUDA or HIP call */
+    if (!k.n_gpu_events || (!k.n_calls && k.n_foreign)) {
         refuse_no_gpu(&k, err);
+        goto fail;
+    }
+    if (k.other_pid != CAP_NONE) {
+        trace_error_set(err, TRACE_ENOTTRACE,
+                        "%s: CUDA calls of two processes (pid %lld and %lld) in one profile: "
+                        "correlation ids and stream ids are per process, so their GPU work "
+                        "cannot be told apart; profile each process to its own file and "
+                        "`syncsim merge` them",
+                        path, (long long)k.call_pid, (long long)k.other_pid);
+        goto fail;
+    }
+    if (infer_world(&k) != 0) {
+        trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", path);
         goto fail;
     }
     if (resolve_pending(&k) != 0 || resolve_ranges(&k) != 0) {
@@ -696,7 +816,7 @@ static int kineto_open(trace_source *src, const char *path, const trace_source_o
     snprintf(v, sizeof v, "%lld", (long long)(k.schema == CAP_NONE ? 0 : k.schema));
     uint64_t et_ops = cap_accesses_ops(k.et), et_joined = cap_accesses_joined(k.et);
     if (k.et)
-        capture_drop(c, CAP_DROP_UNJOINED_ET_OP, cap_accesses_unjoined_with_tensors(k.et));
+        cap_accesses_count_unjoined(k.et, c);
     if (trace_set_meta(t, "capture.format", "kineto") != 0 ||
         trace_set_meta(t, "capture.schema", k.schema == CAP_NONE ? "none" : v) != 0 ||
         (o->companion && trace_set_meta(t, "capture.execution_trace", o->companion) != 0) ||

@@ -216,6 +216,8 @@ static int runtime_row(nsys *n, sqlite3_stmt *q)
     if (name != TRACE_NONE && !*trace_str(n->t, name) && sqlite3_column_count(q) > 5 &&
         sqlite3_column_type(q, 5) == SQLITE_TEXT)
         name = trace_intern_cstr(n->t, (const char *)sqlite3_column_text(q, 5));
+    if (name != TRACE_NONE && !*trace_str(n->t, name))
+        return capture_drop(n->c, CAP_DROP_MISSING_FIELD, 1);  /* a call of no known name */
     uint32_t host = capture_host(n->c, pid, tid);
     if (name == TRACE_NONE || host == TRACE_NONE ||
         capture_api(n->c, host, pid, t0, t1, col_int(n, q, 3), name) != 0)
@@ -249,11 +251,26 @@ static uint32_t gpu_stream(nsys *n, sqlite3_stmt *q, int i, int pid_col, bool *d
     return capture_stream(n->c, gpu_proc(n, col_int(n, q, pid_col)), dev, stream);
 }
 
+/* A GPU row was read (correlationId at corr_col, globalPid at pid_col),
+ * whatever becomes of it: its launch call is not launch-without-work. Read
+ * without counting: the row's own cells are counted where they are used. */
+static int note_work(nsys *n, sqlite3_stmt *q, int corr_col, int pid_col)
+{
+    if (sqlite3_column_type(q, corr_col) != SQLITE_INTEGER)
+        return 0;
+    int64_t pid = sqlite3_column_type(q, pid_col) == SQLITE_INTEGER
+                      ? sqlite3_column_int64(q, pid_col)
+                      : CAP_NONE;
+    return capture_work_seen(n->c, gpu_proc(n, pid), sqlite3_column_int64(q, corr_col));
+}
+
 /* start, end, deviceId, streamId, correlationId, globalPid, name id */
 static int kernel_row(nsys *n, sqlite3_stmt *q)
 {
     int64_t t0, t1;
     bool dropped;
+    if (note_work(n, q, 4, 5) != 0)
+        return oom(n);
     if (!row_times(n, q, 0, &t0, &t1))
         return 0;
     uint32_t st = gpu_stream(n, q, 2, 5, &dropped);
@@ -289,6 +306,8 @@ static int memcpy_row(nsys *n, sqlite3_stmt *q)
                                          "Memcpy DtoH (unified)", "Memcpy DtoD (unified)" };
     int64_t t0, t1;
     bool dropped;
+    if (note_work(n, q, 4, 5) != 0)
+        return oom(n);
     if (!row_times(n, q, 0, &t0, &t1))
         return 0;
     int64_t ck = col_int(n, q, 7);
@@ -324,6 +343,8 @@ static int memset_row(nsys *n, sqlite3_stmt *q)
 {
     int64_t t0, t1;
     bool dropped;
+    if (note_work(n, q, 4, 5) != 0)
+        return oom(n);
     if (!row_times(n, q, 0, &t0, &t1))
         return 0;
     uint32_t st = gpu_stream(n, q, 2, 5, &dropped);
@@ -520,13 +541,34 @@ static int read_tables(nsys *n)
         return -1;
     const char *nv = "NVTX_EVENTS";
     if (has_table(n, nv)) {
-        /* push/pop (59) and start/end (60) ranges, NVTX and NVTXt */
+        /* push/pop (59) and start/end (60) ranges, NVTX and NVTXt; one still
+         * open when the capture ended has no end (no-dur: kept as a point) */
         snprintf(sql, sizeof sql, "SELECT start, end, text, %s, globalTid FROM NVTX_EVENTS "
-                 "WHERE eventType IN (59, 60, 70, 71) AND end IS NOT NULL", opt(n, nv, "textId"));
+                 "WHERE eventType IN (59, 60, 70, 71)", opt(n, nv, "textId"));
         if (each_row(n, nv, sql, nvtx_row) != 0)
             return -1;
     }
     return 0;
+}
+
+/* Whether the file's schema cannot be read (a truncated or corrupt SQLite
+ * file): says so in n->err. */
+static bool damaged(nsys *n)
+{
+    sqlite3_stmt *q;
+    int rc = sqlite3_prepare_v2(n->db, "SELECT name FROM sqlite_master", -1, &q, NULL);
+    while (rc == SQLITE_OK && (rc = sqlite3_step(q)) == SQLITE_ROW)
+        rc = SQLITE_OK;
+    if (rc == SQLITE_OK || rc == SQLITE_DONE) {
+        sqlite3_finalize(q);
+        return false;
+    }
+    trace_error_set(n->err, TRACE_ECORRUPT,
+                    "%s: a SQLite file that cannot be read (%s): truncated or corrupt; an Nsight "
+                    "Systems export or a syncsim database must be whole",
+                    n->path, sqlite3_errmsg(n->db));
+    sqlite3_finalize(q);
+    return true;
 }
 
 /* An SQLite URI for path that opens it read-only and immutable: a capture
@@ -549,12 +591,15 @@ static char *uri_of(const char *path)
 }
 
 /* A SQLite file with a table only Nsight Systems exports have. The syncsim
- * database format comes first in the table, so ours are never claimed. */
+ * database format comes first in the table, so ours are never claimed. A
+ * SQLite file whose tables cannot be read (truncated, corrupt) is claimed
+ * too, so that nsys_open says so. */
 static bool nsys_sniff(const char *path, const unsigned char *head, size_t n)
 {
     if (n < 16 || memcmp(head, "SQLite format 3", 16) != 0)
         return false;
-    return trace_sqlite_has_table(path, "META_DATA_EXPORT") == 1 ||
+    int meta = trace_sqlite_has_table(path, "META_DATA_EXPORT");
+    return meta != 0 ||
            trace_sqlite_has_table(path, "EXPORT_META_DATA") == 1 ||
            trace_sqlite_has_table(path, "TARGET_INFO_SESSION_START_TIME") == 1 ||
            trace_sqlite_has_table(path, "CUPTI_ACTIVITY_KIND_RUNTIME") == 1;
@@ -579,7 +624,7 @@ static int nsys_open(trace_source *src, const char *path, const trace_source_opt
                         n.db ? sqlite3_errmsg(n.db) : "cannot open");
         goto done;
     }
-    if (check_version(&n, version, sizeof version) != 0 || read_tables(&n) != 0)
+    if (damaged(&n) || check_version(&n, version, sizeof version) != 0 || read_tables(&n) != 0)
         goto done;
     if (trace_set_meta(t, "capture.format", "nsys") != 0 ||
         trace_set_meta(t, "capture.schema", version) != 0 ||
