@@ -216,6 +216,7 @@ struct check_engine {
     uint8_t cur_mode;
     trace_kind cur_kind;
     uint32_t cur_root;
+    bool cur_unjudged;              /* a piece's use-after-free verdict needed forgotten marks */
 };
 
 /* hb.c: what the others share of it. */

@@ -266,49 +266,26 @@ static check_pend *pend_pop(check_engine *e, uint32_t q)
 /* ------------------------------------------------------------------ */
 /* Accesses.                                                           */
 
-/* Site s happens before the access being checked. The pieces of one access
- * mostly ask about the same queue (their writes and reads came from a few
- * statements), so cur_vc's entry for the last queue asked is kept. */
+/* What the access being checked knows of queue q (check_life_knows): the
+ * pieces of one access mostly ask about the same queue (their writes and
+ * reads came from a few statements), so cur_vc's entry for the last queue
+ * asked is kept. */
+static inline uint32_t cur_knows(void *ctx, uint32_t q)
+{
+    check_engine *e = ctx;
+    if (q == e->cur_q)
+        return UINT32_MAX;
+    if (q != e->memo_q) {
+        e->memo_q = q;
+        e->memo_t = check_vc_get(e->cur_vc, q);
+    }
+    return e->memo_t;
+}
+
+/* Site s happens before the access being checked. */
 static inline bool site_hb(check_engine *e, const check_site *s)
 {
-    if (s->queue == e->cur_q)
-        return true;
-    if (s->queue != e->memo_q) {
-        e->memo_q = s->queue;
-        e->memo_t = check_vc_get(e->cur_vc, s->queue);
-    }
-    return e->memo_t >= s->time;
-}
-
-/* The free that makes the current access a use after free (ruling 2): one
- * it is ordered after with no alloc between (F HB A HB access); the latest
- * such free in the file, so that the finding does not depend on the order
- * the engine ran them in. NULL: none. */
-static const check_site *uaf_free(check_engine *e, const check_life *l)
-{
-    const check_site *best = NULL;
-    for (uint32_t i = 0; i < l->n; i++) {
-        const check_site *f = &l->ev[i];
-        if (f->kind != TRACE_FREE || (best && best->seq > f->seq) || !site_hb(e, f))
-            continue;
-        bool covered = false;
-        for (uint32_t j = i + 1; j < l->n && !covered; j++)
-            covered = l->ev[j].kind == TRACE_ALLOC && (l->covers[j] >> i & 1) &&
-                      site_hb(e, &l->ev[j]);
-        if (!covered)
-            best = f;
-    }
-    return best;
-}
-
-/* The frees of l that the current statement (an alloc) is ordered after. */
-static uint16_t alloc_covers(check_engine *e, const check_life *l)
-{
-    uint16_t m = 0;
-    for (uint32_t i = 0; i < l->n; i++)
-        if (l->ev[i].kind == TRACE_FREE && site_hb(e, &l->ev[i]))
-            m |= (uint16_t)(1u << i);
-    return m;
+    return cur_knows(e, s->queue) >= s->time;
 }
 
 static void visit_cell(void *ctx, uint64_t lo, uint64_t hi, check_cell *c)
@@ -320,7 +297,11 @@ static void visit_cell(void *ctx, uint64_t lo, uint64_t hi, check_cell *c)
      * that follows that free (an alloc or free the access is not ordered
      * after races with it instead). */
     const check_life *life = c->life;
-    const check_site *freed = life && e->cur_kind != TRACE_ALLOC ? uaf_free(e, life) : NULL;
+    bool unjudged = false;
+    const check_site *freed = life && e->cur_kind != TRACE_ALLOC
+                                  ? check_life_uaf(life, cur_knows, e, &unjudged)
+                                  : NULL;
+    e->cur_unjudged |= unjudged;
     if (freed)
         check_report_conflict(e->rep, TRACE_FINDING_USE_AFTER_FREE, freed, x, 0, e->cur_root, lo,
                               hi);
@@ -339,7 +320,7 @@ static void visit_cell(void *ctx, uint64_t lo, uint64_t hi, check_cell *c)
         c->w = *x;
         int rc = 0;
         if (e->cur_kind == TRACE_ALLOC && life)
-            rc = check_cell_mark_alloc(c, x, alloc_covers(e, life));
+            rc = check_cell_mark_alloc(c, x, check_life_covers(life, cur_knows, e));
         else if (e->cur_kind == TRACE_FREE)
             rc = check_cell_mark_free(c, x);
         if (rc != 0)
@@ -427,19 +408,21 @@ static void do_accesses(check_engine *e, uint32_t q, const trace_stmt *s)
     e->cur_site = (check_site){ .seq = s->seq, .queue = q, .time = e->q[q].own,
                                 .label = s->label, .line = s->line, .buffer = TRACE_NONE,
                                 .by = submitter(e, s), .kind = (uint8_t)s->kind };
+    e->cur_unjudged = false;
     if (s->kind == TRACE_ALLOC || s->kind == TRACE_FREE) {
         if (s->object < t->n_buffers) {
             const trace_buffer *b = &t->buffers[s->object];
             access_range(e, b->root, b->root_offset, b->root_offset + b->size, TRACE_W, s->object);
         }
-        return;
+    } else {
+        for (uint32_t i = 0; i < s->n_access; i++) {
+            uint32_t root;
+            uint64_t lo, hi;
+            trace_access_root(t, &s->access[i], &root, &lo, &hi);
+            access_range(e, root, lo, hi, s->access[i].mode, s->access[i].buffer);
+        }
     }
-    for (uint32_t i = 0; i < s->n_access; i++) {
-        uint32_t root;
-        uint64_t lo, hi;
-        trace_access_root(t, &s->access[i], &root, &lo, &hi);
-        access_range(e, root, lo, hi, s->access[i].mode, s->access[i].buffer);
-    }
+    e->rep->cov.uaf_unjudged += e->cur_unjudged;
 }
 
 /* ------------------------------------------------------------------ */
