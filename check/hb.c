@@ -292,7 +292,7 @@ static void visit_cell(void *ctx, uint64_t lo, uint64_t hi, check_cell *c)
 {
     check_engine *e = ctx;
     const check_site *x = &e->cur_site;
-    bool reads = e->cur_mode & TRACE_R, writes = e->cur_mode & TRACE_W;
+    bool writes = e->cur_mode & TRACE_W;
     /* Use after free (ruling 2): ordered after a free, and after no alloc
      * that follows that free (an alloc or free the access is not ordered
      * after races with it instead). */
@@ -303,18 +303,14 @@ static void visit_cell(void *ctx, uint64_t lo, uint64_t hi, check_cell *c)
                                   : NULL;
     e->cur_unjudged |= unjudged;
     if (freed)
-        check_report_conflict(e->rep, TRACE_FINDING_USE_AFTER_FREE, freed, x, 0, e->cur_root, lo,
-                              hi);
-    if (c->w.seq != TRACE_NO_SEQ && !site_hb(e, &c->w)) {
-        uint8_t type = (reads ? TRACE_RACE_RAW : 0) | (writes ? TRACE_RACE_WAW : 0);
-        check_report_conflict(e->rep, TRACE_FINDING_RACE, &c->w, x, type, e->cur_root, lo, hi);
-    }
+        check_report_conflict(e->rep, TRACE_FINDING_USE_AFTER_FREE, freed, x, e->cur_root, lo, hi);
+    if (c->w.seq != TRACE_NO_SEQ && !site_hb(e, &c->w))
+        check_report_conflict(e->rep, TRACE_FINDING_RACE, &c->w, x, e->cur_root, lo, hi);
     if (writes) {
         for (uint32_t i = 0; i < c->n_reads; i++) {
             const check_site *r = check_cell_read(c, i);
             if (r->seq != x->seq && !site_hb(e, r))
-                check_report_conflict(e->rep, TRACE_FINDING_RACE, r, x, TRACE_RACE_WAR, e->cur_root,
-                                      lo, hi);
+                check_report_conflict(e->rep, TRACE_FINDING_RACE, r, x, e->cur_root, lo, hi);
         }
         check_cell_drop_reads(c);
         c->w = *x;
@@ -373,6 +369,7 @@ static void access_range(check_engine *e, uint32_t root, uint64_t lo, uint64_t h
     e->cur_mode = mode;
     e->cur_root = root;
     e->cur_site.buffer = buffer;
+    e->cur_site.mode = mode;
     if (check_shadow_update(&e->shadow[root], lo, hi, visit_cell, e) != 0)
         e->oom = true;
 }

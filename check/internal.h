@@ -100,6 +100,7 @@ typedef struct check_site {
     uint32_t buffer;        /* buffer as named by the access */
     uint32_t by;            /* submitter (streams), TRACE_NONE otherwise */
     uint8_t kind;           /* trace_kind */
+    uint8_t mode;           /* TRACE_R and/or TRACE_W: what the access did */
 } check_site;
 
 
@@ -267,10 +268,13 @@ void check_report_begin_stmt(check_report *rep);
  * report is full (counted as dropped) or memory ran out. */
 trace_finding *check_report_add(check_report *rep, const trace_finding *f);
 /* Adds a race or use-after-free between sites a and b (ordered by seq),
- * merging with a finding of the same pair made for the same statement. */
+ * merging with a finding of the same pair made for the same statement. A
+ * race's types come from what the two accesses do (their modes), the one
+ * earlier in the file first: RAW when it writes and the later one reads,
+ * WAR the reverse, WAW when both write -- never from the order in which
+ * the engine ran them. */
 void check_report_conflict(check_report *rep, trace_finding_kind kind, const check_site *a,
-                           const check_site *b, uint8_t type, uint32_t root, uint64_t lo,
-                           uint64_t hi);
+                           const check_site *b, uint32_t root, uint64_t lo, uint64_t hi);
 /* Fills a finding's text and fix (races, use-after-free). */
 void check_report_finish(check_report *rep);
 /* A queue's name ("?" when out of range). */

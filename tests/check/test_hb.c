@@ -413,6 +413,60 @@ static void test_hb_views_resolve_to_root(void **state)
     trace_free(t);
 }
 
+/* The type of a race between two rw accesses comes from what each does, the
+ * one earlier in the file first (RAW, and also WAR and WAW): the same
+ * whichever the engine runs first. Here the await holds k1 (earlier in the
+ * file) back until after k0 ran; in the second trace k0 comes first in the
+ * file and runs first. Both: RAW, with WAR and WAW seen. */
+static void test_hb_race_type_rw_pair_from_file_order(void **state)
+{
+    (void)state;
+    for (int held = 0; held < 2; held++) {
+        trace *t = basic();
+        if (held) {
+            tb_await(t, "s1", "f");
+            tb_op(t, "s1", "first", "rw:A");
+            tb_op(t, "s0", "second", "rw:A");
+            tb_signal(t, "host", "f");
+        } else {
+            tb_op(t, "s1", "first", "rw:A");
+            tb_op(t, "s0", "second", "rw:A");
+        }
+        tb_sync(t, "host", "all");
+        check_report *rep = tb_check(t);
+        const trace_finding *f = tb_race(rep, t, "first", "second");
+        assert_non_null(f);
+        assert_int_equal(f->race_type, TRACE_RACE_RAW);
+        assert_int_equal(f->race_types, TRACE_RACE_RAW | TRACE_RACE_WAR | TRACE_RACE_WAW);
+        check_report_free(rep);
+        trace_free(t);
+    }
+}
+
+/* A read earlier in the file than the write it races with is a WAR even
+ * when the engine runs the write first, and a write earlier than an rw
+ * access is RAW and WAW. */
+static void test_hb_race_type_held_read_is_war(void **state)
+{
+    (void)state;
+    static const char *const modes[][3] = { { "r:A", "w:A", "WAR" }, { "w:A", "rw:A", "RAW WAW" } };
+    for (int k = 0; k < 2; k++) {
+        trace *t = basic();
+        tb_await(t, "s1", "f");
+        tb_op(t, "s1", "first", modes[k][0]);
+        tb_op(t, "s0", "second", modes[k][1]);
+        tb_signal(t, "host", "f");
+        tb_sync(t, "host", "all");
+        check_report *rep = tb_check(t);
+        const trace_finding *f = tb_race(rep, t, "first", "second");
+        assert_non_null(f);
+        uint8_t want = k == 0 ? TRACE_RACE_WAR : TRACE_RACE_RAW | TRACE_RACE_WAW;
+        assert_int_equal(f->race_types, want);
+        check_report_free(rep);
+        trace_free(t);
+    }
+}
+
 static void test_hb_reports_last_write_only(void **state)
 {
     (void)state;
@@ -481,6 +535,8 @@ int main(void)
         cmocka_unit_test(test_hb_use_after_free_and_free_race),
         cmocka_unit_test(test_hb_alloc_ends_free),
         cmocka_unit_test(test_hb_views_resolve_to_root),
+        cmocka_unit_test(test_hb_race_type_rw_pair_from_file_order),
+        cmocka_unit_test(test_hb_race_type_held_read_is_war),
         cmocka_unit_test(test_hb_reports_last_write_only),
         cmocka_unit_test(test_hb_many_queues_stay_sparse),
     };
