@@ -221,7 +221,7 @@ static char *await_fix(check_engine *e, const check_pend *p, const char *at)
     const char *f = trace_str(t, p->s.object);
     char *which = NULL;
     uint32_t n = 0;
-    if (p->flag && p->flag->fed && check_after_mark(e, p) == 0) {
+    if (p->flag && p->flag->fed && check_after_mark(e, p, false) == 0) {
         char buf[256];
         for (uint32_t q = 0; q < e->n_q; q++)
             for (const check_pend *x = e->q[q].head; x; x = x->next) {
@@ -270,7 +270,7 @@ void check_engine_report_hang(check_engine *e)
             continue;
         info[q].at = p;
         if (!p->marker && !p->unsubmitted && p->s.kind == TRACE_AWAIT && !p->s.sem && p->flag &&
-            check_after_mark(e, p) != 0)
+            check_after_mark(e, p, false) != 0)
             e->oom = true;
         explain(e, q, p, &info[q]);
     }

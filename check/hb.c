@@ -1210,42 +1210,25 @@ static void report_unmatched(check_engine *e)
     free(ends);
 }
 
-/* Ruling 1 at the end of the input: a queue blocked at `await F` whose
- * flag's signals that have not run all come after the await (after.c) is
- * released with the signals that ran; then the queues run on, and the
- * others are asked again. True when one was released. */
+/* Ruling 1 at the end of the input: the awaits that after.c finds
+ * released (a signal of the flag ran, and every one that has not is
+ * ordered after the await) pass with the signals that ran; then the queues
+ * run on, and what is still blocked is asked again. True when one was
+ * released. */
 static bool release_awaits(check_engine *e)
 {
-    for (uint32_t q = 0; q < e->n_q; q++) {
-        check_pend *p = e->q[q].head;
-        if (!p || p->marker || p->unsubmitted || p->removed || p->s.kind != TRACE_AWAIT ||
-            p->s.sem || !p->flag)
-            continue;
-        const flag_node *f = p->flag;
-        uint64_t need = f->total != FLAG_UNKNOWN ? f->total : f->fed;
-        if (need == 0)
-            continue;           /* no signal at all: a hang */
-        if (check_after_mark(e, p) != 0) {
-            e->oom = true;
-            return false;
-        }
-        uint64_t after = 0;
-        bool waits = false;
-        for (uint32_t k = 0; k < e->n_q && !waits; k++)
-            for (const check_pend *x = e->q[k].head; x && !waits; x = x->next)
-                if (!x->marker && !x->removed && x->s.kind == TRACE_SIGNAL && !x->s.sem &&
-                    x->flag == f) {
-                    waits = !x->after_mark;
-                    after++;
-                }
-        if (waits || f->ran + after < need)
-            continue;
-        p->forced = true;
-        push_work(e, q);
-        drain(e);
-        return true;
+    int n = check_after_release(e);
+    if (n < 0) {
+        e->oom = true;
+        return false;
     }
-    return false;
+    for (uint32_t q = 0; q < e->n_q && n; q++) {
+        const check_pend *p = e->q[q].head;
+        if (p && !p->marker && p->forced)
+            push_work(e, q);
+    }
+    drain(e);
+    return n > 0;
 }
 
 int check_engine_finish(check_engine *e, bool ignore_hangs)

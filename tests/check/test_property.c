@@ -243,12 +243,42 @@ static void ref_analyse(const gtrace *g, ref_result *r)
             EDGE(*v, i);
         }
     }
-    /* ruling 1: what follows each await through those edges (a signal
-     * there is not waited for) */
+    /* ruling 1: what can only happen after each await (a signal there is
+     * not waited for): what those edges reach, and, as a least fixpoint,
+     * every other await X each signal (or semaphore set reaching its
+     * value) that could release which follows the await or X itself, at
+     * least one the await -- X can then only pass after it, and so can
+     * what follows X */
     static bool after[MAXS][MAXS + 64];
+    int awaits[MAXS], n_aw = 0;
     for (int i = 0; i < n; i++)
-        if (g->s[i].kind == TRACE_AWAIT && !g->s[i].sem)
+        if (g->s[i].kind == TRACE_AWAIT) {
             bfs(adj, deg, i, after[i]);
+            awaits[n_aw++] = i;
+        }
+    for (bool grew = true; grew;) {
+        grew = false;
+        for (int ka = 0; ka < n_aw; ka++)
+            for (int kx = 0; kx < n_aw; kx++) {
+                int a = awaits[ka], x = awaits[kx];
+                if (a == x || after[a][x])
+                    continue;
+                bool all = true, one = false;
+                for (int j = 0; j < n && all; j++) {
+                    const gstmt *y = &g->s[j];
+                    if (y->kind != TRACE_SIGNAL || y->sem != g->s[x].sem ||
+                        y->obj != g->s[x].obj || (y->sem && y->val < g->s[x].val))
+                        continue;
+                    all = after[a][j] || after[x][j];
+                    one |= after[a][j];
+                }
+                if (all && one) {
+                    for (int v = 0; v < MAXS + 64; v++)
+                        after[a][v] |= after[x][v];
+                    grew = true;
+                }
+            }
+    }
     /* which statements can ever run */
     memset(r->ran, 0, sizeof r->ran);
     for (bool changed = true; changed;) {
@@ -273,12 +303,13 @@ static void ref_analyse(const gtrace *g, ref_result *r)
                 ok = j >= 0 && r->ran[j];
             } else if (s->kind == TRACE_AWAIT) {
                 /* rule 6, ruling 1: every signal of the flag that is not
-                 * ordered after the await, and at least one signal */
+                 * ordered after the await, and at least one such signal */
                 int signals = 0;
                 for (int j = 0; j < n; j++)
-                    if (g->s[j].kind == TRACE_SIGNAL && !g->s[j].sem && g->s[j].obj == s->obj) {
+                    if (g->s[j].kind == TRACE_SIGNAL && !g->s[j].sem && g->s[j].obj == s->obj &&
+                        !after[i][j]) {
                         signals++;
-                        if (!after[i][j] && !r->ran[j])
+                        if (!r->ran[j])
                             ok = false;
                     }
                 ok = ok && signals > 0;
@@ -395,8 +426,10 @@ static int n_handoffs;          /* cross-host orders carried by a submission edg
 static bool wide;
 static int n_wide_gens;
 /* generate_hosts makes rich traces for the differential run: ranks (queues
- * named rN., ruling 4), send/recv, alloc/free, zero-length ranges, signals
- * of a flag behind its own await (ruling 1), lone signals and messages */
+ * named rN., ruling 4), send/recv, alloc/free,
+ * zero-length ranges, signals of a flag behind its own await, behind an
+ * await of another flag or submitted after an await by its host, sets of
+ * a semaphore behind an await (ruling 1), lone signals and messages */
 static bool rich;
 
 static void push(gtrace *g, gstmt s)
@@ -481,7 +514,37 @@ static void rich_step(gtrace *g, int *life_events)
 {
     int nq = g->n_hosts + g->n_streams;
     int q = rnd(nq), by = (int)rnd(g->n_hosts);
-    switch (rnd(5)) {
+    switch (rnd(8)) {
+    case 5:
+    case 6: {                   /* a signal (or set) behind an await: of another
+                                 * flag, chains and cycles of awaits (ruling 1) */
+        int cand[MAXS], n = 0;
+        for (int i = 0; i < g->n; i++)
+            if (g->s[i].kind == TRACE_AWAIT)
+                cand[n++] = i;
+        if (!n || !n_flags)
+            return;
+        const gstmt *a = &g->s[cand[rnd(n)]];
+        if (rnd(4) == 0) {
+            int v = ++sem_val[a->q];
+            push(g, (gstmt){ .q = a->q, .kind = TRACE_SIGNAL, .obj = a->q, .sem = true, .val = v,
+                             .by = a->by });
+        } else {
+            push(g, (gstmt){ .q = a->q, .kind = TRACE_SIGNAL,
+                             .obj = (int)rnd(n_flags < 64 ? n_flags : 64), .by = a->by });
+        }
+        return;
+    }
+    case 7: {                   /* a host awaits a flag, then submits a signal of
+                                 * it to a stream: ordered after the await */
+        if (!n_flags)
+            return;
+        int f = (int)rnd(n_flags < 64 ? n_flags : 64);
+        int h = (int)rnd(g->n_hosts), st = g->n_hosts + (int)rnd(g->n_streams);
+        push(g, (gstmt){ .q = h, .kind = TRACE_AWAIT, .obj = f });
+        push(g, (gstmt){ .q = st, .kind = TRACE_SIGNAL, .obj = f, .by = h });
+        return;
+    }
     case 4: {                   /* another queue sets a semaphore: unordered
                                  * with its owner's sets at times (the
                                  * ambiguous class) */
@@ -974,6 +1037,7 @@ static void test_property_minimize_removals_are_deletions(void **state)
  * stderr. */
 typedef struct diff_stats {
     long checked, disagree, ambiguous, racy, hang, uaf, ranks, p2p, zero, own_signal;
+    long behind_other;  /* a signal behind an await of another flag or semaphore */
 } diff_stats;
 
 static void diff_one(const gtrace *g, const bool *drop, diff_stats *st)
@@ -1036,7 +1100,7 @@ static void test_property_random_traces_agree_with_reference(void **state)
     rich = true;
     for (long k = 0; k < n; k++) {
         generate(&g);
-        bool p2p = false, zero = false, own = false;
+        bool p2p = false, zero = false, own = false, other = false;
         for (int i = 0; i < g.n; i++) {
             const gstmt *x = &g.s[i];
             p2p |= x->kind == TRACE_SEND;
@@ -1046,7 +1110,12 @@ static void test_property_random_traces_agree_with_reference(void **state)
                 for (int j = 0; j < i && !own; j++)
                     own = g.s[j].kind == TRACE_AWAIT && !g.s[j].sem && g.s[j].q == x->q &&
                           g.s[j].obj == x->obj;
+            if (x->kind == TRACE_SIGNAL)
+                for (int j = 0; j < i && !other; j++)
+                    other = g.s[j].kind == TRACE_AWAIT && g.s[j].q == x->q &&
+                            (g.s[j].obj != x->obj || g.s[j].sem != x->sem);
         }
+        st.behind_other += other;
         st.ranks += g.n_ranks > 1;
         st.p2p += p2p;
         st.zero += zero;
@@ -1067,14 +1136,15 @@ static void test_property_random_traces_agree_with_reference(void **state)
     fprintf(stderr, "differential: %ld traces checked (%ld generated), %ld disagreements, %ld "
                     "ambiguous (unordered semaphore sets); %ld racy, %ld hang, %ld with a use "
                     "after free; generated: %ld over 2 ranks, %ld with send/recv, %ld with "
-                    "zero-length ranges, %ld with a signal behind its own await\n",
+                    "zero-length ranges, %ld with a signal behind its own await, %ld behind an "
+                    "await of another flag or semaphore\n",
             st.checked, n, st.disagree, st.ambiguous, st.racy, st.hang, st.uaf, st.ranks, st.p2p,
-            st.zero, st.own_signal);
+            st.zero, st.own_signal, st.behind_other);
     assert_int_equal(st.disagree, 0);
     if (n >= 1000) {            /* every class is exercised */
         assert_true(st.racy > n / 10 && st.hang > n / 20 && st.uaf > n / 20);
         assert_true(st.ranks > n / 5 && st.p2p > n / 5 && st.zero > n / 5 &&
-                    st.own_signal > n / 20);
+                    st.own_signal > n / 20 && st.behind_other > n / 20);
     }
 }
 
