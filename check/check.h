@@ -260,7 +260,9 @@ typedef struct check_min_result {
  * docs/checker.md.
  *
  * The promise: on a trace without findings, deleting every removed
- * statement (or any of them) leaves a trace without findings. On a trace
+ * statement, or those up to any one of them in removed[]'s order, leaves a
+ * trace without findings (not any subset: an earlier removal can be what
+ * makes a later one safe, docs/checker.md). On a trace
  * that has findings it is weaker -- no new *reported* finding -- because
  * the checker reports each access against the latest conflicting ones, so
  * a removal can add a race that hides behind a reported one and appears
