@@ -161,6 +161,9 @@ typedef struct check_pend {
     gen_state *gen;                 /* barrier/collective */
     bool arrived, done;
     bool forced;                    /* await: released at the end by ruling 1 (after.c) */
+    bool decided;                   /* await: waits for exactly waited[] (after.c) */
+    uint64_t *waited;               /* seqs of the pending signals it waits for, sorted */
+    uint32_t n_waited;
     bool after_mark;                /* after.c: ordered after the statement asked about */
     uint32_t after_idx;             /* after.c: its index in the marking's table */
     uint64_t after_pos;             /* after.c: its position in its queue */

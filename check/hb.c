@@ -192,6 +192,8 @@ static void pend_release(check_pend *p)
         free(p->items);
     p->items = NULL;
     p->n_items = 0;
+    free(p->waited);
+    p->waited = NULL;
     if (p->heap) {
         free((void *)p->s.access);
         free(p);
@@ -227,6 +229,7 @@ static check_pend *pend_persist(check_engine *e, check_pend *p)
     p->bind = p->rec = NULL;
     p->gen = NULL;
     p->sub.vc = NULL;
+    p->waited = NULL;
     /* generation arrivals point at the pending statement */
     if (h->gen && h->arrived)
         for (uint32_t i = 0; i < h->gen->n_arrived; i++)
@@ -1014,7 +1017,9 @@ static void pend_init(check_pend *p, const trace_stmt *s)
     p->flag = NULL;
     p->match = 0;
     p->gen = NULL;
-    p->arrived = p->done = p->forced = p->after_mark = false;
+    p->arrived = p->done = p->forced = p->after_mark = p->decided = false;
+    p->waited = NULL;
+    p->n_waited = 0;
     p->after_idx = 0;
     p->after_pos = 0;
     p->items = NULL;

@@ -140,6 +140,66 @@ static void bfs(int (*adj)[MAXS + 64], const int *deg, int from, bool *seen)
     }
 }
 
+/* Signal (or set) j could release await x: a signal of its flag, or a set
+ * of its semaphore reaching its value (above 0). */
+static bool ref_releases(const gtrace *g, int j, int x)
+{
+    const gstmt *y = &g->s[j], *w = &g->s[x];
+    return y->kind == TRACE_SIGNAL && y->sem == w->sem && y->obj == w->obj &&
+           (!w->sem || (w->val > 0 && y->val >= w->val));
+}
+
+/* Ruling 1 as docs/semantics.md reads it: the statements that can only run
+ * after pending await a (out), given what ran and the awaits decided so
+ * far. What a's fixed edges reach, and, to a least fixpoint, an await x
+ * that has not run: decided, when it waits for a signal in the set; not
+ * decided, when every signal (set) that could release it and does not
+ * follow it by fixed edges is in the set, and there is one (one that ran
+ * is never in it) -- then what follows x too. */
+static void ref_after(const gtrace *g, int a, bool (*fixed)[MAXS + 64], const bool *ran,
+                      const bool *decided, bool (*waited)[MAXS], bool *out)
+{
+    int n = g->n;
+    memcpy(out, fixed[a], (MAXS + 64) * sizeof *out);
+    for (bool grew = true; grew;) {
+        grew = false;
+        for (int x = 0; x < n; x++) {
+            if (g->s[x].kind != TRACE_AWAIT || out[x] || ran[x])
+                continue;
+            bool in = false;
+            if (decided[x]) {
+                for (int j = 0; j < n && !in; j++)
+                    in = waited[x][j] && out[j];
+            } else {
+                int need = 0;
+                bool all = true;
+                for (int j = 0; j < n; j++)
+                    if (ref_releases(g, j, x) && !fixed[x][j]) {
+                        need++;
+                        all = all && out[j] && !ran[j];
+                    }
+                in = need > 0 && all;
+            }
+            if (in) {
+                for (int v = 0; v < MAXS + 64; v++)
+                    out[v] |= fixed[x][v];
+                grew = true;
+            }
+        }
+    }
+}
+
+/* The signals flag await a waits for: those of its flag not ordered after
+ * it (w[j]). */
+static void ref_waited(const gtrace *g, int a, bool (*fixed)[MAXS + 64], const bool *ran,
+                       const bool *decided, bool (*waited)[MAXS], bool *w)
+{
+    static bool after[MAXS + 64];
+    ref_after(g, a, fixed, ran, decided, waited, after);
+    for (int j = 0; j < g->n; j++)
+        w[j] = ref_releases(g, j, a) && !after[j];
+}
+
 static void ref_analyse(const gtrace *g, ref_result *r)
 {
     int n = g->n, nq = g->n_hosts + g->n_streams;
@@ -244,44 +304,18 @@ static void ref_analyse(const gtrace *g, ref_result *r)
             EDGE(*v, i);
         }
     }
-    /* ruling 1: what can only happen after each await (a signal there is
-     * not waited for): what those edges reach, and, as a least fixpoint,
-     * every other await X each signal (or semaphore set reaching its
-     * value) that could release which follows the await or X itself, at
-     * least one the await -- X can then only pass after it, and so can
-     * what follows X */
-    static bool after[MAXS][MAXS + 64];
-    int awaits[MAXS], n_aw = 0;
+    /* ruling 1: what follows each await through those edges (its fixed
+     * signals are never what releases it) */
+    static bool fixed[MAXS][MAXS + 64];
     for (int i = 0; i < n; i++)
-        if (g->s[i].kind == TRACE_AWAIT) {
-            bfs(adj, deg, i, after[i]);
-            awaits[n_aw++] = i;
-        }
-    for (bool grew = true; grew;) {
-        grew = false;
-        for (int ka = 0; ka < n_aw; ka++)
-            for (int kx = 0; kx < n_aw; kx++) {
-                int a = awaits[ka], x = awaits[kx];
-                if (a == x || after[a][x])
-                    continue;
-                bool all = true, one = false;
-                for (int j = 0; j < n && all; j++) {
-                    const gstmt *y = &g->s[j];
-                    if (y->kind != TRACE_SIGNAL || y->sem != g->s[x].sem ||
-                        y->obj != g->s[x].obj || (y->sem && y->val < g->s[x].val))
-                        continue;
-                    all = after[a][j] || after[x][j];
-                    one |= after[a][j];
-                }
-                if (all && one) {
-                    for (int v = 0; v < MAXS + 64; v++)
-                        after[a][v] |= after[x][v];
-                    grew = true;
-                }
-            }
-    }
-    /* which statements can ever run */
+        if (g->s[i].kind == TRACE_AWAIT)
+            bfs(adj, deg, i, fixed[i]);
+    /* which statements can ever run; a flag await's waited signals: those
+     * outside its ordered-after set when it is released or decided */
     memset(r->ran, 0, sizeof r->ran);
+    static bool decided[MAXS], waited[MAXS][MAXS];
+    memset(decided, 0, sizeof decided);
+    for (;;) {
     for (bool changed = true; changed;) {
         changed = false;
         for (int i = 0; i < n; i++) {
@@ -305,15 +339,18 @@ static void ref_analyse(const gtrace *g, ref_result *r)
             } else if (s->kind == TRACE_AWAIT) {
                 /* rule 6, ruling 1: every signal of the flag that is not
                  * ordered after the await, and at least one such signal */
+                if (!decided[i])
+                    ref_waited(g, i, fixed, r->ran, decided, waited, waited[i]);
                 int signals = 0;
                 for (int j = 0; j < n; j++)
-                    if (g->s[j].kind == TRACE_SIGNAL && !g->s[j].sem && g->s[j].obj == s->obj &&
-                        !after[i][j]) {
+                    if (waited[i][j]) {
                         signals++;
                         if (!r->ran[j])
                             ok = false;
                     }
                 ok = ok && signals > 0;
+                if (ok)
+                    decided[i] = true;
             }
             if (s->kind == TRACE_BARRIER && !extra[i]) {
                 /* members of the generation that have arrived */
@@ -331,6 +368,19 @@ static void ref_analyse(const gtrace *g, ref_result *r)
             }
         }
     }
+    /* nothing more runs: decide the flag awaits still open at the head of
+     * their queues, in file order (each seeing those decided before it) */
+    bool decide = false;
+    for (int i = 0; i < n; i++) {
+        if (g->s[i].kind != TRACE_AWAIT || g->s[i].sem || decided[i] || r->ran[i] ||
+            (pred[i] >= 0 && !r->ran[pred[i]]) || (sub[i] >= 0 && !r->ran[sub[i]]))
+            continue;
+        ref_waited(g, i, fixed, r->ran, decided, waited, waited[i]);
+        decided[i] = decide = true;
+    }
+    if (!decide)
+        break;
+    }
     r->hang = false;
     for (int i = 0; i < n; i++)
         if (!r->ran[i])
@@ -342,10 +392,9 @@ static void ref_analyse(const gtrace *g, ref_result *r)
             int j = sem_release(g, i);
             if (j >= 0)
                 EDGE(j, i);
-        } else if (s->kind == TRACE_AWAIT) {
+        } else if (s->kind == TRACE_AWAIT && r->ran[i]) {
             for (int j = 0; j < n; j++)
-                if (g->s[j].kind == TRACE_SIGNAL && !g->s[j].sem && g->s[j].obj == s->obj &&
-                    !after[i][j])
+                if (waited[i][j])
                     EDGE(j, i);
         }
     }
