@@ -397,6 +397,77 @@ static uint32_t submitter(check_engine *e, const trace_stmt *s)
     return h;
 }
 
+/* One access of a statement, resolved to its root. */
+typedef struct root_access {
+    uint32_t root, buffer;
+    uint64_t lo, hi;
+    uint8_t mode;
+} root_access;
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Accesses ra[0..n) of one statement, two of which overlap: each root's
+ * bytes are cut where an access starts or ends, and each piece is checked
+ * once with every mode the statement has on it (a race's type is what the
+ * statement does to the bytes: `r:A[0:16] w:A` reads and writes A[0:16]),
+ * named by the first access that covers it. */
+static void access_joined(check_engine *e, const root_access *ra, uint32_t n)
+{
+    uint64_t local[32], *cut = 2 * n <= 32 ? local : malloc(2 * n * sizeof *cut);
+    if (!cut) {
+        e->oom = true;
+        return;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        bool first = true;      /* the first access of its root does the root */
+        for (uint32_t j = 0; j < i && first; j++)
+            first = ra[j].root != ra[i].root;
+        if (!first)
+            continue;
+        uint32_t m = 0;
+        for (uint32_t j = i; j < n; j++)
+            if (ra[j].root == ra[i].root) {
+                cut[m++] = ra[j].lo;
+                cut[m++] = ra[j].hi;
+            }
+        qsort(cut, m, sizeof *cut, cmp_u64);
+        uint64_t lo = 0, hi = 0;
+        uint8_t mode = 0;
+        uint32_t buffer = TRACE_NONE;
+        for (uint32_t k = 0; k + 1 < m; k++) {
+            uint64_t a = cut[k], b = cut[k + 1];
+            if (a == b)
+                continue;
+            uint8_t md = 0;
+            uint32_t bf = TRACE_NONE;
+            for (uint32_t j = i; j < n; j++)
+                if (ra[j].root == ra[i].root && ra[j].lo <= a && b <= ra[j].hi) {
+                    md |= ra[j].mode;
+                    if (bf == TRACE_NONE)
+                        bf = ra[j].buffer;
+                }
+            if (md == mode && bf == buffer && a == hi) {
+                hi = b;         /* the same piece goes on */
+                continue;
+            }
+            if (mode)
+                access_range(e, ra[i].root, lo, hi, mode, buffer);
+            lo = a;
+            hi = b;
+            mode = md;
+            buffer = bf;
+        }
+        if (mode)
+            access_range(e, ra[i].root, lo, hi, mode, buffer);
+    }
+    if (cut != local)
+        free(cut);
+}
+
 /* Performs the accesses of statement s, run by queue q as its own-th. */
 static void do_accesses(check_engine *e, uint32_t q, const trace_stmt *s)
 {
@@ -414,13 +485,35 @@ static void do_accesses(check_engine *e, uint32_t q, const trace_stmt *s)
             const trace_buffer *b = &t->buffers[s->object];
             access_range(e, b->root, b->root_offset, b->root_offset + b->size, TRACE_W, s->object);
         }
-    } else {
-        for (uint32_t i = 0; i < s->n_access; i++) {
-            uint32_t root;
-            uint64_t lo, hi;
-            trace_access_root(t, &s->access[i], &root, &lo, &hi);
-            access_range(e, root, lo, hi, s->access[i].mode, s->access[i].buffer);
+    } else if (s->n_access == 1) {
+        uint32_t root;
+        uint64_t lo, hi;
+        trace_access_root(t, &s->access[0], &root, &lo, &hi);
+        access_range(e, root, lo, hi, s->access[0].mode, s->access[0].buffer);
+    } else if (s->n_access > 1) {
+        root_access local[8];
+        root_access *ra = s->n_access <= 8 ? local : malloc(s->n_access * sizeof *ra);
+        if (!ra) {
+            e->oom = true;
+            return;
         }
+        bool overlap = false;
+        for (uint32_t i = 0; i < s->n_access; i++) {
+            root_access *a = &ra[i];
+            trace_access_root(t, &s->access[i], &a->root, &a->lo, &a->hi);
+            a->mode = s->access[i].mode;
+            a->buffer = s->access[i].buffer;
+            for (uint32_t j = 0; j < i && !overlap; j++)
+                overlap = ra[j].root == a->root && ra[j].lo < a->hi && a->lo < ra[j].hi;
+        }
+        if (overlap) {
+            access_joined(e, ra, s->n_access);
+        } else {
+            for (uint32_t i = 0; i < s->n_access; i++)
+                access_range(e, ra[i].root, ra[i].lo, ra[i].hi, ra[i].mode, ra[i].buffer);
+        }
+        if (ra != local)
+            free(ra);
     }
     e->rep->cov.uaf_unjudged += e->cur_unjudged;
 }

@@ -467,6 +467,31 @@ static void test_hb_race_type_held_read_is_war(void **state)
     }
 }
 
+/* A statement with two accesses to overlapping bytes does both to them:
+ * k11 writes A and reads A[0:16], so on A[12:16], which k8 (earlier in the
+ * file) wrote, it reads after a write: RAW, whichever of its accesses the
+ * engine took first. */
+static void test_hb_race_type_joins_a_statements_accesses(void **state)
+{
+    (void)state;
+    trace *t = tb_new();
+    tb_host(t, "h0");
+    tb_host(t, "h1");
+    tb_stream(t, "s0", "1");
+    tb_buf(t, "A", 64);
+    tb_by_host = tb_q(t, "h0");
+    tb_op(t, "h1", "k8", "r:A[24:36] w:A[12:24]");
+    tb_op(t, "s0", "k11", "w:A r:A[0:16]");
+    tb_by_host = TRACE_NONE;
+    check_report *rep = tb_check(t);
+    const trace_finding *f = tb_race(rep, t, "k8", "k11");
+    assert_non_null(f);
+    assert_int_equal(f->race_type, TRACE_RACE_RAW);
+    assert_int_equal(f->race_types, TRACE_RACE_RAW | TRACE_RACE_WAR | TRACE_RACE_WAW);
+    check_report_free(rep);
+    trace_free(t);
+}
+
 static void test_hb_reports_last_write_only(void **state)
 {
     (void)state;
@@ -537,6 +562,7 @@ int main(void)
         cmocka_unit_test(test_hb_views_resolve_to_root),
         cmocka_unit_test(test_hb_race_type_rw_pair_from_file_order),
         cmocka_unit_test(test_hb_race_type_held_read_is_war),
+        cmocka_unit_test(test_hb_race_type_joins_a_statements_accesses),
         cmocka_unit_test(test_hb_reports_last_write_only),
         cmocka_unit_test(test_hb_many_queues_stay_sparse),
     };
