@@ -492,6 +492,39 @@ static void test_hb_race_type_joins_a_statements_accesses(void **state)
     trace_free(t);
 }
 
+/* h1 learns of h0 just after h0's first free, then h0 frees and allocs X
+ * nine times more (more marks than a range keeps): h1's read could need
+ * the forgotten first marks, so it is not judged for use after free, and
+ * the coverage says so (never clean); h0's own read after its last alloc
+ * is judged: no use after free. */
+static void test_hb_unjudged_use_after_free_in_coverage(void **state)
+{
+    (void)state;
+    trace *t = tb_new();
+    tb_host(t, "h0");
+    tb_host(t, "h1");
+    tb_buf(t, "X", 64);
+    tb_alloc_free(t, "h0", TRACE_FREE, "X");
+    tb_signal(t, "h0", "f");
+    tb_await(t, "h1", "f");
+    for (int i = 0; i < 9; i++) {
+        tb_alloc_free(t, "h0", TRACE_ALLOC, "X");
+        tb_alloc_free(t, "h0", TRACE_FREE, "X");
+    }
+    tb_alloc_free(t, "h0", TRACE_ALLOC, "X");
+    tb_op(t, "h0", "mine", "r:X");
+    tb_op(t, "h1", "stale", "r:X");
+    check_report *rep = tb_check(t);
+    assert_int_equal(check_report_count_kind(rep, TRACE_FINDING_USE_AFTER_FREE), 0);
+    assert_int_equal(check_report_coverage(rep)->uaf_unjudged, 1);
+    assert_false(check_coverage_full(check_report_coverage(rep)));
+    char buf[512];
+    check_coverage_missing(buf, sizeof buf, check_report_coverage(rep), t);
+    assert_non_null(strstr(buf, "1 access not judged for use after free"));
+    check_report_free(rep);
+    trace_free(t);
+}
+
 static void test_hb_reports_last_write_only(void **state)
 {
     (void)state;
@@ -563,6 +596,7 @@ int main(void)
         cmocka_unit_test(test_hb_race_type_rw_pair_from_file_order),
         cmocka_unit_test(test_hb_race_type_held_read_is_war),
         cmocka_unit_test(test_hb_race_type_joins_a_statements_accesses),
+        cmocka_unit_test(test_hb_unjudged_use_after_free_in_coverage),
         cmocka_unit_test(test_hb_reports_last_write_only),
         cmocka_unit_test(test_hb_many_queues_stay_sparse),
     };
