@@ -521,7 +521,8 @@ static void decide(after_index *x, check_pend *p)
          i = x->next[i])
         if (!marked(&x->m, i))
             w[n++] = x->p[i]->s.seq;
-    qsort(w, n, sizeof *w, cmp_seq);
+    if (n > 1)
+        qsort(w, n, sizeof *w, cmp_seq);
     p->decided = true;
     p->waited = w;
     p->n_waited = n;
