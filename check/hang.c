@@ -213,37 +213,63 @@ static const check_pend *cycle_breaker(const check_engine *e, uint32_t q, const 
     return NULL;
 }
 
-/* The fix for a queue blocked at `await F` (at): nothing signals F, or the
- * signals it waits for (those not ordered after it, ruling 1) never run. */
-static char *await_fix(check_engine *e, const check_pend *p, const char *at)
+/* The names of the pending signals of p's flag, after_mark (ordered after
+ * p) or not, as "s@5 (s), h1@9 (h1)"; their number in *n. */
+static char *pending_signals(const check_engine *e, const check_pend *p, bool after, uint32_t *n)
 {
     const trace *t = e->t;
-    const char *f = trace_str(t, p->s.object);
+    char *which = NULL, buf[256];
+    *n = 0;
+    for (uint32_t q = 0; q < e->n_q; q++)
+        for (const check_pend *x = e->q[q].head; x; x = x->next) {
+            if (x->marker || x->removed || x->after_mark != after || x->s.kind != TRACE_SIGNAL ||
+                x->s.sem || x->s.object != p->s.object)
+                continue;
+            trace_stmt_ref r = check_ref_of_stmt(&x->s);
+            char *w = check_strf("%s%s (%s)", which ? ", " : "",
+                                 check_ref_name(t, &r, buf, sizeof buf), qname(e, q));
+            char *m = w ? check_strf("%s%s", which ? which : "", w) : NULL;
+            free(w);
+            if (m) {
+                free(which);
+                which = m;
+                ++*n;
+            }
+        }
+    return which;
+}
+
+/* The fix for a queue blocked at `await F` (at): nothing signals F, its
+ * only signals follow the await (ruling 1: it is never released), or the
+ * signals it waits for (those not ordered after it) never run. */
+static char *await_fix(check_engine *e, const check_pend *p, const char *at)
+{
+    const char *f = trace_str(e->t, p->s.object);
     char *which = NULL;
     uint32_t n = 0;
     if (p->flag && p->flag->fed && check_after_mark(e, p, false) == 0) {
-        char buf[256];
-        for (uint32_t q = 0; q < e->n_q; q++)
-            for (const check_pend *x = e->q[q].head; x; x = x->next) {
-                if (x->marker || x->removed || x->after_mark || x->s.kind != TRACE_SIGNAL ||
-                    x->s.sem || x->s.object != p->s.object)
-                    continue;
-                trace_stmt_ref r = check_ref_of_stmt(&x->s);
-                char *w = check_strf("%s%s (%s)", which ? ", " : "",
-                                     check_ref_name(t, &r, buf, sizeof buf), qname(e, q));
-                char *m = w ? check_strf("%s%s", which ? which : "", w) : NULL;
-                free(w);
-                if (m) {
-                    free(which);
-                    which = m;
-                    n++;
-                }
-            }
+        which = pending_signals(e, p, false, &n);
+        if (!n && !p->flag->ran) {
+            free(which);
+            which = pending_signals(e, p, true, &n);
+            char *fix = n ? check_strf("every signal of %s (%s) can only run after the await at "
+                                       "%s, so nothing releases it: signal %s before the await, "
+                                       "or remove the await",
+                                       f, which, at, f)
+                          : NULL;
+            free(which);
+            if (fix)
+                return fix;
+            n = 0;
+            which = NULL;
+        }
     }
-    if (!n)
+    if (!n) {
+        free(which);
         return check_strf("nothing signals %s: add `signal %s` where its data is ready, or "
                           "remove the await at %s",
                           f, f, at);
+    }
     char *fix = check_strf("the await of %s at %s waits for the signal%s of %s at %s, which "
                            "never run%s: release %s, or remove the await",
                            f, at, n > 1 ? "s" : "", f, which, n > 1 ? "" : "s",

@@ -341,6 +341,26 @@ static void test_hb_hang_cycle_is_explained(void **state)
     trace_free(t);
 }
 
+/* `h await f` and a signal of f that h submits after it: the await is never
+ * released (ruling 1), both queues hang, and the fix says why -- not that
+ * nothing signals f. */
+static void test_hb_hang_only_signal_after_await(void **state)
+{
+    (void)state;
+    trace *t = tb_new();
+    tb_host(t, "h");
+    tb_stream(t, "s", "0");
+    tb_await(t, "h", "f");
+    tb_signal(t, "s", "f");
+    check_report *rep = tb_check(t);
+    const trace_finding *f = tb_find(rep, TRACE_FINDING_HANG);
+    assert_non_null(f);
+    assert_int_equal(tb_parts(f, TRACE_PART_BLOCKED, NULL), 2);
+    assert_non_null(strstr(f->fix, "every signal of f (s@2 (s)) can only run after the await"));
+    check_report_free(rep);
+    trace_free(t);
+}
+
 static void test_hb_hang_sync_on_blocked_stream(void **state)
 {
     (void)state;
@@ -589,6 +609,7 @@ int main(void)
         cmocka_unit_test(test_hb_blocking_barrier_orders_later_submissions),
         cmocka_unit_test(test_hb_hang_names_every_blocked_queue),
         cmocka_unit_test(test_hb_hang_cycle_is_explained),
+        cmocka_unit_test(test_hb_hang_only_signal_after_await),
         cmocka_unit_test(test_hb_hang_sync_on_blocked_stream),
         cmocka_unit_test(test_hb_use_after_free_and_free_race),
         cmocka_unit_test(test_hb_alloc_ends_free),
