@@ -561,7 +561,10 @@ int check_after_release(check_engine *e)
         heads = h;
         heads[n_heads++] = p;
     }
-    if (!n_heads || released) {
+    bool any_ran = false;       /* only an await a signal of whose flag ran can pass */
+    for (uint32_t k = 0; k < n_heads && !any_ran; k++)
+        any_ran = heads[k]->flag->ran > 0;
+    if (!any_ran || released) {
         free(heads);
         return (int)released;
     }
