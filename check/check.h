@@ -88,13 +88,17 @@ typedef struct check_coverage {
     bool captured;          /* a capture: accesses come from its source (run
                              * metadata accesses=), so a missing one is unknown */
     uint32_t ranks_given, ranks_world;  /* some ranks of a job (partial=); 0, 0: whole */
+    uint64_t uaf_unjudged;  /* accesses whose use-after-free verdict needed lifetime
+                             * marks the checker had forgotten (check/internal.h,
+                             * check_life) */
 } check_coverage;
 
 void check_coverage_init(check_coverage *c, const trace *t);
 void check_coverage_stmt(check_coverage *c, const trace *t, const trace_stmt *s);
 void check_coverage_of(check_coverage *c, const trace *t);
 /* Full: every device statement of a capture has byte ranges (and it has
- * some), nothing was dropped at import, no rank is absent. */
+ * some), nothing was dropped at import, no rank is absent, every access
+ * could be judged for use after free. */
 bool check_coverage_full(const check_coverage *c);
 /* What is missing, in one line without a final period ("" when full); t
  * (may be NULL) names the ledger's reasons and the absent ranks. Writes at
@@ -277,7 +281,9 @@ typedef struct check_min_result {
  * docs/checker.md.
  *
  * The promise: on a trace without findings, deleting every removed
- * statement (or any of them) leaves a trace without findings. On a trace
+ * statement, or those up to any one of them in removed[]'s order, leaves a
+ * trace without findings (not any subset: an earlier removal can be what
+ * makes a later one safe, docs/checker.md). On a trace
  * that has findings it is weaker -- no new *reported* finding -- because
  * the checker reports each access against the latest conflicting ones, so
  * a removal can add a race that hides behind a reported one and appears

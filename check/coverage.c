@@ -110,7 +110,7 @@ static uint64_t unranged(const check_coverage *c)
 bool check_coverage_full(const check_coverage *c)
 {
     return unranged(c) == 0 && !(c->captured && c->device == 0) && c->dropped == 0 &&
-           c->ranks_world == 0;
+           c->ranks_world == 0 && c->uaf_unjudged == 0;
 }
 
 typedef struct text_buf {
@@ -209,7 +209,13 @@ size_t check_coverage_missing(char *buf, size_t cap, const check_coverage *c, co
                 "made local",
             sep, c->ranks_world - c->ranks_given, c->ranks_world, absent ? " (" : "",
             absent ? absent : "", absent ? ")" : "");
+        sep = "; ";
     }
+    if (c->uaf_unjudged)
+        add(&b, "%s%" PRIu64 " access%s not judged for use after free (the checker keeps %d "
+                "frees and allocs per byte range, and %s needed an older one)",
+            sep, c->uaf_unjudged, c->uaf_unjudged == 1 ? "" : "es", CHECK_LIFE_MAX,
+            c->uaf_unjudged == 1 ? "it" : "they");
     return b.len;
 }
 

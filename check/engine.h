@@ -64,7 +64,8 @@ typedef struct ev_node {
  * engine's `inexact`, and check_trace runs a second pass with the counts of
  * the first. Ruling 1 exempts the signals ordered after an await: those are
  * still pending when the input ends, and hb.c's release_awaits releases an
- * await whose remaining signals all follow it (after.c). */
+ * await one of whose signals has run and whose remaining signals all follow
+ * it (after.c). */
 typedef struct flag_node {
     uint64_t fed, ran;              /* signals read, signals run */
     uint64_t total;                 /* signals in the whole trace, or FLAG_UNKNOWN */
@@ -160,6 +161,9 @@ typedef struct check_pend {
     gen_state *gen;                 /* barrier/collective */
     bool arrived, done;
     bool forced;                    /* await: released at the end by ruling 1 (after.c) */
+    bool decided;                   /* await: waits for exactly waited[] (after.c) */
+    uint64_t *waited;               /* seqs of the pending signals it waits for, sorted */
+    uint32_t n_waited;
     bool after_mark;                /* after.c: ordered after the statement asked about */
     uint32_t after_idx;             /* after.c: its index in the marking's table */
     uint64_t after_pos;             /* after.c: its position in its queue */
@@ -216,17 +220,26 @@ struct check_engine {
     uint8_t cur_mode;
     trace_kind cur_kind;
     uint32_t cur_root;
+    bool cur_unjudged;              /* a piece's use-after-free verdict needed forgotten marks */
 };
 
 /* hb.c: what the others share of it. */
 void check_snap_release(check_snap *s);
 void check_ev_unref(ev_node *n);
 
-/* after.c: sets after_mark on every pending statement that can only run
- * after pending statement `from` (ruling 1's "ordered after the await"),
- * through queue order, submission, events, syncs, generations and messages,
- * not flags or semaphores; clears it on the others. 0 or -1 (OOM). */
-int check_after_mark(check_engine *e, const check_pend *from);
+/* after.c: ruling 1 when nothing can run. check_after_mark sets after_mark
+ * on every pending statement that can only run after pending statement
+ * `from` (ruling 1's "ordered after": through queue order, submission,
+ * events, syncs, generations, messages, and, through_awaits, awaits and
+ * semaphore waits whose every possible signal follows `from`) and clears
+ * it on the others. Without through_awaits it is what `from` holds back
+ * directly: hang.c's explanations (what a blocked await waits for).
+ * check_after_release sets `forced` on each await at the head of its queue
+ * that ruling 1 releases now (a signal of its flag has run, and each one
+ * that has not is ordered after it) and returns how many. Both 0 or more,
+ * or -1 (OOM). */
+int check_after_mark(check_engine *e, const check_pend *from, bool through_awaits);
+int check_after_release(check_engine *e);
 
 /* hang.c: reports the queues that can never advance (one finding). */
 void check_engine_report_hang(check_engine *e);

@@ -96,17 +96,21 @@ trace_stmt_ref check_ref_of_stmt(const trace_stmt *s)
 }
 
 void check_report_conflict(check_report *rep, trace_finding_kind kind, const check_site *a,
-                           const check_site *b, uint8_t type, uint32_t root, uint64_t lo,
-                           uint64_t hi)
+                           const check_site *b, uint32_t root, uint64_t lo, uint64_t hi)
 {
     /* `first` is the statement earlier in the file (use-after-free: the free). */
     const check_site *x = a, *y = b;
-    if (kind == TRACE_FINDING_RACE && a->seq > b->seq) {
-        x = b;
-        y = a;
-        /* seen from the earlier statement, a read-after-write is a write-after-read */
-        type = (uint8_t)(((type & TRACE_RACE_RAW) ? TRACE_RACE_WAR : 0) | ((type & TRACE_RACE_WAR) ? TRACE_RACE_RAW : 0) |
-                         (type & TRACE_RACE_WAW));
+    uint8_t type = 0;
+    if (kind == TRACE_FINDING_RACE) {
+        if (a->seq > b->seq) {
+            x = b;
+            y = a;
+        }
+        /* what first and second do, whichever the engine ran first */
+        bool xr = x->mode & TRACE_R, xw = x->mode & TRACE_W;
+        bool yr = y->mode & TRACE_R, yw = y->mode & TRACE_W;
+        type = (uint8_t)((xw && yr ? TRACE_RACE_RAW : 0) | (xr && yw ? TRACE_RACE_WAR : 0) |
+                         (xw && yw ? TRACE_RACE_WAW : 0));
     }
     for (size_t i = rep->dedupe_from; i < rep->n; i++) {
         trace_finding *f = &rep->f[i];

@@ -213,42 +213,56 @@ static const check_pend *cycle_breaker(const check_engine *e, uint32_t q, const 
     return NULL;
 }
 
-/* The fix for a queue blocked at `await F` (at): nothing signals F, or the
- * signals it waits for (those not ordered after it, ruling 1) never run. */
+/* Appends the name of pending statement x (queue q) to *list. */
+static void name_add(const check_engine *e, char **list, uint32_t *n, const check_pend *x,
+                     uint32_t q)
+{
+    char buf[256];
+    trace_stmt_ref r = check_ref_of_stmt(&x->s);
+    char *m = check_strf("%s%s%s (%s)", *list ? *list : "", *list ? ", " : "",
+                         check_ref_name(e->t, &r, buf, sizeof buf), qname(e, q));
+    if (m) {
+        free(*list);
+        *list = m;
+        ++*n;
+    }
+}
+
+/* The fix for a queue blocked at `await F` (at): nothing signals F, its
+ * only signals follow the await (ruling 1: it is never released), or the
+ * signals it waits for (those not ordered after it) never run. */
 static char *await_fix(check_engine *e, const check_pend *p, const char *at)
 {
-    const trace *t = e->t;
-    const char *f = trace_str(t, p->s.object);
-    char *which = NULL;
-    uint32_t n = 0;
-    if (p->flag && p->flag->fed && check_after_mark(e, p) == 0) {
-        char buf[256];
+    const char *f = trace_str(e->t, p->s.object);
+    char *which = NULL, *behind = NULL;
+    uint32_t n = 0, n_behind = 0;
+    if (p->flag && p->flag->fed && check_after_mark(e, p, false) == 0) {
         for (uint32_t q = 0; q < e->n_q; q++)
-            for (const check_pend *x = e->q[q].head; x; x = x->next) {
-                if (x->marker || x->removed || x->after_mark || x->s.kind != TRACE_SIGNAL ||
-                    x->s.sem || x->s.object != p->s.object)
-                    continue;
-                trace_stmt_ref r = check_ref_of_stmt(&x->s);
-                char *w = check_strf("%s%s (%s)", which ? ", " : "",
-                                     check_ref_name(t, &r, buf, sizeof buf), qname(e, q));
-                char *m = w ? check_strf("%s%s", which ? which : "", w) : NULL;
-                free(w);
-                if (m) {
-                    free(which);
-                    which = m;
-                    n++;
+            for (const check_pend *x = e->q[q].head; x; x = x->next)
+                if (!x->marker && !x->removed && x->s.kind == TRACE_SIGNAL && !x->s.sem &&
+                    x->s.object == p->s.object) {
+                    if (x->after_mark)
+                        name_add(e, &behind, &n_behind, x, q);
+                    else
+                        name_add(e, &which, &n, x, q);
                 }
-            }
     }
-    if (!n)
-        return check_strf("nothing signals %s: add `signal %s` where its data is ready, or "
-                          "remove the await at %s",
-                          f, f, at);
-    char *fix = check_strf("the await of %s at %s waits for the signal%s of %s at %s, which "
-                           "never run%s: release %s, or remove the await",
-                           f, at, n > 1 ? "s" : "", f, which, n > 1 ? "" : "s",
-                           n > 1 ? "what blocks them" : "what blocks it");
+    char *fix;
+    if (!n && n_behind && !p->flag->ran)
+        fix = check_strf("every signal of %s (%s) can only run after the await at %s, so "
+                         "nothing releases it: signal %s before the await, or remove the await",
+                         f, behind, at, f);
+    else if (!n)
+        fix = check_strf("nothing signals %s: add `signal %s` where its data is ready, or "
+                         "remove the await at %s",
+                         f, f, at);
+    else
+        fix = check_strf("the await of %s at %s waits for the signal%s of %s at %s, which "
+                         "never run%s: release %s, or remove the await",
+                         f, at, n > 1 ? "s" : "", f, which, n > 1 ? "" : "s",
+                         n > 1 ? "what blocks them" : "what blocks it");
     free(which);
+    free(behind);
     return fix;
 }
 
@@ -270,7 +284,7 @@ void check_engine_report_hang(check_engine *e)
             continue;
         info[q].at = p;
         if (!p->marker && !p->unsubmitted && p->s.kind == TRACE_AWAIT && !p->s.sem && p->flag &&
-            check_after_mark(e, p) != 0)
+            check_after_mark(e, p, false) != 0)
             e->oom = true;
         explain(e, q, p, &info[q]);
     }

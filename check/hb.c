@@ -192,6 +192,10 @@ static void pend_release(check_pend *p)
         free(p->items);
     p->items = NULL;
     p->n_items = 0;
+    if (p->waited) {
+        free(p->waited);
+        p->waited = NULL;
+    }
     if (p->heap) {
         free((void *)p->s.access);
         free(p);
@@ -227,6 +231,7 @@ static check_pend *pend_persist(check_engine *e, check_pend *p)
     p->bind = p->rec = NULL;
     p->gen = NULL;
     p->sub.vc = NULL;
+    p->waited = NULL;
     /* generation arrivals point at the pending statement */
     if (h->gen && h->arrived)
         for (uint32_t i = 0; i < h->gen->n_arrived; i++)
@@ -266,80 +271,60 @@ static check_pend *pend_pop(check_engine *e, uint32_t q)
 /* ------------------------------------------------------------------ */
 /* Accesses.                                                           */
 
-/* Site s happens before the access being checked. The pieces of one access
- * mostly ask about the same queue (their writes and reads came from a few
- * statements), so cur_vc's entry for the last queue asked is kept. */
+/* What the access being checked knows of queue q (check_life_knows): the
+ * pieces of one access mostly ask about the same queue (their writes and
+ * reads came from a few statements), so cur_vc's entry for the last queue
+ * asked is kept. */
+static inline uint32_t cur_knows(void *ctx, uint32_t q)
+{
+    check_engine *e = ctx;
+    if (q == e->cur_q)
+        return UINT32_MAX;
+    if (q != e->memo_q) {
+        e->memo_q = q;
+        e->memo_t = check_vc_get(e->cur_vc, q);
+    }
+    return e->memo_t;
+}
+
+/* Site s happens before the access being checked. */
 static inline bool site_hb(check_engine *e, const check_site *s)
 {
-    if (s->queue == e->cur_q)
-        return true;
-    if (s->queue != e->memo_q) {
-        e->memo_q = s->queue;
-        e->memo_t = check_vc_get(e->cur_vc, s->queue);
-    }
-    return e->memo_t >= s->time;
-}
-
-/* The free that makes the current access a use after free (ruling 2): one
- * it is ordered after with no alloc between (F HB A HB access); the latest
- * such free in the file, so that the finding does not depend on the order
- * the engine ran them in. NULL: none. */
-static const check_site *uaf_free(check_engine *e, const check_life *l)
-{
-    const check_site *best = NULL;
-    for (uint32_t i = 0; i < l->n; i++) {
-        const check_site *f = &l->ev[i];
-        if (f->kind != TRACE_FREE || (best && best->seq > f->seq) || !site_hb(e, f))
-            continue;
-        bool covered = false;
-        for (uint32_t j = i + 1; j < l->n && !covered; j++)
-            covered = l->ev[j].kind == TRACE_ALLOC && (l->covers[j] >> i & 1) &&
-                      site_hb(e, &l->ev[j]);
-        if (!covered)
-            best = f;
-    }
-    return best;
-}
-
-/* The frees of l that the current statement (an alloc) is ordered after. */
-static uint16_t alloc_covers(check_engine *e, const check_life *l)
-{
-    uint16_t m = 0;
-    for (uint32_t i = 0; i < l->n; i++)
-        if (l->ev[i].kind == TRACE_FREE && site_hb(e, &l->ev[i]))
-            m |= (uint16_t)(1u << i);
-    return m;
+    return cur_knows(e, s->queue) >= s->time;
 }
 
 static void visit_cell(void *ctx, uint64_t lo, uint64_t hi, check_cell *c)
 {
     check_engine *e = ctx;
     const check_site *x = &e->cur_site;
-    bool reads = e->cur_mode & TRACE_R, writes = e->cur_mode & TRACE_W;
+    bool writes = e->cur_mode & TRACE_W;
     /* Use after free (ruling 2): ordered after a free, and after no alloc
      * that follows that free (an alloc or free the access is not ordered
      * after races with it instead). */
     const check_life *life = c->life;
-    const check_site *freed = life && e->cur_kind != TRACE_ALLOC ? uaf_free(e, life) : NULL;
-    if (freed)
-        check_report_conflict(e->rep, TRACE_FINDING_USE_AFTER_FREE, freed, x, 0, e->cur_root, lo,
-                              hi);
-    if (c->w.seq != TRACE_NO_SEQ && !site_hb(e, &c->w)) {
-        uint8_t type = (reads ? TRACE_RACE_RAW : 0) | (writes ? TRACE_RACE_WAW : 0);
-        check_report_conflict(e->rep, TRACE_FINDING_RACE, &c->w, x, type, e->cur_root, lo, hi);
+    bool unjudged = false;
+    const check_site *freed = life && e->cur_kind != TRACE_ALLOC
+                                  ? check_life_uaf(life, cur_knows, e, &unjudged)
+                                  : NULL;
+    if (unjudged && !e->cur_unjudged) {
+        e->cur_unjudged = true;     /* counted once per statement */
+        e->rep->cov.uaf_unjudged++;
     }
+    if (freed)
+        check_report_conflict(e->rep, TRACE_FINDING_USE_AFTER_FREE, freed, x, e->cur_root, lo, hi);
+    if (c->w.seq != TRACE_NO_SEQ && !site_hb(e, &c->w))
+        check_report_conflict(e->rep, TRACE_FINDING_RACE, &c->w, x, e->cur_root, lo, hi);
     if (writes) {
         for (uint32_t i = 0; i < c->n_reads; i++) {
             const check_site *r = check_cell_read(c, i);
             if (r->seq != x->seq && !site_hb(e, r))
-                check_report_conflict(e->rep, TRACE_FINDING_RACE, r, x, TRACE_RACE_WAR, e->cur_root,
-                                      lo, hi);
+                check_report_conflict(e->rep, TRACE_FINDING_RACE, r, x, e->cur_root, lo, hi);
         }
         check_cell_drop_reads(c);
         c->w = *x;
         int rc = 0;
         if (e->cur_kind == TRACE_ALLOC && life)
-            rc = check_cell_mark_alloc(c, x, alloc_covers(e, life));
+            rc = check_cell_mark_alloc(c, x, check_life_covers(life, cur_knows, e));
         else if (e->cur_kind == TRACE_FREE)
             rc = check_cell_mark_free(c, x);
         if (rc != 0)
@@ -356,7 +341,7 @@ static void visit_cell(void *ctx, uint64_t lo, uint64_t hi, check_cell *c)
         e->oom = true;
 }
 
-static int ensure_shadow(check_engine *e, uint32_t root)
+static int shadow_grow(check_engine *e, uint32_t root)
 {
     if (root >= e->n_shadow) {
         uint32_t n = e->t->n_buffers > root + 1 ? e->t->n_buffers : root + 1;
@@ -380,8 +365,17 @@ static int ensure_shadow(check_engine *e, uint32_t root)
     return 0;
 }
 
-static void access_range(check_engine *e, uint32_t root, uint64_t lo, uint64_t hi, uint8_t mode,
-                         uint32_t buffer)
+/* Root's shadow exists: 0, or -1 (OOM). The common case inline. */
+static inline int ensure_shadow(check_engine *e, uint32_t root)
+{
+    return root < e->n_shadow && e->shadow[root] ? 0 : shadow_grow(e, root);
+}
+
+/* Inlined: the statement's accesses call it from three places, and the
+ * call was 1 % of `check` on bench_capture's worst shape. */
+static inline __attribute__((always_inline)) void
+access_range(check_engine *e, uint32_t root, uint64_t lo, uint64_t hi, uint8_t mode,
+             uint32_t buffer)
 {
     if (ensure_shadow(e, root) != 0) {
         e->oom = true;
@@ -392,6 +386,7 @@ static void access_range(check_engine *e, uint32_t root, uint64_t lo, uint64_t h
     e->cur_mode = mode;
     e->cur_root = root;
     e->cur_site.buffer = buffer;
+    e->cur_site.mode = mode;
     if (check_shadow_update(&e->shadow[root], lo, hi, visit_cell, e) != 0)
         e->oom = true;
 }
@@ -416,6 +411,77 @@ static uint32_t submitter(check_engine *e, const trace_stmt *s)
     return h;
 }
 
+/* One access of a statement, resolved to its root. */
+typedef struct root_access {
+    uint32_t root, buffer;
+    uint64_t lo, hi;
+    uint8_t mode;
+} root_access;
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Accesses ra[0..n) of one statement, two of which overlap: each root's
+ * bytes are cut where an access starts or ends, and each piece is checked
+ * once with every mode the statement has on it (a race's type is what the
+ * statement does to the bytes: `r:A[0:16] w:A` reads and writes A[0:16]),
+ * named by the first access that covers it. */
+static void access_joined(check_engine *e, const root_access *ra, uint32_t n)
+{
+    uint64_t local[32], *cut = 2 * n <= 32 ? local : malloc(2 * n * sizeof *cut);
+    if (!cut) {
+        e->oom = true;
+        return;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        bool first = true;      /* the first access of its root does the root */
+        for (uint32_t j = 0; j < i && first; j++)
+            first = ra[j].root != ra[i].root;
+        if (!first)
+            continue;
+        uint32_t m = 0;
+        for (uint32_t j = i; j < n; j++)
+            if (ra[j].root == ra[i].root) {
+                cut[m++] = ra[j].lo;
+                cut[m++] = ra[j].hi;
+            }
+        qsort(cut, m, sizeof *cut, cmp_u64);
+        uint64_t lo = 0, hi = 0;
+        uint8_t mode = 0;
+        uint32_t buffer = TRACE_NONE;
+        for (uint32_t k = 0; k + 1 < m; k++) {
+            uint64_t a = cut[k], b = cut[k + 1];
+            if (a == b)
+                continue;
+            uint8_t md = 0;
+            uint32_t bf = TRACE_NONE;
+            for (uint32_t j = i; j < n; j++)
+                if (ra[j].root == ra[i].root && ra[j].lo <= a && b <= ra[j].hi) {
+                    md |= ra[j].mode;
+                    if (bf == TRACE_NONE)
+                        bf = ra[j].buffer;
+                }
+            if (md == mode && bf == buffer && a == hi) {
+                hi = b;         /* the same piece goes on */
+                continue;
+            }
+            if (mode)
+                access_range(e, ra[i].root, lo, hi, mode, buffer);
+            lo = a;
+            hi = b;
+            mode = md;
+            buffer = bf;
+        }
+        if (mode)
+            access_range(e, ra[i].root, lo, hi, mode, buffer);
+    }
+    if (cut != local)
+        free(cut);
+}
+
 /* Performs the accesses of statement s, run by queue q as its own-th. */
 static void do_accesses(check_engine *e, uint32_t q, const trace_stmt *s)
 {
@@ -427,18 +493,57 @@ static void do_accesses(check_engine *e, uint32_t q, const trace_stmt *s)
     e->cur_site = (check_site){ .seq = s->seq, .queue = q, .time = e->q[q].own,
                                 .label = s->label, .line = s->line, .buffer = TRACE_NONE,
                                 .by = submitter(e, s), .kind = (uint8_t)s->kind };
+    e->cur_unjudged = false;
     if (s->kind == TRACE_ALLOC || s->kind == TRACE_FREE) {
         if (s->object < t->n_buffers) {
             const trace_buffer *b = &t->buffers[s->object];
             access_range(e, b->root, b->root_offset, b->root_offset + b->size, TRACE_W, s->object);
         }
-        return;
-    }
-    for (uint32_t i = 0; i < s->n_access; i++) {
+    } else if (s->n_access == 1) {
         uint32_t root;
         uint64_t lo, hi;
-        trace_access_root(t, &s->access[i], &root, &lo, &hi);
-        access_range(e, root, lo, hi, s->access[i].mode, s->access[i].buffer);
+        trace_access_root(t, &s->access[0], &root, &lo, &hi);
+        access_range(e, root, lo, hi, s->access[0].mode, s->access[0].buffer);
+    } else if (s->n_access == 2) {
+        /* the common case of several, without the array */
+        root_access a, b;
+        trace_access_root(t, &s->access[0], &a.root, &a.lo, &a.hi);
+        trace_access_root(t, &s->access[1], &b.root, &b.lo, &b.hi);
+        a.mode = s->access[0].mode;
+        b.mode = s->access[1].mode;
+        if (a.root == b.root && a.lo < b.hi && b.lo < a.hi) {
+            a.buffer = s->access[0].buffer;
+            b.buffer = s->access[1].buffer;
+            root_access ra[2] = { a, b };
+            access_joined(e, ra, 2);
+        } else {
+            access_range(e, a.root, a.lo, a.hi, a.mode, s->access[0].buffer);
+            access_range(e, b.root, b.lo, b.hi, b.mode, s->access[1].buffer);
+        }
+    } else if (s->n_access > 2) {
+        root_access local[8];
+        root_access *ra = s->n_access <= 8 ? local : malloc(s->n_access * sizeof *ra);
+        if (!ra) {
+            e->oom = true;
+            return;
+        }
+        bool overlap = false;
+        for (uint32_t i = 0; i < s->n_access; i++) {
+            root_access *a = &ra[i];
+            trace_access_root(t, &s->access[i], &a->root, &a->lo, &a->hi);
+            a->mode = s->access[i].mode;
+            a->buffer = s->access[i].buffer;
+            for (uint32_t j = 0; j < i && !overlap; j++)
+                overlap = ra[j].root == a->root && ra[j].lo < a->hi && a->lo < ra[j].hi;
+        }
+        if (overlap) {
+            access_joined(e, ra, s->n_access);
+        } else {
+            for (uint32_t i = 0; i < s->n_access; i++)
+                access_range(e, ra[i].root, ra[i].lo, ra[i].hi, ra[i].mode, ra[i].buffer);
+        }
+        if (ra != local)
+            free(ra);
     }
 }
 
@@ -1034,7 +1139,9 @@ static void pend_init(check_pend *p, const trace_stmt *s)
     p->flag = NULL;
     p->match = 0;
     p->gen = NULL;
-    p->arrived = p->done = p->forced = p->after_mark = false;
+    p->arrived = p->done = p->forced = p->after_mark = p->decided = false;
+    p->waited = NULL;
+    p->n_waited = 0;
     p->after_idx = 0;
     p->after_pos = 0;
     p->items = NULL;
@@ -1230,42 +1337,25 @@ static void report_unmatched(check_engine *e)
     free(ends);
 }
 
-/* Ruling 1 at the end of the input: a queue blocked at `await F` whose
- * flag's signals that have not run all come after the await (after.c) is
- * released with the signals that ran; then the queues run on, and the
- * others are asked again. True when one was released. */
+/* Ruling 1 at the end of the input: the awaits that after.c finds
+ * released (a signal of the flag ran, and every one that has not is
+ * ordered after the await) pass with the signals that ran; then the queues
+ * run on, and what is still blocked is asked again. True when one was
+ * released. */
 static bool release_awaits(check_engine *e)
 {
-    for (uint32_t q = 0; q < e->n_q; q++) {
-        check_pend *p = e->q[q].head;
-        if (!p || p->marker || p->unsubmitted || p->removed || p->s.kind != TRACE_AWAIT ||
-            p->s.sem || !p->flag)
-            continue;
-        const flag_node *f = p->flag;
-        uint64_t need = f->total != FLAG_UNKNOWN ? f->total : f->fed;
-        if (need == 0)
-            continue;           /* no signal at all: a hang */
-        if (check_after_mark(e, p) != 0) {
-            e->oom = true;
-            return false;
-        }
-        uint64_t after = 0;
-        bool waits = false;
-        for (uint32_t k = 0; k < e->n_q && !waits; k++)
-            for (const check_pend *x = e->q[k].head; x && !waits; x = x->next)
-                if (!x->marker && !x->removed && x->s.kind == TRACE_SIGNAL && !x->s.sem &&
-                    x->flag == f) {
-                    waits = !x->after_mark;
-                    after++;
-                }
-        if (waits || f->ran + after < need)
-            continue;
-        p->forced = true;
-        push_work(e, q);
-        drain(e);
-        return true;
+    int n = check_after_release(e);
+    if (n < 0) {
+        e->oom = true;
+        return false;
     }
-    return false;
+    for (uint32_t q = 0; q < e->n_q && n; q++) {
+        const check_pend *p = e->q[q].head;
+        if (p && !p->marker && p->forced)
+            push_work(e, q);
+    }
+    drain(e);
+    return n > 0;
 }
 
 int check_engine_finish(check_engine *e, bool ignore_hangs)

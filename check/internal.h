@@ -100,6 +100,7 @@ typedef struct check_site {
     uint32_t buffer;        /* buffer as named by the access */
     uint32_t by;            /* submitter (streams), TRACE_NONE otherwise */
     uint8_t kind;           /* trace_kind */
+    uint8_t mode;           /* TRACE_R and/or TRACE_W: what the access did */
 } check_site;
 
 
@@ -114,18 +115,35 @@ typedef struct check_reads {
 /* Lifetime marks of a byte range (ruling 2: an access is a use after free
  * when it happens after some free F of its bytes and no alloc A has F HB A
  * HB the access): the frees and allocs of the bytes in the order the engine
- * ran them, each alloc with the frees that happen before it. Rare, so kept
- * out of line and shared (reference counted) by the segments a split makes.
- * An alloc run before any free covers nothing and is not kept. At most
- * CHECK_LIFE_MAX events: beyond that the oldest is forgotten, which changes
- * a verdict only for an access ordered after a forgotten free and unordered
- * with the CHECK_LIFE_MAX later frees and allocs (a race with each). */
+ * ran them. covers[i] holds the frees ev[j] (bit j) for which an alloc A
+ * with ev[j] HB A HB ev[i] is known: ev[i] itself when it is an alloc, or
+ * an alloc forgotten before ev[i] on its queue. So an access is a use after
+ * free when it is ordered after a free ev[j] and after no ev[i] whose
+ * covers hold bit j (shadow.c's head: why that is exact). An alloc run
+ * before any free covers nothing and is not kept. Rare, so kept out of line
+ * and shared (reference counted) by the segments a split makes.
+ *
+ * At most CHECK_LIFE_MAX events. Past that the oldest event that has a
+ * later one on its own queue is forgotten (or, when every queue holds one
+ * event, the oldest), and gaps[] remembers for its queue the times an
+ * access may know of that queue (from the forgotten event, inclusive, to
+ * the queue's next kept event, exclusive; UINT32_MAX: no next) for which
+ * the verdict needed it: an access whose clock falls in a gap gets no
+ * use-after-free verdict on these bytes, and the check's coverage counts
+ * it (never a false finding). `blind` is set when more queues needed a gap
+ * than gaps[] holds: every later access is then unjudged. */
 #define CHECK_LIFE_MAX 16
+typedef uint16_t check_life_mask;
+typedef struct check_life_gap {
+    uint32_t queue, lo, hi;
+} check_life_gap;
 typedef struct check_life {
     uint32_t refs;
-    uint32_t n;
+    uint32_t n, n_gaps;
+    bool blind;
     check_site ev[CHECK_LIFE_MAX];      /* kind TRACE_FREE or TRACE_ALLOC */
-    uint16_t covers[CHECK_LIFE_MAX];    /* an alloc: bit i set when free ev[i] HB it */
+    check_life_mask covers[CHECK_LIFE_MAX];
+    check_life_gap gaps[CHECK_LIFE_MAX];
 } check_life;
 
 /* The state of a byte range. */
@@ -185,9 +203,20 @@ void check_cell_release(check_cell *c);
 void check_cell_drop_reads(check_cell *c);
 /* A free of the bytes, appended to their lifetime marks. 0 or -1 (OOM). */
 int check_cell_mark_free(check_cell *c, const check_site *s);
-/* An alloc of the bytes that the frees ev[i] with bit i of covers happen
- * before; not kept when the bytes were never freed. 0 or -1 (OOM). */
-int check_cell_mark_alloc(check_cell *c, const check_site *s, uint16_t covers);
+/* An alloc of the bytes that the frees ev[i] with bit i of covers (in the
+ * indexing of c's marks as they are now) happen before; not kept when the
+ * bytes were never freed. 0 or -1 (OOM). */
+int check_cell_mark_alloc(check_cell *c, const check_site *s, check_life_mask covers);
+/* What an access knows of queue q: how many of q's statements happen
+ * before it (UINT32_MAX for its own queue: all of them). */
+typedef uint32_t (*check_life_knows)(void *ctx, uint32_t q);
+/* Ruling 2 for an access that knows `knows`: the free that makes it a use
+ * after free (the latest in the file of those that do), or NULL; *unjudged
+ * when it knows a queue at a time of one of l's gaps (no verdict: NULL). */
+const check_site *check_life_uaf(const check_life *l, check_life_knows knows, void *ctx,
+                                 bool *unjudged);
+/* The frees of l that an alloc knowing `knows` is ordered after. */
+check_life_mask check_life_covers(const check_life *l, check_life_knows knows, void *ctx);
 bool check_cell_equal(const check_cell *a, const check_cell *b);
 /* Appends s to c's reads (replacing the read of the same queue). */
 int check_cell_add_read(check_cell *c, const check_site *s);
@@ -239,10 +268,13 @@ void check_report_begin_stmt(check_report *rep);
  * report is full (counted as dropped) or memory ran out. */
 trace_finding *check_report_add(check_report *rep, const trace_finding *f);
 /* Adds a race or use-after-free between sites a and b (ordered by seq),
- * merging with a finding of the same pair made for the same statement. */
+ * merging with a finding of the same pair made for the same statement. A
+ * race's types come from what the two accesses do (their modes), the one
+ * earlier in the file first: RAW when it writes and the later one reads,
+ * WAR the reverse, WAW when both write -- never from the order in which
+ * the engine ran them. */
 void check_report_conflict(check_report *rep, trace_finding_kind kind, const check_site *a,
-                           const check_site *b, uint8_t type, uint32_t root, uint64_t lo,
-                           uint64_t hi);
+                           const check_site *b, uint32_t root, uint64_t lo, uint64_t hi);
 /* The missing edge from statement x to statement y (a race's fix): what
  * orders them, and on which queues. The one rule both the fix's words
  * (findings.c) and the statements SARIF inserts (sarif.c) come from. */

@@ -34,6 +34,19 @@
  * States hold sites by value; the set of reads since the last write is a
  * reference-counted array when more than one queue read (FastTrack's
  * read-shared mode), so splitting a segment shares it.
+ *
+ * Lifetime marks (check_life, ruling 2). An access is a use after free
+ * when it is ordered after a free F and after no alloc A with F HB A. The
+ * marks an access sees form a down-set of the HB order, and the verdict
+ * depends only on its maximal elements: a maximal free makes it a use
+ * after free. On one queue a mark is never maximal for an access that also
+ * sees the queue's next mark, so a mark with a later one on its queue can
+ * be forgotten at the price of one interval of that queue's times (the
+ * access saw it but not the next: the gap) in which no verdict can be
+ * given; what the mark covered moves to the next mark (F HB A HB next), so
+ * that an access beyond the gap is judged as with every mark. Forgetting
+ * the oldest such mark keeps each queue's gap one interval.
+ * test_shadow.c compares this with a dense reference.
  */
 #include "internal.h"
 
@@ -88,26 +101,90 @@ static check_life *life_own(check_cell *c)
     check_life *n = malloc(sizeof *n);
     if (!n)
         return NULL;
-    if (l)
+    if (l) {
         *n = *l;
-    else
-        n->n = 0;
+    } else {
+        n->n = n->n_gaps = 0;
+        n->blind = false;
+    }
     n->refs = 1;
     life_unref(l);
     c->life = n;
     return n;
 }
 
-/* Appends event s (with the frees it covers) to l, forgetting the oldest
- * event when l is full. */
-static void life_push(check_life *l, const check_site *s, uint16_t covers)
+/* Mask m without bit i: the bits above it move down one, as the events
+ * above ev[i] do when it is forgotten. */
+static check_life_mask mask_drop(check_life_mask m, uint32_t i)
+{
+    uint32_t low = m & ((1u << i) - 1), high = (uint32_t)(m >> (i + 1)) << i;
+    return (check_life_mask)(low | high);
+}
+
+/* Queue q's times [lo, hi) are a gap of l (see check_life): the hull with
+ * the queue's gap so far, or a new one; blind when there is no room. */
+static void life_add_gap(check_life *l, uint32_t q, uint32_t lo, uint32_t hi)
+{
+    for (uint32_t i = 0; i < l->n_gaps; i++) {
+        check_life_gap *g = &l->gaps[i];
+        if (g->queue == q) {
+            g->lo = lo < g->lo ? lo : g->lo;
+            g->hi = hi > g->hi ? hi : g->hi;
+            return;
+        }
+    }
+    if (l->n_gaps == CHECK_LIFE_MAX) {
+        l->blind = true;
+        return;
+    }
+    l->gaps[l->n_gaps++] = (check_life_gap){ q, lo, hi };
+}
+
+/* Forgets ev[i] to make room for event `in` (covers *in_covers, which is
+ * re-indexed with the others). The next event of its queue -- kept, or
+ * `in` -- takes over what it covers: the frees covered by an alloc before
+ * an event on its queue are covered for whoever sees that event. The
+ * queue's times from ev[i] up to that next event become a gap. */
+static void life_forget(check_life *l, uint32_t i, const check_site *in,
+                        check_life_mask *in_covers)
+{
+    const check_site *v = &l->ev[i];
+    uint32_t hi = UINT32_MAX;
+    uint32_t j = i + 1;
+    while (j < l->n && l->ev[j].queue != v->queue)
+        j++;
+    if (j < l->n) {
+        hi = l->ev[j].time;
+        l->covers[j] |= l->covers[i];
+    } else if (in->queue == v->queue) {
+        hi = in->time;
+        *in_covers |= l->covers[i];
+    }
+    life_add_gap(l, v->queue, v->time, hi);
+    memmove(l->ev + i, l->ev + i + 1, (l->n - i - 1) * sizeof *l->ev);
+    memmove(l->covers + i, l->covers + i + 1, (l->n - i - 1) * sizeof *l->covers);
+    l->n--;
+    for (uint32_t k = 0; k < l->n; k++)
+        l->covers[k] = mask_drop(l->covers[k], i);
+    *in_covers = mask_drop(*in_covers, i);
+}
+
+/* Appends event s (with the frees it covers, in l's indexing) to l. When l
+ * is full, the oldest event with a later one on its own queue (s counts)
+ * is forgotten, else the oldest of all (check_life's head). */
+static void life_push(check_life *l, const check_site *s, check_life_mask covers)
 {
     if (l->n == CHECK_LIFE_MAX) {
-        memmove(l->ev, l->ev + 1, (CHECK_LIFE_MAX - 1) * sizeof *l->ev);
-        memmove(l->covers, l->covers + 1, (CHECK_LIFE_MAX - 1) * sizeof *l->covers);
-        for (uint32_t i = 0; i < CHECK_LIFE_MAX - 1; i++)
-            l->covers[i] >>= 1;
-        l->n--;
+        uint32_t victim = 0;
+        bool found = false;
+        for (uint32_t i = 0; i < l->n && !found; i++) {
+            found = l->ev[i].queue == s->queue;
+            for (uint32_t j = i + 1; j < l->n && !found; j++)
+                found = l->ev[j].queue == l->ev[i].queue;
+            if (found)
+                victim = i;
+        }
+        life_forget(l, victim, s, &covers);
     }
     l->ev[l->n] = *s;
     l->covers[l->n] = covers;
@@ -123,7 +200,7 @@ int check_cell_mark_free(check_cell *c, const check_site *s)
     return 0;
 }
 
-int check_cell_mark_alloc(check_cell *c, const check_site *s, uint16_t covers)
+int check_cell_mark_alloc(check_cell *c, const check_site *s, check_life_mask covers)
 {
     if (!c->life)
         return 0;               /* never freed: the alloc only starts the lifetime */
@@ -132,6 +209,45 @@ int check_cell_mark_alloc(check_cell *c, const check_site *s, uint16_t covers)
         return -1;
     life_push(l, s, covers);
     return 0;
+}
+
+/* Whether an access that knows `knows` of each queue has seen event s. */
+static bool life_seen(check_life_knows knows, void *ctx, const check_site *s)
+{
+    return knows(ctx, s->queue) >= s->time;
+}
+
+check_life_mask check_life_covers(const check_life *l, check_life_knows knows, void *ctx)
+{
+    check_life_mask m = 0;
+    for (uint32_t i = 0; i < l->n; i++)
+        if (l->ev[i].kind == TRACE_FREE && life_seen(knows, ctx, &l->ev[i]))
+            m |= (check_life_mask)(1u << i);
+    return m;
+}
+
+const check_site *check_life_uaf(const check_life *l, check_life_knows knows, void *ctx,
+                                 bool *unjudged)
+{
+    *unjudged = l->blind;
+    for (uint32_t i = 0; i < l->n_gaps && !*unjudged; i++) {
+        uint32_t t = knows(ctx, l->gaps[i].queue);
+        *unjudged = t >= l->gaps[i].lo && (l->gaps[i].hi == UINT32_MAX || t < l->gaps[i].hi);
+    }
+    if (*unjudged)
+        return NULL;
+    const check_site *best = NULL;
+    for (uint32_t i = 0; i < l->n; i++) {
+        const check_site *f = &l->ev[i];
+        if (f->kind != TRACE_FREE || (best && best->seq > f->seq) || !life_seen(knows, ctx, f))
+            continue;
+        bool covered = false;
+        for (uint32_t j = i + 1; j < l->n && !covered; j++)
+            covered = (l->covers[j] >> i & 1) && life_seen(knows, ctx, &l->ev[j]);
+        if (!covered)
+            best = f;
+    }
+    return best;
 }
 
 /* A copy of c sharing its reads and lifetime marks. */
@@ -150,14 +266,18 @@ static bool cell_empty(const check_cell *c)
     return c->w.seq == TRACE_NO_SEQ && !c->life && c->n_reads == 0;
 }
 
-static bool life_equal(const check_life *a, const check_life *b)
+/* Rare (freed bytes only), so out of line: check_cell_equal runs on every
+ * merge of neighbours and stays small. */
+static __attribute__((noinline)) bool life_equal(const check_life *a, const check_life *b)
 {
-    if (a == b)
-        return true;
-    if (!a || !b || a->n != b->n)
+    if (!a || !b || a->n != b->n || a->n_gaps != b->n_gaps || a->blind != b->blind)
         return false;
     for (uint32_t i = 0; i < a->n; i++)
         if (a->ev[i].seq != b->ev[i].seq || a->covers[i] != b->covers[i])
+            return false;
+    for (uint32_t i = 0; i < a->n_gaps; i++)
+        if (a->gaps[i].queue != b->gaps[i].queue || a->gaps[i].lo != b->gaps[i].lo ||
+            a->gaps[i].hi != b->gaps[i].hi)
             return false;
     return true;
 }
@@ -169,7 +289,8 @@ const check_site *check_cell_read(const check_cell *c, uint32_t i)
 
 bool check_cell_equal(const check_cell *a, const check_cell *b)
 {
-    if (a->w.seq != b->w.seq || !life_equal(a->life, b->life) || a->n_reads != b->n_reads)
+    if (a->w.seq != b->w.seq || (a->life != b->life && !life_equal(a->life, b->life)) ||
+        a->n_reads != b->n_reads)
         return false;
     if (a->n_reads == 0)
         return true;

@@ -17,6 +17,8 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 void cmd_check_help(FILE *out)
 {
@@ -56,7 +58,8 @@ void cmd_check_help(FILE *out)
             "  -j, --json            --format json\n"
             "  -e, --expect          compare with each trace's expect lines: exit 0 when the\n"
             "                        findings are exactly the expected ones, else print the\n"
-            "                        difference and exit 1\n"
+            "                        difference and exit 1 (`expect clean` also needs a\n"
+            "                        complete run and full coverage)\n"
             "  -m, --max-findings K  keep at most K findings (the summary counts the rest)\n"
             "      --redundant       also list the syncs the minimiser can remove (loads the\n"
             "                        trace into memory)\n"
@@ -107,10 +110,11 @@ typedef struct check_job {
     check_sarif *sarif;
 } check_job;
 
-static bool has_redundant_expect(const trace *t)
+/* Whether one of t's expect lines is of kind k. */
+static bool has_expect(const trace *t, trace_finding_kind k)
 {
     for (uint32_t i = 0; i < t->n_expects; i++)
-        if (t->expects[i].kind == TRACE_FINDING_REDUNDANT_SYNC)
+        if (t->expects[i].kind == k)
             return true;
     return false;
 }
@@ -174,8 +178,20 @@ static int report_findings(check_job *job, const char *path, trace_source *src, 
 }
 
 /* Checks one trace; returns its exit status (2 after printing the error). */
+/* "-" for a name of standard input that is not a regular file (a pipe):
+ * the format is found by reading the start of a file, which would consume
+ * what a pipe holds, so it is read as `-` is (a text trace). */
+static const char *stdin_name(const char *path)
+{
+    struct stat sb;
+    bool names_stdin = strcmp(path, "/dev/stdin") == 0 || strcmp(path, "/dev/fd/0") == 0 ||
+                       strcmp(path, "/proc/self/fd/0") == 0;
+    return names_stdin && fstat(STDIN_FILENO, &sb) == 0 && !S_ISREG(sb.st_mode) ? "-" : path;
+}
+
 static int check_one(check_job *job, const char *path)
 {
+    path = stdin_name(path);
     check_options opt = job->opt;
     trace_error err = { 0 };
     trace_source src;
@@ -197,7 +213,7 @@ static int check_one(check_job *job, const char *path)
         goto fail;
     if (check_trace(&src.reader, &opt, &rep, &err) != 0)
         goto fail;
-    if (!want_redundant && job->expect && has_redundant_expect(src.reader.trace)) {
+    if (!want_redundant && job->expect && has_expect(src.reader.trace, TRACE_FINDING_REDUNDANT_SYNC)) {
         /* `expect redundant-sync` lines: check again, with the minimiser */
         check_report_free(rep);
         rep = NULL;
@@ -232,18 +248,31 @@ static int check_one(check_job *job, const char *path)
          * difference go to standard error */
         FILE *say = job->format != FORMAT_TEXT ? stderr : stdout;
         bool ok = check_report_expect(say, rep);
+        bool incomplete = trace_source_incomplete(&src);
+        const check_coverage *cov = check_report_coverage(rep);
+        /* no findings is not clean when the run is incomplete or the check
+         * could not look everywhere */
+        bool unclean = ok && has_expect(t, TRACE_FINDING_CLEAN) &&
+                       check_status_of(check_report_count(rep), incomplete, cov) != CHECK_CLEAN;
         if (job->format == FORMAT_JSON)
             check_report_print_json(stdout, rep, path, trace_source_incomplete(&src));
         else if (job->format == FORMAT_SARIF)
             check_sarif_add(job->sarif, t, path, src.store != NULL, check_report_findings(rep),
                             check_report_count(rep));
-        if (ok)
+        if (unclean) {
+            char verdict[2048];
+            check_verdict(verdict, sizeof verdict, t, check_report_ops(rep),
+                          check_report_count(rep), incomplete, cov, NULL, 0);
+            fprintf(say, "%s: FAILED: the trace expects clean, but the check is not: %s\n", path,
+                    verdict);
+        } else if (ok) {
             fprintf(say, "%s: ok, %zu finding%s as expected (%u expect line%s)\n", path,
                     check_report_count(rep), check_report_count(rep) == 1 ? "" : "s",
                     t->n_expects, t->n_expects == 1 ? "" : "s");
-        else
+        } else {
             fprintf(say, "%s: FAILED: the findings differ from the expect lines\n", path);
-        status = ok ? 0 : 1;
+        }
+        status = ok && !unclean ? 0 : 1;
     } else {
         /* standard input as compilers name it */
         status = report_findings(job, strcmp(path, "-") == 0 ? "<stdin>" : path, &src, t, rep);

@@ -341,6 +341,26 @@ static void test_hb_hang_cycle_is_explained(void **state)
     trace_free(t);
 }
 
+/* `h await f` and a signal of f that h submits after it: the await is never
+ * released (ruling 1), both queues hang, and the fix says why -- not that
+ * nothing signals f. */
+static void test_hb_hang_only_signal_after_await(void **state)
+{
+    (void)state;
+    trace *t = tb_new();
+    tb_host(t, "h");
+    tb_stream(t, "s", "0");
+    tb_await(t, "h", "f");
+    tb_signal(t, "s", "f");
+    check_report *rep = tb_check(t);
+    const trace_finding *f = tb_find(rep, TRACE_FINDING_HANG);
+    assert_non_null(f);
+    assert_int_equal(tb_parts(f, TRACE_PART_BLOCKED, NULL), 2);
+    assert_non_null(strstr(f->fix, "every signal of f (s@2 (s)) can only run after the await"));
+    check_report_free(rep);
+    trace_free(t);
+}
+
 static void test_hb_hang_sync_on_blocked_stream(void **state)
 {
     (void)state;
@@ -413,6 +433,118 @@ static void test_hb_views_resolve_to_root(void **state)
     trace_free(t);
 }
 
+/* The type of a race between two rw accesses comes from what each does, the
+ * one earlier in the file first (RAW, and also WAR and WAW): the same
+ * whichever the engine runs first. Here the await holds k1 (earlier in the
+ * file) back until after k0 ran; in the second trace k0 comes first in the
+ * file and runs first. Both: RAW, with WAR and WAW seen. */
+static void test_hb_race_type_rw_pair_from_file_order(void **state)
+{
+    (void)state;
+    for (int held = 0; held < 2; held++) {
+        trace *t = basic();
+        if (held) {
+            tb_await(t, "s1", "f");
+            tb_op(t, "s1", "first", "rw:A");
+            tb_op(t, "s0", "second", "rw:A");
+            tb_signal(t, "host", "f");
+        } else {
+            tb_op(t, "s1", "first", "rw:A");
+            tb_op(t, "s0", "second", "rw:A");
+        }
+        tb_sync(t, "host", "all");
+        check_report *rep = tb_check(t);
+        const trace_finding *f = tb_race(rep, t, "first", "second");
+        assert_non_null(f);
+        assert_int_equal(f->race_type, TRACE_RACE_RAW);
+        assert_int_equal(f->race_types, TRACE_RACE_RAW | TRACE_RACE_WAR | TRACE_RACE_WAW);
+        check_report_free(rep);
+        trace_free(t);
+    }
+}
+
+/* A read earlier in the file than the write it races with is a WAR even
+ * when the engine runs the write first, and a write earlier than an rw
+ * access is RAW and WAW. */
+static void test_hb_race_type_held_read_is_war(void **state)
+{
+    (void)state;
+    static const char *const modes[][3] = { { "r:A", "w:A", "WAR" }, { "w:A", "rw:A", "RAW WAW" } };
+    for (int k = 0; k < 2; k++) {
+        trace *t = basic();
+        tb_await(t, "s1", "f");
+        tb_op(t, "s1", "first", modes[k][0]);
+        tb_op(t, "s0", "second", modes[k][1]);
+        tb_signal(t, "host", "f");
+        tb_sync(t, "host", "all");
+        check_report *rep = tb_check(t);
+        const trace_finding *f = tb_race(rep, t, "first", "second");
+        assert_non_null(f);
+        uint8_t want = k == 0 ? TRACE_RACE_WAR : TRACE_RACE_RAW | TRACE_RACE_WAW;
+        assert_int_equal(f->race_types, want);
+        check_report_free(rep);
+        trace_free(t);
+    }
+}
+
+/* A statement with two accesses to overlapping bytes does both to them:
+ * k11 writes A and reads A[0:16], so on A[12:16], which k8 (earlier in the
+ * file) wrote, it reads after a write: RAW, whichever of its accesses the
+ * engine took first. */
+static void test_hb_race_type_joins_a_statements_accesses(void **state)
+{
+    (void)state;
+    trace *t = tb_new();
+    tb_host(t, "h0");
+    tb_host(t, "h1");
+    tb_stream(t, "s0", "1");
+    tb_buf(t, "A", 64);
+    tb_by_host = tb_q(t, "h0");
+    tb_op(t, "h1", "k8", "r:A[24:36] w:A[12:24]");
+    tb_op(t, "s0", "k11", "w:A r:A[0:16]");
+    tb_by_host = TRACE_NONE;
+    check_report *rep = tb_check(t);
+    const trace_finding *f = tb_race(rep, t, "k8", "k11");
+    assert_non_null(f);
+    assert_int_equal(f->race_type, TRACE_RACE_RAW);
+    assert_int_equal(f->race_types, TRACE_RACE_RAW | TRACE_RACE_WAR | TRACE_RACE_WAW);
+    check_report_free(rep);
+    trace_free(t);
+}
+
+/* h1 learns of h0 just after h0's first free, then h0 frees and allocs X
+ * nine times more (more marks than a range keeps): h1's read could need
+ * the forgotten first marks, so it is not judged for use after free, and
+ * the coverage says so (never clean); h0's own read after its last alloc
+ * is judged: no use after free. */
+static void test_hb_unjudged_use_after_free_in_coverage(void **state)
+{
+    (void)state;
+    trace *t = tb_new();
+    tb_host(t, "h0");
+    tb_host(t, "h1");
+    tb_buf(t, "X", 64);
+    tb_alloc_free(t, "h0", TRACE_FREE, "X");
+    tb_signal(t, "h0", "f");
+    tb_await(t, "h1", "f");
+    for (int i = 0; i < 9; i++) {
+        tb_alloc_free(t, "h0", TRACE_ALLOC, "X");
+        tb_alloc_free(t, "h0", TRACE_FREE, "X");
+    }
+    tb_alloc_free(t, "h0", TRACE_ALLOC, "X");
+    tb_op(t, "h0", "mine", "r:X");
+    tb_op(t, "h1", "stale", "r:X");
+    check_report *rep = tb_check(t);
+    assert_int_equal(check_report_count_kind(rep, TRACE_FINDING_USE_AFTER_FREE), 0);
+    assert_int_equal(check_report_coverage(rep)->uaf_unjudged, 1);
+    assert_false(check_coverage_full(check_report_coverage(rep)));
+    char buf[512];
+    check_coverage_missing(buf, sizeof buf, check_report_coverage(rep), t);
+    assert_non_null(strstr(buf, "1 access not judged for use after free"));
+    check_report_free(rep);
+    trace_free(t);
+}
+
 static void test_hb_reports_last_write_only(void **state)
 {
     (void)state;
@@ -477,10 +609,15 @@ int main(void)
         cmocka_unit_test(test_hb_blocking_barrier_orders_later_submissions),
         cmocka_unit_test(test_hb_hang_names_every_blocked_queue),
         cmocka_unit_test(test_hb_hang_cycle_is_explained),
+        cmocka_unit_test(test_hb_hang_only_signal_after_await),
         cmocka_unit_test(test_hb_hang_sync_on_blocked_stream),
         cmocka_unit_test(test_hb_use_after_free_and_free_race),
         cmocka_unit_test(test_hb_alloc_ends_free),
         cmocka_unit_test(test_hb_views_resolve_to_root),
+        cmocka_unit_test(test_hb_race_type_rw_pair_from_file_order),
+        cmocka_unit_test(test_hb_race_type_held_read_is_war),
+        cmocka_unit_test(test_hb_race_type_joins_a_statements_accesses),
+        cmocka_unit_test(test_hb_unjudged_use_after_free_in_coverage),
         cmocka_unit_test(test_hb_reports_last_write_only),
         cmocka_unit_test(test_hb_many_queues_stay_sparse),
     };

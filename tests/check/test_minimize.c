@@ -319,6 +319,75 @@ static void test_minimize_incremental_equals_from_scratch(void **state)
     assert_true(replayed * 4 < total);
 }
 
+/* The trace of the minimiser's promise (docs/checker.md): h0's await of f
+ * has two signals, h1's and h2's; h2's follows the await only through h2's
+ * sync of s0, whose k h0 submits after the await (ruling 1), so the await
+ * does not wait for it. The sync (seq 6) can go; without it the await
+ * waits for h2's signal, which follows W, and then h0's await of g (seq 8)
+ * can go too. drop: NULL, or drop[i] deletes statement i. */
+static trace *removal_needs_earlier(const bool *drop)
+{
+    trace *t = tb_new();
+    tb_host(t, "h0");
+    tb_host(t, "h1");
+    tb_host(t, "h2");
+    tb_stream(t, "s0", "0");
+    tb_buf(t, "X", 64);
+    tb_buf(t, "Y", 64);
+    int i = 0;
+#define STEP(x)                                                                                    \
+    do {                                                                                           \
+        if (!drop || !drop[i])                                                                     \
+            x;                                                                                     \
+        i++;                                                                                       \
+    } while (0)
+    STEP(tb_op(t, "h1", "P", "w:Y"));       /* 0 */
+    STEP(tb_signal(t, "h1", "f"));          /* 1 */
+    STEP(tb_op(t, "h2", "W", "w:X"));       /* 2 */
+    STEP(tb_signal(t, "h2", "g"));          /* 3 */
+    STEP(tb_await(t, "h0", "f"));           /* 4 */
+    tb_by_host = tb_q(t, "h0");
+    STEP(tb_op(t, "s0", "k", NULL));        /* 5 */
+    tb_by_host = TRACE_NONE;
+    STEP(tb_sync(t, "h2", "s0"));           /* 6 */
+    STEP(tb_signal(t, "h2", "f"));          /* 7 */
+    STEP(tb_await(t, "h0", "g"));           /* 8 */
+    STEP(tb_op(t, "h0", "U", "r:X r:Y"));   /* 9 */
+#undef STEP
+    return t;
+}
+
+/* What minimize promises is the removals together, and those up to each
+ * one in its order -- not each alone: here the second removal is safe only
+ * once the first is made. */
+static void test_minimize_removal_needs_the_earlier_one(void **state)
+{
+    (void)state;
+    trace *t = removal_needs_earlier(NULL);
+    check_min_result res;
+    trace_error err;
+    assert_int_equal(check_minimize(t, NULL, &res, &err), 0);
+    assert_int_equal(res.n_removed, 2);
+    assert_int_equal(res.removed[0].seq, 6);
+    assert_int_equal(res.removed[1].seq, 8);
+    check_min_result_free(&res);
+    trace_free(t);
+    static const int drops[3][2] = { { 6, -1 }, { 6, 8 }, { 8, -1 } };
+    for (int k = 0; k < 3; k++) {
+        bool drop[10] = { false };
+        for (int j = 0; j < 2; j++)
+            if (drops[k][j] >= 0)
+                drop[drops[k][j]] = true;
+        trace *d = removal_needs_earlier(drop);
+        check_report *rep = tb_check(d);
+        /* the first alone, both: clean; the second alone: W races with U */
+        assert_int_equal(check_report_count_kind(rep, TRACE_FINDING_RACE), k == 2 ? 1 : 0);
+        assert_int_equal(check_report_count(rep), k == 2 ? 1 : 0);
+        check_report_free(rep);
+        trace_free(d);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -326,6 +395,7 @@ int main(void)
         cmocka_unit_test(test_minimize_pattern_counts_graph_launches),
         cmocka_unit_test(test_minimize_redundant_sync_findings),
         cmocka_unit_test(test_minimize_incremental_equals_from_scratch),
+        cmocka_unit_test(test_minimize_removal_needs_the_earlier_one),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
