@@ -6,6 +6,10 @@
  * traces (their expect lines are the contract's), the traces issue 30
  * quotes and one small trace per ruling, each with expect lines derived by
  * hand from the contract (the derivation is in the comment above each).
+ * Then SYNCSIM_REF_TRACES random traces (default 1000; the suite's long mode
+ * is 100000) from SYNCSIM_REF_SEED (default 1) are checked by both; any
+ * disagreement fails, printed shrunk. build/tests/ref_diff runs any count
+ * with jobs (docs/checker.md, "The reference").
  */
 #include <dirent.h>
 #include <setjmp.h>
@@ -350,6 +354,97 @@ static void test_reference_marks_ambiguous_fixpoint(void **state)
     assert_int_equal(V.outcomes, 2);
 }
 
+static void test_reference_seeds_differ(void **state)
+{
+    (void)state;
+    static ref_trace a, b;
+    static char ta[1 << 16], tb[1 << 16];
+    assert_true(ref_trace_seed(2, 0) != ref_trace_seed(3, 0));
+    unsigned same = 0;
+    for (uint64_t i = 0; i < 20; i++) {
+        ref_generate(&a, ref_trace_seed(2, i));
+        ref_generate(&b, ref_trace_seed(3, i));
+        ref_print(&a, ta, sizeof ta);
+        ref_print(&b, tb, sizeof tb);
+        same += strcmp(ta, tb) == 0;
+    }
+    assert_true(same < 3);
+}
+
+/* ------------------------------------------------------------------ */
+/* The differential.                                                   */
+
+static ref_run_stats STATS;
+static uint64_t N_TRACES = 1000, SEED = 1;
+
+static uint64_t env_u64(const char *name, uint64_t def)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return def;
+    char *end;
+    unsigned long long x = strtoull(v, &end, 0);
+    return *end ? def : (uint64_t)x;
+}
+
+/* Group setup: runs the traces once; the tests below read the counts. */
+static int run_traces(void **state)
+{
+    (void)state;
+    N_TRACES = env_u64("SYNCSIM_REF_TRACES", 1000);
+    SEED = env_u64("SYNCSIM_REF_SEED", 1);
+    ref_stats_init(&STATS);
+    for (uint64_t i = 0; i < N_TRACES; i++)
+        ref_run_one(SEED, i, &STATS);
+    printf("reference differential, seed %llu (SYNCSIM_REF_SEED), %llu traces "
+           "(SYNCSIM_REF_TRACES):\n",
+           (unsigned long long)SEED, (unsigned long long)N_TRACES);
+    ref_stats_print(stdout, &STATS);
+    return 0;
+}
+
+static void test_reference_checker_agrees(void **state)
+{
+    (void)state;
+    for (int c = 0; c < REF_CLASS_COUNT; c++) {
+        if (!STATS.classes[c])
+            continue;
+        static ref_trace t;
+        static ref_verdict v;
+        static char text[1 << 16];
+        uint64_t i = STATS.first_index[c];
+        int g = ref_generate(&t, ref_trace_seed(SEED, i));
+        ref_shrink(&t, 1u << c);
+        ref_eval(&t, &v);
+        ref_diff(&t, &v, WHY, sizeof WHY);
+        ref_print(&t, text, sizeof text);
+        printf("\nDISAGREEMENT %s (%s): %llu traces; the first, trace %llu of seed %llu "
+               "(generator %s), shrunk to %u statements:\n%s-- %s",
+               ref_class_word(c), ref_class_what(c), (unsigned long long)STATS.classes[c],
+               (unsigned long long)i, (unsigned long long)SEED, ref_gen_name(g), t.n, text, WHY);
+    }
+    assert_int_equal(STATS.disagree, 0);
+}
+
+/* Every finding kind, and clean verdicts, occur in the default run, and
+ * every generator is used: the run covers the rulings. */
+static void test_reference_generators_reach_every_kind(void **state)
+{
+    (void)state;
+    if (N_TRACES < 1000)
+        skip();
+    for (int k = 0; k < REF_FOUND_COUNT; k++) {
+        if (k >= REF_FOUND_AMBIGUOUS_SEM)
+            continue;
+        if (STATS.found[k] < N_TRACES / 200)
+            fprintf(stderr, "only %llu traces with %s\n", (unsigned long long)STATS.found[k],
+                    ref_found_word(k));
+        assert_true(STATS.found[k] >= N_TRACES / 200);
+    }
+    for (int g = 0; g < ref_gen_count(); g++)
+        assert_true(STATS.by_gen[g] > 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest reference[] = {
@@ -358,6 +453,13 @@ int main(void)
         cmocka_unit_test(test_reference_rulings),
         cmocka_unit_test(test_reference_rejects_wrong_expectations),
         cmocka_unit_test(test_reference_marks_ambiguous_fixpoint),
+        cmocka_unit_test(test_reference_seeds_differ),
     };
-    return cmocka_run_group_tests(reference, NULL, NULL);
+    const struct CMUnitTest differential[] = {
+        cmocka_unit_test(test_reference_checker_agrees),
+        cmocka_unit_test(test_reference_generators_reach_every_kind),
+    };
+    int failed = cmocka_run_group_tests(reference, NULL, NULL);
+    failed += cmocka_run_group_tests(differential, run_traces, NULL);
+    return failed;
 }
