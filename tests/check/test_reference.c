@@ -209,6 +209,42 @@ static const struct {
       "syncsim-trace 1\nqueue h0 host\nqueue h1 host\nqueue h2 host\nbuffer A size=64\n"
       "semaphore m\nh1 op prod w:A\nh1 signal f\nh0 await f\nh0 op use r:A\n"
       "h0 signal m set=1\nh2 await m >=1\nh2 signal f\nh2 op use2 r:A\nexpect clean\n" },
+    /* Ruling 1 through a semaphore wait whose own later set cannot release
+     * it: h1's await of m >= 2 can only be released by h2's set, which
+     * follows h2's await of f; so h1's signal of f follows that await, which
+     * waits for h2's own signal only. Every queue runs; the two sets are
+     * ordered (S, h1's await, h1's set). */
+    { "flag-behind-semaphore-wait-own-set",
+      "syncsim-trace 1\nqueue h1 host\nqueue h2 host\nsemaphore m\n"
+      "h1 await m >=2\nh1 signal m set=2\nh1 signal f\nh2 signal f\nh2 await f\n"
+      "h2 signal m set=2\nexpect clean\n" },
+    /* Ruling 1 through a generation that never completes: h1's second
+     * signal of f follows h1's arrival at a barrier of 3 that also needs
+     * h0's arrival, which follows h0's await: so the await waits for h1's
+     * first signal only and k8 runs (racing with k3, after that signal on
+     * h1); then both block at the short barrier. */
+    { "flag-behind-short-generation",
+      "syncsim-trace 1\nqueue h0 host\nqueue h1 host\nbuffer B size=64\n"
+      "h1 signal f\nh1 op k3 w:B\nh0 await f\nh0 op k8 w:B\nh1 barrier b count=3\n"
+      "h1 signal f\nh0 barrier b count=3\n"
+      "expect race type=WAW first=k3 second=k8\nexpect hang queue=h0 queue=h1\n" },
+    /* An await waits for a signal behind another await that can never be
+     * released (its only signal follows it): h3's signal of f is not
+     * ordered after h1's await, so h1 waits for it forever; use never
+     * runs, so it races with nothing. */
+    { "flag-waits-behind-self-deadlocked-await",
+      "syncsim-trace 1\nqueue h0 host\nqueue h1 host\nqueue h3 host\nbuffer A size=64\n"
+      "h3 await g\nh3 signal g\nh3 signal f\nh0 signal f\nh1 await f\nh1 op use r:A\n"
+      "h0 op w w:A\nexpect hang queue=h1 queue=h3\n" },
+    /* Two awaits of f, each with a later signal behind the other (one
+     * through a semaphore): whichever is decided first, the other's later
+     * signal follows it, and every queue runs. A deadlock here would wait
+     * for a signal that can only run after the await. */
+    { "flag-mutual-awaits-all-run",
+      "syncsim-trace 1\nqueue h0 host\nqueue h1 host\nqueue h2 host\n"
+      "queue s1 stream device=1\nsemaphore m1\ns1 signal f1 by=h2\nh2 await m1 >=1\n"
+      "h2 signal f1\nh0 await f1\nh1 await f1\nh1 signal m1 set=1\nh0 signal f1\n"
+      "expect clean\n" },
     /* Two awaits each behind the other's only signal: a deadlock. */
     { "flag-cycle", "syncsim-trace 1\nqueue h0 host\nqueue h1 host\n"
                     "h0 await g\nh0 signal f\nh1 await f\nh1 signal g\n"

@@ -70,11 +70,15 @@
  *   (a) a node with a prerequisite in after(W);
  *   (b) a flag await whose waited set is decided, when it waits for a signal
  *       in after(W);
- *   (c) a flag await not decided yet whose flag has signals, all of them in
- *       after(W): it needs one of them, so it can only be released after W;
- *   (d) an await S2 >=V (V > 0) not released whose every set of value >= V
- *       is in after(W): neither passing at once (that needs such a set before
- *       it) nor a release (by such a set) can happen before W.
+ *   (c) a flag await not decided yet whose flag has signals not after it by
+ *       fixed edges, all of them in after(W): it needs one of them, so it can
+ *       only be released after W;
+ *   (d) an await S2 >=V (V > 0) not released whose sets of value >= V not
+ *       after it by fixed edges exist and are all in after(W): neither
+ *       passing at once (that needs such a set before it) nor a release (by
+ *       such a set) can happen before W.
+ * ("Fixed edges": every kind but flags and semaphores; a signal or set that
+ * follows an await by them can never be what releases it.)
  * W waits for the signals of F outside after(W); it is released (and its
  * waited set decided) once they have all run, and there is one. With none,
  * it is never released ("An await all of whose signals are ordered after it
@@ -226,6 +230,7 @@ typedef struct graph {
     nset pre[NODES];        /* fixed prerequisites */
     nset sigs[REF_MAX_STMTS];     /* flag await: every signal of its flag */
     nset reach[REF_MAX_STMTS];    /* semaphore await: its sets of value >= V */
+    nset fixed_after[REF_MAX_STMTS];  /* await: what follows it by fixed edges alone */
     bool never[NODES];
     uint16_t out[REF_MAX_STMTS];
     uint16_t entry[REF_MAX_STMTS];  /* the node that gets the queue/submission edges */
@@ -522,11 +527,12 @@ static void build(graph *g, ref_verdict *v)
         unsigned members = ge->n_arr < count ? ge->n_arr : count;
         unsigned rel = 2 * n + gi;
         if (ge->n_arr < count) {
-            /* Never complete: its members never run; the release is unused. */
+            /* Never complete: its members and release never run. They keep
+             * their edges: what follows a generation that needs an arrival
+             * after W is "ordered after" W (ruling 1 names generations). */
             for (unsigned a = 0; a < members; a++)
                 g->never[ge->arrivals[a]] = true;
             g->never[rel] = true;
-            continue;
         }
         for (unsigned a = 0; a < members; a++) {
             uint16_t m = ge->arrivals[a];
@@ -629,6 +635,18 @@ static void build(graph *g, ref_verdict *v)
             else if (o->count >= t->s[i].count)
                 ns_set(&g->reach[i], j);
         }
+        /* What follows the await by fixed edges: never what releases it. */
+        nset *fa = &g->fixed_after[i];
+        memset(fa, 0, sizeof *fa);
+        ns_set(fa, i);
+        for (bool changed = true; changed;) {
+            changed = false;
+            for (unsigned x = 0; x < g->n_nodes; x++)
+                if (!ns_has(fa, x) && ns_meets(&g->pre[x], fa, g->nw)) {
+                    ns_set(fa, x);
+                    changed = true;
+                }
+        }
     }
 }
 
@@ -655,16 +673,24 @@ static const nset *after(graph *g, uint16_t w)
                 continue;
             bool in = ns_meets(&g->pre[x], a, g->nw);
             if (!in && x < g->n && is_flag_await(t, (uint16_t)x)) {
-                if (rs->decided[x])
+                if (rs->decided[x]) {
                     in = ns_meets(&rs->waited[x], a, g->nw);
-                else
-                    in = !ns_empty(&g->sigs[x], g->nw) && ns_subset(&g->sigs[x], a, g->nw);
+                } else {
+                    nset need;
+                    for (unsigned k = 0; k < NW; k++)
+                        need.w[k] = g->sigs[x].w[k] & ~g->fixed_after[x].w[k];
+                    in = !ns_empty(&need, g->nw) && ns_subset(&need, a, g->nw);
+                }
             } else if (!in && x < g->n && is_sem_await(t, (uint16_t)x)) {
-                if (rs->ran[x])
+                if (rs->ran[x]) {
                     in = ns_meets(&rs->dyn[x], a, g->nw);
-                else
-                    in = t->s[x].count > 0 && !ns_empty(&g->reach[x], g->nw) &&
-                         ns_subset(&g->reach[x], a, g->nw);
+                } else {
+                    nset need;
+                    for (unsigned k = 0; k < NW; k++)
+                        need.w[k] = g->reach[x].w[k] & ~g->fixed_after[x].w[k];
+                    in = t->s[x].count > 0 && !ns_empty(&need, g->nw) &&
+                         ns_subset(&need, a, g->nw);
+                }
             }
             if (in) {
                 ns_set(a, x);
