@@ -294,6 +294,10 @@ const char *ref_found_word(int k);
 /* The kinds v holds, one bit per ref_found. */
 uint32_t ref_found_mask(const ref_trace *t, const ref_verdict *v);
 
+/* Set with the classes when the checker left a use after free unjudged and
+ * its coverage says so: no disagreement. */
+#define REF_DIFF_UNJUDGED (1u << 31)
+
 /* Runs the checker (check_trace, public API) on t's text and compares its
  * findings with v, the reference's verdict on t. Returns the disagreement
  * classes (bits of ref_class; 0: they agree) and writes one line per
@@ -320,6 +324,7 @@ uint64_t ref_trace_seed(uint64_t s, uint64_t i);
 
 typedef struct ref_run_stats {
     uint64_t traces;
+    uint64_t unjudged;      /* traces with a use after free the checker did not judge */
     uint64_t by_gen[16];
     uint64_t found[REF_FOUND_COUNT];            /* traces with each kind */
     uint64_t found_by_gen[16][REF_FOUND_COUNT];
@@ -332,7 +337,7 @@ typedef struct ref_run_stats {
 void ref_stats_init(ref_run_stats *st);
 void ref_stats_add(ref_run_stats *dst, const ref_run_stats *src);
 /* Checks trace index i of seed s: generates, evaluates, diffs; adds to st.
- * Returns the disagreement classes. */
+ * Returns the disagreement classes (without REF_DIFF_UNJUDGED). */
 uint32_t ref_run_one(uint64_t seed, uint64_t i, ref_run_stats *st);
 /* Prints the counts per generator and per finding kind, then the classes. */
 void ref_stats_print(FILE *out, const ref_run_stats *st);
