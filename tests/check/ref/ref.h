@@ -125,6 +125,14 @@ typedef struct ref_trace {
 
 /* ---- ref_text.c: building, printing and parsing the model ---------- */
 
+/* Text appended to a buffer of cap bytes, always NUL-terminated; len counts
+ * what was asked for, so len >= cap means it did not fit. */
+typedef struct ref_buf {
+    char *buf;
+    size_t cap, len;
+} ref_buf;
+void ref_bprintf(ref_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 void ref_init(ref_trace *t);
 /* Interns a name; REF_NONE when the table is full. */
 uint16_t ref_name(ref_trace *t, const char *s);

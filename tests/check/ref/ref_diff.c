@@ -32,7 +32,6 @@
  */
 #include "ref.h"
 
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -100,23 +99,6 @@ uint32_t ref_found_mask(const ref_trace *t, const ref_verdict *v)
     return m;
 }
 
-typedef struct msgbuf {
-    char *buf;
-    size_t cap, len;
-} msgbuf;
-
-static void say(msgbuf *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void say(msgbuf *m, const char *fmt, ...)
-{
-    if (!m->buf || m->len + 1 >= m->cap)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(m->buf + m->len, m->cap - m->len, fmt, ap);
-    va_end(ap);
-    if (n > 0)
-        m->len += (size_t)n < m->cap - m->len ? (size_t)n : m->cap - m->len - 1;
-}
 
 /* "q1 q2 ..." for a mask of queues. */
 static const char *queue_names(const ref_trace *t, uint32_t mask, char *buf, size_t cap)
@@ -181,14 +163,14 @@ static void set_name(ref_names *s, uint16_t id)
         s->w[id / 64] |= 1ull << (id % 64);
 }
 
-static void compare_names(msgbuf *m, uint32_t *cls, int c, const ref_trace *t,
+static void compare_names(ref_buf *m, uint32_t *cls, int c, const ref_trace *t,
                           const ref_names *ref, const ref_names *chk)
 {
     for (uint16_t id = 0; id < t->n_names; id++) {
         bool a = ref_names_has(ref, id), b = ref_names_has(chk, id);
         if (a != b) {
             *cls |= 1u << c;
-            say(m, "%s %s: reference %s, checker %s\n", class_words[c], t->names[id],
+            ref_bprintf(m, "%s %s: reference %s, checker %s\n", class_words[c], t->names[id],
                 a ? "finds it" : "does not", b ? "reports it" : "does not");
         }
     }
@@ -203,7 +185,7 @@ typedef struct seen {
     ref_names barrier_mismatch, coll_mismatch, unmatched_send, sem_race;
 } seen;
 
-static void take_race(msgbuf *m, uint32_t *cls, const ref_trace *t, const ref_verdict *v,
+static void take_race(ref_buf *m, uint32_t *cls, const ref_trace *t, const ref_verdict *v,
                       const trace *ct, const trace_finding *f, seen *c)
 {
     uint64_t a = f->first.seq, b = f->second.seq;
@@ -215,18 +197,18 @@ static void take_race(msgbuf *m, uint32_t *cls, const ref_trace *t, const ref_ve
         ref_stmt_name(t, (uint16_t)b, nb, sizeof nb);
     if (a >= t->n || b >= t->n || a >= b || root == REF_NONE) {
         *cls |= 1u << REF_CLASS_RACE_FALSE;
-        say(m, "race-false: the checker's race %s/%s is not two statements in file order\n",
+        ref_bprintf(m, "race-false: the checker's race %s/%s is not two statements in file order\n",
             na, nb);
         return;
     }
     if (!v->ran[a] || !v->ran[b]) {
         *cls |= 1u << REF_CLASS_RACE_FALSE;
-        say(m, "race-false: race %s/%s, but %s never runs\n", na, nb, v->ran[a] ? nb : na);
+        ref_bprintf(m, "race-false: race %s/%s, but %s never runs\n", na, nb, v->ran[a] ? nb : na);
         return;
     }
     if (!(v->unordered[b].w[a / 64] >> (a % 64) & 1)) {
         *cls |= 1u << REF_CLASS_RACE_FALSE;
-        say(m, "race-false: race %s/%s, but %s HB %s\n", na, nb,
+        ref_bprintf(m, "race-false: race %s/%s, but %s HB %s\n", na, nb,
             hb(v, (uint16_t)a, (uint16_t)b) ? na : nb, hb(v, (uint16_t)a, (uint16_t)b) ? nb : na);
         return;
     }
@@ -234,13 +216,13 @@ static void take_race(msgbuf *m, uint32_t *cls, const ref_trace *t, const ref_ve
     uint8_t types;
     if (ref_conflict(t, (uint16_t)a, (uint16_t)b, root, &bytes, &types) == REF_NONE) {
         *cls |= 1u << REF_CLASS_RACE_FALSE;
-        say(m, "race-false: race %s/%s on %s, but they share no conflicting byte there\n", na,
+        ref_bprintf(m, "race-false: race %s/%s on %s, but they share no conflicting byte there\n", na,
             nb, t->names[t->b[root].name]);
         return;
     }
     if (f->race_type != ref_race_type(types)) {
         *cls |= 1u << REF_CLASS_RACE_TYPE;
-        say(m, "race-type: race %s/%s is %s by the contract, the checker says %s\n", na, nb,
+        ref_bprintf(m, "race-type: race %s/%s is %s by the contract, the checker says %s\n", na, nb,
             check_race_word(ref_race_type(types)), check_race_word(f->race_type));
     }
     ref_iv_union(&c->covered[root], &bytes);
@@ -248,7 +230,7 @@ static void take_race(msgbuf *m, uint32_t *cls, const ref_trace *t, const ref_ve
 
 uint32_t ref_diff(ref_trace *t, const ref_verdict *v, char *why, size_t cap)
 {
-    msgbuf m = { why, cap, 0 };
+    ref_buf m = { why, why ? cap : 0, 0 };
     if (why && cap)
         why[0] = '\0';
     static char text[1 << 16];
@@ -256,7 +238,7 @@ uint32_t ref_diff(ref_trace *t, const ref_verdict *v, char *why, size_t cap)
     size_t len = ref_print(t, text, sizeof text);
     uint32_t cls = 0;
     if (len >= sizeof text) {
-        say(&m, "checker-error: trace text too long\n");
+        ref_bprintf(&m, "checker-error: trace text too long\n");
         return 1u << REF_CLASS_CHECKER_ERROR;
     }
     trace_reader r;
@@ -264,11 +246,11 @@ uint32_t ref_diff(ref_trace *t, const ref_verdict *v, char *why, size_t cap)
     check_report *rep = NULL;
     check_options opt = { 0 };
     if (trace_text_open_string("ref.trace", text, len, &r, &err) != 0) {
-        say(&m, "checker-error: %s\n", err.msg);
+        ref_bprintf(&m, "checker-error: %s\n", err.msg);
         return 1u << REF_CLASS_CHECKER_ERROR;
     }
     if (check_trace(&r, &opt, &rep, &err) != 0) {
-        say(&m, "checker-error: %s\n", err.msg);
+        ref_bprintf(&m, "checker-error: %s\n", err.msg);
         trace_reader_close(&r);
         return 1u << REF_CLASS_CHECKER_ERROR;
     }
@@ -312,12 +294,12 @@ uint32_t ref_diff(ref_trace *t, const ref_verdict *v, char *why, size_t cap)
                 ref_stmt_name(t, (uint16_t)b, nb, sizeof nb);
             if (b >= t->n || root == REF_NONE || !is_uaf(v, (uint16_t)b, root)) {
                 cls |= 1u << REF_CLASS_UAF_FALSE;
-                say(&m, "uaf-false: the checker reports a use after free at %s; the contract "
+                ref_bprintf(&m, "uaf-false: the checker reports a use after free at %s; the contract "
                         "finds none there\n", nb);
             } else if (!v->ambiguous_flag &&
                        !uaf_witness(t, v, (uint16_t)f->first.seq, (uint16_t)b, root)) {
                 cls |= 1u << REF_CLASS_UAF_FALSE;
-                say(&m, "uaf-false: use after free at %s names a free that does not make it one\n",
+                ref_bprintf(&m, "uaf-false: use after free at %s names a free that does not make it one\n",
                     nb);
             } else {
                 c.uaf[b][root] = true;
@@ -349,15 +331,15 @@ uint32_t ref_diff(ref_trace *t, const ref_verdict *v, char *why, size_t cap)
         char qa[256], qb[256];
         if (v->blocked && !c.hang) {
             cls |= 1u << REF_CLASS_HANG_MISSED;
-            say(&m, "hang-missed: the contract blocks %s; the checker reports no hang\n",
+            ref_bprintf(&m, "hang-missed: the contract blocks %s; the checker reports no hang\n",
                 queue_names(t, v->blocked, qa, sizeof qa));
         } else if (!v->blocked && c.hang) {
             cls |= 1u << REF_CLASS_HANG_FALSE;
-            say(&m, "hang-false: the checker's hang blocks %s; every queue runs\n",
+            ref_bprintf(&m, "hang-false: the checker's hang blocks %s; every queue runs\n",
                 queue_names(t, c.blocked, qb, sizeof qb));
         } else if (v->blocked != c.blocked) {
             cls |= 1u << REF_CLASS_HANG_QUEUES;
-            say(&m, "hang-queues: the contract blocks %s, the checker %s\n",
+            ref_bprintf(&m, "hang-queues: the contract blocks %s, the checker %s\n",
                 queue_names(t, v->blocked, qa, sizeof qa),
                 queue_names(t, c.blocked, qb, sizeof qb));
         }
@@ -367,7 +349,7 @@ uint32_t ref_diff(ref_trace *t, const ref_verdict *v, char *why, size_t cap)
             uint32_t lo, hi;
             if (ref_iv_minus_first(&v->racy[root], &c.covered[root], &lo, &hi)) {
                 cls |= 1u << REF_CLASS_RACE_MISSED;
-                say(&m, "race-missed: bytes [%u, %u) of %s race; no reported race covers them\n",
+                ref_bprintf(&m, "race-missed: bytes [%u, %u) of %s race; no reported race covers them\n",
                     lo, hi, t->names[t->b[root].name]);
             }
         }
@@ -380,7 +362,7 @@ uint32_t ref_diff(ref_trace *t, const ref_verdict *v, char *why, size_t cap)
             if (!c.uaf[v->uaf[i].stmt][v->uaf[i].root]) {
                 char nb[64];
                 cls |= partial ? REF_DIFF_UNJUDGED : 1u << REF_CLASS_UAF_MISSED;
-                say(&m, "uaf-missed%s: %s uses %s after a free; not reported\n",
+                ref_bprintf(&m, "uaf-missed%s: %s uses %s after a free; not reported\n",
                     partial ? " (the check's coverage is partial: not judged)" : "",
                     ref_stmt_name(t, v->uaf[i].stmt, nb, sizeof nb),
                     t->names[t->b[v->uaf[i].root].name]);
@@ -390,7 +372,7 @@ uint32_t ref_diff(ref_trace *t, const ref_verdict *v, char *why, size_t cap)
         if (v->wait_unrecorded[i] != c.unrecorded[i]) {
             char nb[64];
             cls |= 1u << REF_CLASS_WAIT_UNRECORDED;
-            say(&m, "wait-unrecorded at %s: reference %d, checker %d\n",
+            ref_bprintf(&m, "wait-unrecorded at %s: reference %d, checker %d\n",
                 ref_stmt_name(t, i, nb, sizeof nb), v->wait_unrecorded[i], c.unrecorded[i]);
         }
     compare_names(&m, &cls, REF_CLASS_BARRIER_MISMATCH, t, &v->barrier_mismatch,

@@ -653,6 +653,17 @@ static void build(graph *g, ref_verdict *v)
 /* ------------------------------------------------------------------ */
 /* Pass 3: ruling 1's "ordered after".                                 */
 
+/* Rules (c) and (d): whether await x, which needs one of cand (its signals
+ * or its sets that reach its value), can only be released after the nodes
+ * of a: cand has members that do not follow x by fixed edges, all in a. */
+static bool needs_only(const graph *g, uint16_t x, const nset *cand, const nset *a)
+{
+    nset need;
+    for (unsigned k = 0; k < NW; k++)
+        need.w[k] = cand->w[k] & ~g->fixed_after[x].w[k];
+    return !ns_empty(&need, g->nw) && ns_subset(&need, a, g->nw);
+}
+
 /* after(W) as the head comment defines it, given the decisions of rs: a
  * flag await whose waited set is fixed is after W when it waits for a
  * signal in the set; one not decided yet when all its signals are. */
@@ -672,26 +683,12 @@ static const nset *after(graph *g, uint16_t w)
             if (ns_has(a, x))
                 continue;
             bool in = ns_meets(&g->pre[x], a, g->nw);
-            if (!in && x < g->n && is_flag_await(t, (uint16_t)x)) {
-                if (rs->decided[x]) {
-                    in = ns_meets(&rs->waited[x], a, g->nw);
-                } else {
-                    nset need;
-                    for (unsigned k = 0; k < NW; k++)
-                        need.w[k] = g->sigs[x].w[k] & ~g->fixed_after[x].w[k];
-                    in = !ns_empty(&need, g->nw) && ns_subset(&need, a, g->nw);
-                }
-            } else if (!in && x < g->n && is_sem_await(t, (uint16_t)x)) {
-                if (rs->ran[x]) {
-                    in = ns_meets(&rs->dyn[x], a, g->nw);
-                } else {
-                    nset need;
-                    for (unsigned k = 0; k < NW; k++)
-                        need.w[k] = g->reach[x].w[k] & ~g->fixed_after[x].w[k];
-                    in = t->s[x].count > 0 && !ns_empty(&need, g->nw) &&
-                         ns_subset(&need, a, g->nw);
-                }
-            }
+            if (!in && x < g->n && is_flag_await(t, (uint16_t)x))
+                in = rs->decided[x] ? ns_meets(&rs->waited[x], a, g->nw)
+                                    : needs_only(g, (uint16_t)x, &g->sigs[x], a);
+            else if (!in && x < g->n && is_sem_await(t, (uint16_t)x))
+                in = rs->ran[x] ? ns_meets(&rs->dyn[x], a, g->nw)
+                                : t->s[x].count > 0 && needs_only(g, (uint16_t)x, &g->reach[x], a);
             if (in) {
                 ns_set(a, x);
                 changed = true;

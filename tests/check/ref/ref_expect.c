@@ -11,27 +11,9 @@
  */
 #include "ref.h"
 
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct msgbuf {
-    char *buf;
-    size_t cap, len;
-} msgbuf;
-
-static void say(msgbuf *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void say(msgbuf *m, const char *fmt, ...)
-{
-    if (!m->buf || m->len + 1 >= m->cap)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(m->buf + m->len, m->cap - m->len, fmt, ap);
-    va_end(ap);
-    if (n > 0)
-        m->len += (size_t)n < m->cap - m->len ? (size_t)n : m->cap - m->len - 1;
-}
 
 static const char *kv_get(const ref_expect *e, const char *key, unsigned nth)
 {
@@ -77,7 +59,7 @@ static ref_names *object_set(ref_names sets[4], const char *kind, const char **k
 
 bool ref_expect_agrees(const ref_trace *t, const ref_verdict *v, char *why, size_t cap)
 {
-    msgbuf m = { why, cap, 0 };
+    ref_buf m = { why, why ? cap : 0, 0 };
     if (why && cap)
         why[0] = '\0';
     static ref_ivset covered[REF_MAX_BUFS];
@@ -101,7 +83,7 @@ bool ref_expect_agrees(const ref_trace *t, const ref_verdict *v, char *why, size
             const char *name = kv_get(e, key, 0);
             uint16_t id = name ? ref_find_name(t, name) : REF_NONE;
             if (id == REF_NONE) {
-                say(&m, "expect %s names nothing known\n", e->kind);
+                ref_bprintf(&m, "expect %s names nothing known\n", e->kind);
                 ok = false;
             } else {
                 set->w[id / 64] |= 1ull << (id % 64);
@@ -111,7 +93,7 @@ bool ref_expect_agrees(const ref_trace *t, const ref_verdict *v, char *why, size
             for (unsigned k = 0; (q = kv_get(e, "queue", k)) != NULL; k++) {
                 uint16_t qi = ref_find_queue(t, q);
                 if (qi == REF_NONE) {
-                    say(&m, "expect hang names unknown queue %s\n", q);
+                    ref_bprintf(&m, "expect hang names unknown queue %s\n", q);
                     ok = false;
                 } else {
                     blocked |= 1u << qi;
@@ -127,7 +109,7 @@ bool ref_expect_agrees(const ref_trace *t, const ref_verdict *v, char *why, size
             uint16_t b = bn ? ref_find_buffer(t, bn) : REF_NONE;
             uint16_t s = sn ? stmt_named(t, sn) : REF_NONE;
             if (b == REF_NONE || s == REF_NONE || n_uaf >= REF_MAX_EXPECT) {
-                say(&m, "expect use-after-free names nothing known\n");
+                ref_bprintf(&m, "expect use-after-free names nothing known\n");
                 ok = false;
                 continue;
             }
@@ -143,7 +125,7 @@ bool ref_expect_agrees(const ref_trace *t, const ref_verdict *v, char *why, size
                 root = bi == REF_NONE ? REF_NONE : t->b[bi].root;
             }
             if (a == REF_NONE || b == REF_NONE || a >= b || !ty || !type_bit(ty)) {
-                say(&m, "expect race %s/%s: statements not found or not in file order\n",
+                ref_bprintf(&m, "expect race %s/%s: statements not found or not in file order\n",
                     fn ? fn : "?", sn ? sn : "?");
                 ok = false;
                 continue;
@@ -162,20 +144,20 @@ bool ref_expect_agrees(const ref_trace *t, const ref_verdict *v, char *why, size
                 ref_iv_union(&covered[r], &bytes);
             }
             if (!v->ran[a] || !v->ran[b] || ordered || !(all & type_bit(ty))) {
-                say(&m, "expected race %s %s/%s: reference has %s\n", ty, fn, sn,
+                ref_bprintf(&m, "expected race %s %s/%s: reference has %s\n", ty, fn, sn,
                     !v->ran[a] || !v->ran[b] ? "a statement that never runs"
                     : ordered                 ? "them ordered"
                                               : "no such conflict");
                 ok = false;
             }
         } else {
-            say(&m, "unknown expect kind %s\n", e->kind);
+            ref_bprintf(&m, "unknown expect kind %s\n", e->kind);
             ok = false;
         }
     }
 
     if (blocked != v->blocked) {
-        say(&m, "hang: expected queues mask %#x, reference blocks %#x\n", blocked, v->blocked);
+        ref_bprintf(&m, "hang: expected queues mask %#x, reference blocks %#x\n", blocked, v->blocked);
         ok = false;
     }
     for (uint16_t i = 0; i < v->n_uaf; i++) {
@@ -184,7 +166,7 @@ bool ref_expect_agrees(const ref_trace *t, const ref_verdict *v, char *why, size
             found |= uaf[k].stmt == v->uaf[i].stmt && uaf[k].root == v->uaf[i].root;
         if (!found) {
             char nb[64];
-            say(&m, "reference finds use-after-free at %s (root %s), not expected\n",
+            ref_bprintf(&m, "reference finds use-after-free at %s (root %s), not expected\n",
                 ref_stmt_name(t, v->uaf[i].stmt, nb, sizeof nb),
                 t->names[t->b[v->uaf[i].root].name]);
             ok = false;
@@ -195,14 +177,14 @@ bool ref_expect_agrees(const ref_trace *t, const ref_verdict *v, char *why, size
         for (uint16_t i = 0; i < v->n_uaf; i++)
             found |= uaf[k].stmt == v->uaf[i].stmt && uaf[k].root == v->uaf[i].root;
         if (!found) {
-            say(&m, "expected use-after-free %u not found by the reference\n", k);
+            ref_bprintf(&m, "expected use-after-free %u not found by the reference\n", k);
             ok = false;
         }
     }
     for (uint16_t r = 0; r < t->n_bufs; r++) {
         uint32_t lo, hi;
         if (ref_iv_minus_first(&v->racy[r], &covered[r], &lo, &hi)) {
-            say(&m, "reference finds bytes [%u, %u) of %s racy; no expected race covers them\n",
+            ref_bprintf(&m, "reference finds bytes [%u, %u) of %s racy; no expected race covers them\n",
                 lo, hi, t->names[t->b[r].name]);
             ok = false;
         }
@@ -213,7 +195,7 @@ bool ref_expect_agrees(const ref_trace *t, const ref_verdict *v, char *why, size
             found_unrec[t->s[i].obj] = true;
     for (uint16_t id = 0; id < t->n_names; id++)
         if (found_unrec[id] != unrecorded[id]) {
-            say(&m, "wait-unrecorded %s: expected %d, reference %d\n", t->names[id],
+            ref_bprintf(&m, "wait-unrecorded %s: expected %d, reference %d\n", t->names[id],
                 unrecorded[id], found_unrec[id]);
             ok = false;
         }
@@ -223,7 +205,7 @@ bool ref_expect_agrees(const ref_trace *t, const ref_verdict *v, char *why, size
                                               "unmatched-send", "semaphore-race" };
     for (int k = 0; k < 4; k++)
         if (memcmp(&sets[k], found_sets[k], sizeof sets[k]) != 0) {
-            say(&m, "%s findings differ\n", set_words[k]);
+            ref_bprintf(&m, "%s findings differ\n", set_words[k]);
             ok = false;
         }
     return ok;

@@ -167,31 +167,25 @@ void ref_delete(ref_trace *t, uint16_t i)
 /* ------------------------------------------------------------------ */
 /* Writer.                                                             */
 
-typedef struct outbuf {
-    char *buf;
-    size_t cap, len;
-} outbuf;
-
-static void out(outbuf *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void out(outbuf *o, const char *fmt, ...)
+void ref_bprintf(ref_buf *b, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    size_t room = o->len < o->cap ? o->cap - o->len : 0;
-    int n = vsnprintf(room ? o->buf + o->len : NULL, room, fmt, ap);
+    size_t room = b->len < b->cap ? b->cap - b->len : 0;
+    int n = vsnprintf(room ? b->buf + b->len : NULL, room, fmt, ap);
     va_end(ap);
     if (n > 0)
-        o->len += (size_t)n;
+        b->len += (size_t)n;
 }
 
-static void out_access(outbuf *o, const ref_trace *t, const ref_access *a)
+static void out_access(ref_buf *o, const ref_trace *t, const ref_access *a)
 {
     static const char *const modes[4] = { "?", "r", "w", "rw" };
     const ref_buffer *b = &t->b[a->buf];
     if (a->lo == 0 && a->hi == b->size)
-        out(o, " %s:%s", modes[a->mode], t->names[b->name]);
+        ref_bprintf(o, " %s:%s", modes[a->mode], t->names[b->name]);
     else
-        out(o, " %s:%s[%u:%u]", modes[a->mode], t->names[b->name], a->lo, a->hi);
+        ref_bprintf(o, " %s:%s[%u:%u]", modes[a->mode], t->names[b->name], a->lo, a->hi);
 }
 
 const char *ref_stmt_name(const ref_trace *t, uint16_t i, char *buf, size_t cap)
@@ -206,7 +200,7 @@ const char *ref_stmt_name(const ref_trace *t, uint16_t i, char *buf, size_t cap)
 
 size_t ref_print(ref_trace *t, char *buf, size_t cap)
 {
-    outbuf o = { buf, cap, 0 };
+    ref_buf o = { buf, cap, 0 };
     if (cap)
         buf[0] = '\0';
     bool qused[REF_MAX_QUEUES] = { 0 }, bused[REF_MAX_BUFS] = { 0 };
@@ -228,14 +222,14 @@ size_t ref_print(ref_trace *t, char *buf, size_t cap)
     for (int i = t->n_bufs - 1; i >= 0; i--)
         if (bused[i] && t->b[i].parent != REF_NONE)
             bused[t->b[i].parent] = true;
-    out(&o, "syncsim-trace 1\n");
+    ref_bprintf(&o, "syncsim-trace 1\n");
     for (uint16_t i = 0; i < t->n_queues; i++) {
         if (!qused[i])
             continue;
         if (t->q[i].host)
-            out(&o, "queue %s host\n", t->names[t->q[i].name]);
+            ref_bprintf(&o, "queue %s host\n", t->names[t->q[i].name]);
         else
-            out(&o, "queue %s stream device=%s\n", t->names[t->q[i].name],
+            ref_bprintf(&o, "queue %s stream device=%s\n", t->names[t->q[i].name],
                 t->names[t->q[i].device]);
     }
     for (uint16_t i = 0; i < t->n_bufs; i++) {
@@ -243,14 +237,14 @@ size_t ref_print(ref_trace *t, char *buf, size_t cap)
         if (!bused[i])
             continue;
         if (b->parent == REF_NONE)
-            out(&o, "buffer %s size=%u\n", t->names[b->name], b->size);
+            ref_bprintf(&o, "buffer %s size=%u\n", t->names[b->name], b->size);
         else
-            out(&o, "buffer %s in=%s offset=%u size=%u\n", t->names[b->name],
+            ref_bprintf(&o, "buffer %s in=%s offset=%u size=%u\n", t->names[b->name],
                 t->names[t->b[b->parent].name], b->offset, b->size);
     }
     for (uint16_t i = 0; i < t->n_sems; i++)
         if (nsem[t->sems[i]])
-            out(&o, "semaphore %s\n", t->names[t->sems[i]]);
+            ref_bprintf(&o, "semaphore %s\n", t->names[t->sems[i]]);
     uint32_t line = 1;
     for (size_t k = 0; k < o.len && k < o.cap; k++)
         line += buf[k] == '\n';
@@ -262,49 +256,49 @@ size_t ref_print(ref_trace *t, char *buf, size_t cap)
                                   !(s->kind == REF_SYNC && s->scope != REF_SYNC_DEVICE)
                               ? t->names[s->obj]
                               : "";
-        out(&o, "%s %s", q, kind_words[s->kind]);
+        ref_bprintf(&o, "%s %s", q, kind_words[s->kind]);
         switch (s->kind) {
         case REF_OP:
             if (s->label != REF_NONE)
-                out(&o, " %s", t->names[s->label]);
+                ref_bprintf(&o, " %s", t->names[s->label]);
             else
-                out(&o, " op%u", i);
+                ref_bprintf(&o, " op%u", i);
             break;
         case REF_RECORD:
         case REF_WAIT:
-            out(&o, " %s", obj);
+            ref_bprintf(&o, " %s", obj);
             break;
         case REF_SYNC:
             if (s->scope == REF_SYNC_QUEUE)
-                out(&o, " %s", t->names[t->q[s->obj].name]);
+                ref_bprintf(&o, " %s", t->names[t->q[s->obj].name]);
             else if (s->scope == REF_SYNC_DEVICE)
-                out(&o, " device=%s", obj);
+                ref_bprintf(&o, " device=%s", obj);
             else
-                out(&o, " all");
+                ref_bprintf(&o, " all");
             break;
         case REF_BARRIER:
-            out(&o, " %s count=%u", obj, s->count);
+            ref_bprintf(&o, " %s count=%u", obj, s->count);
             break;
         case REF_SIGNAL:
-            out(&o, " %s", obj);
+            ref_bprintf(&o, " %s", obj);
             if (ref_is_sem(t, s->obj))
-                out(&o, " set=%u", s->count);
+                ref_bprintf(&o, " set=%u", s->count);
             break;
         case REF_AWAIT:
-            out(&o, " %s", obj);
+            ref_bprintf(&o, " %s", obj);
             if (ref_is_sem(t, s->obj))
-                out(&o, " >=%u", s->count);
+                ref_bprintf(&o, " >=%u", s->count);
             break;
         case REF_COLLECTIVE:
-            out(&o, " %s %s size=%u", obj, t->names[s->coll_kind], s->count);
+            ref_bprintf(&o, " %s %s size=%u", obj, t->names[s->coll_kind], s->count);
             break;
         case REF_ALLOC:
         case REF_FREE:
-            out(&o, " %s", t->names[t->b[s->obj].name]);
+            ref_bprintf(&o, " %s", t->names[t->b[s->obj].name]);
             break;
         case REF_SEND:
         case REF_RECV:
-            out(&o, " %s from=%u to=%u tag=%u", obj, s->from, s->to, s->count);
+            ref_bprintf(&o, " %s from=%u to=%u tag=%u", obj, s->from, s->to, s->count);
             break;
         default:
             break;
@@ -312,17 +306,17 @@ size_t ref_print(ref_trace *t, char *buf, size_t cap)
         for (uint8_t k = 0; k < s->n_acc; k++)
             out_access(&o, t, &s->acc[k]);
         if (s->kind != REF_OP && s->label != REF_NONE)
-            out(&o, " label=%s", t->names[s->label]);
+            ref_bprintf(&o, " label=%s", t->names[s->label]);
         if (s->by != REF_NONE && !t->q[s->queue].host)
-            out(&o, " by=%s", t->names[t->q[s->by].name]);
-        out(&o, "\n");
+            ref_bprintf(&o, " by=%s", t->names[t->q[s->by].name]);
+        ref_bprintf(&o, "\n");
     }
     for (uint16_t i = 0; i < t->n_expect; i++) {
         const ref_expect *e = &t->e[i];
-        out(&o, "expect %s", e->kind);
+        ref_bprintf(&o, "expect %s", e->kind);
         for (uint8_t k = 0; k < e->n_kv; k++)
-            out(&o, " %s=%s", e->key[k], e->val[k]);
-        out(&o, "\n");
+            ref_bprintf(&o, " %s=%s", e->key[k], e->val[k]);
+        ref_bprintf(&o, "\n");
     }
     return o.len;
 }
