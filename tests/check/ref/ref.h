@@ -215,7 +215,8 @@ typedef struct ref_verdict {
     uint16_t n_uaf_some;
     bool uaf_overflow;
     bool wait_unrecorded[REF_MAX_STMTS];
-    ref_names barrier_mismatch, coll_mismatch, unmatched_send, sem_race;
+    ref_names barrier_mismatch, coll_mismatch, unmatched_send;
+    ref_names sem_race, sem_race_some;  /* every order of deciding / some order */
     /* Where the contract leaves the verdict open (counted apart; only what
      * stays fixed is compared): two sets of one semaphore that HB does not
      * order (docs/semantics.md: "the checker goes on with the sets in the

@@ -926,6 +926,23 @@ static void races_and_uses(graph *g, ref_verdict *v, bool first)
             uaf[n_uaf++] = (ref_uaf){ b, root };
         }
     }
+    /* Semaphore sets that ran, pairwise ordered or not. */
+    ref_names sem;
+    memset(&sem, 0, sizeof sem);
+    for (uint16_t a = 0; a < t->n; a++) {
+        if (!g->rs.ran[a] || t->s[a].kind != REF_SIGNAL || !ref_is_sem(t, t->s[a].obj))
+            continue;
+        for (uint16_t b = a + 1; b < t->n; b++)
+            if (g->rs.ran[b] && t->s[b].kind == REF_SIGNAL && t->s[b].obj == t->s[a].obj &&
+                !hb(g, a, b) && !hb(g, b, a))
+                names_add(&sem, t->s[a].obj);
+    }
+    for (unsigned k = 0; k < REF_NAME_WORDS; k++) {
+        v->sem_race_some.w[k] |= sem.w[k];
+        v->sem_race.w[k] = first ? sem.w[k] : v->sem_race.w[k] & sem.w[k];
+        if (sem.w[k])
+            v->ambiguous_sem = true;
+    }
     for (uint16_t i = 0; i < n_uaf; i++)
         if (!has_uaf(v->uaf_some, v->n_uaf_some, uaf[i].stmt, uaf[i].root) &&
             v->n_uaf_some < REF_MAX_UAF)
@@ -947,7 +964,7 @@ static void races_and_uses(graph *g, ref_verdict *v, bool first)
     v->n_uaf = keep;
 }
 
-/* What ran, HB, and the semaphore races, of the outcome in g->rs. */
+/* What ran and HB, of the outcome in g->rs. */
 static void findings(graph *g, ref_verdict *v)
 {
     const ref_trace *t = g->t;
@@ -960,17 +977,6 @@ static void findings(graph *g, ref_verdict *v)
             for (uint16_t a = 0; a < t->n; a++)
                 if (hb(g, a, i))
                     v->hb[i].w[a / 64] |= 1ull << (a % 64);
-    }
-    /* Semaphore sets that ran, pairwise ordered or not. */
-    for (uint16_t a = 0; a < t->n; a++) {
-        if (!g->rs.ran[a] || t->s[a].kind != REF_SIGNAL || !ref_is_sem(t, t->s[a].obj))
-            continue;
-        for (uint16_t b = a + 1; b < t->n; b++)
-            if (g->rs.ran[b] && t->s[b].kind == REF_SIGNAL && t->s[b].obj == t->s[a].obj &&
-                !hb(g, a, b) && !hb(g, b, a)) {
-                names_add(&v->sem_race, t->s[a].obj);
-                v->ambiguous_sem = true;
-            }
     }
 }
 
