@@ -20,6 +20,9 @@
  * Limits: the model holds at most REF_MAX_STMTS statements, REF_MAX_QUEUES
  * queues, REF_MAX_BUFS buffers and REF_MAX_NAMES names; the parser refuses
  * bigger inputs (returns -1 with a message), the generators stay below.
+ * The evaluator, the diff and the generators keep their working state in
+ * static memory (a trace's graph is ~100 KB): not reentrant, so ref_diff
+ * runs jobs as forked processes.
  */
 #ifndef SYNCSIM_TESTS_REF_H
 #define SYNCSIM_TESTS_REF_H
