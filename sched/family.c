@@ -123,12 +123,14 @@ const sched_copy_traits sched_copy_families[] = {
     { "vulkan", SCHED_XFER_BLOCKING, SCHED_XFER_DEST, false,
       "pulls from pinned host memory asynchronously; copies between devices blocking" },
     { "sycl", SCHED_XFER_BLOCKING, SCHED_XFER_BLOCKING, false,
-      "no cpy_tensor_async: every copy blocking", true },
+      "no cpy_tensor_async: every copy blocking; an event wait blocks the host", true, true },
     { "metal", SCHED_XFER_SOURCE, SCHED_XFER_BLOCKING, false,
       "copies between devices on the source's queue and an event; from host memory blocking" },
     { "cpu", SCHED_XFER_BLOCKING, SCHED_XFER_BLOCKING, false,
       "synchronous: the host copies", true },
-    { NULL, 0, 0, false, NULL, false },
+    { "noasync", SCHED_XFER_BLOCKING, SCHED_XFER_BLOCKING, false,
+      "a stream with events and no cpy_tensor_async: every copy blocking", true },
+    { NULL, 0, 0, false, NULL, false, false },
 };
 
 const sched_copy_traits *sched_copy_family(const char *name)

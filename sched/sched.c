@@ -593,6 +593,16 @@ static sched_status wait_previous(sched *s, int b)
     return sync_backend(s, prev);
 }
 
+/* Backend b's stream waits for ev; where b's family makes an event wait
+ * block the host (ggml-sycl's sycl::event::wait()), the host waits. */
+static sched_status stream_wait(sched *s, int b, sched_event *ev)
+{
+    sched_backend *be = s->backends[b];
+    if (s->copy[b] && s->copy[b]->event_wait_blocks_host)
+        return call(be->iface->event_synchronize(be, ev));
+    return call(be->iface->event_wait(be, ev));
+}
+
 /* Whether backend b has a stream and events (an asynchronous device). */
 static bool is_async_device(const sched *s, int b)
 {
@@ -864,8 +874,7 @@ static sched_status copy_input(sched *s, const sched_split *sp, int j)
         } else if (ev->n_records > 0 && s->policy->slot_waiter == SCHED_WAITER_GGML) {
             /* ggml: the host for a user input, the split's stream otherwise
              * (even when the copy runs on the source's stream). */
-            st = user ? call(be->iface->event_synchronize(be, ev))
-                      : call(be->iface->event_wait(be, ev));
+            st = user ? call(be->iface->event_synchronize(be, ev)) : stream_wait(s, b, ev);
         } else if (ev->n_records > 0) {
             /* The slot's previous reader must be done before it is overwritten:
              * the host waits for a copy it makes itself; otherwise the queue

@@ -665,6 +665,10 @@ typedef struct sched_copy_traits {
     /* ggml's backend has no cpy_tensor_async (its iface member is NULL):
      * what #20793's guard before a copy tests. */
     bool no_cpy_tensor_async;
+    /* ggml's event_wait blocks the host (ggml-sycl: sycl::event::wait())
+     * instead of making the backend's stream wait: the scheduler's waits
+     * for this backend are host waits (event_synchronize). */
+    bool event_wait_blocks_host;
 } sched_copy_traits;
 
 /* The families, {NULL}-terminated (sched/family.c). */
