@@ -27,6 +27,7 @@
  *   ggml-20793         ... as #20793 left it,
  *   ggml-head          ... at the pinned ggml commit (after #26040): each
  *                      with ggml's copy slots (see below).
+ *   ggml-source-wait   ggml-head with the fix of its slot-reuse race.
  * The first five are syncsim's own model of ggml (events always, one host
  * buffer per input, cur_copy rotating every evaluation); the ggml-* rows
  * follow ggml-backend.cpp line by line (docs/scheduler.md).
@@ -205,6 +206,25 @@ static const sched_policy policy_ggml_head = {
     .copies_single = 1,
 };
 
+/* ggml-head with the fix of its slot-reuse race (docs/ggml-slot-race.md,
+ * real/ggml/harness/source-stream-wait.patch): before a non-user input is
+ * copied into the slot, the input's backend waits for the slot's event
+ * too, since a copy between devices runs on the source's stream. */
+static const sched_policy policy_ggml_source_wait = {
+    .name = "ggml-source-wait",
+    .summary = "ggml-head, and the source's stream waits for the slot too (the slot-reuse race's fix)",
+    .before_copy = SCHED_GUARD_EVENT,
+    .user_copy = SCHED_COPY_BLOCKING,
+    .input_copy = SCHED_COPY_ASYNC,
+    .slot_waiter = SCHED_WAITER_GGML_SOURCE,
+    .record_after_split = true,
+    .no_input_wait = SCHED_NOINPUT_ANY_CHANGE,
+    .ggml_slots = true,
+    .ggml_alloc = true,
+    .copies_pipelined = 4,
+    .copies_single = 1,
+};
+
 /* Broken on purpose: ggml-head, but the MoE ids read back for the
  * used-expert copies are not waited for (no synchronize after the get):
  * the host picks the experts from ids still being copied. */
@@ -227,7 +247,8 @@ static const sched_policy policy_moe_no_ids_sync = {
 const sched_policy *const sched_policies[] = {
     &policy_full, &policy_relaxed, &policy_events, &policy_async_user_inputs,
     &policy_no_split_wait, &policy_ggml_pre_17795, &policy_ggml_17795, &policy_ggml_20793,
-    &policy_ggml_pre_26040, &policy_ggml_head, &policy_moe_no_ids_sync, NULL,
+    &policy_ggml_pre_26040, &policy_ggml_head, &policy_ggml_source_wait, &policy_moe_no_ids_sync,
+    NULL,
 };
 
 const sched_policy *sched_policy_find(const char *name)

@@ -871,10 +871,14 @@ static sched_status copy_input(sched *s, const sched_split *sp, int j)
                 (s->policy->before_copy == SCHED_GUARD_EVENT_ELSE_SYNC_NO_ASYNC && s->copy[b] &&
                  s->copy[b]->no_cpy_tensor_async))
                 st = sync_backend(s, b);
-        } else if (ev->n_records > 0 && s->policy->slot_waiter == SCHED_WAITER_GGML) {
+        } else if (ev->n_records > 0 && s->policy->slot_waiter != SCHED_WAITER_COPIER) {
             /* ggml: the host for a user input, the split's stream otherwise
-             * (even when the copy runs on the source's stream). */
+             * (even when the copy runs on the source's stream); with the
+             * fix, the source's stream too. */
             st = user ? call(be->iface->event_synchronize(be, ev)) : stream_wait(s, b, ev);
+            if (st == SCHED_OK && !user && sb != b && has_events(s, sb) &&
+                s->policy->slot_waiter == SCHED_WAITER_GGML_SOURCE)
+                st = stream_wait(s, sb, ev);
         } else if (ev->n_records > 0) {
             /* The slot's previous reader must be done before it is overwritten:
              * the host waits for a copy it makes itself; otherwise the queue
@@ -913,7 +917,7 @@ static sched_status copy_input(sched *s, const sched_split *sp, int j)
         /* Blocking: the source must be complete, the host copies. */
         if (!user && (st = sync_backend(s, sb)) != SCHED_OK)
             return st;
-        if (mode == SCHED_COPY_ASYNC && s->policy->slot_waiter == SCHED_WAITER_GGML) {
+        if (mode == SCHED_COPY_ASYNC && s->policy->slot_waiter != SCHED_WAITER_COPIER) {
             /* ggml's fallback of a declined asynchronous copy: the host
              * also waits for the destination (its slot event, when any). */
             sched_event *ev = s->events[b][s->cur_copy];

@@ -589,6 +589,12 @@ typedef enum {
      * queue copies; a declined asynchronous copy blocks the host on the
      * slot event before it copies */
     SCHED_WAITER_GGML = 1,
+    /* ggml's, and the fix of its slot-reuse race (docs/ggml-slot-race.md):
+     * for a non-user input from another backend that has events, that
+     * backend's stream waits for the slot too -- a copy between devices
+     * may run on it (ggml-cuda's cpy_tensor_async: the source's stream),
+     * and nothing else holds it back from the slot */
+    SCHED_WAITER_GGML_SOURCE = 2,
 } sched_waiter;
 
 typedef struct sched_policy {
