@@ -215,6 +215,7 @@ void sched_free(sched *s)
     free(s->sig_backend);
     free(s->sig_bytes);
     free(s->in_slot);
+    free(s->in_off);
     free(s->in_view);
     sched_ar_free(s);
     free(s->ar_rank);
@@ -338,7 +339,8 @@ sched_status sched_plan(sched *s, sched_graph *g, char *err, size_t err_cap)
     free(s->in_view);
     s->in_slot = NULL;
     s->in_view = NULL;
-    if (slots && (!(s->in_slot = calloc(n_slot, sizeof *s->in_slot)) ||
+    /* under ggml's allocator the inputs are in the CPU's arena already (s->in_off) */
+    if (slots && ((!s->in_off && !(s->in_slot = calloc(n_slot, sizeof *s->in_slot))) ||
                   !(s->in_view = malloc(n_slot * sizeof *s->in_view))))
         return SCHED_ENOMEM;
     for (size_t i = 0; slots && i < n_slot; i++)
@@ -441,36 +443,55 @@ static sched_status sync_backend(sched *s, int b)
 
 static bool has_events(const sched *s, int b) { return s->events[b][0] != NULL; }
 
-/* Points every user input (and the views of one) at its host copy for slot c. */
+/* The trace view "NAME#c" of bytes [off, off + size) of buf, declared
+ * once into *view (TRACE_NONE before; none without a sink). */
+static uint32_t slot_view(sched *s, uint32_t *view, const char *name, int c, const sched_buffer *buf,
+                          uint64_t off, uint64_t size)
+{
+    if (*view == TRACE_NONE && s->opts.sink) {
+        char nm[SCHED_NAME_MAX];
+        snprintf(nm, sizeof nm, "%.50s#%d", name, c);
+        *view = s->opts.sink->iface->view(s->opts.sink->ctx, nm, buf->trace_id, off, size);
+    }
+    return *view;
+}
+
+/* Points every user input (and the views of one) at its copy for slot c:
+ * its host buffer, or its place in the CPU's arena (ggml_alloc). */
 static void point_inputs(sched *s, int c)
 {
     sched_graph *g = s->graph;
+    size_t n = (size_t)s->n_copies;
     for (int32_t i = 0; i < s->n_orig; i++) {
-        sched_buffer *buf = s->in_slot[(size_t)i * (size_t)s->n_copies + (size_t)c];
+        sched_tensor *t = &g->tensors[i];
+        size_t at = (size_t)i * n + (size_t)c;
+        if (s->in_off) {
+            if (s->in_off[at] == UINT64_MAX)
+                continue;
+            t->buffer = s->arena[t->backend];
+            t->offset = s->in_off[at];
+            t->trace_view = slot_view(s, &s->in_view[at], t->name, c, t->buffer, t->offset,
+                                      sched_tensor_nbytes(t));
+            continue;
+        }
+        sched_buffer *buf = s->in_slot[at];
         if (!buf)
             continue;
-        sched_tensor *t = &g->tensors[i];
         t->buffer = buf;
         t->offset = 0;
         t->trace_view = buf->trace_id;
     }
-    size_t n = (size_t)s->n_copies;
     for (int32_t i = 0; i < s->n_orig; i++) {
         sched_tensor *t = &g->tensors[i];
-        if (t->view_src < 0 || !s->in_slot[(size_t)t->view_src * n])
+        if (t->view_src < 0 || (s->in_off ? s->in_off[(size_t)t->view_src * n] == UINT64_MAX
+                                          : !s->in_slot[(size_t)t->view_src * n]))
             continue;
         const sched_tensor *v = &g->tensors[t->view_src];
         /* Its view of this slot's copy, "NAME#c", declared once. */
-        uint32_t *view = &s->in_view[(size_t)i * n + (size_t)c];
         t->buffer = v->buffer;
         t->offset = v->offset + t->view_offs;
-        if (*view == TRACE_NONE && s->opts.sink) {
-            char name[SCHED_NAME_MAX];
-            snprintf(name, sizeof name, "%.50s#%d", t->name, c);
-            *view = s->opts.sink->iface->view(s->opts.sink->ctx, name, v->buffer->trace_id,
-                                             t->view_offs, sched_tensor_nbytes(t));
-        }
-        t->trace_view = *view;
+        t->trace_view = slot_view(s, &s->in_view[(size_t)i * n + (size_t)c], t->name, c,
+                                  v->buffer, t->offset, sched_tensor_nbytes(t));
     }
 }
 
@@ -539,9 +560,11 @@ sched_status sched_alloc_graph(sched *s)
      * reserved for, and ggml synchronizes every backend first, leaving the
      * slot alone (ggml_backend_sched_alloc_splits). */
     sched *root = s->opts.share ? s->opts.share : s;
+    s->reserved_now = false;
     if (s->policy->ggml_alloc) {
         bool realloc = needs_realloc(root->reserved, root->last_alloc, s);
         root->last_alloc = s;
+        s->reserved_now = realloc;
         if (realloc) {
             root->reserved = s;
             for (int b = 0; b < s->n_backends; b++) {
@@ -559,10 +582,19 @@ sched_status sched_alloc_graph(sched *s)
     } else if (s->is_alloc) {
         return SCHED_OK;
     }
-    if (s->in_slot)
+    if (s->in_slot || (s->in_off && s->n_copies > 1))
         point_inputs(s, s->cur_copy);
     s->is_alloc = true;
     return SCHED_OK;
+}
+
+bool sched_alloc_reserved(const sched *s) { return s->reserved_now; }
+
+uint64_t sched_input_slot_offset(const sched *s, int32_t t, int c)
+{
+    if (!s->in_off || t < 0 || t >= s->n_orig || c < 0 || c >= s->n_copies)
+        return UINT64_MAX;
+    return s->in_off[(size_t)t * (size_t)s->n_copies + (size_t)c];
 }
 
 /* #26040: the host blocks until the previous split's backend is done. */

@@ -743,9 +743,10 @@ typedef struct sched_options {
      * source's stream, host copies pulled by the destination). */
     const sched_copy_traits *const *copy_traits;
     /* Where the scheduler declares the trace views it makes itself: with
-     * ggml's copy slots, a view of a user input over each slot's host copy
-     * ("NAME#c"). NULL: such views are not declared (their accesses name
-     * no buffer) -- give one whenever graphs have views of inputs. */
+     * ggml's copy slots, each slot's copy of a user input and of a view of
+     * one ("NAME#c"; under ggml_alloc views of the CPU's arena). NULL: such
+     * views are not declared (their accesses name no buffer) -- give one
+     * whenever a ggml_slots policy has more than one slot. */
     sched_sink *sink;
     /* ggml's op_offload (llama.cpp's default; --no-op-offload turns it off):
      * an op whose weight is in host memory runs on the first device that
@@ -825,6 +826,15 @@ sched_graph *sched_get_graph(const sched *s);
  * every user input at its host copy for that slot, so that the user writes
  * it there. Called by sched_graph_compute when the graph is not allocated. */
 sched_status sched_alloc_graph(sched *s);
+/* Whether the last sched_alloc_graph laid the graph out anew (ggml_alloc:
+ * ggml-alloc reserved for it, after a synchronize of every backend);
+ * false when the graph took the layout reserved before (ggml keeps it for
+ * any graph that fits it: the offsets are then another graph's). */
+bool sched_alloc_reserved(const sched *s);
+/* Under ggml_alloc with more than one slot: the offset in the CPU's arena
+ * of user input t's copy for slot c (ggml's graph-input copies); UINT64_MAX
+ * when t has none (no input, or an input ggml-alloc places once). */
+uint64_t sched_input_slot_offset(const sched *s, int32_t t, int c);
 /* Runs one evaluation (eval: the token or ubatch number put in the trace):
  * every split in order under the policy. With a ggml_slots policy the graph
  * stays allocated, as ggml's is_alloc: the next compute without a
