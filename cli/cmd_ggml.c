@@ -38,7 +38,8 @@ void cmd_ggml_help(FILE *out)
 {
     fprintf(out,
             "usage: syncsim ggml PATH [--gpus LIST] [--copies LIST] [--ubatches LIST]\n"
-            "                    [--model LIST] [--fallback LIST] [--family LIST] [--tokens N]\n"
+            "                    [--model LIST | --graph FILE] [--fallback LIST] [--family LIST]\n"
+            "                    [--tokens N]\n"
             "                    [--twin POLICY|none] [--patch NAME|FILE] [--cc CC] [--cxx CXX]\n"
             "                    [--cache DIR] [--keep DIR] [-o DB] [--list] [--quiet]\n"
             "\n"
@@ -76,6 +77,8 @@ void cmd_ggml_help(FILE *out)
             "  -m, --model LIST      llama, moe (MoE with real expert ids, the weights on the\n"
             "                        CPU as --cpu-moe), or a generator spec (docs/scheduler.md);\n"
             "                        default llama,moe\n"
+            "  -G, --graph FILE      a graph file (docs/graph-format.md) instead of a model: its\n"
+            "                        graph is evaluated --tokens times (no prompt)\n"
             "  -F, --fallback LIST   none, or an op the GPUs decline, which makes CPU fallback\n"
             "                        splits (rope, softmax, mul, ...); default none\n"
             "  -f, --family LIST     the GPUs' family (above); default cuda\n"
@@ -262,7 +265,7 @@ typedef struct config_result {
     bool ran;                       /* ggml ran it (else error says why) */
     char error[800];
     uint64_t statements;
-    long long calls, unrecorded;
+    long long calls, places, unrecorded;
     bool twin_ran, twin_same;
     char twin_what[800];
     size_t n_findings;
@@ -427,17 +430,19 @@ int cmd_ggml(int argc, char **argv)
         { "cxx", required_argument, NULL, OPT_CXX }, { "cache", required_argument, NULL, OPT_CACHE },
         { "keep", required_argument, NULL, OPT_KEEP }, { "output", required_argument, NULL, 'o' },
         { "list", no_argument, NULL, 'l' },         { "quiet", no_argument, NULL, 'q' },
+        { "graph", required_argument, NULL, 'G' },
         { NULL, 0, NULL, 0 },
     };
     int_list gpus = { { 1, 2, 3, 4 }, 4 }, copies = { { 1, 2, 3, 4 }, 4 },
              ubatches = { { 1, 2, 3, 4, 5, 6, 7, 8 }, 8 };
     char model_arg[256] = "llama,moe", fallback_arg[256] = "none", family_arg[256] = "cuda";
-    const char *twin = "ggml-head", *patch = NULL, *keep = NULL, *db = NULL;
+    const char *twin = "ggml-head", *patch = NULL, *keep = NULL, *db = NULL, *graph = NULL;
+    bool model_given = false;
     rggml_build_opts bo = { 0 };
     bool list = false, quiet = false;
     unsigned long long tokens = 2;
     int c;
-    while ((c = cli_getopt("ggml", argc, argv, "g:c:u:m:F:f:t:p:o:lq", longopts)) != -1) {
+    while ((c = cli_getopt("ggml", argc, argv, "g:c:u:m:F:f:t:p:o:lqG:", longopts)) != -1) {
         switch (c) {
         case 'g':
             if (parse_ints("gpus", optarg, 1, 8, &gpus) != 0)
@@ -451,7 +456,11 @@ int cmd_ggml(int argc, char **argv)
             if (parse_ints("ubatches", optarg, 1, 8, &ubatches) != 0)
                 return 2;
             break;
-        case 'm': snprintf(model_arg, sizeof model_arg, "%s", optarg); break;
+        case 'm':
+            snprintf(model_arg, sizeof model_arg, "%s", optarg);
+            model_given = true;
+            break;
+        case 'G': graph = optarg; break;
         case 'F': snprintf(fallback_arg, sizeof fallback_arg, "%s", optarg); break;
         case 'f': snprintf(family_arg, sizeof family_arg, "%s", optarg); break;
         case 't':
@@ -470,6 +479,17 @@ int cmd_ggml(int argc, char **argv)
         default: return 2;      /* CLI_OPT_ERROR: said */
         }
     }
+    if (graph && model_given)
+        return cli_usage_error("ggml", "--graph and --model: give one");
+    if (graph) {
+        trace_error gerr = { 0 };
+        sched_graph *g = sched_graph_parse_file(graph, &gerr);
+        if (!g)
+            return cli_error("ggml", "%s", gerr.msg);
+        sched_graph_free(g);
+        snprintf(model_arg, sizeof model_arg, "graph");
+        ubatches = (int_list){ { 0 }, 1 };
+    }
     word_list models, fallbacks, families;
     if (parse_words("model", model_arg, &models) != 0 ||
         parse_words("fallback", fallback_arg, &fallbacks) != 0 ||
@@ -483,7 +503,7 @@ int cmd_ggml(int argc, char **argv)
         if (strcmp(fallbacks.v[i], "none") != 0 && sched_op_parse(fallbacks.v[i]) < 0)
             return cli_usage_error("ggml", "--fallback: '%s' is no op (expected none or an op: "
                                    "rope, softmax, mul, ...)", fallbacks.v[i]);
-    for (int i = 0; i < models.n; i++) {
+    for (int i = 0; i < models.n && !graph; i++) {
         sched_model_params p;
         char e[256];
         if (sched_model_parse(model_spec(models.v[i]), &p, e, sizeof e) != 0)
@@ -514,7 +534,8 @@ int cmd_ggml(int argc, char **argv)
                             x->tokens = (int)tokens;
                             x->graph_reuse = x->copies == 1;   /* #20463 */
                             x->family = (rggml_family)rggml_family_parse(families.v[fa]);
-                            x->model = model_spec(models.v[mo]);
+                            x->model = graph ? NULL : model_spec(models.v[mo]);
+                            x->graph_file = graph;
                             x->fallback = strcmp(fallbacks.v[fb], "none") ? fallbacks.v[fb] : NULL;
                             rggml_config_describe(x, res[n_cfg].desc, sizeof res[n_cfg].desc);
                             n_cfg++;
@@ -639,11 +660,14 @@ int cmd_ggml(int argc, char **argv)
                 rggml_diff d;
                 rggml_compare(&calls, &tcalls, &d, getenv("SYNCSIM_GGML_DEBUG") ? stderr : NULL);
                 r->calls = d.calls;
-                r->twin_same = d.same;
-                if (!d.same) {
+                r->places = d.places;
+                r->twin_same = d.same && d.alloc_same;
+                if (!d.same)
                     snprintf(r->twin_what, sizeof r->twin_what, "%s", d.what);
-                    n_differ++;
-                }
+                else if (!d.alloc_same)
+                    snprintf(r->twin_what, sizeof r->twin_what, "ggml-alloc placed a tensor "
+                             "elsewhere: %.700s", d.alloc_what);
+                n_differ += !r->twin_same;
             }
         }
         rggml_calls_free(&calls);
@@ -662,8 +686,8 @@ int cmd_ggml(int argc, char **argv)
     }
 
     if (!quiet) {
-        printf("\n%4s  %-62s %6s %6s  %-14s %s\n", "#", "configuration", "stmts", "calls",
-               strcmp(twin, "none") ? "twin" : "", "check");
+        printf("\n%4s  %-62s %6s %6s %6s  %-8s %s\n", "#", "configuration", "stmts", "calls",
+               "places", strcmp(twin, "none") ? "twin" : "", "check");
         for (int i = 0; i < n_cfg; i++) {
             const config_result *r = &res[i];
             if (!r->ran) {
@@ -671,8 +695,8 @@ int cmd_ggml(int argc, char **argv)
                 continue;
             }
             const char *tw = !r->twin_ran ? "" : r->twin_same ? "agrees" : "DIFFERS";
-            printf("%4d  %-62s %6llu %6lld  %-14s %s\n", i + 1, r->desc,
-                   (unsigned long long)r->statements, r->calls, tw, r->summary);
+            printf("%4d  %-62s %6llu %6lld %6lld  %-8s %s\n", i + 1, r->desc,
+                   (unsigned long long)r->statements, r->calls, r->places, tw, r->summary);
         }
     }
     for (int i = 0; i < n_cfg; i++)

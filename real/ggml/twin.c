@@ -292,6 +292,59 @@ static int t_read_ids(void *c, const sched_tensor *t, int32_t *out, int64_t n)
     return 0;
 }
 
+/* "place B NAME OFFSET SIZE" of every tensor the twin's allocator placed
+ * in an arena, as the harness lists ggml-alloc's: by backend, then name. */
+typedef struct place_line { int backend; char name[SCHED_NAME_MAX + 24]; uint64_t off, size; } place_line;
+
+static int place_cmp(const void *a, const void *b)
+{
+    const place_line *x = a, *y = b;
+    if (x->backend != y->backend)
+        return x->backend < y->backend ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+static void log_places(twin_run *r, const sched *x, const sched_graph *g)
+{
+    int slots = sched_n_copies(x), cur = sched_cur_copy(x);
+    place_line *p = calloc((size_t)g->n_tensors * (size_t)slots + 1, sizeof *p);
+    if (!p) {
+        r->failed = true;
+        return;
+    }
+    int n = 0;
+    /* the user inputs' other slots, named as ggml names its copies there */
+    for (int32_t i = 0; i < g->n_tensors; i++)
+        for (int c = 0; c < slots; c++) {
+            uint64_t off = sched_input_slot_offset(x, i, c);
+            if (off == UINT64_MAX || c == cur)
+                continue;
+            p[n].backend = g->tensors[i].backend;
+            snprintf(p[n].name, sizeof p[n].name, "%s@%s.%d", g->tensors[i].name,
+                     r->ctx[g->tensors[i].backend].name, c);
+            p[n].off = off;
+            p[n].size = sched_tensor_nbytes(&g->tensors[i]);
+            n++;
+        }
+    for (int32_t i = 0; i < g->n_tensors; i++) {
+        const sched_tensor *t = &g->tensors[i];
+        if (!t->buffer || t->buffer->usage != SCHED_BUFFER_COMPUTE || t->view_src >= 0 ||
+            sched_op_is_view(t->op))
+            continue;
+        p[n].backend = t->backend;
+        snprintf(p[n].name, sizeof p[n].name, "%s", t->name);
+        t_norm(p[n].name, sizeof p[n].name);
+        p[n].off = t->offset;
+        p[n].size = sched_tensor_nbytes(t);
+        n++;
+    }
+    qsort(p, (size_t)n, sizeof *p, place_cmp);
+    for (int i = 0; i < n; i++)
+        logf_(r, "place %s %s %llu %llu", r->ctx[p[i].backend].name, p[i].name,
+              (unsigned long long)p[i].off, (unsigned long long)p[i].size);
+    free(p);
+}
+
 static uint32_t null_view(void *c, const char *n, uint32_t p, uint64_t o, uint64_t s)
 {
     (void)c, (void)n, (void)p, (void)o, (void)s;
@@ -395,7 +448,9 @@ int rggml_twin(const rggml_script *s, const char *policy, rggml_calls *out, trac
                 sched_reset(x);
             break;
         case RGGML_ALLOC:
-            st = sched_alloc_graph(x);
+            /* placements where the twin laid the graph out (compared) */
+            if ((st = sched_alloc_graph(x)) == SCHED_OK && sched_alloc_reserved(x))
+                log_places(r, x, g[cur]);
             break;
         case RGGML_COMPUTE:
             st = sched_graph_compute(x, (uint64_t)r->eval);
@@ -495,6 +550,11 @@ void rggml_compare(const rggml_calls *a, const rggml_calls *b, rggml_diff *d, FI
         for (int pass = 0; pass < 2; pass++) {
             bool place = pass == 1;
             bool *same = place ? &d->alloc_same : &d->same;
+            /* placements only where the twin laid the graph out anew: ggml
+             * lists its offsets at every allocation, which are another
+             * graph's layout when the graph fits the one reserved before */
+            if (place && !nth(b, blo, bhi, 0, true))
+                continue;
             for (int i = 0;; i++) {
                 const char *x = ha ? nth(a, alo, ahi, i, place) : NULL;
                 const char *y = hb ? nth(b, blo, bhi, i, place) : NULL;
@@ -509,7 +569,7 @@ void rggml_compare(const rggml_calls *a, const rggml_calls *b, rggml_diff *d, FI
                     snprintf(place ? d->alloc_what : d->what, sizeof d->what,
                              "evaluation %d, %s %d: ggml '%.200s', twin '%.200s'", ae,
                              place ? "placement" : "call", i, x ? x : "(none)", y ? y : "(none)");
-                    if (print && !place) {
+                    if (print) {
                         fprintf(print, "DIFFERENCE in evaluation %d at %s %d\n", ae,
                                 place ? "placement" : "call", i);
                         print_block(print, a, alo, ahi, b, blo, bhi, i, place);
