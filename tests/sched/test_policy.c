@@ -54,6 +54,10 @@ static void two_split_graph(sched_graph *g)
     sched_graph_op(g, "m1", SCHED_OP_MUL_MAT, s, 2);
 }
 
+/* The GPUs' ggml backend family of the next start (NULL: syncsim's
+ * placement, which copies between devices as cuda does). */
+static const char *gpu_family;
+
 static void start_with(run *r, const char *policy, void (*build)(sched_graph *), int n_gpus,
                        int n_copies)
 {
@@ -71,8 +75,11 @@ static void start_with(run *r, const char *policy, void (*build)(sched_graph *),
     build(r->g);
     r->w = sched_weights_new(r->be, r->f.n, r->g, sched_rec_sink(r->rec));
     assert_int_equal(sched_weights_bind(r->w, r->g), 0);
+    static const sched_copy_traits *traits[8];
+    for (int i = 0; gpu_family && i < r->f.n && i < 8; i++)
+        traits[i] = sched_copy_family(i + 1 < r->f.n ? gpu_family : "cpu");
     sched_options o = { .n_copies = n_copies, .policy = sched_policy_find(policy),
-                        .sink = sched_rec_sink(r->rec) };
+                        .sink = sched_rec_sink(r->rec), .copy_traits = gpu_family ? traits : NULL };
     assert_non_null(o.policy);
     r->s = sched_new(r->be, r->f.n, &o);
     char err[256];
@@ -271,6 +278,32 @@ static void test_policy_ggml_waits_on_the_destination(void **state)
     pattern_of(&r, 2);
     assert_string_equal(slot_waiters(&r, buf, sizeof buf), "gpu1");
     stop(&r);
+    /* The slot-reuse race's fix: the copying (source's) stream waits too. */
+    start(&r, "ggml-source-wait", two_split_graph);
+    pattern_of(&r, 2);
+    assert_string_equal(slot_waiters(&r, buf, sizeof buf), "gpu1,gpu0");
+    stop(&r);
+}
+
+/* ggml-sycl's event_wait is sycl::event::wait(): the host blocks where a
+ * cuda backend's stream would wait for the slot; so no stream waits. */
+static void test_policy_sycl_event_wait_blocks_the_host(void **state)
+{
+    (void)state;
+    char buf[256];
+    run r;
+    gpu_family = "sycl";
+    start(&r, "ggml-head", two_split_graph);
+    const char *p = pattern_of(&r, 2);
+    assert_string_equal(slot_waiters(&r, buf, sizeof buf), "");
+    assert_null(strchr(p, 'w'));
+    stop(&r);
+    gpu_family = "noasync";                 /* the same copies, waits on the stream */
+    start(&r, "ggml-head", two_split_graph);
+    pattern_of(&r, 2);
+    assert_string_equal(slot_waiters(&r, buf, sizeof buf), "gpu1");
+    stop(&r);
+    gpu_family = NULL;
 }
 
 /* A split on GPU0 from a weight, then a CPU split without inputs. */
@@ -473,6 +506,7 @@ int main(void)
         cmocka_unit_test(test_policy_single_gpu_patterns),
         cmocka_unit_test(test_policy_ggml_pipelined_patterns),
         cmocka_unit_test(test_policy_ggml_waits_on_the_destination),
+        cmocka_unit_test(test_policy_sycl_event_wait_blocks_the_host),
         cmocka_unit_test(test_policy_ggml_head_waits_after_a_backend_change),
         cmocka_unit_test(test_policy_ggml_slots),
         cmocka_unit_test(test_policy_ggml_slots_is_alloc_kept),
