@@ -362,8 +362,12 @@ static void print_findings(const config_result *r, int index)
     printf("\n  [%d] %s: %s\n", index, r->desc, r->summary);
     for (int i = 0; i < r->n_rows; i++) {
         const finding_row *x = &r->rows[i];
-        printf("    %s x%d on %s (fix %c)\n", x->kind, x->count, x->buffer[0] ? x->buffer : "-",
-               fix_letter(x->fix));
+        if (x->count > 1)
+            printf("    %s, %d alike, the first on %s (fix %c)\n", x->kind, x->count,
+                   x->buffer[0] ? x->buffer : "-", fix_letter(x->fix));
+        else
+            printf("    %s on %s (fix %c)\n", x->kind, x->buffer[0] ? x->buffer : "-",
+                   fix_letter(x->fix));
         print_side(&x->a, "first");
         print_side(&x->b, "second");
     }

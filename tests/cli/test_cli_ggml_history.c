@@ -68,7 +68,7 @@ static void test_cli_ggml_pin_has_the_slot_reuse_race(void **state)
     assert_non_null(strstr(row(1), "agrees   clean"));
     assert_non_null(strstr(row(2), "agrees   2 races"));
     /* both sides at ggml's lines, in compute_splits, and the fix */
-    assert_non_null(strstr(out, "race WAR x2 on GPU1#"));
+    assert_non_null(strstr(out, "race WAR, 2 alike, the first on GPU1#"));
     assert_non_null(strstr(out, "(graph_compute in compute_splits)"));
     assert_non_null(strstr(out, "(cpy_tensor_async in compute_splits)"));
     assert_non_null(strstr(out, "at ggml-backend.cpp:"));
