@@ -55,9 +55,10 @@ void cmd_ggml_help(FILE *out)
             "else ~/.cache/syncsim). The compilers are $CC and $CXX, else cc and c++, or\n"
             "--cc and --cxx. The harness plugs recording devices into ggml's backend\n"
             "interface, each GPU family with its own semantics:\n");
-    for (int f = 0; f < RGGML_FAMILY_COUNT; f++)
-        fprintf(out, "  %-9s %s\n", rggml_family_str((rggml_family)f),
-                rggml_family_help((rggml_family)f));
+    for (int f = 0; rggml_family_at(f); f++) {
+        fprintf(out, "  %-9s ", rggml_family_at(f));
+        cli_wrapped(out, sched_copy_family(rggml_family_at(f))->summary, 12);
+    }
     fprintf(out,
             "and the CPU, synchronous. (cuda copies from host memory asynchronously when the\n"
             "tree's ggml-cuda.cu does: llama.cpp #17795, #20793.) It drives ggml as\n"
@@ -117,7 +118,7 @@ void cmd_ggml_help(FILE *out)
             "  syncsim ggml --list --gpus 2 --copies 4 --ubatches 3-6\n"
             "  syncsim ggml \"$SYNCSIM_GGML_DIR\" --gpus 2 --copies 4 --ubatches 4,6 --model llama  # exit 1\n"
             "  syncsim ggml \"$SYNCSIM_GGML_DIR\" --gpus 2 --copies 4 --ubatches 6 --model llama \\\n"
-            "      --patch " SOURCE_WAIT_PATCH "\n");
+            "      --patch " SOURCE_WAIT_PATCH " --twin ggml-source-wait\n");
 }
 
 /* ------------------------------------------------------------------ */
@@ -272,6 +273,7 @@ typedef struct config_result {
     char summary[160];              /* "clean", "12 races" */
     finding_row *rows;
     int n_rows;
+    size_t cap_rows;
 } config_result;
 
 static void add_row(config_result *r, const finding_row *row)
@@ -285,10 +287,8 @@ static void add_row(config_result *r, const finding_row *row)
             return;
         }
     }
-    finding_row *n = realloc(r->rows, (size_t)(r->n_rows + 1) * sizeof *n);
-    if (!n)
+    if (trace_grow((void **)&r->rows, &r->cap_rows, (size_t)r->n_rows + 1, sizeof *r->rows) != 0)
         return;
-    r->rows = n;
     r->rows[r->n_rows] = *row;
     r->rows[r->n_rows++].count = 1;
 }
@@ -500,9 +500,9 @@ int cmd_ggml(int argc, char **argv)
         parse_words("family", family_arg, &families) != 0)
         return 2;
     for (int i = 0; i < families.n; i++)
-        if (rggml_family_parse(families.v[i]) < 0)
-            return cli_usage_error("ggml", "--family: unknown family '%s' (expected cuda, sycl or "
-                                   "noasync)", families.v[i]);
+        if (!rggml_family_known(families.v[i]))
+            return cli_usage_error("ggml", "--family: unknown family '%s' (expected %s)",
+                                   families.v[i], rggml_family_names());
     for (int i = 0; i < fallbacks.n; i++)
         if (strcmp(fallbacks.v[i], "none") != 0 && sched_op_parse(fallbacks.v[i]) < 0)
             return cli_usage_error("ggml", "--fallback: '%s' is no op (expected none or an op: "
@@ -537,7 +537,7 @@ int cmd_ggml(int argc, char **argv)
                             x->ubatches = ubatches.v[u];
                             x->tokens = (int)tokens;
                             x->graph_reuse = x->copies == 1;   /* #20463 */
-                            x->family = (rggml_family)rggml_family_parse(families.v[fa]);
+                            x->family = families.v[fa];
                             x->model = graph ? NULL : model_spec(models.v[mo]);
                             x->graph_file = graph;
                             x->fallback = strcmp(fallbacks.v[fb], "none") ? fallbacks.v[fb] : NULL;
@@ -695,7 +695,7 @@ int cmd_ggml(int argc, char **argv)
         for (int i = 0; i < n_cfg; i++) {
             const config_result *r = &res[i];
             if (!r->ran) {
-                printf("%4d  %-62s ggml stopped: %s\n", i + 1, r->desc, r->error);
+                printf("%4d  %-62s %s\n", i + 1, r->desc, r->error);
                 continue;
             }
             const char *tw = !r->twin_ran ? "" : r->twin_same ? "agrees" : "DIFFERS";
@@ -703,6 +703,9 @@ int cmd_ggml(int argc, char **argv)
                    (unsigned long long)r->statements, r->calls, r->places, tw, r->summary);
         }
     }
+    for (int i = 0; quiet && i < n_cfg; i++)
+        if (!res[i].ran)
+            printf("\n  [%d] %s: %s\n", i + 1, res[i].desc, res[i].error);
     for (int i = 0; i < n_cfg; i++)
         if (res[i].twin_ran && !res[i].twin_same)
             printf("\n  [%d] %s: the twin (%s) differs from ggml: %s\n", i + 1, res[i].desc, twin,

@@ -708,6 +708,10 @@ const char *sched_barrier_names(void);
 /* The named policies, NULL-terminated. */
 extern const sched_policy *const sched_policies[];
 const sched_policy *sched_policy_find(const char *name);
+/* "a, b or c": word(0), word(1), ... up to the first NULL, into buf (cap
+ * bytes, cut short when it does not fit); returns buf. The one way a list
+ * the user sees is written from its table. */
+const char *sched_words(const char *(*word)(int i), char *buf, size_t cap);
 /* The policy names for a message: "full, relaxed, ... or no-split-wait". */
 const char *sched_policy_names(void);
 
@@ -1261,5 +1265,12 @@ int sched_ring_generate(const sched_ring_opts *o, trace **out, trace_error *err)
  * last one tried when none is (the caller's dlopen then says why).
  * sched/family.c. */
 void sched_plugin_path(const char *name, const char *env_dir, char *out, size_t cap);
+/* Where syncsim's data `rel` is (a file or folder of share/syncsim: the
+ * device models "devices", the ggml harness "ggml/syncsim_ggml.c"):
+ * $SYNCSIM_DATA_DIR/rel when that variable is set, else the first that
+ * exists of BINDIR/../share/syncsim/rel (an install) and
+ * BINDIR/share/syncsim/rel (a build tree), else fallback (the source
+ * tree's). Writes it into out. sched/family.c. */
+void sched_data_path(const char *rel, const char *fallback, char *out, size_t cap);
 
 #endif

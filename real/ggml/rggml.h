@@ -89,23 +89,15 @@ int rggml_tree_patch(const rggml_tree *t, const char *patch, const rggml_build_o
 /* ------------------------------------------------------------------ */
 /* Configurations and scripts (script.c).                              */
 
-/* The GPU families of the harness, each with its own semantics (the
- * harness's head comment says what each one's interface does). */
-#define RGGML_FAMILY_MAP(X)                                                                 \
-    X(CUDA, "cuda", "a stream; peer copies on the source's stream, handed over with an event") \
-    X(SYCL, "sycl", "a stream; event waits block the host; no cpy_tensor_async")            \
-    X(NOASYNC, "noasync", "a stream with events; no cpy_tensor_async (the host copies)")
-
-typedef enum {
-#define RGGML_FAMILY_ENUM(name, word, text) RGGML_FAMILY_##name,
-    RGGML_FAMILY_MAP(RGGML_FAMILY_ENUM)
-#undef RGGML_FAMILY_ENUM
-    RGGML_FAMILY_COUNT
-} rggml_family;
-
-const char *rggml_family_str(rggml_family f);
-const char *rggml_family_help(rggml_family f);
-int rggml_family_parse(const char *word);       /* -1 when unknown */
+/* The GPU families the harness implements, each with its own semantics
+ * (its head comment): words of sched/'s ggml backend families
+ * (sched_copy_family, whose summary says what each one's interface does):
+ * cuda, sycl, noasync. */
+bool rggml_family_known(const char *word);
+/* Their words, "cuda, sycl or noasync", and word i of them (NULL past the
+ * last). */
+const char *rggml_family_names(void);
+const char *rggml_family_at(int i);
 
 /* One configuration of the sweep: the machine, the model, the drive. */
 typedef struct rggml_config {
@@ -113,7 +105,7 @@ typedef struct rggml_config {
     int copies;                     /* 1..4 (1: parallel off) */
     int ubatches;                   /* prompt micro-batches in one llama_decode, 0..8 */
     int tokens;                     /* decode tokens after the prompt */
-    rggml_family family;
+    const char *family;             /* the GPUs' (rggml_family_known); NULL: cuda */
     const char *model;              /* "llama:..." or "moe:..." (a generator spec) */
     const char *graph_file;         /* or a graph file (decode graph only) */
     const char *fallback;           /* an op the GPUs decline (CPU fallback splits); NULL */
@@ -179,6 +171,8 @@ typedef struct rggml_calls {
     long long unrecorded_waits;     /* waits on never-recorded events left out */
 } rggml_calls;
 
+/* Appends a copy of line. 0, or -1 when out of memory. */
+int rggml_calls_add(rggml_calls *c, const char *line);
 void rggml_calls_free(rggml_calls *c);
 /* Runs harness on script s in dir: writes dir/NAME.script, the harness
  * writes dir/NAME.trace and its calls, read into *calls. Returns 0, or -1

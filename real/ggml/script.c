@@ -51,22 +51,32 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static const struct { const char *word, *help; } family_info[] = {
-#define RGGML_FAMILY_INFO(name, word, text) { word, text },
-    RGGML_FAMILY_MAP(RGGML_FAMILY_INFO)
-#undef RGGML_FAMILY_INFO
-};
+/* The families whose semantics the harness has (harness/syncsim_ggml.c). */
+static const char *const harness_families[] = { "cuda", "sycl", "noasync", NULL };
 
-const char *rggml_family_str(rggml_family f) { return family_info[f].word; }
-const char *rggml_family_help(rggml_family f) { return family_info[f].help; }
-
-int rggml_family_parse(const char *word)
+bool rggml_family_known(const char *word)
 {
-    for (int i = 0; i < RGGML_FAMILY_COUNT; i++)
-        if (strcmp(family_info[i].word, word) == 0)
-            return i;
-    return -1;
+    for (int i = 0; harness_families[i]; i++)
+        if (strcmp(harness_families[i], word) == 0)
+            return sched_copy_family(word) != NULL;
+    return false;
 }
+
+const char *rggml_family_at(int i)
+{
+    return i >= 0 && i < (int)(sizeof harness_families / sizeof *harness_families)
+               ? harness_families[i] : NULL;
+}
+
+
+const char *rggml_family_names(void)
+{
+    /* built once from the table, so a new family needs no message edits */
+    static char names[64];
+    return names[0] ? names : sched_words(rggml_family_at, names, sizeof names);
+}
+
+static const char *family_of(const rggml_config *c) { return c->family ? c->family : "cuda"; }
 
 void rggml_config_describe(const rggml_config *c, char *buf, size_t cap)
 {
@@ -77,9 +87,12 @@ void rggml_config_describe(const rggml_config *c, char *buf, size_t cap)
     } else {
         snprintf(model, sizeof model, "%.*s", (int)strcspn(c->model, ":"), c->model);
     }
-    int n = snprintf(buf, cap, "%s, %d GPU%s (%s), %d cop%s, %d micro-batch%s", model, c->n_gpus,
-                     c->n_gpus == 1 ? "" : "s", rggml_family_str(c->family), c->copies,
-                     c->copies == 1 ? "y" : "ies", c->ubatches, c->ubatches == 1 ? "" : "es");
+    int n = snprintf(buf, cap, "%s, %d GPU%s (%s), %d cop%s", model, c->n_gpus,
+                     c->n_gpus == 1 ? "" : "s", family_of(c), c->copies,
+                     c->copies == 1 ? "y" : "ies");
+    if (c->ubatches > 0 && n > 0 && (size_t)n < cap)
+        n += snprintf(buf + n, cap - (size_t)n, ", %d micro-batch%s", c->ubatches,
+                      c->ubatches == 1 ? "" : "es");
     if (c->fallback && n > 0 && (size_t)n < cap)
         n += snprintf(buf + n, cap - (size_t)n, ", %s on the CPU", c->fallback);
     if (c->compute_sync && n > 0 && (size_t)n < cap)
@@ -90,14 +103,10 @@ void rggml_config_describe(const rggml_config *c, char *buf, size_t cap)
 
 static int step(rggml_script *s, rggml_step_kind k, int arg)
 {
-    if (s->n_steps == s->cap_steps) {
-        int cap = s->cap_steps ? s->cap_steps * 2 : 64;
-        rggml_step *n = realloc(s->steps, (size_t)cap * sizeof *n);
-        if (!n)
-            return -1;
-        s->steps = n;
-        s->cap_steps = cap;
-    }
+    size_t cap = (size_t)s->cap_steps;
+    if (trace_grow((void **)&s->steps, &cap, (size_t)s->n_steps + 1, sizeof *s->steps) != 0)
+        return -1;
+    s->cap_steps = (int)cap;
     s->steps[s->n_steps++] = (rggml_step){ k, arg };
     return 0;
 }
@@ -137,8 +146,9 @@ rggml_script *rggml_script_new(const rggml_config *c, trace_error *err)
     s->cfg = *c;
     err->status = TRACE_EUSAGE;
     if (c->n_gpus < 1 || c->n_gpus > 8 || c->copies < 1 || c->copies > 16 || c->ubatches < 0 ||
-        c->tokens < 0) {
-        snprintf(err->msg, sizeof err->msg, "a configuration out of range (1-8 GPUs, 1-16 copies)");
+        c->tokens < 0 || !rggml_family_known(family_of(c))) {
+        snprintf(err->msg, sizeof err->msg, "a configuration out of range (1-8 GPUs, 1-16 copies, "
+                 "a family of %s)", rggml_family_names());
         goto fail;
     }
     if (c->model) {
@@ -213,7 +223,7 @@ int rggml_script_write(const rggml_script *s, FILE *out)
     fprintf(out, "syncsim-ggml-script 1\n");
     fprintf(out, "cuda_copy_from_host %d\n", c->cuda_copy_from_host ? 1 : 0);
     for (int i = 0; i < c->n_gpus; i++)
-        fprintf(out, "backend GPU%d %s\n", i, rggml_family_str(c->family));
+        fprintf(out, "backend GPU%d %s\n", i, family_of(c));
     fprintf(out, "backend CPU cpu\n");
     if (c->fallback)
         fprintf(out, "unsupported %s\n", c->fallback);
@@ -261,6 +271,18 @@ int rggml_script_write(const rggml_script *s, FILE *out)
     return ferror(out) ? -1 : 0;
 }
 
+int rggml_calls_add(rggml_calls *c, const char *line)
+{
+    size_t cap = (size_t)c->cap;
+    if (trace_grow((void **)&c->line, &cap, (size_t)c->n + 1, sizeof *c->line) != 0)
+        return -1;
+    c->cap = (int)cap;
+    if (!(c->line[c->n] = strdup(line)))
+        return -1;
+    c->n++;
+    return 0;
+}
+
 void rggml_calls_free(rggml_calls *c)
 {
     for (int i = 0; i < c->n; i++)
@@ -281,40 +303,13 @@ static int calls_read(const char *path, rggml_calls *c)
             c->unrecorded_waits = atoll(buf + 17);
             continue;
         }
-        if (c->n == c->cap) {
-            int cap = c->cap ? c->cap * 2 : 1024;
-            char **n = realloc(c->line, (size_t)cap * sizeof *n);
-            if (!n) {
-                fclose(f);
-                return -1;
-            }
-            c->line = n;
-            c->cap = cap;
-        }
-        if (!(c->line[c->n] = strdup(buf))) {
+        if (rggml_calls_add(c, buf) != 0) {
             fclose(f);
             return -1;
         }
-        c->n++;
     }
     fclose(f);
     return 0;
-}
-
-/* The last non-empty line of a file (the harness's message, ggml's abort). */
-static void last_line(const char *path, char *out, size_t cap)
-{
-    out[0] = '\0';
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return;
-    char buf[1024];
-    while (fgets(buf, sizeof buf, f)) {
-        buf[strcspn(buf, "\n")] = '\0';
-        if (buf[0])
-            snprintf(out, cap, "%.*s", (int)(cap > 0 ? cap - 1 : 0), buf);
-    }
-    fclose(f);
 }
 
 int rggml_run(const char *harness, const rggml_script *s, const char *dir, const char *name,
@@ -331,31 +326,15 @@ int rggml_run(const char *harness, const rggml_script *s, const char *dir, const
         snprintf(err->msg, sizeof err->msg, "cannot write %.300s: %s", script, strerror(errno));
         return -1;
     }
-    pid_t pid = fork();
-    if (pid < 0) {
-        snprintf(err->msg, sizeof err->msg, "cannot run %s: %s", harness, strerror(errno));
+    char *argv[] = { (char *)harness, script, trace_path, callp, NULL };
+    int st = rggml_spawn(argv, errp, false);
+    if (st < 0) {
+        snprintf(err->msg, sizeof err->msg, "cannot run %.300s: %s", harness, strerror(errno));
         return -1;
     }
-    if (pid == 0) {
-        int fd = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fd >= 0) {
-            dup2(fd, 1);
-            dup2(fd, 2);
-            close(fd);
-        }
-        execl(harness, harness, script, trace_path, callp, (char *)NULL);
-        fprintf(stderr, "cannot run %s: %s\n", harness, strerror(errno));
-        _exit(127);
-    }
-    int st;
-    while (waitpid(pid, &st, 0) < 0)
-        if (errno != EINTR) {
-            snprintf(err->msg, sizeof err->msg, "waiting for %s: %s", harness, strerror(errno));
-            return -1;
-        }
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
         char line[600];
-        last_line(errp, line, sizeof line);
+        rggml_log_line(errp, line, sizeof line);
         if (WIFSIGNALED(st))
             snprintf(err->msg, sizeof err->msg, "ggml stopped (%s)%s%s", strsignal(WTERMSIG(st)),
                      line[0] ? ": " : "", line);

@@ -232,31 +232,11 @@ int rggml_tree_open(const char *path, rggml_tree *t, trace_error *err)
 
 int rggml_harness_path(char *out, size_t cap, trace_error *err)
 {
-    const char *env = getenv("SYNCSIM_DATA_DIR");
-    if (env && *env) {
-        rggml_strf(out, cap, "%s/ggml/syncsim_ggml.c", env);
-        if (is_file(out))
-            return 0;
-        return fail(err, "%s: not found ($SYNCSIM_DATA_DIR)", out);
-    }
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n > 0) {
-        exe[n] = '\0';
-        char *slash = strrchr(exe, '/');
-        if (slash) {
-            *slash = '\0';
-            rggml_strf(out, cap, "%s/../share/syncsim/ggml/syncsim_ggml.c", exe);
-            if (is_file(out))
-                return 0;
-        }
-    }
-    rggml_strf(out, cap, "%s/syncsim_ggml.c", SYNCSIM_GGML_HARNESS_DIR);
+    sched_data_path("ggml/syncsim_ggml.c", SYNCSIM_GGML_HARNESS_DIR "/syncsim_ggml.c", out, cap);
     if (is_file(out))
         return 0;
-    return fail(err, "the ggml harness (syncsim_ggml.c) is not installed: looked in "
-                "$SYNCSIM_DATA_DIR/ggml, BINDIR/../share/syncsim/ggml and %s",
-                SYNCSIM_GGML_HARNESS_DIR);
+    return fail(err, "the ggml harness is not installed: no %s (looked in $SYNCSIM_DATA_DIR/ggml, "
+                "share/syncsim/ggml beside the binary, and the sources)", out);
 }
 
 static void cache_root(const rggml_build_opts *o, char *out, size_t cap)
@@ -296,26 +276,28 @@ static const char *compiler(const char *given, const char *env, const char *dflt
     return given ? given : e && *e ? e : dflt;
 }
 
-/* Runs argv with its output appended to log; 0 when it exits 0. */
-static int run_logged(char *const argv[], const char *log)
+int rggml_spawn(char *const argv[], const char *log, bool append)
 {
     pid_t pid = fork();
     if (pid < 0)
         return -1;
     if (pid == 0) {
-        int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+        int fd = open(log, O_WRONLY | O_CREAT | (append ? O_APPEND : O_TRUNC), 0644);
         if (fd >= 0) {
             dup2(fd, 1);
             dup2(fd, 2);
             close(fd);
         }
-        FILE *l = fdopen(2, "a");
-        if (l) {
-            fprintf(l, "$");
-            for (int i = 0; argv[i]; i++)
-                fprintf(l, " %s", argv[i]);
-            fprintf(l, "\n");
-            fflush(l);
+        if (append) {
+            /* a log of several commands: each after a line naming it */
+            FILE *l = fdopen(2, "a");
+            if (l) {
+                fprintf(l, "$");
+                for (int i = 0; argv[i]; i++)
+                    fprintf(l, " %s", argv[i]);
+                fprintf(l, "\n");
+                fflush(l);
+            }
         }
         execvp(argv[0], argv);
         fprintf(stderr, "cannot run %s: %s\n", argv[0], strerror(errno));
@@ -325,29 +307,42 @@ static int run_logged(char *const argv[], const char *log)
     while (waitpid(pid, &st, 0) < 0)
         if (errno != EINTR)
             return -1;
-    return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+    return st;
 }
 
-/* The first line of the log that says error, after the last command. */
-static void log_error(const char *log, char *out, size_t cap)
+/* Runs argv with its output appended to log; 0 when it exits 0. */
+static int run_logged(char *const argv[], const char *log)
+{
+    int st = rggml_spawn(argv, log, true);
+    return st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+}
+
+void rggml_log_line(const char *log, char *out, size_t cap)
 {
     out[0] = '\0';
     FILE *f = fopen(log, "r");
     if (!f)
         return;
-    char line[1024];
-    bool after = false;
+    char line[1024], last[1024] = "";
+    bool found = false;
     while (fgets(line, sizeof line, f)) {
         line[strcspn(line, "\n")] = '\0';
-        if (line[0] == '$') {
-            after = true;
-            out[0] = '\0';
+        if (line[0] == '$') {           /* the next command: what is before it is done */
+            found = false;
+            out[0] = last[0] = '\0';
             continue;
         }
-        if (after && !out[0] && (strstr(line, "error") || strstr(line, "cannot run")))
-            rggml_strf(out, cap, "%s", line);
+        if (line[0])
+            snprintf(last, sizeof last, "%s", line);
+        if (!found && (strstr(line, "error") || strstr(line, "GGML_ASSERT") ||
+                       strstr(line, "GGML_ABORT") || strstr(line, "cannot run"))) {
+            snprintf(out, cap, "%.*s", (int)(cap > 0 ? cap - 1 : 0), line);
+            found = true;
+        }
     }
     fclose(f);
+    if (!found)
+        snprintf(out, cap, "%.*s", (int)(cap > 0 ? cap - 1 : 0), last);
 }
 
 /* Compiles (or links) into out through a temporary name; a file already
@@ -365,7 +360,7 @@ static int make_file(char **argv, int out_arg, const char *out, const char *log,
     if (rc != 0 || rename(tmp, out) != 0) {
         unlink(tmp);
         char line[512];
-        log_error(log, line, sizeof line);
+        rggml_log_line(log, line, sizeof line);
         return fail(err, "building ggml's scheduler failed%s%s (see %s)", line[0] ? ": " : "",
                     line, log);
     }

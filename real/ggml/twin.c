@@ -62,24 +62,13 @@ struct twin_run {
 static void logf_(twin_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void logf_(twin_run *r, const char *fmt, ...)
 {
-    rggml_calls *c = r->out;
-    if (c->n == c->cap) {
-        int cap = c->cap ? c->cap * 2 : 1024;
-        char **n = realloc(c->line, (size_t)cap * sizeof *n);
-        if (!n) {
-            r->failed = true;
-            return;
-        }
-        c->line = n;
-        c->cap = cap;
-    }
+    char line[512];
     va_list ap;
     va_start(ap, fmt);
-    if (vasprintf(&c->line[c->n], fmt, ap) < 0)
-        r->failed = true;
-    else
-        c->n++;
+    vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
+    if (rggml_calls_add(r->out, line) != 0)
+        r->failed = true;
 }
 
 static tctx *ctx_of(sched_backend *b) { return b->ctx; }
@@ -352,16 +341,6 @@ static uint32_t null_view(void *c, const char *n, uint32_t p, uint64_t o, uint64
 }
 static const sched_sink_iface null_sink_iface = { .view = null_view };
 
-/* The twin's copy family of the harness's GPU family (sched/family.c). */
-static const char *twin_family(rggml_family f)
-{
-    switch (f) {
-    case RGGML_FAMILY_SYCL: return "sycl";
-    case RGGML_FAMILY_NOASYNC: return "noasync";
-    default: return "cuda";
-    }
-}
-
 int rggml_twin(const rggml_script *s, const char *policy, rggml_calls *out, trace_error *err)
 {
     const sched_policy *pol = sched_policy_find(policy);
@@ -401,7 +380,7 @@ int rggml_twin(const rggml_script *s, const char *policy, rggml_calls *out, trac
         goto oom;
     const sched_copy_traits *traits[MAX_DEV + 1] = { 0 };
     for (int i = 0; i < nb; i++)
-        traits[i] = sched_copy_family(i + 1 < nb ? twin_family(c->family) : "cpu");
+        traits[i] = sched_copy_family(i + 1 < nb ? (c->family ? c->family : "cuda") : "cpu");
     for (int k = 0; k < 2; k++) {
         if (!g[k])
             continue;
