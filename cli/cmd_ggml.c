@@ -303,7 +303,9 @@ static int check_config(const char *path, config_result *r, fix_list *fixes, tra
     trace_reader_memory(&rd, t);
     check_options opt = { 0 };
     check_report *rep = NULL;
-    if (check_trace(&rd, &opt, &rep, err) != 0) {
+    int rc = check_trace(&rd, &opt, &rep, err);
+    trace_reader_close(&rd);
+    if (rc != 0) {
         trace_free(t);
         return -1;
     }
@@ -650,6 +652,7 @@ int cmd_ggml(int argc, char **argv)
                     uint64_t n = 0;
                     if (trace_store_import(db, &rd, run_name, &n, &err) < 0)
                         fprintf(stderr, "syncsim ggml: %s: not recorded: %s\n", db, err.msg);
+                    trace_reader_close(&rd);
                     trace_free(t);
                 }
             }

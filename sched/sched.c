@@ -195,7 +195,7 @@ void sched_free(sched *s)
         for (int32_t i = 0; i < s->n_orig * s->n_copies; i++)
             if (s->in_slot[i] && cpu->iface->buffer_free)
                 cpu->iface->buffer_free(cpu, s->in_slot[i]);
-    } else if (s->graph) {
+    } else if (s->graph && !s->in_off) {     /* (ggml_alloc: the inputs are in the arena) */
         for (int32_t i = 0; i < s->graph->n_tensors; i++) {
             sched_tensor *t = &s->graph->tensors[i];
             if ((t->flags & SCHED_FLAG_INPUT) && t->buffer && t->buffer->usage == SCHED_BUFFER_HOST &&
