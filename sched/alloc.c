@@ -30,6 +30,16 @@
  * at the pinned commit (a view is never "own": its hash node is never
  * allocated), and it is not taken here either. The pair in place is not an
  * overlap (sched_alloc_overlaps).
+ *
+ * ggml-alloc also places the user's inputs, in the CPU's compute buffer,
+ * before anything else (ggml's graph_copy has them as leafs): with one
+ * slot each input where the graph lists it, an own allocation like a node
+ * (freed after its last reader, and a node may take it in place); with
+ * more slots, each input's one copy per slot, in the order ggml's split
+ * pass meets the inputs (a non-view node reading it), each flagged output
+ * (never freed, never taken). So they are here, in s->in_off, with ggml's
+ * block choice (arena_plan.ggml), and the offsets of every tensor are
+ * ggml-alloc's (the differential test compares them).
  */
 #include "sched_int.h"
 
@@ -45,6 +55,12 @@ typedef struct arena_plan {
     block *free;
     int n_free, cap_free;
     uint64_t top;                   /* high-water mark */
+    /* ggml's block choice (ggml_dyn_tallocr_alloc, policy.ggml_alloc): the
+     * free block that ends at the top is ggml's last block, which is taken
+     * only when no other fits; of the others the smallest that fits, the
+     * later one of equal sizes. Otherwise: the smallest that fits, any,
+     * the first of equal sizes. */
+    bool ggml;
 } arena_plan;
 
 static uint64_t align_up(uint64_t v) { return (v + ALIGN - 1) & ~(uint64_t)(ALIGN - 1); }
@@ -53,9 +69,14 @@ static uint64_t plan_alloc(arena_plan *a, uint64_t size)
 {
     size = align_up(size ? size : 1);
     int best = -1;
-    for (int i = 0; i < a->n_free; i++)
-        if (a->free[i].size >= size && (best < 0 || a->free[i].size < a->free[best].size))
+    for (int i = 0; i < a->n_free; i++) {
+        const block *b = &a->free[i];
+        if (b->size < size)
+            continue;
+        if (a->ggml ? b->off + b->size != a->top && (best < 0 || b->size <= a->free[best].size)
+                    : (best < 0 || b->size < a->free[best].size))
             best = i;
+    }
     if (best >= 0) {
         uint64_t off = a->free[best].off;
         a->free[best].off += size;
@@ -66,9 +87,16 @@ static uint64_t plan_alloc(arena_plan *a, uint64_t size)
         }
         return off;
     }
-    /* Grow the arena; a free block that ends at the top is extended. */
-    if (a->n_free > 0 && a->free[a->n_free - 1].off + a->free[a->n_free - 1].size == a->top) {
-        uint64_t off = a->free[a->n_free - 1].off;
+    /* The free block that ends at the top (ggml's last block: big enough
+     * when ggml's choice passed it over), or grow it, or grow the arena. */
+    block *last = a->n_free > 0 ? &a->free[a->n_free - 1] : NULL;
+    if (last && last->off + last->size == a->top) {
+        uint64_t off = last->off;
+        if (last->size > size) {
+            last->off += size;
+            last->size -= size;
+            return off;
+        }
         a->n_free--;
         a->top = off + size;
         return off;
@@ -202,16 +230,92 @@ static int galloc_release(sched *s, arena_plan *plan, galloc_node *h, int32_t p,
     return h[p].allocated ? galloc_free(s, plan, h, p, k) : 0;
 }
 
+static bool is_user_input(const sched_tensor *t)
+{
+    return (t->flags & SCHED_FLAG_INPUT) && t->op == SCHED_OP_NONE && !t->buffer &&
+           t->view_src < 0 && t->backend >= 0;
+}
+
+/* One input placed as ggml-alloc's own (a leaf of the graph it was given):
+ * one place for every slot, freed after its last reader (rec). */
+static sched_status place_own_input(sched *s, arena_plan *plan, int32_t i, int32_t *rec)
+{
+    sched_tensor *t = &s->graph->tensors[i];
+    uint64_t size = sched_tensor_nbytes(t);
+    t->offset = plan_alloc(&plan[t->backend], size);
+    rec[i] = s->n_allocs;
+    return add_rec(s, i, t->backend, t->offset, size, -1, INT32_MAX) == 0 ? SCHED_OK
+                                                                           : SCHED_ENOMEM;
+}
+
+/* The user inputs in the CPU's arena, as ggml-alloc's leafs (the head
+ * comment): the slot copies' in s->in_off, an own input's in its offset
+ * and rec[input] its record (-1: none).
+ * Phase 0, before the split inputs' copies: with more than one slot, the
+ * slot copies of each input ggml's split pass meets. Phase 1, after them:
+ * the others, own (all of them with one slot). */
+static sched_status place_inputs(sched *s, arena_plan *plan, int32_t *rec, int phase)
+{
+    sched_graph *g = s->graph;
+    size_t n = (size_t)s->n_copies;
+    if (phase == 0) {
+        free(s->in_off);
+        if (!(s->in_off = malloc((size_t)s->n_orig * n * sizeof *s->in_off)))
+            return SCHED_ENOMEM;
+        for (size_t i = 0; i < (size_t)s->n_orig * n; i++)
+            s->in_off[i] = UINT64_MAX;
+        for (int32_t i = 0; i < s->n_orig; i++)
+            rec[i] = -1;
+    }
+    if (phase == 1) {
+        for (int32_t i = 0; i < s->n_orig; i++)
+            if (is_user_input(&g->tensors[i]) && s->in_off[(size_t)i * n] == UINT64_MAX &&
+                rec[i] < 0 && place_own_input(s, plan, i, rec) != SCHED_OK)
+                return SCHED_ENOMEM;
+        return SCHED_OK;
+    }
+    if (n == 1)
+        return SCHED_OK;
+    /* ggml's split pass: nodes in order from the first that is no view,
+     * views skipped, each source in order */
+    int32_t k = 0;
+    while (k < s->n_order && sched_op_is_view(g->tensors[s->order[k]].op))
+        k++;
+    for (; k < s->n_order; k++) {
+        const sched_tensor *node = &g->tensors[s->order[k]];
+        if (sched_op_is_view(node->op))
+            continue;
+        for (int j = 0; j < SCHED_MAX_SRC; j++) {
+            int32_t i = node->src[j];
+            if (i < 0 || i >= s->n_orig || !is_user_input(&g->tensors[i]) ||
+                s->in_off[(size_t)i * n] != UINT64_MAX)
+                continue;
+            uint64_t size = sched_tensor_nbytes(&g->tensors[i]);
+            for (size_t c = 0; c < n; c++) {
+                uint64_t off = plan_alloc(&plan[g->tensors[i].backend], size);
+                s->in_off[(size_t)i * n + c] = off;
+                if (add_rec(s, i, g->tensors[i].backend, off, size, -1, INT32_MAX) != 0)
+                    return SCHED_ENOMEM;
+            }
+        }
+    }
+    return SCHED_OK;
+}
+
 /* The nodes in order under ggml-alloc's counts (the head comment). Kept
- * copies are placed already; transient ones are born at copy_born. */
-static sched_status nodes_ggml(sched *s, arena_plan *plan, const int32_t *copy_born)
+ * copies are placed already; transient ones are born at copy_born; user
+ * inputs with one slot are ggml-alloc's own, input_rec their records. */
+static sched_status nodes_ggml(sched *s, arena_plan *plan, const int32_t *copy_born,
+                               const int32_t *input_rec)
 {
     sched_graph *g = s->graph;
     galloc_node *h = calloc((size_t)g->n_tensors, sizeof *h);
     if (!h)
         return SCHED_ENOMEM;
-    for (int32_t i = 0; i < g->n_tensors; i++)
-        h[i].rec = -1;
+    for (int32_t i = 0; i < g->n_tensors; i++) {
+        h[i].rec = i < s->n_orig ? input_rec[i] : -1;
+        h[i].allocated = h[i].rec >= 0;
+    }
     for (int32_t k = 0; k < s->n_order; k++) {
         int32_t ni = s->order[k];
         if (g->tensors[ni].view_src >= 0)
@@ -284,6 +388,8 @@ fail:
 static void move_arena(sched *s, sched_buffer *from, sched_buffer *to)
 {
     sched_graph *g = s->graph;
+    for (size_t i = 0; s->in_view && s->in_off && g && i < (size_t)s->n_orig * (size_t)s->n_copies; i++)
+        s->in_view[i] = TRACE_NONE;
     for (int32_t i = 0; g && i < g->n_tensors; i++)
         if (g->tensors[i].buffer == from) {
             g->tensors[i].buffer = to;
@@ -299,9 +405,11 @@ sched_status sched_allocate(sched *s, char *err, size_t err_cap)
     sched_graph *g = s->graph;
     arena_plan plan[SCHED_MAX_BACKENDS];
     memset(plan, 0, sizeof plan);
+    for (int b = 0; b < SCHED_MAX_BACKENDS; b++)
+        plan[b].ggml = s->policy->ggml_alloc;
     int32_t *last_use = malloc((size_t)g->n_tensors * sizeof *last_use);
     int32_t *born = malloc((size_t)g->n_tensors * sizeof *born);
-    int32_t *copy_born = NULL;
+    int32_t *copy_born = NULL, *input_rec = NULL;
     sched_status st = SCHED_ENOMEM;
     if (!last_use || !born)
         goto fail;
@@ -341,6 +449,12 @@ sched_status sched_allocate(sched *s, char *err, size_t err_cap)
             }
         }
     }
+    if (s->policy->ggml_alloc) {
+        if (!(input_rec = malloc(((size_t)s->n_orig + 1) * sizeof *input_rec)) ||
+            (st = place_inputs(s, plan, input_rec, 0)) != SCHED_OK)
+            goto fail;
+        st = SCHED_ENOMEM;
+    }
     /* Split-input copies: live for the whole graph (unless transient). */
     for (int32_t i = 0; i < g->n_tensors; i++) {
         sched_tensor *t = &g->tensors[i];
@@ -352,7 +466,12 @@ sched_status sched_allocate(sched *s, char *err, size_t err_cap)
             goto fail;
     }
     if (s->policy->ggml_alloc) {
-        if ((st = nodes_ggml(s, plan, copy_born)) != SCHED_OK)
+        if ((st = place_inputs(s, plan, input_rec, 1)) != SCHED_OK)
+            goto fail;
+        for (int32_t i = 0; i < s->n_orig; i++)
+            if (s->in_off[(size_t)i * (size_t)s->n_copies] != UINT64_MAX)
+                g->tensors[i].offset = s->in_off[(size_t)i * (size_t)s->n_copies + s->cur_copy];
+        if ((st = nodes_ggml(s, plan, copy_born, input_rec)) != SCHED_OK)
             goto fail;
         goto arenas;
     }
@@ -438,6 +557,15 @@ arenas:
             continue;
         t->buffer = s->arena[t->backend];
     }
+    for (int32_t i = 0; s->in_off && i < s->n_orig; i++) {
+        size_t at = (size_t)i * (size_t)s->n_copies + (size_t)s->cur_copy;
+        if (s->in_off[at] == UINT64_MAX && input_rec[i] < 0)
+            continue;
+        g->tensors[i].buffer = s->arena[g->tensors[i].backend];
+        if (s->in_off[at] != UINT64_MAX)
+            g->tensors[i].offset = s->in_off[at];
+        g->tensors[i].trace_view = TRACE_NONE;     /* declared on first use */
+    }
     for (int32_t i = 0; i < g->n_tensors; i++) {
         sched_tensor *t = &g->tensors[i];
         if (t->view_src < 0)
@@ -451,6 +579,7 @@ arenas:
     free(last_use);
     free(born);
     free(copy_born);
+    free(input_rec);
     return SCHED_OK;
 fail:
     for (int b = 0; b < SCHED_MAX_BACKENDS; b++)
@@ -458,6 +587,7 @@ fail:
     free(last_use);
     free(born);
     free(copy_born);
+    free(input_rec);
     if (st == SCHED_ENOMEM)
         snprintf(err, err_cap, "out of memory while allocating");
     return st;

@@ -123,12 +123,14 @@ const sched_copy_traits sched_copy_families[] = {
     { "vulkan", SCHED_XFER_BLOCKING, SCHED_XFER_DEST, false,
       "pulls from pinned host memory asynchronously; copies between devices blocking" },
     { "sycl", SCHED_XFER_BLOCKING, SCHED_XFER_BLOCKING, false,
-      "no cpy_tensor_async: every copy blocking", true },
+      "no cpy_tensor_async: every copy blocking; an event wait blocks the host", true, true },
     { "metal", SCHED_XFER_SOURCE, SCHED_XFER_BLOCKING, false,
       "copies between devices on the source's queue and an event; from host memory blocking" },
     { "cpu", SCHED_XFER_BLOCKING, SCHED_XFER_BLOCKING, false,
       "synchronous: the host copies", true },
-    { NULL, 0, 0, false, NULL, false },
+    { "noasync", SCHED_XFER_BLOCKING, SCHED_XFER_BLOCKING, false,
+      "a stream with events and no cpy_tensor_async: every copy blocking", true },
+    { NULL, 0, 0, false, NULL, false, false },
 };
 
 const sched_copy_traits *sched_copy_family(const char *name)
@@ -139,17 +141,12 @@ const sched_copy_traits *sched_copy_family(const char *name)
     return NULL;
 }
 
+static const char *family_word(int i) { return sched_copy_families[i].family; }
+
 const char *sched_copy_family_names(void)
 {
     static char names[128];
-    if (!names[0]) {
-        size_t used = 0;
-        for (int i = 0; sched_copy_families[i].family && used < sizeof names; i++)
-            used += (size_t)snprintf(names + used, sizeof names - used, "%s%s",
-                                     i == 0 ? "" : sched_copy_families[i + 1].family ? ", " : " or ",
-                                     sched_copy_families[i].family);
-    }
-    return names;
+    return names[0] ? names : sched_words(family_word, names, sizeof names);
 }
 
 void sched_plugin_path(const char *name, const char *env_dir, char *out, size_t cap)
@@ -172,4 +169,26 @@ void sched_plugin_path(const char *name, const char *env_dir, char *out, size_t 
     } else {
         snprintf(out, cap, "%s", name);
     }
+}
+
+void sched_data_path(const char *rel, const char *fallback, char *out, size_t cap)
+{
+    const char *env = getenv("SYNCSIM_DATA_DIR");
+    if (env && *env) {
+        snprintf(out, cap, "%s/%s", env, rel);
+        return;
+    }
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        const char *dir = dirname(exe);
+        static const char *const where[] = { "%s/../share/syncsim/%s", "%s/share/syncsim/%s" };
+        for (size_t i = 0; i < sizeof where / sizeof where[0]; i++) {
+            snprintf(out, cap, where[i], dir, rel);
+            if (access(out, F_OK) == 0)
+                return;
+        }
+    }
+    snprintf(out, cap, "%s", fallback);
 }

@@ -27,6 +27,7 @@
  *   ggml-20793         ... as #20793 left it,
  *   ggml-head          ... at the pinned ggml commit (after #26040): each
  *                      with ggml's copy slots (see below).
+ *   ggml-source-wait   ggml-head with the fix of its slot-reuse race.
  * The first five are syncsim's own model of ggml (events always, one host
  * buffer per input, cur_copy rotating every evaluation); the ggml-* rows
  * follow ggml-backend.cpp line by line (docs/scheduler.md).
@@ -189,20 +190,35 @@ static const sched_policy policy_ggml_20793 = {
  * blocking after the host waited for the slot's event (or synchronized);
  * other inputs after the destination's stream waited for it; an event
  * recorded after every split; a split without inputs blocks the host on
- * the previous backend's event after any change of backend. */
+ * the previous backend's event after any change of backend. Who waits for
+ * the slot is each row's own: ggml's, or ggml's and the source's. */
+#define GGML_HEAD_ROW                           \
+    .before_copy = SCHED_GUARD_EVENT,           \
+    .user_copy = SCHED_COPY_BLOCKING,           \
+    .input_copy = SCHED_COPY_ASYNC,             \
+    .record_after_split = true,                 \
+    .no_input_wait = SCHED_NOINPUT_ANY_CHANGE,  \
+    .ggml_slots = true,                         \
+    .ggml_alloc = true,                         \
+    .copies_pipelined = 4,                      \
+    .copies_single = 1
+
 static const sched_policy policy_ggml_head = {
     .name = "ggml-head",
     .summary = "ggml at the pinned commit (llama.cpp #26040): blocking user copies, a wait after every backend change",
-    .before_copy = SCHED_GUARD_EVENT,
-    .user_copy = SCHED_COPY_BLOCKING,
-    .input_copy = SCHED_COPY_ASYNC,
+    GGML_HEAD_ROW,
     .slot_waiter = SCHED_WAITER_GGML,
-    .record_after_split = true,
-    .no_input_wait = SCHED_NOINPUT_ANY_CHANGE,
-    .ggml_slots = true,
-    .ggml_alloc = true,
-    .copies_pipelined = 4,
-    .copies_single = 1,
+};
+
+/* ggml-head with the fix of its slot-reuse race (docs/ggml-slot-race.md,
+ * real/ggml/harness/source-stream-wait.patch): before a non-user input is
+ * copied into the slot, the input's backend waits for the slot's event
+ * too, since a copy between devices runs on the source's stream. */
+static const sched_policy policy_ggml_source_wait = {
+    .name = "ggml-source-wait",
+    .summary = "ggml-head, and the source's stream waits for the slot too (the slot-reuse race's fix)",
+    GGML_HEAD_ROW,
+    .slot_waiter = SCHED_WAITER_GGML_SOURCE,
 };
 
 /* Broken on purpose: ggml-head, but the MoE ids read back for the
@@ -211,23 +227,16 @@ static const sched_policy policy_ggml_head = {
 static const sched_policy policy_moe_no_ids_sync = {
     .name = "moe-no-ids-sync",
     .summary = "broken: ggml-head without the sync after a MoE ids read-back (the host reads ids in flight)",
-    .before_copy = SCHED_GUARD_EVENT,
-    .user_copy = SCHED_COPY_BLOCKING,
-    .input_copy = SCHED_COPY_ASYNC,
+    GGML_HEAD_ROW,
     .slot_waiter = SCHED_WAITER_GGML,
-    .record_after_split = true,
-    .no_input_wait = SCHED_NOINPUT_ANY_CHANGE,
-    .ggml_slots = true,
-    .ggml_alloc = true,
-    .copies_pipelined = 4,
-    .copies_single = 1,
     .moe_no_ids_sync = true,
 };
 
 const sched_policy *const sched_policies[] = {
     &policy_full, &policy_relaxed, &policy_events, &policy_async_user_inputs,
     &policy_no_split_wait, &policy_ggml_pre_17795, &policy_ggml_17795, &policy_ggml_20793,
-    &policy_ggml_pre_26040, &policy_ggml_head, &policy_moe_no_ids_sync, NULL,
+    &policy_ggml_pre_26040, &policy_ggml_head, &policy_ggml_source_wait, &policy_moe_no_ids_sync,
+    NULL,
 };
 
 const sched_policy *sched_policy_find(const char *name)
@@ -238,18 +247,23 @@ const sched_policy *sched_policy_find(const char *name)
     return NULL;
 }
 
+const char *sched_words(const char *(*word)(int i), char *buf, size_t cap)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; word(i) && used < cap; i++)
+        used += (size_t)snprintf(buf + used, cap - used, "%s%s",
+                                 i == 0 ? "" : word(i + 1) ? ", " : " or ", word(i));
+    return buf;
+}
+
+static const char *policy_word(int i) { return sched_policies[i] ? sched_policies[i]->name : NULL; }
+
 const char *sched_policy_names(void)
 {
     /* Built once from the table, so a new policy needs no message edits. */
     static char names[512];
-    if (!names[0]) {
-        size_t used = 0;
-        for (int i = 0; sched_policies[i] && used < sizeof names; i++)
-            used += (size_t)snprintf(names + used, sizeof names - used, "%s%s",
-                                     i == 0 ? "" : sched_policies[i + 1] ? ", " : " or ",
-                                     sched_policies[i]->name);
-    }
-    return names;
+    return names[0] ? names : sched_words(policy_word, names, sizeof names);
 }
 
 static const struct { const char *word, *help; } allreduce_info[] = {
@@ -269,17 +283,15 @@ int sched_allreduce_parse(const char *word)
     return -1;
 }
 
+static const char *allreduce_word(int i)
+{
+    return i < SCHED_ALLREDUCE_COUNT ? allreduce_info[i].word : NULL;
+}
+
 const char *sched_allreduce_names(void)
 {
     static char names[128];
-    if (!names[0]) {
-        size_t used = 0;
-        for (int i = 0; i < SCHED_ALLREDUCE_COUNT && used < sizeof names; i++)
-            used += (size_t)snprintf(names + used, sizeof names - used, "%s%s",
-                                     i == 0 ? "" : i + 1 < SCHED_ALLREDUCE_COUNT ? ", " : " or ",
-                                     allreduce_info[i].word);
-    }
-    return names;
+    return names[0] ? names : sched_words(allreduce_word, names, sizeof names);
 }
 
 static const char *const barrier_words[] = {
@@ -301,15 +313,10 @@ int sched_barrier_parse(const char *word)
     return -1;
 }
 
+static const char *barrier_word(int i) { return i < SCHED_BARRIER_COUNT ? barrier_words[i] : NULL; }
+
 const char *sched_barrier_names(void)
 {
     static char names[96];
-    if (!names[0]) {
-        size_t used = 0;
-        for (int i = 0; i < SCHED_BARRIER_COUNT && used < sizeof names; i++)
-            used += (size_t)snprintf(names + used, sizeof names - used, "%s%s",
-                                     i == 0 ? "" : i + 1 < SCHED_BARRIER_COUNT ? ", " : " or ",
-                                     barrier_words[i]);
-    }
-    return names;
+    return names[0] ? names : sched_words(barrier_word, names, sizeof names);
 }

@@ -195,7 +195,7 @@ void sched_free(sched *s)
         for (int32_t i = 0; i < s->n_orig * s->n_copies; i++)
             if (s->in_slot[i] && cpu->iface->buffer_free)
                 cpu->iface->buffer_free(cpu, s->in_slot[i]);
-    } else if (s->graph) {
+    } else if (s->graph && !s->in_off) {     /* (ggml_alloc: the inputs are in the arena) */
         for (int32_t i = 0; i < s->graph->n_tensors; i++) {
             sched_tensor *t = &s->graph->tensors[i];
             if ((t->flags & SCHED_FLAG_INPUT) && t->buffer && t->buffer->usage == SCHED_BUFFER_HOST &&
@@ -215,6 +215,7 @@ void sched_free(sched *s)
     free(s->sig_backend);
     free(s->sig_bytes);
     free(s->in_slot);
+    free(s->in_off);
     free(s->in_view);
     sched_ar_free(s);
     free(s->ar_rank);
@@ -338,7 +339,8 @@ sched_status sched_plan(sched *s, sched_graph *g, char *err, size_t err_cap)
     free(s->in_view);
     s->in_slot = NULL;
     s->in_view = NULL;
-    if (slots && (!(s->in_slot = calloc(n_slot, sizeof *s->in_slot)) ||
+    /* under ggml's allocator the inputs are in the CPU's arena already (s->in_off) */
+    if (slots && ((!s->in_off && !(s->in_slot = calloc(n_slot, sizeof *s->in_slot))) ||
                   !(s->in_view = malloc(n_slot * sizeof *s->in_view))))
         return SCHED_ENOMEM;
     for (size_t i = 0; slots && i < n_slot; i++)
@@ -441,36 +443,55 @@ static sched_status sync_backend(sched *s, int b)
 
 static bool has_events(const sched *s, int b) { return s->events[b][0] != NULL; }
 
-/* Points every user input (and the views of one) at its host copy for slot c. */
+/* The trace view "NAME#c" of bytes [off, off + size) of buf, declared
+ * once into *view (TRACE_NONE before; none without a sink). */
+static uint32_t slot_view(sched *s, uint32_t *view, const char *name, int c, const sched_buffer *buf,
+                          uint64_t off, uint64_t size)
+{
+    if (*view == TRACE_NONE && s->opts.sink) {
+        char nm[SCHED_NAME_MAX];
+        snprintf(nm, sizeof nm, "%.50s#%d", name, c);
+        *view = s->opts.sink->iface->view(s->opts.sink->ctx, nm, buf->trace_id, off, size);
+    }
+    return *view;
+}
+
+/* Points every user input (and the views of one) at its copy for slot c:
+ * its host buffer, or its place in the CPU's arena (ggml_alloc). */
 static void point_inputs(sched *s, int c)
 {
     sched_graph *g = s->graph;
+    size_t n = (size_t)s->n_copies;
     for (int32_t i = 0; i < s->n_orig; i++) {
-        sched_buffer *buf = s->in_slot[(size_t)i * (size_t)s->n_copies + (size_t)c];
+        sched_tensor *t = &g->tensors[i];
+        size_t at = (size_t)i * n + (size_t)c;
+        if (s->in_off) {
+            if (s->in_off[at] == UINT64_MAX)
+                continue;
+            t->buffer = s->arena[t->backend];
+            t->offset = s->in_off[at];
+            t->trace_view = slot_view(s, &s->in_view[at], t->name, c, t->buffer, t->offset,
+                                      sched_tensor_nbytes(t));
+            continue;
+        }
+        sched_buffer *buf = s->in_slot[at];
         if (!buf)
             continue;
-        sched_tensor *t = &g->tensors[i];
         t->buffer = buf;
         t->offset = 0;
         t->trace_view = buf->trace_id;
     }
-    size_t n = (size_t)s->n_copies;
     for (int32_t i = 0; i < s->n_orig; i++) {
         sched_tensor *t = &g->tensors[i];
-        if (t->view_src < 0 || !s->in_slot[(size_t)t->view_src * n])
+        if (t->view_src < 0 || (s->in_off ? s->in_off[(size_t)t->view_src * n] == UINT64_MAX
+                                          : !s->in_slot[(size_t)t->view_src * n]))
             continue;
         const sched_tensor *v = &g->tensors[t->view_src];
         /* Its view of this slot's copy, "NAME#c", declared once. */
-        uint32_t *view = &s->in_view[(size_t)i * n + (size_t)c];
         t->buffer = v->buffer;
         t->offset = v->offset + t->view_offs;
-        if (*view == TRACE_NONE && s->opts.sink) {
-            char name[SCHED_NAME_MAX];
-            snprintf(name, sizeof name, "%.50s#%d", t->name, c);
-            *view = s->opts.sink->iface->view(s->opts.sink->ctx, name, v->buffer->trace_id,
-                                             t->view_offs, sched_tensor_nbytes(t));
-        }
-        t->trace_view = *view;
+        t->trace_view = slot_view(s, &s->in_view[(size_t)i * n + (size_t)c], t->name, c,
+                                  v->buffer, t->offset, sched_tensor_nbytes(t));
     }
 }
 
@@ -539,9 +560,11 @@ sched_status sched_alloc_graph(sched *s)
      * reserved for, and ggml synchronizes every backend first, leaving the
      * slot alone (ggml_backend_sched_alloc_splits). */
     sched *root = s->opts.share ? s->opts.share : s;
+    s->reserved_now = false;
     if (s->policy->ggml_alloc) {
         bool realloc = needs_realloc(root->reserved, root->last_alloc, s);
         root->last_alloc = s;
+        s->reserved_now = realloc;
         if (realloc) {
             root->reserved = s;
             for (int b = 0; b < s->n_backends; b++) {
@@ -559,10 +582,19 @@ sched_status sched_alloc_graph(sched *s)
     } else if (s->is_alloc) {
         return SCHED_OK;
     }
-    if (s->in_slot)
+    if (s->in_slot || (s->in_off && s->n_copies > 1))
         point_inputs(s, s->cur_copy);
     s->is_alloc = true;
     return SCHED_OK;
+}
+
+bool sched_alloc_reserved(const sched *s) { return s->reserved_now; }
+
+uint64_t sched_input_slot_offset(const sched *s, int32_t t, int c)
+{
+    if (!s->in_off || t < 0 || t >= s->n_orig || c < 0 || c >= s->n_copies)
+        return UINT64_MAX;
+    return s->in_off[(size_t)t * (size_t)s->n_copies + (size_t)c];
 }
 
 /* #26040: the host blocks until the previous split's backend is done. */
@@ -591,6 +623,16 @@ static sched_status wait_previous(sched *s, int b)
         return call(pb->iface->event_synchronize(pb, ev));
     }
     return sync_backend(s, prev);
+}
+
+/* Backend b's stream waits for ev; where b's family makes an event wait
+ * block the host (ggml-sycl's sycl::event::wait()), the host waits. */
+static sched_status stream_wait(sched *s, int b, sched_event *ev)
+{
+    sched_backend *be = s->backends[b];
+    if (s->copy[b] && s->copy[b]->event_wait_blocks_host)
+        return call(be->iface->event_synchronize(be, ev));
+    return call(be->iface->event_wait(be, ev));
 }
 
 /* Whether backend b has a stream and events (an asynchronous device). */
@@ -861,11 +903,14 @@ static sched_status copy_input(sched *s, const sched_split *sp, int j)
                 (s->policy->before_copy == SCHED_GUARD_EVENT_ELSE_SYNC_NO_ASYNC && s->copy[b] &&
                  s->copy[b]->no_cpy_tensor_async))
                 st = sync_backend(s, b);
-        } else if (ev->n_records > 0 && s->policy->slot_waiter == SCHED_WAITER_GGML) {
+        } else if (ev->n_records > 0 && s->policy->slot_waiter != SCHED_WAITER_COPIER) {
             /* ggml: the host for a user input, the split's stream otherwise
-             * (even when the copy runs on the source's stream). */
-            st = user ? call(be->iface->event_synchronize(be, ev))
-                      : call(be->iface->event_wait(be, ev));
+             * (even when the copy runs on the source's stream); with the
+             * fix, the source's stream too. */
+            st = user ? call(be->iface->event_synchronize(be, ev)) : stream_wait(s, b, ev);
+            if (st == SCHED_OK && !user && sb != b && has_events(s, sb) &&
+                s->policy->slot_waiter == SCHED_WAITER_GGML_SOURCE)
+                st = stream_wait(s, sb, ev);
         } else if (ev->n_records > 0) {
             /* The slot's previous reader must be done before it is overwritten:
              * the host waits for a copy it makes itself; otherwise the queue
@@ -904,7 +949,7 @@ static sched_status copy_input(sched *s, const sched_split *sp, int j)
         /* Blocking: the source must be complete, the host copies. */
         if (!user && (st = sync_backend(s, sb)) != SCHED_OK)
             return st;
-        if (mode == SCHED_COPY_ASYNC && s->policy->slot_waiter == SCHED_WAITER_GGML) {
+        if (mode == SCHED_COPY_ASYNC && s->policy->slot_waiter != SCHED_WAITER_COPIER) {
             /* ggml's fallback of a declined asynchronous copy: the host
              * also waits for the destination (its slot event, when any). */
             sched_event *ev = s->events[b][s->cur_copy];

@@ -589,6 +589,12 @@ typedef enum {
      * queue copies; a declined asynchronous copy blocks the host on the
      * slot event before it copies */
     SCHED_WAITER_GGML = 1,
+    /* ggml's, and the fix of its slot-reuse race (docs/ggml-slot-race.md):
+     * for a non-user input from another backend that has events, that
+     * backend's stream waits for the slot too -- a copy between devices
+     * may run on it (ggml-cuda's cpy_tensor_async: the source's stream),
+     * and nothing else holds it back from the slot */
+    SCHED_WAITER_GGML_SOURCE = 2,
 } sched_waiter;
 
 typedef struct sched_policy {
@@ -665,6 +671,10 @@ typedef struct sched_copy_traits {
     /* ggml's backend has no cpy_tensor_async (its iface member is NULL):
      * what #20793's guard before a copy tests. */
     bool no_cpy_tensor_async;
+    /* ggml's event_wait blocks the host (ggml-sycl: sycl::event::wait())
+     * instead of making the backend's stream wait: the scheduler's waits
+     * for this backend are host waits (event_synchronize). */
+    bool event_wait_blocks_host;
 } sched_copy_traits;
 
 /* The families, {NULL}-terminated (sched/family.c). */
@@ -698,6 +708,10 @@ const char *sched_barrier_names(void);
 /* The named policies, NULL-terminated. */
 extern const sched_policy *const sched_policies[];
 const sched_policy *sched_policy_find(const char *name);
+/* "a, b or c": word(0), word(1), ... up to the first NULL, into buf (cap
+ * bytes, cut short when it does not fit); returns buf. The one way a list
+ * the user sees is written from its table. */
+const char *sched_words(const char *(*word)(int i), char *buf, size_t cap);
 /* The policy names for a message: "full, relaxed, ... or no-split-wait". */
 const char *sched_policy_names(void);
 
@@ -733,9 +747,10 @@ typedef struct sched_options {
      * source's stream, host copies pulled by the destination). */
     const sched_copy_traits *const *copy_traits;
     /* Where the scheduler declares the trace views it makes itself: with
-     * ggml's copy slots, a view of a user input over each slot's host copy
-     * ("NAME#c"). NULL: such views are not declared (their accesses name
-     * no buffer) -- give one whenever graphs have views of inputs. */
+     * ggml's copy slots, each slot's copy of a user input and of a view of
+     * one ("NAME#c"; under ggml_alloc views of the CPU's arena). NULL: such
+     * views are not declared (their accesses name no buffer) -- give one
+     * whenever a ggml_slots policy has more than one slot. */
     sched_sink *sink;
     /* ggml's op_offload (llama.cpp's default; --no-op-offload turns it off):
      * an op whose weight is in host memory runs on the first device that
@@ -815,6 +830,15 @@ sched_graph *sched_get_graph(const sched *s);
  * every user input at its host copy for that slot, so that the user writes
  * it there. Called by sched_graph_compute when the graph is not allocated. */
 sched_status sched_alloc_graph(sched *s);
+/* Whether the last sched_alloc_graph laid the graph out anew (ggml_alloc:
+ * ggml-alloc reserved for it, after a synchronize of every backend);
+ * false when the graph took the layout reserved before (ggml keeps it for
+ * any graph that fits it: the offsets are then another graph's). */
+bool sched_alloc_reserved(const sched *s);
+/* Under ggml_alloc with more than one slot: the offset in the CPU's arena
+ * of user input t's copy for slot c (ggml's graph-input copies); UINT64_MAX
+ * when t has none (no input, or an input ggml-alloc places once). */
+uint64_t sched_input_slot_offset(const sched *s, int32_t t, int c);
 /* Runs one evaluation (eval: the token or ubatch number put in the trace):
  * every split in order under the policy. With a ggml_slots policy the graph
  * stays allocated, as ggml's is_alloc: the next compute without a
@@ -1241,5 +1265,12 @@ int sched_ring_generate(const sched_ring_opts *o, trace **out, trace_error *err)
  * last one tried when none is (the caller's dlopen then says why).
  * sched/family.c. */
 void sched_plugin_path(const char *name, const char *env_dir, char *out, size_t cap);
+/* Where syncsim's data `rel` is (a file or folder of share/syncsim: the
+ * device models "devices", the ggml harness "ggml/syncsim_ggml.c"):
+ * $SYNCSIM_DATA_DIR/rel when that variable is set, else the first that
+ * exists of BINDIR/../share/syncsim/rel (an install) and
+ * BINDIR/share/syncsim/rel (a build tree), else fallback (the source
+ * tree's). Writes it into out. sched/family.c. */
+void sched_data_path(const char *rel, const char *fallback, char *out, size_t cap);
 
 #endif

@@ -28,6 +28,7 @@ struct sched {
     int cur_copy;
     int next_copy;                  /* ggml_slots: the slot the next allocation takes */
     bool is_alloc;                  /* sched_alloc_graph ran for the coming evaluation */
+    bool reserved_now;              /* ... and laid the graph out anew (ggml_alloc) */
     uint64_t n_evals;
 
     sched_graph *graph;
@@ -60,8 +61,14 @@ struct sched {
      * of user input `tensor` for slot c (ggml's graph-input copies); NULL
      * when the inputs have one host buffer each. */
     sched_buffer **in_slot;
-    /* The trace views of the views of those inputs, per slot, once
-     * declared ([tensor * n_copies + c], TRACE_NONE before). */
+    /* Under ggml's allocator (policy.ggml_alloc) the user inputs live in
+     * the CPU's arena, as ggml-alloc places them: [tensor * n_copies + c],
+     * the offset of user input `tensor`'s slot c (UINT64_MAX: no input);
+     * in_slot is then NULL. */
+    uint64_t *in_off;
+    /* The trace views of those inputs (ggml_alloc, n_copies > 1) and of the
+     * views of inputs, per slot, once declared ([tensor * n_copies + c],
+     * TRACE_NONE before). */
     uint32_t *in_view;
 
     /* One event per (backend, copy slot); NULL when the backend has none. */

@@ -1,7 +1,8 @@
 /*
  * split.c -- cutting the assigned node list into splits, and split inputs.
  *
- * A new split starts where the backend of a (non-view) node changes. A
+ * A new split starts where the backend of a (non-view) node changes (the
+ * first split's backend is its first non-view node's, as ggml's). A
  * source of a node that lives on another backend, in memory the split's
  * backend cannot use, is a split input: the split gets n_copies copies of
  * it (one per pipeline slot) in its backend's arena. A source that is a
@@ -111,6 +112,12 @@ sched_status sched_make_splits(sched *s, char *err, size_t err_cap)
     int n_keys = 0;
     sched_status st = SCHED_ENOMEM;
     int cur = -1;
+    /* As ggml, the first split's backend is its first node's that is no
+     * view: views before it belong to it (they make no split of their own). */
+    int first_backend = -1;
+    for (int32_t k = 0; k < s->n_order && first_backend < 0; k++)
+        if (!sched_op_is_view(g->tensors[s->order[k]].op))
+            first_backend = g->tensors[s->order[k]].backend;
     for (int32_t k = 0; k < s->n_order; k++) {
         int32_t ni = s->order[k];
         const sched_tensor *t = &g->tensors[ni];
@@ -139,10 +146,11 @@ sched_status sched_make_splits(sched *s, char *err, size_t err_cap)
                 goto fail;
             s->splits = n;
             memset(&n[s->n_splits], 0, sizeof *n);
-            n[s->n_splits].backend = t->backend;
+            cur = s->n_splits == 0 && sched_op_is_view(t->op) && first_backend >= 0 ? first_backend
+                                                                                   : t->backend;
+            n[s->n_splits].backend = cur;
             n[s->n_splits].first = k;
             s->n_splits++;
-            cur = t->backend;
         }
         sched_split *sp = &s->splits[s->n_splits - 1];
         sp->end = k + 1;

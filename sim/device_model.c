@@ -52,28 +52,9 @@ static bool is_dir(const char *path)
  */
 const char *sim_devices_dir(void)
 {
-    static char dir[PATH_MAX + 64];
-    const char *env = getenv("SYNCSIM_DATA_DIR");
-    if (env && *env) {
-        snprintf(dir, sizeof dir, "%s/devices", env);
-        return dir;
-    }
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n > 0) {
-        exe[n] = '\0';
-        char *slash = strrchr(exe, '/');
-        if (slash) {
-            *slash = '\0';
-            snprintf(dir, sizeof dir, "%s/../share/syncsim/devices", exe);
-            if (is_dir(dir))
-                return dir;
-            snprintf(dir, sizeof dir, "%s/share/syncsim/devices", exe);
-            if (is_dir(dir))
-                return dir;
-        }
-    }
-    return SYNCSIM_DEVICES_DIR;
+    static char dir[PATH_MAX];
+    sched_data_path("devices", SYNCSIM_DEVICES_DIR, dir, sizeof dir);
+    return dir;
 }
 
 static int name_cmp(const void *a, const void *b)

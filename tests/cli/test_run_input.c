@@ -99,7 +99,7 @@ static void test_run_input_names_come_from_their_tables(void **state)
 {
     expect_bad(*state, "--policy eager -o " TMPDIR_DB_NAME,
                "unknown policy 'eager' (expected full, relaxed, events, async-user-inputs, "
-               "no-split-wait, ggml-pre-17795, ggml-17795, ggml-20793, ggml-pre-26040, ggml-head or moe-no-ids-sync)");
+               "no-split-wait, ggml-pre-17795, ggml-17795, ggml-20793, ggml-pre-26040, ggml-head, ggml-source-wait or moe-no-ids-sync)");
     expect_bad(*state, "--allreduce tree -o " TMPDIR_DB_NAME,
                "unknown all-reduce 'tree' (expected ring, butterfly, bf16, auto, nccl, sycl or "
                "butterfly-ggml)");

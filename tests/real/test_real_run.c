@@ -109,7 +109,7 @@ static void run_llama_evals(const char *policy, int n_copies, int evals, uint64_
     for (size_t i = 0; i < nb; i++)
         traits[i] = sched_copy_family(i + 1 < nb ? "cuda" : "cpu");
     sched_options so = { .policy = sched_policy_find(policy), .n_copies = n_copies,
-                         .copy_traits = traits };
+                         .copy_traits = traits, .sink = sched_rec_sink(rec) };
     assert_non_null(so.policy);
     sched *s = sched_new(be, (int)nb, &so);
     assert_non_null(s);

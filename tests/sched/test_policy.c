@@ -54,6 +54,10 @@ static void two_split_graph(sched_graph *g)
     sched_graph_op(g, "m1", SCHED_OP_MUL_MAT, s, 2);
 }
 
+/* The GPUs' ggml backend family of the next start (NULL: syncsim's
+ * placement, which copies between devices as cuda does). */
+static const char *gpu_family;
+
 static void start_with(run *r, const char *policy, void (*build)(sched_graph *), int n_gpus,
                        int n_copies)
 {
@@ -71,8 +75,11 @@ static void start_with(run *r, const char *policy, void (*build)(sched_graph *),
     build(r->g);
     r->w = sched_weights_new(r->be, r->f.n, r->g, sched_rec_sink(r->rec));
     assert_int_equal(sched_weights_bind(r->w, r->g), 0);
+    static const sched_copy_traits *traits[8];
+    for (int i = 0; gpu_family && i < r->f.n && i < 8; i++)
+        traits[i] = sched_copy_family(i + 1 < r->f.n ? gpu_family : "cpu");
     sched_options o = { .n_copies = n_copies, .policy = sched_policy_find(policy),
-                        .sink = sched_rec_sink(r->rec) };
+                        .sink = sched_rec_sink(r->rec), .copy_traits = gpu_family ? traits : NULL };
     assert_non_null(o.policy);
     r->s = sched_new(r->be, r->f.n, &o);
     char err[256];
@@ -271,6 +278,32 @@ static void test_policy_ggml_waits_on_the_destination(void **state)
     pattern_of(&r, 2);
     assert_string_equal(slot_waiters(&r, buf, sizeof buf), "gpu1");
     stop(&r);
+    /* The slot-reuse race's fix: the copying (source's) stream waits too. */
+    start(&r, "ggml-source-wait", two_split_graph);
+    pattern_of(&r, 2);
+    assert_string_equal(slot_waiters(&r, buf, sizeof buf), "gpu1,gpu0");
+    stop(&r);
+}
+
+/* ggml-sycl's event_wait is sycl::event::wait(): the host blocks where a
+ * cuda backend's stream would wait for the slot; so no stream waits. */
+static void test_policy_sycl_event_wait_blocks_the_host(void **state)
+{
+    (void)state;
+    char buf[256];
+    run r;
+    gpu_family = "sycl";
+    start(&r, "ggml-head", two_split_graph);
+    const char *p = pattern_of(&r, 2);
+    assert_string_equal(slot_waiters(&r, buf, sizeof buf), "");
+    assert_null(strchr(p, 'w'));
+    stop(&r);
+    gpu_family = "noasync";                 /* the same copies, waits on the stream */
+    start(&r, "ggml-head", two_split_graph);
+    pattern_of(&r, 2);
+    assert_string_equal(slot_waiters(&r, buf, sizeof buf), "gpu1");
+    stop(&r);
+    gpu_family = NULL;
 }
 
 /* A split on GPU0 from a weight, then a CPU split without inputs. */
@@ -309,29 +342,31 @@ static void test_policy_ggml_head_waits_after_a_backend_change(void **state)
 
 /* ggml's slots: cur_copy is chosen when the graph is allocated and is 0
  * again after a synchronize of a graph no longer allocated (after a
- * reset); every user input has a host copy per slot. syncsim's own
- * policies rotate cur_copy after every evaluation. */
+ * reset); every user input has a copy per slot, in the CPU's arena (ggml's
+ * graph-input copies, as ggml-alloc places them). syncsim's own policies
+ * rotate cur_copy after every evaluation. */
 static void test_policy_ggml_slots(void **state)
 {
     (void)state;
     run r;
     start_with(&r, "ggml-head", two_split_graph, 2, 4);
     int32_t i0 = sched_graph_find(r.g, "i0");
-    const sched_buffer *seen[4];
+    uint64_t seen[4];
     for (int e = 0; e < 3; e++) {
         sched_reset(r.s);
         assert_int_equal(sched_alloc_graph(r.s), SCHED_OK);
         assert_int_equal(sched_cur_copy(r.s), e);
-        seen[e] = r.g->tensors[i0].buffer;
+        assert_int_equal(r.g->tensors[i0].buffer->usage, SCHED_BUFFER_COMPUTE);
+        seen[e] = r.g->tensors[i0].offset;
         for (int k = 0; k < e; k++)
-            assert_ptr_not_equal(seen[k], seen[e]);
+            assert_int_not_equal(seen[k], seen[e]);
         assert_int_equal(sched_graph_compute(r.s, (uint64_t)e), SCHED_OK);
     }
     sched_reset(r.s);                                   /* llama_decode's end */
     assert_int_equal(sched_synchronize(r.s), SCHED_OK);
     assert_int_equal(sched_alloc_graph(r.s), SCHED_OK);
     assert_int_equal(sched_cur_copy(r.s), 0);
-    assert_ptr_equal(r.g->tensors[i0].buffer, seen[0]);
+    assert_int_equal(r.g->tensors[i0].offset, seen[0]);
     stop(&r);
 
     start_with(&r, "events", two_split_graph, 2, 4);
@@ -397,7 +432,9 @@ static void test_policy_ggml_sync_before_first_allocation(void **state)
     stop(&r);
 }
 
-/* An input read through a view by the CPU, then GPU0. */
+/* An input read through a view by the CPU, then GPU0; and directly, so
+ * that ggml's split pass makes it a graph input with copies per slot (an
+ * input read through views alone is not one: ggml-alloc places it once). */
 static void input_view_graph(sched_graph *g)
 {
     int32_t x = sched_graph_leaf(g, "x", SCHED_F32, 1, v64, SCHED_FLAG_INPUT);
@@ -406,14 +443,17 @@ static void input_view_graph(sched_graph *g)
     int32_t s[2] = { xv, -1 };
     int32_t c = sched_graph_op(g, "c", SCHED_OP_SILU, s, 1);
     g->tensors[c].user_backend = 1;                    /* the CPU (one GPU) */
+    s[0] = x;
+    int32_t d = sched_graph_op(g, "d", SCHED_OP_SILU, s, 1);
+    g->tensors[d].user_backend = 1;
     s[0] = fake_weight(g, "w0", 0);
     s[1] = c;
     sched_graph_op(g, "m0", SCHED_OP_MUL_MAT, s, 2);
 }
 
-/* A view of a per-slot input names that slot's host copy ("xv#c",
- * declared through the sink the scheduler is given), once per slot, and
- * again when the slot comes back. */
+/* A view of a per-slot input names that slot's copy ("xv#c", a view of
+ * the CPU's arena declared through the sink the scheduler is given), once
+ * per slot, and again when the slot comes back. */
 static void test_policy_ggml_slots_views_of_inputs(void **state)
 {
     (void)state;
@@ -429,7 +469,7 @@ static void test_policy_ggml_slots_views_of_inputs(void **state)
         views[e] = v->trace_view;
         assert_int_not_equal(views[e], TRACE_NONE);
         assert_int_equal(r.t->buffers[views[e]].parent, r.g->tensors[x].buffer->trace_id);
-        assert_int_equal(r.t->buffers[views[e]].offset, 128);
+        assert_int_equal(r.t->buffers[views[e]].offset, r.g->tensors[x].offset + 128);
         char want[16];
         snprintf(want, sizeof want, "xv#%d", e);
         assert_string_equal(trace_str(r.t, r.t->buffers[views[e]].name), want);
@@ -451,7 +491,7 @@ static void test_policy_names_are_unique_and_found(void **state)
     int n = 0;
     for (int i = 0; sched_policies[i]; i++, n++)
         assert_ptr_equal(sched_policy_find(sched_policies[i]->name), sched_policies[i]);
-    assert_int_equal(n, 11);
+    assert_int_equal(n, 12);
     assert_null(sched_policy_find("nope"));
 }
 
@@ -466,6 +506,7 @@ int main(void)
         cmocka_unit_test(test_policy_single_gpu_patterns),
         cmocka_unit_test(test_policy_ggml_pipelined_patterns),
         cmocka_unit_test(test_policy_ggml_waits_on_the_destination),
+        cmocka_unit_test(test_policy_sycl_event_wait_blocks_the_host),
         cmocka_unit_test(test_policy_ggml_head_waits_after_a_backend_change),
         cmocka_unit_test(test_policy_ggml_slots),
         cmocka_unit_test(test_policy_ggml_slots_is_alloc_kept),

@@ -414,6 +414,41 @@ static void test_alloc_ggml_split_input_kept_until_copied(void **state)
     assert_int_equal(sched_alloc_overlaps(fx->s), 0);
 }
 
+
+/* A graph whose first node is a view: the view belongs to the first real
+ * split, as ggml's split pass has it (split->backend_id is the first
+ * non-view node's), not to a split of its own. */
+static void test_split_leading_view_joins_the_first_split(void **state)
+{
+    fixture *fx = *state;
+    int32_t x = sched_graph_leaf(fx->g, "x", SCHED_F32, 1, v64, SCHED_FLAG_INPUT);
+    int32_t xv = sched_graph_view(fx->g, "xv", SCHED_OP_RESHAPE, x, SCHED_F32, 1, v64, 0);
+    mm(fx->g, "m0", fake_weight(fx->g, "w0", 0), xv);
+    plan_policy(fx, 1, "ggml-head");
+    assert_int_equal(sched_n_splits(fx->s), 1);
+    const sched_split *sp = sched_get_split(fx->s, 0);
+    assert_int_equal(sp->backend, 0);
+    assert_int_equal(sp->n_nodes, 2);          /* the view and m0 */
+}
+
+/* With one slot ggml-alloc places a user input as its own tensor in the
+ * CPU's arena (first, as a leaf), frees it after its last reader, and a
+ * node that is that reader takes its bytes in place. */
+static void test_alloc_ggml_user_input_taken_in_place(void **state)
+{
+    fixture *fx = *state;
+    int32_t x = sched_graph_leaf(fx->g, "x", SCHED_F32, 1, v64, SCHED_FLAG_INPUT);
+    int32_t a = unary(fx->g, "a", SCHED_OP_SCALE, x);
+    fx->g->tensors[a].user_backend = fx->f.n - 1;           /* the CPU */
+    mm(fx->g, "m0", fake_weight(fx->g, "w0", 0), a);
+    plan_policy(fx, 1, "ggml-head");
+    const sched_graph *g = sched_get_graph(fx->s);
+    assert_int_equal(g->tensors[x].buffer->usage, SCHED_BUFFER_COMPUTE);
+    assert_ptr_equal(g->tensors[a].buffer, g->tensors[x].buffer);
+    assert_int_equal(g->tensors[a].offset, g->tensors[x].offset);
+    assert_int_equal(sched_alloc_overlaps(fx->s), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -433,6 +468,8 @@ int main(void)
         FAKE_TEST(test_alloc_ggml_inplace_reuse),
         FAKE_TEST(test_alloc_syncsim_never_inplace),
         FAKE_TEST(test_alloc_ggml_split_input_kept_until_copied),
+        FAKE_TEST(test_split_leading_view_joins_the_first_split),
+        FAKE_TEST(test_alloc_ggml_user_input_taken_in_place),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
