@@ -87,7 +87,8 @@ void cmd_ggml_help(FILE *out)
             "  -t, --tokens N        decode tokens after the prompt (default 2)\n"
             "Other options:\n"
             "      --twin POLICY     the twin's policy (default ggml-head: ggml at the commit\n"
-            "                        syncsim pins); none: no comparison\n"
+            "                        syncsim pins; with --patch " SOURCE_WAIT_PATCH ",\n"
+            "                        ggml-source-wait); none: no comparison\n"
             "  -p, --patch NAME|FILE  apply a patch to a copy of the tree first (patch -p1);\n"
             "                        NAME " SOURCE_WAIT_PATCH " is the fix of the slot-reuse race\n"
             "                        (docs/ggml-slot-race.md), shipped with the harness\n"
@@ -119,7 +120,7 @@ void cmd_ggml_help(FILE *out)
             "  syncsim ggml --list --gpus 2 --copies 4 --ubatches 3-6\n"
             "  syncsim ggml \"$SYNCSIM_GGML_DIR\" --gpus 2 --copies 4 --ubatches 4,6 --model llama  # exit 1\n"
             "  syncsim ggml \"$SYNCSIM_GGML_DIR\" --gpus 2 --copies 4 --ubatches 6 --model llama \\\n"
-            "      --patch " SOURCE_WAIT_PATCH " --twin ggml-source-wait\n");
+            "      --patch " SOURCE_WAIT_PATCH "  # exit 0: the fix\n");
 }
 
 /* ------------------------------------------------------------------ */
@@ -443,7 +444,7 @@ int cmd_ggml(int argc, char **argv)
     int_list gpus = { { 1, 2, 3, 4 }, 4 }, copies = { { 1, 2, 3, 4 }, 4 },
              ubatches = { { 1, 2, 3, 4, 5, 6, 7, 8 }, 8 };
     char model_arg[256] = "llama,moe", fallback_arg[256] = "none", family_arg[256] = "cuda";
-    const char *twin = "ggml-head", *patch = NULL, *keep = NULL, *db = NULL, *graph = NULL;
+    const char *twin = NULL, *patch = NULL, *keep = NULL, *db = NULL, *graph = NULL;
     bool model_given = false;
     rggml_build_opts bo = { 0 };
     bool list = false, quiet = false;
@@ -519,6 +520,9 @@ int cmd_ggml(int argc, char **argv)
             return cli_usage_error("ggml", "--model: '%s' is no llama or moe model (tp runs in "
                                    "ggml's meta backend, which this does not drive)", models.v[i]);
     }
+    /* The shipped fix has a twin of its own: compare with it unless told. */
+    if (!twin)
+        twin = patch && strcmp(patch, SOURCE_WAIT_PATCH) == 0 ? "ggml-source-wait" : "ggml-head";
     if (strcmp(twin, "none") != 0 && !sched_policy_find(twin))
         return cli_usage_error("ggml", "--twin: unknown policy '%s' (expected none or %s)", twin,
                                sched_policy_names());

@@ -81,7 +81,7 @@ static void test_cli_ggml_pin_with_the_fix_is_clean(void **state)
     const fixture *f = *state;
     const char *t = tree("SYNCSIM_GGML_DIR");
     int rc = ggml(f, t, "--gpus 2-3 --copies 2,4 --ubatches 3-6 --model llama "
-                  "--patch source-stream-wait --twin ggml-source-wait -q");
+                  "--patch source-stream-wait -q");   /* the fix's twin by default */
     if (rc != 0)
         fail_msg("exit %d, wanted 0:\n%s", rc, out);
     assert_non_null(strstr(out, "16 configurations: 0 with findings (0 in all), 16 clean; the twin "
