@@ -67,6 +67,7 @@ typedef struct rp_gen {
     uint64_t count;         /* participants expected */
     uint64_t arrived;
     int64_t latest;         /* latest arrival */
+    int64_t latest_stmt;    /* the statement that arrived then */
     int64_t cost;           /* collective cost (max over participants' estimates) */
 } rp_gen;
 
@@ -81,6 +82,8 @@ typedef struct replay {
     int64_t **q_list;
     uint64_t *q_n, *q_cap;
     int64_t *q_end;         /* end of its last timed statement */
+    int64_t *q_last;        /* that statement, -1 none */
+    int64_t *why;           /* per statement: the one whose end decided its end, -1 none */
     int64_t *last_host;     /* host queues: last statement appended */
     int64_t *api_since;     /* host queues: cost paid since it */
     int64_t *last_on;       /* last statement appended per queue */
@@ -307,32 +310,43 @@ static bool try_time(replay *rp, int64_t i)
     const sim_model *m = rp->o->model;
     bool host = t->queues[s->queue].kind == TRACE_QUEUE_HOST;
     int64_t ready = rp->q_end[s->queue];
+    int64_t ready_src = rp->q_last[s->queue];  /* what `ready` is the end of */
     if (r->sub_after >= 0) {
         if (rp->r[r->sub_after].end == UNTIMED)
             return false;
         int64_t sub = rp->r[r->sub_after].end + r->sub_offset;
-        if (sub > ready)
+        if (sub > ready) {
             ready = sub;
+            ready_src = r->sub_after;
+        }
     } else if (!host) {
-        if (r->sub_offset > ready)
+        if (r->sub_offset > ready) {
             ready = r->sub_offset;
+            ready_src = -1;
+        }
     }
     if (host && r->sub_offset > 0)
         ready += r->sub_offset;     /* API calls made since its previous statement */
-    int64_t dep_end = INT64_MIN;
+    int64_t dep_end = INT64_MIN, dep_src = -1;
     if (r->dep >= 0) {
         if (rp->r[r->dep].end == UNTIMED)
             return false;
         dep_end = rp->r[r->dep].end;
+        dep_src = r->dep;
     }
     if (rp->sync_deps && rp->sync_deps[i]) {
         for (int64_t *d = rp->sync_deps[i]; *d >= 0; d++) {
             if (rp->r[*d].end == UNTIMED)
                 return false;
-            if (rp->r[*d].end > dep_end)
+            if (rp->r[*d].end > dep_end) {
                 dep_end = rp->r[*d].end;
+                dep_src = *d;
+            }
         }
     }
+    /* what decided the end: the dependency when it ended after the queue
+     * was ready (set again below where another rule decides) */
+    rp->why[i] = dep_src >= 0 && dep_end > ready ? dep_src : ready_src;
     switch (s->kind) {
     case TRACE_WAIT:
         if (r->dep < 0) {           /* binds to nothing: orders nothing */
@@ -354,6 +368,7 @@ static bool try_time(replay *rp, int64_t i)
                 return false;
             r->start = ready;
             r->end = (end > ready ? end : ready) + (host ? m->kv_store_ns : 0);
+            rp->why[i] = ready_src;     /* the set is not named: the queue's */
             break;
         }
         if (!rp->sync_deps[i] || rp->sync_deps[i][0] < 0)
@@ -371,8 +386,10 @@ static bool try_time(replay *rp, int64_t i)
         if (r->start == UNTIMED) {  /* arrive once */
             r->start = ready;
             g->arrived++;
-            if (ready > g->latest)
+            if (ready > g->latest) {
                 g->latest = ready;
+                g->latest_stmt = i;
+            }
             int64_t c = s->kind == TRACE_COLLECTIVE ? work_dur(rp, s, host) : m->ipc_barrier_ns;
             /* Recorded: the last arriver's dur is the pure cost. */
             if (rp->o->durations_recorded && s->kind == TRACE_COLLECTIVE) {
@@ -385,6 +402,8 @@ static bool try_time(replay *rp, int64_t i)
         if (g->arrived < g->count)
             return false;
         r->end = g->latest + (g->cost > 0 ? g->cost : 0);
+        /* the last arrival decided it: its queue's readiness */
+        rp->why[i] = g->latest_stmt == i ? ready_src : g->latest_stmt;
         break;
     }
     case TRACE_RECV: {
@@ -395,6 +414,7 @@ static bool try_time(replay *rp, int64_t i)
         int64_t arrive = rp->r[r->dep].start + sim_cost_copy(m, false, SIM_PATH_P2P, bytes);
         r->start = ready;
         r->end = arrive > ready ? arrive : ready;
+        rp->why[i] = arrive > ready ? r->dep : ready_src;
         break;
     }
     case TRACE_SIGNAL:
@@ -414,6 +434,7 @@ static bool try_time(replay *rp, int64_t i)
         break;
     }
     rp->q_end[s->queue] = r->end;
+    rp->q_last[s->queue] = i;
     return true;
 }
 
@@ -449,6 +470,24 @@ static int start_errors(const replay *rp, int64_t t_min, int64_t start, sim_repl
     return 0;
 }
 
+/* The critical path: from the statement that ends last, back through the
+ * statement whose end decided each one's end (try_time's `why`: its
+ * queue's previous statement, its submission, or what it waited for).
+ * crit[i] is set for every statement on it. */
+static void critical_path(const replay *rp, bool *crit)
+{
+    int64_t last = -1;
+    for (uint64_t i = 0; i < rp->n; i++) {
+        crit[i] = false;
+        if (!rp->r[i].dropped && (last < 0 || rp->r[i].end > rp->r[last].end))
+            last = (int64_t)i;
+    }
+    /* each step goes to a statement that ended no later, and a statement
+     * is visited once: the walk ends */
+    for (int64_t i = last; i >= 0 && !crit[i]; i = rp->why[i])
+        crit[i] = true;
+}
+
 int sim_replay(trace_reader *rd, const sim_replay_opts *o, sim_replay_result *res, trace_error *err)
 {
     memset(res, 0, sizeof *res);
@@ -471,6 +510,8 @@ int sim_replay(trace_reader *rd, const sim_replay_opts *o, sim_replay_result *re
     rp.q_n = calloc(nq + 1, sizeof *rp.q_n);
     rp.q_cap = calloc(nq + 1, sizeof *rp.q_cap);
     rp.q_end = calloc(nq + 1, sizeof *rp.q_end);
+    rp.q_last = malloc((nq + 1) * sizeof *rp.q_last);
+    rp.why = malloc((rp.n + 1) * sizeof *rp.why);
     rp.last_host = calloc(nq + 1, sizeof *rp.last_host);
     rp.api_since = calloc(nq + 1, sizeof *rp.api_since);
     rp.last_on = calloc(nq + 1, sizeof *rp.last_on);
@@ -480,7 +521,8 @@ int sim_replay(trace_reader *rd, const sim_replay_opts *o, sim_replay_result *re
     rp.sync_deps = calloc(rp.n + 1, sizeof *rp.sync_deps);
     rp.sem_sets = calloc(rp.n + 1, sizeof *rp.sem_sets);
     trace_binder *bind = trace_binder_new(TRACE_BIND_FLAGS);
-    if (!rp.s || !rp.r || !rp.q_list || !rp.q_n || !rp.q_cap || !rp.q_end || !rp.last_host ||
+    if (!rp.s || !rp.r || !rp.q_list || !rp.q_n || !rp.q_cap || !rp.q_end || !rp.q_last ||
+        !rp.why || !rp.last_host ||
         !rp.api_since || !rp.last_on || !rp.fifo_head_pos || !rp.gen_of || !rp.n_gen_of ||
         !rp.sync_deps || !rp.sem_sets || !bind) {
         trace_error_set(err, TRACE_ENOMEM, "out of memory");
@@ -489,7 +531,10 @@ int sim_replay(trace_reader *rd, const sim_replay_opts *o, sim_replay_result *re
     for (uint32_t q = 0; q < nq; q++) {
         rp.last_host[q] = -1;
         rp.last_on[q] = -1;
+        rp.q_last[q] = -1;
     }
+    for (uint64_t i = 0; i < rp.n; i++)
+        rp.why[i] = -1;
     int64_t t_min = INT64_MAX, t_max = INT64_MIN;
     /* Pass 1: bindings, submission points and generations, in file order. */
     for (uint64_t i = 0; i < rp.n; i++) {
@@ -512,6 +557,10 @@ int sim_replay(trace_reader *rd, const sim_replay_opts *o, sim_replay_result *re
             if (o->drop_seq[d] == s->seq && (s->kind == TRACE_WAIT || s->kind == TRACE_SYNC ||
                                              s->kind == TRACE_AWAIT))
                 r->dropped = true;
+        if (o->drop && o->drop[i] &&
+            (s->kind == TRACE_WAIT || s->kind == TRACE_SYNC || s->kind == TRACE_AWAIT ||
+             s->kind == TRACE_BARRIER))
+            r->dropped = true;
         if (r->dropped) {
             res->n_dropped++;
             continue;
@@ -641,6 +690,14 @@ int sim_replay(trace_reader *rd, const sim_replay_opts *o, sim_replay_result *re
     for (uint32_t q = 0; q < res->n_queues; q++)
         snprintf(res->queue_names[q], sizeof res->queue_names[q], "%s", trace_str(t, t->queues[q].name));
     res->makespan_ns = end > start ? end - start : 0;
+    if (o->start && o->end)
+        for (uint64_t i = 0; i < rp.n; i++) {
+            bool kept = !rp.r[i].dropped;
+            o->start[i] = kept ? rp.r[i].start - start : TRACE_TIME_NONE;
+            o->end[i] = kept ? rp.r[i].end - start : TRACE_TIME_NONE;
+        }
+    if (o->critical)
+        critical_path(&rp, o->critical);
     res->recorded_makespan_ns = t_max > t_min ? t_max - t_min : -1;
     res->n_stmts = rp.n;
     if (start_errors(&rp, t_min, start, res) != 0) {
@@ -719,6 +776,8 @@ done:
     free(rp.q_n);
     free(rp.q_cap);
     free(rp.q_end);
+    free(rp.q_last);
+    free(rp.why);
     free(rp.last_host);
     free(rp.api_since);
     free(rp.last_on);
