@@ -274,7 +274,43 @@ void check_print_sync_patterns(FILE *out, const trace *t, const bool *keep);
 
 /* A copy of t without the statements whose keep[] is false (declarations,
  * metadata and expectations other than redundant-sync copied; string ids
- * preserved). NULL when out of memory. */
+ * preserved). NULL when out of memory. check_trace_edit with drops only. */
 trace *check_trace_filter(const trace *t, const bool *keep);
+
+/* ------------------------------------------------------------------ */
+/* Edits of a trace (check/edit.c).                                    */
+
+/* One synchronisation put into a trace by check_trace_edit. */
+typedef struct check_insert {
+    uint64_t at;            /* before statement `at` of the input (n_stmts: at the end);
+                             * at one place, records and signals come first */
+    trace_kind kind;        /* TRACE_RECORD, TRACE_WAIT, TRACE_SIGNAL, TRACE_AWAIT or TRACE_SYNC */
+    uint32_t queue;         /* the queue that runs it */
+    uint32_t by;            /* a stream statement's submitting host, else TRACE_NONE */
+    uint32_t object;        /* as trace_stmt.object (string ids of the input): the event or
+                             * flag; a sync's target */
+    trace_sync_scope sync_scope; /* sync: its scope */
+    size_t order;           /* check_trace_edit's own (keeps the order asked) */
+} check_insert;
+
+typedef struct check_edit {
+    const bool *drop;       /* per seq of the input, NULL: none; true: deleted */
+    const uint32_t *move_to;/* per seq, NULL: none; not TRACE_NONE: a statement its host ran
+                             * itself (a blocking copy) is submitted by it to this stream */
+    const check_insert *ins;
+    size_t n_ins;
+} check_edit;
+
+/* A new trace: t's declarations, strings (same ids), metadata and
+ * expectations other than redundant-sync, then its statements edited by e
+ * (NULL: none). With seq_of, *seq_of (malloc'd, the caller's) gives for
+ * each statement of the result the seq of t's it came from, TRACE_NO_SEQ
+ * for an inserted one. NULL when out of memory. */
+trace *check_trace_edit(const trace *t, const check_edit *e, uint64_t **seq_of);
+/* The same as a view: *view shares t's declarations, strings and metadata
+ * (t must outlive it and not change) and owns its statements only; free
+ * them with check_trace_view_free, never trace_free. 0, or -1 (OOM). */
+int check_trace_edit_view(const trace *t, const check_edit *e, trace *view, uint64_t **seq_of);
+void check_trace_view_free(trace *view);
 
 #endif
