@@ -126,6 +126,14 @@ int viz_timeline_collect(trace_reader *r, const viz_timeline_opts *o, viz_timeli
 int viz_timeline_add_race(viz_timeline *tl, uint64_t first_seq, uint64_t second_seq,
                           const char *label);
 
+/* Marks the statements the advice (check/advise.c) names on the timeline:
+ * those that can go, and those to replace (per seq, check_advice.mark).
+ * Returns 0 or -1 (memory). */
+struct check_advice;
+int viz_timeline_add_advice(viz_timeline *tl, const struct check_advice *a);
+/* "svg" or "png" from a picture's name; NULL for another ending. */
+const char *viz_timeline_format_of(const char *path);
+
 /* Adds the races and uses after free among findings f[0..n) (names from t)
  * and, from info (the check they come from; NULL: f is all there is), the
  * verdict the picture states (check_verdict): how many were found, how
