@@ -151,8 +151,16 @@ int cmd_advise(int argc, char **argv)
     const char *path = cli_trace_arg("advise", argc, argv, optind);
     if (!path)
         return 2;
-    if (timeline && cli_output_check("advise", timeline, path) != 0)
-        return 2;
+    if (timeline) {
+        if (!viz_timeline_format_of(timeline))
+            return cli_usage_error("advise", "%s: the picture's name must end in .svg or .png",
+                                   timeline);
+        if (cli_output_check("advise", timeline, path) != 0)
+            return 2;
+        if (!viz_gnuplot_available())
+            return cli_error("advise", "gnuplot is not installed (Debian: apt-get install "
+                             "gnuplot-nox); --timeline draws with it");
+    }
     trace_error err = { 0 };
     trace_source src;
     trace_source_opts so = { .run = (int64_t)run };
@@ -202,8 +210,11 @@ int cmd_advise(int argc, char **argv)
     if (timeline) {
         trace_reader r;
         trace_reader_memory(&r, t);
+        char title[600];
+        snprintf(title, sizeof title, "syncsim advise %s: green, a sync that can go; orange, "
+                 "one to replace", path);
         viz_timeline_opts to = { .from = TRACE_TIME_NONE, .to = TRACE_TIME_NONE,
-                                 .no_findings = true };
+                                 .no_findings = true, .title = title };
         viz_timeline *tl = NULL;
         if (viz_timeline_collect(&r, &to, &tl, &err) != 0 ||
             viz_timeline_add_advice(tl, &adv) != 0 ||
