@@ -1,8 +1,9 @@
 /*
  * cmd_advise.c -- `syncsim advise TRACE|DB`: the price of every sync. The
  * advice itself is check/advise.c; this plugs sim/'s replay into it as the
- * pricer (check/ knows traces only) and writes it as text, JSON or a
- * timeline with the advised syncs marked.
+ * pricer (check/ knows traces only; `report --advise` uses the same
+ * pricer) and writes it as text, JSON or a timeline with the advised syncs
+ * marked.
  */
 #include "check/check.h"
 #include "cli.h"
@@ -60,18 +61,31 @@ void cmd_advise_help(FILE *out)
             ADVISE_LIST);
 }
 
-/* The pricer: sim_replay of the trace in memory. */
-typedef struct replayer {
-    sim_model model;
-    bool recorded;
-    char name[160];
-} replayer;
-
+/* The pricer: sim_replay of a trace in memory, on the device model named
+ * (--devices), else the trace's own (run metadata devices=), else
+ * h100-pcie -- chosen at the first replay, when the trace is known. */
 static int replay_price(void *ctx, const trace *t, const bool *drop, int64_t *makespan,
                         int64_t *start, int64_t *end, bool *critical, trace_error *err)
 {
-    replayer *rp = ctx;
-    int64_t *s = start, *e = end;
+    cli_pricer *rp = ctx;
+    if (!rp->loaded) {
+        const char *spec = rp->devices ? rp->devices : trace_get_meta(t, "devices");
+        if (!spec || sim_model_load(spec, &rp->model, err) != 0) {
+            if (rp->devices)
+                return -1;
+            if (spec)
+                fprintf(stderr, "note: the trace was recorded on '%s', which is no device "
+                                "model: syncs and API calls are priced by h100-pcie "
+                                "(--devices names another)\n",
+                        spec);
+            if (sim_model_load("h100-pcie", &rp->model, err) != 0)
+                return -1;
+        }
+        rp->loaded = true;
+        snprintf(rp->name, sizeof rp->name, "replay on %s, durations %s", rp->model.name,
+                 rp->recorded ? "recorded" : "model");
+    }
+    int64_t *s = start;
     bool own_start = false;
     if (end && !start) {        /* ends are asked alone: starts are the replay's to fill */
         if (!(s = malloc((t->n_stmts ? t->n_stmts : 1) * sizeof *s)))
@@ -79,7 +93,7 @@ static int replay_price(void *ctx, const trace *t, const bool *drop, int64_t *ma
         own_start = true;
     }
     sim_replay_opts o = { .model = &rp->model, .durations_recorded = rp->recorded, .drop = drop,
-                          .start = e ? s : NULL, .end = e, .critical = critical };
+                          .start = end ? s : NULL, .end = end, .critical = critical };
     sim_replay_result res;
     trace_reader r;
     trace_reader_memory(&r, (trace *)t);
@@ -89,6 +103,21 @@ static int replay_price(void *ctx, const trace *t, const bool *drop, int64_t *ma
     if (rc != 0)
         return strstr(err->msg, "hangs") ? 1 : -1;
     *makespan = res.makespan_ns;
+    return 0;
+}
+
+int cli_pricer_init(const char *cmd, cli_pricer *p, const char *devices, bool recorded)
+{
+    memset(p, 0, sizeof *p);
+    p->devices = devices;
+    p->recorded = recorded;
+    snprintf(p->name, sizeof p->name, "replay");
+    p->pricer = (check_pricer){ replay_price, p, p->name };
+    if (devices) {              /* a bad name is bad usage, said now */
+        trace_error err = { 0 };
+        if (sim_model_load(devices, &p->model, &err) != 0)
+            return cli_error(cmd, "%s", err.msg);
+    }
     return 0;
 }
 
@@ -151,6 +180,9 @@ int cmd_advise(int argc, char **argv)
     const char *path = cli_trace_arg("advise", argc, argv, optind);
     if (!path)
         return 2;
+    cli_pricer rp;
+    if (cli_pricer_init("advise", &rp, devices, recorded) != 0)
+        return 2;
     if (timeline) {
         if (!viz_timeline_format_of(timeline))
             return cli_usage_error("advise", "%s: the picture's name must end in .svg or .png",
@@ -172,27 +204,7 @@ int cmd_advise(int argc, char **argv)
     if (lrc != 0)
         return cli_error("advise", "%s", err.msg);
 
-    /* The run's device model, else h100-pcie (a real run's devices are no model). */
-    replayer rp = { .recorded = recorded };
-    const char *spec = devices ? devices : trace_get_meta(t, "devices");
-    if (!spec || sim_model_load(spec, &rp.model, &err) != 0) {
-        if (devices) {
-            trace_free(t);
-            return cli_error("advise", "%s", err.msg);
-        }
-        if (spec)
-            fprintf(stderr, "note: %s was recorded on '%s', which is no device model: syncs and "
-                            "API calls are priced by h100-pcie (--devices names another)\n",
-                    path, spec);
-        if (sim_model_load("h100-pcie", &rp.model, &err) != 0) {
-            trace_free(t);
-            return cli_error("advise", "%s", err.msg);
-        }
-    }
-    snprintf(rp.name, sizeof rp.name, "replay on %s, durations %s", rp.model.name,
-             recorded ? "recorded" : "model");
-    check_pricer pricer = { replay_price, &rp, rp.name };
-    check_advise_opts ao = { .pricer = &pricer, .max_groups = (size_t)max_groups,
+    check_advise_opts ao = { .pricer = &rp.pricer, .max_groups = (size_t)max_groups,
                              .no_replacements = no_repl };
     check_advice adv;
     cli_progress *prog = cli_progress_start("advise", "");
@@ -203,9 +215,9 @@ int cmd_advise(int argc, char **argv)
         return cli_error("advise", "%s", err.msg);
     }
     if (json)
-        check_advice_print_json(stdout, t, path, &pricer, &adv);
+        check_advice_print_json(stdout, t, path, &rp.pricer, &adv);
     else
-        check_advice_print(stdout, t, path, &pricer, &adv, all ? 0 : ADVISE_LIST);
+        check_advice_print(stdout, t, path, &rp.pricer, &adv, all ? 0 : ADVISE_LIST);
     int status = 0;
     if (timeline) {
         trace_reader r;

@@ -189,9 +189,14 @@ int viz_timeline_render(const viz_timeline *tl, const char *format, const char *
 /* ------------------------------------------------------------------ */
 /* The report (viz/report.c).                                          */
 
+struct check_pricer;
 typedef struct viz_report_opts {
     int64_t run;            /* 0: the latest */
     bool no_timeline;       /* leave the timeline out (no gnuplot needed) */
+    /* NULL: no advice. Else the page has the advice (check_advise, priced by
+     * this replay, which the caller plugs in: viz runs no schedule) and the
+     * timeline marks the advised syncs. */
+    const struct check_pricer *pricer;
 } viz_report_opts;
 
 /* Writes one self-contained HTML page about run o->run of the database at

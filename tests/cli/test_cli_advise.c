@@ -82,6 +82,29 @@ static void test_cli_advise_prices_blocking_copies(void **state)
     assert_non_null(strstr(out, "host wait p.ev.GPU0.0"));
 }
 
+/* `report --advise`: the advice is a section of the page, and the table
+ * has a row per group. */
+static void test_cli_advise_report_section(void **state)
+{
+    fixture *f = *state;
+    static char out[1 << 16];
+    assert_int_equal(tmpdir_sh(f, out, sizeof out,
+                               "%s import examples/sync-pattern-full.trace -o full.db && "
+                               "%s report full.db --advise --no-timeline -o full.html",
+                               SYNCSIM_BINARY, SYNCSIM_BINARY),
+                     0);
+    assert_int_equal(tmpdir_sh(f, out, sizeof out,
+                               "grep -c '<h2 id=\"advice\">Advice: the price of every sync' "
+                               "full.html"),
+                     0);
+    assert_int_equal(tmpdir_sh(f, out, sizeof out, "grep -o 'some: 6 of 7' full.html"), 0);
+    assert_int_equal(tmpdir_sh(f, out, sizeof out,
+                               "%s report full.db --devices h100-pcie -o x.html --no-timeline",
+                               SYNCSIM_BINARY),
+                     2);
+    assert_non_null(strstr(out, "give --advise too"));
+}
+
 static void test_cli_advise_timeline_marks(void **state)
 {
     fixture *f = *state;
@@ -127,6 +150,7 @@ int main(void)
         cmocka_unit_test(test_cli_advise_text),
         cmocka_unit_test(test_cli_advise_json),
         cmocka_unit_test(test_cli_advise_prices_blocking_copies),
+        cmocka_unit_test(test_cli_advise_report_section),
         cmocka_unit_test(test_cli_advise_timeline_marks),
         cmocka_unit_test(test_cli_advise_bad_input),
     };
