@@ -74,7 +74,8 @@ typedef struct rp_gen {
 typedef struct replay {
     const trace *t;
     const sim_replay_opts *o;
-    trace_stmt *s;          /* statements (pointers into t) */
+    /* statements are decoded from t when needed (stmt_at): a copy of each
+     * would be 112 bytes a statement, a replay of a million 112 MB */
     rp_stmt *r;
     uint64_t n;
     /* per queue */
@@ -94,6 +95,15 @@ typedef struct replay {
     int64_t **sync_deps;    /* sync device/all, await: statements to wait for */
     int64_t **sem_sets;     /* await of a value semaphore: its sets, in file order */
 } replay;
+
+/* Statement i of the replayed trace, its seq i (what the binder answers in). */
+static trace_stmt stmt_at(const replay *rp, uint64_t i)
+{
+    trace_stmt s;
+    trace_stmt_at(rp->t, i, &s);
+    s.seq = i;
+    return s;
+}
 
 static uint64_t access_bytes(const trace_stmt *s)
 {
@@ -282,12 +292,12 @@ static bool sem_released(const replay *rp, int64_t i, int64_t ready, int64_t *en
     if (!values)
         return false;
     for (uint64_t k = 0; k < n; k++) {
-        values[k] = rp->s[sets[k]].count;
+        values[k] = stmt_at(rp, (uint64_t)sets[k]).count;
         int64_t e = rp->r[sets[k]].end;
         if (e != UNTIMED && e <= ready)
             last = k;
     }
-    uint64_t rel = trace_sem_release(values, n, last, rp->s[i].count);
+    uint64_t rel = trace_sem_release(values, n, last, stmt_at(rp, (uint64_t)i).count);
     free(values);
     if (rel == TRACE_SEM_PENDING)
         return false;               /* no set reaches the value: it never returns */
@@ -305,7 +315,7 @@ static bool sem_released(const replay *rp, int64_t i, int64_t ready, int64_t *en
 static bool try_time(replay *rp, int64_t i)
 {
     const trace *t = rp->t;
-    const trace_stmt *s = &rp->s[i];
+    const trace_stmt stmt = stmt_at(rp, (uint64_t)i), *s = &stmt;
     rp_stmt *r = &rp->r[i];
     const sim_model *m = rp->o->model;
     bool host = t->queues[s->queue].kind == TRACE_QUEUE_HOST;
@@ -409,7 +419,7 @@ static bool try_time(replay *rp, int64_t i)
     case TRACE_RECV: {
         if (r->dep < 0)
             return false;           /* no send pairs with it: it never returns */
-        const trace_stmt *snd = &rp->s[r->dep];
+        const trace_stmt send = stmt_at(rp, (uint64_t)r->dep), *snd = &send;
         uint64_t bytes = snd->n_access ? snd->access[0].hi - snd->access[0].lo : 0;
         int64_t arrive = rp->r[r->dep].start + sim_cost_copy(m, false, SIM_PATH_P2P, bytes);
         r->start = ready;
@@ -484,9 +494,10 @@ static int start_errors(const replay *rp, int64_t t_min, int64_t start, sim_repl
         return -1;
     uint64_t n = 0;
     for (uint64_t i = 0; i < rp->n; i++) {
-        if (rp->r[i].dropped || rp->s[i].t == TRACE_TIME_NONE || rp->r[i].start == UNTIMED)
+        int64_t t0 = rp->r[i].dropped ? TRACE_TIME_NONE : stmt_at(rp, i).t;
+        if (t0 == TRACE_TIME_NONE || rp->r[i].start == UNTIMED)
             continue;
-        int64_t d = (rp->r[i].start - start) - (rp->s[i].t - t_min);
+        int64_t d = (rp->r[i].start - start) - (t0 - t_min);
         e[n++] = d < 0 ? -d : d;
     }
     if (n) {
@@ -531,7 +542,6 @@ int sim_replay(trace_reader *rd, const sim_replay_opts *o, sim_replay_result *re
     replay rp = { .t = t, .o = o, .n = t->n_stmts };
     uint32_t nq = t->n_queues;
     int rc = -1;
-    rp.s = calloc(rp.n + 1, sizeof *rp.s);
     rp.r = calloc(rp.n + 1, sizeof *rp.r);
     rp.q_list = calloc(nq + 1, sizeof *rp.q_list);
     rp.q_n = calloc(nq + 1, sizeof *rp.q_n);
@@ -548,7 +558,7 @@ int sim_replay(trace_reader *rd, const sim_replay_opts *o, sim_replay_result *re
     rp.sync_deps = calloc(rp.n + 1, sizeof *rp.sync_deps);
     rp.sem_sets = calloc(rp.n + 1, sizeof *rp.sem_sets);
     trace_binder *bind = trace_binder_new(TRACE_BIND_FLAGS);
-    if (!rp.s || !rp.r || !rp.q_list || !rp.q_n || !rp.q_cap || !rp.q_end || !rp.q_last ||
+    if (!rp.r || !rp.q_list || !rp.q_n || !rp.q_cap || !rp.q_end || !rp.q_last ||
         !rp.why || !rp.last_host ||
         !rp.api_since || !rp.last_on || !rp.fifo_head_pos || !rp.gen_of || !rp.n_gen_of ||
         !rp.sync_deps || !rp.sem_sets || !bind) {
@@ -565,9 +575,7 @@ int sim_replay(trace_reader *rd, const sim_replay_opts *o, sim_replay_result *re
     int64_t t_min = INT64_MAX, t_max = INT64_MIN;
     /* Pass 1: bindings, submission points and generations, in file order. */
     for (uint64_t i = 0; i < rp.n; i++) {
-        trace_stmt_at(t, i, &rp.s[i]);
-        rp.s[i].seq = i;            /* what the binder answers in */
-        const trace_stmt *s = &rp.s[i];
+        const trace_stmt stmt = stmt_at(&rp, i), *s = &stmt;
         rp_stmt *r = &rp.r[i];
         r->start = r->end = UNTIMED;
         r->dep = -1;
@@ -660,12 +668,13 @@ int sim_replay(trace_reader *rd, const sim_replay_opts *o, sim_replay_result *re
     }
     /* Awaits: after every signal of their flag, wherever it stands (rule 6). */
     for (uint64_t i = 0; i < rp.n; i++) {
-        if (rp.s[i].kind != TRACE_AWAIT || rp.r[i].dropped)
+        const trace_stmt aw_stmt = stmt_at(&rp, i);
+        if (aw_stmt.kind != TRACE_AWAIT || rp.r[i].dropped)
             continue;
         const uint64_t *sig, *aw;
         uint32_t n_sig, n_aw;
-        trace_binder_flag(bind, rp.s[i].object, &sig, &n_sig, &aw, &n_aw);
-        int64_t **to = rp.s[i].sem ? &rp.sem_sets[i] : &rp.sync_deps[i];
+        trace_binder_flag(bind, aw_stmt.object, &sig, &n_sig, &aw, &n_aw);
+        int64_t **to = aw_stmt.sem ? &rp.sem_sets[i] : &rp.sync_deps[i];
         if (!(*to = dep_list(sig, n_sig))) {
             trace_error_set(err, TRACE_ENOMEM, "out of memory");
             goto done;
@@ -691,12 +700,13 @@ int sim_replay(trace_reader *rd, const sim_replay_opts *o, sim_replay_result *re
         for (uint32_t q = 0; q < nq; q++)
             if ((uint64_t)rp.fifo_head_pos[q] < rp.q_n[q]) {
                 int64_t i = rp.q_list[q][rp.fifo_head_pos[q]];
+                const trace_stmt hs = stmt_at(&rp, (uint64_t)i);
                 char name[64];
                 trace_error_set(err, TRACE_EUSAGE,
                                 "the replay hangs: queue %s can never run %s (seq %llu)",
                                 trace_str(t, t->queues[q].name),
-                                trace_stmt_name(t, &rp.s[i], name, sizeof name),
-                                (unsigned long long)rp.s[i].seq);
+                                trace_stmt_name(t, &hs, name, sizeof name),
+                                (unsigned long long)hs.seq);
                 break;
             }
         goto done;
@@ -710,9 +720,10 @@ int sim_replay(trace_reader *rd, const sim_replay_opts *o, sim_replay_result *re
             start = rp.r[i].start;
         if (rp.r[i].end > end)
             end = rp.r[i].end;
-        trace_kind k = rp.s[i].kind;
-        if (rp.s[i].queue < 256 && (k == TRACE_OP || k == TRACE_COPY || k == TRACE_COLLECTIVE))
-            res->busy_ns[rp.s[i].queue] += rp.r[i].end - rp.r[i].start;
+        const trace_stmt bs = stmt_at(&rp, i);
+        trace_kind k = bs.kind;
+        if (bs.queue < 256 && (k == TRACE_OP || k == TRACE_COPY || k == TRACE_COLLECTIVE))
+            res->busy_ns[bs.queue] += rp.r[i].end - rp.r[i].start;
     }
     for (uint32_t q = 0; q < res->n_queues; q++)
         snprintf(res->queue_names[q], sizeof res->queue_names[q], "%s", trace_str(t, t->queues[q].name));
@@ -750,7 +761,7 @@ int sim_replay(trace_reader *rd, const sim_replay_opts *o, sim_replay_result *re
         for (uint64_t i = 0; i < rp.n; i++) {
             if (rp.r[i].dropped)
                 continue;
-            trace_stmt s = rp.s[i];
+            trace_stmt s = stmt_at(&rp, i);
 #define REMAP(id) ((id) == TRACE_NONE ? TRACE_NONE : k->iface->intern(k->ctx, trace_str(t, (id))))
             s.label = REMAP(s.label);
             if (s.kind == TRACE_RECORD || s.kind == TRACE_WAIT || s.kind == TRACE_BARRIER ||
@@ -797,7 +808,6 @@ done:
     trace_binder_free(bind);
     free(rp.gens);
     free(rp.sync_deps);
-    free(rp.s);
     free(rp.r);
     free(rp.q_list);
     free(rp.q_n);
