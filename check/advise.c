@@ -51,7 +51,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_GROUPS 48       /* default: groups before targets are coarsened */
+/* Default groups before they are coarsened: each costs a check and a few
+ * replays, about 2 s at a million statements. */
+#define MAX_GROUPS 128
+#define MAX_GROUPS_LARGE 24 /* for traces of more than LARGE statements */
+#define LARGE 200000
 #define ROUNDS 4            /* replacement rounds: edges added for what a try lets in */
 
 /* ------------------------------------------------------------------ */
@@ -399,6 +403,7 @@ static int price(advisor *a, const trace *t, const bool *drop, check_timing *out
 /* One group being advised. */
 typedef struct group {
     uint64_t key;
+    int level;              /* key_of's: 0 exact, 1 and 2 coarsened */
     uint64_t *seqs;
     size_t n, cap;
     uint64_t units;         /* occurrences: statements, or barrier generations */
@@ -764,13 +769,18 @@ static void describe(const trace *t, const group *g, check_advice_item *it)
 }
 
 /* "where": its letter in its iteration's pattern, and its site. */
-static void locate(const trace *t, const grouping *gr, const cand_info *c, check_advice_item *it)
+static void locate(const trace *t, const grouping *gr, const cand_info *c, int level,
+                   check_advice_item *it)
 {
     trace_stmt s;
     trace_stmt_at(t, c->seq, &s);
     size_t used = 0;
     it->where[0] = '\0';
-    if (c->iter != SIZE_MAX) {
+    if (level > 0)              /* many places: its first is no name for all */
+        used += (size_t)snprintf(it->where, sizeof it->where, "%s",
+                                 level == 1 ? "(grouped by queue and target)"
+                                            : "(grouped by queue)");
+    else if (c->iter != SIZE_MAX) {
         trace_pattern_iter pi = trace_pattern_at(gr->pat, c->iter);
         size_t len = strlen(pi.before), from = c->pos > 24 ? c->pos - 24 : 0;
         size_t to = len - c->pos > 25 ? c->pos + 25 : len;
@@ -838,7 +848,7 @@ static int advise_group(advisor *a, const group *g, const grouping *gr, const ca
                         trace_error *err)
 {
     describe(a->t, g, it);
-    locate(a->t, gr, first, it);
+    locate(a->t, gr, first, g->level, it);
     trace_stmt s0;
     trace_stmt_at(a->t, g->seqs[0], &s0);
     it->kind = g->copy ? TRACE_COPY : s0.kind;
@@ -964,6 +974,42 @@ static int cmp_items(const void *x, const void *y)
 
 /* ------------------------------------------------------------------ */
 
+/* Every blocking copy submitted to its stream at once (what llama.cpp
+ * #17795 did to ggml's user-input copies): priced and checked. */
+static int all_copies_async(advisor *a, const grouping *gr, check_advice *out, trace_error *err)
+{
+    group all = { .copy = true };
+    int rc = -1;
+    out->all_async.makespan_ns = out->all_async.per_iter_ns = -1;
+    for (size_t c = 0; c < gr->n; c++)
+        if (gr->c[c].stream != TRACE_NONE && group_add(&all, gr->c[c].seq, gr->c[c].stream) != 0)
+            goto oom;
+    out->n_copies = all.n;
+    if (all.n) {
+        whatif w;
+        if (try_edit(a, &all, NULL, 0, &w, err) != 0)
+            goto done;
+        out->all_async_new = w.n_new;
+        if (w.n_new) {
+            char *fix = NULL;
+            finding_words(w.rep, w.first_new, &out->all_async_finding, &fix);
+            free(fix);
+        }
+        int prc = price(a, whatif_trace(a, &w), w.drop, &out->all_async, err);
+        whatif_free(&w);
+        if (prc < 0)
+            goto done;
+    }
+    rc = 0;
+    goto done;
+oom:
+    trace_error_set(err, TRACE_ENOMEM, "out of memory");
+done:
+    free(all.seqs);
+    free(all.streams);
+    return rc;
+}
+
 /* Groups of the candidates at the coarsest level needed to keep at most
  * max of them. *out, *n_out: the caller's (each group's arrays too);
  * cand_of[k] of each group: the index of its k-th statement's candidate. */
@@ -994,7 +1040,7 @@ static int make_groups(const trace *t, const grouping *gr, size_t max, group **o
                 if (trace_grow((void **)&g, &cap, n + 1, sizeof *g) != 0 ||
                     trace_grow((void **)&cand_of, &cap_of, n + 1, sizeof *cand_of) != 0)
                     goto oom;
-                g[n] = (group){ .key = key, .copy = ci->stream != TRACE_NONE };
+                g[n] = (group){ .key = key, .level = level, .copy = ci->stream != TRACE_NONE };
                 cand_of[n] = NULL;
                 *v = n++;
             }
@@ -1106,11 +1152,16 @@ int check_advise(trace *t, const check_advise_opts *o, check_advice *out, trace_
 
     /* 1. groups */
     if (collect(t, &gr) != 0 ||
-        make_groups(t, &gr, o->max_groups ? o->max_groups : MAX_GROUPS, &groups, &n_groups,
-                    &cand_of) != 0)
+        make_groups(t, &gr,
+                    o->max_groups             ? o->max_groups
+                    : t->n_stmts > LARGE      ? MAX_GROUPS_LARGE
+                                              : MAX_GROUPS,
+                    &groups, &n_groups, &cand_of) != 0)
         goto oom;
     if (!(out->items = calloc(n_groups ? n_groups : 1, sizeof *out->items)))
         goto oom;
+    if (all_copies_async(&a, &gr, out, err) != 0)
+        goto out;
     /* 3, 4. each group */
     for (size_t i = 0; i < n_groups; i++) {
         check_advice_item *it = &out->items[out->n++];
@@ -1160,5 +1211,6 @@ void check_advice_free(check_advice *a)
     }
     free(a->items);
     free(a->mark);
+    free(a->all_async_finding);
     memset(a, 0, sizeof *a);
 }

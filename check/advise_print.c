@@ -61,18 +61,36 @@ void check_advice_print(FILE *out, const trace *t, const char *name, const check
         print_change(out, &a->base, &a->all_safe);
     }
     fputc('\n', out);
+    if (a->n_copies) {
+        fprintf(out, "%llu blocking cop%s (the host copies between host and device memory); "
+                     "all asynchronous: ",
+                (unsigned long long)a->n_copies, a->n_copies == 1 ? "y" : "ies");
+        print_change(out, &a->base, &a->all_async);
+        if (a->all_async_new)
+            fprintf(out, "; unsafe: %llu finding%s, e.g. %s", (unsigned long long)a->all_async_new,
+                    a->all_async_new == 1 ? "" : "s",
+                    a->all_async_finding ? a->all_async_finding : "(no text)");
+        else
+            fputs("; safe: no new finding", out);
+        fputc('\n', out);
+    }
     size_t n = max_items && max_items < a->n ? max_items : a->n;
     for (size_t i = 0; i < n; i++) {
         const check_advice_item *it = &a->items[i];
         fprintf(out, "\n%2zu. %s", i + 1, it->what);
         if (it->where[0])
             fprintf(out, "   %s", it->where);
+        char holder[96];
+        if (it->kind == TRACE_BARRIER)
+            snprintf(holder, sizeof holder, "its participants");
+        else
+            snprintf(holder, sizeof holder, "%s", check_queue_name(t, it->queue));
         fprintf(out, "\n    %llu %s, holding %s %.3f ms in all (%s); %.3f ms of it on the "
                      "critical path (%.1f %% of the makespan)\n",
                 (unsigned long long)it->count,
                 it->kind == TRACE_BARRIER ? (it->count == 1 ? "generation" : "generations")
                                           : (it->count == 1 ? "occurrence" : "occurrences"),
-                check_queue_name(t, it->queue), ms(it->held_ns),
+                holder, ms(it->held_ns),
                 it->held_recorded ? "the trace's times" : "replayed", ms(it->critical_ns),
                 pct(it->critical_ns, a->base.makespan_ns));
         fputs("    without them: ", out);
@@ -144,7 +162,19 @@ void check_advice_print_json(FILE *out, const trace *t, const char *name,
             a->ordering_only ? "true" : "false", a->n_findings,
             (unsigned long long)a->n_removable, (unsigned long long)a->n_candidates);
     json_timing(out, "all_removed", &a->all_safe, &a->base);
-    fputs("}, \"groups\": [", out);
+    fputs("}", out);
+    if (a->n_copies) {
+        fprintf(out, ", \"blocking_copies\": {\"count\": %llu, \"new_findings\": %llu, ",
+                (unsigned long long)a->n_copies, (unsigned long long)a->all_async_new);
+        if (a->all_async_finding) {
+            fputs("\"finding\": ", out);
+            trace_json_str(out, a->all_async_finding);
+            fputs(", ", out);
+        }
+        json_timing(out, "all_async", &a->all_async, &a->base);
+        fputc('}', out);
+    }
+    fputs(", \"groups\": [", out);
     for (size_t i = 0; i < a->n; i++) {
         const check_advice_item *it = &a->items[i];
         fputs(i ? ",\n  {" : "\n  {", out);

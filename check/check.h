@@ -382,6 +382,10 @@ typedef struct check_advice {
     check_timing all_safe;      /* without every removal the minimiser lists */
     uint64_t n_removable;       /* the minimiser: removals (a generation counts once) */
     uint64_t n_candidates;
+    uint64_t n_copies;          /* blocking copies (host<->device copies the host performs) */
+    check_timing all_async;     /* every one of them submitted to its stream instead */
+    uint64_t all_async_new;     /* findings that lets in */
+    char *all_async_finding;    /* the first of them (owned; NULL: none) */
     size_t n_findings;          /* the trace's own */
     bool ordering_only;         /* coverage partial */
     char coverage[512];         /* check_coverage_describe */
@@ -391,7 +395,8 @@ typedef struct check_advice {
 
 typedef struct check_advise_opts {
     const check_pricer *pricer;
-    size_t max_groups;          /* 0: 48; more groups are coarsened */
+    size_t max_groups;          /* 0: 128 (24 above 200 000 statements); more groups
+                                 * are coarsened */
     bool no_replacements;       /* do not look for replacements */
 } check_advise_opts;
 
