@@ -621,109 +621,120 @@ typedef struct outcome {
     char *what;             /* owned */
 } outcome;
 
-/* Strategy: events (and flags) for each new pair, rounds until clean.
- * removal: the what-if of the group removed, round 0 (its findings). */
-static int try_events(advisor *a, const group *g, const whatif *removal, outcome *res,
-                      trace_error *err)
+/* A way to keep the order a removal broke, tried in rounds: the group
+ * removed with the attempt's insertions, checked; what it still lets in
+ * grows the attempt, until it checks clean (then it is priced), nothing
+ * can be added, or ROUNDS. */
+typedef struct strategy {
+    /* The insertions of attempt x into out (which may be x itself). */
+    int (*inserts)(const advisor *a, const group *g, const attempt *x, attempt *out);
+    /* Grows x by what the new findings of w ask for: returns how much it
+     * added (0: none can be), or -1 (OOM). *stuck: a finding it cannot
+     * answer. */
+    int (*grow)(advisor *a, attempt *x, const whatif *w, bool *stuck);
+} strategy;
+
+static int rounds(advisor *a, const group *g, const whatif *removal, const strategy *st,
+                  attempt *x, outcome *res, trace_error *err)
 {
-    attempt x = { 0 };
+    attempt own = { 0 }, *ins = st->inserts == NULL ? x : &own;
     int rc = -1;
     for (int round = 0; round < ROUNDS; round++) {
-        whatif w;
-        if (round == 0)
-            w = *removal;
-        else if (try_edit(a, g, x.ins, x.n, &w, err) != 0)
-            goto out;
-        if (w.n_new == 0) {     /* round 0 has findings: the caller's */
-            int prc = price(a, whatif_trace(a, &w), w.drop, &res->timing, err);
-            whatif_free(&w);
-            if (prc < 0)
-                goto out;
-            res->found = res->timing.makespan_ns >= 0;
-            res->inserted = x.n;
-            rc = 0;
-            goto out;
-        }
-        size_t added = 0;
-        int arc = 0;
-        for (size_t i = 0; i < w.rep->n && arc == 0; i++) {
-            const trace_finding *f = &w.rep->f[i];
-            uint64_t xs, ys;
-            if (!new_pair(a, f, w.map, &xs, &ys))
-                continue;
-            arc = add_edge(a, &x, xs, &f->first, ys, &f->second);
-            added++;
-        }
-        if (round > 0)
-            whatif_free(&w);
-        if (arc != 0) {
+        if (st->inserts && st->inserts(a, g, x, ins) != 0) {
             trace_error_set(err, TRACE_ENOMEM, "out of memory");
             goto out;
         }
-        if (added == 0)
-            break;              /* what it lets in is no pair an edge orders */
+        whatif w;
+        if (round == 0)
+            w = *removal;       /* the caller's: its findings are round 0's */
+        else if (try_edit(a, g, ins->ins, ins->n, &w, err) != 0)
+            goto out;
+        if (w.n_new == 0) {     /* never round 0: the removal has findings */
+            int prc = ins->n ? price(a, whatif_trace(a, &w), w.drop, &res->timing, err) : 0;
+            whatif_free(&w);
+            if (prc < 0)
+                goto out;
+            /* with nothing put in, the removal itself was safe */
+            res->found = ins->n && res->timing.makespan_ns >= 0;
+            res->inserted = ins->n;
+            break;
+        }
+        bool stuck = false;
+        int added = st->grow(a, x, &w, &stuck);
+        if (round > 0)
+            whatif_free(&w);
+        if (added < 0) {
+            trace_error_set(err, TRACE_ENOMEM, "out of memory");
+            goto out;
+        }
+        if (stuck || added == 0)
+            break;
     }
     rc = 0;
 out:
+    free(own.ins);
+    free(own.streams);
+    return rc;
+}
+
+/* Events (and flags): an edge for each new pair. */
+static int grow_edges(advisor *a, attempt *x, const whatif *w, bool *stuck)
+{
+    int added = 0;
+    (void)stuck;                /* what no edge orders is left; the next round says */
+    for (size_t i = 0; i < w->rep->n; i++) {
+        const trace_finding *f = &w->rep->f[i];
+        uint64_t xs, ys;
+        if (!new_pair(a, f, w->map, &xs, &ys))
+            continue;
+        if (add_edge(a, x, xs, &f->first, ys, &f->second) != 0)
+            return -1;
+        added++;
+    }
+    return added;
+}
+
+/* Narrowing: the streams the new findings start on. */
+static int grow_streams(advisor *a, attempt *x, const whatif *w, bool *stuck)
+{
+    int added = 0;
+    for (size_t i = 0; i < w->rep->n && !*stuck; i++) {
+        const trace_finding *f = &w->rep->f[i];
+        uint64_t xs, ys;
+        if (!new_pair(a, f, w->map, &xs, &ys) || is_host_q(a->t, f->first.queue)) {
+            /* a stream sync cannot order it */
+            *stuck = !trace_u64map_get(&a->base.k, key_hash(orig_key(f, w->map)));
+            continue;
+        }
+        size_t before = x->n_streams;
+        if (add_stream(x, f->first.queue) != 0)
+            return -1;
+        added += (int)(x->n_streams - before);
+    }
+    return added;
+}
+
+/* Strategy: events (and flags) for each new pair. removal: the what-if of
+ * the group removed (round 0). */
+static int try_events(advisor *a, const group *g, const whatif *removal, outcome *res,
+                      trace_error *err)
+{
+    static const strategy st = { NULL, grow_edges };
+    attempt x = { 0 };
+    int rc = rounds(a, g, removal, &st, &x, res, err);
     free(x.ins);
     free(x.streams);
     return rc;
 }
 
 /* Strategy: each `sync all` / `sync device=D` narrowed to the streams the
- * new findings start on. removal: round 0, as for try_events. */
+ * new findings start on. */
 static int try_narrow(advisor *a, const group *g, const whatif *removal, outcome *res,
                       trace_error *err)
 {
-    attempt x = { 0 }, ins = { 0 };
-    int rc = -1;
-    for (int round = 0; round < ROUNDS; round++) {
-        if (narrow_ins(a, g, &x, &ins) != 0) {
-            trace_error_set(err, TRACE_ENOMEM, "out of memory");
-            goto out;
-        }
-        whatif w;
-        if (round == 0)
-            w = *removal;
-        else if (try_edit(a, g, ins.ins, ins.n, &w, err) != 0)
-            goto out;
-        if (w.n_new == 0) {     /* round 0 has findings: the caller's */
-            int prc = x.n_streams ? price(a, whatif_trace(a, &w), w.drop, &res->timing, err) : 0;
-            whatif_free(&w);
-            if (prc < 0)
-                goto out;
-            /* with no stream to narrow to, the removal itself was safe */
-            res->found = x.n_streams && res->timing.makespan_ns >= 0;
-            res->inserted = ins.n;
-            rc = 0;
-            goto out;
-        }
-        size_t added = 0;
-        bool stuck = false;
-        for (size_t i = 0; i < w.rep->n && !stuck; i++) {
-            const trace_finding *f = &w.rep->f[i];
-            uint64_t xs, ys;
-            if (!new_pair(a, f, w.map, &xs, &ys) || is_host_q(a->t, f->first.queue)) {
-                /* a stream sync cannot order it */
-                stuck = !trace_u64map_get(&a->base.k, key_hash(orig_key(f, w.map)));
-                continue;
-            }
-            size_t before = x.n_streams;
-            if (add_stream(&x, f->first.queue) != 0) {
-                if (round > 0)
-                    whatif_free(&w);
-                trace_error_set(err, TRACE_ENOMEM, "out of memory");
-                goto out;
-            }
-            added += x.n_streams - before;
-        }
-        if (round > 0)
-            whatif_free(&w);
-        if (stuck || added == 0)
-            break;
-    }
-    rc = 0;
-out:
+    static const strategy st = { narrow_ins, grow_streams };
+    attempt x = { 0 };
+    int rc = rounds(a, g, removal, &st, &x, res, err);
     if (rc == 0 && res->found) {
         char list[512] = "";
         size_t used = 0;
@@ -735,8 +746,6 @@ out:
     }
     free(x.ins);
     free(x.streams);
-    free(ins.ins);
-    free(ins.streams);
     return rc;
 }
 

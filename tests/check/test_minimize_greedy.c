@@ -487,6 +487,33 @@ static void test_minimize_greedy_repeated_wait_of_another_host_stays(void **stat
     trace_free(t);
 }
 
+/* Hosts h and h2, streams s0 to s(n - 1) on device 0, buffers X, Y and Z;
+ * the next stream statements submitted by h. */
+static trace *two_hosts(int streams)
+{
+    static const char *ss[] = { "s0", "s1", "s2" };
+    trace *t = tb_new();
+    uint32_t h = tb_host(t, "h");
+    tb_host(t, "h2");
+    for (int q = 0; q < streams; q++)
+        tb_stream(t, ss[q], "0");
+    tb_buf(t, "X", 64);
+    tb_buf(t, "Y", 64);
+    tb_buf(t, "Z", 64);
+    tb_by_host = h;
+    return t;
+}
+
+/* The wait at seq w stays, as the plain greedy says. */
+static void wait_stays(trace *t, uint64_t w)
+{
+    tb_by_host = TRACE_NONE;
+    bool *keep = minimized(t);
+    assert_true(keep[w]);
+    free(keep);
+    trace_free(t);
+}
+
 /* A read that a removal leaves unordered with a later one counts until
  * every queue that accesses its buffer knows it. Without s1's wait, ra and
  * rb are concurrent reads of X (rb is after the write wr either way);
@@ -497,15 +524,7 @@ static void test_minimize_greedy_repeated_wait_of_another_host_stays(void **stat
 static void test_minimize_greedy_read_left_for_an_unsubmitted_write(void **state)
 {
     (void)state;
-    trace *t = tb_new();
-    uint32_t h = tb_host(t, "h");
-    tb_host(t, "h2");
-    tb_stream(t, "s0", "0");
-    tb_stream(t, "s1", "0");
-    tb_stream(t, "s2", "0");
-    tb_buf(t, "X", 64);
-    tb_buf(t, "Z", 64);
-    tb_by_host = h;
+    trace *t = two_hosts(3);
     tb_op(t, "s2", "pad", "r:Z");
     tb_op(t, "s0", "wr", "w:X");
     tb_record(t, "s0", "e1");
@@ -518,10 +537,7 @@ static void test_minimize_greedy_read_left_for_an_unsubmitted_write(void **state
     tb_op(t, "h", "hx", "r:Z");
     tb_by_host = TRACE_NONE;
     tb_op(t, "s2", "late", "w:X");
-    bool *keep = minimized(t);
-    assert_true(keep[w]);
-    free(keep);
-    trace_free(t);
+    wait_stays(t, w);
 }
 
 /* A stream whose clock a removal changed may be taken as equal once its
@@ -531,14 +547,7 @@ static void test_minimize_greedy_read_left_for_an_unsubmitted_write(void **state
 static void test_minimize_greedy_stream_read_by_another_host_sync(void **state)
 {
     (void)state;
-    trace *t = tb_new();
-    uint32_t h = tb_host(t, "h");
-    tb_host(t, "h2");
-    tb_stream(t, "s0", "0");
-    tb_stream(t, "s1", "0");
-    tb_buf(t, "Y", 64);
-    tb_buf(t, "Z", 64);
-    tb_by_host = h;
+    trace *t = two_hosts(2);
     tb_op(t, "s0", "wy", "w:Y");
     tb_record(t, "s0", "e");
     uint64_t w = tb_wait(t, "s1", "e");
@@ -548,11 +557,7 @@ static void test_minimize_greedy_stream_read_by_another_host_sync(void **state)
     tb_op(t, "h", "hx", "r:Z");
     tb_sync(t, "h2", "s1");
     tb_op(t, "h2", "w2", "w:Y");
-    tb_by_host = TRACE_NONE;
-    bool *keep = minimized(t);
-    assert_true(keep[w]);
-    free(keep);
-    trace_free(t);
+    wait_stays(t, w);
 }
 
 int main(void)
