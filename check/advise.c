@@ -483,7 +483,9 @@ static int add_edge(advisor *a, attempt *x, uint64_t xs, const trace_stmt_ref *x
     char buf[48];
     bool host_x = is_host_q(t, xr->queue);
     /* a name of its own (interned into the trace, whose edits share its
-     * strings): a wait binds to the latest record of its name */
+     * strings): a wait binds to the latest record of its name. Interning
+     * may move the trace's string table: a view made before must not be
+     * asked for a string after (its findings' words are made first). */
     snprintf(buf, sizeof buf, "advise.%s%llu", host_x ? "f" : "e",
              (unsigned long long)a->next_name++);
     uint32_t name = trace_intern_cstr(t, buf);
