@@ -236,6 +236,81 @@ static trace *random_iter_trace(int iters)
     return t;
 }
 
+/* A send or recv of rank `rank` to or from `peer` on queue q (rule 9:
+ * the k-th send and the k-th recv of a channel pair up), accessing buf. */
+static void p2p(trace *t, const char *q, trace_kind kind, uint32_t rank, uint32_t peer,
+                const char *acc)
+{
+    trace_stmt s;
+    trace_access a[8];
+    trace_stmt_init(&s);
+    s.queue = tb_q(t, q);
+    s.kind = kind;
+    s.object = trace_intern_cstr(t, "comm");
+    s.rank = rank;
+    s.peer = peer;
+    s.n_access = tb_parse_access(t, acc, a);
+    s.access = a;
+    s.line = (uint32_t)t->n_stmts + 1;
+    if (t->queues[s.queue].kind == TRACE_QUEUE_STREAM)
+        s.by = tb_by_host;
+    trace_append(t, &s);
+}
+
+/* Random traces of two ranks (queues named rN., as `syncsim merge` names
+ * them): each a host and two streams, iterations of kernels on its own
+ * buffers with events between its streams, messages between the ranks'
+ * hosts (send, then the peer's recv), and a `sync all` that covers its own
+ * rank's streams only (ruling 4). */
+static trace *random_rank_trace(int iters)
+{
+    static const char *hq[] = { "r0.h", "r1.h" };
+    static const char *sq[2][2] = { { "r0.s0", "r0.s1" }, { "r1.s0", "r1.s1" } };
+    static const char *acc[] = { "w:P0[0:32]", "r:P0[16:48]", "rw:P1", "r:P1[8:24]",
+                                 "w:Q0", "r:Q0[0:8]", "rw:Q1[4:60]", "r:Q1" };
+    trace *t = tb_new();
+    for (int r = 0; r < 2; r++) {
+        tb_host(t, hq[r]);
+        tb_stream(t, sq[r][0], r ? "1" : "0");
+        tb_stream(t, sq[r][1], r ? "1" : "0");
+    }
+    tb_buf(t, "P0", 64);
+    tb_buf(t, "P1", 64);
+    tb_buf(t, "Q0", 64);
+    tb_buf(t, "Q1", 64);
+    tb_buf(t, "M", 64);
+    char label[32], ev[16];
+    for (int i = 0; i < iters * 2; i++) {
+        int r = (int)rnd(2), a = (int)rnd(2);
+        tb_by_host = tb_q(t, hq[r]);
+        const char *own = acc[4 * r + rnd(4)];
+        snprintf(label, sizeof label, "k%d", i);
+        tb_op(t, sq[r][a], label, own);
+        snprintf(ev, sizeof ev, "e%d", r);
+        tb_record(t, sq[r][a], ev);
+        tb_wait(t, sq[r][1 - a], ev);
+        snprintf(label, sizeof label, "m%d", i);
+        tb_op(t, sq[r][1 - a], label, acc[4 * r + rnd(4)]);
+        switch (rnd(5)) {
+        case 0:
+            tb_sync(t, hq[r], "all");
+            break;
+        case 1:
+            tb_sync(t, hq[r], sq[r][rnd(2)]);
+            break;
+        case 2:
+            p2p(t, hq[r], TRACE_SEND, (uint32_t)r, (uint32_t)(1 - r), "r:M[0:16]");
+            tb_by_host = tb_q(t, hq[1 - r]);
+            p2p(t, hq[1 - r], TRACE_RECV, (uint32_t)(1 - r), (uint32_t)r, "w:M[32:48]");
+            break;
+        default:
+            break;
+        }
+    }
+    tb_by_host = TRACE_NONE;
+    return t;
+}
+
 /* The findings of a whole run of t, re-checked from scratch the way the
  * minimiser checks (every flag's signal count known from the start). The
  * streaming first pass of check_trace can report other pairs when an await
@@ -313,7 +388,7 @@ static void plain_greedy(trace *t, bool *keep)
     free(gen);
 }
 
-enum { SHAPE_MIXED, SHAPE_ARENAS, SHAPE_ITERATIONS };
+enum { SHAPE_MIXED, SHAPE_ARENAS, SHAPE_ITERATIONS, SHAPE_RANKS };
 
 /* Minimises `traces` random traces of a shape both ways with snapshots
  * every `every` statements (0: the default); counts the removals and the
@@ -325,6 +400,7 @@ static void compare_shape_with_plain(int shape, uint64_t seed, int traces, uint3
     for (int k = 0; k < traces; k++) {
         trace *t = shape == SHAPE_ARENAS       ? random_arena_trace(40 + (int)rnd(120))
                    : shape == SHAPE_ITERATIONS ? random_iter_trace(20 + (int)rnd(30))
+                   : shape == SHAPE_RANKS      ? random_rank_trace(10 + (int)rnd(30))
                                                : random_trace(40 + (int)rnd(120));
         check_options opt = { .checkpoint_every = every, .allow_findings = true };
         check_min_result res;
@@ -395,6 +471,18 @@ static void test_minimize_greedy_same_on_iterations(void **state)
     size_t removed = 0, candidates = 0;
     compare_shape_with_plain(SHAPE_ITERATIONS, 0x5eed1001ULL, 150, 0, &removed, &candidates);
     compare_shape_with_plain(SHAPE_ITERATIONS, 0x5eed1002ULL, 40, 4, &removed, &candidates);
+    assert_true(removed > 300);
+    assert_true(candidates > removed + 300);
+}
+
+/* Two ranks with messages and rank-scoped syncs: the streams' submitters
+ * and the syncs that may read a stream's clock are a rank's own. */
+static void test_minimize_greedy_same_on_ranks(void **state)
+{
+    (void)state;
+    size_t removed = 0, candidates = 0;
+    compare_shape_with_plain(SHAPE_RANKS, 0x5eed2001ULL, 150, 0, &removed, &candidates);
+    compare_shape_with_plain(SHAPE_RANKS, 0x5eed2002ULL, 40, 4, &removed, &candidates);
     assert_true(removed > 300);
     assert_true(candidates > removed + 300);
 }
@@ -567,6 +655,7 @@ int main(void)
         cmocka_unit_test(test_minimize_greedy_same_with_close_snapshots),
         cmocka_unit_test(test_minimize_greedy_same_on_arenas),
         cmocka_unit_test(test_minimize_greedy_same_on_iterations),
+        cmocka_unit_test(test_minimize_greedy_same_on_ranks),
         cmocka_unit_test(test_minimize_greedy_read_left_for_an_unsubmitted_write),
         cmocka_unit_test(test_minimize_greedy_stream_read_by_another_host_sync),
         cmocka_unit_test(test_minimize_greedy_repeated_wait_goes),
