@@ -6,13 +6,17 @@
  * its own process, timed wall-clock with its own peak RSS.
  *
  *   bench_capture [--stmts N] [--dir DIR] [--shape NAME] [--repeat-labels] [--runs K]
- *                 [--report] [--keep]
+ *                 [--report] [--minimize] [--advise] [--keep]
  *
  * 1. writes N statements of the shape as a text trace (DIR/capture.trace);
  * 2. `syncsim import` it into DIR/capture.db: statements/s, bytes/statement
  *    on disk, peak RSS;
  * 3. `syncsim check` the database end to end: statements/s, peak RSS;
- * 4. with --report, `syncsim report` of the run (timeline included).
+ * 4. with --report, `syncsim report` of the run (timeline included);
+ * 5. with --minimize, `syncsim minimize -q` of the database, and with
+ *    --advise, `syncsim advise` of it (issue 35's targets: 1 M statements
+ *    in 5 s and 30 s): wall and CPU time, statements re-checked (minimize),
+ *    peak RSS and RSS per statement (memory should grow linearly).
  * --shape picks a variant of the shape (bench/shapes.h: whole, labels,
  * arenas, tokens, ragged, scatter, worst; default whole); --repeat-labels
  * gives every statement of a kind the same label (the kind shape of the
@@ -106,7 +110,7 @@ int main(int argc, char **argv)
 {
     uint64_t n = 2000000;
     const char *dir = "/tmp";
-    bool repeat = false, report = false, keep = false;
+    bool repeat = false, report = false, keep = false, minimize = false, advise = false;
     const char *shape_name = "whole";
     int runs = 1;
     for (int i = 1; i < argc; i++) {
@@ -124,9 +128,14 @@ int main(int argc, char **argv)
             report = true;
         else if (strcmp(argv[i], "--keep") == 0)
             keep = true;
+        else if (strcmp(argv[i], "--minimize") == 0)
+            minimize = true;
+        else if (strcmp(argv[i], "--advise") == 0)
+            advise = true;
         else {
             fprintf(stderr, "usage: bench_capture [--stmts N] [--dir DIR] [--shape NAME] "
-                            "[--repeat-labels] [--runs K] [--report] [--keep]\n");
+                            "[--repeat-labels] [--runs K] [--report] [--minimize] [--advise] "
+                            "[--keep]\n");
             return 2;
         }
     }
@@ -194,6 +203,21 @@ int main(int argc, char **argv)
         st = run(rep, runs, NULL, &wall, &cpu, &rss);
         printf("report:  %.2f s wall %.2f s CPU for %llu statements, peak RSS %ld KiB (exit %d)\n",
                wall, cpu, (unsigned long long)n, rss, st);
+    }
+    /* 5. minimize and advise */
+    if (minimize) {
+        char *min[] = { SYNCSIM_BINARY, "minimize", "-q", db, NULL };
+        st = run(min, runs, NULL, &wall, &cpu, &rss);
+        printf("minimize: %.2f s wall %.2f s CPU for %llu statements, peak RSS %ld KiB = %.0f "
+               "bytes/statement (exit %d)\n",
+               wall, cpu, (unsigned long long)n, rss, 1024.0 * (double)rss / (double)n, st);
+    }
+    if (advise) {
+        char *adv[] = { SYNCSIM_BINARY, "advise", db, NULL };
+        st = run(adv, runs, NULL, &wall, &cpu, &rss);
+        printf("advise:  %.2f s wall %.2f s CPU for %llu statements, peak RSS %ld KiB = %.0f "
+               "bytes/statement (exit %d)\n",
+               wall, cpu, (unsigned long long)n, rss, 1024.0 * (double)rss / (double)n, st);
     }
     if (!keep) {
         unlink(text);

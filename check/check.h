@@ -301,7 +301,144 @@ void check_print_sync_patterns(FILE *out, const trace *t, const bool *keep);
 
 /* A copy of t without the statements whose keep[] is false (declarations,
  * metadata and expectations other than redundant-sync copied; string ids
- * preserved). NULL when out of memory. */
+ * preserved). NULL when out of memory. check_trace_edit with drops only. */
 trace *check_trace_filter(const trace *t, const bool *keep);
+
+/* ------------------------------------------------------------------ */
+/* Edits of a trace (check/edit.c).                                    */
+
+/* One synchronisation put into a trace by check_trace_edit. */
+typedef struct check_insert {
+    uint64_t at;            /* before statement `at` of the input (n_stmts: at the end);
+                             * at one place, records and signals come first */
+    trace_kind kind;        /* TRACE_RECORD, TRACE_WAIT, TRACE_SIGNAL, TRACE_AWAIT or TRACE_SYNC */
+    uint32_t queue;         /* the queue that runs it */
+    uint32_t by;            /* a stream statement's submitting host, else TRACE_NONE */
+    uint32_t object;        /* as trace_stmt.object (string ids of the input): the event or
+                             * flag; a sync's target */
+    trace_sync_scope sync_scope; /* sync: its scope */
+    size_t order;           /* check_trace_edit's own (keeps the order asked) */
+} check_insert;
+
+typedef struct check_edit {
+    const bool *drop;       /* per seq of the input, NULL: none; true: deleted */
+    const uint32_t *move_to;/* per seq, NULL: none; not TRACE_NONE: a statement its host ran
+                             * itself (a blocking copy) is submitted by it to this stream */
+    const check_insert *ins;
+    size_t n_ins;
+} check_edit;
+
+/* A new trace: t's declarations, strings (same ids), metadata and
+ * expectations other than redundant-sync, then its statements edited by e
+ * (NULL: none). With seq_of, *seq_of (malloc'd, the caller's) gives for
+ * each statement of the result the seq of t's it came from, TRACE_NO_SEQ
+ * for an inserted one. NULL when out of memory. */
+trace *check_trace_edit(const trace *t, const check_edit *e, uint64_t **seq_of);
+/* The same as a view: *view shares t's declarations, strings and metadata
+ * (t must outlive it and not change) and owns its statements only; free
+ * them with check_trace_view_free, never trace_free. 0, or -1 (OOM). */
+int check_trace_edit_view(const trace *t, const check_edit *e, trace *view, uint64_t **seq_of);
+void check_trace_view_free(trace *view);
+
+/* ------------------------------------------------------------------ */
+/* The price of every sync (check/advise.c, check/advise_print.c).     */
+
+/* What a run takes, as a replay says. */
+typedef struct check_timing {
+    int64_t makespan_ns;    /* -1: not known (the replay hangs) */
+    int64_t per_iter_ns;    /* the median time between the ends of consecutive iterations
+                             * (token= or iter=); -1 with fewer than two */
+} check_timing;
+
+/* The replay the advice prices with. check/ knows traces only, so the
+ * caller plugs one in (cli/cmd_advise.c: sim/'s replay). */
+typedef struct check_pricer {
+    /* Replays t without the statements drop marks (NULL: none; waits,
+     * syncs, awaits and barrier generations): *makespan, and when not NULL,
+     * per statement of t its start and end (ns from the replay's start;
+     * TRACE_TIME_NONE for a dropped one) and whether it is on the critical
+     * path. Returns 0, 1 when the replay hangs (err says where), -1 with
+     * err. */
+    int (*replay)(void *ctx, const trace *t, const bool *drop, int64_t *makespan,
+                  int64_t *start, int64_t *end, bool *critical, trace_error *err);
+    void *ctx;
+    const char *name;       /* how it prices, for the output ("h100-pcie, durations recorded") */
+} check_pricer;
+
+typedef enum {
+    CHECK_SAFE_ALL,         /* the minimiser removes every occurrence */
+    CHECK_SAFE_SOME,        /* some of them */
+    CHECK_SAFE_NONE,        /* none */
+    CHECK_SAFE_UNJUDGED,    /* coverage partial: no race can be judged, nothing is "safe" */
+} check_safety;
+
+/* What the advice says of each statement (check_advice.mark, per seq). */
+enum { CHECK_MARK_NONE, CHECK_MARK_GOES, CHECK_MARK_REPLACE, CHECK_MARK_STAYS };
+
+/* One group of synchronisations: the statements at one place of their
+ * host's iteration pattern (and call site), or of one kind, queue and
+ * target; a barrier's generations; or blocking copies alike. */
+typedef struct check_advice_item {
+    trace_kind kind;        /* wait, sync, await, barrier; TRACE_COPY: blocking copies */
+    uint32_t queue;         /* the queue of its first statement */
+    char what[192];         /* "host wait p.ev.GPU0.0", "barrier b", "host copy X (blocking; ...)" */
+    char where[256];        /* its letter in its iteration's pattern "ws[c]sc...", its site; or "" */
+    uint64_t count;         /* occurrences: statements, or barrier generations */
+    uint64_t first_seq;
+    uint64_t *seqs;         /* every statement of it */
+    size_t n_seqs;
+    int64_t held_ns;        /* the time its statements hold their queue, in all */
+    bool held_recorded;     /* from the trace's own times (else the replay's) */
+    int64_t critical_ns;    /* of which on the replay's critical path */
+    uint64_t n_safe;        /* occurrences the minimiser removes (copies: all or none) */
+    check_safety safety;
+    check_timing without;   /* replayed without them all (copies: asynchronous) */
+    check_timing without_safe; /* without the n_safe removable ones (SOME only) */
+    uint64_t n_new;         /* findings removing them all lets in */
+    char *finding, *fix;    /* the first of those, and its fix (owned; NULL: none) */
+    char *replacement;      /* what keeps the order for less (owned; NULL: none found) */
+    check_timing with_replacement;
+    int64_t buys_ns;        /* makespan saved by the advice: the larger of the safe
+                             * removal's gain and the replacement's; the sort key */
+} check_advice_item;
+
+typedef struct check_advice {
+    check_advice_item *items;   /* sorted by buys_ns, largest first */
+    size_t n;
+    check_timing base;          /* the trace replayed as it is */
+    check_timing all_safe;      /* without every removal the minimiser lists */
+    uint64_t n_removable;       /* the minimiser: removals (a generation counts once) */
+    uint64_t n_candidates;
+    uint64_t n_copies;          /* blocking copies (host<->device copies the host performs) */
+    check_timing all_async;     /* every one of them submitted to its stream instead */
+    uint64_t all_async_new;     /* findings that lets in */
+    char *all_async_finding;    /* the first of them (owned; NULL: none) */
+    size_t n_findings;          /* the trace's own */
+    bool ordering_only;         /* coverage partial */
+    char coverage[512];         /* check_coverage_describe */
+    uint8_t *mark;              /* per seq: CHECK_MARK_* (the timeline's marks) */
+    uint64_t n_stmts;
+} check_advice;
+
+typedef struct check_advise_opts {
+    const check_pricer *pricer;
+    size_t max_groups;          /* 0: 128 (24 above 200 000 statements); more groups
+                                 * are coarsened */
+    bool no_replacements;       /* do not look for replacements */
+} check_advise_opts;
+
+/* The advice for in-memory trace t (check/advise.c's head says how).
+ * Returns 0, or -1 with err (out of memory, a replay that fails). */
+int check_advise(trace *t, const check_advise_opts *o, check_advice *out, trace_error *err);
+void check_advice_free(check_advice *a);
+/* For people: a header (the replay, the baseline, coverage, the
+ * minimiser's total) and one block per group, at most max_items (0: all). */
+void check_advice_print(FILE *out, const trace *t, const char *name, const check_pricer *pr,
+                        const check_advice *a, size_t max_items);
+/* One JSON object, format syncsim-advice, version 1 (docs/advise.md). */
+void check_advice_print_json(FILE *out, const trace *t, const char *name,
+                             const check_pricer *pr, const check_advice *a);
+/* "safe", "some", "unsafe", "unjudged". */
+const char *check_safety_str(check_safety s);
 
 #endif

@@ -257,6 +257,15 @@ int check_engine_assign(check_engine *c, const check_engine *e, check_report *re
     return 0;
 }
 
+void check_engine_let_go(check_engine *c, const check_engine *e, uint32_t root)
+{
+    if (root < c->n_shadow && root < e->n_shadow && c->shadow[root] &&
+        c->shadow[root] == e->shadow[root]) {
+        check_shadow_unref(c->shadow[root]);
+        c->shadow[root] = NULL;
+    }
+}
+
 check_engine *check_engine_clone(const check_engine *e, check_report *rep)
 {
     check_engine *c = calloc(1, sizeof *c);
@@ -344,10 +353,243 @@ bool check_engine_clocks_same(const check_engine *a, const check_engine *b, uint
     return true;
 }
 
-bool check_engine_same(const check_engine *a, const check_engine *b, const uint32_t *roots,
-                       size_t n_roots, uint32_t *hint)
+/* How far clocks_alike looks ahead for a host sync that would read a
+ * stream's clock before the stream runs again; farther, it assumes one. */
+#define SYNC_LOOKAHEAD 512
+
+/* Until stream q runs its next statement, no host sync covers it whose
+ * host may not know all q knows in either engine: such a sync would take
+ * q's clock as it is now. Looks at the statements from the read position
+ * to q's next one (at most SYNC_LOOKAHEAD). */
+static bool unread_until_next(const check_engine *a, const check_engine *b, uint32_t q)
 {
-    if (a->mismatched.count != b->mismatched.count || !check_engine_clocks_same(a, b, hint))
+    const trace *t = a->t;
+    for (uint64_t i = a->fed, end = a->fed + SYNC_LOOKAHEAD; i < t->n_stmts; i++) {
+        if (i == end)
+            return false;
+        if (a->remove && a->remove[i])
+            continue;
+        trace_stmt s;
+        trace_stmt_at(t, i, &s);
+        if (s.queue == q)
+            return true;
+        if (s.kind != TRACE_SYNC || !trace_sync_covers(t, &s, q))
+            continue;
+        uint32_t h = s.queue;
+        if (h >= a->n_q || !queue_same(a, b, h) || !check_vc_leq(a->q[q].vc, a->q[h].vc) ||
+            !check_vc_leq(b->q[q].vc, b->q[h].vc))
+            return false;
+    }
+    return true;
+}
+
+/*
+ * Stream q's clocks differ in a and b, but they will not be told apart: q
+ * has nothing pending, the same counter, and every host that submits to it
+ * (reach) has the same clock in both, which holds all of q's clock in each.
+ * q's next statement then joins its submitter's clock of that moment, which
+ * holds both, so after it q's clock is the same in a and b; before it, only
+ * a host sync could read q's clock (a record, a barrier or an access is a
+ * statement of q), and unread_until_next sees none that could tell them
+ * apart. What q knows only through its clock its submitters know too, so a
+ * read's deadness (queue_knows) is the same in both.
+ */
+static bool stream_alike(const check_engine *a, const check_engine *b, const check_reach *reach,
+                         uint32_t q)
+{
+    const qstate *x = &a->q[q], *y = &b->q[q];
+    if (x->own != y->own || x->head || y->head || !x->is_stream || q >= reach->n_queues ||
+        reach->no_submitter[q] || reach->sub_at[q] == reach->sub_at[q + 1])
+        return false;
+    for (uint32_t k = reach->sub_at[q]; k < reach->sub_at[q + 1]; k++) {
+        uint32_t h = reach->sub_h[k];
+        if (h >= a->n_q || !queue_same(a, b, h) || !check_vc_leq(x->vc, a->q[h].vc) ||
+            !check_vc_leq(y->vc, b->q[h].vc))
+            return false;
+    }
+    return unread_until_next(a, b, q);
+}
+
+/* check_engine_clocks_same, streams also alike by stream_alike. */
+static bool clocks_alike(const check_engine *a, const check_engine *b, const check_reach *reach,
+                         uint32_t *hint)
+{
+    if (a->n_q != b->n_q || a->fed != b->fed)
+        return false;
+    if (hint && *hint < a->n_q && !queue_same(a, b, *hint) &&
+        !stream_alike(a, b, reach, *hint))
+        return false;
+    for (uint32_t q = 0; q < a->n_q; q++) {
+        if (!queue_same(a, b, q) && !stream_alike(a, b, reach, q)) {
+            if (hint)
+                *hint = q;
+            return false;
+        }
+    }
+    return true;
+}
+
+bool check_engine_clocks_alike(const check_engine *a, const check_engine *b,
+                               const check_reach *reach, uint32_t *hint)
+{
+    return clocks_alike(a, b, reach, hint);
+}
+
+/* Read r can never race again: every queue that accesses the root knows
+ * it -- the queue ran it, its clock covers it, or it is a stream every
+ * statement of which is submitted by hosts that all know it (for a stream
+ * whose clocks differ, stream_alike: then its clock knows no more than
+ * its submitters, so the answer is the same in both engines). A later access
+ * of the root runs on one of those queues with a clock at least the
+ * queue's now (a stream's later statements also at least their
+ * submitter's), so it is ordered after r. Only quiescent engines are asked
+ * (nothing pending, no statement submitted and not run). */
+static bool knows(const check_engine *e, uint32_t q, const check_site *r)
+{
+    return q == r->queue || (q < e->n_q && check_vc_get(e->q[q].vc, r->queue) >= r->time);
+}
+
+static bool queue_knows(const check_engine *e, const check_reach *reach, uint32_t q,
+                        const check_site *r)
+{
+    if (knows(e, q, r))
+        return true;
+    if (q >= reach->n_queues || q >= e->n_q || !e->q[q].is_stream || reach->no_submitter[q] ||
+        reach->sub_at[q] == reach->sub_at[q + 1])
+        return false;
+    for (uint32_t k = reach->sub_at[q]; k < reach->sub_at[q + 1]; k++)
+        if (!knows(e, reach->sub_h[k], r))
+            return false;
+    return true;
+}
+
+static bool read_dead(const check_engine *e, const check_reach *reach, uint32_t root,
+                      const check_site *r)
+{
+    if (root >= reach->n_roots) {
+        for (uint32_t q = 0; q < e->n_q; q++)
+            if (!queue_knows(e, reach, q, r))
+                return false;
+        return true;
+    }
+    for (uint32_t k = reach->root_at[root]; k < reach->root_at[root + 1]; k++)
+        if (!queue_knows(e, reach, reach->root_q[k], r))
+            return false;
+    return true;
+}
+
+/* Some read of c that is not dead has seq `seq`. */
+static bool has_read(const check_cell *c, uint64_t seq)
+{
+    for (uint32_t i = 0; i < c->n_reads; i++)
+        if (check_cell_read(c, i)->seq == seq)
+            return true;
+    return false;
+}
+
+/* The live reads of x (those not dead) are reads of y. */
+static bool live_reads_in(const check_engine *e, const check_reach *reach, uint32_t root,
+                          const check_cell *x, const check_cell *y)
+{
+    for (uint32_t i = 0; i < x->n_reads; i++) {
+        const check_site *r = check_cell_read(x, i);
+        if (!has_read(y, r->seq) && !read_dead(e, reach, root, r))
+            return false;
+    }
+    return true;
+}
+
+/*
+ * Two cells of one byte range in two engines with the same clocks, which
+ * find the same from here on: the same last write and lifetime marks, and
+ * the same reads once dead ones are left out. Why that is enough (hb.c's
+ * visit_cell): a later access x is ordered after every dead read, so
+ *  - a read x checks the last write (the same) and keeps the reads or drops
+ *    them as all of them happen before x: dead ones do, so the choice is
+ *    the same; the live reads stay equal (x replaces its own queue's read,
+ *    whichever of them held it);
+ *  - a write x reports each read it is not ordered after -- never a dead
+ *    one -- then drops them all: the cells are then equal.
+ * Deadness only grows, and the engines' clocks stay equal, so it holds
+ * until then. The reports are the same pairs at the same statements.
+ */
+static bool cells_alike(const check_engine *e, const check_reach *reach, uint32_t root,
+                        const check_cell *a, const check_cell *b)
+{
+    check_cell x = *a, y = *b;
+    x.n_reads = y.n_reads = 0;
+    x.reads = y.reads = NULL;
+    if (!check_cell_equal(&x, &y))      /* the write and the lifetime marks */
+        return false;
+    return live_reads_in(e, reach, root, a, b) && live_reads_in(e, reach, root, b, a);
+}
+
+/* Walks a shadow's segments in order. */
+typedef struct seg_cursor {
+    const check_shadow *s;
+    uint32_t k, i;
+} seg_cursor;
+
+static const check_seg *cursor_seg(const seg_cursor *c)
+{
+    return c->s && c->k < c->s->n_chunks ? &c->s->chunks[c->k].segs[c->i] : NULL;
+}
+
+static void cursor_next(seg_cursor *c)
+{
+    if (++c->i == c->s->chunks[c->k].n) {
+        c->k++;
+        c->i = 0;
+    }
+}
+
+/* The shadows x and y (NULL: all empty) of root, byte by byte alike. */
+static bool shadows_alike(const check_engine *e, const check_reach *reach, uint32_t root,
+                          const check_shadow *x, const check_shadow *y)
+{
+    check_cell empty;
+    check_cell_clear(&empty);
+    seg_cursor a = { x, 0, 0 }, b = { y, 0, 0 };
+    const check_seg *sa = cursor_seg(&a), *sb = cursor_seg(&b);
+    uint64_t pos = 0;
+    while (sa || sb) {
+        /* the piece [pos, end) has one cell on each side */
+        const check_cell *ca = sa && sa->lo <= pos ? &sa->c : &empty;
+        const check_cell *cb = sb && sb->lo <= pos ? &sb->c : &empty;
+        uint64_t end = UINT64_MAX;
+        if (sa)
+            end = sa->lo <= pos ? sa->hi : sa->lo;
+        if (sb) {
+            uint64_t eb = sb->lo <= pos ? sb->hi : sb->lo;
+            end = eb < end ? eb : end;
+        }
+        if ((ca != &empty || cb != &empty) && !cells_alike(e, reach, root, ca, cb))
+            return false;
+        pos = end;
+        if (sa && sa->hi <= pos) {
+            cursor_next(&a);
+            sa = cursor_seg(&a);
+        }
+        if (sb && sb->hi <= pos) {
+            cursor_next(&b);
+            sb = cursor_seg(&b);
+        }
+    }
+    return true;
+}
+
+/* Shadows x and y of root: equal, or with reach alike. */
+static bool shadows_same(const check_engine *e, const check_reach *reach, uint32_t root,
+                         const check_shadow *x, const check_shadow *y)
+{
+    return check_shadow_equal(x, y) || (reach && shadows_alike(e, reach, root, x, y));
+}
+
+static bool engines_same(const check_engine *a, const check_engine *b, const uint32_t *roots,
+                         size_t n_roots, const check_reach *reach, uint32_t *hint)
+{
+    if (a->mismatched.count != b->mismatched.count ||
+        !(reach ? clocks_alike(a, b, reach, hint) : check_engine_clocks_same(a, b, hint)))
         return false;
     if (!trace_binder_same(a->bind, b->bind))
         return false;
@@ -363,7 +605,7 @@ bool check_engine_same(const check_engine *a, const check_engine *b, const uint3
             uint32_t i = roots[k];
             const check_shadow *x = i < a->n_shadow ? a->shadow[i] : NULL;
             const check_shadow *y = i < b->n_shadow ? b->shadow[i] : NULL;
-            if (!check_shadow_equal(x, y))
+            if (!shadows_same(a, reach, i, x, y))
                 return false;
         }
         return true;
@@ -379,8 +621,20 @@ bool check_engine_same(const check_engine *a, const check_engine *b, const uint3
             continue;
         const check_shadow *x = i < a->n_shadow ? a->shadow[i] : NULL;
         const check_shadow *y = i < b->n_shadow ? b->shadow[i] : NULL;
-        if (!check_shadow_equal(x, y))
+        if (!shadows_same(a, reach, i, x, y))
             return false;
     }
     return true;
+}
+
+bool check_engine_same(const check_engine *a, const check_engine *b, const uint32_t *roots,
+                       size_t n_roots, uint32_t *hint)
+{
+    return engines_same(a, b, roots, n_roots, NULL, hint);
+}
+
+bool check_engine_alike(const check_engine *a, const check_engine *b, const uint32_t *roots,
+                        size_t n_roots, const check_reach *reach, uint32_t *hint)
+{
+    return engines_same(a, b, roots, n_roots, reach, hint);
 }

@@ -11,6 +11,7 @@
  *   output.c      text and JSON output, expectations
  *   check.c       check_trace: validation, passes, ordering
  *   minimize.c    the incremental greedy minimiser
+ *   reach.c       the minimiser's map of a trace: islands, who accesses what
  */
 #ifndef SYNCSIM_CHECK_INTERNAL_H
 #define SYNCSIM_CHECK_INTERNAL_H
@@ -328,6 +329,11 @@ check_engine *check_engine_clone(const check_engine *e, check_report *rep);
  * satisfy check_engine_reusable. 0, or -1 (OOM: dst must then be freed). */
 int check_engine_assign(check_engine *dst, const check_engine *e, check_report *rep,
                         const uint32_t *roots, size_t n_roots);
+/* c, a copy of e that will be assigned over before it is fed again, lets go
+ * of e's shadow of root if it shares it: e can then change it in place
+ * instead of copying it. c's shadow of root is then wrong: the caller
+ * names root to the next check_engine_assign. */
+void check_engine_let_go(check_engine *c, const check_engine *e, uint32_t root);
 /* dst may be assigned over: quiescent, no generation open, not out of memory. */
 bool check_engine_reusable(const check_engine *e);
 /* True when two quiescent engines will behave the same from here on. Only
@@ -337,6 +343,46 @@ bool check_engine_reusable(const check_engine *e);
  * hint: NULL, or the queue to compare first, set to one that differed. */
 bool check_engine_same(const check_engine *a, const check_engine *b, const uint32_t *roots,
                        size_t n_roots, uint32_t *hint);
+/* What the minimiser knows of who can touch what (reach.c): for each root
+ * the queues that access it anywhere in the trace (root_q[root_at[r] ..
+ * root_at[r + 1])), for each stream the hosts that submit to it (sub_h[
+ * sub_at[q] .. sub_at[q + 1])) and whether some statement of it has none. */
+typedef struct check_reach {
+    uint32_t n_roots, n_queues;
+    uint32_t *root_at, *root_q;
+    uint32_t *sub_at, *sub_h;
+    bool *no_submitter;
+} check_reach;
+/* check_engine_same, but a read that no later access can race with (every
+ * queue that reach says accesses its root knows it: by its clock, or, for
+ * a stream, through every host that submits to it) counts as absent from
+ * the shadows: two engines that differ only in such reads find the same
+ * from here on (checkpoint.c, cells_alike, says why). */
+bool check_engine_alike(const check_engine *a, const check_engine *b, const uint32_t *roots,
+                        size_t n_roots, const check_reach *reach, uint32_t *hint);
+/* check_engine_clocks_same, but a stream's clocks may differ where nothing
+ * can tell them apart before the stream runs again (checkpoint.c,
+ * stream_alike): its submitters know all it knows in both engines, and no
+ * host sync that could read it comes first. */
+bool check_engine_clocks_alike(const check_engine *a, const check_engine *b,
+                               const check_reach *reach, uint32_t *hint);
+
+/* A trace's roots cut into islands (reach.c's head): `view` is the trace
+ * with a buffer table in which every island of a root is a root of its own
+ * (ids n_orig and up); it shares the trace's statements and strings, and
+ * lives as long as both. reach is of the view. */
+typedef struct check_islands {
+    trace view;
+    trace_buffer *buffers;
+    uint32_t n_orig, n_islands;
+    uint32_t *orig_root;    /* per island: the trace's root it is part of */
+    check_reach reach;
+} check_islands;
+/* 0, or -1 (OOM; *is freed). */
+int check_islands_new(check_islands *is, const trace *t);
+void check_islands_free(check_islands *is);
+/* The trace's root that root (of the view) is part of. */
+uint32_t check_island_root(const check_islands *is, uint32_t root);
 /* The first part of check_engine_same: every queue's counter and clock
  * equal, nothing pending. O(queues) at most, often O(1) with a hint. */
 bool check_engine_clocks_same(const check_engine *a, const check_engine *b, uint32_t *hint);

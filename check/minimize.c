@@ -14,7 +14,11 @@
  *  0. What each record and flag is last used by (so that engines drop dead
  *     ones: a trace that names a new event every iteration would otherwise
  *     keep them, and two runs would never look alike again), and the waits
- *     that a repeat makes changeless (0b, repeated_waits).
+ *     that a repeat makes changeless (0b, repeated_waits). And the trace's
+ *     islands (0c, reach.c): the roots cut where no access crosses, so that
+ *     a copy-on-write copies a tensor's segments, not an arena's; every
+ *     engine here runs on that view of the trace, and findings are keyed by
+ *     the root an island is part of.
  *  1. The baseline: one run of the trace as it is, its findings kept with
  *     the position of the statement that found them. Through the pass they
  *     stay the findings of the accepted trace (the removals kept so far):
@@ -24,26 +28,31 @@
  *     it (check_engine_assign: clocks and shadows shared copy-on-write, only
  *     the roots that moved since the last copy looked at) and fed on with the
  *     candidate removed. The trial stops at its first new finding (the
- *     candidate stays). Two statements after the candidate, a reference
- *     engine is copied from the live one too and catches up; from then on
- *     both are fed in lockstep; after each statement their clocks are
- *     compared, and where those agree check_engine_same compares the
- *     records, flags and roots the window touched (at doubling intervals
- *     while only those differ). Equal states make equal futures,
- *     so there the removal is kept, and the window's findings replace the
- *     accepted trace's between the candidate and that point. A trial that
- *     never meets the reference (a hang keeps queues blocked, read sets
- *     stay apart) runs to the end and is judged on all it found; past
- *     ABANDON statements it runs without the reference.
+ *     candidate stays). It is compared with a reference, the accepted
+ *     trace's run: the one the previous window left (try_removal says why
+ *     it still is that run) when it stands at most AHEAD_MAX statements
+ *     ahead, else a copy of the live engine that catches up two statements
+ *     after the candidate. From where both stand at one statement they are
+ *     fed in lockstep; after each statement their clocks are compared, and
+ *     where those agree (check_engine_clocks_alike: equal, or a stream's
+ *     that nothing can tell apart before it runs again) check_engine_alike
+ *     compares the records, flags and roots the window touched (at doubling
+ *     intervals while only those differ), leaving out reads that no later
+ *     access can race with. Alike states make equal futures, so there the
+ *     removal is kept, and the window's findings replace the accepted
+ *     trace's between the candidate and that point. A trial that never
+ *     meets the reference (a hang keeps queues blocked) runs to the end and
+ *     is judged on all it found; past ABANDON statements it runs without
+ *     the reference.
  *  Where the live run is not quiescent at a candidate, the windows start
  *  from a snapshot of it taken at an earlier quiescent candidate (every
  *  checkpoint_every statements) and replay up to the candidate.
  *
  * A removal rarely changes the clocks past the next covering sync, so a
- * candidate costs the distance to where its effect washes out, twice (the
- * trial and the reference), plus two copies; the live run and the baseline
- * read each statement once. Memory: the trace, five engines, and the
- * shadows they do not share.
+ * candidate costs the distance to where its effect washes out (the trial;
+ * the reference mostly runs once along the trace), plus a copy; the live
+ * run and the baseline read each statement once. Memory: the trace, five
+ * engines, and the shadows they do not share.
  */
 #include "internal.h"
 
@@ -82,7 +91,8 @@ typedef struct window {
 } window;
 
 typedef struct minimizer {
-    trace *t;
+    const trace *t;             /* the islands' view of the trace (reach.c) */
+    check_islands is;
     bool ignore_hangs;
     bool *remove;               /* per seq: the removals kept (the accepted trace) */
     bool *trial;                /* remove, plus the candidate being tried */
@@ -100,12 +110,17 @@ typedef struct minimizer {
     uint64_t pruned;            /* where live was last pruned */
     check_engine *snap;         /* live at an earlier quiescent candidate (never fed) */
     window ref, try;            /* the window with the candidate, and without */
+    bool ahead;                 /* ref holds the accepted trace's run (try_removal) */
     rootset touched;            /* roots the window's statements access */
 } minimizer;
 
-static uint64_t fkey_hash(const trace_finding *f)
+/* A finding's key, as found on the trace itself: an island's root is the
+ * root it is part of (reach.c). */
+static uint64_t fkey_hash(const minimizer *m, const trace_finding *f)
 {
-    check_fkey k = check_finding_key(f);
+    trace_finding g = *f;
+    g.root = check_island_root(&m->is, f->root);
+    check_fkey k = check_finding_key(&g);
     uint64_t h = k.a * 0x9E3779B97F4A7C15ULL;
     h ^= (k.b + 0x632BE59BD9B4E019ULL) * 0xC2B2AE3D27D4EB4FULL;
     h = (h << 31) | (h >> 33);
@@ -118,7 +133,7 @@ static uint64_t fkey_hash(const trace_finding *f)
  * statement's findings at a time. The merge window of
  * check_report_conflict is one statement, which one feed completes. 0 or -1
  * (OOM). */
-static int drain_report(check_report *rep, hashes *v, uint64_t pos)
+static int drain_report(const minimizer *m, check_report *rep, hashes *v, uint64_t pos)
 {
     int rc = 0;
     for (size_t i = 0; i < rep->n; i++) {
@@ -132,7 +147,7 @@ static int drain_report(check_report *rep, hashes *v, uint64_t pos)
                     v->h = p, v->cap = c;
             }
             if (rc == 0)
-                v->h[v->n++] = (fitem){ fkey_hash(&rep->f[i]), pos };
+                v->h[v->n++] = (fitem){ fkey_hash(m, &rep->f[i]), pos };
         }
         trace_finding_release(&rep->f[i]);
     }
@@ -330,14 +345,14 @@ static int baseline(minimizer *m)
     for (uint64_t i = 0; i < m->t->n_stmts; i++) {
         trace_stmt s;
         trace_stmt_at(m->t, i, &s);
-        if (check_engine_feed(e, &s) != 0 || drain_report(rep, &m->found, i) != 0)
+        if (check_engine_feed(e, &s) != 0 || drain_report(m, rep, &m->found, i) != 0)
             goto out;
         /* keeps the tables small; changes no verdict */
         if ((i & 255) == 255 && check_engine_quiescent(e))
             check_engine_prune(e);
     }
     if (check_engine_finish(e, m->ignore_hangs) != 0 ||
-        drain_report(rep, &m->found, m->t->n_stmts) != 0 ||
+        drain_report(m, rep, &m->found, m->t->n_stmts) != 0 ||
         fset_add(m, m->found.h, 0, m->found.n, 1) != 0)
         goto out;
     m->n_findings = m->found.n;
@@ -395,14 +410,41 @@ static int roots_of(const trace *t, const trace_stmt *s, rootset *a, rootset *b)
     return 0;
 }
 
+/* The windows that will be assigned over before they are fed again (the
+ * trial always; the reference unless it is the accepted run left ahead)
+ * let go of the roots the live run is about to change, which it then
+ * changes in place instead of copying them. roots_of has named them to
+ * the windows' next copy. */
+static void let_go(minimizer *m, const trace_stmt *s)
+{
+    window *w[2] = { &m->try, m->ahead ? NULL : &m->ref };
+    for (int k = 0; k < 2; k++) {
+        if (!w[k] || !w[k]->e || !w[k]->from_live)
+            continue;
+        if (s->kind == TRACE_ALLOC || s->kind == TRACE_FREE) {
+            if (s->object < m->t->n_buffers)
+                check_engine_let_go(w[k]->e, m->live, m->t->buffers[s->object].root);
+            continue;
+        }
+        for (uint32_t i = 0; i < s->n_access; i++) {
+            uint32_t r;
+            uint64_t lo, hi;
+            trace_access_root(m->t, &s->access[i], &r, &lo, &hi);
+            check_engine_let_go(w[k]->e, m->live, r);
+        }
+    }
+}
+
 /* Feeds the live run (the accepted trace) up to statement `to`. */
 static int live_to(minimizer *m, uint64_t to)
 {
     for (uint64_t i = check_engine_fed(m->live); i < to; i++) {
         trace_stmt s;
         trace_stmt_at(m->t, i, &s);
-        if (check_engine_feed(m->live, &s) != 0 || drain_report(m->live_rep, NULL, i) != 0 ||
-            roots_of(m->t, &s, &m->ref.moved, &m->try.moved) != 0)
+        if (roots_of(m->t, &s, &m->ref.moved, &m->try.moved) != 0)
+            return -1;
+        let_go(m, &s);
+        if (check_engine_feed(m->live, &s) != 0 || drain_report(m, m->live_rep, NULL, i) != 0)
             return -1;
     }
     return 0;
@@ -435,7 +477,7 @@ static int feed(minimizer *m, window *w, const trace_stmt *s)
 {
     m->replayed++;
     return check_engine_feed(w->e, s) != 0 ||
-                   drain_report(w->rep, w == &m->try ? &w->f : NULL, s->seq) != 0 ||
+                   drain_report(m, w->rep, w == &m->try ? &w->f : NULL, s->seq) != 0 ||
                    roots_of(m->t, s, &w->moved, &m->touched) != 0
                ? -1
                : 0;
@@ -452,14 +494,40 @@ static int feed(minimizer *m, window *w, const trace_stmt *s)
  * that has not come. */
 #define ABANDON 1024
 
+/* The reference of a window that starts at `first` may be one left from
+ * earlier candidates when it is at most this far ahead (the trial then
+ * catches up with it before they are compared); farther, a fresh copy. */
+#define AHEAD_MAX 256
+
+/* Whether m->ref, left from earlier candidates, can be this candidate's
+ * reference as it is: the accepted trace's run (m->ahead), from a window
+ * that starts at the live run's position `first`, and not too far ahead. */
+static bool ahead_usable(const minimizer *m, const check_engine *base, uint64_t first)
+{
+    if (!m->ahead || base != m->live)
+        return false;
+    uint64_t at = check_engine_fed(m->ref.e);
+    return at >= first && at - first <= AHEAD_MAX;
+}
+
 /* Pass 2, one candidate: tries removing the statements seqs[0..n) (sorted;
  * the live run is fed up to seqs[0]). Returns 1 when kept, 0 when not, -1
- * on OOM. */
+ * on OOM.
+ *
+ * The reference is the accepted trace's run. A window's reference is left
+ * as it is when the window ends (m->ahead): when the candidate goes, the
+ * trial becomes the reference (the trial's run is the accepted trace's
+ * now), and when it stays, the reference is still the accepted trace's.
+ * The next candidate's trial then meets that reference where it stands
+ * instead of a fresh copy catching up from the candidate: the statements
+ * between are fed once, not twice. */
 static int try_removal(minimizer *m, const uint64_t *seqs, size_t n)
 {
     uint64_t first = seqs[0], last = seqs[n - 1];
     if (m->repeated[first] && check_engine_reusable(m->live)) {
-        m->remove[first] = m->trial[first] = true;  /* pass 0b: nothing changes */
+        /* pass 0b: nothing changes (the reference, if ahead of the
+         * repeat, is the same run; if behind, it skips the removal) */
+        m->remove[first] = m->trial[first] = true;
         return 1;
     }
     for (size_t i = 0; i < n; i++)
@@ -480,6 +548,11 @@ static int try_removal(minimizer *m, const uint64_t *seqs, size_t n)
     roots_clear(&m->touched);
     if (prepare(m, &m->try, base, m->trial) != 0)
         return -1;
+    bool ahead = ahead_usable(m, base, first);
+    if (!ahead)
+        m->ahead = false;       /* a fresh reference, if one is needed */
+    else if (check_engine_quiescent(m->ref.e))
+        check_engine_prune(m->ref.e);
     bool fresh = true, converged = false, ref_ready = false;
     uint32_t hint = 0;          /* a queue whose clocks differed */
     uint64_t next_full = 0, gap = 1;
@@ -506,16 +579,30 @@ static int try_removal(minimizer *m, const uint64_t *seqs, size_t n)
         if (ref_ready && feed(m, &m->ref, &s) != 0)
             return -1;
         if (!ref_ready) {
-            if (!check_engine_quiescent(m->try.e))
-                continue;
-            /* the reference catches up */
-            if (prepare(m, &m->ref, base, m->remove) != 0)
-                return -1;
-            for (uint64_t k = from; k <= i; k++) {
-                trace_stmt x;
-                trace_stmt_at(m->t, k, &x);
-                if (feed(m, &m->ref, &x) != 0)
+            if (ahead) {
+                /* the reference left ahead: compare once the trial is
+                 * there (one that is not quite there yet catches up) */
+                if (check_engine_fed(m->ref.e) > i + 1)
+                    continue;
+                for (uint64_t k = check_engine_fed(m->ref.e); k <= i; k++) {
+                    trace_stmt x;
+                    trace_stmt_at(m->t, k, &x);
+                    if (feed(m, &m->ref, &x) != 0)
+                        return -1;
+                }
+            } else {
+                if (!check_engine_quiescent(m->try.e))
+                    continue;
+                /* the reference catches up */
+                if (prepare(m, &m->ref, base, m->remove) != 0)
                     return -1;
+                m->ahead = true;
+                for (uint64_t k = from; k <= i; k++) {
+                    trace_stmt x;
+                    trace_stmt_at(m->t, k, &x);
+                    if (feed(m, &m->ref, &x) != 0)
+                        return -1;
+                }
             }
             ref_ready = true;
         }
@@ -523,9 +610,15 @@ static int try_removal(minimizer *m, const uint64_t *seqs, size_t n)
          * pending is unequal); the records, flags and roots only when the
          * clocks agree, and, while those keep differing (read sets that
          * the removal left apart, in a large arena), at growing intervals. */
-        if (!check_engine_clocks_same(m->try.e, m->ref.e, &hint) || i < next_full)
+        if (!check_engine_clocks_alike(m->try.e, m->ref.e, &m->is.reach, &hint) ||
+            i < next_full)
             continue;
-        if (check_engine_same(m->try.e, m->ref.e, m->touched.r, m->touched.n, &hint)) {
+        /* both forget the same records and flags (a reference left ahead
+         * was pruned elsewhere than the live run the trial copies) */
+        check_engine_prune(m->try.e);
+        check_engine_prune(m->ref.e);
+        if (check_engine_alike(m->try.e, m->ref.e, m->touched.r, m->touched.n, &m->is.reach,
+                               &hint)) {
             /* the rest of both runs is the same */
             converged = true;
             break;
@@ -536,11 +629,12 @@ static int try_removal(minimizer *m, const uint64_t *seqs, size_t n)
     if (fresh && !converged) {
         size_t before = m->try.f.n;
         if (check_engine_finish(m->try.e, m->ignore_hangs) != 0 ||
-            drain_report(m->try.rep, &m->try.f, m->t->n_stmts) != 0)
+            drain_report(m, m->try.rep, &m->try.f, m->t->n_stmts) != 0)
             return -1;
         fresh = !is_new(m, &m->try.f, before);
     }
     if (!fresh) {
+        /* the reference, where it stands, is still the accepted trace's run */
         for (size_t i = 0; i < n; i++)
             m->trial[seqs[i]] = false;
         return 0;
@@ -552,6 +646,15 @@ static int try_removal(minimizer *m, const uint64_t *seqs, size_t n)
         return -1;
     for (size_t i = 0; i < n; i++)
         m->remove[seqs[i]] = true;
+    /* The trial's run is the accepted trace's now: it becomes the reference
+     * (a trial that ran to the end is finished, of no use). */
+    m->ahead = converged;
+    if (converged) {
+        window w = m->ref;
+        m->ref = m->try;
+        m->try = w;
+        check_engine_set_remove(m->ref.e, m->remove);
+    }
     return 1;
 }
 
@@ -642,7 +745,6 @@ int check_minimize(trace *t, const check_options *opt, check_min_result *out, tr
 {
     memset(out, 0, sizeof *out);
     minimizer m = { 0 };
-    m.t = t;
     m.ignore_hangs = opt ? opt->ignore_hangs : false;
     m.every = opt && opt->checkpoint_every ? opt->checkpoint_every : SNAP_EVERY;
     m.remove = calloc(t->n_stmts ? t->n_stmts : 1, sizeof *m.remove);
@@ -651,16 +753,19 @@ int check_minimize(trace *t, const check_options *opt, check_min_result *out, tr
     cand *c = NULL;
     size_t n_c = 0;
     int rc = -1;
+    if (check_islands_new(&m.is, t) != 0)
+        goto out;
+    m.t = &m.is.view;
     if (!m.remove || !m.trial || !m.repeated || check_flag_totals(t, &m.flag_totals) != 0 ||
         lifetimes(&m) != 0 || repeated_waits(&m) != 0 || baseline(&m) != 0 || candidates(t, &c, &n_c) != 0)
         goto out;
     out->n_findings = m.n_findings;
     bool allowed = m.n_findings == 0 || (opt && opt->allow_findings);
     if (allowed && n_c) {
-        size_t nb = t->n_buffers ? t->n_buffers : 1;
-        m.live_rep = check_report_new(t, 0);
-        m.ref.rep = check_report_new(t, 0);
-        m.try.rep = check_report_new(t, 0);
+        size_t nb = m.t->n_buffers ? m.t->n_buffers : 1;
+        m.live_rep = check_report_new(m.t, 0);
+        m.ref.rep = check_report_new(m.t, 0);
+        m.try.rep = check_report_new(m.t, 0);
         m.ref.moved.stamp = calloc(nb, sizeof(uint32_t));
         m.try.moved.stamp = calloc(nb, sizeof(uint32_t));
         m.touched.stamp = calloc(nb, sizeof(uint32_t));
@@ -733,6 +838,7 @@ out:
     free(m.remove);
     free(m.trial);
     free(m.repeated);
+    check_islands_free(&m.is);
     return rc;
 }
 
@@ -759,50 +865,4 @@ void check_print_sync_patterns(FILE *out, const trace *t, const bool *keep)
     }
     trace_pattern_print(out, t, p, true);
     trace_pattern_free(p);
-}
-
-/* ------------------------------------------------------------------ */
-/* The minimised trace.                                                */
-
-trace *check_trace_filter(const trace *t, const bool *keep)
-{
-    trace *o = trace_new();
-    if (!o)
-        return NULL;
-    for (uint32_t i = 0; i < t->n_strs; i++)
-        if (trace_intern(o, t->strs[i], t->str_len[i]) != i)
-            goto fail;
-    for (uint32_t q = 0; q < t->n_queues; q++)
-        if (trace_add_queue(o, t->queues[q].name, t->queues[q].kind, t->queues[q].device) != q)
-            goto fail;
-    for (uint32_t b = 0; b < t->n_buffers; b++) {
-        const trace_buffer *x = &t->buffers[b];
-        uint32_t got = x->parent == TRACE_NONE
-                           ? trace_add_root_buffer(o, x->name, x->size, x->loc, x->device, x->pinned)
-                           : trace_add_view(o, x->name, x->parent, x->offset, x->size);
-        if (got != b)
-            goto fail;
-    }
-    for (uint32_t i = 0; i < t->n_expects; i++) {
-        const trace_expect *x = &t->expects[i];
-        if (x->kind == TRACE_FINDING_REDUNDANT_SYNC)
-            continue;
-        if (trace_add_expect(o, x->kind, x->line, x->kv, x->n_kv) != 0)
-            goto fail;
-    }
-    for (uint32_t i = 0; i < t->n_meta; i++)
-        if (trace_set_meta(o, trace_str(t, t->meta[i].key), trace_str(t, t->meta[i].value)) != 0)
-            goto fail;
-    for (uint64_t i = 0; i < t->n_stmts; i++) {
-        if (keep && !keep[i])
-            continue;
-        trace_stmt s;
-        trace_stmt_at(t, i, &s);
-        if (trace_append(o, &s) != 0)
-            goto fail;
-    }
-    return o;
-fail:
-    trace_free(o);
-    return NULL;
 }

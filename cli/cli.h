@@ -160,4 +160,20 @@ int cli_baseline_writer_finish(cli_baseline_writer *w, const char *cmd, const ch
 /* Frees w without writing anything (NULL: nothing). */
 void cli_baseline_writer_free(cli_baseline_writer *w);
 
+/* The replay that prices the advice (check_advise) for `advise` and
+ * `report --advise` (cli/cmd_advise.c): sim_replay on the device model
+ * devices names (NULL: the trace's own, else h100-pcie, said on stderr),
+ * durations recorded or by the model. */
+#include "check/check.h"
+#include "sim/sim.h"
+typedef struct cli_pricer {
+    check_pricer pricer;    /* what check_advise is given */
+    sim_model model;
+    bool loaded, recorded;
+    const char *devices;
+    char name[160];         /* "replay on h100-pcie, durations recorded" after the first replay */
+} cli_pricer;
+/* Sets p up; a devices name that is no model is said now (returns 2). */
+int cli_pricer_init(const char *cmd, cli_pricer *p, const char *devices, bool recorded);
+
 #endif

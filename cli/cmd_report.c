@@ -14,6 +14,7 @@ void cmd_report_help(FILE *out)
 {
     fprintf(out,
             "usage: syncsim report DB [--run N] -o FILE.html [--no-timeline]\n"
+            "                      [--advise [--devices MODEL]]\n"
             "\n"
             "Writes one self-contained HTML page about run N of DB (default: the latest):\n"
             "the run and its metadata, the findings with their fixes (stored by 'syncsim\n"
@@ -27,12 +28,16 @@ void cmd_report_help(FILE *out)
             "  -r, --run N         the run to report on (default: the latest)\n"
             "  -o, --output FILE   the page (default report.html)\n"
             "      --no-timeline   leave the timeline out (it needs gnuplot)\n"
+            "      --advise        add the price of every sync ('syncsim help advise'): a\n"
+            "                      section, and the advised syncs marked on the timeline\n"
+            "      --devices MODEL with --advise: the device model of its replays\n"
             "\n"
             "Examples:\n"
             "  syncsim run -o run.db && syncsim check run.db && \\\n"
             "      syncsim report run.db -o report.html\n"
             "  syncsim import examples/event-missing-wait.trace -o bug.db && \\\n"
-            "      syncsim report bug.db -o bug.html\n");
+            "      syncsim report bug.db -o bug.html\n"
+            "  syncsim report run.db --advise -o advice.html\n");
 }
 
 /* viz_report_opts.watch: the report's passes over the run counted into the
@@ -45,16 +50,20 @@ static void watch(void *ctx, trace_reader *r, uint64_t n_stmts)
 
 int cmd_report(int argc, char **argv)
 {
-    enum { OPT_NO_TIMELINE = 256 };
+    enum { OPT_NO_TIMELINE = 256, OPT_ADVISE, OPT_DEVICES };
     static const struct option longopts[] = {
         { "run", required_argument, NULL, 'r' },
         { "output", required_argument, NULL, 'o' },
         { "no-timeline", no_argument, NULL, OPT_NO_TIMELINE },
+        { "advise", no_argument, NULL, OPT_ADVISE },
+        { "devices", required_argument, NULL, OPT_DEVICES },
         { NULL, 0, NULL, 0 },
     };
     unsigned long long run = 0;
     const char *output = "report.html";
     viz_report_opts opts = { 0 };
+    bool advise = false;
+    const char *devices = NULL;
     int c;
     while ((c = cli_getopt("report", argc, argv, ":r:o:", longopts)) != -1) {
         switch (c) {
@@ -68,6 +77,12 @@ int cmd_report(int argc, char **argv)
             break;
         case OPT_NO_TIMELINE:
             opts.no_timeline = true;
+            break;
+        case OPT_ADVISE:
+            advise = true;
+            break;
+        case OPT_DEVICES:
+            devices = optarg;
             break;
         default: /* CLI_OPT_ERROR: said */
             return 2;
@@ -85,8 +100,16 @@ int cmd_report(int argc, char **argv)
     if (!opts.no_timeline && !viz_gnuplot_available())
         return cli_error("report", "gnuplot is not installed (Debian: apt-get install "
                          "gnuplot-nox); it draws the timeline (or pass --no-timeline)");
+    if (devices && !advise)
+        return cli_usage_error("report", "--devices prices the advice: give --advise too");
     if (cli_run_resolve("report", db, &opts.run) != 0)
         return 2;
+    cli_pricer pricer;
+    if (advise) {
+        if (cli_pricer_init("report", &pricer, devices, true) != 0)
+            return 2;
+        opts.pricer = &pricer.pricer;
+    }
     trace_error err = { 0 };
     cli_progress *prog = cli_progress_start("report", "statements");
     opts.watch = watch;

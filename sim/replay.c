@@ -67,13 +67,15 @@ typedef struct rp_gen {
     uint64_t count;         /* participants expected */
     uint64_t arrived;
     int64_t latest;         /* latest arrival */
+    int64_t latest_stmt;    /* the statement that arrived then */
     int64_t cost;           /* collective cost (max over participants' estimates) */
 } rp_gen;
 
 typedef struct replay {
     const trace *t;
     const sim_replay_opts *o;
-    trace_stmt *s;          /* statements (pointers into t) */
+    /* statements are decoded from t when needed (stmt_at): a copy of each
+     * would be 112 bytes a statement, a replay of a million 112 MB */
     rp_stmt *r;
     uint64_t n;
     /* per queue */
@@ -81,6 +83,8 @@ typedef struct replay {
     int64_t **q_list;
     uint64_t *q_n, *q_cap;
     int64_t *q_end;         /* end of its last timed statement */
+    int64_t *q_last;        /* that statement, -1 none */
+    int64_t *why;           /* per statement: the one whose end decided its end, -1 none */
     int64_t *last_host;     /* host queues: last statement appended */
     int64_t *api_since;     /* host queues: cost paid since it */
     int64_t *last_on;       /* last statement appended per queue */
@@ -91,6 +95,15 @@ typedef struct replay {
     int64_t **sync_deps;    /* sync device/all, await: statements to wait for */
     int64_t **sem_sets;     /* await of a value semaphore: its sets, in file order */
 } replay;
+
+/* Statement i of the replayed trace, its seq i (what the binder answers in). */
+static trace_stmt stmt_at(const replay *rp, uint64_t i)
+{
+    trace_stmt s;
+    trace_stmt_at(rp->t, i, &s);
+    s.seq = i;
+    return s;
+}
 
 static uint64_t access_bytes(const trace_stmt *s)
 {
@@ -279,12 +292,12 @@ static bool sem_released(const replay *rp, int64_t i, int64_t ready, int64_t *en
     if (!values)
         return false;
     for (uint64_t k = 0; k < n; k++) {
-        values[k] = rp->s[sets[k]].count;
+        values[k] = stmt_at(rp, (uint64_t)sets[k]).count;
         int64_t e = rp->r[sets[k]].end;
         if (e != UNTIMED && e <= ready)
             last = k;
     }
-    uint64_t rel = trace_sem_release(values, n, last, rp->s[i].count);
+    uint64_t rel = trace_sem_release(values, n, last, stmt_at(rp, (uint64_t)i).count);
     free(values);
     if (rel == TRACE_SEM_PENDING)
         return false;               /* no set reaches the value: it never returns */
@@ -302,37 +315,48 @@ static bool sem_released(const replay *rp, int64_t i, int64_t ready, int64_t *en
 static bool try_time(replay *rp, int64_t i)
 {
     const trace *t = rp->t;
-    const trace_stmt *s = &rp->s[i];
+    const trace_stmt stmt = stmt_at(rp, (uint64_t)i), *s = &stmt;
     rp_stmt *r = &rp->r[i];
     const sim_model *m = rp->o->model;
     bool host = t->queues[s->queue].kind == TRACE_QUEUE_HOST;
     int64_t ready = rp->q_end[s->queue];
+    int64_t ready_src = rp->q_last[s->queue];  /* what `ready` is the end of */
     if (r->sub_after >= 0) {
         if (rp->r[r->sub_after].end == UNTIMED)
             return false;
         int64_t sub = rp->r[r->sub_after].end + r->sub_offset;
-        if (sub > ready)
+        if (sub > ready) {
             ready = sub;
+            ready_src = r->sub_after;
+        }
     } else if (!host) {
-        if (r->sub_offset > ready)
+        if (r->sub_offset > ready) {
             ready = r->sub_offset;
+            ready_src = -1;
+        }
     }
     if (host && r->sub_offset > 0)
         ready += r->sub_offset;     /* API calls made since its previous statement */
-    int64_t dep_end = INT64_MIN;
+    int64_t dep_end = INT64_MIN, dep_src = -1;
     if (r->dep >= 0) {
         if (rp->r[r->dep].end == UNTIMED)
             return false;
         dep_end = rp->r[r->dep].end;
+        dep_src = r->dep;
     }
     if (rp->sync_deps && rp->sync_deps[i]) {
         for (int64_t *d = rp->sync_deps[i]; *d >= 0; d++) {
             if (rp->r[*d].end == UNTIMED)
                 return false;
-            if (rp->r[*d].end > dep_end)
+            if (rp->r[*d].end > dep_end) {
                 dep_end = rp->r[*d].end;
+                dep_src = *d;
+            }
         }
     }
+    /* what decided the end: the dependency when it ended after the queue
+     * was ready (set again below where another rule decides) */
+    rp->why[i] = dep_src >= 0 && dep_end > ready ? dep_src : ready_src;
     switch (s->kind) {
     case TRACE_WAIT:
         if (r->dep < 0) {           /* binds to nothing: orders nothing */
@@ -354,6 +378,7 @@ static bool try_time(replay *rp, int64_t i)
                 return false;
             r->start = ready;
             r->end = (end > ready ? end : ready) + (host ? m->kv_store_ns : 0);
+            rp->why[i] = ready_src;     /* the set is not named: the queue's */
             break;
         }
         if (!rp->sync_deps[i] || rp->sync_deps[i][0] < 0)
@@ -371,8 +396,10 @@ static bool try_time(replay *rp, int64_t i)
         if (r->start == UNTIMED) {  /* arrive once */
             r->start = ready;
             g->arrived++;
-            if (ready > g->latest)
+            if (ready > g->latest) {
                 g->latest = ready;
+                g->latest_stmt = i;
+            }
             int64_t c = s->kind == TRACE_COLLECTIVE ? work_dur(rp, s, host) : m->ipc_barrier_ns;
             /* Recorded: the last arriver's dur is the pure cost. */
             if (rp->o->durations_recorded && s->kind == TRACE_COLLECTIVE) {
@@ -385,16 +412,19 @@ static bool try_time(replay *rp, int64_t i)
         if (g->arrived < g->count)
             return false;
         r->end = g->latest + (g->cost > 0 ? g->cost : 0);
+        /* the last arrival decided it: its queue's readiness */
+        rp->why[i] = g->latest_stmt == i ? ready_src : g->latest_stmt;
         break;
     }
     case TRACE_RECV: {
         if (r->dep < 0)
             return false;           /* no send pairs with it: it never returns */
-        const trace_stmt *snd = &rp->s[r->dep];
+        const trace_stmt send = stmt_at(rp, (uint64_t)r->dep), *snd = &send;
         uint64_t bytes = snd->n_access ? snd->access[0].hi - snd->access[0].lo : 0;
         int64_t arrive = rp->r[r->dep].start + sim_cost_copy(m, false, SIM_PATH_P2P, bytes);
         r->start = ready;
         r->end = arrive > ready ? arrive : ready;
+        rp->why[i] = arrive > ready ? r->dep : ready_src;
         break;
     }
     case TRACE_SIGNAL:
@@ -414,14 +444,43 @@ static bool try_time(replay *rp, int64_t i)
         break;
     }
     rp->q_end[s->queue] = r->end;
+    rp->q_last[s->queue] = i;
     return true;
 }
 
 
-static int cmp_i64(const void *a, const void *b)
+/* The k-th smallest of e[0..n) (k < n), moving e's values about:
+ * quickselect, O(n) on average (a replay of a million statements is priced
+ * many times by `advise`; sorting for a median cost more than the replay). */
+static int64_t nth_smallest(int64_t *e, uint64_t n, uint64_t k)
 {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
+    uint64_t lo = 0, hi = n - 1;
+    while (lo < hi) {
+        int64_t pivot = e[lo + (hi - lo) / 2];
+        uint64_t i = lo, j = hi;
+        while (i <= j) {
+            while (e[i] < pivot)
+                i++;
+            while (e[j] > pivot)
+                j--;
+            if (i <= j) {
+                int64_t x = e[i];
+                e[i] = e[j];
+                e[j] = x;
+                i++;
+                if (j == 0)
+                    break;
+                j--;
+            }
+        }
+        if (k <= j)
+            hi = j;
+        else if (k >= i)
+            lo = i;
+        else
+            return e[k];
+    }
+    return e[k];
 }
 
 /* The median start-time error of the statements the input timed (each side
@@ -435,18 +494,36 @@ static int start_errors(const replay *rp, int64_t t_min, int64_t start, sim_repl
         return -1;
     uint64_t n = 0;
     for (uint64_t i = 0; i < rp->n; i++) {
-        if (rp->r[i].dropped || rp->s[i].t == TRACE_TIME_NONE || rp->r[i].start == UNTIMED)
+        int64_t t0 = rp->r[i].dropped ? TRACE_TIME_NONE : stmt_at(rp, i).t;
+        if (t0 == TRACE_TIME_NONE || rp->r[i].start == UNTIMED)
             continue;
-        int64_t d = (rp->r[i].start - start) - (rp->s[i].t - t_min);
+        int64_t d = (rp->r[i].start - start) - (t0 - t_min);
         e[n++] = d < 0 ? -d : d;
     }
     if (n) {
-        qsort(e, n, sizeof *e, cmp_i64);
-        res->median_start_error_ns = e[n / 2];
+        res->median_start_error_ns = nth_smallest(e, n, n / 2);
         res->n_start_compared = n;
     }
     free(e);
     return 0;
+}
+
+/* The critical path: from the statement that ends last, back through the
+ * statement whose end decided each one's end (try_time's `why`: its
+ * queue's previous statement, its submission, or what it waited for).
+ * crit[i] is set for every statement on it. */
+static void critical_path(const replay *rp, bool *crit)
+{
+    int64_t last = -1;
+    for (uint64_t i = 0; i < rp->n; i++) {
+        crit[i] = false;
+        if (!rp->r[i].dropped && (last < 0 || rp->r[i].end > rp->r[last].end))
+            last = (int64_t)i;
+    }
+    /* each step goes to a statement that ended no later, and a statement
+     * is visited once: the walk ends */
+    for (int64_t i = last; i >= 0 && !crit[i]; i = rp->why[i])
+        crit[i] = true;
 }
 
 int sim_replay(trace_reader *rd, const sim_replay_opts *o, sim_replay_result *res, trace_error *err)
@@ -465,12 +542,13 @@ int sim_replay(trace_reader *rd, const sim_replay_opts *o, sim_replay_result *re
     replay rp = { .t = t, .o = o, .n = t->n_stmts };
     uint32_t nq = t->n_queues;
     int rc = -1;
-    rp.s = calloc(rp.n + 1, sizeof *rp.s);
     rp.r = calloc(rp.n + 1, sizeof *rp.r);
     rp.q_list = calloc(nq + 1, sizeof *rp.q_list);
     rp.q_n = calloc(nq + 1, sizeof *rp.q_n);
     rp.q_cap = calloc(nq + 1, sizeof *rp.q_cap);
     rp.q_end = calloc(nq + 1, sizeof *rp.q_end);
+    rp.q_last = malloc((nq + 1) * sizeof *rp.q_last);
+    rp.why = malloc((rp.n + 1) * sizeof *rp.why);
     rp.last_host = calloc(nq + 1, sizeof *rp.last_host);
     rp.api_since = calloc(nq + 1, sizeof *rp.api_since);
     rp.last_on = calloc(nq + 1, sizeof *rp.last_on);
@@ -480,7 +558,8 @@ int sim_replay(trace_reader *rd, const sim_replay_opts *o, sim_replay_result *re
     rp.sync_deps = calloc(rp.n + 1, sizeof *rp.sync_deps);
     rp.sem_sets = calloc(rp.n + 1, sizeof *rp.sem_sets);
     trace_binder *bind = trace_binder_new(TRACE_BIND_FLAGS);
-    if (!rp.s || !rp.r || !rp.q_list || !rp.q_n || !rp.q_cap || !rp.q_end || !rp.last_host ||
+    if (!rp.r || !rp.q_list || !rp.q_n || !rp.q_cap || !rp.q_end || !rp.q_last ||
+        !rp.why || !rp.last_host ||
         !rp.api_since || !rp.last_on || !rp.fifo_head_pos || !rp.gen_of || !rp.n_gen_of ||
         !rp.sync_deps || !rp.sem_sets || !bind) {
         trace_error_set(err, TRACE_ENOMEM, "out of memory");
@@ -489,13 +568,14 @@ int sim_replay(trace_reader *rd, const sim_replay_opts *o, sim_replay_result *re
     for (uint32_t q = 0; q < nq; q++) {
         rp.last_host[q] = -1;
         rp.last_on[q] = -1;
+        rp.q_last[q] = -1;
     }
+    for (uint64_t i = 0; i < rp.n; i++)
+        rp.why[i] = -1;
     int64_t t_min = INT64_MAX, t_max = INT64_MIN;
     /* Pass 1: bindings, submission points and generations, in file order. */
     for (uint64_t i = 0; i < rp.n; i++) {
-        trace_stmt_at(t, i, &rp.s[i]);
-        rp.s[i].seq = i;            /* what the binder answers in */
-        const trace_stmt *s = &rp.s[i];
+        const trace_stmt stmt = stmt_at(&rp, i), *s = &stmt;
         rp_stmt *r = &rp.r[i];
         r->start = r->end = UNTIMED;
         r->dep = -1;
@@ -512,6 +592,10 @@ int sim_replay(trace_reader *rd, const sim_replay_opts *o, sim_replay_result *re
             if (o->drop_seq[d] == s->seq && (s->kind == TRACE_WAIT || s->kind == TRACE_SYNC ||
                                              s->kind == TRACE_AWAIT))
                 r->dropped = true;
+        if (o->drop && o->drop[i] &&
+            (s->kind == TRACE_WAIT || s->kind == TRACE_SYNC || s->kind == TRACE_AWAIT ||
+             s->kind == TRACE_BARRIER))
+            r->dropped = true;
         if (r->dropped) {
             res->n_dropped++;
             continue;
@@ -584,12 +668,13 @@ int sim_replay(trace_reader *rd, const sim_replay_opts *o, sim_replay_result *re
     }
     /* Awaits: after every signal of their flag, wherever it stands (rule 6). */
     for (uint64_t i = 0; i < rp.n; i++) {
-        if (rp.s[i].kind != TRACE_AWAIT || rp.r[i].dropped)
+        const trace_stmt aw_stmt = stmt_at(&rp, i);
+        if (aw_stmt.kind != TRACE_AWAIT || rp.r[i].dropped)
             continue;
         const uint64_t *sig, *aw;
         uint32_t n_sig, n_aw;
-        trace_binder_flag(bind, rp.s[i].object, &sig, &n_sig, &aw, &n_aw);
-        int64_t **to = rp.s[i].sem ? &rp.sem_sets[i] : &rp.sync_deps[i];
+        trace_binder_flag(bind, aw_stmt.object, &sig, &n_sig, &aw, &n_aw);
+        int64_t **to = aw_stmt.sem ? &rp.sem_sets[i] : &rp.sync_deps[i];
         if (!(*to = dep_list(sig, n_sig))) {
             trace_error_set(err, TRACE_ENOMEM, "out of memory");
             goto done;
@@ -615,12 +700,13 @@ int sim_replay(trace_reader *rd, const sim_replay_opts *o, sim_replay_result *re
         for (uint32_t q = 0; q < nq; q++)
             if ((uint64_t)rp.fifo_head_pos[q] < rp.q_n[q]) {
                 int64_t i = rp.q_list[q][rp.fifo_head_pos[q]];
+                const trace_stmt hs = stmt_at(&rp, (uint64_t)i);
                 char name[64];
                 trace_error_set(err, TRACE_EUSAGE,
                                 "the replay hangs: queue %s can never run %s (seq %llu)",
                                 trace_str(t, t->queues[q].name),
-                                trace_stmt_name(t, &rp.s[i], name, sizeof name),
-                                (unsigned long long)rp.s[i].seq);
+                                trace_stmt_name(t, &hs, name, sizeof name),
+                                (unsigned long long)hs.seq);
                 break;
             }
         goto done;
@@ -634,13 +720,22 @@ int sim_replay(trace_reader *rd, const sim_replay_opts *o, sim_replay_result *re
             start = rp.r[i].start;
         if (rp.r[i].end > end)
             end = rp.r[i].end;
-        trace_kind k = rp.s[i].kind;
-        if (rp.s[i].queue < 256 && (k == TRACE_OP || k == TRACE_COPY || k == TRACE_COLLECTIVE))
-            res->busy_ns[rp.s[i].queue] += rp.r[i].end - rp.r[i].start;
+        const trace_stmt bs = stmt_at(&rp, i);
+        trace_kind k = bs.kind;
+        if (bs.queue < 256 && (k == TRACE_OP || k == TRACE_COPY || k == TRACE_COLLECTIVE))
+            res->busy_ns[bs.queue] += rp.r[i].end - rp.r[i].start;
     }
     for (uint32_t q = 0; q < res->n_queues; q++)
         snprintf(res->queue_names[q], sizeof res->queue_names[q], "%s", trace_str(t, t->queues[q].name));
     res->makespan_ns = end > start ? end - start : 0;
+    if (o->start && o->end)
+        for (uint64_t i = 0; i < rp.n; i++) {
+            bool kept = !rp.r[i].dropped;
+            o->start[i] = kept ? rp.r[i].start - start : TRACE_TIME_NONE;
+            o->end[i] = kept ? rp.r[i].end - start : TRACE_TIME_NONE;
+        }
+    if (o->critical)
+        critical_path(&rp, o->critical);
     res->recorded_makespan_ns = t_max > t_min ? t_max - t_min : -1;
     res->n_stmts = rp.n;
     if (start_errors(&rp, t_min, start, res) != 0) {
@@ -666,7 +761,7 @@ int sim_replay(trace_reader *rd, const sim_replay_opts *o, sim_replay_result *re
         for (uint64_t i = 0; i < rp.n; i++) {
             if (rp.r[i].dropped)
                 continue;
-            trace_stmt s = rp.s[i];
+            trace_stmt s = stmt_at(&rp, i);
 #define REMAP(id) ((id) == TRACE_NONE ? TRACE_NONE : k->iface->intern(k->ctx, trace_str(t, (id))))
             s.label = REMAP(s.label);
             if (s.kind == TRACE_RECORD || s.kind == TRACE_WAIT || s.kind == TRACE_BARRIER ||
@@ -713,12 +808,13 @@ done:
     trace_binder_free(bind);
     free(rp.gens);
     free(rp.sync_deps);
-    free(rp.s);
     free(rp.r);
     free(rp.q_list);
     free(rp.q_n);
     free(rp.q_cap);
     free(rp.q_end);
+    free(rp.q_last);
+    free(rp.why);
     free(rp.last_host);
     free(rp.api_since);
     free(rp.last_on);

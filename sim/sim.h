@@ -211,7 +211,19 @@ typedef struct sim_replay_opts {
     bool durations_recorded;        /* use dur= where present */
     const uint64_t *drop_seq;       /* syncs to drop (statements by seq) */
     int n_drop;
+    /* Per seq, NULL for none: drop the wait, sync, await or barrier
+     * statements marked (a barrier generation goes whole when every
+     * participant is marked; the caller marks them so). */
+    const bool *drop;
     sched_sink *out;                /* NULL: no output trace */
+    /* Per seq, filled when not NULL (the caller's arrays of the trace's
+     * statement count): start and end of each statement, from the replay's
+     * first start (TRACE_TIME_NONE for a dropped one), and whether it is on
+     * the critical path -- the chain back from the statement that ends
+     * last through what decided each end (the queue's previous statement,
+     * the submission, or what it waited for). */
+    int64_t *start, *end;
+    bool *critical;
 } sim_replay_opts;
 
 typedef struct sim_replay_result {

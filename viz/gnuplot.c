@@ -20,6 +20,8 @@
  */
 #include "viz/timeline_int.h"
 
+#include "check/check.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -258,6 +260,49 @@ static void write_marks(plot_ctx *p)
         if (rows)
             end_block(p, "using 1:2 with points pt %d ps 0.9 lc rgb \"%s\" title \"%s\"",
                       kind_style[k].point, kind_style[k].colour, kind_style[k].title);
+    }
+    free(last_x);
+}
+
+/* The advice's marks (viz_timeline_add_advice) above their statements:
+ * a green triangle where a sync can go, an orange diamond where one is to
+ * be replaced; one per pixel per lane. */
+static void write_advice(plot_ctx *p)
+{
+    const viz_timeline *tl = p->tl;
+    static const struct {
+        uint8_t mark;
+        int point;
+        const char *colour, *title;
+    } style[] = {
+        { CHECK_MARK_GOES, 11, "#2ca02c", "advice: can go" },
+        { CHECK_MARK_REPLACE, 13, "#ff7f0e", "advice: replace (cheaper order)" },
+    };
+    if (!tl->advice)
+        return;
+    double px = tl->ns_per_px;
+    double *last_x = malloc(((size_t)tl->n_lanes + 1) * sizeof *last_x);
+    if (!last_x)
+        return;
+    for (size_t k = 0; k < sizeof style / sizeof style[0]; k++) {
+        size_t rows = 0;
+        for (uint32_t l = 0; l < tl->n_lanes; l++)
+            last_x[l] = -1e300;
+        for (uint64_t i = 0; i < tl->n_advice && i < tl->n_items; i++) {
+            const tl_item *it = &tl->items[i];
+            if (tl->advice[i] != style[k].mark || (tl->timed && it->t == TRACE_TIME_NONE))
+                continue;
+            double x = mark_x(tl, i);
+            uint32_t lane = tl->lane_of[it->queue];
+            if (!in_view(tl, x) || (px > 0 && x >= last_x[lane] && x - last_x[lane] < px))
+                continue;
+            last_x[lane] = x;
+            fprintf(p->data, "%.9g %.2f\n", X(p, x), lane - 0.32);
+            rows++;
+        }
+        if (rows)
+            end_block(p, "using 1:2 with points pt %d ps 1.2 lc rgb \"%s\" title \"%s\"",
+                      style[k].point, style[k].colour, style[k].title);
     }
     free(last_x);
 }
@@ -635,6 +680,7 @@ int viz_timeline_write_gnuplot(const viz_timeline *tl, FILE *script, FILE *data,
     write_blocked(&p);
     write_arrows(&p);
     write_marks(&p);
+    write_advice(&p);
     write_labels(&p);
     write_races(&p);
     write_tooltips(&p);

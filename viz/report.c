@@ -18,7 +18,11 @@
  *   5. the sync pattern per iteration (traces/pattern.c, its one alphabet);
  *   6. runs derived from this one (replays, what-ifs: trace_store_derived),
  *      with their makespans against this run's, what their checks found,
- *      and their timelines.
+ *      and their timelines;
+ *   and, when the caller gives a pricer (`report --advise`), after the
+ *   check: the advice (check/advise.c), every group of syncs with what
+ *   removing it buys and what to put instead, its syncs marked on the
+ *   timeline.
  *
  * The database is opened once (through trace_source_open), and every run is
  * streamed once for its summary, its pattern and its timeline together; the
@@ -265,6 +269,85 @@ static void write_findings(FILE *out, const trace *t, const trace_check_info *in
     if (n > 500)
         fprintf(out, "<p class=\"note\">and %zu more (syncsim check DB --json lists all)</p>\n",
                 n - 500);
+}
+
+/* ms with three decimals, and the change against base in per cent. */
+static void change_cell(FILE *out, const check_timing *base, const check_timing *with)
+{
+    if (with->makespan_ns < 0) {
+        fputs("<td>hangs</td>", out);
+        return;
+    }
+    fprintf(out, "<td class=\"num\">%.3f ms (%+.2f %%)", (double)with->makespan_ns / 1e6,
+            base->makespan_ns > 0 ? 100.0 * ((double)with->makespan_ns - (double)base->makespan_ns) /
+                                        (double)base->makespan_ns
+                                  : 0.0);
+    if (base->per_iter_ns >= 0 && with->per_iter_ns >= 0)
+        fprintf(out, "<br>%.3f ms/iter", (double)with->per_iter_ns / 1e6);
+    fputs("</td>", out);
+}
+
+/* The advice (check/advise.c): every group of syncs, what removing it
+ * buys, whether it is safe, what to put instead. */
+static void write_advice(FILE *out, const char *pricer, const check_advice *a)
+{
+    fputs("<h2 id=\"advice\">Advice: the price of every sync</h2>\n<p>", out);
+    fprintf(out, "Replayed by ");
+    viz_html_escape(out, pricer ? pricer : "the pricer");
+    fprintf(out, ": makespan %.3f ms", (double)a->base.makespan_ns / 1e6);
+    if (a->base.per_iter_ns >= 0)
+        fprintf(out, ", %.3f ms per iteration", (double)a->base.per_iter_ns / 1e6);
+    fputs(". ", out);
+    viz_html_escape(out, a->coverage);
+    if (a->ordering_only)
+        fputs(" (ordering only: no sync is called safe)", out);
+    fprintf(out, ". The minimiser removes %llu of %llu synchronisations",
+            (unsigned long long)a->n_removable, (unsigned long long)a->n_candidates);
+    if (a->n_removable && a->all_safe.makespan_ns >= 0)
+        fprintf(out, "; all together the run takes %.3f ms", (double)a->all_safe.makespan_ns / 1e6);
+    fputs(". Sorted by what the advice buys; the timeline marks the syncs that can go (green) "
+          "and those to replace (orange).</p>\n",
+          out);
+    fputs("<table>\n<tr><th>#</th><th>sync</th><th>where</th><th>count</th><th>holds</th>"
+          "<th>on the critical path</th><th>without it</th><th>safe</th>"
+          "<th>what removing all lets in</th><th>instead</th><th>buys</th></tr>\n",
+          out);
+    for (size_t i = 0; i < a->n && i < 200; i++) {
+        const check_advice_item *it = &a->items[i];
+        fprintf(out, "<tr><td class=\"num\">%zu</td><td class=\"mono\">", i + 1);
+        viz_html_escape(out, it->what);
+        fputs("</td><td class=\"mono\">", out);
+        viz_html_escape(out, it->where);
+        fprintf(out, "</td><td class=\"num\">%llu</td><td class=\"num\">%.3f ms%s</td>"
+                     "<td class=\"num\">%.1f %%</td>",
+                (unsigned long long)it->count, (double)it->held_ns / 1e6,
+                it->held_recorded ? "" : " (replayed)",
+                a->base.makespan_ns > 0 ? 100.0 * (double)it->critical_ns /
+                                              (double)a->base.makespan_ns
+                                        : 0.0);
+        change_cell(out, &a->base, &it->without);
+        fprintf(out, "<td class=\"%s\">", it->safety == CHECK_SAFE_ALL    ? "clean"
+                                         : it->safety == CHECK_SAFE_NONE ? "race"
+                                                                         : "incomplete");
+        if (it->safety == CHECK_SAFE_SOME || it->safety == CHECK_SAFE_UNJUDGED)
+            fprintf(out, "%s: %llu of %llu", check_safety_str(it->safety),
+                    (unsigned long long)it->n_safe, (unsigned long long)it->count);
+        else
+            viz_html_escape(out, check_safety_str(it->safety));
+        fputs("</td><td>", out);
+        if (it->n_new) {
+            fprintf(out, "%llu: ", (unsigned long long)it->n_new);
+            viz_html_escape(out, it->finding ? it->finding : "");
+        }
+        fputs("</td><td>", out);
+        viz_html_escape(out, it->replacement ? it->replacement : "");
+        fputs("</td>", out);
+        fprintf(out, "<td class=\"num\">%.3f ms</td></tr>\n", (double)it->buys_ns / 1e6);
+    }
+    fputs("</table>\n", out);
+    if (a->n > 200)
+        fprintf(out, "<p class=\"note\">and %zu more groups (syncsim advise DB --all)</p>\n",
+                a->n - 200);
 }
 
 static void write_graph(FILE *out, trace_store *st, int64_t run, const char *db)
@@ -534,10 +617,13 @@ static void write_derived(FILE *out, trace_store *st, const char *db, int64_t ru
 
 /* ------------------------------------------------------------------ */
 
-static void write_contents(FILE *out, bool patterns, bool any_derived)
+static void write_contents(FILE *out, bool advice, bool patterns, bool any_derived)
 {
-    fputs("<p class=\"toc\"><a href=\"#run\">run</a> &middot; <a href=\"#check\">check</a> "
-          "&middot; <a href=\"#timeline\">timeline</a> &middot; <a href=\"#graph\">split "
+    fputs("<p class=\"toc\"><a href=\"#run\">run</a> &middot; <a href=\"#check\">check</a> ",
+          out);
+    if (advice)
+        fputs("&middot; <a href=\"#advice\">advice</a> ", out);
+    fputs("&middot; <a href=\"#timeline\">timeline</a> &middot; <a href=\"#graph\">split "
           "graph</a>",
           out);
     if (patterns)
@@ -577,6 +663,9 @@ int viz_report_write(const char *db, const viz_report_opts *o, const char *out_p
     FILE *out = NULL;
     int rc = -1;
     const trace *t = src.reader.trace;
+    trace *whole = NULL;
+    check_advice advice;
+    bool have_advice = false;
     if (trace_store_run(st, run, &info, err) != 0)
         goto done;
     if (o && o->watch)
@@ -592,6 +681,18 @@ int viz_report_write(const char *db, const viz_report_opts *o, const char *out_p
     if (tl) {
         snprintf(tl->title, sizeof tl->title, "%s, run %lld", db, (long long)run);
         if (viz_timeline_add_findings(tl, t, &check, f, n_f) != 0) {
+            trace_error_set(err, TRACE_ENOMEM, "out of memory");
+            goto done;
+        }
+    }
+    /* The advice needs the run in memory (it replays and checks what-ifs). */
+    if (o && o->pricer) {
+        check_advise_opts ao = { .pricer = o->pricer };
+        if (trace_reader_rewind(&src.reader, err) != 0 ||
+            trace_source_load(&src, &whole, err) != 0 || check_advise(whole, &ao, &advice, err) != 0)
+            goto done;
+        have_advice = true;
+        if (tl && viz_timeline_add_advice(tl, &advice) != 0) {
             trace_error_set(err, TRACE_ENOMEM, "out of memory");
             goto done;
         }
@@ -612,9 +713,11 @@ int viz_report_write(const char *db, const viz_report_opts *o, const char *out_p
     viz_html_escape(out, db);
     fprintf(out, ", run %lld", (long long)run);
     fputs("</h1>\n", out);
-    write_contents(out, trace_pattern_count(stats.pat) > 0, n_dr > 0);
+    write_contents(out, have_advice, trace_pattern_count(stats.pat) > 0, n_dr > 0);
     write_summary(out, info, t, &stats);
     write_findings(out, t, &check, checked_now, f, n_f);
+    if (have_advice)
+        write_advice(out, o->pricer->name, &advice);
     fputs("<h2 id=\"timeline\">Timeline</h2>\n", out);
     if (!tl)
         fputs("<p class=\"note\">left out (--no-timeline)</p>\n", out);
@@ -638,6 +741,9 @@ done:
         fclose(out);
     free(page);
     free(dr);
+    if (have_advice)
+        check_advice_free(&advice);
+    trace_free(whole);
     stats_free(&stats);
     viz_timeline_free(tl);
     trace_findings_free(f, n_f);

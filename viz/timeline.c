@@ -38,6 +38,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 static bool is_box_kind(trace_kind k)
 {
@@ -544,12 +545,37 @@ void viz_timeline_free(viz_timeline *tl)
     free(tl->arrows);
     free(tl->boxes);
     free(tl->races);
+    free(tl->advice);
     trace_free(tl->names);
     if (tl->cs) {
         collect_state_free(tl->cs);
         free(tl->cs);
     }
     free(tl);
+}
+
+int viz_timeline_add_advice(viz_timeline *tl, const struct check_advice *a)
+{
+    uint64_t n = a->n_stmts < tl->n_items ? a->n_stmts : tl->n_items;
+    uint8_t *m = malloc((n ? n : 1) * sizeof *m);
+    if (!m)
+        return -1;
+    if (n)
+        memcpy(m, a->mark, n * sizeof *m);
+    free(tl->advice);
+    tl->advice = m;
+    tl->n_advice = n;
+    return 0;
+}
+
+const char *viz_timeline_format_of(const char *path)
+{
+    const char *dot = strrchr(path, '.');
+    if (dot && strcasecmp(dot, ".svg") == 0)
+        return "svg";
+    if (dot && strcasecmp(dot, ".png") == 0)
+        return "png";
+    return NULL;
 }
 
 int viz_timeline_add_race(viz_timeline *tl, uint64_t first_seq, uint64_t second_seq,

@@ -78,6 +78,9 @@ struct viz_timeline {
     size_t n_boxes, cap_boxes;
     uint64_t n_merged;      /* statements drawn inside merged runs */
 
+    uint8_t *advice;        /* per seq: CHECK_MARK_* of the advice drawn, or NULL */
+    uint64_t n_advice;
+
     char source[256];
     char title[512];
     char verdict[512];      /* the check's, in its words (check_verdict) */

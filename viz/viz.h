@@ -126,6 +126,14 @@ int viz_timeline_collect(trace_reader *r, const viz_timeline_opts *o, viz_timeli
 int viz_timeline_add_race(viz_timeline *tl, uint64_t first_seq, uint64_t second_seq,
                           const char *label);
 
+/* Marks the statements the advice (check/advise.c) names on the timeline:
+ * those that can go, and those to replace (per seq, check_advice.mark).
+ * Returns 0 or -1 (memory). */
+struct check_advice;
+int viz_timeline_add_advice(viz_timeline *tl, const struct check_advice *a);
+/* "svg" or "png" from a picture's name; NULL for another ending. */
+const char *viz_timeline_format_of(const char *path);
+
 /* Adds the races and uses after free among findings f[0..n) (names from t)
  * and, from info (the check they come from; NULL: f is all there is), the
  * verdict the picture states (check_verdict): how many were found, how
@@ -181,6 +189,7 @@ int viz_timeline_render(const viz_timeline *tl, const char *format, const char *
 /* ------------------------------------------------------------------ */
 /* The report (viz/report.c).                                          */
 
+struct check_pricer;
 typedef struct viz_report_opts {
     int64_t run;            /* 0: the latest */
     bool no_timeline;       /* leave the timeline out (no gnuplot needed) */
@@ -190,6 +199,10 @@ typedef struct viz_report_opts {
      * none. */
     void (*watch)(void *ctx, trace_reader *r, uint64_t n_stmts);
     void *watch_ctx;
+    /* NULL: no advice. Else the page has the advice (check_advise, priced by
+     * this replay, which the caller plugs in: viz runs no schedule) and the
+     * timeline marks the advised syncs. */
+    const struct check_pricer *pricer;
 } viz_report_opts;
 
 /* Writes one self-contained HTML page about run o->run of the database at

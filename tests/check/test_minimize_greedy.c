@@ -122,6 +122,200 @@ static trace *random_trace(int n)
     return t;
 }
 
+/* Random traces whose buffers are views of arenas, as allocators hand them
+ * out: the minimiser cuts an arena into islands where no access crosses
+ * (check/reach.c). Arena P holds five views (v2 and v3 overlap, v1 and v2
+ * touch), accessed whole and in sub-ranges; arena Q's views are freed and
+ * allocated again (so Q stays one island); root R is accessed itself. */
+static trace *random_arena_trace(int n)
+{
+    static const char *hs[] = { "h0", "h1" }, *ss[] = { "s0", "s1", "s2" };
+    static const char *acc[] = { "w:v0",          "r:v0",           "r:v1 w:v2",  "w:v3[8:40]",
+                                 "r:v2[0:16]",    "rw:v4",          "r:v3",       "w:q0",
+                                 "r:q0 w:q1",     "r:q1[4:12]",     "w:R[0:32]",  "r:R[16:64]",
+                                 "r:v1[32:64]",   "w:v1[0:8] r:v0", "rw:v2[40:]", "r:v4 r:v3" };
+    static const char *ev[] = { "e0", "e1", "e2" };
+    trace *t = tb_new();
+    int hosts = 1 + (int)rnd(2), streams = 2 + (int)rnd(2);
+    for (int h = 0; h < hosts; h++)
+        tb_host(t, hs[h]);
+    for (int q = 0; q < streams; q++)
+        tb_stream(t, ss[q], q < 2 ? "0" : "1");
+    tb_buf(t, "P", 320);
+    tb_view(t, "v0", "P", 0, 64);
+    tb_view(t, "v1", "P", 64, 64);
+    tb_view(t, "v2", "P", 128, 64);
+    tb_view(t, "v3", "P", 160, 64);
+    tb_view(t, "v4", "P", 256, 64);
+    tb_buf(t, "Q", 128);
+    tb_view(t, "q0", "Q", 0, 64);
+    tb_view(t, "q1", "Q", 64, 64);
+    tb_buf(t, "R", 64);
+    static const char *tg[] = { "s0", "s1", "all", "device=0", "device=1" };
+    char label[32];
+    for (int i = 0; i < n; i++) {
+        int what = (int)rnd(32);
+        const char *h = hs[rnd((uint32_t)hosts)];
+        const char *s = ss[rnd((uint32_t)streams)];
+        tb_by_host = hosts > 1 ? trace_find_queue(t, h, 2) : TRACE_NONE;
+        snprintf(label, sizeof label, "op%d", i);
+        if (what < 16)
+            tb_op(t, rnd(4) ? s : h, label, acc[rnd(16)]);
+        else if (what < 20)
+            tb_record(t, s, ev[rnd(3)]);
+        else if (what < 25)
+            tb_wait(t, rnd(4) ? s : h, ev[rnd(3)]);
+        else if (what < 30)
+            tb_sync(t, h, tg[rnd(5)]);
+        else
+            tb_alloc_free(t, rnd(2) ? s : h, rnd(2) ? TRACE_ALLOC : TRACE_FREE,
+                          rnd(2) ? "q0" : "q1");
+    }
+    tb_by_host = TRACE_NONE;
+    return t;
+}
+
+/* Random traces shaped like captured iterations (bench/shapes.h, small):
+ * each host runs iterations on its own streams -- a write of its slot's
+ * input, a kernel on stream a, a record, a wait on stream b, kernels that
+ * read random sub-ranges of what a wrote (so some waits can go and some
+ * cannot) -- with a `sync all` every few iterations, and slots reused a few
+ * iterations later. Clean or nearly, so that removals are kept and windows
+ * must meet the reference: after a removal, clocks that only the stream's
+ * next submission makes equal (checkpoint.c, stream_alike) and reads that
+ * no later access can race with (cells_alike) are what the windows meet
+ * on. */
+static trace *random_iter_trace(int iters)
+{
+    static const char *hs[] = { "h0", "h1" };
+    static const char *ss[] = { "s0", "s1", "s2", "s3", "s4", "s5" };
+    trace *t = tb_new();
+    int hosts = 1 + (int)rnd(2), per = 2 + (int)rnd(2), slots = 2 + (int)rnd(3);
+    int every = 2 + (int)rnd(3);
+    for (int h = 0; h < hosts; h++)
+        tb_host(t, hs[h]);
+    for (int q = 0; q < hosts * per; q++)
+        tb_stream(t, ss[q], q < per ? "0" : "1");
+    tb_buf(t, "A", 64u * 8 * 4);
+    char name[32], spec[96], label[32];
+    for (int h = 0; h < hosts; h++)
+        for (int k = 0; k < slots; k++) {
+            for (int x = 0; x < 3; x++) {
+                snprintf(name, sizeof name, "d%d.%d.%d", x, h, k);
+                tb_view(t, name, "A", (uint64_t)((h * 4 + k) * 3 + x) * 64 % (64u * 8 * 4), 64);
+            }
+        }
+    int it[2] = { 0, 0 };
+    for (int i = 0; i < iters * hosts; i++) {
+        int h = hosts > 1 ? (int)rnd(2) : 0;
+        int k = it[h] % slots;
+        const char *a = ss[h * per + it[h] % per], *b = ss[h * per + (it[h] + 1) % per];
+        tb_by_host = hosts > 1 ? (uint32_t)h : TRACE_NONE;
+        snprintf(label, sizeof label, "w%d", i);
+        snprintf(spec, sizeof spec, "w:d0.%d.%d[0:%u]", h, k, 8 + rnd(56));
+        tb_op(t, a, label, spec);
+        snprintf(label, sizeof label, "k%d", i);
+        unsigned lo = rnd(48);
+        snprintf(spec, sizeof spec, "r:d0.%d.%d[%u:%u] w:d1.%d.%d[%u:64]", h, k, lo, lo + 8 + rnd(8),
+                 h, k, rnd(32));
+        tb_op(t, a, label, spec);
+        snprintf(name, sizeof name, "e%d", h * per + it[h] % per);
+        tb_record(t, a, name);
+        tb_wait(t, b, name);
+        snprintf(label, sizeof label, "m%d", i);
+        lo = rnd(48);
+        snprintf(spec, sizeof spec, "r:d1.%d.%d[%u:%u] w:d2.%d.%d", h, k, lo, lo + 1 + rnd(16), h, k);
+        tb_op(t, b, label, spec);
+        if (rnd(3) == 0) {
+            snprintf(label, sizeof label, "n%d", i);
+            lo = rnd(48);
+            snprintf(spec, sizeof spec, "r:d0.%d.%d[%u:%u]", h, k, lo, lo + 8);
+            tb_op(t, b, label, spec);
+        }
+        if (++it[h] % every == 0)
+            tb_sync(t, hs[h], "all");
+        else if (rnd(6) == 0)
+            tb_sync(t, hs[h], b);
+    }
+    tb_by_host = TRACE_NONE;
+    return t;
+}
+
+/* A send or recv of rank `rank` to or from `peer` on queue q (rule 9:
+ * the k-th send and the k-th recv of a channel pair up), accessing buf. */
+static void p2p(trace *t, const char *q, trace_kind kind, uint32_t rank, uint32_t peer,
+                const char *acc)
+{
+    trace_stmt s;
+    trace_access a[8];
+    trace_stmt_init(&s);
+    s.queue = tb_q(t, q);
+    s.kind = kind;
+    s.object = trace_intern_cstr(t, "comm");
+    s.rank = rank;
+    s.peer = peer;
+    s.n_access = tb_parse_access(t, acc, a);
+    s.access = a;
+    s.line = (uint32_t)t->n_stmts + 1;
+    if (t->queues[s.queue].kind == TRACE_QUEUE_STREAM)
+        s.by = tb_by_host;
+    trace_append(t, &s);
+}
+
+/* Random traces of two ranks (queues named rN., as `syncsim merge` names
+ * them): each a host and two streams, iterations of kernels on its own
+ * buffers with events between its streams, messages between the ranks'
+ * hosts (send, then the peer's recv), and a `sync all` that covers its own
+ * rank's streams only (ruling 4). */
+static trace *random_rank_trace(int iters)
+{
+    static const char *hq[] = { "r0.h", "r1.h" };
+    static const char *sq[2][2] = { { "r0.s0", "r0.s1" }, { "r1.s0", "r1.s1" } };
+    static const char *acc[] = { "w:P0[0:32]", "r:P0[16:48]", "rw:P1", "r:P1[8:24]",
+                                 "w:Q0", "r:Q0[0:8]", "rw:Q1[4:60]", "r:Q1" };
+    trace *t = tb_new();
+    for (int r = 0; r < 2; r++) {
+        tb_host(t, hq[r]);
+        tb_stream(t, sq[r][0], r ? "1" : "0");
+        tb_stream(t, sq[r][1], r ? "1" : "0");
+    }
+    tb_buf(t, "P0", 64);
+    tb_buf(t, "P1", 64);
+    tb_buf(t, "Q0", 64);
+    tb_buf(t, "Q1", 64);
+    tb_buf(t, "M", 64);
+    char label[32], ev[16];
+    for (int i = 0; i < iters * 2; i++) {
+        int r = (int)rnd(2), a = (int)rnd(2);
+        tb_by_host = tb_q(t, hq[r]);
+        const char *own = acc[4 * r + rnd(4)];
+        snprintf(label, sizeof label, "k%d", i);
+        tb_op(t, sq[r][a], label, own);
+        snprintf(ev, sizeof ev, "e%d", r);
+        tb_record(t, sq[r][a], ev);
+        tb_wait(t, sq[r][1 - a], ev);
+        snprintf(label, sizeof label, "m%d", i);
+        tb_op(t, sq[r][1 - a], label, acc[4 * r + rnd(4)]);
+        switch (rnd(5)) {
+        case 0:
+            tb_sync(t, hq[r], "all");
+            break;
+        case 1:
+            tb_sync(t, hq[r], sq[r][rnd(2)]);
+            break;
+        case 2:
+            p2p(t, hq[r], TRACE_SEND, (uint32_t)r, (uint32_t)(1 - r), "r:M[0:16]");
+            tb_by_host = tb_q(t, hq[1 - r]);
+            p2p(t, hq[1 - r], TRACE_RECV, (uint32_t)(1 - r), (uint32_t)r, "w:M[32:48]");
+            break;
+        default:
+            break;
+        }
+    }
+    tb_by_host = TRACE_NONE;
+    return t;
+}
+
 /* The findings of a whole run of t, re-checked from scratch the way the
  * minimiser checks (every flag's signal count known from the start). The
  * streaming first pass of check_trace can report other pairs when an await
@@ -199,14 +393,20 @@ static void plain_greedy(trace *t, bool *keep)
     free(gen);
 }
 
-/* Minimises `traces` random traces both ways with snapshots every `every`
- * statements (0: the default); counts the removals and the candidates kept. */
-static void compare_with_plain(uint64_t seed, int traces, uint32_t every, size_t *removed,
-                               size_t *kept)
+enum { SHAPE_MIXED, SHAPE_ARENAS, SHAPE_ITERATIONS, SHAPE_RANKS };
+
+/* Minimises `traces` random traces of a shape both ways with snapshots
+ * every `every` statements (0: the default); counts the removals and the
+ * candidates kept. */
+static void compare_shape_with_plain(int shape, uint64_t seed, int traces, uint32_t every,
+                                     size_t *removed, size_t *kept)
 {
     rng = seed;
     for (int k = 0; k < traces; k++) {
-        trace *t = random_trace(40 + (int)rnd(120));
+        trace *t = shape == SHAPE_ARENAS       ? random_arena_trace(40 + (int)rnd(120))
+                   : shape == SHAPE_ITERATIONS ? random_iter_trace(20 + (int)rnd(30))
+                   : shape == SHAPE_RANKS      ? random_rank_trace(10 + (int)rnd(30))
+                                               : random_trace(40 + (int)rnd(120));
         check_options opt = { .checkpoint_every = every, .allow_findings = true };
         check_min_result res;
         trace_error err;
@@ -229,6 +429,12 @@ static void compare_with_plain(uint64_t seed, int traces, uint32_t every, size_t
     }
 }
 
+static void compare_with_plain(uint64_t seed, int traces, uint32_t every, size_t *removed,
+                               size_t *kept)
+{
+    compare_shape_with_plain(SHAPE_MIXED, seed, traces, every, removed, kept);
+}
+
 static void test_minimize_greedy_same_as_plain(void **state)
 {
     (void)state;
@@ -248,6 +454,43 @@ static void test_minimize_greedy_same_with_close_snapshots(void **state)
     compare_with_plain(0x5eed0003ULL, 150, 4, &removed, &candidates);
     assert_true(removed > 500);
     assert_true(candidates > removed + 500);
+}
+
+/* Views of arenas: the islands the minimiser cuts them into (check/reach.c)
+ * change no verdict. */
+static void test_minimize_greedy_same_on_arenas(void **state)
+{
+    (void)state;
+    size_t removed = 0, candidates = 0;
+    compare_shape_with_plain(SHAPE_ARENAS, 0x5eed0a01ULL, 200, 0, &removed, &candidates);
+    compare_shape_with_plain(SHAPE_ARENAS, 0x5eed0a02ULL, 60, 1, &removed, &candidates);
+    assert_true(removed > 300);
+    assert_true(candidates > removed + 300);
+}
+
+/* Iterations that reuse their slots: windows meet on clocks and reads that
+ * differ but cannot be told apart (check/checkpoint.c), and the answer is
+ * the plain greedy's. */
+static void test_minimize_greedy_same_on_iterations(void **state)
+{
+    (void)state;
+    size_t removed = 0, candidates = 0;
+    compare_shape_with_plain(SHAPE_ITERATIONS, 0x5eed1001ULL, 150, 0, &removed, &candidates);
+    compare_shape_with_plain(SHAPE_ITERATIONS, 0x5eed1002ULL, 40, 4, &removed, &candidates);
+    assert_true(removed > 300);
+    assert_true(candidates > removed + 300);
+}
+
+/* Two ranks with messages and rank-scoped syncs: the streams' submitters
+ * and the syncs that may read a stream's clock are a rank's own. */
+static void test_minimize_greedy_same_on_ranks(void **state)
+{
+    (void)state;
+    size_t removed = 0, candidates = 0;
+    compare_shape_with_plain(SHAPE_RANKS, 0x5eed2001ULL, 150, 0, &removed, &candidates);
+    compare_shape_with_plain(SHAPE_RANKS, 0x5eed2002ULL, 40, 4, &removed, &candidates);
+    assert_true(removed > 300);
+    assert_true(candidates > removed + 300);
 }
 
 /* minimize's keep[] for t, checked against the plain greedy. */
@@ -338,11 +581,89 @@ static void test_minimize_greedy_repeated_wait_of_another_host_stays(void **stat
     trace_free(t);
 }
 
+/* Hosts h and h2, streams s0 to s(n - 1) on device 0, buffers X, Y and Z;
+ * the next stream statements submitted by h. */
+static trace *two_hosts(int streams)
+{
+    static const char *ss[] = { "s0", "s1", "s2" };
+    trace *t = tb_new();
+    uint32_t h = tb_host(t, "h");
+    tb_host(t, "h2");
+    for (int q = 0; q < streams; q++)
+        tb_stream(t, ss[q], "0");
+    tb_buf(t, "X", 64);
+    tb_buf(t, "Y", 64);
+    tb_buf(t, "Z", 64);
+    tb_by_host = h;
+    return t;
+}
+
+/* The wait at seq w stays, as the plain greedy says. */
+static void wait_stays(trace *t, uint64_t w)
+{
+    tb_by_host = TRACE_NONE;
+    bool *keep = minimized(t);
+    assert_true(keep[w]);
+    free(keep);
+    trace_free(t);
+}
+
+/* A read that a removal leaves unordered with a later one counts until
+ * every queue that accesses its buffer knows it. Without s1's wait, ra and
+ * rb are concurrent reads of X (rb is after the write wr either way);
+ * after `sync all` the host knows both, but s2 also runs a write of X that
+ * its host did not submit (no by= with two hosts), which knows neither: a
+ * WAR race with ra that the trace with the wait lacks (there rb, after ra,
+ * is the read it races with). The windows must not meet at the sync. */
+static void test_minimize_greedy_read_left_for_an_unsubmitted_write(void **state)
+{
+    (void)state;
+    trace *t = two_hosts(3);
+    tb_op(t, "s2", "pad", "r:Z");
+    tb_op(t, "s0", "wr", "w:X");
+    tb_record(t, "s0", "e1");
+    tb_op(t, "s0", "ra", "r:X");
+    tb_record(t, "s0", "e");
+    uint64_t w = tb_wait(t, "s1", "e");
+    tb_wait(t, "s1", "e1");         /* rb is after wr with or without the first wait */
+    tb_op(t, "s1", "rb", "r:X");
+    tb_sync(t, "h", "all");
+    tb_op(t, "h", "hx", "r:Z");
+    tb_by_host = TRACE_NONE;
+    tb_op(t, "s2", "late", "w:X");
+    wait_stays(t, w);
+}
+
+/* A stream whose clock a removal changed may be taken as equal once its
+ * host knows all it knows -- but not when another host syncs it first and
+ * so learns the difference. Without s1's wait, h2's `sync s1` no longer
+ * orders h2's write of Y after s0's: a new WAW race. */
+static void test_minimize_greedy_stream_read_by_another_host_sync(void **state)
+{
+    (void)state;
+    trace *t = two_hosts(2);
+    tb_op(t, "s0", "wy", "w:Y");
+    tb_record(t, "s0", "e");
+    uint64_t w = tb_wait(t, "s1", "e");
+    tb_op(t, "s1", "k", "r:Z");
+    tb_sync(t, "h", "s0");
+    tb_sync(t, "h", "s1");
+    tb_op(t, "h", "hx", "r:Z");
+    tb_sync(t, "h2", "s1");
+    tb_op(t, "h2", "w2", "w:Y");
+    wait_stays(t, w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_minimize_greedy_same_as_plain),
         cmocka_unit_test(test_minimize_greedy_same_with_close_snapshots),
+        cmocka_unit_test(test_minimize_greedy_same_on_arenas),
+        cmocka_unit_test(test_minimize_greedy_same_on_iterations),
+        cmocka_unit_test(test_minimize_greedy_same_on_ranks),
+        cmocka_unit_test(test_minimize_greedy_read_left_for_an_unsubmitted_write),
+        cmocka_unit_test(test_minimize_greedy_stream_read_by_another_host_sync),
         cmocka_unit_test(test_minimize_greedy_repeated_wait_goes),
         cmocka_unit_test(test_minimize_greedy_repeated_wait_after_sync_stays),
         cmocka_unit_test(test_minimize_greedy_repeated_wait_of_another_host_stays),

@@ -43,7 +43,7 @@
  * test says which is not). */
 static const char *const tour[] = {
     "examples", "run", "info", "runs", "sql", "check", "export", "import", "merge", "minimize", "replay",
-    "calibrate", "timeline", "graph", "report", "generate", "cluster", "capture", "ggml",
+    "advise", "calibrate", "timeline", "graph", "report", "generate", "cluster", "capture", "ggml",
 };
 
 /* Why capture's examples cannot run here (no CUDA build, no GPU), or NULL. */

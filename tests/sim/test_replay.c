@@ -300,6 +300,89 @@ static void test_replay_extra_barrier_arrival_orders_nothing(void **state)
                  (long long)a_start, (long long)slow_end);
 }
 
+/* Replays text with per-statement outputs (the caller frees the three
+ * arrays, one entry per statement); drop may be NULL. */
+static trace *replay_each(const char *text, const bool *drop, int64_t **start, int64_t **end,
+                          bool **crit, sim_replay_result *r)
+{
+    trace *t = NULL;
+    trace_error err = { 0 };
+    if (trace_text_parse_string("each.trace", text, strlen(text), &t, &err) != 0)
+        fail_msg("parse: %s", err.msg);
+    sim_model m;
+    assert_int_equal(sim_model_load("h100-pcie", &m, &err), 0);
+    *start = calloc(t->n_stmts, sizeof **start);
+    *end = calloc(t->n_stmts, sizeof **end);
+    *crit = calloc(t->n_stmts, sizeof **crit);
+    sim_replay_opts o = { .model = &m, .durations_recorded = true, .drop = drop,
+                          .start = *start, .end = *end, .critical = *crit };
+    trace_reader rd;
+    trace_reader_memory(&rd, t);
+    if (sim_replay(&rd, &o, r, &err) != 0)
+        fail_msg("sim_replay: %s", err.msg);
+    return t;
+}
+
+static void free_each(trace *t, int64_t *start, int64_t *end, bool *crit)
+{
+    free(start);
+    free(end);
+    free(crit);
+    trace_free(t);
+}
+
+/* The critical path runs back from the statement that ends last through
+ * what each waited for: here the long kernel on gpu0, its record, gpu1's
+ * wait for it and the kernel after; not the short kernel gpu1 ran before
+ * the wait, nor the host's work. */
+static void test_replay_critical_path_goes_through_the_wait(void **state)
+{
+    (void)state;
+    const char *text = DECLS
+        "gpu0 op long w:a dur=50000\n"
+        "gpu0 record e\n"
+        "gpu1 op short w:b dur=1000\n"
+        "gpu1 wait e\n"
+        "gpu1 op after r:b dur=2000\n"
+        "host op own r:h w:h2 dur=3000\n";
+    int64_t *start, *end;
+    bool *crit;
+    sim_replay_result r;
+    trace *t = replay_each(text, NULL, &start, &end, &crit, &r);
+    bool want[6] = { true, true, false, true, true, false };
+    for (int i = 0; i < 6; i++)
+        if (crit[i] != want[i])
+            fail_msg("statement %d: on the critical path %d, want %d", i, crit[i], want[i]);
+    assert_int_equal(end[4], r.makespan_ns);
+    assert_true(end[3] >= end[0]);      /* the wait held gpu1 until the long kernel ended */
+    free_each(t, start, end, crit);
+}
+
+/* drop[] removes a barrier generation whole: without it the host that
+ * arrived early does not wait for the slow one. */
+static void test_replay_drop_mask_takes_a_barrier_generation(void **state)
+{
+    (void)state;
+    const char *text = TWO_HOSTS
+        "h1 op slow r:h w:h2 dur=40000\n"
+        "h1 barrier b count=2\n"
+        "h2 barrier b count=2\n"
+        "h2 op after r:h dur=1000\n";
+    int64_t *start, *end;
+    bool *crit;
+    sim_replay_result with, without;
+    trace *t = replay_each(text, NULL, &start, &end, &crit, &with);
+    int64_t after_with = start[3];
+    free_each(t, start, end, crit);
+    bool drop[4] = { false, true, true, false };
+    t = replay_each(text, drop, &start, &end, &crit, &without);
+    assert_true(after_with >= 40000);
+    assert_true(start[3] < 40000);
+    assert_int_equal(start[1], TRACE_TIME_NONE);
+    assert_int_equal(without.n_dropped, 2);
+    free_each(t, start, end, crit);
+}
+
 static void test_replay_hand_written_ops_are_priced_by_bytes_unless_told(void **state)
 {
     (void)state;
@@ -479,6 +562,8 @@ int main(void)
         cmocka_unit_test(test_replay_run_names_its_source_run),
         cmocka_unit_test(test_replay_await_follows_every_signal),
         cmocka_unit_test(test_replay_extra_barrier_arrival_orders_nothing),
+        cmocka_unit_test(test_replay_critical_path_goes_through_the_wait),
+        cmocka_unit_test(test_replay_drop_mask_takes_a_barrier_generation),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
