@@ -512,7 +512,7 @@ void rggml_compare(const rggml_calls *a, const rggml_calls *b, rggml_diff *d, FI
     memset(d, 0, sizeof *d);
     d->same = d->alloc_same = true;
     d->eval = -1;
-    int at = 0, bt = 0, alo, ahi, blo, bhi, ae, be;
+    int at = 0, bt = 0, alo = 0, ahi = 0, blo = 0, bhi = 0, ae = 0, be = 0;
     while (true) {
         bool ha = next_block(a, &at, &alo, &ahi, &ae), hb = next_block(b, &bt, &blo, &bhi, &be);
         if (!ha && !hb)
