@@ -6,10 +6,11 @@
  * traces (their expect lines are the contract's), the traces issue 30
  * quotes and one small trace per ruling, each with expect lines derived by
  * hand from the contract (the derivation is in the comment above each).
- * Then SYNCSIM_REF_TRACES random traces (default 1000; the suite's long mode
- * is 100000) from SYNCSIM_REF_SEED (default 1) are checked by both; any
- * disagreement fails, printed shrunk. build/tests/ref_diff runs any count
- * with jobs (docs/checker.md, "The reference").
+ * Then SYNCSIM_REF_TRACES random traces (default 1000; 100000 in the suite's
+ * long mode, SYNCSIM_TEST_LONG=1) from SYNCSIM_REF_SEED (default 1) are
+ * checked by both; any disagreement fails, printed shrunk.
+ * build/tests/ref_diff runs any count with jobs (docs/checker.md, "The
+ * reference").
  */
 #include <dirent.h>
 #include <setjmp.h>
@@ -423,11 +424,15 @@ static uint64_t env_u64(const char *name, uint64_t def)
     return *end ? def : (uint64_t)x;
 }
 
-/* Group setup: runs the traces once; the tests below read the counts. */
+/* Group setup: runs the traces once; the tests below read the counts.
+ * 1000 traces, or 100000 in the suite's long mode (SYNCSIM_TEST_LONG=1,
+ * scripts/setup --test); SYNCSIM_REF_TRACES overrides both. */
 static int run_traces(void **state)
 {
     (void)state;
-    N_TRACES = env_u64("SYNCSIM_REF_TRACES", 1000);
+    const char *long_mode = getenv("SYNCSIM_TEST_LONG");
+    bool is_long = long_mode && strcmp(long_mode, "1") == 0;
+    N_TRACES = env_u64("SYNCSIM_REF_TRACES", is_long ? 100000 : 1000);
     SEED = env_u64("SYNCSIM_REF_SEED", 1);
     ref_stats_init(&STATS);
     for (uint64_t i = 0; i < N_TRACES; i++)
