@@ -91,14 +91,18 @@
  * behind it (`s0 await f / s1 await f / s0 signal f / s1 signal f` with a
  * third signal of f free): whether a signal is "ordered after" depends on
  * which await is decided first, and the ruling's "decided as a fixpoint"
- * leaves that order open. The reference then decides one of them (fixes its
- * waited set as above, rule (b) then applies to it), runs on, and does so
- * for every order (up to MAX_OUTCOMES). When all orders give one outcome,
- * it is the verdict. When they differ only in HB, the verdict keeps what
- * every order gives (bytes racy in all, uses after free in all) and what
- * some order gives (pairs unordered in one, uses after free in one), and is
- * `ambiguous_flag`; when they differ in which statements run, also
- * `ambiguous_run`. ref_diff.c compares only what that leaves fixed.
+ * leaves that order open. The reference takes the order syncsim documents
+ * (docs/semantics.md, rule 6): "When nothing more can run or be released
+ * and awaits that their queues have reached are still neither released nor
+ * decided, the one that stands first in the file is decided, alone. Then
+ * everything runs on: whatever is released now (by that decision, or by the
+ * rule above given it) is released, what follows it runs, and the next
+ * await is decided only when that stops again." Deciding fixes the await's
+ * waited set as above ("the signals of its flag not ordered after it at
+ * that moment"; rule (b) then applies to it). That outcome is the verdict,
+ * compared in full. To count how often the order matters, every other
+ * order is tried too (up to MAX_OUTCOMES): order_matters when one gives
+ * another HB, order_matters_run when it runs other statements.
  *
  * RULE 6b (semaphores, docs/trace-format.md): "The sets ... of a semaphore
  * must happen one after another; their values, in that order, are the
@@ -784,8 +788,11 @@ static void advance(graph *g)
 
 /* Every order of deciding, from where advance() stops with flag awaits
  * blocked at the head of their queues and not decided: one of them is
- * decided (commit), the rest run on. The first outcome is kept in *first;
- * the others are compared with it. */
+ * decided (commit), the rest run on. The awaits are tried in file order,
+ * so the first outcome is the documented order's (docs/semantics.md:
+ * the earliest such await in the file is decided first): its findings go
+ * into the verdict and it is kept in *first; the others are only compared
+ * with it, to count the traces where the order matters. */
 #define MAX_OUTCOMES 64
 
 typedef struct explore_ctx {
@@ -795,13 +802,13 @@ typedef struct explore_ctx {
     bool overflow, run_differs, hb_differs;
 } explore_ctx;
 
-static void races_and_uses(graph *g, ref_verdict *v, bool first);
+static void races_and_uses(graph *g, ref_verdict *v);
 
 static void outcome(graph *g, explore_ctx *cx)
 {
     const runstate *rs = &g->rs;
-    races_and_uses(g, cx->v, cx->outcomes == 0);
     if (cx->outcomes++ == 0) {
+        races_and_uses(g, cx->v);
         *cx->first = *rs;
         return;
     }
@@ -865,14 +872,13 @@ static bool has_uaf(const ref_uaf *list, uint16_t n, uint16_t stmt, uint16_t roo
     return false;
 }
 
-/* Races and uses after free of the outcome in g->rs, merged into v: racy
- * bytes and uses after free kept when every outcome has them, unordered
- * pairs and uses after free in uaf_some when any has. */
-static void races_and_uses(graph *g, ref_verdict *v, bool first)
+/* Races, uses after free and semaphore races of the outcome in g->rs,
+ * into v. */
+static void races_and_uses(graph *g, ref_verdict *v)
 {
     const ref_trace *t = g->t;
-    static ref_ivset racy[REF_MAX_BUFS];
-    static ref_uaf uaf[REF_MAX_UAF];
+    ref_ivset *racy = v->racy;
+    ref_uaf *uaf = v->uaf;
     uint16_t n_uaf = 0;
     uint32_t pairs = 0;
     for (uint16_t r = 0; r < t->n_bufs; r++)
@@ -926,42 +932,19 @@ static void races_and_uses(graph *g, ref_verdict *v, bool first)
             uaf[n_uaf++] = (ref_uaf){ b, root };
         }
     }
+    v->n_uaf = n_uaf;
+    v->n_race_pairs = pairs;
     /* Semaphore sets that ran, pairwise ordered or not. */
-    ref_names sem;
-    memset(&sem, 0, sizeof sem);
     for (uint16_t a = 0; a < t->n; a++) {
         if (!g->rs.ran[a] || t->s[a].kind != REF_SIGNAL || !ref_is_sem(t, t->s[a].obj))
             continue;
         for (uint16_t b = a + 1; b < t->n; b++)
             if (g->rs.ran[b] && t->s[b].kind == REF_SIGNAL && t->s[b].obj == t->s[a].obj &&
-                !hb(g, a, b) && !hb(g, b, a))
-                names_add(&sem, t->s[a].obj);
+                !hb(g, a, b) && !hb(g, b, a)) {
+                names_add(&v->sem_race, t->s[a].obj);
+                v->ambiguous_sem = true;
+            }
     }
-    for (unsigned k = 0; k < REF_NAME_WORDS; k++) {
-        v->sem_race_some.w[k] |= sem.w[k];
-        v->sem_race.w[k] = first ? sem.w[k] : v->sem_race.w[k] & sem.w[k];
-        if (sem.w[k])
-            v->ambiguous_sem = true;
-    }
-    for (uint16_t i = 0; i < n_uaf; i++)
-        if (!has_uaf(v->uaf_some, v->n_uaf_some, uaf[i].stmt, uaf[i].root) &&
-            v->n_uaf_some < REF_MAX_UAF)
-            v->uaf_some[v->n_uaf_some++] = uaf[i];
-    if (first) {
-        v->n_race_pairs = pairs;
-        for (uint16_t r = 0; r < t->n_bufs; r++)
-            v->racy[r] = racy[r];
-        memcpy(v->uaf, uaf, n_uaf * sizeof uaf[0]);
-        v->n_uaf = n_uaf;
-        return;
-    }
-    for (uint16_t r = 0; r < t->n_bufs; r++)
-        ref_iv_intersect(&v->racy[r], &racy[r]);
-    uint16_t keep = 0;
-    for (uint16_t i = 0; i < v->n_uaf; i++)
-        if (has_uaf(uaf, n_uaf, v->uaf[i].stmt, v->uaf[i].root))
-            v->uaf[keep++] = v->uaf[i];
-    v->n_uaf = keep;
 }
 
 /* What ran and HB, of the outcome in g->rs. */
@@ -994,8 +977,8 @@ void ref_eval(const ref_trace *t, ref_verdict *v)
     explore_ctx cx = { &first, v, 0, false, false, false };
     explore(g, &cx);
     g->rs = first;
-    v->ambiguous_flag = cx.overflow || cx.run_differs || cx.hb_differs;
-    v->ambiguous_run = cx.overflow || cx.run_differs;
+    v->order_matters = cx.overflow || cx.run_differs || cx.hb_differs;
+    v->order_matters_run = cx.overflow || cx.run_differs;
     v->outcomes = cx.outcomes;
     findings(g, v);
 }
