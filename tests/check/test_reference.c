@@ -355,6 +355,40 @@ static const struct {
       "buffer x0 size=64\nbuffer x1 size=64\nbuffer t1 size=64\nbuffer t2 size=64\n"
       "r1 copy snoop x0 t1\nr0 collective tp allreduce size=2 rw:x0\n"
       "r1 collective tp allreduce size=2 rw:x1\nr1 copy fetch x0 t2\nexpect clean\n" },
+    /* Race type (ref_eval.c, "race type"), the issue's example: k4 (before
+     * k5 on s2, unordered with k3) can run between k3 and k5 and writes
+     * A[58:63], so k3/k5 need only be WAR (A[1:45]: k3 reads, k5 writes).
+     * k3/k4 both read and write A[58:63]: RAW (k5 could run between them
+     * too, if k3 ran last, so RAW is allowed there, not obliged). */
+    { "race-type-issue-example",
+      "syncsim-trace 1\nqueue h0 host\nqueue s1 stream device=1\nqueue s2 stream device=0\n"
+      "buffer A size=64\ns1 op k3 r:A[1:45] rw:A[58:63] by=h0\ns2 op k4 rw:A[48:64] by=h0\n"
+      "s2 op k5 r:A[42:45] rw:A by=h0\n"
+      "expect race type=RAW first=k3 second=k4\nexpect race type=WAR first=k3 second=k5\n" },
+    /* ... and RAW for k3/k5 is allowed too (they have it on A[58:63]). */
+    { "race-type-issue-example-raw-allowed",
+      "syncsim-trace 1\nqueue h0 host\nqueue s1 stream device=1\nqueue s2 stream device=0\n"
+      "buffer A size=64\ns1 op k3 r:A[1:45] rw:A[58:63] by=h0\ns2 op k4 rw:A[48:64] by=h0\n"
+      "s2 op k5 r:A[42:45] rw:A by=h0\n"
+      "expect race type=RAW first=k3 second=k4\nexpect race type=RAW first=k3 second=k5\n" },
+    /* s0 waits for h0's signal, which stands after k5: k4 and k6 (after the
+     * await) are unordered with k5, k4 HB k6. Nothing stands between k5 and
+     * k6 in the file, but k4 can run between them and writes A[0:32]: on
+     * A[0:16] k6 may read k4's bytes, so k5/k6 need only be WAW (A[48:64]).
+     * k4/k5: WAW on A[0:32]. */
+    { "race-type-between-in-execution",
+      "syncsim-trace 1\nqueue h0 host\nqueue s0 stream device=0\nqueue s2 stream device=2\n"
+      "buffer A size=64\ns0 await f0\ns0 op k4 w:A[16:32] w:A[0:16]\ns2 op k5 w:A\n"
+      "s0 op k6 r:A[0:16] w:A[48:64]\nh0 signal f0\n"
+      "expect race type=WAW first=k4 second=k5\nexpect race type=WAW first=k5 second=k6\n" },
+    /* h0's await waits for h2's signal alone, so a is unordered with b and
+     * c on h1. a/b: RAW on X[0:8] (b reads it), WAW on X[8:16]. But c reads
+     * X[0:8] after b (b HB c) and can run between a and b: FastTrack keeps
+     * c's read, not b's, so a/b need only be WAW; a/c is RAW. */
+    { "race-type-later-read-kept",
+      "syncsim-trace 1\nqueue h0 host\nqueue h1 host\nqueue h2 host\nbuffer X size=16\n"
+      "h0 await f\nh0 op a w:X\nh1 op b r:X[0:8] w:X[8:16]\nh1 op c r:X[0:8]\nh2 signal f\n"
+      "expect race type=WAW first=a second=b\nexpect race type=RAW first=a second=c\n" },
     /* Rule 3: a host wait on an event never recorded does not block. */
     { "host-wait-unrecorded",
       "syncsim-trace 1\nqueue h host\nqueue s stream device=0\nbuffer y size=64\n"
@@ -387,6 +421,11 @@ static void test_reference_rejects_wrong_expectations(void **state)
         "buffer B size=4096 device=1\nhost op fill w:X\ns0 copy upload X A\ns0 op mm0 r:A w:A\n"
         "s0 record e0\ns1 copy p2p A B\ns1 op mm1 r:B w:B\nhost sync s1\n"
         "host copy download B X\nexpect race type=RAW first=mm0 second=p2p\n",
+        /* a type the pair does not have: k5 writes what k4 wrote, reads none */
+        "syncsim-trace 1\nqueue h0 host\nqueue s0 stream device=0\nqueue s2 stream device=2\n"
+        "buffer A size=64\ns0 await f0\ns0 op k4 w:A[16:32] w:A[0:16]\ns2 op k5 w:A\n"
+        "s0 op k6 r:A[0:16] w:A[48:64]\nh0 signal f0\n"
+        "expect race type=RAW first=k4 second=k5\nexpect race type=WAW first=k5 second=k6\n",
         /* a race of the wrong type */
         "syncsim-trace 1\nqueue h host\nqueue s stream device=0\nbuffer y size=64\n"
         "s op mv w:y\nh op print r:y\nexpect race type=WAR first=mv second=print\n",

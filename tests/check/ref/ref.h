@@ -235,11 +235,19 @@ void ref_eval(const ref_trace *t, ref_verdict *v);
 /* Conflict between statements a and b (file order a < b) as the contract
  * defines a race: the root of their overlapping bytes with at least one
  * write (the first root found, REF_NONE when none), those bytes, and the
- * race types seen (TRACE_RACE_* bits: RAW 1, WAR 2, WAW 4, first = a). */
+ * race types seen (TRACE_RACE_* bits: RAW 1, WAR 2, WAW 4, first = a).
+ * except (may be NULL): bytes left out of the types (not of bytes). */
 uint16_t ref_conflict(const ref_trace *t, uint16_t a, uint16_t b, uint16_t root_only,
-                      ref_ivset *bytes, uint8_t *types);
+                      const ref_ivset *except, ref_ivset *bytes, uint8_t *types);
 /* The type the contract's findings name for a type set: RAW, then WAW, then WAR. */
 uint8_t ref_race_type(uint8_t types);
+/* Whether a checker may name `type` (one bit) for the race of statements
+ * a < b on root (ref_eval.c, "race type"): a type they have on some byte,
+ * at least as telling as their type on the bytes where no other statement
+ * can come between them (in an order of execution HB allows) and make one
+ * of them not "most recent"; *need gets that least type (0: none). */
+bool ref_race_type_ok(const ref_trace *t, const ref_verdict *v, uint16_t a, uint16_t b,
+                      uint16_t root, uint8_t type, uint8_t *need);
 
 /* Compares v with t's expect lines; writes what differs into why (one line
  * per difference) and returns true when they agree. Races: every expected

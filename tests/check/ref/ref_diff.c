@@ -18,8 +18,12 @@
  *                   racy bytes covered by no reported pair (race-missed), a
  *                   reported pair that is ordered, shares no conflicting byte or
  *                   involves a statement that never runs (race-false). The
- *                   pair's type must be the one the contract names for it
- *                   (race-type: RAW, then WAW, then WAR, first = earlier line).
+ *                   pair's type must be one the contract lets it name
+ *                   (race-type, ref_race_type_ok: a type the pair has, at
+ *                   least as telling, RAW > WAW > WAR, as its type on the
+ *                   bytes where, in every order of execution HB allows,
+ *                   each is the most recent access the other could be
+ *                   compared with; first = earlier line).
  *   use-after-free  the set of (access statement, root), exactly; the free a
  *                   finding names must be a free that makes it one.
  *   the rest        wait-unrecorded (set of waits), barrier-mismatch,
@@ -217,16 +221,19 @@ static void take_race(ref_buf *m, uint32_t *cls, const ref_trace *t, const ref_v
     }
     ref_ivset bytes;
     uint8_t types;
-    if (ref_conflict(t, (uint16_t)a, (uint16_t)b, root, &bytes, &types) == REF_NONE) {
+    if (ref_conflict(t, (uint16_t)a, (uint16_t)b, root, NULL, &bytes, &types) == REF_NONE) {
         *cls |= 1u << REF_CLASS_RACE_FALSE;
         ref_bprintf(m, "race-false: race %s/%s on %s, but they share no conflicting byte there\n", na,
             nb, t->names[t->b[root].name]);
         return;
     }
-    if (f->race_type != ref_race_type(types)) {
+    uint8_t need;
+    if (!ref_race_type_ok(t, v, (uint16_t)a, (uint16_t)b, root, f->race_type, &need)) {
         *cls |= 1u << REF_CLASS_RACE_TYPE;
-        ref_bprintf(m, "race-type: race %s/%s is %s by the contract, the checker says %s\n", na, nb,
-            check_race_word(ref_race_type(types)), check_race_word(f->race_type));
+        ref_bprintf(m, "race-type: race %s/%s has types%s%s%s, the contract obliges at least "
+                       "%s, the checker says %s\n",
+            na, nb, types & 1 ? " RAW" : "", types & 4 ? " WAW" : "", types & 2 ? " WAR" : "",
+            need ? check_race_word(need) : "none", check_race_word(f->race_type));
     }
     ref_iv_union(&c->covered[root], &bytes);
 }
