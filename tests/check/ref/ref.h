@@ -296,9 +296,9 @@ const char *ref_class_what(int c);
     X(COLL_MISMATCH, "collective-mismatch")  \
     X(UNMATCHED_SEND, "unmatched-send")      \
     X(SEM_RACE, "semaphore-race")            \
-    X(AMBIGUOUS_SEM, "(ambiguous: semaphore order)") \
-    X(ORDER_HB, "(decision order: HB)")     \
-    X(ORDER_RUN, "(decision order: what runs)")
+    X(AMBIGUOUS_SEM, "sem-order")            \
+    X(ORDER_HB, "order-hb")                  \
+    X(ORDER_RUN, "order-run")
 
 typedef enum {
 #define REF_FOUND_ENUM(name, word) REF_FOUND_##name,

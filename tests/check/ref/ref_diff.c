@@ -490,24 +490,26 @@ void ref_stats_print(FILE *out, const ref_run_stats *st)
         fprintf(out, " (and %llu with a use after free the checker's coverage says it "
                      "did not judge)", (unsigned long long)st->unjudged);
     fprintf(out, "\n");
-    fprintf(out, "%-22s %9s", "generator", "traces");
+    fprintf(out, "%-12s %8s", "generator", "traces");
     for (int k = 0; k < REF_FOUND_COUNT; k++)
-        fprintf(out, " %*.*s", 7, 7, found_words[k]);
+        fprintf(out, " %*.*s", 9, 9, found_words[k]);
     fprintf(out, "\n");
     for (int g = 0; g < ref_gen_count(); g++) {
-        fprintf(out, "%-22s %9llu", ref_gen_name(g), (unsigned long long)st->by_gen[g]);
+        fprintf(out, "%-12s %8llu", ref_gen_name(g), (unsigned long long)st->by_gen[g]);
         for (int k = 0; k < REF_FOUND_COUNT; k++)
-            fprintf(out, " %7llu", (unsigned long long)st->found_by_gen[g][k]);
+            fprintf(out, " %9llu", (unsigned long long)st->found_by_gen[g][k]);
         fprintf(out, "\n");
     }
-    fprintf(out, "%-22s %9llu", "all", (unsigned long long)st->traces);
+    fprintf(out, "%-12s %8llu", "all", (unsigned long long)st->traces);
     for (int k = 0; k < REF_FOUND_COUNT; k++)
-        fprintf(out, " %7llu", (unsigned long long)st->found[k]);
+        fprintf(out, " %9llu", (unsigned long long)st->found[k]);
     fprintf(out, "\n(columns: traces where the reference finds each kind: %s",
             found_words[0]);
     for (int k = 1; k < REF_FOUND_COUNT; k++)
         fprintf(out, ", %s", found_words[k]);
-    fprintf(out, ")\n");
+    fprintf(out, "; sem-order: sets of one semaphore HB does not order, where only "
+                 "semaphore-race is compared; order-hb, order-run: another order of deciding "
+                 "ruling 1's blocked awaits gives another HB, or runs other statements)\n");
     uint64_t order = st->found[REF_FOUND_ORDER_HB] + st->found[REF_FOUND_ORDER_RUN];
     fprintf(out, "ruling 1's decision order: %llu traces where another order of deciding the "
                  "blocked awaits gives another HB (%llu of them other statements run), each "
