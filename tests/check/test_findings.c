@@ -481,25 +481,12 @@ static void test_findings_coverage_counts_drops_and_ranks(void **state)
     trace_free(t);
 }
 
-/* h1 learns of h0 just after h0's first free; h0 then allocs and frees X
- * nine times more (more marks than a range keeps), so h1's read could need
- * a forgotten mark: it is not judged for use after free (it also races with
- * h0's last alloc, as such an access always does: the mark it did not see
- * writes the whole buffer). */
+/* A read that the lifetime marks cannot judge for use after free (it also
+ * races with h0's last alloc, as such an access always does: the mark it
+ * did not see writes the whole buffer). */
 static trace *unjudged_access(void)
 {
-    trace *t = tb_new();
-    tb_host(t, "h0");
-    tb_host(t, "h1");
-    tb_buf(t, "X", 64);
-    tb_alloc_free(t, "h0", TRACE_FREE, "X");
-    tb_signal(t, "h0", "f");
-    tb_await(t, "h1", "f");
-    for (int i = 0; i < 9; i++) {
-        tb_alloc_free(t, "h0", TRACE_ALLOC, "X");
-        tb_alloc_free(t, "h0", TRACE_FREE, "X");
-    }
-    tb_alloc_free(t, "h0", TRACE_ALLOC, "X");
+    trace *t = tb_more_marks_than_kept();
     tb_op(t, "h1", "stale", "r:X");
     return t;
 }

@@ -551,18 +551,7 @@ static void test_hb_race_type_from_each_piece_mode(void **state)
 static void test_hb_unjudged_use_after_free_in_coverage(void **state)
 {
     (void)state;
-    trace *t = tb_new();
-    tb_host(t, "h0");
-    tb_host(t, "h1");
-    tb_buf(t, "X", 64);
-    tb_alloc_free(t, "h0", TRACE_FREE, "X");
-    tb_signal(t, "h0", "f");
-    tb_await(t, "h1", "f");
-    for (int i = 0; i < 9; i++) {
-        tb_alloc_free(t, "h0", TRACE_ALLOC, "X");
-        tb_alloc_free(t, "h0", TRACE_FREE, "X");
-    }
-    tb_alloc_free(t, "h0", TRACE_ALLOC, "X");
+    trace *t = tb_more_marks_than_kept();
     tb_op(t, "h0", "mine", "r:X");
     tb_op(t, "h1", "stale", "r:X");
     check_report *rep = tb_check(t);
