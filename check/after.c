@@ -46,14 +46,13 @@
  * whether a signal is "ordered after" then depends on which await is
  * decided first, and the ruling says "Releases are decided as a fixpoint:
  * what an await's release orders counts for the awaits decided after it".
- * The blocked await that stands first in the file is then decided, alone:
- * it waits from then on for exactly the signals of its flag outside its D
- * at that moment (the ones that have run included), and is released once
+ * The blocked awaits are then decided in file order: an await decided
+ * waits from then on for exactly the signals of its flag outside its D at
+ * that moment (the ones that have run included), and is released once
  * they have all run and there is one; the awaits decided after it see it
- * through the last edge above. The question is asked again at once: what
- * that decision releases runs before the next await is decided (deciding
- * every blocked await in one sweep could hang a queue that the first
- * decisions release: tests/litmus/rule6-flag-decide-one-at-a-time.trace).
+ * through the last edge above, and nothing is released before the round
+ * ends (docs/semantics.md says so; tests/litmus/
+ * rule6-flag-decisions-in-one-round.trace is a trace where that matters).
  * Another order could give another verdict (tests/check/ref counts such
  * traces); file order is the one a reader can follow.
  *
@@ -597,10 +596,9 @@ int check_after_release(check_engine *e)
             released++;
         }
     }
-    /* none: decide the await still open that stands first in the file,
-     * alone: what it releases runs before the next is decided */
+    /* none: decide the awaits still open, in file order */
     bool decided = false;
-    for (uint32_t k = 0; k < n_heads && !released && !decided && !x.oom; k++) {
+    for (uint32_t k = 0; k < n_heads && !released && !x.oom; k++) {
         check_pend *p = heads[k];
         if (p->decided)
             continue;
@@ -613,6 +611,6 @@ int check_after_release(check_engine *e)
     free(heads);
     if (oom)
         return -1;
-    /* a decision made: ask again, it may release some */
+    /* decisions made: ask again, they may release some */
     return decided ? check_after_release(e) : (int)released;
 }

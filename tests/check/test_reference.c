@@ -110,7 +110,7 @@ static void test_reference_shared_litmus(void **state)
 }
 
 /* The project's own litmus traces (tests/litmus), ruling 1's documented
- * decision order among them (rule6-flag-decide-one-at-a-time.trace). */
+ * decision order among them (rule6-flag-decisions-in-one-round.trace). */
 static void test_reference_project_litmus(void **state)
 {
     (void)state;
@@ -451,11 +451,12 @@ static void test_reference_rejects_wrong_expectations(void **state)
  * signal free to run: deciding h0's await first and the converse both run
  * every queue, with different HB, and the reference counts the trace as
  * one where the order matters. Its verdict is the documented order's
- * (docs/semantics.md): h0's await (line 5) is decided first and waits for
- * h1's and h3's signals of f; then h1's await of g counts h0's signal of g
- * as ordered after itself (it follows h0's await, which waits for h1's
- * signal of f), so it waits for h2's alone: h2's signal HB h1's signal of
- * f, h0's signal of g HB nothing on h1. */
+ * (docs/semantics.md: the blocked awaits are decided in file order): h0's
+ * await (line 5) is decided first and waits for h1's and h3's signals of f;
+ * then h1's await of g counts h0's signal of g as ordered after itself (it
+ * follows h0's await, which waits for h1's signal of f), so it waits for
+ * h2's alone: h2's signal HB h1's signal of f, h0's signal of g HB nothing
+ * on h1. */
 static void test_reference_decides_in_file_order(void **state)
 {
     (void)state;

@@ -200,8 +200,8 @@ typedef struct ref_uaf { uint16_t stmt, root; } ref_uaf;
 /*
  * The contract's verdict on a trace. Where ruling 1 lets the order in which
  * blocked awaits are decided change the outcome, it is the outcome of the
- * order docs/semantics.md documents (the earliest blocked await in the file
- * first: ref_eval.c); order_matters says that another order gives another
+ * order docs/semantics.md documents (the blocked awaits decided in file
+ * order: ref_eval.c); order_matters says that another order gives another
  * HB (order_matters_run: other statements run), for the counts only.
  */
 typedef struct ref_verdict {

@@ -513,8 +513,8 @@ void ref_stats_print(FILE *out, const ref_run_stats *st)
     uint64_t order = st->found[REF_FOUND_ORDER_HB] + st->found[REF_FOUND_ORDER_RUN];
     fprintf(out, "ruling 1's decision order: %llu traces where another order of deciding the "
                  "blocked awaits gives another HB (%llu of them other statements run), each "
-                 "decided in the documented order (the first in the file first) and compared in "
-                 "full: %llu disagree\n",
+                 "decided in the documented order (in file order) and compared in full: %llu "
+                 "disagree\n",
             (unsigned long long)order, (unsigned long long)st->found[REF_FOUND_ORDER_RUN],
             (unsigned long long)st->order_disagree);
     for (int c = 0; c < REF_CLASS_COUNT; c++) {

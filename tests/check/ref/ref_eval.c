@@ -94,15 +94,15 @@
  * leaves that order open. The reference takes the order syncsim documents
  * (docs/semantics.md, rule 6): "When nothing more can run or be released
  * and awaits that their queues have reached are still neither released nor
- * decided, the one that stands first in the file is decided, alone. Then
- * everything runs on: whatever is released now (by that decision, or by the
- * rule above given it) is released, what follows it runs, and the next
- * await is decided only when that stops again." Deciding fixes the await's
- * waited set as above ("the signals of its flag not ordered after it at
- * that moment"; rule (b) then applies to it). That outcome is the verdict,
- * compared in full. To count how often the order matters, every other
- * order is tried too (up to MAX_OUTCOMES): order_matters when one gives
- * another HB, order_matters_run when it runs other statements.
+ * decided, they are all decided, one after another in file order: each
+ * waits for the signals of its flag not ordered after it given the
+ * decisions made before it, those of this round included. Nothing is
+ * released between two decisions of a round. Then everything runs on".
+ * Deciding fixes the await's waited set as above (rule (b) then applies to
+ * it). That outcome is the verdict, compared in full. To count how often
+ * the order matters, every other order of each round is tried too (up to
+ * MAX_OUTCOMES outcomes): order_matters when one gives another HB,
+ * order_matters_run when it runs other statements.
  *
  * RULE 6b (semaphores, docs/trace-format.md): "The sets ... of a semaphore
  * must happen one after another; their values, in that order, are the
@@ -907,12 +907,13 @@ static void advance(graph *g)
 }
 
 /* Every order of deciding, from where advance() stops with flag awaits
- * blocked at the head of their queues and not decided: one of them is
- * decided (commit), the rest run on. The awaits are tried in file order,
- * so the first outcome is the documented order's (docs/semantics.md:
- * the earliest such await in the file is decided first): its findings go
- * into the verdict and it is kept in *first; the others are only compared
- * with it, to count the traces where the order matters. */
+ * blocked at the head of their queues and not decided: all of them are
+ * decided (commit), one after another, then the rest runs on. The orders
+ * are tried in file order first, so the first outcome is the documented
+ * order's (docs/semantics.md: the blocked awaits are decided in file
+ * order): its findings go into the verdict and it is kept in *first; the
+ * others are only compared with it, to count the traces where the order
+ * matters. */
 #define MAX_OUTCOMES 64
 
 typedef struct explore_ctx {
@@ -940,40 +941,52 @@ static void outcome(graph *g, explore_ctx *cx)
     }
 }
 
-static void explore(graph *g, explore_ctx *cx)
+static void explore(graph *g, explore_ctx *cx);
+
+/* Decides the n awaits of open[] in every order (file order first), each
+ * order then running on (explore). */
+static void decide_all(graph *g, explore_ctx *cx, uint16_t *open, uint16_t n)
 {
-    advance(g);
-    uint16_t undecided[REF_MAX_STMTS], n = 0;
-    for (uint16_t x = 0; x < g->n; x++)
-        if (is_flag_await(g->t, x) && !g->rs.ran[x] && !g->never[x] && !g->rs.decided[x] &&
-            ns_subset(&g->pre[x], &g->rs.ranset, g->nw))
-            undecided[n++] = x;
     if (n == 0) {
-        outcome(g, cx);
+        explore(g, cx);
         return;
     }
     if (cx->outcomes >= MAX_OUTCOMES) {
         cx->overflow = true;
         return;
     }
-    if (n == 1) {
-        commit(g, undecided[0]);
-        explore(g, cx);
-        return;
-    }
-    runstate *saved = malloc(sizeof *saved);
-    if (!saved) {
+    runstate *saved = n > 1 ? malloc(sizeof *saved) : NULL;
+    if (n > 1 && !saved) {
         cx->overflow = true;
         return;
     }
-    *saved = g->rs;
+    if (saved)
+        *saved = g->rs;
     for (uint16_t i = 0; i < n; i++) {
         if (i)
             g->rs = *saved;
-        commit(g, undecided[i]);
-        explore(g, cx);
+        uint16_t rest[REF_MAX_STMTS], m = 0;
+        for (uint16_t j = 0; j < n; j++)
+            if (j != i)
+                rest[m++] = open[j];
+        commit(g, open[i]);
+        decide_all(g, cx, rest, m);
     }
     free(saved);
+}
+
+static void explore(graph *g, explore_ctx *cx)
+{
+    advance(g);
+    uint16_t open[REF_MAX_STMTS], n = 0;
+    for (uint16_t x = 0; x < g->n; x++)
+        if (is_flag_await(g->t, x) && !g->rs.ran[x] && !g->never[x] && !g->rs.decided[x] &&
+            ns_subset(&g->pre[x], &g->rs.ranset, g->nw))
+            open[n++] = x;
+    if (n == 0)
+        outcome(g, cx);
+    else
+        decide_all(g, cx, open, n);
 }
 
 /* ------------------------------------------------------------------ */
