@@ -228,6 +228,8 @@ typedef struct ref_verdict {
 } ref_verdict;
 
 bool ref_names_has(const ref_names *s, uint16_t id);
+/* Statement a happens before statement b in v. */
+bool ref_hb(const ref_verdict *v, uint16_t a, uint16_t b);
 
 /* The verdict of the contract on t. */
 void ref_eval(const ref_trace *t, ref_verdict *v);

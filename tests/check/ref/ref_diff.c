@@ -121,11 +121,6 @@ static const char *queue_names(const ref_trace *t, uint32_t mask, char *buf, siz
     return buf;
 }
 
-static bool hb(const ref_verdict *v, uint16_t a, uint16_t b)
-{
-    return v->hb[b].w[a / 64] >> (a % 64) & 1;
-}
-
 static bool is_uaf(const ref_verdict *v, uint16_t stmt, uint16_t root)
 {
     for (uint16_t i = 0; i < v->n_uaf; i++)
@@ -139,11 +134,11 @@ static bool uaf_witness(const ref_trace *t, const ref_verdict *v, uint16_t f, ui
                         uint16_t root)
 {
     if (f >= t->n || t->s[f].kind != REF_FREE || t->s[f].obj != root || !v->ran[f] ||
-        !hb(v, f, b))
+        !ref_hb(v, f, b))
         return false;
     for (uint16_t a = 0; a < t->n; a++)
-        if (t->s[a].kind == REF_ALLOC && t->s[a].obj == root && v->ran[a] && hb(v, f, a) &&
-            hb(v, a, b))
+        if (t->s[a].kind == REF_ALLOC && t->s[a].obj == root && v->ran[a] && ref_hb(v, f, a) &&
+            ref_hb(v, a, b))
             return false;
     return true;
 }
@@ -216,7 +211,7 @@ static void take_race(ref_buf *m, uint32_t *cls, const ref_trace *t, const ref_v
     if (!(v->unordered[b].w[a / 64] >> (a % 64) & 1)) {
         *cls |= 1u << REF_CLASS_RACE_FALSE;
         ref_bprintf(m, "race-false: race %s/%s, but %s HB %s\n", na, nb,
-            hb(v, (uint16_t)a, (uint16_t)b) ? na : nb, hb(v, (uint16_t)a, (uint16_t)b) ? nb : na);
+            ref_hb(v, (uint16_t)a, (uint16_t)b) ? na : nb, ref_hb(v, (uint16_t)a, (uint16_t)b) ? nb : na);
         return;
     }
     ref_ivset bytes;

@@ -515,7 +515,7 @@ static void iv_minus(ref_ivset *a, const ref_ivset *b)
     *a = out;
 }
 
-static bool vhb(const ref_verdict *v, uint16_t a, uint16_t b)
+bool ref_hb(const ref_verdict *v, uint16_t a, uint16_t b)
 {
     return v->hb[b].w[a / 64] >> (a % 64) & 1;
 }
@@ -538,13 +538,13 @@ bool ref_race_type_ok(const ref_trace *t, const ref_verdict *v, uint16_t a, uint
     ref_ivset between, piece;
     ref_iv_clear(&between);
     for (uint16_t c = 0; c < t->n; c++) {
-        if (!v->ran[c] || c == a || c == b || (vhb(v, c, a) && vhb(v, c, b)) ||
-            (vhb(v, a, c) && vhb(v, b, c)))
+        if (!v->ran[c] || c == a || c == b || (ref_hb(v, c, a) && ref_hb(v, c, b)) ||
+            (ref_hb(v, a, c) && ref_hb(v, b, c)))
             continue;
         bytes_of(t, c, root, REF_W, &piece);
         ref_iv_union(&between, &piece);
         for (int k = 0; k < 2; k++) {
-            if (!vhb(v, pair[k], c))
+            if (!ref_hb(v, pair[k], c))
                 continue;
             bytes_of(t, c, root, REF_R, &piece);
             ref_iv_intersect(&piece, &only_reads[k]);

@@ -130,8 +130,7 @@ bool ref_expect_agrees(const ref_trace *t, const ref_verdict *v, char *why, size
                 ok = false;
                 continue;
             }
-            bool ordered = (v->hb[b].w[a / 64] >> (a % 64) & 1) ||
-                           (v->hb[a].w[b / 64] >> (b % 64) & 1);
+            bool ordered = ref_hb(v, a, b) || ref_hb(v, b, a);
             bool type_ok = false;
             for (uint16_t r = 0; r < t->n_bufs; r++) {
                 if (t->b[r].parent != REF_NONE || (root != REF_NONE && r != root))
