@@ -210,8 +210,9 @@ static void take_race(ref_buf *m, uint32_t *cls, const ref_trace *t, const ref_v
     }
     if (!(v->unordered[b].w[a / 64] >> (a % 64) & 1)) {
         *cls |= 1u << REF_CLASS_RACE_FALSE;
-        ref_bprintf(m, "race-false: race %s/%s, but %s HB %s\n", na, nb,
-            ref_hb(v, (uint16_t)a, (uint16_t)b) ? na : nb, ref_hb(v, (uint16_t)a, (uint16_t)b) ? nb : na);
+        bool ab = ref_hb(v, (uint16_t)a, (uint16_t)b);
+        ref_bprintf(m, "race-false: race %s/%s, but %s HB %s\n", na, nb, ab ? na : nb,
+            ab ? nb : na);
         return;
     }
     ref_ivset bytes;

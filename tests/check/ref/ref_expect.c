@@ -7,7 +7,8 @@
  * it names ("it need not list every older pair"), so a race line is checked
  * for what it claims (the two statements ran, are not ordered, and the type
  * is one the contract lets a checker name for them: ref_race_type_ok) and the
- * lines together must cover every byte the reference finds racy. Every other kind is compared as a set.
+ * lines together must cover every byte the reference finds racy. Every other
+ * kind is compared as a set.
  */
 #include "ref.h"
 
