@@ -421,6 +421,10 @@ static void test_reference_rejects_wrong_expectations(void **state)
         "buffer B size=4096 device=1\nhost op fill w:X\ns0 copy upload X A\ns0 op mm0 r:A w:A\n"
         "s0 record e0\ns1 copy p2p A B\ns1 op mm1 r:B w:B\nhost sync s1\n"
         "host copy download B X\nexpect race type=RAW first=mm0 second=p2p\n",
+        /* a type the pair has, but less telling than the contract obliges:
+         * nothing else touches A, so the checker must compare all of it: RAW */
+        "syncsim-trace 1\nqueue h host\nqueue s0 stream device=0\nqueue s1 stream device=1\n"
+        "buffer A size=64\ns0 op a rw:A\ns1 op b rw:A\nexpect race type=WAR first=a second=b\n",
         /* a type the pair does not have: k5 writes what k4 wrote, reads none */
         "syncsim-trace 1\nqueue h0 host\nqueue s0 stream device=0\nqueue s2 stream device=2\n"
         "buffer A size=64\ns0 await f0\ns0 op k4 w:A[16:32] w:A[0:16]\ns2 op k5 w:A\n"
