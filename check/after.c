@@ -50,9 +50,11 @@
  * waits from then on for exactly the signals of its flag outside its D at
  * that moment (the ones that have run included), and is released once
  * they have all run and there is one; the awaits decided after it see it
- * through the last edge above. Another order could give another verdict
- * (tests/check/ref reports such traces as ambiguous); file order is the
- * one a reader can follow.
+ * through the last edge above, and nothing is released before the round
+ * ends (docs/semantics.md says so; tests/litmus/
+ * rule6-flag-decisions-in-one-round.trace is a trace where that matters).
+ * Another order could give another verdict (tests/check/ref counts such
+ * traces); file order is the one a reader can follow.
  *
  * Cost. One marking is O(pending statements), indexes built once per
  * question; an await met inside it has its fixed signals marked once (the

@@ -251,6 +251,7 @@ void check_coverage_print_json(FILE *out, const check_coverage *c, const trace *
         trace_ledger_print_json(out, t);
     else
         fputs("{}", out);
+    fprintf(out, ", \"uaf_unjudged\": %" PRIu64, c->uaf_unjudged);
     if (c->ranks_world) {
         const char *absent = t ? trace_get_meta(t, "ranks.absent") : NULL;
         fprintf(out, ", \"ranks\": {\"given\": %u, \"world\": %u, \"absent\": ", c->ranks_given,
@@ -271,6 +272,7 @@ void check_coverage_to_info(const check_coverage *c, trace_check_info *info)
     info->dropped = c->dropped;
     info->ranks_given = c->ranks_given;
     info->ranks_world = c->ranks_world;
+    info->uaf_unjudged = c->uaf_unjudged;
 }
 
 const check_coverage *check_coverage_from_info(check_coverage *c, const trace_check_info *info)
@@ -279,6 +281,6 @@ const check_coverage *check_coverage_from_info(check_coverage *c, const trace_ch
         return NULL;
     *c = (check_coverage){ info->device,  info->device_ranged, info->host_accesses,
                            info->dropped, info->captured,      info->ranks_given,
-                           info->ranks_world };
+                           info->ranks_world, info->uaf_unjudged };
     return c;
 }

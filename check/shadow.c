@@ -289,8 +289,10 @@ const check_site *check_cell_read(const check_cell *c, uint32_t i)
 
 bool check_cell_equal(const check_cell *a, const check_cell *b)
 {
-    if (a->w.seq != b->w.seq || (a->life != b->life && !life_equal(a->life, b->life)) ||
-        a->n_reads != b->n_reads)
+    /* the write's mode too: two pieces of one statement can differ in it
+     * (`w:A r:A[0:42]`), and a race's type comes from it */
+    if (a->w.seq != b->w.seq || a->w.mode != b->w.mode ||
+        (a->life != b->life && !life_equal(a->life, b->life)) || a->n_reads != b->n_reads)
         return false;
     if (a->n_reads == 0)
         return true;

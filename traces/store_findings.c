@@ -14,10 +14,13 @@
  *   finding_parts(run, finding, pos, role, queue, seq, line, text, kind,
  *                 count, extra)
  *   check_coverage(run, check_id, captured, device, device_ranged,
- *                  host_accesses, dropped, ranks_given, ranks_world)
+ *                  host_accesses, dropped, ranks_given, ranks_world,
+ *                  uaf_unjudged)
  *       what each check could judge (check/coverage.c); made by the first
  *       check that stores one, so a database written before it has none and
- *       its checks read back without coverage.
+ *       its checks read back without coverage. uaf_unjudged came later: a
+ *       table made without it gains it (NULL in the rows already there,
+ *       read as 0) when a check is next stored, and reads as 0 until then.
  *   finding_sites(run, check_id, finding, side, site)
  *       the call site (site=) of a statement a finding names: side 0 its
  *       first, 1 its second, 2 + K its part K. Beside `findings` rather
@@ -89,7 +92,7 @@ static int step_once(trace_store *st, sqlite3_stmt *q, const char *table, trace_
 #define COVERAGE_SQL                                                                       \
     "CREATE TABLE IF NOT EXISTS check_coverage(run INTEGER, check_id INTEGER,"              \
     " captured INTEGER, device INTEGER, device_ranged INTEGER, host_accesses INTEGER,"      \
-    " dropped INTEGER, ranks_given INTEGER, ranks_world INTEGER,"                           \
+    " dropped INTEGER, ranks_given INTEGER, ranks_world INTEGER, uaf_unjudged INTEGER,"     \
     " PRIMARY KEY(run, check_id)) WITHOUT ROWID"
 
 #define SITES_SQL                                                                          \
@@ -111,6 +114,23 @@ static int has_table(trace_store *st, const char *name, trace_error *err)
     sqlite3_finalize(q);
     if (rc != SQLITE_ROW && rc != SQLITE_DONE)
         return store_fail(st, rc, "sqlite_master", NULL, err);
+    return rc == SQLITE_ROW;
+}
+
+/* 1 when table `table` has column `column`, 0 when not, -1 with err. */
+static int has_column(trace_store *st, const char *table, const char *column, trace_error *err)
+{
+    sqlite3_stmt *q = NULL;
+    int rc = sqlite3_prepare_v2(st->db, "SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2", -1,
+                                &q, NULL);
+    if (rc != SQLITE_OK)
+        return store_fail(st, rc, table, NULL, err);
+    sqlite3_bind_text(q, 1, table, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 2, column, -1, SQLITE_STATIC);
+    rc = sqlite3_step(q);
+    sqlite3_finalize(q);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return store_fail(st, rc, table, NULL, err);
     return rc == SQLITE_ROW;
 }
 
@@ -162,10 +182,15 @@ static int save_coverage(trace_store *st, int64_t run, const trace_check_info *i
 {
     if (store_exec(st, COVERAGE_SQL, "check_coverage", err) != 0)
         return -1;
+    int counted = has_column(st, "check_coverage", "uaf_unjudged", err);
+    if (counted < 0 ||
+        (!counted && store_exec(st, "ALTER TABLE check_coverage ADD COLUMN uaf_unjudged INTEGER",
+                                "check_coverage", err) != 0))
+        return -1;
     sqlite3_stmt *q = NULL;
     int rc = sqlite3_prepare_v2(st->db,
                                 "INSERT OR REPLACE INTO check_coverage SELECT ?1, max(id), ?2, ?3,"
-                                " ?4, ?5, ?6, ?7, ?8 FROM checks WHERE run = ?1",
+                                " ?4, ?5, ?6, ?7, ?8, ?9 FROM checks WHERE run = ?1",
                                 -1, &q, NULL);
     if (rc != SQLITE_OK)
         return store_fail(st, rc, "check_coverage", NULL, err);
@@ -177,6 +202,7 @@ static int save_coverage(trace_store *st, int64_t run, const trace_check_info *i
     sqlite3_bind_int64(q, 6, (int64_t)info->dropped);
     sqlite3_bind_int64(q, 7, info->ranks_given);
     sqlite3_bind_int64(q, 8, info->ranks_world);
+    sqlite3_bind_int64(q, 9, (int64_t)info->uaf_unjudged);
     rc = step_once(st, q, "check_coverage", err);
     sqlite3_finalize(q);
     return rc;
@@ -188,11 +214,17 @@ static int load_coverage(trace_store *st, int64_t run, trace_check_info *info, t
     int has = has_table(st, "check_coverage", err);
     if (has <= 0)
         return has;             /* 0: stored before coverage was */
+    int counted = has_column(st, "check_coverage", "uaf_unjudged", err);
+    if (counted < 0)
+        return -1;
     sqlite3_stmt *q = NULL;
     int rc = sqlite3_prepare_v2(st->db,
-                                "SELECT captured, device, device_ranged, host_accesses, dropped,"
-                                " ranks_given, ranks_world FROM check_coverage"
-                                " WHERE run = ?1 AND check_id = ?2",
+                                counted ? "SELECT captured, device, device_ranged, host_accesses,"
+                                          " dropped, ranks_given, ranks_world, uaf_unjudged"
+                                          " FROM check_coverage WHERE run = ?1 AND check_id = ?2"
+                                        : "SELECT captured, device, device_ranged, host_accesses,"
+                                          " dropped, ranks_given, ranks_world, 0"
+                                          " FROM check_coverage WHERE run = ?1 AND check_id = ?2",
                                 -1, &q, NULL);
     if (rc != SQLITE_OK)
         return store_fail(st, rc, "check_coverage", NULL, err);
@@ -208,6 +240,7 @@ static int load_coverage(trace_store *st, int64_t run, trace_check_info *info, t
         info->dropped = (uint64_t)sqlite3_column_int64(q, 4);
         info->ranks_given = (uint32_t)sqlite3_column_int64(q, 5);
         info->ranks_world = (uint32_t)sqlite3_column_int64(q, 6);
+        info->uaf_unjudged = (uint64_t)sqlite3_column_int64(q, 7);
     }
     sqlite3_finalize(q);
     return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : store_fail(st, rc, "check_coverage", NULL, err);

@@ -1118,6 +1118,8 @@ typedef struct trace_check_info {
     bool has_coverage, captured;
     uint64_t device, device_ranged, host_accesses, dropped;
     uint32_t ranks_given, ranks_world;
+    uint64_t uaf_unjudged;  /* accesses not judged for use after free (0 for a
+                             * check stored before they were counted) */
 } trace_check_info;
 
 /* Records a check of run `run` (t: the trace the findings' ids refer to) and

@@ -187,6 +187,28 @@ static inline uint64_t tb_alloc_free(trace *t, const char *q, trace_kind kind, c
     return tb_stmt_full(t, q, kind, NULL, trace_find_buffer(t, buf, strlen(buf)), NULL, 0, NULL);
 }
 
+/* More lifetime marks than a range keeps (docs/checker.md): h0 frees X and
+ * signals f, h1 awaits f (it learns of h0 just after that free), then h0
+ * allocs and frees X nine times more and allocs it again. A read of X on
+ * h1 after this could need the forgotten first marks: it is not judged for
+ * use after free. */
+static inline trace *tb_more_marks_than_kept(void)
+{
+    trace *t = tb_new();
+    tb_host(t, "h0");
+    tb_host(t, "h1");
+    tb_buf(t, "X", 64);
+    tb_alloc_free(t, "h0", TRACE_FREE, "X");
+    tb_signal(t, "h0", "f");
+    tb_await(t, "h1", "f");
+    for (int i = 0; i < 9; i++) {
+        tb_alloc_free(t, "h0", TRACE_ALLOC, "X");
+        tb_alloc_free(t, "h0", TRACE_FREE, "X");
+    }
+    tb_alloc_free(t, "h0", TRACE_ALLOC, "X");
+    return t;
+}
+
 static inline void tb_expect(trace *t, trace_finding_kind kind, const char *kv)
 {
     trace_attr a[8];

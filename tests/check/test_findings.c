@@ -1,5 +1,5 @@
 /* test_findings.c -- finding output (human, JSON, stored rows), grouping,
- * --max-findings, and the comparison with expect lines. */
+ * --max-findings, coverage, and the comparison with expect lines. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -7,6 +7,7 @@
 #include <cmocka.h>
 
 #include "check_test_util.h"
+#include "tests/tmpdir.h"
 
 /* The spec's example without its wait: two races. */
 static trace *missing_wait(void)
@@ -480,6 +481,83 @@ static void test_findings_coverage_counts_drops_and_ranks(void **state)
     trace_free(t);
 }
 
+/* A read that the lifetime marks cannot judge for use after free (it also
+ * races with h0's last alloc, as such an access always does: the mark it
+ * did not see writes the whole buffer). */
+static trace *unjudged_access(void)
+{
+    trace *t = tb_more_marks_than_kept();
+    tb_op(t, "h1", "stale", "r:X");
+    return t;
+}
+
+/* `check --json`'s coverage counts the accesses not judged for use after
+ * free, as the verdict does. */
+static void test_findings_json_counts_unjudged_accesses(void **state)
+{
+    (void)state;
+    trace *t = unjudged_access();
+    check_report *rep = tb_check(t);
+    assert_int_equal(check_report_coverage(rep)->uaf_unjudged, 1);
+    char *buf = capture_json(rep);
+    assert_non_null(strstr(buf, "\"full\": false"));
+    assert_non_null(strstr(buf, "\"uaf_unjudged\": 1"));
+    free(buf);
+    check_report_free(rep);
+    trace_free(t);
+}
+
+/* A stored check keeps the count: read back, its coverage is partial and
+ * says why, and a stored check with that count and no finding is "partial"
+ * (exit 4), never clean. */
+static void test_findings_stored_check_keeps_unjudged_accesses(void **state)
+{
+    fixture *f = *state;
+    trace_error err = { 0 };
+    trace *t = unjudged_access();
+    trace_reader r;
+    trace_reader_memory(&r, t);
+    assert_int_equal(trace_store_import(f->db, &r, "unjudged", NULL, &err), 1);
+    trace_reader_close(&r);
+    trace_source src;
+    trace_source_opts o = { .write_results = true };
+    assert_int_equal(trace_source_open(&src, f->db, &o, &err), 0);
+    check_report *rep = NULL;
+    assert_int_equal(check_trace(&src.reader, &(check_options){ 0 }, &rep, &err), 0);
+    assert_int_equal(check_store_report(&src, rep, &err), 0);
+    check_report_free(rep);
+
+    trace_check_info back;
+    trace_finding *found = NULL;
+    size_t n = 0;
+    assert_int_equal(trace_store_load_check(src.store, 0, src.reader.trace, &back, &found, &n,
+                                            &err), 0);
+    check_coverage cov;
+    const check_coverage *c = check_coverage_from_info(&cov, &back);
+    assert_non_null(c);
+    assert_int_equal(c->uaf_unjudged, 1);
+    assert_false(check_coverage_full(c));
+    char v[1024];
+    check_verdict(v, sizeof v, src.reader.trace, back.statements, back.findings, false, c, found,
+                  n);
+    assert_non_null(strstr(v, "coverage partial: 1 access not judged for use after free"));
+    trace_findings_free(found, n);
+    assert_int_equal(check_exit_status(check_status_of(0, false, c)), 4);
+
+    /* the same count with no finding, stored and read back: partial */
+    back.findings = 0;
+    assert_int_equal(trace_store_save_check(src.store, 0, src.reader.trace, &back, NULL, 0, &err),
+                     0);
+    assert_int_equal(trace_store_load_check(src.store, 0, src.reader.trace, &back, &found, &n,
+                                            &err), 0);
+    c = check_coverage_from_info(&cov, &back);
+    assert_non_null(c);
+    assert_int_equal(check_status_of(back.findings, back.incomplete, c), CHECK_PARTIAL);
+    trace_findings_free(found, n);
+    trace_source_close(&src);
+    trace_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -502,6 +580,9 @@ int main(void)
         cmocka_unit_test(test_findings_incomplete_is_never_clean),
         cmocka_unit_test(test_findings_ordering_only_says_what_was_not_checked),
         cmocka_unit_test(test_findings_coverage_counts_drops_and_ranks),
+        cmocka_unit_test(test_findings_json_counts_unjudged_accesses),
+        cmocka_unit_test_setup_teardown(test_findings_stored_check_keeps_unjudged_accesses,
+                                        tmpdir_setup, tmpdir_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -512,6 +512,37 @@ static void test_hb_race_type_joins_a_statements_accesses(void **state)
     trace_free(t);
 }
 
+/* The pieces of a statement whose accesses overlap keep their own modes in
+ * the shadow: k9 reads and writes A[0:42] and only writes A[42:64]. k2
+ * (earlier in the file, met later: it waits for h1's await) shares A[44:59]
+ * with k9 and reads and writes it: WAW and WAR, and no RAW, since k9 reads
+ * none of it (tests/litmus/race-type-pieces-keep-their-modes.trace). */
+static void test_hb_race_type_from_each_piece_mode(void **state)
+{
+    (void)state;
+    trace *t = tb_new();
+    tb_host(t, "h0");
+    tb_host(t, "h1");
+    tb_stream(t, "s1", "1");
+    tb_buf(t, "A", 64);
+    tb_await(t, "h1", "f1");
+    tb_signal(t, "h0", "f1");
+    tb_by_host = tb_q(t, "h1");
+    tb_op(t, "s1", "k2", "rw:A[44:59]");
+    tb_by_host = TRACE_NONE;
+    tb_op(t, "h0", "k9", "w:A r:A[0:42]");
+    tb_by_host = tb_q(t, "h1");
+    tb_signal(t, "s1", "f1");
+    tb_by_host = TRACE_NONE;
+    check_report *rep = tb_check(t);
+    const trace_finding *f = tb_race(rep, t, "k2", "k9");
+    assert_non_null(f);
+    assert_int_equal(f->race_type, TRACE_RACE_WAW);
+    assert_int_equal(f->race_types, TRACE_RACE_WAW | TRACE_RACE_WAR);
+    check_report_free(rep);
+    trace_free(t);
+}
+
 /* h1 learns of h0 just after h0's first free, then h0 frees and allocs X
  * nine times more (more marks than a range keeps): h1's read could need
  * the forgotten first marks, so it is not judged for use after free, and
@@ -520,18 +551,7 @@ static void test_hb_race_type_joins_a_statements_accesses(void **state)
 static void test_hb_unjudged_use_after_free_in_coverage(void **state)
 {
     (void)state;
-    trace *t = tb_new();
-    tb_host(t, "h0");
-    tb_host(t, "h1");
-    tb_buf(t, "X", 64);
-    tb_alloc_free(t, "h0", TRACE_FREE, "X");
-    tb_signal(t, "h0", "f");
-    tb_await(t, "h1", "f");
-    for (int i = 0; i < 9; i++) {
-        tb_alloc_free(t, "h0", TRACE_ALLOC, "X");
-        tb_alloc_free(t, "h0", TRACE_FREE, "X");
-    }
-    tb_alloc_free(t, "h0", TRACE_ALLOC, "X");
+    trace *t = tb_more_marks_than_kept();
     tb_op(t, "h0", "mine", "r:X");
     tb_op(t, "h1", "stale", "r:X");
     check_report *rep = tb_check(t);
@@ -618,6 +638,7 @@ int main(void)
         cmocka_unit_test(test_hb_race_type_held_read_is_war),
         cmocka_unit_test(test_hb_race_type_joins_a_statements_accesses),
         cmocka_unit_test(test_hb_unjudged_use_after_free_in_coverage),
+        cmocka_unit_test(test_hb_race_type_from_each_piece_mode),
         cmocka_unit_test(test_hb_reports_last_write_only),
         cmocka_unit_test(test_hb_many_queues_stay_sparse),
     };

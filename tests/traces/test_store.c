@@ -638,6 +638,41 @@ static void test_store_findings_round_trip_and_replace(void **state)
     trace_free(t);
 }
 
+/* A check's coverage keeps the accesses not judged for use after free. A
+ * check_coverage table made before they were counted reads them as 0 and
+ * gains the column when a check is next stored. */
+static void test_store_check_coverage_gains_uaf_unjudged(void **state)
+{
+    fixture *f = *state;
+    trace_error err = { 0 };
+    trace *t = make_trace(0, 10);
+    assert_int_equal(import_memory(f->db, t, NULL, &err), 1);
+    trace_store *st = trace_store_open(f->db, false, &err);
+    assert_int_equal(sqlite3_exec(trace_store_db(st),
+                                  "CREATE TABLE check_coverage(run INTEGER, check_id INTEGER,"
+                                  " captured INTEGER, device INTEGER, device_ranged INTEGER,"
+                                  " host_accesses INTEGER, dropped INTEGER, ranks_given INTEGER,"
+                                  " ranks_world INTEGER, PRIMARY KEY(run, check_id)) WITHOUT ROWID;"
+                                  "INSERT INTO checks VALUES(1, 1, 'old', 0, 'complete', 10, 0, 0);"
+                                  "INSERT INTO check_coverage VALUES(1, 1, 0, 0, 0, 2, 0, 0, 0);",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    trace_check_info info = { .statements = 10, .has_coverage = true, .host_accesses = 2 }, back;
+    trace_finding *out = NULL;
+    size_t n = 0;
+    assert_int_equal(trace_store_load_check(st, 1, t, &back, &out, &n, &err), 0);
+    assert_true(back.has_coverage);
+    assert_int_equal(back.host_accesses, 2);
+    assert_int_equal(back.uaf_unjudged, 0);
+    info.uaf_unjudged = 3;
+    assert_int_equal(trace_store_save_check(st, 1, t, &info, NULL, 0, &err), 0);
+    assert_int_equal(trace_store_load_check(st, 1, t, &back, &out, &n, &err), 0);
+    assert_int_equal(back.id, 2);
+    assert_int_equal(back.uaf_unjudged, 3);
+    trace_store_close(st);
+    trace_free(t);
+}
+
 static void test_store_graph_empty_for_imported_run(void **state)
 {
     fixture *f = *state;
@@ -929,6 +964,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_store_label_templates_round_trip, tmpdir_setup,
                                         tmpdir_teardown),
         cmocka_unit_test_setup_teardown(test_store_findings_round_trip_and_replace, tmpdir_setup,
+                                        tmpdir_teardown),
+        cmocka_unit_test_setup_teardown(test_store_check_coverage_gains_uaf_unjudged, tmpdir_setup,
                                         tmpdir_teardown),
         cmocka_unit_test_setup_teardown(test_store_graph_empty_for_imported_run, tmpdir_setup, tmpdir_teardown),
         cmocka_unit_test_setup_teardown(test_store_schema2_reads_and_migrates, tmpdir_setup, tmpdir_teardown),

@@ -198,39 +198,38 @@ typedef struct ref_names { uint64_t w[REF_NAME_WORDS]; } ref_names;
 typedef struct ref_uaf { uint16_t stmt, root; } ref_uaf;
 
 /*
- * Where ruling 1 lets the order in which awaits are decided change HB (see
- * ref_eval.c), the verdict holds what every order gives (racy, uaf) and
- * what some order gives (unordered, uaf_some); ran, blocked and hb are the
- * first order's. Otherwise the two agree.
+ * The contract's verdict on a trace. Where ruling 1 lets the order in which
+ * blocked awaits are decided change the outcome, it is the outcome of the
+ * order docs/semantics.md documents (the blocked awaits decided in file
+ * order: ref_eval.c); order_matters says that another order gives another
+ * HB (order_matters_run: other statements run), for the counts only.
  */
 typedef struct ref_verdict {
     bool ran[REF_MAX_STMTS];        /* the statement can run (ruling 1: a deadlock never runs) */
     uint32_t blocked;               /* bit q: queue q has a statement that never runs */
     ref_bits hb[REF_MAX_STMTS];     /* bit a of hb[b]: statement a HB statement b */
     ref_bits unordered[REF_MAX_STMTS];  /* bit a of unordered[b] (a < b): a and b ran, conflict
-                                     * and are not ordered (in some order of deciding) */
-    ref_ivset racy[REF_MAX_BUFS];   /* per root: bytes with an unordered conflicting pair
-                                     * (in every order of deciding) */
+                                     * and are not ordered */
+    ref_ivset racy[REF_MAX_BUFS];   /* per root: bytes with an unordered conflicting pair */
     uint32_t n_race_pairs;
-    ref_uaf uaf[REF_MAX_UAF];       /* (access statement, root): every order */
+    ref_uaf uaf[REF_MAX_UAF];       /* (access statement, root) */
     uint16_t n_uaf;
-    ref_uaf uaf_some[REF_MAX_UAF];  /* some order */
-    uint16_t n_uaf_some;
     bool uaf_overflow;
     bool wait_unrecorded[REF_MAX_STMTS];
-    ref_names barrier_mismatch, coll_mismatch, unmatched_send;
-    ref_names sem_race, sem_race_some;  /* every order of deciding / some order */
-    /* Where the contract leaves the verdict open (counted apart; only what
-     * stays fixed is compared): two sets of one semaphore that HB does not
-     * order (docs/semantics.md: "the checker goes on with the sets in the
-     * order they ran"), and orders of deciding ruling 1's releases that give
-     * different HB (ambiguous_flag) or different statements that run. */
-    bool ambiguous_sem, ambiguous_flag;
-    bool ambiguous_run;     /* ambiguous_flag, and which statements run differs too */
-    unsigned outcomes;      /* orders of deciding ruling 1's releases tried */
+    ref_names barrier_mismatch, coll_mismatch, unmatched_send, sem_race;
+    /* Where the contract leaves the verdict open (counted apart; only the
+     * semaphore-race finding is compared): two sets of one semaphore that HB
+     * does not order (docs/semantics.md: "the checker goes on with the sets
+     * in the order they ran"). */
+    bool ambiguous_sem;
+    bool order_matters;     /* another order of deciding ruling 1 gives another HB */
+    bool order_matters_run; /* ... and other statements run */
+    unsigned outcomes;      /* orders of deciding ruling 1's releases tried (up to 64) */
 } ref_verdict;
 
 bool ref_names_has(const ref_names *s, uint16_t id);
+/* Statement a happens before statement b in v. */
+bool ref_hb(const ref_verdict *v, uint16_t a, uint16_t b);
 
 /* The verdict of the contract on t. */
 void ref_eval(const ref_trace *t, ref_verdict *v);
@@ -238,11 +237,19 @@ void ref_eval(const ref_trace *t, ref_verdict *v);
 /* Conflict between statements a and b (file order a < b) as the contract
  * defines a race: the root of their overlapping bytes with at least one
  * write (the first root found, REF_NONE when none), those bytes, and the
- * race types seen (TRACE_RACE_* bits: RAW 1, WAR 2, WAW 4, first = a). */
+ * race types seen (TRACE_RACE_* bits: RAW 1, WAR 2, WAW 4, first = a).
+ * except (may be NULL): bytes left out of the types (not of bytes). */
 uint16_t ref_conflict(const ref_trace *t, uint16_t a, uint16_t b, uint16_t root_only,
-                      ref_ivset *bytes, uint8_t *types);
+                      const ref_ivset *except, ref_ivset *bytes, uint8_t *types);
 /* The type the contract's findings name for a type set: RAW, then WAW, then WAR. */
 uint8_t ref_race_type(uint8_t types);
+/* Whether a checker may name `type` (one bit) for the race of statements
+ * a < b on root (ref_eval.c, "race type"): a type they have on some byte,
+ * at least as telling as their type on the bytes where no other statement
+ * can come between them (in an order of execution HB allows) and make one
+ * of them not "most recent"; *need gets that least type (0: none). */
+bool ref_race_type_ok(const ref_trace *t, const ref_verdict *v, uint16_t a, uint16_t b,
+                      uint16_t root, uint8_t type, uint8_t *need);
 
 /* Compares v with t's expect lines; writes what differs into why (one line
  * per difference) and returns true when they agree. Races: every expected
@@ -291,9 +298,9 @@ const char *ref_class_what(int c);
     X(COLL_MISMATCH, "collective-mismatch")  \
     X(UNMATCHED_SEND, "unmatched-send")      \
     X(SEM_RACE, "semaphore-race")            \
-    X(AMBIGUOUS_SEM, "(ambiguous: semaphore order)") \
-    X(AMBIGUOUS_FLAG, "(ambiguous: flag order, HB)") \
-    X(AMBIGUOUS_RUN, "(ambiguous: flag order, what runs)")
+    X(AMBIGUOUS_SEM, "sem-order")            \
+    X(ORDER_HB, "order-hb")                  \
+    X(ORDER_RUN, "order-run")
 
 typedef enum {
 #define REF_FOUND_ENUM(name, word) REF_FOUND_##name,
@@ -341,6 +348,7 @@ typedef struct ref_run_stats {
     uint64_t found[REF_FOUND_COUNT];            /* traces with each kind */
     uint64_t found_by_gen[16][REF_FOUND_COUNT];
     uint64_t disagree;                          /* traces with any class */
+    uint64_t order_disagree;    /* of the traces where ruling 1's decision order matters */
     uint64_t classes[REF_CLASS_COUNT];          /* traces with each class */
     uint64_t class_by_gen[16][REF_CLASS_COUNT];
     uint64_t first_index[REF_CLASS_COUNT];      /* first trace index per class, UINT64_MAX */

@@ -91,14 +91,18 @@
  * behind it (`s0 await f / s1 await f / s0 signal f / s1 signal f` with a
  * third signal of f free): whether a signal is "ordered after" depends on
  * which await is decided first, and the ruling's "decided as a fixpoint"
- * leaves that order open. The reference then decides one of them (fixes its
- * waited set as above, rule (b) then applies to it), runs on, and does so
- * for every order (up to MAX_OUTCOMES). When all orders give one outcome,
- * it is the verdict. When they differ only in HB, the verdict keeps what
- * every order gives (bytes racy in all, uses after free in all) and what
- * some order gives (pairs unordered in one, uses after free in one), and is
- * `ambiguous_flag`; when they differ in which statements run, also
- * `ambiguous_run`. ref_diff.c compares only what that leaves fixed.
+ * leaves that order open. The reference takes the order syncsim documents
+ * (docs/semantics.md, rule 6): "When nothing more can run or be released
+ * and awaits that their queues have reached are still neither released nor
+ * decided, they are all decided, one after another in file order: each
+ * waits for the signals of its flag not ordered after it given the
+ * decisions made before it, those of this round included. Nothing is
+ * released between two decisions of a round. Then everything runs on".
+ * Deciding fixes the await's waited set as above (rule (b) then applies to
+ * it). That outcome is the verdict, compared in full. To count how often
+ * the order matters, every other order of each round is tried too (up to
+ * MAX_OUTCOMES outcomes): order_matters when one gives another HB,
+ * order_matters_run when it runs other statements.
  *
  * RULE 6b (semaphores, docs/trace-format.md): "The sets ... of a semaphore
  * must happen one after another; their values, in that order, are the
@@ -132,6 +136,39 @@
  *          wrote and the second read, WAW if both wrote, WAR if the first
  *          read; a finding names "the most telling conflict between the two;
  *          RAW, then WAW, then WAR" (docs/trace-format.md).
+ *   race type  Which conflicts of a pair the checker must see is bounded by
+ *          the contract's latitude: it "reports each racing access against
+ *          the most recent conflicting accesses it could be compared with
+ *          (the last write, and for a write the reads since that write), as
+ *          FastTrack and ThreadSanitizer do; it need not list every older
+ *          pair." "Most recent" is in the order the statements run, which
+ *          the contract does not fix: file order is the submission order,
+ *          not an order of execution (an await may stand before its signal,
+ *          and a checker runs what follows it later). So on a byte x the
+ *          contract obliges a checker to compare the pair only where, in
+ *          every order of execution HB allows, each is still the most recent
+ *          access of its kind to x when the other runs: no other statement
+ *          that ran can run between them (it is neither HB-before both nor
+ *          HB-after both) and (1) writes x (the last write before the later
+ *          of the two is then that statement, and a read of the earlier is
+ *          not "since that write"), or (2) reads x after one of the pair
+ *          that only reads x (HB): FastTrack keeps the later of two ordered
+ *          reads, and the earlier is an "older pair". The type of a reported
+ *          pair on a root is then fixed this far (ref_race_type_ok): a type
+ *          the pair has on some byte (a finding never names a conflict that
+ *          is not there), at least as telling, RAW > WAW > WAR, as the
+ *          pair's most telling type on the obliged bytes. A checker that
+ *          compared them on more bytes (it ran them in an order where nothing
+ *          came between) may name a more telling type of those. File order
+ *          alone would not do: in `s0 await f / s0 op k4 w:A[0:32] / s2 op k5
+ *          w:A / s0 op k6 r:A[0:16] w:A[48:64] / h signal f` nothing stands
+ *          between k5 and k6 in the file, but k4 runs between them in any
+ *          execution where it runs after k5 (a checker that holds s0 until
+ *          the signal does), and k6 then reads k4's bytes, not k5's: WAW (on
+ *          48:64) is what the checker must say, RAW is allowed. The issue's example, `s1 op k3
+ *          r:A[1:45] rw:A[58:63] / s2 op k4 rw:A[48:64] / s2 op k5 r:A[42:45]
+ *          rw:A`: k4 can run between k3 and k5 and writes 58:63, so WAR (on
+ *          1:45) is the least, RAW and WAW (on 58:63) are allowed.
  *   uaf    Ruling 2: "An access is a use after free when it happens after
  *          some `free` F of its buffer and no `alloc` A of the buffer has F HB
  *          A HB the access." A free is an access here too ("A second free
@@ -393,7 +430,7 @@ static unsigned root_accesses(const ref_trace *t, uint16_t i, racc *out)
 }
 
 uint16_t ref_conflict(const ref_trace *t, uint16_t a, uint16_t b, uint16_t root_only,
-                      ref_ivset *bytes, uint8_t *types)
+                      const ref_ivset *except, ref_ivset *bytes, uint8_t *types)
 {
     racc x[REF_MAX_ACC], y[REF_MAX_ACC];
     unsigned nx = root_accesses(t, a, x), ny = root_accesses(t, b, y);
@@ -409,6 +446,14 @@ uint16_t ref_conflict(const ref_trace *t, uint16_t a, uint16_t b, uint16_t root_
             uint32_t hi = x[i].hi < y[j].hi ? x[i].hi : y[j].hi;
             if (lo >= hi)
                 continue;
+            if (except) {
+                ref_ivset piece;
+                uint32_t out_lo, out_hi;
+                ref_iv_clear(&piece);
+                ref_iv_add(&piece, lo, hi);
+                if (!ref_iv_minus_first(&piece, except, &out_lo, &out_hi))
+                    continue;
+            }
             uint8_t ty = 0;
             if ((x[i].mode & REF_W) && (y[j].mode & REF_R))
                 ty |= 1;    /* RAW */
@@ -432,6 +477,85 @@ uint16_t ref_conflict(const ref_trace *t, uint16_t a, uint16_t b, uint16_t root_
 uint8_t ref_race_type(uint8_t types)
 {
     return types & 1 ? 1 : types & 4 ? 4 : types & 2 ? 2 : 0;
+}
+
+/* How telling a type is: RAW 3, WAW 2, WAR 1, none 0. */
+static int telling(uint8_t type)
+{
+    return type == 1 ? 3 : type == 4 ? 2 : type == 2 ? 1 : 0;
+}
+
+/* The bytes of root that statement i reads (mode REF_R) or writes (REF_W). */
+static void bytes_of(const ref_trace *t, uint16_t i, uint16_t root, uint8_t mode, ref_ivset *out)
+{
+    racc acc[REF_MAX_ACC];
+    unsigned n = root_accesses(t, i, acc);
+    ref_iv_clear(out);
+    for (unsigned k = 0; k < n; k++)
+        if (acc[k].root == root && (acc[k].mode & mode))
+            ref_iv_add(out, acc[k].lo, acc[k].hi);
+}
+
+/* a becomes the bytes of a not in b. */
+static void iv_minus(ref_ivset *a, const ref_ivset *b)
+{
+    ref_ivset out;
+    ref_iv_clear(&out);
+    out.overflow = a->overflow || b->overflow;
+    for (uint16_t i = 0; i < a->n; i++) {
+        uint32_t lo = a->lo[i];
+        for (uint16_t j = 0; j < b->n && lo < a->hi[i]; j++) {
+            if (b->hi[j] <= lo || b->lo[j] >= a->hi[i])
+                continue;
+            ref_iv_add(&out, lo, b->lo[j] > lo ? b->lo[j] : lo);
+            lo = b->hi[j];
+        }
+        ref_iv_add(&out, lo, a->hi[i]);
+    }
+    *a = out;
+}
+
+bool ref_hb(const ref_verdict *v, uint16_t a, uint16_t b)
+{
+    return v->hb[b].w[a / 64] >> (a % 64) & 1;
+}
+
+bool ref_race_type_ok(const ref_trace *t, const ref_verdict *v, uint16_t a, uint16_t b,
+                      uint16_t root, uint8_t type, uint8_t *need)
+{
+    uint8_t all, obliged = 0;
+    if (ref_conflict(t, a, b, root, NULL, NULL, &all) == REF_NONE)
+        return false;
+    /* The bytes each of the pair only reads (a read FastTrack may drop). */
+    ref_ivset only_reads[2], writes;
+    const uint16_t pair[2] = { a, b };
+    for (int k = 0; k < 2; k++) {
+        bytes_of(t, pair[k], root, REF_R, &only_reads[k]);
+        bytes_of(t, pair[k], root, REF_W, &writes);
+        iv_minus(&only_reads[k], &writes);
+    }
+    /* Bytes on which another statement that ran may come between them. */
+    ref_ivset between, piece;
+    ref_iv_clear(&between);
+    for (uint16_t c = 0; c < t->n; c++) {
+        if (!v->ran[c] || c == a || c == b || (ref_hb(v, c, a) && ref_hb(v, c, b)) ||
+            (ref_hb(v, a, c) && ref_hb(v, b, c)))
+            continue;
+        bytes_of(t, c, root, REF_W, &piece);
+        ref_iv_union(&between, &piece);
+        for (int k = 0; k < 2; k++) {
+            if (!ref_hb(v, pair[k], c))
+                continue;
+            bytes_of(t, c, root, REF_R, &piece);
+            ref_iv_intersect(&piece, &only_reads[k]);
+            ref_iv_union(&between, &piece);
+        }
+    }
+    /* more pieces than an interval set holds: no bound (never seen) */
+    if (!between.overflow)
+        ref_conflict(t, a, b, root, &between, NULL, &obliged);
+    *need = ref_race_type(obliged);
+    return (all & type) && telling(type) >= telling(*need);
 }
 
 /* ------------------------------------------------------------------ */
@@ -783,9 +907,13 @@ static void advance(graph *g)
 }
 
 /* Every order of deciding, from where advance() stops with flag awaits
- * blocked at the head of their queues and not decided: one of them is
- * decided (commit), the rest run on. The first outcome is kept in *first;
- * the others are compared with it. */
+ * blocked at the head of their queues and not decided: all of them are
+ * decided (commit), one after another, then the rest runs on. The orders
+ * are tried in file order first, so the first outcome is the documented
+ * order's (docs/semantics.md: the blocked awaits are decided in file
+ * order): its findings go into the verdict and it is kept in *first; the
+ * others are only compared with it, to count the traces where the order
+ * matters. */
 #define MAX_OUTCOMES 64
 
 typedef struct explore_ctx {
@@ -795,13 +923,13 @@ typedef struct explore_ctx {
     bool overflow, run_differs, hb_differs;
 } explore_ctx;
 
-static void races_and_uses(graph *g, ref_verdict *v, bool first);
+static void races_and_uses(graph *g, ref_verdict *v);
 
 static void outcome(graph *g, explore_ctx *cx)
 {
     const runstate *rs = &g->rs;
-    races_and_uses(g, cx->v, cx->outcomes == 0);
     if (cx->outcomes++ == 0) {
+        races_and_uses(g, cx->v);
         *cx->first = *rs;
         return;
     }
@@ -813,40 +941,52 @@ static void outcome(graph *g, explore_ctx *cx)
     }
 }
 
-static void explore(graph *g, explore_ctx *cx)
+static void explore(graph *g, explore_ctx *cx);
+
+/* Decides the n awaits of open[] in every order (file order first), each
+ * order then running on (explore). */
+static void decide_all(graph *g, explore_ctx *cx, uint16_t *open, uint16_t n)
 {
-    advance(g);
-    uint16_t undecided[REF_MAX_STMTS], n = 0;
-    for (uint16_t x = 0; x < g->n; x++)
-        if (is_flag_await(g->t, x) && !g->rs.ran[x] && !g->never[x] && !g->rs.decided[x] &&
-            ns_subset(&g->pre[x], &g->rs.ranset, g->nw))
-            undecided[n++] = x;
     if (n == 0) {
-        outcome(g, cx);
+        explore(g, cx);
         return;
     }
     if (cx->outcomes >= MAX_OUTCOMES) {
         cx->overflow = true;
         return;
     }
-    if (n == 1) {
-        commit(g, undecided[0]);
-        explore(g, cx);
-        return;
-    }
-    runstate *saved = malloc(sizeof *saved);
-    if (!saved) {
+    runstate *saved = n > 1 ? malloc(sizeof *saved) : NULL;
+    if (n > 1 && !saved) {
         cx->overflow = true;
         return;
     }
-    *saved = g->rs;
+    if (saved)
+        *saved = g->rs;
     for (uint16_t i = 0; i < n; i++) {
         if (i)
             g->rs = *saved;
-        commit(g, undecided[i]);
-        explore(g, cx);
+        uint16_t rest[REF_MAX_STMTS], m = 0;
+        for (uint16_t j = 0; j < n; j++)
+            if (j != i)
+                rest[m++] = open[j];
+        commit(g, open[i]);
+        decide_all(g, cx, rest, m);
     }
     free(saved);
+}
+
+static void explore(graph *g, explore_ctx *cx)
+{
+    advance(g);
+    uint16_t open[REF_MAX_STMTS], n = 0;
+    for (uint16_t x = 0; x < g->n; x++)
+        if (is_flag_await(g->t, x) && !g->rs.ran[x] && !g->never[x] && !g->rs.decided[x] &&
+            ns_subset(&g->pre[x], &g->rs.ranset, g->nw))
+            open[n++] = x;
+    if (n == 0)
+        outcome(g, cx);
+    else
+        decide_all(g, cx, open, n);
 }
 
 /* ------------------------------------------------------------------ */
@@ -865,14 +1005,13 @@ static bool has_uaf(const ref_uaf *list, uint16_t n, uint16_t stmt, uint16_t roo
     return false;
 }
 
-/* Races and uses after free of the outcome in g->rs, merged into v: racy
- * bytes and uses after free kept when every outcome has them, unordered
- * pairs and uses after free in uaf_some when any has. */
-static void races_and_uses(graph *g, ref_verdict *v, bool first)
+/* Races, uses after free and semaphore races of the outcome in g->rs,
+ * into v. */
+static void races_and_uses(graph *g, ref_verdict *v)
 {
     const ref_trace *t = g->t;
-    static ref_ivset racy[REF_MAX_BUFS];
-    static ref_uaf uaf[REF_MAX_UAF];
+    ref_ivset *racy = v->racy;
+    ref_uaf *uaf = v->uaf;
     uint16_t n_uaf = 0;
     uint32_t pairs = 0;
     for (uint16_t r = 0; r < t->n_bufs; r++)
@@ -885,7 +1024,7 @@ static void races_and_uses(graph *g, ref_verdict *v, bool first)
             if (!g->rs.ran[a] || hb(g, a, b) || hb(g, b, a))
                 continue;
             uint8_t types;
-            if (ref_conflict(t, a, b, REF_NONE, NULL, &types) == REF_NONE)
+            if (ref_conflict(t, a, b, REF_NONE, NULL, NULL, &types) == REF_NONE)
                 continue;
             pairs++;
             v->unordered[b].w[a / 64] |= 1ull << (a % 64);
@@ -893,7 +1032,7 @@ static void races_and_uses(graph *g, ref_verdict *v, bool first)
                 if (t->b[r].parent != REF_NONE)
                     continue;
                 ref_ivset bytes;
-                if (ref_conflict(t, a, b, r, &bytes, &types) != REF_NONE)
+                if (ref_conflict(t, a, b, r, NULL, &bytes, &types) != REF_NONE)
                     ref_iv_union(&racy[r], &bytes);
             }
         }
@@ -926,42 +1065,19 @@ static void races_and_uses(graph *g, ref_verdict *v, bool first)
             uaf[n_uaf++] = (ref_uaf){ b, root };
         }
     }
+    v->n_uaf = n_uaf;
+    v->n_race_pairs = pairs;
     /* Semaphore sets that ran, pairwise ordered or not. */
-    ref_names sem;
-    memset(&sem, 0, sizeof sem);
     for (uint16_t a = 0; a < t->n; a++) {
         if (!g->rs.ran[a] || t->s[a].kind != REF_SIGNAL || !ref_is_sem(t, t->s[a].obj))
             continue;
         for (uint16_t b = a + 1; b < t->n; b++)
             if (g->rs.ran[b] && t->s[b].kind == REF_SIGNAL && t->s[b].obj == t->s[a].obj &&
-                !hb(g, a, b) && !hb(g, b, a))
-                names_add(&sem, t->s[a].obj);
+                !hb(g, a, b) && !hb(g, b, a)) {
+                names_add(&v->sem_race, t->s[a].obj);
+                v->ambiguous_sem = true;
+            }
     }
-    for (unsigned k = 0; k < REF_NAME_WORDS; k++) {
-        v->sem_race_some.w[k] |= sem.w[k];
-        v->sem_race.w[k] = first ? sem.w[k] : v->sem_race.w[k] & sem.w[k];
-        if (sem.w[k])
-            v->ambiguous_sem = true;
-    }
-    for (uint16_t i = 0; i < n_uaf; i++)
-        if (!has_uaf(v->uaf_some, v->n_uaf_some, uaf[i].stmt, uaf[i].root) &&
-            v->n_uaf_some < REF_MAX_UAF)
-            v->uaf_some[v->n_uaf_some++] = uaf[i];
-    if (first) {
-        v->n_race_pairs = pairs;
-        for (uint16_t r = 0; r < t->n_bufs; r++)
-            v->racy[r] = racy[r];
-        memcpy(v->uaf, uaf, n_uaf * sizeof uaf[0]);
-        v->n_uaf = n_uaf;
-        return;
-    }
-    for (uint16_t r = 0; r < t->n_bufs; r++)
-        ref_iv_intersect(&v->racy[r], &racy[r]);
-    uint16_t keep = 0;
-    for (uint16_t i = 0; i < v->n_uaf; i++)
-        if (has_uaf(uaf, n_uaf, v->uaf[i].stmt, v->uaf[i].root))
-            v->uaf[keep++] = v->uaf[i];
-    v->n_uaf = keep;
 }
 
 /* What ran and HB, of the outcome in g->rs. */
@@ -994,8 +1110,8 @@ void ref_eval(const ref_trace *t, ref_verdict *v)
     explore_ctx cx = { &first, v, 0, false, false, false };
     explore(g, &cx);
     g->rs = first;
-    v->ambiguous_flag = cx.overflow || cx.run_differs || cx.hb_differs;
-    v->ambiguous_run = cx.overflow || cx.run_differs;
+    v->order_matters = cx.overflow || cx.run_differs || cx.hb_differs;
+    v->order_matters_run = cx.overflow || cx.run_differs;
     v->outcomes = cx.outcomes;
     findings(g, v);
 }

@@ -5,9 +5,10 @@
  * so agreeing with them shows the reference right without the checker. A
  * race line names one pair; the contract lets the checker choose which pair
  * it names ("it need not list every older pair"), so a race line is checked
- * for what it claims (the two statements ran, are not ordered, and conflict
- * with that type among their types) and the lines together must cover every
- * byte the reference finds racy. Every other kind is compared as a set.
+ * for what it claims (the two statements ran, are not ordered, and the type
+ * is one the contract lets a checker name for them: ref_race_type_ok) and the
+ * lines together must cover every byte the reference finds racy. Every other
+ * kind is compared as a set.
  */
 #include "ref.h"
 
@@ -130,24 +131,24 @@ bool ref_expect_agrees(const ref_trace *t, const ref_verdict *v, char *why, size
                 ok = false;
                 continue;
             }
-            bool ordered = (v->hb[b].w[a / 64] >> (a % 64) & 1) ||
-                           (v->hb[a].w[b / 64] >> (b % 64) & 1);
-            uint8_t all = 0;
+            bool ordered = ref_hb(v, a, b) || ref_hb(v, b, a);
+            bool type_ok = false;
             for (uint16_t r = 0; r < t->n_bufs; r++) {
                 if (t->b[r].parent != REF_NONE || (root != REF_NONE && r != root))
                     continue;
                 ref_ivset bytes;
-                uint8_t types;
-                if (ref_conflict(t, a, b, r, &bytes, &types) == REF_NONE)
+                uint8_t types, need;
+                if (ref_conflict(t, a, b, r, NULL, &bytes, &types) == REF_NONE)
                     continue;
-                all |= types;
+                type_ok |= ref_race_type_ok(t, v, a, b, r, type_bit(ty), &need);
                 ref_iv_union(&covered[r], &bytes);
             }
-            if (!v->ran[a] || !v->ran[b] || ordered || !(all & type_bit(ty))) {
+            if (!v->ran[a] || !v->ran[b] || ordered || !type_ok) {
                 ref_bprintf(&m, "expected race %s %s/%s: reference has %s\n", ty, fn, sn,
                     !v->ran[a] || !v->ran[b] ? "a statement that never runs"
                     : ordered                 ? "them ordered"
-                                              : "no such conflict");
+                                              : "no such conflict, or a less telling type than the "
+                                                "contract obliges");
                 ok = false;
             }
         } else {
