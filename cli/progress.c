@@ -333,6 +333,10 @@ void cli_progress_end(cli_progress *p)
     pthread_mutex_unlock(&p->lock);
     pthread_join(p->thread, NULL);
     publish(p);                 /* the reader's thread has finished with it */
+    /* Lines are owed once an interval has passed, even when the ticker was
+     * never scheduled in it (a loaded machine): the last line says so. */
+    if (!p->shown && !p->bar && mono_ns() - p->t0 >= p->every_ns)
+        p->shown = true;
     if (p->shown && p->bar)
         fputs("\r\033[K", stderr);      /* the bar goes; the command's output stays */
     else if (p->shown)
