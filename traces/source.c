@@ -15,6 +15,13 @@
  *
  * Standard input ("-") is a text trace: it cannot be sniffed without being
  * consumed.
+ *
+ * Progress. A capture in a foreign format is parsed whole inside its open,
+ * so the format's reader says how far it has read through
+ * trace_source_opts.progress (trace.h says when): the shared readers call
+ * it -- json.c for every JSON format, nsys.c's row loop, cuda_log.c's line
+ * loop -- and no importer has a copy. A syncsim database or a text trace
+ * is read after the open, as statements, which the caller counts itself.
  */
 #include "store_int.h"
 
@@ -160,6 +167,13 @@ static int open_rank_alone(trace_source *src, trace_error *err)
     job.source = strdup(one->source ? one->source : src->path);
     src->reader = job;
     return 0;
+}
+
+void trace_progress_say(const trace_progress *p, const char *unit, uint64_t done,
+                        uint64_t total)
+{
+    if (p && p->fn)
+        p->fn(p->ctx, unit, done, total);
 }
 
 int trace_source_open(trace_source *src, const char *path, const trace_source_opts *opts,

@@ -973,6 +973,29 @@ int trace_recorder_close(trace_recorder *rec, trace_error *err);
 
 typedef struct trace_source trace_source;
 
+/* How far the opening of a source has read its file, for a progress bar: a
+ * capture in a foreign format is parsed whole while it is opened (a Kineto
+ * JSON, gzipped or not, a Chrome trace, an Nsight Systems export, a CUDA
+ * log), before any statement can be counted. The shared readers call it --
+ * json.c once a chunk of 256 KiB is parsed, nsys.c every 4096 rows,
+ * cuda_log.c every MiB of lines -- never per event, so that the hot path
+ * pays one branch; once with done 0 before the first byte and once with
+ * done == total at the end of each file read (an execution trace read
+ * beside its Kineto trace is a file of its own: done starts again at 0).
+ * Only on the opening thread, only while trace_source_open runs. */
+typedef struct trace_progress {
+    /* done of total units: unit "bytes" (of the file; for gzip, the
+     * compressed bytes consumed, of the file's size) or "rows" (of an
+     * Nsight Systems export, of the rows its tables hold, counted first).
+     * NULL: no progress, and nothing is counted for it. */
+    void (*fn)(void *ctx, const char *unit, uint64_t done, uint64_t total);
+    void *ctx;
+} trace_progress;
+
+/* Calls p->fn when there is one (p may be NULL). */
+void trace_progress_say(const trace_progress *p, const char *unit, uint64_t done,
+                        uint64_t total);
+
 /* How the caller will use a source. */
 typedef struct trace_source_opts {
     int64_t run;            /* a syncsim database's run; 0: the latest. Refused for
@@ -993,6 +1016,7 @@ typedef struct trace_source_opts {
                              * absent, instead of a hang on them */
     bool force_companion;   /* take the companion even where it does not look like
                              * the input's own (import --force-et) */
+    trace_progress progress; /* how far a foreign capture is read (above); fn NULL: none */
 } trace_source_opts;
 
 /* A format syncsim reads. source.c lists them in one table, one line each. */

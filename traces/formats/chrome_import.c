@@ -298,14 +298,13 @@ static bool chrome_sniff(const char *path, const unsigned char *head, size_t n)
 static int chrome_open(trace_source *src, const char *path, const trace_source_opts *o,
                        trace_error *err)
 {
-    (void)o;
     trace *t = trace_new(), *body = trace_new();
     chrome_rd c = { .t = t, .body = body, .path = path };
     if (!t || !body) {
         trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", path);
         goto fail;
     }
-    json_handler h = { "traceEvents", chrome_member, chrome_event, &c };
+    json_handler h = { "traceEvents", chrome_member, chrome_event, &c, &o->progress };
     if (json_stream(path, &h, err) != 0)
         goto fail;
     if (!c.versioned) {

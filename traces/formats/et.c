@@ -449,7 +449,8 @@ oom:
     return trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", p->path), -1;
 }
 
-cap_accesses *et_load(const char *path, capture *c, trace_error *err)
+cap_accesses *et_load(const char *path, capture *c, const trace_progress *progress,
+                      trace_error *err)
 {
     cap_accesses *a = calloc(1, sizeof *a);
     et_parse p = { .a = a, .c = c, .path = path };
@@ -458,7 +459,7 @@ cap_accesses *et_load(const char *path, capture *c, trace_error *err)
         return NULL;
     }
     a->pid = CAP_NONE;
-    json_handler h = { "nodes", et_member, et_node, &p };
+    json_handler h = { "nodes", et_member, et_node, &p, progress };
     if (json_stream(path, &h, err) != 0)
         goto fail;
     if (!p.have_schema || !p.n_nodes) {

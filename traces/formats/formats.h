@@ -67,11 +67,16 @@ typedef struct json_handler {
     /* Each element of the streamed array. */
     int (*on_element)(void *ctx, const json_val *v, trace_error *err);
     void *ctx;
+    /* Told the bytes of the file consumed once each chunk is parsed (the
+     * opener's trace_source_opts.progress). NULL: none. */
+    const trace_progress *progress;
 } json_handler;
 
 /* Streams the JSON document in path (gzip or plain, by content). Returns 0,
  * or -1 with err: one line naming the file and what is wrong (a truncated or
- * corrupt gzip stream, invalid JSON at a byte offset, a callback's error). */
+ * corrupt gzip stream, invalid JSON at a byte offset, a callback's error).
+ * Says its progress to h->progress: "bytes" of the file's size (for gzip,
+ * the compressed bytes consumed). */
 int json_stream(const char *path, const json_handler *h, trace_error *err);
 
 /* Lookups on a tree: the member called key (NULL when absent). */
@@ -535,11 +540,13 @@ const char *capture_api_base(const char *name, char *buf, size_t cap);
 /* ------------------------------------------------------------------ */
 /* The execution trace (et.c).                                  */
 
-/* Reads the ET at path. A tensor argument that is not one (a value typed
- * Tensor whose fields have the wrong types) is counted in c's ledger
- * (bad-type). Returns the accesses, or NULL with err (bad JSON, an unknown
- * schema version, out of memory). */
-cap_accesses *et_load(const char *path, capture *c, trace_error *err);
+/* Reads the ET at path, saying how far to progress (NULL: to nobody). A
+ * tensor argument that is not one (a value typed Tensor whose fields have
+ * the wrong types) is counted in c's ledger (bad-type). Returns the
+ * accesses, or NULL with err (bad JSON, an unknown schema version, out of
+ * memory). */
+cap_accesses *et_load(const char *path, capture *c, const trace_progress *progress,
+                      trace_error *err);
 void et_free(cap_accesses *a);
 
 #endif

@@ -13,12 +13,17 @@
  * arena is bounded (JSON_MAX_ELEMENT), and every failure -- a truncated or
  * corrupt gzip stream, invalid JSON, a callback's refusal -- ends in one
  * line that names the file and the byte offset.
+ *
+ * Progress (json_handler.progress) is said once a chunk is parsed, in bytes
+ * of the file: of a gzip file, the compressed bytes inflate has taken, so
+ * that the total is the file's size, known before a byte is inflated.
  */
 #include "formats.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <yajl/yajl_parse.h>
 #include <zlib.h>
 
@@ -302,6 +307,8 @@ typedef struct json_input {
     z_stream z;
     unsigned char *in;
     uint64_t produced;          /* bytes handed out so far */
+    uint64_t file_read;         /* bytes of the file read (gzip: into `in`) */
+    uint64_t size;              /* the file's size, for progress; 0 unknown */
     int zerr;                   /* a failure to report once the bytes before it are parsed */
     const char *zmsg;
 } json_input;
@@ -314,6 +321,9 @@ static int input_open(json_input *in, const char *path, trace_error *err)
     in->f = fopen(path, "rb");
     if (!in->f)
         return trace_error_set(err, TRACE_EIO, "%s: %s", path, strerror(errno)), -1;
+    struct stat sb;
+    if (fstat(fileno(in->f), &sb) == 0 && S_ISREG(sb.st_mode))
+        in->size = (uint64_t)sb.st_size;
     unsigned char magic[3];
     size_t n = fread(magic, 1, 3, in->f);
     in->gz = n == 3 && magic[0] == 0x1f && magic[1] == 0x8b && magic[2] == 8;
@@ -371,6 +381,7 @@ static long input_read(json_input *in, unsigned char *out, size_t cap, const cha
             size_t n = fread(in->in, 1, JSON_CHUNK, in->f);
             if (n == 0 && ferror(in->f))
                 return trace_error_set(err, TRACE_EIO, "%s: %s", path, strerror(errno)), -1;
+            in->file_read += n;
             in->eof = n < JSON_CHUNK;
             in->z.next_in = in->in;
             in->z.avail_in = (uInt)n;
@@ -381,6 +392,7 @@ static long input_read(json_input *in, unsigned char *out, size_t cap, const cha
              * member that is not gzip is ignored, as gzip -d does) */
             if (!in->z.avail_in && !in->eof) {
                 size_t n = fread(in->in, 1, JSON_CHUNK, in->f);
+                in->file_read += n;
                 in->eof = n < JSON_CHUNK;
                 in->z.next_in = in->in;
                 in->z.avail_in = (uInt)n;
@@ -405,6 +417,13 @@ static long input_read(json_input *in, unsigned char *out, size_t cap, const cha
     return (long)got;
 }
 
+/* The bytes of the file consumed so far: what was handed out of a plain
+ * file, what inflate took of a gzip one. */
+static uint64_t input_consumed(const json_input *in)
+{
+    return in->gz ? in->file_read - in->z.avail_in : in->produced;
+}
+
 int json_stream(const char *path, const json_handler *h, trace_error *err)
 {
     json_parse p = { .h = h, .err = err, .path = path };
@@ -426,6 +445,7 @@ int json_stream(const char *path, const json_handler *h, trace_error *err)
         goto done;
     }
     uint64_t offset = 0;
+    trace_progress_say(h->progress, "bytes", 0, in.size);
     for (;;) {
         long n = input_read(&in, buf, JSON_CHUNK, path, err);
         if (n < 0)
@@ -447,6 +467,7 @@ int json_stream(const char *path, const json_handler *h, trace_error *err)
             goto done;
         }
         offset += (uint64_t)n;
+        trace_progress_say(h->progress, "bytes", input_consumed(&in), in.size);
     }
     if (offset == 0) {
         trace_error_set(err, TRACE_ESYNTAX, "%s: empty file, expected JSON", path);
@@ -459,6 +480,7 @@ int json_stream(const char *path, const json_handler *h, trace_error *err)
                             (unsigned long long)offset);
         goto done;
     }
+    trace_progress_say(h->progress, "bytes", in.size, in.size);
     rc = 0;
 done:
     if (y)

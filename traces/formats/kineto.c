@@ -774,10 +774,10 @@ static int kineto_open(trace_source *src, const char *path, const trace_source_o
         trace_error_set(err, TRACE_ENOMEM, "%s: out of memory", path);
         goto fail;
     }
-    if (o->companion && !(k.et = et_load(o->companion, c, err)))
+    if (o->companion && !(k.et = et_load(o->companion, c, &o->progress, err)))
         goto fail;
     capture_et_force(c, o->force_companion);
-    json_handler h = { "traceEvents", kineto_member, kineto_event, &k };
+    json_handler h = { "traceEvents", kineto_member, kineto_event, &k, &o->progress };
     if (json_stream(path, &h, err) != 0)
         goto fail;
     capture_read_done(c);
