@@ -46,6 +46,10 @@
  * without device or stream, a call or range without a thread
  * (missing-field), an unknown copyKind or stream flag (unknown-kind) are
  * counted too.
+ *
+ * Progress is said in rows, of the rows the same queries give, which SQLite
+ * counts first (SELECT count(*) FROM (query)) when the opener wants progress
+ * at all: a count walks the tables' pages without handing out a row.
  */
 #include "formats.h"
 
@@ -65,7 +69,14 @@ typedef struct nsys {
     int64_t only_pid;           /* the one process of the runtime calls, or CAP_NONE */
     uint64_t rows;
     uint64_t bad_cells;         /* number cells that held no integer (counted) */
+    const trace_progress *progress; /* told rows read of `total` */
+    bool counting;              /* each_row counts the rows into `total`, reads none */
+    uint64_t total;             /* the rows read_tables reads: counted when progress has a
+                                 * hook, else 0 */
 } nsys;
+
+/* Rows between two reports of progress: a power of two. */
+#define NSYS_PROGRESS_ROWS 4096
 
 static int db_fail(nsys *n, const char *table)
 {
@@ -175,16 +186,28 @@ static int64_t pid_of(int64_t global)
     return global == CAP_NONE ? CAP_NONE : (global >> 24) & 0xFFFFFF;
 }
 
-/* Runs sql and calls row() for each row. */
+/* Runs sql and calls row() for each row; when n->counting, only adds how
+ * many rows it gives to n->total (the same query, counted by SQLite). */
 static int each_row(nsys *n, const char *table, const char *sql,
                     int (*row)(nsys *n, sqlite3_stmt *q))
 {
     sqlite3_stmt *q;
+    int rc;
+    if (n->counting) {
+        char count[1100];
+        snprintf(count, sizeof count, "SELECT count(*) FROM (%s)", sql);
+        if (sqlite3_prepare_v2(n->db, count, -1, &q, NULL) != SQLITE_OK)
+            return db_fail(n, table);
+        if ((rc = sqlite3_step(q)) == SQLITE_ROW)
+            n->total += (uint64_t)sqlite3_column_int64(q, 0);
+        sqlite3_finalize(q);
+        return rc == SQLITE_ROW ? 0 : db_fail(n, table);
+    }
     if (sqlite3_prepare_v2(n->db, sql, -1, &q, NULL) != SQLITE_OK)
         return db_fail(n, table);
-    int rc;
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-        n->rows++;
+        if ((++n->rows & (NSYS_PROGRESS_ROWS - 1)) == 0)
+            trace_progress_say(n->progress, "rows", n->rows, n->total);
         capture_read(n->c);
         if (row(n, q) != 0) {
             sqlite3_finalize(q);
@@ -465,7 +488,8 @@ static const char *const gpu_tables[] = { "CUPTI_ACTIVITY_KIND_KERNEL",
                                           "CUPTI_ACTIVITY_KIND_MEMCPY",
                                           "CUPTI_ACTIVITY_KIND_MEMSET" };
 
-static int read_tables(nsys *n)
+/* Refuses an export that holds no capture of CUDA work; prepares str_q. */
+static int check_tables(nsys *n)
 {
     for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
         if (!has_table(n, required[i]))
@@ -487,6 +511,13 @@ static int read_tables(nsys *n)
     if (sqlite3_prepare_v2(n->db, "SELECT value FROM StringIds WHERE id = ?1", -1, &n->str_q,
                            NULL) != SQLITE_OK)
         return db_fail(n, "StringIds");
+    return 0;
+}
+
+/* Reads every table the capture model takes, row by row (or, counting,
+ * counts their rows). */
+static int read_tables(nsys *n)
+{
     char sql[1024];
     const char *rt = "CUPTI_ACTIVITY_KIND_RUNTIME";
     snprintf(sql, sizeof sql, "SELECT start, end, globalTid, correlationId, nameId, %s FROM %s",
@@ -608,9 +639,8 @@ static bool nsys_sniff(const char *path, const unsigned char *head, size_t n)
 static int nsys_open(trace_source *src, const char *path, const trace_source_opts *o,
                      trace_error *err)
 {
-    (void)o;
     trace *t = trace_new();
-    nsys n = { .path = path, .t = t, .err = err, .only_pid = CAP_NONE };
+    nsys n = { .path = path, .t = t, .err = err, .only_pid = CAP_NONE, .progress = &o->progress };
     char *uri = uri_of(path);
     char version[64];
     int rc = -1;
@@ -624,8 +654,19 @@ static int nsys_open(trace_source *src, const char *path, const trace_source_opt
                         n.db ? sqlite3_errmsg(n.db) : "cannot open");
         goto done;
     }
-    if (damaged(&n) || check_version(&n, version, sizeof version) != 0 || read_tables(&n) != 0)
+    if (damaged(&n) || check_version(&n, version, sizeof version) != 0 || check_tables(&n) != 0)
         goto done;
+    if (o->progress.fn) {
+        /* a total for the progress: SQLite counts rows faster than we read them */
+        n.counting = true;
+        if (read_tables(&n) != 0)
+            goto done;
+        n.counting = false;
+    }
+    trace_progress_say(n.progress, "rows", 0, n.total);
+    if (read_tables(&n) != 0)
+        goto done;
+    trace_progress_say(n.progress, "rows", n.total, n.total);
     if (trace_set_meta(t, "capture.format", "nsys") != 0 ||
         trace_set_meta(t, "capture.schema", version) != 0 ||
         capture_count(n.c, "capture.rows", n.rows) != 0) {
