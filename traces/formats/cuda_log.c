@@ -115,6 +115,9 @@
  *           set and KIND capture_nccl_spans gives): one statement on its stream
  *           (an op, or for NCCL a `collective` of communicator comm=) in
  *           place of the kernels the thread launched inside the call.
+ *
+ * The log is read line by line (getline): progress, in bytes of the file, is
+ * said every CUDALOG_PROGRESS_BYTES of lines (trace_progress).
  */
 #include "formats.h"
 
@@ -122,6 +125,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define CUDALOG_MAGIC "syncsim-cuda-log"
 #define LIB_CORR_BASE (INT64_C(1) << 60)  /* synthetic call ids of library calls */
@@ -194,7 +198,11 @@ typedef struct cudalog {
                                  * records (capture.log_lookups: the reader's
                                  * work, linear in the log's records) */
     trace_error *err;
+    const trace_progress *progress; /* told the bytes read of the file's */
 } cudalog;
+
+/* Bytes of lines between two reports of progress. */
+#define CUDALOG_PROGRESS_BYTES (1u << 20)
 
 static int64_t push_rec(cudalog *l)
 {
@@ -1658,8 +1666,16 @@ static int cudalog_read(cudalog *l, FILE *f)
     ssize_t len;
     uint32_t no = 0;
     int rc = 0;
+    struct stat sb;
+    uint64_t size = fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) ? (uint64_t)sb.st_size : 0;
+    uint64_t bytes = 0, say_at = CUDALOG_PROGRESS_BYTES;
+    trace_progress_say(l->progress, "bytes", 0, size);
     while (rc == 0 && (len = getline(&line, &cap, f)) >= 0) {
         no++;
+        if ((bytes += (uint64_t)len) >= say_at) {
+            trace_progress_say(l->progress, "bytes", bytes, size);
+            say_at = bytes + CUDALOG_PROGRESS_BYTES;
+        }
         if (len == 0 || line[len - 1] != '\n') {
             l->truncated++;     /* the last line of a program that died writing it */
             break;
@@ -1678,14 +1694,15 @@ static int cudalog_read(cudalog *l, FILE *f)
     free(line);
     if (rc == 0 && ferror(f))
         rc = (trace_error_set(l->err, TRACE_EIO, "%s: read error", l->path), -1);
+    if (rc == 0)
+        trace_progress_say(l->progress, "bytes", size, size);
     return rc;
 }
 
 static int cudalog_open(trace_source *src, const char *path, const trace_source_opts *o,
                         trace_error *err)
 {
-    (void)o;
-    cudalog l = { .path = path, .err = err };
+    cudalog l = { .path = path, .err = err, .progress = &o->progress };
     l.t = trace_new();
     l.c = l.t ? capture_new(l.t, path) : NULL;
     FILE *f = NULL;
