@@ -1,0 +1,189 @@
+/*
+ * test_source_progress.c -- trace_source_opts.progress (trace.h): a
+ * capture in a foreign format, parsed while it is opened, says how far
+ * its reading has got through the one hook of the shared readers. For a
+ * Kineto trace (plain and gzipped), an Nsight Systems export and a CUDA
+ * log written at test time: the first call says 0 of the total, the last
+ * the total of the total, done never goes back, calls come in between and
+ * at a bounded rate (per chunk, rows or MiB, never per event); the total is
+ * the file's size (of a gzip file, its compressed size) or the export's
+ * rows. A syncsim database or a text trace, read after the open, says
+ * nothing; an open without a hook reads the same statements.
+ */
+#include "../big_captures.h"
+#include "../tmpdir.h"
+#include "import_test_util.h"
+
+#include <sys/stat.h>
+
+#define LAUNCHES 20000
+
+/* What the hook was told. */
+typedef struct heard {
+    char unit[16];
+    uint64_t calls, first_done, first_total, last_done, last_total;
+    uint64_t between;           /* calls with 0 < done < total */
+    bool went_back, unit_changed, total_changed;
+} heard;
+
+static void hear(void *ctx, const char *unit, uint64_t done, uint64_t total)
+{
+    heard *h = ctx;
+    if (h->calls == 0) {
+        snprintf(h->unit, sizeof h->unit, "%s", unit);
+        h->first_done = done;
+        h->first_total = total;
+    } else {
+        h->went_back |= done < h->last_done;
+        h->unit_changed |= strcmp(h->unit, unit) != 0;
+        h->total_changed |= total != h->last_total;
+    }
+    h->between += done > 0 && done < total;
+    h->last_done = done;
+    h->last_total = total;
+    h->calls++;
+}
+
+/* Opens path with the hook and reads it whole: what the hook heard; the
+ * statements in *n. */
+static heard open_heard(const char *path, uint64_t *n)
+{
+    heard h = { 0 };
+    trace_source src;
+    trace_source_opts o = { .as_recorded = true, .progress = { hear, &h } };
+    trace_error err = { 0 };
+    if (trace_source_open(&src, path, &o, &err) != 0)
+        fail_msg("%s", err.msg);
+    uint64_t calls = h.calls;
+    trace_stmt s;
+    int rc;
+    *n = 0;
+    while ((rc = trace_reader_next(&src.reader, &s, &err)) == 1)
+        (*n)++;
+    assert_int_equal(rc, 0);
+    trace_source_close(&src);
+    assert_int_equal(h.calls, calls);   /* only while the source is opened */
+    return h;
+}
+
+/* The statements of path opened without a hook. */
+static uint64_t statements(const char *path)
+{
+    trace_source src;
+    trace_source_opts o = { .as_recorded = true };
+    trace_error err = { 0 };
+    if (trace_source_open(&src, path, &o, &err) != 0)
+        fail_msg("%s", err.msg);
+    trace_stmt s;
+    uint64_t n = 0;
+    while (trace_reader_next(&src.reader, &s, &err) == 1)
+        n++;
+    trace_source_close(&src);
+    return n;
+}
+
+static uint64_t file_size(const char *path)
+{
+    struct stat sb;
+    assert_int_equal(stat(path, &sb), 0);
+    return (uint64_t)sb.st_size;
+}
+
+/* The contract for one file: from 0 to total, in `unit`, never back, at
+ * most max_calls calls and at least one in between. */
+static void assert_said(const char *path, const char *unit, uint64_t total, uint64_t max_calls)
+{
+    uint64_t n;
+    heard h = open_heard(path, &n);
+    assert_string_equal(h.unit, unit);
+    assert_false(h.unit_changed);
+    assert_int_equal(h.first_done, 0);
+    assert_int_equal(h.first_total, total);
+    assert_false(h.total_changed);
+    assert_int_equal(h.last_done, total);
+    assert_false(h.went_back);
+    if (h.between == 0 || h.calls > max_calls)
+        fail_msg("%s: %llu calls, %llu in between (at most %llu calls)", path,
+                 (unsigned long long)h.calls, (unsigned long long)h.between,
+                 (unsigned long long)max_calls);
+    assert_int_equal(n, statements(path));
+}
+
+static void test_source_progress_kineto(void **state)
+{
+    fixture *f = *state;
+    char path[256];
+    snprintf(path, sizeof path, "%s/k.json", f->dir);
+    assert_int_equal(big_kineto(path, LAUNCHES, false), 0);
+    uint64_t size = file_size(path);
+    /* a call per chunk of 256 KiB parsed, and the first and the last */
+    assert_said(path, "bytes", size, size / (256 * 1024) + 3);
+}
+
+static void test_source_progress_kineto_gzip(void **state)
+{
+    fixture *f = *state;
+    char plain[256], path[256];
+    snprintf(plain, sizeof plain, "%s/k.json", f->dir);
+    snprintf(path, sizeof path, "%s/k.json.gz", f->dir);
+    assert_int_equal(big_kineto(plain, LAUNCHES, false), 0);
+    assert_int_equal(big_kineto(path, LAUNCHES, true), 0);
+    /* of the file's compressed bytes; a call per 256 KiB inflated */
+    assert_said(path, "bytes", file_size(path), file_size(plain) / (256 * 1024) + 3);
+}
+
+static void test_source_progress_nsys(void **state)
+{
+    fixture *f = *state;
+    char path[256];
+    snprintf(path, sizeof path, "%s/n.sqlite", f->dir);
+    uint64_t rows;
+    assert_int_equal(big_nsys(path, LAUNCHES, &rows), 0);
+    /* a call per 4096 rows */
+    assert_said(path, "rows", rows, rows / 4096 + 3);
+}
+
+static void test_source_progress_cuda_log(void **state)
+{
+    fixture *f = *state;
+    char path[256];
+    snprintf(path, sizeof path, "%s/c.log", f->dir);
+    assert_int_equal(big_cuda_log(path, LAUNCHES), 0);
+    uint64_t size = file_size(path);
+    /* a call per MiB of lines */
+    assert_said(path, "bytes", size, size / (1024 * 1024) + 3);
+}
+
+/* Read after the open, a text trace or a database says nothing. */
+static void test_source_progress_not_for_syncsim_formats(void **state)
+{
+    fixture *f = *state;
+    char text[256], db[256];
+    snprintf(text, sizeof text, "%s/s.trace", f->dir);
+    snprintf(db, sizeof db, "%s/s.db", f->dir);
+    assert_int_equal(tmpdir_write(f, "s.trace", "syncsim-trace 1\nqueue h host\n"
+                                                 "buffer b size=64 host\nh op fill w:b\n"),
+                     0);
+    assert_int_equal(tmpdir_sh(f, NULL, 0, "%s import s.trace -o s.db", SYNCSIM_BINARY), 0);
+    uint64_t n;
+    assert_int_equal(open_heard(text, &n).calls, 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(open_heard(db, &n).calls, 0);
+    assert_int_equal(n, 1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_source_progress_kineto, tmpdir_setup,
+                                        tmpdir_teardown),
+        cmocka_unit_test_setup_teardown(test_source_progress_kineto_gzip, tmpdir_setup,
+                                        tmpdir_teardown),
+        cmocka_unit_test_setup_teardown(test_source_progress_nsys, tmpdir_setup, tmpdir_teardown),
+        cmocka_unit_test_setup_teardown(test_source_progress_cuda_log, tmpdir_setup,
+                                        tmpdir_teardown),
+        cmocka_unit_test_setup_teardown(test_source_progress_not_for_syncsim_formats,
+                                        tmpdir_setup, tmpdir_teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
