@@ -72,8 +72,10 @@ int cli_find_run_name(trace_store *st, const char *name, int64_t *id, trace_erro
  * exists. Prints the usage error and returns NULL otherwise (or when more
  * arguments follow). */
 const char *cli_trace_arg(const char *cmd, int argc, char **argv, int first);
-/* Opens path through trace_source_open; prints the error line and returns 2
- * on failure, 0 on success. */
+/* Opens path through trace_source_open, showing how far a capture in a
+ * foreign format is read (cli_progress_open; unless o->progress is set
+ * already) and erasing it before returning; prints the error line and
+ * returns 2 on failure, 0 on success. */
 int cli_open(const char *cmd, const char *path, const trace_source_opts *o, trace_source *src);
 
 /* How many statements src holds, where it says (a database's run: for
@@ -115,6 +117,12 @@ void cli_progress_estimate(cli_progress *p, uint64_t total);
 /* For a library's progress hook (void (*)(void *ctx, uint64_t done,
  * uint64_t total), ctx the cli_progress): sets both. */
 void cli_progress_callback(void *ctx, uint64_t done, uint64_t total);
+/* Shows how far trace_source_open reads a capture in a foreign format
+ * (cli_open does it for every command): a session of cmd that stays quiet
+ * until the format's reader says how far it is, in bytes of the file or
+ * rows, and which o->progress is set to tell. NULL, o untouched, when
+ * progress is off. End it once the open has returned. */
+cli_progress *cli_progress_open(const char *cmd, trace_source_opts *o);
 /* Counts src's statements into p against the best total src gives: its
  * run's statements for a database; for a text trace, its lines (the unit
  * becomes "lines", and what is done the line of the last statement read).
@@ -137,6 +145,9 @@ void cli_progress_unwrap(cli_progress *p, trace_reader *r);
 /* Stops the ticker: erases the bar, or prints a last line when lines were
  * printed; frees p. */
 void cli_progress_end(cli_progress *p);
+/* The same for work that failed: no last line says it is done (the error
+ * that follows says why it is not). */
+void cli_progress_abort(cli_progress *p);
 
 /* Known findings (cli/baseline.c, whose head comment is the file format). */
 typedef struct cli_baseline cli_baseline;

@@ -31,15 +31,17 @@ const char *cli_trace_arg(const char *cmd, int argc, char **argv, int first)
 int cli_open(const char *cmd, const char *path, const trace_source_opts *o, trace_source *src)
 {
     trace_error err = { 0 };
-    trace_source_opts named;
-    if (o && (unsigned long long)o->run >= CLI_RUN_NAMED(0)) {
-        named = *o;
-        if (cli_run_resolve(cmd, path, &named.run) != 0)
-            return 2;
-        o = &named;
-    }
-    if (trace_source_open(src, path, o, &err) != 0)
+    trace_source_opts opts = o ? *o : (trace_source_opts){ 0 };
+    if ((unsigned long long)opts.run >= CLI_RUN_NAMED(0) &&
+        cli_run_resolve(cmd, path, &opts.run) != 0)
+        return 2;
+    /* a foreign capture is parsed inside the open: that is where its bar is */
+    cli_progress *prog = opts.progress.fn ? NULL : cli_progress_open(cmd, &opts);
+    if (trace_source_open(src, path, &opts, &err) != 0) {
+        cli_progress_abort(prog);       /* gone before the error */
         return cli_error(cmd, "%s", err.msg);
+    }
+    cli_progress_end(prog);
     return 0;
 }
 

@@ -31,14 +31,25 @@
  * text inputs count lines, not statements) shows no count of it at the
  * end.
  *
+ * A capture in a foreign format (a Kineto or Chrome JSON, gzipped or not,
+ * an Nsight Systems export, a CUDA log) is parsed inside trace_source_open,
+ * before a statement can be counted. cli_open shows that reading as a
+ * session of its own (cli_progress_open), quiet until the format's reader
+ * says how far it is through trace_source_opts.progress: bytes of the file
+ * -- "syncsim import: [###    ] 47% 12.3/26.0 MB, 1.2 s, ETA 1.4 s" -- or
+ * rows of an export; a second file (an execution trace, then its Kineto
+ * trace) is a second pass. The session ends before the open returns: the
+ * statements are then counted as above, and a failed open ends without a
+ * last line (cli_progress_abort).
+ *
  * The interval is 5 s, or $SYNCSIM_PROGRESS_MS milliseconds when set.
  * $SYNCSIM_PROGRESS=bar|lines|off chooses the form whatever standard error
  * is; any other value, or an interval that is not a whole number of
  * milliseconds from 1 to 86400000, is refused before the command runs
- * (cli_progress_env_check). The ETA is the time so far scaled by what is
- * left, shown once 1 % is done; with no total there is no percentage and
- * no ETA, only the count and the rate. Results go to standard output only
- * after cli_progress_end has erased the bar.
+ * (cli_progress_env_check). The ETA is the time of the current pass so far
+ * scaled by what is left, shown once 1 % is done; with no total there is
+ * no percentage and no ETA, only the count and the rate. Results go to
+ * standard output only after cli_progress_end has erased the bar.
  */
 #include "cli.h"
 
@@ -57,8 +68,10 @@ struct cli_progress {
     bool interval_set;          /* $SYNCSIM_PROGRESS_MS was given */
     int64_t every_ns;
     int64_t t0;
+    _Atomic int64_t pass_t0;    /* when the current pass began: what its ETA scales */
     _Atomic uint64_t done, total;
     _Atomic unsigned pass;
+    bool quiet;                 /* nothing is shown until a unit is set (cli_progress_open) */
     bool shown;                 /* a line or the bar was printed */
     bool estimate;              /* total is an estimate: no "of TOTAL" at the end */
     bool by_line;               /* done is the line of the last statement read */
@@ -97,6 +110,44 @@ static void fmt_time(char *buf, size_t cap, double s)
         snprintf(buf, cap, "%d min %02d s", (int)s / 60, (int)s % 60);
     else
         snprintf(buf, cap, "%d h %02d min", (int)s / 3600, (int)s % 3600 / 60);
+}
+
+/* "12.3 MB", "1.5 GB", "812 kB", "512 bytes": n bytes in the scale of
+ * `scale` bytes (a total, so that done and total read alike). */
+static void fmt_bytes(char *buf, size_t cap, uint64_t n, uint64_t scale, bool with_unit)
+{
+    static const struct { double size; const char *name; } units[] = {
+        { 1e9, "GB" }, { 1e6, "MB" }, { 1e3, "kB" },
+    };
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        if ((double)scale >= units[i].size) {
+            snprintf(buf, cap, "%.1f%s%s", (double)n / units[i].size, with_unit ? " " : "",
+                     with_unit ? units[i].name : "");
+            return;
+        }
+    snprintf(buf, cap, "%llu%s", (unsigned long long)n, with_unit ? " bytes" : "");
+}
+
+/* How much is done, in the session's unit: "1234/2600 statements" (sep
+ * "/"), "1234 of 2600 statements" (sep " of "), or "1234 statements" with
+ * no total; bytes as "12.3/26.0 MB". */
+static void fmt_amount(char *buf, size_t cap, const cli_progress *p, uint64_t done,
+                       uint64_t total, const char *sep)
+{
+    if (strcmp(p->unit, "bytes") == 0) {
+        char d[32], t[32];
+        fmt_bytes(d, sizeof d, done, total ? total : done, !total);
+        fmt_bytes(t, sizeof t, total, total, true);
+        if (total)
+            snprintf(buf, cap, "%s%s%s", d, sep, t);
+        else
+            snprintf(buf, cap, "%s", d);
+    } else if (total) {
+        snprintf(buf, cap, "%llu%s%llu %s", (unsigned long long)done, sep,
+                 (unsigned long long)total, p->unit);
+    } else {
+        snprintf(buf, cap, "%llu %s", (unsigned long long)done, p->unit);
+    }
 }
 
 /* The width of the terminal on standard error: TIOCGWINSZ, else $COLUMNS,
@@ -145,9 +196,13 @@ static void bar_line(char *buf, size_t cap, int width, const char *head, int pct
 
 static void print_state(cli_progress *p, bool last)
 {
+    if (p->quiet && !p->unit[0])
+        return;                 /* nothing was counted yet */
     uint64_t done = atomic_load(&p->done), total = atomic_load(&p->total);
     unsigned pass = atomic_load(&p->pass);
-    double elapsed = (double)(mono_ns() - p->t0) / 1e9;
+    int64_t now = mono_ns();
+    double elapsed = (double)(now - p->t0) / 1e9;
+    double in_pass = (double)(now - atomic_load(&p->pass_t0)) / 1e9;
     char took[32], eta[64] = "", head[96];
     fmt_time(took, sizeof took, elapsed);
     snprintf(head, sizeof head, "syncsim %s: ", p->cmd);
@@ -155,7 +210,7 @@ static void print_state(cli_progress *p, bool last)
         snprintf(head + strlen(head), sizeof head - strlen(head), "pass %u: ", pass);
     if (total && done < total && done * 100 >= total && !last) {
         char left[32];
-        fmt_time(left, sizeof left, elapsed * (double)(total - done) / (double)done);
+        fmt_time(left, sizeof left, in_pass * (double)(total - done) / (double)done);
         snprintf(eta, sizeof eta, ", ETA %s", left);
     }
     int pct = total ? (int)(done >= total ? 100 : done * 100 / total) : 0;
@@ -169,11 +224,7 @@ static void print_state(cli_progress *p, bool last)
             fprintf(stderr, "%s%s, %s\n", head, last ? "done" : "working", took);
     } else if (p->bar) {
         char counts[96], line[512];
-        if (total)
-            snprintf(counts, sizeof counts, "%llu/%llu %s", (unsigned long long)done,
-                     (unsigned long long)total, p->unit);
-        else
-            snprintf(counts, sizeof counts, "%llu %s", (unsigned long long)done, p->unit);
+        fmt_amount(counts, sizeof counts, p, done, total, "/");
         if (total) {
             bar_line(line, sizeof line, columns(), head, pct, counts, took, eta);
         } else {
@@ -184,11 +235,19 @@ static void print_state(cli_progress *p, bool last)
         }
         fprintf(stderr, "\r%s\033[K", line);
     } else if (total && !(last && p->estimate)) {
-        fprintf(stderr, "%s%s%llu of %llu %s (%d%%), %s%s\n", head, last ? "done, " : "",
-                (unsigned long long)done, (unsigned long long)total, p->unit, pct, took, eta);
+        char counts[96];
+        fmt_amount(counts, sizeof counts, p, done, total, " of ");
+        fprintf(stderr, "%s%s%s (%d%%), %s%s\n", head, last ? "done, " : "", counts, pct, took,
+                eta);
     } else {
-        fprintf(stderr, "%s%s%llu %s, %s (%.0f/s)%s\n", head, last ? "done, " : "",
-                (unsigned long long)done, p->unit, took, elapsed > 0 ? (double)done / elapsed : 0.0,
+        char counts[96], rate[64];
+        fmt_amount(counts, sizeof counts, p, done, 0, "");
+        uint64_t per_s = in_pass > 0 ? (uint64_t)((double)done / in_pass) : 0;
+        if (strcmp(p->unit, "bytes") == 0)
+            fmt_bytes(rate, sizeof rate, per_s, per_s, true);
+        else
+            snprintf(rate, sizeof rate, "%llu", (unsigned long long)per_s);
+        fprintf(stderr, "%s%s%s, %s (%s/s)%s\n", head, last ? "done, " : "", counts, took, rate,
                 eta);
     }
     fflush(stderr);
@@ -252,7 +311,9 @@ int cli_progress_env_check(void)
     return 0;
 }
 
-cli_progress *cli_progress_start(const char *cmd, const char *unit)
+/* Starts a session (unit NULL: a quiet one, which shows nothing until a
+ * unit is set). */
+static cli_progress *start(const char *cmd, const char *unit)
 {
     const char *form = getenv("SYNCSIM_PROGRESS");
     if (form && strcmp(form, "off") == 0)
@@ -261,7 +322,8 @@ cli_progress *cli_progress_start(const char *cmd, const char *unit)
     if (!p)
         return NULL;
     snprintf(p->cmd, sizeof p->cmd, "%s", cmd);
-    snprintf(p->unit, sizeof p->unit, "%s", unit);
+    snprintf(p->unit, sizeof p->unit, "%s", unit ? unit : "");
+    p->quiet = !unit;
     p->bar = form ? strcmp(form, "bar") == 0 : isatty(2);
     unsigned long long ms = 5000;
     const char *every = getenv("SYNCSIM_PROGRESS_MS");
@@ -272,6 +334,7 @@ cli_progress *cli_progress_start(const char *cmd, const char *unit)
         ms = 5000;
     p->every_ns = (int64_t)ms * 1000000;
     p->t0 = mono_ns();
+    atomic_store(&p->pass_t0, p->t0);
     atomic_store(&p->pass, 1);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -285,6 +348,37 @@ cli_progress *cli_progress_start(const char *cmd, const char *unit)
         free(p);
         return NULL;
     }
+    return p;
+}
+
+cli_progress *cli_progress_start(const char *cmd, const char *unit)
+{
+    return start(cmd, unit);
+}
+
+/* trace_progress's hook: how far trace_source_open has read its file. The
+ * first call gives the unit; done going back is a new file (the execution
+ * trace read before its Kineto trace) or the same one read again: a pass. */
+static void read_progress(void *ctx, const char *unit, uint64_t done, uint64_t total)
+{
+    cli_progress *p = ctx;
+    pthread_mutex_lock(&p->lock);     /* the ticker reads the unit under it */
+    if (strcmp(p->unit, unit) != 0) {
+        snprintf(p->unit, sizeof p->unit, "%s", unit);
+    } else if (done < atomic_load(&p->done)) {
+        atomic_store(&p->pass_t0, mono_ns());
+        atomic_fetch_add(&p->pass, 1);
+    }
+    atomic_store(&p->total, total);
+    atomic_store(&p->done, done);
+    pthread_mutex_unlock(&p->lock);
+}
+
+cli_progress *cli_progress_open(const char *cmd, trace_source_opts *o)
+{
+    cli_progress *p = start(cmd, NULL);
+    if (p)
+        o->progress = (trace_progress){ read_progress, p };
     return p;
 }
 
@@ -323,7 +417,9 @@ void cli_progress_add(cli_progress *p, uint64_t n)
         atomic_fetch_add(&p->done, n);
 }
 
-void cli_progress_end(cli_progress *p)
+/* Stops the ticker and frees p: the bar is erased; lines end with the
+ * last one when `last_line` (the work is done) and lines were printed. */
+static void finish(cli_progress *p, bool last_line)
 {
     if (!p)
         return;
@@ -339,11 +435,21 @@ void cli_progress_end(cli_progress *p)
         p->shown = true;
     if (p->shown && p->bar)
         fputs("\r\033[K", stderr);      /* the bar goes; the command's output stays */
-    else if (p->shown)
+    else if (p->shown && last_line)
         print_state(p, true);
     pthread_cond_destroy(&p->wake);
     pthread_mutex_destroy(&p->lock);
     free(p);
+}
+
+void cli_progress_end(cli_progress *p)
+{
+    finish(p, true);
+}
+
+void cli_progress_abort(cli_progress *p)
+{
+    finish(p, false);
 }
 
 /* ------------------------------------------------------------------ */
@@ -379,6 +485,7 @@ static int counting_rewind(void *ctx, trace_error *err)
     if (rc == 0) {
         p->last_line = 0;
         atomic_store(&p->done, 0);
+        atomic_store(&p->pass_t0, mono_ns());
         atomic_fetch_add(&p->pass, 1);
     }
     return rc;
@@ -466,7 +573,9 @@ void cli_progress_source(cli_progress *p, trace_source *src)
     uint64_t total = cli_source_size(src, &lines);
     if (lines) {
         /* a text trace: how far the reader is into its lines */
+        pthread_mutex_lock(&p->lock);   /* the ticker reads the unit under it */
         snprintf(p->unit, sizeof p->unit, "lines");
+        pthread_mutex_unlock(&p->lock);
         p->by_line = true;
     }
     atomic_store(&p->total, total);
