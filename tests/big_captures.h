@@ -38,8 +38,9 @@ static inline void big_put(big_sink *s, const char *fmt, ...)
     va_start(ap, fmt);
     int n = vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    if (s->gz ? gzwrite(s->gz, buf, (unsigned)n) != n : fwrite(buf, 1, (size_t)n, s->f) != (size_t)n)
-        s->failed = true;
+    bool ok = s->gz ? gzwrite(s->gz, buf, (unsigned)n) == n
+                    : fwrite(buf, 1, (size_t)n, s->f) == (size_t)n;
+    s->failed |= !ok;
 }
 
 /* The Kineto trace of `launches` launches at path, gzipped when gz. */

@@ -2,7 +2,10 @@
  * a pipe, a bar when asked, nothing when off; on a terminal (a pseudo-
  * terminal of 80 columns, then 40) the bar fits the width and shows an
  * ETA, and the results start on a line of their own; every long command
- * counts against a total; bad settings are refused in one line. With an
+ * counts against a total; a capture in a foreign format (Kineto JSON, plain
+ * and gzipped, an Nsight Systems export, a CUDA log) counts its bytes or
+ * rows as it is parsed, with an ETA, to the end; bad settings are refused
+ * in one line. With an
  * interval of 1 ms the work below takes many intervals, so lines must
  * appear; what is asserted is that they do and what they say, never how
  * long anything took. */
@@ -13,15 +16,23 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <math.h>
 #include <pty.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "tests/big_captures.h"
 #include "tests/tmpdir.h"
+
+/* Launches of the captures the setup writes: long enough to parse for many
+ * intervals of 1 ms, short enough for a test (15 MB of JSON). */
+#define CAPTURE_LAUNCHES 50000
+static uint64_t nsys_rows;
 
 /* Two ranks of a generated job, as databases that give their rank. */
 static int setup(void **state)
@@ -29,6 +40,18 @@ static int setup(void **state)
     if (tmpdir_setup(state) != 0)
         return -1;
     fixture *f = *state;
+    char path[256];
+    int rc = 0;
+    snprintf(path, sizeof path, "%s/k.json", f->dir);
+    rc |= big_kineto(path, CAPTURE_LAUNCHES, false);
+    snprintf(path, sizeof path, "%s/k.json.gz", f->dir);
+    rc |= big_kineto(path, CAPTURE_LAUNCHES, true);
+    snprintf(path, sizeof path, "%s/n.sqlite", f->dir);
+    rc |= big_nsys(path, CAPTURE_LAUNCHES, &nsys_rows);
+    snprintf(path, sizeof path, "%s/c.log", f->dir);
+    rc |= big_cuda_log(path, CAPTURE_LAUNCHES);
+    if (rc != 0)
+        return -1;
     /* a0, a1: small ranks, whose lines on a pipe fit the output read; b0,
      * b1 and big.trace: long enough for many redraws of a bar */
     return tmpdir_sh(f, NULL, 0,
@@ -225,6 +248,133 @@ static void test_cli_progress_bar_fits_the_terminal(void **state)
     bar_fits(f, 80, cmd, "merged 2 ranks as run 1: ");
 }
 
+/* The size of file name of the fixture's directory. */
+static uint64_t size_of(const fixture *f, const char *name)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", f->dir, name);
+    struct stat sb;
+    assert_int_equal(stat(path, &sb), 0);
+    return (uint64_t)sb.st_size;
+}
+
+/* What the lines of cmd say of reading a capture of `total` bytes (unit
+ * "bytes": "12.3 of 26.0 MB") or rows: a line with an ETA on the way, and
+ * the reading's last line, "syncsim CMD: done, T of T MB (100%), ...", T
+ * the total. */
+static void read_to_the_end(const char *out, const char *cmd, uint64_t total, const char *unit)
+{
+    char head[64];
+    snprintf(head, sizeof head, "syncsim %s: ", cmd);
+    bool eta = false, end = false;
+    for (const char *p = out; (p = strstr(p, head)); p++) {
+        const char *nl = strchr(p, '\n');
+        assert_non_null(nl);
+        const char *line = p + strlen(head);
+        bool last = strncmp(line, "done, ", 6) == 0;
+        line += last ? 6 : 0;
+        double done, of;
+        char scale[16];
+        if (sscanf(line, "%lf of %lf %15[a-zA-Z] (", &done, &of, scale) != 3 ||
+            strcmp(scale, "statements") == 0 || strcmp(scale, "lines") == 0)
+            continue;           /* the statements read after the open */
+        if (strcmp(unit, "rows") == 0) {
+            assert_string_equal(scale, "rows");
+            assert_true(of == (double)total);
+        } else {
+            /* the total in the scale it is shown in, to its one decimal */
+            double k = strcmp(scale, "GB") == 0   ? 1e9
+                       : strcmp(scale, "MB") == 0 ? 1e6
+                       : strcmp(scale, "kB") == 0 ? 1e3
+                                                  : 0;
+            if (k == 0 || fabs(of * k - (double)total) > 0.05 * k)
+                fail_msg("'%.*s' does not say %llu bytes", (int)(nl - p), p,
+                         (unsigned long long)total);
+        }
+        eta |= !last && memmem(p, (size_t)(nl - p), ", ETA ", 6) != NULL;
+        if (last) {
+            assert_true(done == of);
+            assert_non_null(memmem(p, (size_t)(nl - p), " (100%), ", 9));
+            end = true;
+        }
+    }
+    if (!eta || !end)
+        fail_msg("%s: %s an ETA, %s a last line of the reading:\n%.3000s", cmd,
+                 eta ? "with" : "without", end ? "with" : "without", out);
+    assert_null(strchr(out, '\r'));
+}
+
+/* A capture in a foreign format is parsed while it is opened: lines count
+ * its bytes (a gzip file's compressed bytes) or rows against the total,
+ * with an ETA, up to the total; then the statements go on being counted,
+ * and standard output has the result alone. */
+static void test_cli_progress_capture_lines(void **state)
+{
+    fixture *f = *state;
+    static char out[1 << 18];
+    static const struct {
+        const char *file, *unit;
+    } inputs[] = {
+        { "k.json.gz", "bytes" }, { "k.json", "bytes" }, { "n.sqlite", "rows" },
+        { "c.log", "bytes" },
+    };
+    for (size_t i = 0; i < sizeof inputs / sizeof inputs[0]; i++) {
+        const char *file = inputs[i].file;
+        uint64_t total = strcmp(inputs[i].unit, "rows") == 0 ? nsys_rows : size_of(f, file);
+        int rc = tmpdir_sh(f, out, sizeof out, "rm -f i.db; { SYNCSIM_PROGRESS_MS=1 %s import %s "
+                                               "-o i.db 2>&1 >/dev/null; }",
+                           SYNCSIM_BINARY, file);
+        if (rc != 0)
+            fail_msg("import %s: exit %d:\n%.2000s", file, rc, out);
+        read_to_the_end(out, "import", total, inputs[i].unit);
+        assert_non_null(strstr(out, "syncsim import: done, "));
+    }
+    /* check too; its verdict alone on standard output */
+    int rc = tmpdir_sh(f, out, sizeof out, "{ SYNCSIM_PROGRESS_MS=1 %s check k.json.gz 2>&1 "
+                                           ">/dev/null; }",
+                       SYNCSIM_BINARY);
+    assert_true(rc != 2);
+    read_to_the_end(out, "check", size_of(f, "k.json.gz"), "bytes");
+    tmpdir_sh(f, out, sizeof out, "{ SYNCSIM_PROGRESS_MS=1 %s check k.json.gz 2>/dev/null; }",
+              SYNCSIM_BINARY);
+    assert_int_equal(strncmp(out, "k.json.gz: ", 11), 0);
+    assert_null(strstr(out, "syncsim check:"));
+    /* a capture that fails half way: no last line says the reading is done,
+     * the error line ends the output */
+    assert_int_equal(tmpdir_sh(f, out, sizeof out, "head -c 600000 k.json.gz >cut.json.gz; rm -f "
+                                                   "i.db; { SYNCSIM_PROGRESS_MS=1 %s import "
+                                                   "cut.json.gz -o i.db 2>&1 >/dev/null; }",
+                               SYNCSIM_BINARY),
+                     2);
+    assert_non_null(strstr(out, "syncsim import: "));
+    assert_null(strstr(out, "syncsim import: done, "));
+    const char *error = strstr(out, "syncsim import: cut.json.gz: truncated gzip data");
+    if (!error || strchr(error, '\n') != out + strlen(out) - 1)
+        fail_msg("not the error alone at the end:\n%.3000s", out);
+    /* off: nothing */
+    assert_int_equal(tmpdir_sh(f, out, sizeof out, "rm -f i.db; { SYNCSIM_PROGRESS=off "
+                                                   "SYNCSIM_PROGRESS_MS=1 %s import k.json.gz -o "
+                                                   "i.db 2>&1 >/dev/null; }",
+                               SYNCSIM_BINARY),
+                     0);
+    assert_string_equal(out, "");
+}
+
+/* On a terminal, the bar of a capture's reading fits 80 columns (and 40)
+ * and shows an ETA; the result starts a line of its own. */
+static void test_cli_progress_capture_bar(void **state)
+{
+    fixture *f = *state;
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -f i.db; SYNCSIM_PROGRESS_MS=1 %s import k.json.gz -o i.db",
+             SYNCSIM_BINARY);
+    bar_fits(f, 80, cmd, "imported k.json.gz as run 1: ");
+    bar_fits(f, 40, cmd, "imported k.json.gz as run 1: ");
+    snprintf(cmd, sizeof cmd, "rm -f i.db; SYNCSIM_PROGRESS_MS=1 %s import n.sqlite -o i.db",
+             SYNCSIM_BINARY);
+    bar_fits(f, 80, cmd, "imported n.sqlite as run 1: ");
+}
+
 /* A setting that means nothing is refused, in one line, before any work. */
 static void test_cli_progress_bad_settings(void **state)
 {
@@ -249,6 +399,8 @@ int main(void)
         cmocka_unit_test(test_cli_progress_check),
         cmocka_unit_test(test_cli_progress_every_command_has_a_total),
         cmocka_unit_test(test_cli_progress_bar_fits_the_terminal),
+        cmocka_unit_test(test_cli_progress_capture_lines),
+        cmocka_unit_test(test_cli_progress_capture_bar),
         cmocka_unit_test(test_cli_progress_bad_settings),
     };
     return cmocka_run_group_tests(tests, setup, tmpdir_teardown);
