@@ -101,10 +101,11 @@ static void usage(FILE *out)
             "run, 4 no findings but partial coverage (not known to be clean: see 'syncsim\n"
             "help check'). Errors are one line: 'FILE:LINE:COL: error: message (syncsim\n"
             "COMMAND)' for a place in a file, else 'syncsim COMMAND: message'.\n"
-            "Long work (run, import, merge, check, minimize, cluster, report) shows progress\n"
-            "on standard error: a bar with an ETA on a terminal, as wide as it is, else a\n"
-            "line every 5 s ($SYNCSIM_PROGRESS_MS: another interval, 1 to 86400000 ms;\n"
-            "$SYNCSIM_PROGRESS=bar|lines|off; another value is refused).\n"
+            "Long work (run, import, merge, check, minimize, cluster, report, and reading a\n"
+            "capture in a foreign format: its bytes, or an Nsight Systems export's rows)\n"
+            "shows progress on standard error: a bar with an ETA on a terminal, as wide as\n"
+            "it is, else a line every 5 s ($SYNCSIM_PROGRESS_MS: another interval, 1 to\n"
+            "86400000 ms; $SYNCSIM_PROGRESS=bar|lines|off; another value is refused).\n"
             "Run 'syncsim help COMMAND' for a command's options and examples.\n");
 }
 
