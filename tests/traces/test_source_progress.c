@@ -82,6 +82,13 @@ static uint64_t statements(const char *path)
     return n;
 }
 
+/* f's file called name, in path (256 bytes). */
+static const char *in_dir(const fixture *f, const char *name, char *path)
+{
+    snprintf(path, 256, "%s/%s", f->dir, name);
+    return path;
+}
+
 static uint64_t file_size(const char *path)
 {
     struct stat sb;
@@ -111,47 +118,36 @@ static void assert_said(const char *path, const char *unit, uint64_t total, uint
 
 static void test_source_progress_kineto(void **state)
 {
-    fixture *f = *state;
     char path[256];
-    snprintf(path, sizeof path, "%s/k.json", f->dir);
-    assert_int_equal(big_kineto(path, LAUNCHES, false), 0);
-    uint64_t size = file_size(path);
+    assert_int_equal(big_kineto(in_dir(*state, "k.json", path), LAUNCHES, false), 0);
     /* a call per chunk of 256 KiB parsed, and the first and the last */
-    assert_said(path, "bytes", size, size / (256 * 1024) + 3);
+    assert_said(path, "bytes", file_size(path), file_size(path) / (256 * 1024) + 3);
 }
 
 static void test_source_progress_kineto_gzip(void **state)
 {
-    fixture *f = *state;
     char plain[256], path[256];
-    snprintf(plain, sizeof plain, "%s/k.json", f->dir);
-    snprintf(path, sizeof path, "%s/k.json.gz", f->dir);
-    assert_int_equal(big_kineto(plain, LAUNCHES, false), 0);
-    assert_int_equal(big_kineto(path, LAUNCHES, true), 0);
+    assert_int_equal(big_kineto(in_dir(*state, "k.json", plain), LAUNCHES, false), 0);
+    assert_int_equal(big_kineto(in_dir(*state, "k.json.gz", path), LAUNCHES, true), 0);
     /* of the file's compressed bytes; a call per 256 KiB inflated */
     assert_said(path, "bytes", file_size(path), file_size(plain) / (256 * 1024) + 3);
 }
 
 static void test_source_progress_nsys(void **state)
 {
-    fixture *f = *state;
     char path[256];
-    snprintf(path, sizeof path, "%s/n.sqlite", f->dir);
     uint64_t rows;
-    assert_int_equal(big_nsys(path, LAUNCHES, &rows), 0);
+    assert_int_equal(big_nsys(in_dir(*state, "n.sqlite", path), LAUNCHES, &rows), 0);
     /* a call per 4096 rows */
     assert_said(path, "rows", rows, rows / 4096 + 3);
 }
 
 static void test_source_progress_cuda_log(void **state)
 {
-    fixture *f = *state;
     char path[256];
-    snprintf(path, sizeof path, "%s/c.log", f->dir);
-    assert_int_equal(big_cuda_log(path, LAUNCHES), 0);
-    uint64_t size = file_size(path);
+    assert_int_equal(big_cuda_log(in_dir(*state, "c.log", path), LAUNCHES), 0);
     /* a call per MiB of lines */
-    assert_said(path, "bytes", size, size / (1024 * 1024) + 3);
+    assert_said(path, "bytes", file_size(path), file_size(path) / (1024 * 1024) + 3);
 }
 
 /* Read after the open, a text trace or a database says nothing. */
@@ -159,8 +155,8 @@ static void test_source_progress_not_for_syncsim_formats(void **state)
 {
     fixture *f = *state;
     char text[256], db[256];
-    snprintf(text, sizeof text, "%s/s.trace", f->dir);
-    snprintf(db, sizeof db, "%s/s.db", f->dir);
+    in_dir(f, "s.trace", text);
+    in_dir(f, "s.db", db);
     assert_int_equal(tmpdir_write(f, "s.trace", "syncsim-trace 1\nqueue h host\n"
                                                  "buffer b size=64 host\nh op fill w:b\n"),
                      0);
