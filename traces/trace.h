@@ -980,14 +980,17 @@ typedef struct trace_source trace_source;
  * json.c once a chunk of 256 KiB is parsed, nsys.c every 4096 rows,
  * cuda_log.c every MiB of lines -- never per event, so that the hot path
  * pays one branch; once with done 0 before the first byte and once with
- * done == total at the end of each file read (an execution trace read
- * beside its Kineto trace is a file of its own: done starts again at 0).
- * Only on the opening thread, only while trace_source_open runs. */
+ * done == total at the end of each pass. A pass is a file read (an
+ * execution trace read beside its Kineto trace is a file of its own: done
+ * starts again at 0) or a long step after the reading, in a unit of its
+ * own (the CUDA log's "records", matched to their GPU work). Only on the
+ * opening thread, only while trace_source_open runs. */
 typedef struct trace_progress {
     /* done of total units: unit "bytes" (of the file; for gzip, the
-     * compressed bytes consumed, of the file's size) or "rows" (of an
-     * Nsight Systems export, of the rows its tables hold, counted first).
-     * NULL: no progress, and nothing is counted for it. */
+     * compressed bytes consumed, of the file's size), "rows" (of an
+     * Nsight Systems export, of the rows its tables hold, counted first)
+     * or a later step's own ("records"). NULL: no progress, and nothing is
+     * counted for it. */
     void (*fn)(void *ctx, const char *unit, uint64_t done, uint64_t total);
     void *ctx;
 } trace_progress;

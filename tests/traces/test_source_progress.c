@@ -7,8 +7,10 @@
  * the total of the total, done never goes back, calls come in between and
  * at a bounded rate (per chunk, rows or MiB, never per event); the total is
  * the file's size (of a gzip file, its compressed size) or the export's
- * rows. A syncsim database or a text trace, read after the open, says
- * nothing; an open without a hook reads the same statements.
+ * rows. The CUDA log then says a second pass, the records it matches to
+ * their GPU work, the same way. A syncsim database or a text trace, read
+ * after the open, says nothing; an open without a hook reads the same
+ * statements.
  */
 #include "../big_captures.h"
 #include "../tmpdir.h"
@@ -18,30 +20,41 @@
 
 #define LAUNCHES 20000
 
-/* What the hook was told. */
-typedef struct heard {
+/* What the hook was told in one unit. */
+typedef struct pass_heard {
     char unit[16];
     uint64_t calls, first_done, first_total, last_done, last_total;
     uint64_t between;           /* calls with 0 < done < total */
-    bool went_back, unit_changed, total_changed;
+    bool went_back, total_changed;
+} pass_heard;
+
+/* What the hook was told: a pass per unit, in order. */
+typedef struct heard {
+    pass_heard pass[4];
+    unsigned passes;
+    uint64_t calls;
 } heard;
 
 static void hear(void *ctx, const char *unit, uint64_t done, uint64_t total)
 {
     heard *h = ctx;
-    if (h->calls == 0) {
-        snprintf(h->unit, sizeof h->unit, "%s", unit);
-        h->first_done = done;
-        h->first_total = total;
-    } else {
-        h->went_back |= done < h->last_done;
-        h->unit_changed |= strcmp(h->unit, unit) != 0;
-        h->total_changed |= total != h->last_total;
-    }
-    h->between += done > 0 && done < total;
-    h->last_done = done;
-    h->last_total = total;
     h->calls++;
+    pass_heard *p = h->passes ? &h->pass[h->passes - 1] : NULL;
+    if (!p || strcmp(p->unit, unit) != 0) {
+        if (h->passes == sizeof h->pass / sizeof h->pass[0])
+            return;             /* fails below: too many passes */
+        p = &h->pass[h->passes++];
+        snprintf(p->unit, sizeof p->unit, "%s", unit);
+        p->first_done = done;
+        p->first_total = total;
+    } else {
+        p->went_back |= done < p->last_done;
+        p->total_changed |= total != p->last_total;
+    }
+    p->between += done > 0 && done < total;
+    p->last_done = done;
+    p->last_total = total;
+    p->calls++;
 }
 
 /* Opens path with the hook and reads it whole: what the hook heard; the
@@ -96,24 +109,34 @@ static uint64_t file_size(const char *path)
     return (uint64_t)sb.st_size;
 }
 
-/* The contract for one file: from 0 to total, in `unit`, never back, at
+/* The contract for one pass: from 0 to total, in `unit`, never back, at
  * most max_calls calls and at least one in between. */
-static void assert_said(const char *path, const char *unit, uint64_t total, uint64_t max_calls)
+static void assert_pass(const char *path, const pass_heard *p, const char *unit, uint64_t total,
+                        uint64_t max_calls)
+{
+    assert_string_equal(p->unit, unit);
+    assert_int_equal(p->first_done, 0);
+    assert_int_equal(p->first_total, total);
+    assert_false(p->total_changed);
+    assert_int_equal(p->last_done, total);
+    assert_false(p->went_back);
+    if (p->between == 0 || p->calls > max_calls)
+        fail_msg("%s, %s: %llu calls, %llu in between (at most %llu calls)", path, unit,
+                 (unsigned long long)p->calls, (unsigned long long)p->between,
+                 (unsigned long long)max_calls);
+}
+
+/* Opens path: its reading is one pass (then `more` other passes) of the
+ * contract; the statements are those of an open without the hook. */
+static heard assert_said(const char *path, const char *unit, uint64_t total, uint64_t max_calls,
+                         unsigned more)
 {
     uint64_t n;
     heard h = open_heard(path, &n);
-    assert_string_equal(h.unit, unit);
-    assert_false(h.unit_changed);
-    assert_int_equal(h.first_done, 0);
-    assert_int_equal(h.first_total, total);
-    assert_false(h.total_changed);
-    assert_int_equal(h.last_done, total);
-    assert_false(h.went_back);
-    if (h.between == 0 || h.calls > max_calls)
-        fail_msg("%s: %llu calls, %llu in between (at most %llu calls)", path,
-                 (unsigned long long)h.calls, (unsigned long long)h.between,
-                 (unsigned long long)max_calls);
+    assert_int_equal(h.passes, 1 + more);
+    assert_pass(path, &h.pass[0], unit, total, max_calls);
     assert_int_equal(n, statements(path));
+    return h;
 }
 
 static void test_source_progress_kineto(void **state)
@@ -121,7 +144,7 @@ static void test_source_progress_kineto(void **state)
     char path[256];
     assert_int_equal(big_kineto(in_dir(*state, "k.json", path), LAUNCHES, false), 0);
     /* a call per chunk of 256 KiB parsed, and the first and the last */
-    assert_said(path, "bytes", file_size(path), file_size(path) / (256 * 1024) + 3);
+    assert_said(path, "bytes", file_size(path), file_size(path) / (256 * 1024) + 3, 0);
 }
 
 static void test_source_progress_kineto_gzip(void **state)
@@ -130,7 +153,7 @@ static void test_source_progress_kineto_gzip(void **state)
     assert_int_equal(big_kineto(in_dir(*state, "k.json", plain), LAUNCHES, false), 0);
     assert_int_equal(big_kineto(in_dir(*state, "k.json.gz", path), LAUNCHES, true), 0);
     /* of the file's compressed bytes; a call per 256 KiB inflated */
-    assert_said(path, "bytes", file_size(path), file_size(plain) / (256 * 1024) + 3);
+    assert_said(path, "bytes", file_size(path), file_size(plain) / (256 * 1024) + 3, 0);
 }
 
 static void test_source_progress_nsys(void **state)
@@ -139,15 +162,17 @@ static void test_source_progress_nsys(void **state)
     uint64_t rows;
     assert_int_equal(big_nsys(in_dir(*state, "n.sqlite", path), LAUNCHES, &rows), 0);
     /* a call per 4096 rows */
-    assert_said(path, "rows", rows, rows / 4096 + 3);
+    assert_said(path, "rows", rows, rows / 4096 + 3, 0);
 }
 
 static void test_source_progress_cuda_log(void **state)
 {
     char path[256];
     assert_int_equal(big_cuda_log(in_dir(*state, "c.log", path), LAUNCHES), 0);
-    /* a call per MiB of lines */
-    assert_said(path, "bytes", file_size(path), file_size(path) / (1024 * 1024) + 3);
+    /* a call per MiB of lines; then per 4096 records matched (every launch
+     * is a record of a call) */
+    heard h = assert_said(path, "bytes", file_size(path), file_size(path) / (1024 * 1024) + 3, 1);
+    assert_pass(path, &h.pass[1], "records", LAUNCHES, LAUNCHES / 4096 + 3);
 }
 
 /* Read after the open, a text trace or a database says nothing. */

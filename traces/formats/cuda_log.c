@@ -117,7 +117,9 @@
  *           place of the kernels the thread launched inside the call.
  *
  * The log is read line by line (getline): progress, in bytes of the file, is
- * said every CUDALOG_PROGRESS_BYTES of lines (trace_progress).
+ * said every CUDALOG_PROGRESS_BYTES of lines (trace_progress); then, as a
+ * second pass, in the records translate() matches (calls, library calls,
+ * host accesses, blocks), which takes longer than the reading.
  */
 #include "formats.h"
 
@@ -201,8 +203,10 @@ typedef struct cudalog {
     const trace_progress *progress; /* told the bytes read of the file's */
 } cudalog;
 
-/* Bytes of lines between two reports of progress. */
+/* Bytes of lines, and records translated, between two reports of
+ * progress (the records: a power of two). */
 #define CUDALOG_PROGRESS_BYTES (1u << 20)
+#define CUDALOG_PROGRESS_RECORDS 4096
 
 static int64_t push_rec(cudalog *l)
 {
@@ -1451,12 +1455,17 @@ static int translate(cudalog *l)
         default: break;
         }
     }
+    /* matching calls to their work takes longer than reading the lines:
+     * a pass of its own, in the records it goes through */
+    trace_progress_say(l->progress, "records", 0, n_order);
     sort_log = l;
     qsort(order, n_order, sizeof *order, by_time);
     qsort(x.gpus, x.n_gpus, sizeof *x.gpus, by_corr);
     qsort(x.params, x.n_params, sizeof *x.params, by_corr);
     for (uint64_t i = 0; i < n_order; i++) {
         const rec *r = &l->recs[order[i]];
+        if (i && (i & (CUDALOG_PROGRESS_RECORDS - 1)) == 0)
+            trace_progress_say(l->progress, "records", i, n_order);
         if (r->kind == 'a' && (op_line(&x, order[i]) != 0 || on_api(&x, r) != 0))
             goto done;
         if (r->kind == 'b' && r->action == BLOCK_ALLOC && r->py != TRACE_NONE) {
@@ -1493,6 +1502,7 @@ static int translate(cudalog *l)
             }
         }
     }
+    trace_progress_say(l->progress, "records", n_order, n_order);
     /* work whose call the log lacks (the program died before its exit) */
     for (uint64_t k = 0; k < x.n_gpus; k++)
         if (!x.gpu_done[k] && gpu_of(&x, k, NULL) != 0)
