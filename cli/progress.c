@@ -38,7 +38,8 @@
  * says how far it is through trace_source_opts.progress: bytes of the file
  * -- "syncsim import: [###    ] 47% 12.3/26.0 MB, 1.2 s, ETA 1.4 s" -- or
  * rows of an export; a second file (an execution trace, then its Kineto
- * trace) is a second pass. The session ends before the open returns: the
+ * trace), or a step after the reading in a unit of its own (the CUDA log's
+ * "records"), is a second pass. The session ends before the open returns: the
  * statements are then counted as above, and a failed open ends without a
  * last line (cli_progress_abort).
  *
@@ -357,18 +358,20 @@ cli_progress *cli_progress_start(const char *cmd, const char *unit)
 }
 
 /* trace_progress's hook: how far trace_source_open has read its file. The
- * first call gives the unit; done going back is a new file (the execution
- * trace read before its Kineto trace) or the same one read again: a pass. */
+ * first call gives the unit; another unit (a step after the reading) or
+ * done going back (a second file: the execution trace read before its
+ * Kineto trace; or the same one read again) is a new pass. */
 static void read_progress(void *ctx, const char *unit, uint64_t done, uint64_t total)
 {
     cli_progress *p = ctx;
     pthread_mutex_lock(&p->lock);     /* the ticker reads the unit under it */
-    if (strcmp(p->unit, unit) != 0) {
-        snprintf(p->unit, sizeof p->unit, "%s", unit);
-    } else if (done < atomic_load(&p->done)) {
+    bool first = !p->unit[0], other_unit = strcmp(p->unit, unit) != 0;
+    if (!first && (other_unit || done < atomic_load(&p->done))) {
         atomic_store(&p->pass_t0, mono_ns());
         atomic_fetch_add(&p->pass, 1);
     }
+    if (other_unit)
+        snprintf(p->unit, sizeof p->unit, "%s", unit);
     atomic_store(&p->total, total);
     atomic_store(&p->done, done);
     pthread_mutex_unlock(&p->lock);
