@@ -135,10 +135,14 @@ int cmd_timeline(int argc, char **argv)
                          "gnuplot-nox); the timeline is drawn by it");
     trace_error err = { 0 };
     viz_timeline *tl = NULL;
-    int64_t run_id = (int64_t)run;
-    if (cli_run_resolve("timeline", path, &run_id) != 0)
+    /* through cli_open, which resolves a run's name and shows a capture's parse */
+    trace_source src;
+    trace_source_opts so = { .run = (int64_t)run };
+    if (cli_open("timeline", path, &so, &src) != 0)
         return 2;
-    if (viz_timeline_open(path, run_id, &opts, &tl, &err) != 0)
+    int vrc = viz_timeline_from_source(&src, &opts, &tl, &err);
+    trace_source_close(&src);
+    if (vrc != 0)
         return cli_error("timeline", "%s", err.msg);
     if (!format)
         format = viz_timeline_default_format(tl);
