@@ -58,6 +58,12 @@
 #define LARGE 200000
 #define ROUNDS 4            /* replacement rounds: edges added for what a try lets in */
 
+/* check_options.progress of the minimiser's pass: its candidates. */
+static void min_progress(void *ctx, uint64_t done, uint64_t total)
+{
+    trace_progress_say(ctx, "candidates", done, total);
+}
+
 /* ------------------------------------------------------------------ */
 /* Groups.                                                             */
 
@@ -1143,6 +1149,10 @@ int check_advise(trace *t, const check_advise_opts *o, check_advice *out, trace_
     out->ordering_only = !check_coverage_full(&cov);
     check_coverage_describe(out->coverage, sizeof out->coverage, &cov, t);
     check_options mo = { .allow_findings = true };
+    if (o->progress.fn) {
+        mo.progress = min_progress;
+        mo.progress_ctx = (void *)&o->progress;
+    }
     if (check_minimize(t, &mo, &a.min, err) != 0)
         goto out;
     out->n_candidates = a.min.n_candidates;
@@ -1175,6 +1185,7 @@ int check_advise(trace *t, const check_advise_opts *o, check_advice *out, trace_
         goto out;
     /* 3, 4. each group */
     for (size_t i = 0; i < n_groups; i++) {
+        trace_progress_say(&o->progress, "groups", i, n_groups);
         check_advice_item *it = &out->items[out->n++];
         if (advise_group(&a, &groups[i], &gr, &gr.c[cand_of[i][0]], cand_of[i],
                          out->ordering_only, it, err) != 0)
@@ -1188,6 +1199,7 @@ int check_advise(trace *t, const check_advise_opts *o, check_advice *out, trace_
                                                               : CHECK_MARK_STAYS;
         }
     }
+    trace_progress_say(&o->progress, "groups", n_groups, n_groups);
     /* 5. by what each buys */
     qsort(out->items, out->n, sizeof *out->items, cmp_items);
     rc = 0;

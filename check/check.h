@@ -425,6 +425,8 @@ typedef struct check_advise_opts {
     size_t max_groups;          /* 0: 128 (24 above 200 000 statements); more groups
                                  * are coarsened */
     bool no_replacements;       /* do not look for replacements */
+    trace_progress progress;    /* the minimiser's "candidates", then the "groups"
+                                 * priced (fn NULL: none) */
 } check_advise_opts;
 
 /* The advice for in-memory trace t (check/advise.c's head says how).

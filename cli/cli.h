@@ -123,6 +123,9 @@ void cli_progress_callback(void *ctx, uint64_t done, uint64_t total);
  * rows, and which o->progress is set to tell. NULL, o untouched, when
  * progress is off. End it once the open has returned. */
 cli_progress *cli_progress_open(const char *cmd, trace_source_opts *o);
+/* A library's trace_progress hook counting into p: its first call gives the
+ * unit, another unit starts a new pass ("pass 2: ..."); fn NULL for p NULL. */
+trace_progress cli_progress_hook(cli_progress *p);
 /* Counts src's statements into p against the best total src gives: its
  * run's statements for a database; for a text trace, its lines (the unit
  * becomes "lines", and what is done the line of the last statement read).

@@ -205,10 +205,10 @@ int cmd_advise(int argc, char **argv)
     if (lrc != 0)
         return cli_error("advise", "%s", err.msg);
 
-    check_advise_opts ao = { .pricer = &rp.pricer, .max_groups = (size_t)max_groups,
-                             .no_replacements = no_repl };
-    check_advice adv;
     cli_progress *prog = cli_progress_start("advise", "");
+    check_advise_opts ao = { .pricer = &rp.pricer, .max_groups = (size_t)max_groups,
+                             .no_replacements = no_repl, .progress = cli_progress_hook(prog) };
+    check_advice adv;
     int arc = check_advise(t, &ao, &adv, &err);
     cli_progress_end(prog);
     if (arc != 0) {

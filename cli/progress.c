@@ -25,7 +25,8 @@
  * import and merge the statements of a database's run, or the lines of a
  * text trace (cli_progress_source: the line of the last statement read,
  * of the file's lines); a simulation its ops, the minimiser its
- * candidates, a report the statements of its passes. Work with no unit
+ * candidates (advise then the groups it prices), a report the statements
+ * of its passes. Work with no unit
  * says only "working, 35.0 s" and at the end "done, 36.2 s", so that a
  * log is never silent for long. A total that is only an estimate (merge's
  * text inputs count lines, not statements) shows no count of it at the
@@ -357,8 +358,9 @@ cli_progress *cli_progress_start(const char *cmd, const char *unit)
     return start(cmd, unit);
 }
 
-/* trace_progress's hook: how far trace_source_open has read its file. The
- * first call gives the unit; another unit (a step after the reading) or
+/* trace_progress's hook (cli_progress_hook): how far trace_source_open has
+ * read its file, or how far a library's passes are. The first call gives
+ * the unit (a session started with unit "" shows "working" until then); another unit (a step after the reading) or
  * done going back (a second file: the execution trace read before its
  * Kineto trace; or the same one read again) is a new pass. */
 static void read_progress(void *ctx, const char *unit, uint64_t done, uint64_t total)
@@ -377,11 +379,16 @@ static void read_progress(void *ctx, const char *unit, uint64_t done, uint64_t t
     pthread_mutex_unlock(&p->lock);
 }
 
+trace_progress cli_progress_hook(cli_progress *p)
+{
+    return p ? (trace_progress){ read_progress, p } : (trace_progress){ NULL, NULL };
+}
+
 cli_progress *cli_progress_open(const char *cmd, trace_source_opts *o)
 {
     cli_progress *p = start(cmd, NULL);
     if (p)
-        o->progress = (trace_progress){ read_progress, p };
+        o->progress = cli_progress_hook(p);
     return p;
 }
 

@@ -141,8 +141,8 @@ static void test_cli_progress_check(void **state)
 }
 
 /* Every long command counts against a total: a text trace's lines (check,
- * import), a simulation's steps (cluster: ops and ring steps), the minimiser's candidates, a
- * report's statements; and its last line says the total. */
+ * import), a simulation's steps (cluster: ops and ring steps), the minimiser's candidates
+ * (and advise's groups after them), a report's statements; and its last line says the total. */
 static void test_cli_progress_every_command_has_a_total(void **state)
 {
     fixture *f = *state;
@@ -155,6 +155,7 @@ static void test_cli_progress_every_command_has_a_total(void **state)
         { "cluster --network builtin:4x8 --workload step:tp=8,pp=4,dp=1,microbatches=8,seq=4096",
           "syncsim cluster: done, " },
         { "minimize m.db", " candidates (100%), " },
+        { "advise m.db", "pass 2: done, " },         /* candidates, then the groups priced */
         { "report m.db -o r.html --no-timeline", " statements (100%), " },
     };
     assert_int_equal(tmpdir_sh(f, NULL, 0, "%s run --policy full --copies 1 -o m.db",
