@@ -414,6 +414,33 @@ trace *prop_materialise(const prop_trace *g, const bool *drop)
     return t;
 }
 
+void prop_each_deletion(const prop_trace *g, prop_deletion_fn *fn, void *ctx)
+{
+    bool drop[PROP_MAXS];
+    int gen_of[PROP_MAXS], arrivals[PROP_MAXB][PROP_MAXQ];
+    memset(arrivals, 0, sizeof arrivals);
+    for (int i = 0; i < g->n; i++)
+        gen_of[i] = g->s[i].kind == TRACE_BARRIER ? ++arrivals[g->s[i].obj][g->s[i].q] : 0;
+    for (int i = 0; i < g->n; i++) {
+        trace_kind kd = g->s[i].kind;
+        if (kd != TRACE_WAIT && kd != TRACE_SYNC && kd != TRACE_AWAIT && kd != TRACE_BARRIER &&
+            kd != TRACE_SIGNAL)
+            continue;
+        /* one statement */
+        memset(drop, 0, sizeof drop);
+        drop[i] = true;
+        fn(g, drop, ctx);
+        /* a whole barrier generation (once, at its first participant) */
+        int first = g->s[i].obj == PROP_WIDE_B ? g->n_hosts : 0;
+        if (kd == TRACE_BARRIER && g->s[i].q == first) {
+            for (int j = 0; j < g->n; j++)
+                drop[j] = g->s[j].kind == TRACE_BARRIER && g->s[j].obj == g->s[i].obj &&
+                          gen_of[j] == gen_of[i];
+            fn(g, drop, ctx);
+        }
+    }
+}
+
 void prop_filtered(const prop_trace *g, const bool *drop, prop_trace *out)
 {
     *out = *g;

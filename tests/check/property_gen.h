@@ -70,6 +70,14 @@ static inline bool prop_is_stream(const prop_trace *g, int q)
     return q >= g->n_hosts;
 }
 
+/* The property test's seeds, one per kind of trace it generates, so that
+ * another test can run on the very same traces (test_minimize_greedy.c). */
+#define PROP_SEED_CLEAN 0x5eed1234abcdULL   /* well synchronised, 1 to 3 hosts */
+#define PROP_SEED_DELETE 0xfeedbeef77ULL    /* the same kind, each sync deleted in turn */
+#define PROP_SEED_WIDE 0x3172a5e5ULL        /* wide */
+#define PROP_SEED_HOSTS 0x15a11dULL         /* 2 or 3 hosts */
+#define PROP_SEED_RICH 0xd1ff5eedULL        /* rich (the differential run's default) */
+
 /* ------------------------------------------------------------------ */
 /* The reference (property_ref.c).                                     */
 
@@ -123,6 +131,14 @@ void prop_generate(prop_gen *pg, prop_trace *g, int min_hosts);
 /* g as a syncsim trace, without the statements whose drop[] is set (drop
  * may be NULL); statement i keeps line i + 1. The caller frees it. */
 trace *prop_materialise(const prop_trace *g, const bool *drop);
+
+/* The deletions the property test makes of g, one at a time: each
+ * synchronisation statement alone (a wait, sync, await, barrier arrival or
+ * signal), and after a barrier generation's first participant alone, that
+ * generation whole. Calls fn with each deletion's drop[] (per statement,
+ * PROP_MAXS long) and ctx, in that order. */
+typedef void prop_deletion_fn(const prop_trace *g, const bool *drop, void *ctx);
+void prop_each_deletion(const prop_trace *g, prop_deletion_fn *fn, void *ctx);
 
 /* out := g without the statements whose drop[] is set. */
 void prop_filtered(const prop_trace *g, const bool *drop, prop_trace *out);

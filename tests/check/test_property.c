@@ -83,7 +83,7 @@ static void assert_generated_clean(const prop_trace *g)
 static void test_property_generated_traces_are_clean(void **state)
 {
     (void)state;
-    prop_gen pg = { .rng = 0x5eed1234abcdULL };
+    prop_gen pg = { .rng = PROP_SEED_CLEAN };
     static prop_trace g;
     for (int k = 0; k < 300; k++) {
         prop_generate(&pg, &g, 1);
@@ -91,39 +91,32 @@ static void test_property_generated_traces_are_clean(void **state)
     }
 }
 
+typedef struct mutant_tally {
+    int mutants, racy, hang;
+} mutant_tally;
+
+static void check_deletion(const prop_trace *g, const bool *drop, void *ctx)
+{
+    mutant_tally *m = ctx;
+    m->mutants += check_mutant(g, drop, &m->racy, &m->hang);
+}
+
 /* Deletes each synchronisation of g in turn (and each barrier generation
- * whole): the checker's verdict must agree with the reference's. */
+ * whole: prop_each_deletion): the checker's verdict must agree with the
+ * reference's. */
 static void delete_each_sync(const prop_trace *g, int *mutants, int *racy, int *hang)
 {
-    bool drop[PROP_MAXS];
-    int gen_of[PROP_MAXS], arrivals[PROP_MAXB][PROP_MAXQ];
-    memset(arrivals, 0, sizeof arrivals);
-    for (int i = 0; i < g->n; i++)
-        gen_of[i] = g->s[i].kind == TRACE_BARRIER ? ++arrivals[g->s[i].obj][g->s[i].q] : 0;
-    for (int i = 0; i < g->n; i++) {
-        trace_kind kd = g->s[i].kind;
-        if (kd != TRACE_WAIT && kd != TRACE_SYNC && kd != TRACE_AWAIT && kd != TRACE_BARRIER &&
-            kd != TRACE_SIGNAL)
-            continue;
-        /* one statement */
-        memset(drop, 0, sizeof drop);
-        drop[i] = true;
-        *mutants += check_mutant(g, drop, racy, hang);
-        /* a whole barrier generation (once, at its first participant) */
-        int first = g->s[i].obj == PROP_WIDE_B ? g->n_hosts : 0;
-        if (kd == TRACE_BARRIER && g->s[i].q == first) {
-            for (int j = 0; j < g->n; j++)
-                drop[j] = g->s[j].kind == TRACE_BARRIER && g->s[j].obj == g->s[i].obj &&
-                          gen_of[j] == gen_of[i];
-            *mutants += check_mutant(g, drop, racy, hang);
-        }
-    }
+    mutant_tally m = { 0, 0, 0 };
+    prop_each_deletion(g, check_deletion, &m);
+    *mutants += m.mutants;
+    *racy += m.racy;
+    *hang += m.hang;
 }
 
 static void test_property_deleting_one_sync_agrees_with_reference(void **state)
 {
     (void)state;
-    prop_gen pg = { .rng = 0xfeedbeef77ULL };
+    prop_gen pg = { .rng = PROP_SEED_DELETE };
     static prop_trace g;
     int mutants = 0, racy = 0, hang = 0, sem_mutants = 0;
     for (int k = 0; k < 300; k++) {
@@ -148,7 +141,7 @@ static void test_property_deleting_one_sync_agrees_with_reference(void **state)
 static void test_property_wide_traces_agree_with_reference(void **state)
 {
     (void)state;
-    prop_gen pg = { .rng = 0x3172a5e5ULL, .wide = true };
+    prop_gen pg = { .rng = PROP_SEED_WIDE, .wide = true };
     static prop_trace g;
     int traces = 0, mutants = 0, racy = 0, hang = 0, max_streams = 0;
     for (int k = 0; k < 60; k++) {
@@ -194,7 +187,7 @@ static void assert_deletion_clean(const prop_trace *g, const bool *drop, const c
 static void test_property_minimize_removals_are_deletions(void **state)
 {
     (void)state;
-    prop_gen pg = { .rng = 0x15a11dULL };
+    prop_gen pg = { .rng = PROP_SEED_HOSTS };
     static prop_trace g;
     bool drop[PROP_MAXS];
     int traces = 0, removed = 0, candidates = 0;
@@ -318,12 +311,12 @@ out:
 static uint64_t diff_seed(const char *text)
 {
     if (!text)
-        return 0xd1ff5eedULL;
+        return PROP_SEED_RICH;
     uint64_t z = strtoull(text, NULL, 0) + 0x9e3779b97f4a7c15ULL;   /* splitmix64 */
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
     z ^= z >> 31;
-    return z ? z : 0xd1ff5eedULL;
+    return z ? z : PROP_SEED_RICH;
 }
 
 static void test_property_diff_seeds_differ(void **state)
