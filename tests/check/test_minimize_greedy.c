@@ -3,19 +3,21 @@
  * the plain greedy removes.
  *
  * The plain greedy, written here the slow way: for each candidate in
- * submission order (a wait, sync or await; a barrier generation, all its
- * participants at once), mark it removed on top of the removals kept so
+ * submission order (a wait, sync or await; a barrier generation -- each
+ * queue's k-th arrival at one barrier -- all its participants at once),
+ * mark it removed on top of the removals kept so
  * far, re-check the whole trace from scratch (a fresh engine, every flag's
  * signal count known, as the minimiser checks), and keep the removal when
  * the findings are a subset of the findings without it. The incremental
  * minimiser (check/minimize.c) copies a live run at each candidate, replays
  * a window with and without it and stops where the two meet; the test
- * compares the removed sets on hundreds of seeded random traces: events
- * that rebind and waits that repeat, host syncs of every scope, flags
- * signalled before and after their awaits, value semaphores, barrier
- * generations across hosts, allocs and frees, sub-range accesses, races and
- * hangs (findings allowed), and snapshots every 1, 4 and 256 statements (the
- * live run is not always quiescent at a candidate).
+ * compares the removals -- which statements, and the order and groups in
+ * which the minimiser lists them -- on hundreds of seeded random traces:
+ * events that rebind and waits that repeat, host syncs of every scope,
+ * flags signalled before and after their awaits, value semaphores, barrier
+ * generations across hosts, allocs and frees, sub-range accesses, races
+ * and hangs (findings allowed), and snapshots every 1, 4 and 256
+ * statements (the live run is not always quiescent at a candidate).
  *
  * (test_minimize.c compares with deleting the lines instead, on traces
  * without flags: with flags, check_trace's streaming pass can report other
@@ -343,54 +345,142 @@ static keyset keys_of(trace *t, const bool *remove)
     return s;
 }
 
-/* The plain greedy: keep[] per seq. */
-static void plain_greedy(trace *t, bool *keep)
+/* The plain greedy's answer: keep[] per seq, and the removals in the order
+ * the minimiser lists them (candidate by candidate, in submission order; a
+ * barrier generation's participants in file order, grouped by the first). */
+typedef struct plain_result {
+    bool *keep;
+    uint64_t *seq, *group;
+    size_t n_removed, n_candidates;
+} plain_result;
+
+static void plain_result_free(plain_result *p)
+{
+    free(p->keep);
+    free(p->seq);
+    free(p->group);
+}
+
+/* Barrier generations as the spec defines them: generation k of barrier B
+ * is each queue's k-th arrival at B. gen[i] = k for a barrier, 0 else. */
+static uint64_t *barrier_generations(trace *t)
 {
     uint64_t n = t->n_stmts;
-    for (uint64_t i = 0; i < n; i++)
-        keep[i] = true;
-    /* barrier generation k: each queue's k-th arrival */
-    uint64_t *gen = calloc(n + 1, sizeof *gen), arrivals[16] = { 0 };
+    uint64_t *gen = calloc(n + 1, sizeof *gen);
     for (uint64_t i = 0; i < n; i++) {
         trace_stmt s;
         trace_stmt_at(t, i, &s);
-        if (s.kind == TRACE_BARRIER)
-            gen[i] = ++arrivals[s.queue];
+        if (s.kind != TRACE_BARRIER)
+            continue;
+        gen[i] = 1;
+        for (uint64_t j = 0; j < i; j++) {
+            trace_stmt x;
+            trace_stmt_at(t, j, &x);
+            gen[i] += x.kind == TRACE_BARRIER && x.object == s.object && x.queue == s.queue;
+        }
     }
+    return gen;
+}
+
+/* Statement j belongs to the candidate that starts at i (a barrier
+ * generation: the same barrier, the same generation). */
+static bool same_candidate(trace *t, const uint64_t *gen, uint64_t i, uint64_t j)
+{
+    if (j == i)
+        return true;
+    if (!gen[i] || gen[j] != gen[i])
+        return false;
+    trace_stmt a, b;
+    trace_stmt_at(t, i, &a);
+    trace_stmt_at(t, j, &b);
+    return b.kind == TRACE_BARRIER && b.object == a.object;
+}
+
+/* The plain greedy, from scratch per candidate. */
+static void plain_greedy(trace *t, plain_result *out)
+{
+    uint64_t n = t->n_stmts;
+    out->keep = calloc(n + 1, sizeof *out->keep);
+    out->seq = calloc(n + 1, sizeof *out->seq);
+    out->group = calloc(n + 1, sizeof *out->group);
+    out->n_removed = out->n_candidates = 0;
+    for (uint64_t i = 0; i < n; i++)
+        out->keep[i] = true;
+    uint64_t *gen = barrier_generations(t);
     keyset base = keys_of(t, NULL);
     bool *remove = calloc(n + 1, sizeof *remove);
-    bool *seen_gen = calloc(n + 1, sizeof *seen_gen);
     for (uint64_t i = 0; i < n; i++) {
         trace_stmt s;
         trace_stmt_at(t, i, &s);
         bool barrier = s.kind == TRACE_BARRIER;
         if (s.kind != TRACE_WAIT && s.kind != TRACE_SYNC && s.kind != TRACE_AWAIT && !barrier)
             continue;
-        if (barrier) {
-            if (seen_gen[gen[i]])
-                continue;
-            seen_gen[gen[i]] = true;
-        }
+        bool later = false;     /* a later participant of a generation tried already */
+        for (uint64_t j = 0; j < i && barrier && !later; j++)
+            later = same_candidate(t, gen, j, i);
+        if (later)
+            continue;
+        out->n_candidates++;
         for (uint64_t j = i; j < n; j++)
-            if (j == i || (barrier && gen[j] == gen[i]))
-                keep[j] = false;
+            if (same_candidate(t, gen, i, j))
+                out->keep[j] = false;
         for (uint64_t j = 0; j < n; j++)
-            remove[j] = !keep[j];
+            remove[j] = !out->keep[j];
         keyset k = keys_of(t, remove);
-        if (keyset_subset(&k, &base)) {
+        bool kept = keyset_subset(&k, &base);
+        if (kept) {
             free(base.k);
             base = k;
         } else {
             free(k.k);
-            for (uint64_t j = i; j < n; j++)
-                if (j == i || (barrier && gen[j] == gen[i]))
-                    keep[j] = true;
+        }
+        for (uint64_t j = i; j < n; j++) {
+            if (!same_candidate(t, gen, i, j))
+                continue;
+            out->keep[j] = !kept;
+            if (kept) {
+                out->seq[out->n_removed] = j;
+                out->group[out->n_removed++] = i;
+            }
         }
     }
     free(base.k);
     free(remove);
-    free(seen_gen);
     free(gen);
+}
+
+/* Whether the minimiser's answer res on t is the plain greedy's: the same
+ * statements removed, listed in the same order with the same groups, of
+ * the same number of candidates. Says where they part first, naming
+ * `what`. */
+static bool same_as_plain(trace *t, const check_min_result *res, const char *what)
+{
+    plain_result plain;
+    plain_greedy(t, &plain);
+    bool same = true;
+    for (uint64_t i = 0; i < t->n_stmts && same; i++)
+        if (plain.keep[i] != res->keep[i]) {
+            fprintf(stderr, "%s: statement %llu (line %llu): plain keep=%d incremental keep=%d\n",
+                    what, (unsigned long long)i, (unsigned long long)i + 1, plain.keep[i],
+                    res->keep[i]);
+            same = false;
+        }
+    for (size_t i = 0; i < plain.n_removed && same; i++)
+        if (plain.seq[i] != res->removed[i].seq || plain.group[i] != res->removed[i].group) {
+            fprintf(stderr, "%s: removal %zu: plain seq %llu group %llu, incremental seq %llu "
+                            "group %llu\n",
+                    what, i, (unsigned long long)plain.seq[i], (unsigned long long)plain.group[i],
+                    (unsigned long long)res->removed[i].seq,
+                    (unsigned long long)res->removed[i].group);
+            same = false;
+        }
+    if (same && (plain.n_removed != res->n_removed || plain.n_candidates != res->n_candidates)) {
+        fprintf(stderr, "%s: plain %zu removed of %zu candidates, incremental %zu of %zu\n", what,
+                plain.n_removed, plain.n_candidates, res->n_removed, res->n_candidates);
+        same = false;
+    }
+    plain_result_free(&plain);
+    return same;
 }
 
 enum { SHAPE_MIXED, SHAPE_ARENAS, SHAPE_ITERATIONS, SHAPE_RANKS };
@@ -411,19 +501,12 @@ static void compare_shape_with_plain(int shape, uint64_t seed, int traces, uint3
         check_min_result res;
         trace_error err;
         assert_int_equal(check_minimize(t, &opt, &res, &err), 0);
-        bool *keep = calloc(t->n_stmts + 1, sizeof *keep);
-        plain_greedy(t, keep);
-        for (uint64_t i = 0; i < t->n_stmts; i++) {
-            if (keep[i] != res.keep[i])
-                fprintf(stderr, "seed %llx trace %d (every %u): statement %llu: plain keep=%d "
-                        "incremental keep=%d\n",
-                        (unsigned long long)seed, k, every, (unsigned long long)i, keep[i],
-                        res.keep[i]);
-            assert_int_equal(keep[i], res.keep[i]);
-        }
+        char what[96];
+        snprintf(what, sizeof what, "seed %llx trace %d (every %u)", (unsigned long long)seed, k,
+                 every);
+        assert_true(same_as_plain(t, &res, what));
         *removed += res.n_removed;
         *kept += res.n_candidates;
-        free(keep);
         check_min_result_free(&res);
         trace_free(t);
     }
@@ -500,13 +583,10 @@ static bool *minimized(trace *t)
     trace_error err;
     check_options opt = { .allow_findings = true };
     assert_int_equal(check_minimize(t, &opt, &res, &err), 0);
-    bool *plain = calloc(t->n_stmts, sizeof *plain), *keep = calloc(t->n_stmts, sizeof *keep);
-    plain_greedy(t, plain);
-    for (uint64_t i = 0; i < t->n_stmts; i++) {
-        assert_int_equal(plain[i], res.keep[i]);
+    assert_true(same_as_plain(t, &res, "minimized"));
+    bool *keep = calloc(t->n_stmts, sizeof *keep);
+    for (uint64_t i = 0; i < t->n_stmts; i++)
         keep[i] = res.keep[i];
-    }
-    free(plain);
     check_min_result_free(&res);
     return keep;
 }
