@@ -17,7 +17,9 @@
  * flags signalled before and after their awaits, value semaphores, barrier
  * generations across hosts, allocs and frees, sub-range accesses, races
  * and hangs (findings allowed), and snapshots every 1, 4 and 256
- * statements (the live run is not always quiescent at a candidate).
+ * statements (the live run is not always quiescent at a candidate). And on
+ * the property test's own traces (property_gen.h, from its seeds): every
+ * kind it generates, and each of its deletions of a sync.
  *
  * (test_minimize.c compares with deleting the lines instead, on traces
  * without flags: with flags, check_trace's streaming pass can report other
@@ -32,6 +34,7 @@
 #include "check/internal.h"
 #include "check_keys.h"
 #include "check_test_util.h"
+#include "property_gen.h"
 
 static uint64_t rng;
 static uint32_t rnd(uint32_t n)
@@ -576,6 +579,143 @@ static void test_minimize_greedy_same_on_ranks(void **state)
     assert_true(candidates > removed + 300);
 }
 
+/* ------------------------------------------------------------------ */
+/* The property test's traces (property_gen.h), from its seeds.        */
+
+enum { GEN_CLEAN, GEN_DELETED, GEN_HOSTS, GEN_WIDE, GEN_WIDE_DELETED, GEN_RICH, GEN_KINDS };
+
+/* The kinds of trace test_property.c generates, each from its seed, and
+ * how many it generates (of the wide ones with a sync deleted, a tenth:
+ * 37 streams and hangs make them the slowest; the long mode takes all). */
+static const struct gen_kind {
+    const char *name;
+    uint64_t seed;
+    int min_hosts;
+    bool wide, rich;
+    bool deletions;     /* each of the property test's deletions of each trace */
+    int traces;
+} gen_kinds[GEN_KINDS] = {
+    [GEN_CLEAN] = { "well synchronised", PROP_SEED_CLEAN, 1, false, false, false, 300 },
+    [GEN_DELETED] = { "a sync deleted", PROP_SEED_DELETE, 1, false, false, true, 300 },
+    [GEN_HOSTS] = { "multi-host", PROP_SEED_HOSTS, 2, false, false, false, 400 },
+    [GEN_WIDE] = { "wide", PROP_SEED_WIDE, 1, true, false, false, 60 },
+    [GEN_WIDE_DELETED] = { "wide, a sync deleted", PROP_SEED_WIDE, 1, true, false, true, 6 },
+    [GEN_RICH] = { "rich", PROP_SEED_RICH, 1, false, true, false, 1500 },
+};
+
+typedef struct gen_tally {
+    long traces, with_findings, close_snapshots, candidates, removals, removed_stmts;
+} gen_tally;
+
+/* One trace of a kind: g without drop[], minimised both ways. */
+typedef struct gen_case {
+    const struct gen_kind *kind;
+    long index;         /* of g in the kind's sequence */
+    gen_tally *tally;
+} gen_case;
+
+static void compare_gen_trace(const prop_trace *g, const bool *drop, void *ctx)
+{
+    gen_case *c = ctx;
+    gen_tally *tl = c->tally;
+    uint32_t every = rnd(4) == 0 ? 1 + rnd(4) : 0;
+    trace *t = prop_materialise(g, drop);
+    check_options opt = { .checkpoint_every = every, .allow_findings = true };
+    check_min_result res;
+    trace_error err;
+    assert_int_equal(check_minimize(t, &opt, &res, &err), 0);
+    char what[128];
+    int deleted = 0;
+    for (int i = 0; i < g->n; i++)
+        deleted += drop[i];
+    snprintf(what, sizeof what, "%s trace %ld (seed %llx, every %u, %d statements deleted)",
+             c->kind->name, c->index, (unsigned long long)c->kind->seed, every, deleted);
+    if (!same_as_plain(t, &res, what)) {
+        prop_dump(g, drop);
+        fail();
+    }
+    tl->traces++;
+    tl->with_findings += res.n_findings > 0;
+    tl->close_snapshots += every > 0;
+    tl->candidates += (long)res.n_candidates;
+    tl->removed_stmts += (long)res.n_removed;
+    for (size_t i = 0; i < res.n_removed; i++)
+        tl->removals += i == 0 || res.removed[i].group != res.removed[i - 1].group;
+    check_min_result_free(&res);
+    trace_free(t);
+}
+
+/* Minimises the traces of one kind both ways: the property test's
+ * generator fed from the kind's seed (so its sequence is the property
+ * test's) for `traces` traces -- for the deleted kind, each of the
+ * property test's deletions of each (prop_each_deletion) --, a quarter of
+ * them with snapshots every 1 to 4 statements. */
+static void compare_gen_kind(int kind, long traces, gen_tally *tl)
+{
+    const struct gen_kind *pk = &gen_kinds[kind];
+    prop_gen pg = { .rng = pk->seed, .wide = pk->wide, .rich = pk->rich };
+    static prop_trace g;
+    static const bool none[PROP_MAXS];
+    rng = pk->seed ^ 0x6a09e667f3bcc908ULL;     /* this test's own choices */
+    for (long k = 0; k < traces; k++) {
+        prop_generate(&pg, &g, pk->min_hosts);
+        gen_case c = { pk, k, tl };
+        if (pk->deletions)
+            prop_each_deletion(&g, compare_gen_trace, &c);
+        else
+            compare_gen_trace(&g, none, &c);
+    }
+}
+
+/* How many times the default number of traces to compare: 10 in the
+ * suite's long mode (SYNCSIM_TEST_LONG=1), SYNCSIM_GREEDY_TIMES=N to say. */
+static long gen_times(void)
+{
+    const char *times = getenv("SYNCSIM_GREEDY_TIMES"), *long_mode = getenv("SYNCSIM_TEST_LONG");
+    if (times && atol(times) > 0)
+        return atol(times);
+    return long_mode && strcmp(long_mode, "1") == 0 ? 10 : 1;
+}
+
+/* Every kind of the property test's traces: the minimiser removes what the
+ * plain greedy removes, in its order. Clean traces (well synchronised,
+ * multi-host with hand-overs through a submission edge, wide) and traces
+ * with findings (a sync deleted: races and hangs; rich: ranks, messages,
+ * allocator loops, flags behind awaits). */
+static void test_minimize_greedy_same_on_property_traces(void **state)
+{
+    (void)state;
+    long times = gen_times();
+    gen_tally tl[GEN_KINDS] = { { 0 } }, all = { 0 };
+    for (int kind = 0; kind < GEN_KINDS; kind++) {
+        compare_gen_kind(kind, gen_kinds[kind].traces * times, &tl[kind]);
+        fprintf(stderr, "greedy on property traces, %s: %ld traces (%ld with findings, %ld "
+                        "with close snapshots), %ld of %ld candidates removed (%ld statements), "
+                        "all as the plain greedy\n",
+                gen_kinds[kind].name, tl[kind].traces, tl[kind].with_findings,
+                tl[kind].close_snapshots, tl[kind].removals, tl[kind].candidates,
+                tl[kind].removed_stmts);
+        all.traces += tl[kind].traces;
+        all.removals += tl[kind].removals;
+        all.candidates += tl[kind].candidates;
+    }
+    fprintf(stderr, "greedy on property traces: %ld traces, %ld of %ld candidates removed\n",
+            all.traces, all.removals, all.candidates);
+    assert_true(all.traces >= 1000);
+    /* both answers, many times, on every kind */
+    for (int kind = 0; kind < GEN_KINDS; kind++) {
+        assert_true(tl[kind].removals > tl[kind].traces);
+        assert_true(tl[kind].candidates - tl[kind].removals > tl[kind].traces);
+    }
+    /* the generated traces are clean; many with a sync deleted or rich are not */
+    for (int kind = 0; kind < GEN_KINDS; kind++) {
+        if (gen_kinds[kind].deletions || gen_kinds[kind].rich)
+            assert_true(tl[kind].with_findings > tl[kind].traces / 3);
+        else
+            assert_int_equal(tl[kind].with_findings, 0);
+    }
+}
+
 /* minimize's keep[] for t, checked against the plain greedy. */
 static bool *minimized(trace *t)
 {
@@ -742,6 +882,7 @@ int main(void)
         cmocka_unit_test(test_minimize_greedy_same_on_arenas),
         cmocka_unit_test(test_minimize_greedy_same_on_iterations),
         cmocka_unit_test(test_minimize_greedy_same_on_ranks),
+        cmocka_unit_test(test_minimize_greedy_same_on_property_traces),
         cmocka_unit_test(test_minimize_greedy_read_left_for_an_unsubmitted_write),
         cmocka_unit_test(test_minimize_greedy_stream_read_by_another_host_sync),
         cmocka_unit_test(test_minimize_greedy_repeated_wait_goes),
