@@ -860,29 +860,10 @@ static void test_minimize_greedy_read_left_for_an_unsubmitted_write(void **state
 /* A stream whose clock a removal changed may be taken as equal once its
  * host knows all it knows -- but not when another host syncs it first and
  * so learns the difference. Without s1's wait, h2's `sync s1` no longer
- * orders h2's write of Y after s0's: a new WAW race. */
-static void test_minimize_greedy_stream_read_by_another_host_sync(void **state)
+ * orders h2's write of Y after s0's: a new WAW race. `pad` host statements
+ * stand before h2's sync. The wait stays. */
+static void read_by_another_host_sync(int pad)
 {
-    (void)state;
-    trace *t = two_hosts(2);
-    tb_op(t, "s0", "wy", "w:Y");
-    tb_record(t, "s0", "e");
-    uint64_t w = tb_wait(t, "s1", "e");
-    tb_op(t, "s1", "k", "r:Z");
-    tb_sync(t, "h", "s0");
-    tb_sync(t, "h", "s1");
-    tb_op(t, "h", "hx", "r:Z");
-    tb_sync(t, "h2", "s1");
-    tb_op(t, "h2", "w2", "w:Y");
-    wait_stays(t, w);
-}
-
-/* The same as stream_read_by_another_host_sync, with h2's sync of s1 past
- * the look-ahead of checkpoint.c (SYNC_LOOKAHEAD statements): a sync it
- * cannot see is taken as one that reads s1's clock. */
-static void test_minimize_greedy_stream_read_past_the_lookahead(void **state)
-{
-    (void)state;
     trace *t = two_hosts(2);
     tb_op(t, "s0", "wy", "w:Y");
     tb_record(t, "s0", "e");
@@ -891,7 +872,7 @@ static void test_minimize_greedy_stream_read_past_the_lookahead(void **state)
     tb_sync(t, "h", "s0");
     tb_sync(t, "h", "s1");
     char label[16];
-    for (int i = 0; i < 600; i++) {
+    for (int i = 0; i < 1 + pad; i++) {
         snprintf(label, sizeof label, "hx%d", i);
         tb_op(t, "h", label, "r:Z");
     }
@@ -900,14 +881,30 @@ static void test_minimize_greedy_stream_read_past_the_lookahead(void **state)
     wait_stays(t, w);
 }
 
-/* An event recorded in the window is part of what the windows compare.
- * Without s1's wait of e0, e1 (recorded on s1 after it) no longer holds
- * s0's write; s1's clock is the same again after its wait of e2 (the two
- * runs' clocks agree there), but s2, which waits for e1, then reads A
- * unordered with the write: the wait stays. */
-static void test_minimize_greedy_event_recorded_in_window_stays(void **state)
+static void test_minimize_greedy_stream_read_by_another_host_sync(void **state)
 {
     (void)state;
+    read_by_another_host_sync(0);
+}
+
+/* The same with h2's sync past the look-ahead of checkpoint.c
+ * (SYNC_LOOKAHEAD, 512 statements): a sync it cannot see is taken as one
+ * that reads s1's clock. */
+static void test_minimize_greedy_stream_read_past_the_lookahead(void **state)
+{
+    (void)state;
+    read_by_another_host_sync(600);
+}
+
+/* What a stream hands on in the window is part of what the windows
+ * compare. s0 writes A and records e0 and e2; s1 waits for e0 (the
+ * candidate), hands on what it knows -- records e1, or signals f -- and
+ * waits for e2, after which its clock is the same with the wait and
+ * without; s2 takes what s1 handed on and reads A. Without the wait, e1
+ * (or f) no longer holds s0's write, and s2's read races with it: the wait
+ * stays. */
+static void handed_on_in_window(bool flag)
+{
     trace *t = tb_new();
     tb_host(t, "h");
     tb_stream(t, "s0", "0");
@@ -918,34 +915,30 @@ static void test_minimize_greedy_event_recorded_in_window_stays(void **state)
     tb_record(t, "s0", "e0");
     tb_record(t, "s0", "e2");
     uint64_t w = tb_wait(t, "s1", "e0");
-    tb_record(t, "s1", "e1");
+    if (flag)
+        tb_signal(t, "s1", "f");
+    else
+        tb_record(t, "s1", "e1");
     tb_wait(t, "s1", "e2");
-    tb_wait(t, "s2", "e1");
+    if (flag)
+        tb_await(t, "s2", "f");
+    else
+        tb_wait(t, "s2", "e1");
     tb_op(t, "s2", "read", "r:A");
     tb_sync(t, "h", "all");
     wait_stays(t, w);
 }
 
-/* The same with a flag: s1 signals f after the wait, s2 awaits it. */
+static void test_minimize_greedy_event_recorded_in_window_stays(void **state)
+{
+    (void)state;
+    handed_on_in_window(false);
+}
+
 static void test_minimize_greedy_flag_signalled_in_window_stays(void **state)
 {
     (void)state;
-    trace *t = tb_new();
-    tb_host(t, "h");
-    tb_stream(t, "s0", "0");
-    tb_stream(t, "s1", "0");
-    tb_stream(t, "s2", "0");
-    tb_buf(t, "A", 64);
-    tb_op(t, "s0", "write", "w:A");
-    tb_record(t, "s0", "e0");
-    tb_record(t, "s0", "e2");
-    uint64_t w = tb_wait(t, "s1", "e0");
-    tb_signal(t, "s1", "f");
-    tb_wait(t, "s1", "e2");
-    tb_await(t, "s2", "f");
-    tb_op(t, "s2", "read", "r:A");
-    tb_sync(t, "h", "all");
-    wait_stays(t, w);
+    handed_on_in_window(true);
 }
 
 int main(void)
