@@ -3,19 +3,23 @@
  * the plain greedy removes.
  *
  * The plain greedy, written here the slow way: for each candidate in
- * submission order (a wait, sync or await; a barrier generation, all its
- * participants at once), mark it removed on top of the removals kept so
+ * submission order (a wait, sync or await; a barrier generation -- each
+ * queue's k-th arrival at one barrier -- all its participants at once),
+ * mark it removed on top of the removals kept so
  * far, re-check the whole trace from scratch (a fresh engine, every flag's
  * signal count known, as the minimiser checks), and keep the removal when
  * the findings are a subset of the findings without it. The incremental
  * minimiser (check/minimize.c) copies a live run at each candidate, replays
  * a window with and without it and stops where the two meet; the test
- * compares the removed sets on hundreds of seeded random traces: events
- * that rebind and waits that repeat, host syncs of every scope, flags
- * signalled before and after their awaits, value semaphores, barrier
- * generations across hosts, allocs and frees, sub-range accesses, races and
- * hangs (findings allowed), and snapshots every 1, 4 and 256 statements (the
- * live run is not always quiescent at a candidate).
+ * compares the removals -- which statements, and the order and groups in
+ * which the minimiser lists them -- on hundreds of seeded random traces:
+ * events that rebind and waits that repeat, host syncs of every scope,
+ * flags signalled before and after their awaits, value semaphores, barrier
+ * generations across hosts, allocs and frees, sub-range accesses, races
+ * and hangs (findings allowed), and snapshots every 1, 4 and 256
+ * statements (the live run is not always quiescent at a candidate). And on
+ * the property test's own traces (property_gen.h, from its seeds): every
+ * kind it generates, and each of its deletions of a sync.
  *
  * (test_minimize.c compares with deleting the lines instead, on traces
  * without flags: with flags, check_trace's streaming pass can report other
@@ -30,6 +34,7 @@
 #include "check/internal.h"
 #include "check_keys.h"
 #include "check_test_util.h"
+#include "property_gen.h"
 
 static uint64_t rng;
 static uint32_t rnd(uint32_t n)
@@ -343,54 +348,142 @@ static keyset keys_of(trace *t, const bool *remove)
     return s;
 }
 
-/* The plain greedy: keep[] per seq. */
-static void plain_greedy(trace *t, bool *keep)
+/* The plain greedy's answer: keep[] per seq, and the removals in the order
+ * the minimiser lists them (candidate by candidate, in submission order; a
+ * barrier generation's participants in file order, grouped by the first). */
+typedef struct plain_result {
+    bool *keep;
+    uint64_t *seq, *group;
+    size_t n_removed, n_candidates;
+} plain_result;
+
+static void plain_result_free(plain_result *p)
+{
+    free(p->keep);
+    free(p->seq);
+    free(p->group);
+}
+
+/* Barrier generations as the spec defines them: generation k of barrier B
+ * is each queue's k-th arrival at B. gen[i] = k for a barrier, 0 else. */
+static uint64_t *barrier_generations(trace *t)
 {
     uint64_t n = t->n_stmts;
-    for (uint64_t i = 0; i < n; i++)
-        keep[i] = true;
-    /* barrier generation k: each queue's k-th arrival */
-    uint64_t *gen = calloc(n + 1, sizeof *gen), arrivals[16] = { 0 };
+    uint64_t *gen = calloc(n + 1, sizeof *gen);
     for (uint64_t i = 0; i < n; i++) {
         trace_stmt s;
         trace_stmt_at(t, i, &s);
-        if (s.kind == TRACE_BARRIER)
-            gen[i] = ++arrivals[s.queue];
+        if (s.kind != TRACE_BARRIER)
+            continue;
+        gen[i] = 1;
+        for (uint64_t j = 0; j < i; j++) {
+            trace_stmt x;
+            trace_stmt_at(t, j, &x);
+            gen[i] += x.kind == TRACE_BARRIER && x.object == s.object && x.queue == s.queue;
+        }
     }
+    return gen;
+}
+
+/* Statement j belongs to the candidate that starts at i (a barrier
+ * generation: the same barrier, the same generation). */
+static bool same_candidate(trace *t, const uint64_t *gen, uint64_t i, uint64_t j)
+{
+    if (j == i)
+        return true;
+    if (!gen[i] || gen[j] != gen[i])
+        return false;
+    trace_stmt a, b;
+    trace_stmt_at(t, i, &a);
+    trace_stmt_at(t, j, &b);
+    return b.kind == TRACE_BARRIER && b.object == a.object;
+}
+
+/* The plain greedy, from scratch per candidate. */
+static void plain_greedy(trace *t, plain_result *out)
+{
+    uint64_t n = t->n_stmts;
+    out->keep = calloc(n + 1, sizeof *out->keep);
+    out->seq = calloc(n + 1, sizeof *out->seq);
+    out->group = calloc(n + 1, sizeof *out->group);
+    out->n_removed = out->n_candidates = 0;
+    for (uint64_t i = 0; i < n; i++)
+        out->keep[i] = true;
+    uint64_t *gen = barrier_generations(t);
     keyset base = keys_of(t, NULL);
     bool *remove = calloc(n + 1, sizeof *remove);
-    bool *seen_gen = calloc(n + 1, sizeof *seen_gen);
     for (uint64_t i = 0; i < n; i++) {
         trace_stmt s;
         trace_stmt_at(t, i, &s);
         bool barrier = s.kind == TRACE_BARRIER;
         if (s.kind != TRACE_WAIT && s.kind != TRACE_SYNC && s.kind != TRACE_AWAIT && !barrier)
             continue;
-        if (barrier) {
-            if (seen_gen[gen[i]])
-                continue;
-            seen_gen[gen[i]] = true;
-        }
+        bool later = false;     /* a later participant of a generation tried already */
+        for (uint64_t j = 0; j < i && barrier && !later; j++)
+            later = same_candidate(t, gen, j, i);
+        if (later)
+            continue;
+        out->n_candidates++;
         for (uint64_t j = i; j < n; j++)
-            if (j == i || (barrier && gen[j] == gen[i]))
-                keep[j] = false;
+            if (same_candidate(t, gen, i, j))
+                out->keep[j] = false;
         for (uint64_t j = 0; j < n; j++)
-            remove[j] = !keep[j];
+            remove[j] = !out->keep[j];
         keyset k = keys_of(t, remove);
-        if (keyset_subset(&k, &base)) {
+        bool kept = keyset_subset(&k, &base);
+        if (kept) {
             free(base.k);
             base = k;
         } else {
             free(k.k);
-            for (uint64_t j = i; j < n; j++)
-                if (j == i || (barrier && gen[j] == gen[i]))
-                    keep[j] = true;
+        }
+        for (uint64_t j = i; j < n; j++) {
+            if (!same_candidate(t, gen, i, j))
+                continue;
+            out->keep[j] = !kept;
+            if (kept) {
+                out->seq[out->n_removed] = j;
+                out->group[out->n_removed++] = i;
+            }
         }
     }
     free(base.k);
     free(remove);
-    free(seen_gen);
     free(gen);
+}
+
+/* Whether the minimiser's answer res on t is the plain greedy's: the same
+ * statements removed, listed in the same order with the same groups, of
+ * the same number of candidates. Says where they part first, naming
+ * `what`. */
+static bool same_as_plain(trace *t, const check_min_result *res, const char *what)
+{
+    plain_result plain;
+    plain_greedy(t, &plain);
+    bool same = true;
+    for (uint64_t i = 0; i < t->n_stmts && same; i++)
+        if (plain.keep[i] != res->keep[i]) {
+            fprintf(stderr, "%s: statement %llu (line %llu): plain keep=%d incremental keep=%d\n",
+                    what, (unsigned long long)i, (unsigned long long)i + 1, plain.keep[i],
+                    res->keep[i]);
+            same = false;
+        }
+    for (size_t i = 0; i < plain.n_removed && same; i++)
+        if (plain.seq[i] != res->removed[i].seq || plain.group[i] != res->removed[i].group) {
+            fprintf(stderr, "%s: removal %zu: plain seq %llu group %llu, incremental seq %llu "
+                            "group %llu\n",
+                    what, i, (unsigned long long)plain.seq[i], (unsigned long long)plain.group[i],
+                    (unsigned long long)res->removed[i].seq,
+                    (unsigned long long)res->removed[i].group);
+            same = false;
+        }
+    if (same && (plain.n_removed != res->n_removed || plain.n_candidates != res->n_candidates)) {
+        fprintf(stderr, "%s: plain %zu removed of %zu candidates, incremental %zu of %zu\n", what,
+                plain.n_removed, plain.n_candidates, res->n_removed, res->n_candidates);
+        same = false;
+    }
+    plain_result_free(&plain);
+    return same;
 }
 
 enum { SHAPE_MIXED, SHAPE_ARENAS, SHAPE_ITERATIONS, SHAPE_RANKS };
@@ -411,19 +504,12 @@ static void compare_shape_with_plain(int shape, uint64_t seed, int traces, uint3
         check_min_result res;
         trace_error err;
         assert_int_equal(check_minimize(t, &opt, &res, &err), 0);
-        bool *keep = calloc(t->n_stmts + 1, sizeof *keep);
-        plain_greedy(t, keep);
-        for (uint64_t i = 0; i < t->n_stmts; i++) {
-            if (keep[i] != res.keep[i])
-                fprintf(stderr, "seed %llx trace %d (every %u): statement %llu: plain keep=%d "
-                        "incremental keep=%d\n",
-                        (unsigned long long)seed, k, every, (unsigned long long)i, keep[i],
-                        res.keep[i]);
-            assert_int_equal(keep[i], res.keep[i]);
-        }
+        char what[96];
+        snprintf(what, sizeof what, "seed %llx trace %d (every %u)", (unsigned long long)seed, k,
+                 every);
+        assert_true(same_as_plain(t, &res, what));
         *removed += res.n_removed;
         *kept += res.n_candidates;
-        free(keep);
         check_min_result_free(&res);
         trace_free(t);
     }
@@ -493,6 +579,146 @@ static void test_minimize_greedy_same_on_ranks(void **state)
     assert_true(candidates > removed + 300);
 }
 
+/* ------------------------------------------------------------------ */
+/* The property test's traces (property_gen.h), from its seeds.        */
+
+enum { GEN_CLEAN, GEN_DELETED, GEN_HOSTS, GEN_WIDE, GEN_WIDE_DELETED, GEN_RICH, GEN_KINDS };
+
+/* The kinds of trace test_property.c generates, each from its seed, and
+ * how many of each: as many as it generates, except where it deletes each
+ * sync in turn -- a trace's deletions are some 17 traces, a wide trace's
+ * some 130, and under the sanitizers they took 19 s of the test's 42 --:
+ * there a third of its traces and a thirtieth of its wide ones. The long
+ * mode, ten times as many, covers them all. */
+static const struct gen_kind {
+    const char *name;
+    uint64_t seed;
+    int min_hosts;
+    bool wide, rich;
+    bool deletions;     /* each of the property test's deletions of each trace */
+    int traces;
+} gen_kinds[GEN_KINDS] = {
+    [GEN_CLEAN] = { "well synchronised", PROP_SEED_CLEAN, 1, false, false, false, 300 },
+    [GEN_DELETED] = { "a sync deleted", PROP_SEED_DELETE, 1, false, false, true, 100 },
+    [GEN_HOSTS] = { "multi-host", PROP_SEED_HOSTS, 2, false, false, false, 400 },
+    [GEN_WIDE] = { "wide", PROP_SEED_WIDE, 1, true, false, false, 60 },
+    [GEN_WIDE_DELETED] = { "wide, a sync deleted", PROP_SEED_WIDE, 1, true, false, true, 2 },
+    [GEN_RICH] = { "rich", PROP_SEED_RICH, 1, false, true, false, 1500 },
+};
+
+typedef struct gen_tally {
+    long traces, with_findings, close_snapshots, candidates, removals, removed_stmts;
+} gen_tally;
+
+/* One trace of a kind: g without drop[], minimised both ways. */
+typedef struct gen_case {
+    const struct gen_kind *kind;
+    long index;         /* of g in the kind's sequence */
+    gen_tally *tally;
+} gen_case;
+
+static void compare_gen_trace(const prop_trace *g, const bool *drop, void *ctx)
+{
+    gen_case *c = ctx;
+    gen_tally *tl = c->tally;
+    uint32_t every = rnd(4) == 0 ? 1 + rnd(4) : 0;
+    trace *t = prop_materialise(g, drop);
+    check_options opt = { .checkpoint_every = every, .allow_findings = true };
+    check_min_result res;
+    trace_error err;
+    assert_int_equal(check_minimize(t, &opt, &res, &err), 0);
+    char what[128];
+    int deleted = 0;
+    for (int i = 0; i < g->n; i++)
+        deleted += drop[i];
+    snprintf(what, sizeof what, "%s trace %ld (seed %llx, every %u, %d statements deleted)",
+             c->kind->name, c->index, (unsigned long long)c->kind->seed, every, deleted);
+    if (!same_as_plain(t, &res, what)) {
+        prop_dump(g, drop);
+        fail();
+    }
+    tl->traces++;
+    tl->with_findings += res.n_findings > 0;
+    tl->close_snapshots += every > 0;
+    tl->candidates += (long)res.n_candidates;
+    tl->removed_stmts += (long)res.n_removed;
+    for (size_t i = 0; i < res.n_removed; i++)
+        tl->removals += i == 0 || res.removed[i].group != res.removed[i - 1].group;
+    check_min_result_free(&res);
+    trace_free(t);
+}
+
+/* Minimises the traces of one kind both ways: the property test's
+ * generator fed from the kind's seed (so its sequence is the property
+ * test's) for `traces` traces -- for a kind with deletions, each of the
+ * property test's deletions of each (prop_each_deletion) --, a quarter of
+ * them with snapshots every 1 to 4 statements. */
+static void compare_gen_kind(int kind, long traces, gen_tally *tl)
+{
+    const struct gen_kind *pk = &gen_kinds[kind];
+    prop_gen pg = { .rng = pk->seed, .wide = pk->wide, .rich = pk->rich };
+    static prop_trace g;
+    static const bool none[PROP_MAXS];
+    rng = pk->seed ^ 0x6a09e667f3bcc908ULL;     /* this test's own choices */
+    for (long k = 0; k < traces; k++) {
+        prop_generate(&pg, &g, pk->min_hosts);
+        gen_case c = { pk, k, tl };
+        if (pk->deletions)
+            prop_each_deletion(&g, compare_gen_trace, &c);
+        else
+            compare_gen_trace(&g, none, &c);
+    }
+}
+
+/* How many times the default number of traces to compare: 10 in the
+ * suite's long mode (SYNCSIM_TEST_LONG=1), SYNCSIM_GREEDY_TIMES=N to say. */
+static long gen_times(void)
+{
+    const char *times = getenv("SYNCSIM_GREEDY_TIMES"), *long_mode = getenv("SYNCSIM_TEST_LONG");
+    if (times && atol(times) > 0)
+        return atol(times);
+    return long_mode && strcmp(long_mode, "1") == 0 ? 10 : 1;
+}
+
+/* Every kind of the property test's traces: the minimiser removes what the
+ * plain greedy removes, in its order. Clean traces (well synchronised,
+ * multi-host with hand-overs through a submission edge, wide) and traces
+ * with findings (a sync deleted: races and hangs; rich: ranks, messages,
+ * allocator loops, flags behind awaits). */
+static void test_minimize_greedy_same_on_property_traces(void **state)
+{
+    (void)state;
+    long times = gen_times();
+    gen_tally tl[GEN_KINDS] = { { 0 } }, all = { 0 };
+    for (int kind = 0; kind < GEN_KINDS; kind++) {
+        compare_gen_kind(kind, gen_kinds[kind].traces * times, &tl[kind]);
+        fprintf(stderr, "greedy on property traces, %s: %ld traces (%ld with findings, %ld "
+                        "with close snapshots), %ld of %ld candidates removed (%ld statements), "
+                        "all as the plain greedy\n",
+                gen_kinds[kind].name, tl[kind].traces, tl[kind].with_findings,
+                tl[kind].close_snapshots, tl[kind].removals, tl[kind].candidates,
+                tl[kind].removed_stmts);
+        all.traces += tl[kind].traces;
+        all.removals += tl[kind].removals;
+        all.candidates += tl[kind].candidates;
+    }
+    fprintf(stderr, "greedy on property traces: %ld traces, %ld of %ld candidates removed\n",
+            all.traces, all.removals, all.candidates);
+    assert_true(all.traces >= 1000);
+    /* both answers, many times, on every kind */
+    for (int kind = 0; kind < GEN_KINDS; kind++) {
+        assert_true(tl[kind].removals > tl[kind].traces);
+        assert_true(tl[kind].candidates - tl[kind].removals > tl[kind].traces);
+    }
+    /* the generated traces are clean; many with a sync deleted or rich are not */
+    for (int kind = 0; kind < GEN_KINDS; kind++) {
+        if (gen_kinds[kind].deletions || gen_kinds[kind].rich)
+            assert_true(tl[kind].with_findings > tl[kind].traces / 3);
+        else
+            assert_int_equal(tl[kind].with_findings, 0);
+    }
+}
+
 /* minimize's keep[] for t, checked against the plain greedy. */
 static bool *minimized(trace *t)
 {
@@ -500,13 +726,10 @@ static bool *minimized(trace *t)
     trace_error err;
     check_options opt = { .allow_findings = true };
     assert_int_equal(check_minimize(t, &opt, &res, &err), 0);
-    bool *plain = calloc(t->n_stmts, sizeof *plain), *keep = calloc(t->n_stmts, sizeof *keep);
-    plain_greedy(t, plain);
-    for (uint64_t i = 0; i < t->n_stmts; i++) {
-        assert_int_equal(plain[i], res.keep[i]);
+    assert_true(same_as_plain(t, &res, "minimized"));
+    bool *keep = calloc(t->n_stmts, sizeof *keep);
+    for (uint64_t i = 0; i < t->n_stmts; i++)
         keep[i] = res.keep[i];
-    }
-    free(plain);
     check_min_result_free(&res);
     return keep;
 }
@@ -637,10 +860,10 @@ static void test_minimize_greedy_read_left_for_an_unsubmitted_write(void **state
 /* A stream whose clock a removal changed may be taken as equal once its
  * host knows all it knows -- but not when another host syncs it first and
  * so learns the difference. Without s1's wait, h2's `sync s1` no longer
- * orders h2's write of Y after s0's: a new WAW race. */
-static void test_minimize_greedy_stream_read_by_another_host_sync(void **state)
+ * orders h2's write of Y after s0's: a new WAW race. `pad` host statements
+ * stand before h2's sync. The wait stays. */
+static void read_by_another_host_sync(int pad)
 {
-    (void)state;
     trace *t = two_hosts(2);
     tb_op(t, "s0", "wy", "w:Y");
     tb_record(t, "s0", "e");
@@ -648,10 +871,74 @@ static void test_minimize_greedy_stream_read_by_another_host_sync(void **state)
     tb_op(t, "s1", "k", "r:Z");
     tb_sync(t, "h", "s0");
     tb_sync(t, "h", "s1");
-    tb_op(t, "h", "hx", "r:Z");
+    char label[16];
+    for (int i = 0; i < 1 + pad; i++) {
+        snprintf(label, sizeof label, "hx%d", i);
+        tb_op(t, "h", label, "r:Z");
+    }
     tb_sync(t, "h2", "s1");
     tb_op(t, "h2", "w2", "w:Y");
     wait_stays(t, w);
+}
+
+static void test_minimize_greedy_stream_read_by_another_host_sync(void **state)
+{
+    (void)state;
+    read_by_another_host_sync(0);
+}
+
+/* The same with h2's sync past the look-ahead of checkpoint.c
+ * (SYNC_LOOKAHEAD, 512 statements): a sync it cannot see is taken as one
+ * that reads s1's clock. */
+static void test_minimize_greedy_stream_read_past_the_lookahead(void **state)
+{
+    (void)state;
+    read_by_another_host_sync(600);
+}
+
+/* What a stream hands on in the window is part of what the windows
+ * compare. s0 writes A and records e0 and e2; s1 waits for e0 (the
+ * candidate), hands on what it knows -- records e1, or signals f -- and
+ * waits for e2, after which its clock is the same with the wait and
+ * without; s2 takes what s1 handed on and reads A. Without the wait, e1
+ * (or f) no longer holds s0's write, and s2's read races with it: the wait
+ * stays. */
+static void handed_on_in_window(bool flag)
+{
+    trace *t = tb_new();
+    tb_host(t, "h");
+    tb_stream(t, "s0", "0");
+    tb_stream(t, "s1", "0");
+    tb_stream(t, "s2", "0");
+    tb_buf(t, "A", 64);
+    tb_op(t, "s0", "write", "w:A");
+    tb_record(t, "s0", "e0");
+    tb_record(t, "s0", "e2");
+    uint64_t w = tb_wait(t, "s1", "e0");
+    if (flag)
+        tb_signal(t, "s1", "f");
+    else
+        tb_record(t, "s1", "e1");
+    tb_wait(t, "s1", "e2");
+    if (flag)
+        tb_await(t, "s2", "f");
+    else
+        tb_wait(t, "s2", "e1");
+    tb_op(t, "s2", "read", "r:A");
+    tb_sync(t, "h", "all");
+    wait_stays(t, w);
+}
+
+static void test_minimize_greedy_event_recorded_in_window_stays(void **state)
+{
+    (void)state;
+    handed_on_in_window(false);
+}
+
+static void test_minimize_greedy_flag_signalled_in_window_stays(void **state)
+{
+    (void)state;
+    handed_on_in_window(true);
 }
 
 int main(void)
@@ -662,8 +949,12 @@ int main(void)
         cmocka_unit_test(test_minimize_greedy_same_on_arenas),
         cmocka_unit_test(test_minimize_greedy_same_on_iterations),
         cmocka_unit_test(test_minimize_greedy_same_on_ranks),
+        cmocka_unit_test(test_minimize_greedy_same_on_property_traces),
         cmocka_unit_test(test_minimize_greedy_read_left_for_an_unsubmitted_write),
         cmocka_unit_test(test_minimize_greedy_stream_read_by_another_host_sync),
+        cmocka_unit_test(test_minimize_greedy_stream_read_past_the_lookahead),
+        cmocka_unit_test(test_minimize_greedy_event_recorded_in_window_stays),
+        cmocka_unit_test(test_minimize_greedy_flag_signalled_in_window_stays),
         cmocka_unit_test(test_minimize_greedy_repeated_wait_goes),
         cmocka_unit_test(test_minimize_greedy_repeated_wait_after_sync_stays),
         cmocka_unit_test(test_minimize_greedy_repeated_wait_of_another_host_stays),
